@@ -1,0 +1,130 @@
+//! Wiring: opens the store, recovers the WAL, starts the writer and the listeners.
+
+use crate::config::Config;
+use crate::ingest::Ingest;
+use crate::query::QueryEngine;
+use crate::series::SeriesResolver;
+use crate::server::AppState;
+use crate::store::embedded::EmbeddedStore;
+use crate::store::SharedStore;
+use crate::uid::UidCore;
+use crate::write::{Writer, WriterConfig};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tsgate_opentsdb::Limits;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error(transparent)]
+    Write(#[from] crate::write::WriteError),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen { addr: String, source: std::io::Error },
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Opens the configured store (the embedded engine under `data_dir/store`).
+pub fn open_store(cfg: &Config) -> Result<SharedStore, AppError> {
+    std::fs::create_dir_all(&cfg.data_dir)?;
+    let store = EmbeddedStore::open(&cfg.data_dir.join("store"), &cfg.storage.tables.specs())?;
+    Ok(Arc::new(store))
+}
+
+pub fn uid_core(cfg: &Config, store: SharedStore) -> Arc<UidCore> {
+    let s = &cfg.storage;
+    let u = &cfg.uid;
+    Arc::new(UidCore::new(
+        store,
+        s.tables.uid.clone(),
+        [s.uid_width_metric, s.uid_width_tagk, s.uid_width_tagv],
+        [u.auto_create_metrics, u.auto_create_tagks, u.auto_create_tagvs],
+    ))
+}
+
+pub fn limits(cfg: &Config) -> Limits {
+    Limits { max_tags: cfg.limits.max_tags, allow_special: cfg.limits.allow_special_chars.clone() }
+}
+
+pub fn writer_config(cfg: &Config) -> WriterConfig {
+    WriterConfig {
+        shards: cfg.shards(),
+        flush_interval: Duration::from_millis(cfg.write.flush_interval_ms.max(1)),
+        fsync: cfg.write.wal_fsync == "always",
+        max_batch_points: cfg.write.wal_max_batch_points,
+        buffer_max_points: cfg.write.buffer_max_points,
+        compaction_delay: Duration::from_millis(cfg.write.compaction_delay_ms),
+        queue_depth: 64,
+    }
+}
+
+/// Everything a running node holds: the shared state and the writer's threads.
+pub struct Node {
+    pub state: Arc<AppState>,
+    pub threads: crate::write::WriterThreads,
+}
+
+impl Node {
+    /// Opens the store, replays the WAL and starts the writer. Needs a tokio runtime.
+    pub fn start(cfg: Config) -> Result<Node, AppError> {
+        cfg.validate()?;
+        let store = open_store(&cfg)?;
+        let layout = cfg.layout();
+        let table = cfg.storage.tables.data.clone();
+        let stats = crate::write::recover(&cfg.data_dir, &store, &table, layout)?;
+        if stats.points > 0 {
+            tracing::info!(points = stats.points, damaged = stats.damaged, "write-ahead log replayed");
+        }
+        let uids = uid_core(&cfg, store.clone());
+        let resolver = Arc::new(SeriesResolver::new(uids.clone()));
+        let (writer, threads) =
+            Writer::start(&cfg.data_dir, store.clone(), &table, layout, &writer_config(&cfg), tokio::runtime::Handle::current())?;
+        let state = Arc::new(AppState {
+            ingest: Ingest { resolver: resolver.clone(), writer },
+            query: QueryEngine { store, uids, layout, table },
+            resolver,
+            limits: limits(&cfg),
+            config: cfg,
+            stats: Default::default(),
+            started: Instant::now(),
+        });
+        Ok(Node { state, threads })
+    }
+}
+
+/// Runs the server until SIGINT/SIGTERM, then drains and flushes everything.
+pub async fn serve(cfg: Config) -> Result<(), AppError> {
+    let listen = cfg.server.listen.clone();
+    let listener = tokio::net::TcpListener::bind(&listen).await.map_err(|source| AppError::Listen { addr: listen.clone(), source })?;
+    let node = Node::start(cfg)?;
+    tracing::info!(addr = %listener.local_addr()?, data_dir = %node.state.config.data_dir.display(), "tsgate listening (OpenTSDB telnet + HTTP)");
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let server = tokio::spawn(crate::server::serve(node.state.clone(), listener, rx));
+    shutdown_signal().await;
+    tracing::info!("shutting down: draining connections and flushing");
+    let _ = tx.send(true);
+    let _ = server.await;
+    // Give open connections a moment to finish their current request.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Arc::strong_count(&node.state) > 1 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let Node { state, threads } = node;
+    state.ingest.writer.close();
+    drop(state);
+    tokio::task::spawn_blocking(move || threads.join()).await.ok();
+    tracing::info!("stopped cleanly");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

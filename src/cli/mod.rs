@@ -1,0 +1,117 @@
+//! The `tsgate` command line: `serve`, `scan`, `uid`, `import`, `fsck`.
+
+pub mod fsck;
+pub mod import;
+pub mod scan;
+pub mod uid;
+
+use crate::config::Config;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(name = "tsgate", version, about = "Time-series gateway and database on OpenTSDB's HBase schema")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command shares: where the config and the data are.
+#[derive(Args, Debug, Clone)]
+pub struct Common {
+    /// TOML config file (every key has a default; flags override it).
+    #[arg(long, global = true)]
+    pub config: Option<PathBuf>,
+    /// Data directory (store and write-ahead log). Default ./data
+    #[arg(long, global = true)]
+    pub data_dir: Option<PathBuf>,
+    /// Log level: error, warn, info, debug, trace.
+    #[arg(long, global = true, default_value = "info")]
+    pub log_level: String,
+}
+
+impl Common {
+    pub fn load(&self) -> anyhow::Result<Config> {
+        let mut cfg = match &self.config {
+            Some(p) => Config::load(p)?,
+            None => Config::default(),
+        };
+        if let Some(d) = &self.data_dir {
+            cfg.data_dir = d.clone();
+        }
+        Ok(cfg)
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the server (OpenTSDB telnet + HTTP on --listen).
+    Serve {
+        #[command(flatten)]
+        common: Common,
+        /// OpenTSDB telnet and HTTP address. Default 0.0.0.0:4242
+        #[arg(long)]
+        listen: Option<String>,
+        /// Graphite plaintext address (accepted now; the Graphite listener is not built yet).
+        #[arg(long)]
+        graphite_listen: Option<String>,
+    },
+    /// Print the cells of a table (server must be stopped): `<table> <row> <family>:<qualifier> <value>`.
+    Scan(scan::ScanArgs),
+    /// Look up, assign and rename UIDs (server must be stopped).
+    Uid {
+        #[command(flatten)]
+        common: Common,
+        #[command(subcommand)]
+        action: uid::UidAction,
+    },
+    /// Import files in OpenTSDB's import format (`metric ts value tag=v …`, `.gz` too).
+    Import(import::ImportArgs),
+    /// Check the tables for bad or duplicate cells; repair with --fix.
+    Fsck(fsck::FsckArgs),
+}
+
+fn init_logging(level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("tsgate={level},warn")));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Serve { common, listen, graphite_listen } => {
+            init_logging(&common.log_level);
+            let mut cfg = common.load()?;
+            if let Some(l) = listen {
+                cfg.server.listen = l;
+            }
+            if let Some(g) = graphite_listen {
+                cfg.server.graphite_listen = g;
+            }
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            rt.block_on(crate::app::serve(cfg))?;
+            Ok(0)
+        }
+        Command::Scan(args) => {
+            init_logging(&args.common.log_level);
+            scan::run(&args)
+        }
+        Command::Uid { common, action } => {
+            init_logging(&common.log_level);
+            uid::run(&common, action)
+        }
+        Command::Import(args) => {
+            init_logging(&args.common.log_level);
+            import::run(&args)
+        }
+        Command::Fsck(args) => {
+            init_logging(&args.common.log_level);
+            fsck::run(&args)
+        }
+    }
+}
+
+/// Lowercase hex, as `tsgate scan` prints cells.
+pub fn hex_lower(b: &[u8]) -> String {
+    crate::schema::hex_upper(b).to_ascii_lowercase()
+}

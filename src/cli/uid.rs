@@ -1,0 +1,77 @@
+//! `tsgate uid assign|grep|rename`, like OpenTSDB's `tsdb uid`.
+
+use super::Common;
+use crate::schema::hex_upper;
+use crate::schema::uid_table::UidKind;
+use clap::Subcommand;
+
+#[derive(Subcommand, Debug)]
+pub enum UidAction {
+    /// Assign UIDs to new names: `uid assign metrics sys.cpu.user sys.cpu.idle`.
+    Assign { kind: String, names: Vec<String> },
+    /// Find names matching a regex: `uid grep [metrics|tagk|tagv] REGEX`.
+    Grep { args: Vec<String> },
+    /// Rename: `uid rename metrics old.name new.name`.
+    Rename { kind: String, old: String, new: String },
+}
+
+fn kind(s: &str) -> anyhow::Result<UidKind> {
+    UidKind::parse(s).ok_or_else(|| anyhow::anyhow!("unknown kind {s:?}: use metrics, tagk or tagv"))
+}
+
+pub fn run(common: &Common, action: UidAction) -> anyhow::Result<i32> {
+    let cfg = common.load()?;
+    let store = crate::app::open_store(&cfg)?;
+    let uids = crate::app::uid_core(&cfg, store.clone());
+    let mut status = 0;
+    match action {
+        UidAction::Assign { kind: k, names } => {
+            let k = kind(&k)?;
+            for n in names {
+                let what = match k {
+                    UidKind::Metric => "metric",
+                    UidKind::Tagk => "tagk",
+                    UidKind::Tagv => "tagv",
+                };
+                let res = tsgate_opentsdb::names::validate(&n, what, &cfg.limits.allow_special_chars)
+                    .map_err(anyhow::Error::msg)
+                    .and_then(|_| uids.assign(k, &n).map_err(anyhow::Error::from));
+                match res {
+                    Ok(u) => println!("{} {}: {}", k.as_str(), n, hex_upper(&u)),
+                    Err(e) => {
+                        eprintln!("{} {}: {e}", k.as_str(), n);
+                        status = 1;
+                    }
+                }
+            }
+        }
+        UidAction::Grep { args } => {
+            let (kinds, re) = match args.as_slice() {
+                [re] => (UidKind::ALL.to_vec(), re.clone()),
+                [k, re] => (vec![kind(k)?], re.clone()),
+                _ => anyhow::bail!("usage: tsgate uid grep [metrics|tagk|tagv] REGEX"),
+            };
+            let re = regex::Regex::new(&re)?;
+            let mut found = false;
+            for k in kinds {
+                for (name, uid) in uids.list(k)? {
+                    if re.is_match(&name) {
+                        println!("{} {}: {}", k.as_str(), name, hex_upper(&uid));
+                        found = true;
+                    }
+                }
+            }
+            if !found {
+                status = 1;
+            }
+        }
+        UidAction::Rename { kind: k, old, new } => {
+            let k = kind(&k)?;
+            tsgate_opentsdb::names::validate(&new, k.as_str(), &cfg.limits.allow_special_chars).map_err(anyhow::Error::msg)?;
+            let u = uids.rename(k, &old, &new)?;
+            println!("{} {} -> {}: {}", k.as_str(), old, new, hex_upper(&u));
+        }
+    }
+    store.flush()?;
+    Ok(status)
+}

@@ -1,0 +1,225 @@
+//! The one TOML config file. Every key has a default; command-line flags override.
+
+use crate::schema::KeyLayout;
+use crate::store::TableNames;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Where the embedded store and the write-ahead log live.
+    pub data_dir: PathBuf,
+    pub server: ServerConfig,
+    pub storage: StorageConfig,
+    pub uid: UidConfig,
+    pub write: WriteConfig,
+    pub limits: LimitsConfig,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// OpenTSDB telnet and HTTP, told apart by the first byte (as OpenTSDB's TSD does).
+    pub listen: String,
+    /// Graphite plaintext (used once the Graphite listener lands).
+    pub graphite_listen: String,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageConfig {
+    /// `embedded` (the only backend so far).
+    pub backend: String,
+    pub tables: TableNames,
+    pub uid_width_metric: usize,
+    pub uid_width_tagk: usize,
+    pub uid_width_tagv: usize,
+    /// Salt bytes in front of row keys (0 = off), and how many buckets.
+    pub salt_width: usize,
+    pub salt_buckets: u32,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct UidConfig {
+    /// OpenTSDB defaults metrics to false; a gateway is expected to accept new metrics.
+    pub auto_create_metrics: bool,
+    pub auto_create_tagks: bool,
+    pub auto_create_tagvs: bool,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct WriteConfig {
+    /// Independent write shards (each a WAL, a buffer and a writer thread); 0 = one per core.
+    pub shards: usize,
+    /// How often buffered points are written to the store (and become queryable).
+    pub flush_interval_ms: u64,
+    /// `always`: every acknowledged write is fsynced (group commit). `never`: left to the OS.
+    pub wal_fsync: String,
+    /// Largest WAL group written by one fsync.
+    pub wal_max_batch_points: usize,
+    /// Points buffered per shard before a flush is forced.
+    pub buffer_max_points: usize,
+    /// How long a row whose hour has closed must go without writes before it is compacted.
+    pub compaction_delay_ms: u64,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Tags per series (OpenTSDB's `tsd.storage.max_tags`).
+    pub max_tags: usize,
+    /// Longest telnet line in bytes; a longer line is answered with an error and skipped.
+    pub telnet_line_max: usize,
+    /// Largest HTTP request body, before and after decompression.
+    pub http_body_max: usize,
+    /// Extra characters allowed in names (OpenTSDB's `tsd.core.tag.allow_specialchars`).
+    pub allow_special_chars: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            data_dir: PathBuf::from("./data"),
+            server: ServerConfig::default(),
+            storage: StorageConfig::default(),
+            uid: UidConfig::default(),
+            write: WriteConfig::default(),
+            limits: LimitsConfig::default(),
+        }
+    }
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig { listen: "0.0.0.0:4242".into(), graphite_listen: "0.0.0.0:2003".into() }
+    }
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        StorageConfig {
+            backend: "embedded".into(),
+            tables: TableNames::default(),
+            uid_width_metric: 3,
+            uid_width_tagk: 3,
+            uid_width_tagv: 3,
+            salt_width: 0,
+            salt_buckets: 20,
+        }
+    }
+}
+
+impl Default for UidConfig {
+    fn default() -> Self {
+        UidConfig { auto_create_metrics: true, auto_create_tagks: true, auto_create_tagvs: true }
+    }
+}
+
+impl Default for WriteConfig {
+    fn default() -> Self {
+        WriteConfig {
+            shards: 0,
+            flush_interval_ms: 1000,
+            wal_fsync: "always".into(),
+            wal_max_batch_points: 200_000,
+            buffer_max_points: 2_000_000,
+            compaction_delay_ms: 5_000,
+        }
+    }
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            max_tags: 8,
+            telnet_line_max: 1024,
+            http_body_max: 64 << 20,
+            allow_special_chars: String::new(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("invalid config file {path}: {source}")]
+    Parse { path: PathBuf, source: toml::de::Error },
+    #[error("invalid config: {0}")]
+    Invalid(String),
+}
+
+impl Config {
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
+        let cfg: Config = toml::from_str(&text).map_err(|source| ConfigError::Parse { path: path.into(), source })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let s = &self.storage;
+        for (k, w) in [("metric", s.uid_width_metric), ("tagk", s.uid_width_tagk), ("tagv", s.uid_width_tagv)] {
+            if !(1..=8).contains(&w) {
+                return Err(ConfigError::Invalid(format!("storage.uid_width_{k} must be 1..8, got {w}")));
+            }
+        }
+        if s.salt_width > 8 || (s.salt_width > 0 && s.salt_buckets == 0) {
+            return Err(ConfigError::Invalid("storage.salt_width must be 0..8 with salt_buckets >= 1".into()));
+        }
+        if s.backend != "embedded" {
+            return Err(ConfigError::Invalid(format!("storage.backend {:?} is not available (embedded)", s.backend)));
+        }
+        if self.limits.max_tags < 1 {
+            return Err(ConfigError::Invalid("limits.max_tags must be >= 1".into()));
+        }
+        if !matches!(self.write.wal_fsync.as_str(), "always" | "never") {
+            return Err(ConfigError::Invalid("write.wal_fsync must be \"always\" or \"never\"".into()));
+        }
+        Ok(())
+    }
+
+    pub fn layout(&self) -> KeyLayout {
+        let s = &self.storage;
+        KeyLayout {
+            metric_width: s.uid_width_metric,
+            tagk_width: s.uid_width_tagk,
+            tagv_width: s.uid_width_tagv,
+            salt_width: s.salt_width,
+            salt_buckets: s.salt_buckets,
+        }
+    }
+
+    pub fn shards(&self) -> usize {
+        if self.write.shards == 0 {
+            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
+        } else {
+            self.write.shards
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_round_trip_and_unknown_keys_fail() {
+        let text = toml::to_string(&Config::default()).unwrap();
+        assert_eq!(toml::from_str::<Config>(&text).unwrap(), Config::default());
+        assert!(toml::from_str::<Config>("[limits]\nmax_tag = 3\n").is_err());
+        let c: Config = toml::from_str("[limits]\nmax_tags = 12\n").unwrap();
+        assert_eq!(c.limits.max_tags, 12);
+        assert_eq!(c.server.listen, "0.0.0.0:4242");
+    }
+
+    #[test]
+    fn invalid_widths_are_named() {
+        let mut c = Config::default();
+        c.storage.uid_width_tagv = 9;
+        assert!(c.validate().unwrap_err().to_string().contains("uid_width_tagv"));
+    }
+}

@@ -1,0 +1,108 @@
+//! Normalised points → resolved, encoded points handed to the writer. Protocol handlers call
+//! this; it is the one place where names meet UIDs on the write side.
+
+use crate::schema::rowkey::base_time;
+use crate::schema::{DataValue, RawPoint};
+use crate::series::SeriesResolver;
+use crate::uid::UidError;
+use crate::write::shard::StoredPoint;
+use crate::write::{WriteError, Writer};
+use std::sync::Arc;
+use tsgate_opentsdb::{DataPoint, Value};
+
+/// Why one point of a batch was not written.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PointError {
+    /// A value or timestamp storage cannot hold (OpenTSDB's IllegalArgumentException).
+    #[error("{0}")]
+    Invalid(String),
+    /// A name that has no UID while auto-creation is off.
+    #[error("{0}")]
+    UnknownName(String),
+    /// UID assignment failed (ids exhausted, store error).
+    #[error("{0}")]
+    Uid(String),
+}
+
+pub fn to_data_value(v: Value) -> DataValue {
+    match v {
+        Value::Int(i) => DataValue::Int(i),
+        Value::F32(f) => DataValue::F32(f),
+        Value::F64(f) => DataValue::F64(f),
+    }
+}
+
+pub struct Ingest {
+    pub resolver: Arc<SeriesResolver>,
+    pub writer: Writer,
+}
+
+fn uid_error(e: UidError) -> PointError {
+    match e {
+        UidError::NoSuchName { .. } => PointError::UnknownName(e.to_string()),
+        e => PointError::Uid(e.to_string()),
+    }
+}
+
+impl Ingest {
+    /// Writes a batch of validated points. Returns one outcome per point, and the batch's
+    /// durability result (with `wait`, `Ok` means the accepted points are in the WAL).
+    pub async fn write(&self, points: &[DataPoint<'_>], wait: bool) -> (Vec<Result<(), PointError>>, Result<(), WriteError>) {
+        let mut outcomes: Vec<Result<(), PointError>> = Vec::with_capacity(points.len());
+        let mut stored: Vec<Option<StoredPoint>> = Vec::with_capacity(points.len());
+        let mut misses = Vec::new();
+        for (i, p) in points.iter().enumerate() {
+            let base = base_time(p.timestamp);
+            let raw = match RawPoint::encode(p.timestamp, base, to_data_value(p.value)) {
+                Ok(r) => r,
+                Err(e) => {
+                    outcomes.push(Err(PointError::Invalid(e.to_string())));
+                    stored.push(None);
+                    continue;
+                }
+            };
+            outcomes.push(Ok(()));
+            match self.resolver.cached(p.metric, &p.tags) {
+                Some(tsuid) => stored.push(Some(StoredPoint { tsuid, base, point: raw })),
+                None => {
+                    let owned = (p.metric.to_string(), p.tags.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>());
+                    misses.push((i, owned, base, raw));
+                    stored.push(None);
+                }
+            }
+        }
+        if !misses.is_empty() {
+            let resolver = self.resolver.clone();
+            // UID work touches the store: keep it off the async threads.
+            let resolved = tokio::task::spawn_blocking(move || {
+                let out: Vec<_> = misses
+                    .into_iter()
+                    .map(|(i, (m, tags), base, raw)| {
+                        let t: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                        (i, resolver.resolve(&m, &t).map(|tsuid| StoredPoint { tsuid, base, point: raw }))
+                    })
+                    .collect();
+                // New UIDs must be durable before a WAL record refers to them.
+                let synced = resolver.uids().sync_if_dirty();
+                (out, synced)
+            })
+            .await;
+            let (out, synced) = match resolved {
+                Ok(r) => r,
+                Err(e) => return (outcomes, Err(WriteError::Store(format!("UID resolution task failed: {e}")))),
+            };
+            if let Err(e) = synced {
+                return (outcomes, Err(WriteError::Store(e.to_string())));
+            }
+            for (i, r) in out {
+                match r {
+                    Ok(sp) => stored[i] = Some(sp),
+                    Err(e) => outcomes[i] = Err(uid_error(e)),
+                }
+            }
+        }
+        let batch: Vec<StoredPoint> = stored.into_iter().flatten().collect();
+        let res = self.writer.write(batch, wait).await;
+        (outcomes, res)
+    }
+}

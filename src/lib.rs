@@ -1,0 +1,17 @@
+//! tsgate: a time-series gateway and database that stores OpenTSDB's HBase schema byte for byte.
+//!
+//! Data flows one way: protocol codec (`protocols/*`) → normalise/validate → UID resolve
+//! (`series`, `uid`) → write buffer and WAL (`write`) → store (`store`).
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod ingest;
+pub mod query;
+pub mod schema;
+pub mod series;
+pub mod server;
+pub mod stats;
+pub mod store;
+pub mod uid;
+pub mod write;

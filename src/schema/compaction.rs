@@ -1,0 +1,191 @@
+//! Merging a row's columns into OpenTSDB's compacted form (what its compaction writes).
+
+use super::column::{
+    build_column, column_kind, decode_append, decode_compacted, decode_single, ColumnKind, RawPoint,
+};
+use super::SchemaError;
+
+/// One stored cell of family `t`, with its cell timestamp (newest wins on duplicates).
+#[derive(Debug, Clone, Copy)]
+pub struct StoredColumn<'a> {
+    pub qualifier: &'a [u8],
+    pub value: &'a [u8],
+    pub ts: u64,
+}
+
+/// A row's points, merged: sorted by offset, duplicates resolved last-write-wins.
+#[derive(Debug, Default)]
+pub struct MergedRow {
+    pub points: Vec<RawPoint>,
+    /// Annotation columns (qualifier, JSON value), returned apart from the points.
+    pub annotations: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Columns that could not be decoded, with why.
+    pub errors: Vec<(Vec<u8>, SchemaError)>,
+    pub data_columns: usize,
+    pub has_append: bool,
+    /// A single cell needed a historic-encoding repair.
+    pub repaired: bool,
+    /// Points dropped because a newer one had the same offset; and how many of those differed.
+    pub duplicates: usize,
+    pub conflicting_duplicates: usize,
+}
+
+pub fn merge_columns(cols: &[StoredColumn<'_>]) -> MergedRow {
+    let mut row = MergedRow::default();
+    // (point, cell ts, position): position breaks ties inside one append column (later wins).
+    let mut all: Vec<(RawPoint, u64, u32)> = Vec::new();
+    let mut buf = Vec::new();
+    for c in cols {
+        buf.clear();
+        let res = match column_kind(c.qualifier) {
+            ColumnKind::Single => decode_single(c.qualifier, c.value).map(|(p, fixed)| {
+                row.repaired |= fixed;
+                buf.push(p);
+            }),
+            ColumnKind::Compacted => decode_compacted(c.qualifier, c.value, &mut buf),
+            ColumnKind::Append => {
+                row.has_append = true;
+                decode_append(c.value, &mut buf)
+            }
+            ColumnKind::Annotation => {
+                row.annotations.push((c.qualifier.to_vec(), c.value.to_vec()));
+                continue;
+            }
+            ColumnKind::Histogram | ColumnKind::Unknown => continue,
+        };
+        match res {
+            Ok(()) => {
+                row.data_columns += 1;
+                all.extend(buf.iter().enumerate().map(|(i, p)| (*p, c.ts, i as u32)));
+            }
+            Err(e) => row.errors.push((c.qualifier.to_vec(), e)),
+        }
+    }
+    all.sort_by(|a, b| {
+        a.0.offset_ms().cmp(&b.0.offset_ms()).then(b.1.cmp(&a.1)).then(b.2.cmp(&a.2))
+    });
+    let mut last: Option<u32> = None;
+    for (p, _, _) in all {
+        let off = p.offset_ms();
+        if last == Some(off) {
+            row.duplicates += 1;
+            let kept = row.points.last().expect("a point was kept for this offset");
+            if kept.value_bytes() != p.value_bytes() || kept.flags() != p.flags() {
+                row.conflicting_duplicates += 1;
+            }
+            continue;
+        }
+        last = Some(off);
+        row.points.push(p);
+    }
+    row
+}
+
+/// What to write so that a row holds one compacted column.
+#[derive(Debug, PartialEq, Eq)]
+pub struct CompactionPlan {
+    pub put: Option<(Vec<u8>, Vec<u8>)>,
+    pub delete: Vec<Vec<u8>>,
+}
+
+/// Plans the compaction of one row, or `None` when it is already compact (or holds appends,
+/// which OpenTSDB's compaction never rewrites). Undecodable cells make the row an error: they
+/// are `fsck`'s business, never silently dropped here.
+pub fn plan_compaction(cols: &[StoredColumn<'_>]) -> Result<Option<CompactionPlan>, SchemaError> {
+    let merged = merge_columns(cols);
+    if let Some((_, e)) = merged.errors.into_iter().next() {
+        return Err(e);
+    }
+    if merged.has_append || merged.points.is_empty() {
+        return Ok(None);
+    }
+    if merged.data_columns == 1 && !merged.repaired && merged.duplicates == 0 {
+        return Ok(None);
+    }
+    let (q, v) = build_column(&merged.points);
+    let is_data = |c: &&StoredColumn| matches!(column_kind(c.qualifier), ColumnKind::Single | ColumnKind::Compacted);
+    let existing = cols.iter().filter(is_data).find(|c| c.qualifier == q.as_slice());
+    let put = match existing {
+        Some(c) if c.value == v.as_slice() => None,
+        _ => Some((q.clone(), v)),
+    };
+    let delete = cols.iter().filter(is_data).filter(|c| c.qualifier != q.as_slice()).map(|c| c.qualifier.to_vec()).collect();
+    Ok(Some(CompactionPlan { put, delete }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::parse_hex;
+
+    fn h(s: &str) -> Vec<u8> {
+        parse_hex(&s.replace(' ', "")).unwrap()
+    }
+
+    /// Runs a compaction over cells given in write order (later cells are newer).
+    fn compact(cells: &[(&str, &str)]) -> Option<CompactionPlan> {
+        let owned: Vec<(Vec<u8>, Vec<u8>)> = cells.iter().map(|(q, v)| (h(q), h(v))).collect();
+        let cols: Vec<StoredColumn> = owned
+            .iter()
+            .enumerate()
+            .map(|(i, (q, v))| StoredColumn { qualifier: q, value: v, ts: i as u64 + 1 })
+            .collect();
+        plan_compaction(&cols).unwrap()
+    }
+
+    const FOUR: &str = "0000000000000004";
+    const FIVE: &str = "0000000000000005";
+    const SIX: &str = "0000000000000006";
+
+    #[test]
+    fn opentsdb_compaction_queue_examples() {
+        let p = compact(&[("0007", FOUR), ("0017", FIVE)]).unwrap();
+        assert_eq!(p.put, Some((h("00070017"), h(&format!("{FOUR}{FIVE}00")))));
+        assert_eq!(p.delete, vec![h("0007"), h("0017")]);
+
+        let p = compact(&[("0007", FOUR), ("F0000007", FIVE)]).unwrap();
+        assert_eq!(p, CompactionPlan { put: None, delete: vec![h("0007")] });
+
+        let p = compact(&[("0007", FOUR), ("0003", "00000004")]).unwrap();
+        assert_eq!(p, CompactionPlan { put: None, delete: vec![h("0007")] });
+
+        let p = compact(&[("00070027", &format!("{FOUR}{FIVE}00")), ("0007", SIX)]).unwrap();
+        assert_eq!(p.put, Some((h("00070027"), h(&format!("{SIX}{FIVE}00")))));
+        assert_eq!(p.delete, vec![h("0007")]);
+
+        let p = compact(&[("00070027", &format!("{FOUR}{FIVE}00")), ("0017", SIX)]).unwrap();
+        assert_eq!(p.put, Some((h("000700170027"), h(&format!("{FOUR}{SIX}{FIVE}00")))));
+        assert_eq!(p.delete, vec![h("00070027"), h("0017")]);
+
+        let p = compact(&[("0207", FOUR), ("0007", FIVE), ("0107", SIX)]).unwrap();
+        assert_eq!(p.put, Some((h("000701070207"), h(&format!("{FIVE}{SIX}{FOUR}00")))));
+
+        let p = compact(&[("0003", FOUR)]).unwrap();
+        assert_eq!(p, CompactionPlan { put: Some((h("0007"), h(FOUR))), delete: vec![h("0003")] });
+
+        let p = compact(&[("0007", FOUR), ("001B", "00000000 40866666")]).unwrap();
+        assert_eq!(p.put, Some((h("0007001B"), h(&format!("{FOUR}4086666600")))));
+
+        assert_eq!(compact(&[("010000", "7B7D"), ("0007", FOUR)]), None);
+        assert_eq!(compact(&[("00070017", &format!("{FOUR}{FIVE}00"))]), None);
+    }
+
+    #[test]
+    fn appends_resolve_later_occurrence_and_are_never_rewritten() {
+        let owned = h("00002A 01E018 01E001");
+        let cols = [StoredColumn { qualifier: &[5, 0, 0], value: &owned, ts: 1 }];
+        let m = merge_columns(&cols);
+        assert_eq!(m.points.len(), 2);
+        assert_eq!(m.points[1].value_bytes(), [1]);
+        assert_eq!(plan_compaction(&cols).unwrap(), None);
+    }
+
+    #[test]
+    fn corrupt_cells_are_reported_not_dropped() {
+        let q = h("00070017");
+        let v = h("00");
+        let cols = [StoredColumn { qualifier: &q, value: &v, ts: 1 }];
+        assert!(plan_compaction(&cols).is_err());
+        assert_eq!(merge_columns(&cols).errors.len(), 1);
+    }
+}

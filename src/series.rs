@@ -1,0 +1,142 @@
+//! Series resolution: metric + tags → TSUID, cached so that a series seen before costs one
+//! hash look-up and no UID work at all.
+
+use crate::schema::uid_table::UidKind;
+use crate::uid::{UidCore, UidError};
+use dashmap::DashMap;
+use std::cell::RefCell;
+use std::sync::Arc;
+
+pub type Tsuid = Arc<[u8]>;
+
+pub struct SeriesResolver {
+    uids: Arc<UidCore>,
+    /// Canonical series text (metric, then tags sorted by key) → TSUID.
+    cache: DashMap<Box<[u8]>, Tsuid>,
+}
+
+thread_local! {
+    static KEY: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(256));
+}
+
+/// Writes the canonical key of a series: names are validated, so `\0` and `=` are free separators… except
+/// `=` is not allowed in names at all; `\0` never is.
+fn canonical(metric: &str, tags: &[(&str, &str)], out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(metric.as_bytes());
+    let mut order: [usize; 32] = [0; 32];
+    let n = tags.len();
+    if n <= 32 {
+        for (i, o) in order.iter_mut().enumerate().take(n) {
+            *o = i;
+        }
+        order[..n].sort_unstable_by(|&a, &b| tags[a].0.cmp(tags[b].0));
+        for &i in &order[..n] {
+            push_tag(out, tags[i]);
+        }
+    } else {
+        let mut sorted: Vec<_> = tags.to_vec();
+        sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        for t in sorted {
+            push_tag(out, t);
+        }
+    }
+}
+
+fn push_tag(out: &mut Vec<u8>, (k, v): (&str, &str)) {
+    out.push(0);
+    out.extend_from_slice(k.as_bytes());
+    out.push(0);
+    out.extend_from_slice(v.as_bytes());
+}
+
+impl SeriesResolver {
+    pub fn new(uids: Arc<UidCore>) -> SeriesResolver {
+        SeriesResolver { uids, cache: DashMap::new() }
+    }
+
+    pub fn uids(&self) -> &Arc<UidCore> {
+        &self.uids
+    }
+
+    /// The TSUID when the series is cached; never touches the store.
+    pub fn cached(&self, metric: &str, tags: &[(&str, &str)]) -> Option<Tsuid> {
+        KEY.with(|k| {
+            let mut k = k.borrow_mut();
+            canonical(metric, tags, &mut k);
+            self.cache.get(k.as_slice()).map(|t| t.clone())
+        })
+    }
+
+    /// Resolves (and if allowed creates) every UID of the series. May do store I/O: call it
+    /// off the async threads.
+    pub fn resolve(&self, metric: &str, tags: &[(&str, &str)]) -> Result<Tsuid, UidError> {
+        if let Some(t) = self.cached(metric, tags) {
+            return Ok(t);
+        }
+        let m = self.uids.get_or_create(UidKind::Metric, metric)?;
+        let mut pairs: Vec<Vec<u8>> = Vec::with_capacity(tags.len());
+        for (k, v) in tags {
+            let mut p = self.uids.get_or_create(UidKind::Tagk, k)?.into_vec();
+            p.extend_from_slice(&self.uids.get_or_create(UidKind::Tagv, v)?);
+            pairs.push(p);
+        }
+        crate::schema::rowkey::sort_tag_pairs(&mut pairs);
+        let mut tsuid = m.into_vec();
+        for p in pairs {
+            tsuid.extend_from_slice(&p);
+        }
+        let tsuid: Tsuid = tsuid.into();
+        let mut key = Vec::new();
+        canonical(metric, tags, &mut key);
+        self.cache.insert(key.into_boxed_slice(), tsuid.clone());
+        Ok(tsuid)
+    }
+
+    /// Resolves without creating anything (queries).
+    pub fn lookup(&self, metric: &str, tags: &[(&str, &str)]) -> Result<Tsuid, UidError> {
+        if let Some(t) = self.cached(metric, tags) {
+            return Ok(t);
+        }
+        let mut tsuid = self.uids.require_id(UidKind::Metric, metric)?.into_vec();
+        let mut pairs = Vec::new();
+        for (k, v) in tags {
+            let mut p = self.uids.require_id(UidKind::Tagk, k)?.into_vec();
+            p.extend_from_slice(&self.uids.require_id(UidKind::Tagv, v)?);
+            pairs.push(p);
+        }
+        pairs.sort_unstable();
+        for p in pairs {
+            tsuid.extend_from_slice(&p);
+        }
+        Ok(tsuid.into())
+    }
+
+    pub fn drop_caches(&self) {
+        self.cache.clear();
+        self.uids.drop_caches();
+    }
+
+    pub fn len(&self) -> usize {
+        self.cache.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cache.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_key_ignores_tag_order() {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        canonical("m", &[("host", "a"), ("dc", "x")], &mut a);
+        canonical("m", &[("dc", "x"), ("host", "a")], &mut b);
+        assert_eq!(a, b);
+        canonical("m", &[("dc", "xhost")], &mut b);
+        assert_ne!(a, b);
+    }
+}

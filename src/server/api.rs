@@ -1,0 +1,408 @@
+//! The OpenTSDB HTTP API endpoints this issue needs: `/api/put`, `/api/query` (absolute or
+//! relative times, `sum`-family and `none` aggregators, exact or `*` tags), `/api/version`,
+//! `/api/stats`, `/api/uid/assign`, `/api/dropcaches`, `/api/aggregators`.
+
+use super::http::{error_reply, json_reply, Reply, Request};
+use super::AppState;
+use crate::query::aggregate::{Aggregator, Num};
+use crate::query::numfmt::java_double;
+use crate::query::{Query, QueryError, ResultSeries, SubQuery, TagFilter};
+use crate::schema::uid_table::UidKind;
+use http::{Method, StatusCode};
+use serde_json::{json, Map, Value as Json};
+use std::io::Read;
+use std::sync::Arc;
+use tsgate_opentsdb::put_json::parse_body;
+
+pub async fn route(state: &Arc<AppState>, req: Request) -> Reply {
+    let path = req.path.trim_end_matches('/').to_ascii_lowercase();
+    // `/api/v1/...` is OpenTSDB's versioned form of the same endpoints.
+    let path = match path.strip_prefix("/api/v1/") {
+        Some(rest) => format!("/api/{rest}"),
+        None => path,
+    };
+    match path.as_str() {
+        "/api/put" => put(state, req).await,
+        "/api/query" => query(state, req).await,
+        "/api/version" => version(),
+        "/api/stats" => stats(state),
+        "/api/uid/assign" => uid_assign(state, req).await,
+        "/api/dropcaches" => {
+            state.resolver.drop_caches();
+            json_reply(StatusCode::OK, json!({"status":"200","message":"Caches dropped"}).to_string())
+        }
+        "/api/aggregators" => json_reply(StatusCode::OK, json!(Aggregator::names()).to_string()),
+        "" | "/" => json_reply(StatusCode::OK, json!({"name":"tsgate","version":env!("CARGO_PKG_VERSION")}).to_string()),
+        _ => error_reply(StatusCode::NOT_FOUND, "Endpoint not found", ""),
+    }
+}
+
+fn method_not_allowed(m: &Method) -> Reply {
+    error_reply(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "Method not allowed",
+        &format!("The HTTP method [{m}] is not permitted for this endpoint"),
+    )
+}
+
+/// Decompresses a gzip body within the size limit.
+fn body_text(state: &AppState, req: &Request) -> Result<Vec<u8>, Reply> {
+    let gz = req.headers.get("content-encoding").and_then(|v| v.to_str().ok()).is_some_and(|v| v.eq_ignore_ascii_case("gzip"));
+    if !gz {
+        return Ok(req.body.to_vec());
+    }
+    let limit = state.config.limits.http_body_max;
+    let mut out = Vec::new();
+    let mut dec = flate2::read::GzDecoder::new(&req.body[..]).take(limit as u64 + 1);
+    dec.read_to_end(&mut out)
+        .map_err(|e| error_reply(StatusCode::BAD_REQUEST, "Unable to decompress the request body", &e.to_string()))?;
+    if out.len() > limit {
+        return Err(error_reply(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Request body too large",
+            &format!("the decompressed body exceeds limits.http_body_max = {limit} bytes"),
+        ));
+    }
+    Ok(out)
+}
+
+async fn put(state: &Arc<AppState>, req: Request) -> Reply {
+    if req.method != Method::POST {
+        return method_not_allowed(&req.method);
+    }
+    let body = match body_text(state, &req) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let jps = match parse_body(&body) {
+        Ok(p) => p,
+        Err(e) => return error_reply(StatusCode::BAD_REQUEST, &e.message(), e.details().unwrap_or_default()),
+    };
+    let (details, summary) = (req.flag("details"), req.flag("summary") || req.flag("details"));
+    let mut errors: Vec<(usize, String)> = Vec::new();
+    let mut valid = Vec::with_capacity(jps.len());
+    let mut index = Vec::with_capacity(jps.len());
+    for (i, jp) in jps.iter().enumerate() {
+        match jp.validate(&state.limits) {
+            Ok(p) => {
+                valid.push(p);
+                index.push(i);
+            }
+            Err(e) => errors.push((i, e)),
+        }
+    }
+    crate::stats::Stats::add(&state.stats.http_puts, jps.len() as u64);
+    let (outcomes, durable) = state.ingest.write(&valid, true).await;
+    if let Err(e) = durable {
+        // Nothing of this request may count as stored: the client must retry.
+        return error_reply(StatusCode::SERVICE_UNAVAILABLE, "Unable to store the data points, please retry", &e.to_string());
+    }
+    for (o, &i) in outcomes.iter().zip(&index) {
+        if let Err(e) = o {
+            let msg = match e {
+                crate::ingest::PointError::UnknownName(_) => "Unknown metric".to_string(),
+                other => other.to_string(),
+            };
+            errors.push((i, msg));
+        }
+    }
+    if req.flag("sync") {
+        let timeout = req.param("sync_timeout").and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
+        let flushed = state.ingest.writer.flush();
+        let res = if timeout > 0 {
+            tokio::time::timeout(std::time::Duration::from_millis(timeout), flushed).await.ok()
+        } else {
+            Some(flushed.await)
+        };
+        match res {
+            None => return error_reply(StatusCode::BAD_REQUEST, "The put call has timed out", ""),
+            Some(Err(e)) => return error_reply(StatusCode::SERVICE_UNAVAILABLE, "Unable to store the data points", &e.to_string()),
+            Some(Ok(())) => {}
+        }
+    }
+    crate::stats::Stats::add(&state.stats.http_put_errors, errors.len() as u64);
+    let failed = errors.len();
+    let success = jps.len() - failed;
+    let status = if failed == 0 { StatusCode::NO_CONTENT } else { StatusCode::BAD_REQUEST };
+    if !summary {
+        if failed == 0 {
+            return http::Response::builder().status(StatusCode::NO_CONTENT).body(Vec::new()).expect("valid");
+        }
+        return error_reply(
+            StatusCode::BAD_REQUEST,
+            "One or more data points had errors",
+            "Please see the TSD logs or append \"details\" to the put request",
+        );
+    }
+    let mut body = json!({"success": success, "failed": failed});
+    if details {
+        errors.sort_by_key(|e| e.0);
+        body["errors"] = errors.iter().map(|(i, e)| json!({"datapoint": jps[*i].echo(), "error": e})).collect();
+    }
+    let status = if status == StatusCode::NO_CONTENT { StatusCode::OK } else { status };
+    json_reply(status, body.to_string())
+}
+
+fn version() -> Reply {
+    let v = env!("CARGO_PKG_VERSION");
+    json_reply(
+        StatusCode::OK,
+        json!({
+            "version": format!("2.4.0 (tsgate {v})"),
+            "short_revision": v, "full_revision": v, "timestamp": "0",
+            "repo_status": "MODIFIED", "user": "tsgate", "host": "tsgate",
+            "repo": "tsgate", "branch": "main"
+        })
+        .to_string(),
+    )
+}
+
+fn stats(state: &AppState) -> Reply {
+    let now = crate::query::time::now_ms() / 1000;
+    let host = super::telnet::hostname();
+    let rows: Vec<Json> = state
+        .stats
+        .snapshot(state.resolver.uids().cache_len(), state.resolver.len())
+        .into_iter()
+        .map(|(m, v, tag)| {
+            let mut tags = Map::new();
+            tags.insert("host".into(), host.clone().into());
+            if let Some((k, val)) = tag {
+                tags.insert(k.into(), val.into());
+            }
+            json!({"metric": m, "timestamp": now, "value": v.to_string(), "tags": tags})
+        })
+        .collect();
+    json_reply(StatusCode::OK, Json::Array(rows).to_string())
+}
+
+async fn uid_assign(state: &Arc<AppState>, req: Request) -> Reply {
+    let mut wanted: Vec<(UidKind, &'static str, Vec<String>)> = Vec::new();
+    let json_body: Option<Json> = if req.method == Method::POST && !req.body.is_empty() {
+        match serde_json::from_slice(&req.body) {
+            Ok(j) => Some(j),
+            Err(e) => return error_reply(StatusCode::BAD_REQUEST, "Unable to parse the given JSON", &e.to_string()),
+        }
+    } else {
+        None
+    };
+    for (kind, key) in [(UidKind::Metric, "metric"), (UidKind::Tagk, "tagk"), (UidKind::Tagv, "tagv")] {
+        let names: Vec<String> = match &json_body {
+            Some(j) => j.get(key).and_then(|v| v.as_array()).map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default(),
+            None => req.param(key).map(|v| v.split(',').filter(|s| !s.is_empty()).map(String::from).collect()).unwrap_or_default(),
+        };
+        if !names.is_empty() {
+            wanted.push((kind, key, names));
+        }
+    }
+    if wanted.is_empty() {
+        return error_reply(StatusCode::BAD_REQUEST, "Missing values to assign UIDs", "");
+    }
+    let st = state.clone();
+    let allow = state.limits.allow_special.clone();
+    let result = tokio::task::spawn_blocking(move || {
+        let mut body = Map::new();
+        let mut any_error = false;
+        for (kind, key, names) in wanted {
+            let mut ok = std::collections::BTreeMap::new();
+            let mut bad = std::collections::BTreeMap::new();
+            for n in names {
+                if let Err(e) = tsgate_opentsdb::names::validate(&n, key, &allow) {
+                    bad.insert(n, e);
+                    continue;
+                }
+                match st.resolver.uids().assign(kind, &n) {
+                    Ok(u) => {
+                        ok.insert(n, crate::schema::hex_upper(&u));
+                    }
+                    Err(e) => {
+                        bad.insert(n, e.to_string());
+                    }
+                }
+            }
+            body.insert(key.into(), json!(ok));
+            if !bad.is_empty() {
+                any_error = true;
+                body.insert(format!("{key}_errors"), json!(bad));
+            }
+        }
+        if let Err(e) = st.resolver.uids().sync_if_dirty() {
+            any_error = true;
+            body.insert("error".into(), e.to_string().into());
+        }
+        (body, any_error)
+    })
+    .await;
+    match result {
+        Ok((body, err)) => json_reply(if err { StatusCode::BAD_REQUEST } else { StatusCode::OK }, Json::Object(body).to_string()),
+        Err(e) => error_reply(StatusCode::INTERNAL_SERVER_ERROR, "UID assignment failed", &e.to_string()),
+    }
+}
+
+/// Parses `metric{k=v,k2=a|b,k3=*}`.
+fn parse_metric_tags(s: &str) -> Result<(String, Vec<(String, TagFilter)>), String> {
+    let Some(open) = s.find('{') else { return Ok((s.to_string(), Vec::new())) };
+    let metric = s[..open].to_string();
+    let rest = &s[open + 1..];
+    let close = rest.find('}').ok_or_else(|| format!("Missing '}}' at the end of: {s}"))?;
+    let mut filters = Vec::new();
+    for part in rest[..close].split(',').filter(|p| !p.is_empty()) {
+        let (k, v) = part.split_once('=').ok_or_else(|| format!("invalid tag: {part}"))?;
+        filters.push((k.to_string(), tag_filter(v)));
+    }
+    Ok((metric, filters))
+}
+
+fn tag_filter(v: &str) -> TagFilter {
+    if v == "*" {
+        TagFilter::Any
+    } else {
+        TagFilter::Literal { values: v.split('|').map(String::from).collect(), group_by: true }
+    }
+}
+
+fn parse_aggregator(name: &str) -> Result<Aggregator, String> {
+    Aggregator::parse(name).ok_or_else(|| format!("No such aggregation function: {name}"))
+}
+
+fn query_from_params(req: &Request, now: u64) -> Result<(Query, bool), String> {
+    let start = req.param("start").ok_or("Missing parameter <code>start</code>")?;
+    let start_ms = crate::query::time::parse_time(&start, now)?;
+    let end_ms = match req.param("end") {
+        Some(e) => crate::query::time::parse_time(&e, now)?,
+        None => now,
+    };
+    let mut queries = Vec::new();
+    for (k, m) in req.params() {
+        if k != "m" {
+            continue;
+        }
+        let parts: Vec<&str> = m.split(':').collect();
+        if parts.len() < 2 {
+            return Err(format!("Invalid parameter m={m} (not enough :-separated parts)"));
+        }
+        if parts.len() > 5 {
+            return Err(format!("Invalid parameter m={m} (too many :-separated parts)"));
+        }
+        let aggregator = parse_aggregator(parts[0])?;
+        let (metric, filters) = parse_metric_tags(parts[parts.len() - 1])?;
+        queries.push(SubQuery { metric, aggregator, filters });
+    }
+    if queries.is_empty() {
+        return Err("Missing sub queries".into());
+    }
+    Ok((Query { start_ms, end_ms, queries }, req.flag("ms")))
+}
+
+fn query_from_json(body: &[u8], now: u64) -> Result<(Query, bool), String> {
+    let j: Json = serde_json::from_slice(body).map_err(|e| format!("Unable to parse the given JSON: {e}"))?;
+    let time = |v: Option<&Json>| -> Result<Option<u64>, String> {
+        match v {
+            None | Some(Json::Null) => Ok(None),
+            Some(Json::Number(n)) => crate::query::time::parse_time(&n.to_string(), now).map(Some),
+            Some(Json::String(s)) => crate::query::time::parse_time(s, now).map(Some),
+            Some(other) => Err(format!("Invalid time: {other}")),
+        }
+    };
+    let start_ms = time(j.get("start"))?.ok_or("Missing start time")?;
+    let end_ms = time(j.get("end"))?.unwrap_or(now);
+    let mut queries = Vec::new();
+    for q in j.get("queries").and_then(|q| q.as_array()).ok_or("Missing queries")? {
+        let agg = q.get("aggregator").and_then(|a| a.as_str()).ok_or("Missing the aggregation function")?;
+        let aggregator = parse_aggregator(agg)?;
+        let metric = q.get("metric").and_then(|m| m.as_str()).ok_or("Missing the metric or tsuids, provide at least one")?.to_string();
+        let mut filters = Vec::new();
+        if let Some(tags) = q.get("tags").and_then(|t| t.as_object()) {
+            for (k, v) in tags {
+                filters.push((k.clone(), tag_filter(v.as_str().unwrap_or_default())));
+            }
+        }
+        if let Some(fs) = q.get("filters").and_then(|f| f.as_array()) {
+            for f in fs {
+                let ty = f.get("type").and_then(|t| t.as_str()).unwrap_or_default();
+                let tagk = f.get("tagk").and_then(|t| t.as_str()).ok_or("Missing tagk in filter")?.to_string();
+                let expr = f.get("filter").and_then(|t| t.as_str()).unwrap_or_default();
+                let group_by = f.get("groupBy").and_then(|g| g.as_bool()).unwrap_or(false);
+                let tf = match ty {
+                    "literal_or" => TagFilter::Literal { values: expr.split('|').map(String::from).collect(), group_by },
+                    "wildcard" if expr == "*" => TagFilter::Any,
+                    other => return Err(format!("Unsupported filter type: {other}")),
+                };
+                filters.push((tagk, tf));
+            }
+        }
+        queries.push(SubQuery { metric, aggregator, filters });
+    }
+    if queries.is_empty() {
+        return Err("Missing queries".into());
+    }
+    let ms = j.get("msResolution").and_then(|m| m.as_bool()).unwrap_or(false);
+    Ok((Query { start_ms, end_ms, queries }, ms))
+}
+
+async fn query(state: &Arc<AppState>, req: Request) -> Reply {
+    crate::stats::Stats::add(&state.stats.queries, 1);
+    let now = crate::query::time::now_ms();
+    let parsed = match req.method {
+        Method::GET => query_from_params(&req, now),
+        Method::POST => query_from_json(&req.body, now),
+        ref m => return method_not_allowed(m),
+    };
+    let (q, ms) = match parsed {
+        Ok(x) => x,
+        Err(e) => return error_reply(StatusCode::BAD_REQUEST, &e, ""),
+    };
+    let arrays = req.flag("arrays");
+    let st = state.clone();
+    let res = tokio::task::spawn_blocking(move || st.query.run(&q)).await;
+    match res {
+        Ok(Ok(series)) => json_reply(StatusCode::OK, render(&series, ms, arrays)),
+        Ok(Err(QueryError::BadRequest(m))) => error_reply(StatusCode::BAD_REQUEST, &m, ""),
+        Ok(Err(QueryError::Uid(e))) => error_reply(StatusCode::BAD_REQUEST, &e.to_string(), ""),
+        Ok(Err(e @ QueryError::Store(_))) => error_reply(StatusCode::FAILED_DEPENDENCY, &e.to_string(), ""),
+        Ok(Err(e)) => error_reply(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), ""),
+        Err(e) => error_reply(StatusCode::INTERNAL_SERVER_ERROR, "query task failed", &e.to_string()),
+    }
+}
+
+fn num(v: Num) -> String {
+    match v {
+        Num::Int(i) => i.to_string(),
+        Num::Float(f) if f.is_nan() => "\"NaN\"".into(),
+        Num::Float(f) => java_double(f),
+    }
+}
+
+/// Renders results in OpenTSDB's field order, numbers formatted as it formats them.
+pub fn render(series: &[ResultSeries], ms: bool, arrays: bool) -> String {
+    use std::fmt::Write;
+    let mut s = String::from("[");
+    for (i, r) in series.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        let _ = write!(
+            s,
+            "{{\"metric\":{},\"tags\":{},\"aggregateTags\":{},\"dps\":",
+            json!(r.metric),
+            json!(r.tags),
+            json!(r.aggregate_tags)
+        );
+        s.push(if arrays { '[' } else { '{' });
+        for (j, (t, v)) in r.dps.iter().enumerate() {
+            if j > 0 {
+                s.push(',');
+            }
+            let ts = if ms { *t } else { t / 1000 };
+            if arrays {
+                let _ = write!(s, "[{ts},{}]", num(*v));
+            } else {
+                let _ = write!(s, "\"{ts}\":{}", num(*v));
+            }
+        }
+        s.push(if arrays { ']' } else { '}' });
+        s.push('}');
+    }
+    s.push(']');
+    s
+}

@@ -1,0 +1,115 @@
+//! HTTP on the OpenTSDB port: warp turns requests into one call of our router, which
+//! answers in OpenTSDB's conventions (its error JSON, its status codes).
+
+use super::AppState;
+use bytes::{Buf, Bytes};
+use futures_util::StreamExt;
+use http::{HeaderMap, Method, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use std::sync::Arc;
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use warp::Filter;
+
+/// A request as our router sees it: the body already read (within the size limit).
+pub struct Request {
+    pub method: Method,
+    pub path: String,
+    pub query: String,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Request {
+    /// Query-string parameters; repeated keys keep every value, in order.
+    pub fn params(&self) -> Vec<(String, String)> {
+        form_urlencoded::parse(self.query.as_bytes()).into_owned().collect()
+    }
+
+    /// The last value of a parameter (OpenTSDB: the last one wins).
+    pub fn param(&self, name: &str) -> Option<String> {
+        self.params().into_iter().rev().find(|(k, _)| k == name).map(|(_, v)| v)
+    }
+
+    /// "Present" flags are true merely by being there.
+    pub fn flag(&self, name: &str) -> bool {
+        self.params().iter().any(|(k, _)| k == name)
+    }
+}
+
+pub type Reply = Response<Vec<u8>>;
+
+pub fn json_reply(status: StatusCode, body: String) -> Reply {
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json; charset=UTF-8")
+        .body(body.into_bytes())
+        .expect("valid response")
+}
+
+/// OpenTSDB's error body: `{"error":{"code":N,"message":"…"[,"details":"…"]}}`.
+pub fn error_reply(status: StatusCode, message: &str, details: &str) -> Reply {
+    let mut err = serde_json::json!({"code": status.as_u16(), "message": message});
+    if !details.is_empty() {
+        err["details"] = details.into();
+    }
+    json_reply(status, serde_json::json!({ "error": err }).to_string())
+}
+
+async fn read_body(
+    body: impl futures_util::Stream<Item = Result<impl Buf, warp::Error>> + Unpin,
+    limit: usize,
+) -> Result<Bytes, Reply> {
+    let mut body = body;
+    let mut out = bytes::BytesMut::new();
+    while let Some(chunk) = body.next().await {
+        let mut chunk = chunk.map_err(|e| error_reply(StatusCode::BAD_REQUEST, "Unable to read the request body", &e.to_string()))?;
+        if out.len() + chunk.remaining() > limit {
+            return Err(error_reply(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Request body too large",
+                &format!("the limit is limits.http_body_max = {limit} bytes"),
+            ));
+        }
+        while chunk.has_remaining() {
+            let c = chunk.chunk();
+            out.extend_from_slice(c);
+            let n = c.len();
+            chunk.advance(n);
+        }
+    }
+    Ok(out.freeze())
+}
+
+pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
+    let st = state.clone();
+    let filter = warp::any()
+        .and(warp::method())
+        .and(warp::path::full())
+        .and(warp::query::raw().or(warp::any().map(String::new)).unify())
+        .and(warp::header::headers_cloned())
+        .and(warp::body::stream())
+        .then(move |method: Method, path: warp::path::FullPath, query: String, headers: HeaderMap, body| {
+            let st = st.clone();
+            async move {
+                crate::stats::Stats::add(&st.stats.http_requests, 1);
+                let limit = st.config.limits.http_body_max;
+                let body = match read_body(Box::pin(body), limit).await {
+                    Ok(b) => b,
+                    Err(r) => return r,
+                };
+                let req = Request { method, path: path.as_str().to_string(), query, headers, body };
+                super::api::route(&st, req).await
+            }
+        });
+    let svc = hyper_util::service::TowerToHyperService::new(warp::service(filter));
+    let conn = hyper::server::conn::http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(stream), svc);
+    tokio::pin!(conn);
+    tokio::select! {
+        r = conn.as_mut() => r.map_err(std::io::Error::other),
+        _ = shutdown.changed() => {
+            conn.as_mut().graceful_shutdown();
+            conn.await.map_err(std::io::Error::other)
+        }
+    }
+}

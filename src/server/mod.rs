@@ -1,0 +1,68 @@
+//! The OpenTSDB port: one listener, telnet and HTTP told apart by the first byte of a
+//! connection (an upper-case letter starts an HTTP request), as OpenTSDB's TSD does.
+
+pub mod api;
+pub mod http;
+pub mod telnet;
+
+use crate::ingest::Ingest;
+use crate::query::QueryEngine;
+use crate::series::SeriesResolver;
+use crate::stats::Stats;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tsgate_opentsdb::Limits;
+
+/// What every connection handler shares.
+pub struct AppState {
+    pub ingest: Ingest,
+    pub query: QueryEngine,
+    pub resolver: Arc<SeriesResolver>,
+    pub limits: Limits,
+    pub config: crate::config::Config,
+    pub stats: Stats,
+    pub started: Instant,
+}
+
+/// Accepts connections until `shutdown` turns true, then returns (open connections finish
+/// their current request and see the writer close).
+pub async fn serve(state: Arc<AppState>, listener: TcpListener, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(x) => x,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let st = state.clone();
+                let sd = shutdown.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = handle(st, stream, sd).await {
+                        tracing::debug!(%peer, error = %e, "connection ended with an error");
+                    }
+                });
+            }
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+async fn handle(state: Arc<AppState>, stream: TcpStream, shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
+    let mut first = [0u8; 1];
+    let n = stream.peek(&mut first).await?;
+    if n == 0 {
+        return Ok(());
+    }
+    if first[0].is_ascii_uppercase() {
+        http::serve_connection(state, stream, shutdown).await
+    } else {
+        telnet::serve_connection(state, stream, shutdown).await
+    }
+}

@@ -1,0 +1,204 @@
+//! The telnet-style line protocol: `put` (silent on success), `version`, `stats`, `help`,
+//! `dropcaches`, `exit`. Input is read in chunks of whole lines; each chunk is parsed and
+//! written by its own task, a few in flight at once, and their answers go out in order.
+
+use super::AppState;
+use crate::ingest::PointError;
+use bytes::{Bytes, BytesMut};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tsgate_opentsdb::telnet::{parse_line, Command};
+
+const READ_CHUNK: usize = 64 * 1024;
+const IN_FLIGHT: usize = 4;
+
+struct ChunkResult {
+    output: Vec<u8>,
+    exit: bool,
+}
+
+pub const COMMANDS: &[&str] = &["stats", "dropcaches", "version", "exit", "help", "put"];
+
+pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
+    crate::stats::Stats::add(&state.stats.connections, 1);
+    let (mut rd, mut wr) = stream.into_split();
+    let max = state.config.limits.telnet_line_max;
+    let mut buf = BytesMut::with_capacity(READ_CHUNK * 2);
+    let mut tasks: VecDeque<JoinHandle<ChunkResult>> = VecDeque::new();
+    // While a line is longer than the limit we drop bytes until its end.
+    let mut skipping = false;
+    let mut eof = false;
+    while !eof {
+        let n = tokio::select! {
+            r = rd.read_buf(&mut buf) => r?,
+            _ = shutdown.changed() => 0,
+        };
+        if n == 0 {
+            eof = true;
+        }
+        let mut chunk_end = None;
+        if skipping {
+            match memchr(&buf) {
+                Some(i) => {
+                    let _ = buf.split_to(i + 1);
+                    skipping = false;
+                }
+                None => buf.clear(),
+            }
+        }
+        if let Some(i) = memrchr(&buf) {
+            chunk_end = Some(i + 1);
+        } else if eof && !buf.is_empty() {
+            chunk_end = Some(buf.len()); // a last line without newline still counts
+        }
+        let chunk = chunk_end.map(|e| buf.split_to(e).freeze());
+        if !skipping && buf.len() > max {
+            // Too long without a newline: answer, drop it, keep the connection.
+            buf.clear();
+            skipping = true;
+            let line = format!("put: illegal argument: line too long (limits.telnet_line_max = {max} bytes)\n");
+            let msg = line.into_bytes();
+            tasks.push_back(tokio::spawn(async move { ChunkResult { output: msg, exit: false } }));
+        }
+        if let Some(chunk) = chunk {
+            let st = state.clone();
+            tasks.push_back(tokio::spawn(process_chunk(st, chunk, max)));
+        }
+        while tasks.len() > IN_FLIGHT || (eof && !tasks.is_empty()) {
+            let r = tasks.pop_front().expect("non-empty").await.map_err(std::io::Error::other)?;
+            wr.write_all(&r.output).await?;
+            if r.exit {
+                return Ok(());
+            }
+        }
+        // Answer finished chunks promptly (a `version` typed by hand should not wait).
+        while tasks.front().is_some_and(|t| t.is_finished()) {
+            let r = tasks.pop_front().expect("non-empty").await.map_err(std::io::Error::other)?;
+            wr.write_all(&r.output).await?;
+            if r.exit {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn memchr(b: &[u8]) -> Option<usize> {
+    b.iter().position(|&c| c == b'\n')
+}
+
+fn memrchr(b: &[u8]) -> Option<usize> {
+    b.iter().rposition(|&c| c == b'\n')
+}
+
+/// Lines are UTF-8; bytes that are not are read as ISO-8859-1 (what OpenTSDB reads).
+fn decode(line: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(line) {
+        Ok(s) => s.into(),
+        Err(_) => line.iter().map(|&b| b as char).collect::<String>().into(),
+    }
+}
+
+async fn process_chunk(state: Arc<AppState>, chunk: Bytes, max: usize) -> ChunkResult {
+    let mut out = Vec::new();
+    let lines: Vec<std::borrow::Cow<str>> = chunk
+        .split(|&b| b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .filter(|l| !l.is_empty())
+        .map(decode)
+        .collect();
+    let mut points = Vec::with_capacity(lines.len());
+    let mut exit = false;
+    for line in &lines {
+        if line.len() > max {
+            out.extend_from_slice(format!("put: illegal argument: line too long (limits.telnet_line_max = {max} bytes)\n").as_bytes());
+            continue;
+        }
+        match parse_line(line, &state.limits) {
+            Ok(Command::Put(p)) => points.push(p),
+            Ok(cmd) => {
+                // Keep answers in line order: write what came before first.
+                flush_points(&state, &mut points, &mut out).await;
+                match cmd {
+                    Command::Version => out.extend_from_slice(version_lines().as_bytes()),
+                    Command::Help => out.extend_from_slice(tsgate_opentsdb::telnet::help_line(COMMANDS).as_bytes()),
+                    Command::Stats => out.extend_from_slice(stats_lines(&state).as_bytes()),
+                    Command::DropCaches => {
+                        state.resolver.drop_caches();
+                        out.extend_from_slice(b"Caches dropped.\n");
+                    }
+                    Command::Exit => {
+                        exit = true;
+                        break;
+                    }
+                    Command::Status => out.extend_from_slice(b"ok\n"),
+                    // Shutting the server down from any client is not offered.
+                    Command::Diediedie => out.extend_from_slice(b"unknown command: diediedie.  Try `help'.\n"),
+                    Command::Unknown(w) => out.extend_from_slice(format!("unknown command: {w}.  Try `help'.\n").as_bytes()),
+                    Command::Put(_) => unreachable!("handled above"),
+                }
+            }
+            Err(e) => {
+                crate::stats::Stats::add(&state.stats.telnet_errors, 1);
+                out.extend_from_slice(e.to_string().as_bytes());
+                out.push(b'\n');
+            }
+        }
+    }
+    flush_points(&state, &mut points, &mut out).await;
+    ChunkResult { output: out, exit }
+}
+
+async fn flush_points(state: &AppState, points: &mut Vec<tsgate_opentsdb::DataPoint<'_>>, out: &mut Vec<u8>) {
+    if points.is_empty() {
+        return;
+    }
+    crate::stats::Stats::add(&state.stats.telnet_puts, points.len() as u64);
+    let (outcomes, res) = state.ingest.write(points, true).await;
+    for o in outcomes {
+        if let Err(e) = o {
+            crate::stats::Stats::add(&state.stats.telnet_errors, 1);
+            let line = match e {
+                PointError::Invalid(m) => format!("put: illegal argument: {m}\n"),
+                PointError::UnknownName(m) => format!("put: unknown metric: {m}\n"),
+                PointError::Uid(m) => format!("put: HBase error: {m}\n"),
+            };
+            out.extend_from_slice(line.as_bytes());
+        }
+    }
+    if let Err(e) = res {
+        out.extend_from_slice(format!("put: HBase error: {e}\n").as_bytes());
+    }
+    points.clear();
+}
+
+pub fn version_lines() -> String {
+    format!(
+        "net.opentsdb.tools BuildData built at revision {} (tsgate {})\nBuilt on {} by tsgate (2.4.0-compatible)\n",
+        env!("CARGO_PKG_VERSION"),
+        env!("CARGO_PKG_VERSION"),
+        "tsgate"
+    )
+}
+
+fn stats_lines(state: &AppState) -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let host = hostname();
+    let mut s = String::new();
+    for (m, v, tag) in state.stats.snapshot(state.resolver.uids().cache_len(), state.resolver.len()) {
+        s.push_str(&format!("{m} {now} {v} host={host}"));
+        if let Some((k, val)) = tag {
+            s.push_str(&format!(" {k}={val}"));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "localhost".into())
+}

@@ -1,0 +1,310 @@
+//! The embedded backend: HBase's data model on fjall, a maintained LSM engine.
+//! One engine keyspace per table:family; keys keep HBase's order (see `keycodec`); every
+//! value carries its 8-byte cell timestamp in front.
+
+use super::{keycodec, Cell, Mutation, Row, RowMutations, RowStream, Scan, Store, StoreError, StoreResult, TableSpec};
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub struct EmbeddedStore {
+    db: Database,
+    /// table -> [(family, keyspace)] in family order.
+    tables: HashMap<String, Vec<(Vec<u8>, Keyspace)>>,
+    /// Serialises read-modify-write operations (increment, check-and-put).
+    rmw: Mutex<()>,
+    clock: AtomicU64,
+}
+
+fn engine_err<'a>(op: &'static str, table: &'a str) -> impl Fn(fjall::Error) -> StoreError + 'a {
+    move |e| StoreError::Engine { op, table: table.to_string(), msg: e.to_string() }
+}
+
+impl EmbeddedStore {
+    /// Opens (creating if needed) the store under `dir` with the given tables. Fails if another
+    /// process holds the directory.
+    pub fn open(dir: &Path, tables: &[TableSpec]) -> StoreResult<EmbeddedStore> {
+        let db = Database::builder(dir)
+            .open()
+            .map_err(|e| StoreError::Engine { op: "open", table: dir.display().to_string(), msg: e.to_string() })?;
+        let mut map = HashMap::new();
+        for t in tables {
+            let mut fams = Vec::new();
+            for f in &t.families {
+                let name = format!("{}:{}", t.name, String::from_utf8_lossy(f));
+                let ks = db.keyspace(&name, KeyspaceCreateOptions::default).map_err(engine_err("open", &t.name))?;
+                fams.push((f.to_vec(), ks));
+            }
+            fams.sort_by(|a, b| a.0.cmp(&b.0));
+            map.insert(t.name.clone(), fams);
+        }
+        Ok(EmbeddedStore { db, tables: map, rmw: Mutex::new(()), clock: AtomicU64::new(0) })
+    }
+
+    /// A strictly increasing ms clock: cell timestamps order writes made by this process.
+    fn now(&self) -> u64 {
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        let mut prev = self.clock.load(Ordering::Relaxed);
+        loop {
+            let next = wall.max(prev + 1);
+            match self.clock.compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return next,
+                Err(p) => prev = p,
+            }
+        }
+    }
+
+    fn families(&self, table: &str) -> StoreResult<&Vec<(Vec<u8>, Keyspace)>> {
+        self.tables.get(table).ok_or_else(|| StoreError::NoSuchTable(table.to_string()))
+    }
+
+    fn family(&self, table: &str, family: &[u8]) -> StoreResult<&Keyspace> {
+        self.families(table)?.iter().find(|(f, _)| f == family).map(|(_, k)| k).ok_or_else(|| {
+            StoreError::NoSuchFamily { table: table.to_string(), family: String::from_utf8_lossy(family).into() }
+        })
+    }
+
+    fn selected<'a>(&'a self, table: &str, families: &[impl AsRef<[u8]>]) -> StoreResult<Vec<(&'a [u8], &'a Keyspace)>> {
+        let all = self.families(table)?;
+        if families.is_empty() {
+            return Ok(all.iter().map(|(f, k)| (f.as_slice(), k)).collect());
+        }
+        let mut out = Vec::new();
+        for (f, k) in all {
+            if families.iter().any(|x| x.as_ref() == f.as_slice()) {
+                out.push((f.as_slice(), k));
+            }
+        }
+        if out.len() != families.len() {
+            let missing = families.iter().find(|x| !all.iter().any(|(f, _)| f.as_slice() == x.as_ref()));
+            return Err(StoreError::NoSuchFamily {
+                table: table.into(),
+                family: missing.map(|m| String::from_utf8_lossy(m.as_ref()).into_owned()).unwrap_or_default(),
+            });
+        }
+        Ok(out)
+    }
+
+    fn read_cell(&self, table: &str, ks: &Keyspace, row: &[u8], q: &[u8]) -> StoreResult<Option<Vec<u8>>> {
+        let v = ks.get(keycodec::encode(row, q)).map_err(engine_err("get", table))?;
+        Ok(v.map(|v| v[8.min(v.len())..].to_vec()))
+    }
+
+    fn stamp(&self, value: &[u8]) -> Vec<u8> {
+        let mut v = Vec::with_capacity(value.len() + 8);
+        v.extend_from_slice(&self.now().to_be_bytes());
+        v.extend_from_slice(value);
+        v
+    }
+}
+
+fn split_value(v: &[u8]) -> (u64, Vec<u8>) {
+    if v.len() < 8 {
+        return (0, v.to_vec());
+    }
+    (u64::from_be_bytes(v[..8].try_into().expect("8 bytes")), v[8..].to_vec())
+}
+
+/// Groups one family's key/value stream into rows.
+struct FamilyRows {
+    family: Vec<u8>,
+    iter: std::iter::Peekable<Box<dyn Iterator<Item = StoreResult<(Vec<u8>, Vec<u8>, u64, Vec<u8>)>> + Send>>,
+}
+
+impl FamilyRows {
+    fn next_row(&mut self) -> Option<StoreResult<Row>> {
+        let (row, q, ts, v) = match self.iter.next()? {
+            Ok(x) => x,
+            Err(e) => return Some(Err(e)),
+        };
+        let mut cells = vec![Cell { family: self.family.clone(), qualifier: q, value: v, timestamp: ts }];
+        while let Some(Ok((r, _, _, _))) = self.iter.peek() {
+            if *r != row {
+                break;
+            }
+            let (_, q, ts, v) = self.iter.next().expect("peeked").expect("peeked ok");
+            cells.push(Cell { family: self.family.clone(), qualifier: q, value: v, timestamp: ts });
+        }
+        Some(Ok(Row { key: row, cells }))
+    }
+}
+
+/// Merges the row streams of several families by row key.
+struct MergedRows {
+    sources: Vec<FamilyRows>,
+    heads: Vec<Option<Row>>,
+    filter: Option<regex::bytes::Regex>,
+    remaining: usize,
+    primed: bool,
+}
+
+impl MergedRows {
+    fn fill(&mut self, i: usize) -> StoreResult<()> {
+        self.heads[i] = match self.sources[i].next_row() {
+            Some(r) => Some(r?),
+            None => None,
+        };
+        Ok(())
+    }
+}
+
+impl Iterator for MergedRows {
+    type Item = StoreResult<Row>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if !self.primed {
+            self.primed = true;
+            for i in 0..self.sources.len() {
+                if let Err(e) = self.fill(i) {
+                    return Some(Err(e));
+                }
+            }
+        }
+        loop {
+            if self.remaining == 0 {
+                return None;
+            }
+            let min = self.heads.iter().flatten().map(|r| r.key.clone()).min()?;
+            let mut out = Row { key: min.clone(), cells: Vec::new() };
+            for i in 0..self.heads.len() {
+                if self.heads[i].as_ref().is_some_and(|r| r.key == min) {
+                    let r = self.heads[i].take().expect("checked");
+                    out.cells.extend(r.cells);
+                    if let Err(e) = self.fill(i) {
+                        return Some(Err(e));
+                    }
+                }
+            }
+            if self.filter.as_ref().is_some_and(|f| !f.is_match(&out.key)) {
+                continue;
+            }
+            self.remaining -= 1;
+            return Some(Ok(out));
+        }
+    }
+}
+
+/// Compiles a row regex the way HBase applies it: over bytes, `.` matching any byte.
+pub fn compile_row_regex(re: &str) -> StoreResult<regex::bytes::Regex> {
+    regex::bytes::RegexBuilder::new(re)
+        .unicode(false)
+        .dot_matches_new_line(true)
+        .build()
+        .map_err(|e| StoreError::BadFilter(e.to_string()))
+}
+
+impl Store for EmbeddedStore {
+    fn get(&self, table: &str, row: &[u8], families: &[&[u8]]) -> StoreResult<Vec<Cell>> {
+        let prefix = keycodec::row_prefix(row);
+        let mut cells = Vec::new();
+        for (f, ks) in self.selected(table, families)? {
+            for g in ks.prefix(&prefix) {
+                let (k, v) = g.into_inner().map_err(engine_err("get", table))?;
+                let (ts, value) = split_value(&v);
+                cells.push(Cell { family: f.to_vec(), qualifier: k[prefix.len()..].to_vec(), value, timestamp: ts });
+            }
+        }
+        Ok(cells)
+    }
+
+    fn mutate(&self, table: &str, batch: Vec<RowMutations>) -> StoreResult<()> {
+        let mut wb = self.db.batch();
+        for rm in &batch {
+            for m in &rm.mutations {
+                match m {
+                    Mutation::Put { family, qualifier, value } => {
+                        let ks = self.family(table, family)?;
+                        wb.insert(ks, keycodec::encode(&rm.row, qualifier), self.stamp(value));
+                    }
+                    Mutation::Delete { family, qualifier } => {
+                        let ks = self.family(table, family)?;
+                        wb.remove(ks, keycodec::encode(&rm.row, qualifier));
+                    }
+                    Mutation::DeleteRow => {
+                        let prefix = keycodec::row_prefix(&rm.row);
+                        for (_, ks) in self.families(table)? {
+                            for g in ks.prefix(&prefix) {
+                                wb.remove(ks, g.key().map_err(engine_err("delete", table))?);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        wb.commit().map_err(engine_err("mutate", table))
+    }
+
+    fn scan(&self, table: &str, scan: &Scan) -> StoreResult<RowStream> {
+        let start = keycodec::row_bound(&scan.start);
+        let stop = (!scan.stop.is_empty()).then(|| keycodec::row_bound(&scan.stop));
+        let filter = scan.row_regex.as_deref().map(compile_row_regex).transpose()?;
+        let mut sources = Vec::new();
+        for (f, ks) in self.selected(table, &scan.families)? {
+            let it: fjall::Iter = match &stop {
+                Some(s) => ks.range(start.clone()..s.clone()),
+                None => ks.range(start.clone()..),
+            };
+            let t = table.to_string();
+            let mapped: Box<dyn Iterator<Item = StoreResult<(Vec<u8>, Vec<u8>, u64, Vec<u8>)>> + Send> =
+                Box::new(it.map(move |g| {
+                    let (k, v) = g.into_inner().map_err(|e| StoreError::Engine { op: "scan", table: t.clone(), msg: e.to_string() })?;
+                    let (row, q) = keycodec::decode(&k).ok_or_else(|| StoreError::Engine {
+                        op: "scan",
+                        table: t.clone(),
+                        msg: "undecodable engine key".into(),
+                    })?;
+                    let (ts, value) = split_value(&v);
+                    Ok((row, q.to_vec(), ts, value))
+                }));
+            sources.push(FamilyRows { family: f.to_vec(), iter: mapped.peekable() });
+        }
+        let n = sources.len();
+        Ok(Box::new(MergedRows {
+            sources,
+            heads: (0..n).map(|_| None).collect(),
+            filter,
+            remaining: scan.limit.unwrap_or(usize::MAX),
+            primed: false,
+        }))
+    }
+
+    fn increment(&self, table: &str, row: &[u8], family: &[u8], qualifier: &[u8], delta: i64) -> StoreResult<i64> {
+        let ks = self.family(table, family)?;
+        let _g = self.rmw.lock();
+        let cur = match self.read_cell(table, ks, row, qualifier)? {
+            None => 0,
+            Some(v) => crate::schema::uid_table::decode_counter(&v)
+                .ok_or_else(|| StoreError::NotACounter(format!("{table}/{}", crate::schema::hex_upper(row))))?,
+        };
+        let next = cur.wrapping_add(delta);
+        ks.insert(keycodec::encode(row, qualifier), self.stamp(&next.to_be_bytes())).map_err(engine_err("increment", table))?;
+        Ok(next)
+    }
+
+    fn check_and_put(
+        &self,
+        table: &str,
+        row: &[u8],
+        family: &[u8],
+        qualifier: &[u8],
+        expected: Option<&[u8]>,
+        value: &[u8],
+    ) -> StoreResult<bool> {
+        let ks = self.family(table, family)?;
+        let _g = self.rmw.lock();
+        let cur = self.read_cell(table, ks, row, qualifier)?;
+        if cur.as_deref() != expected {
+            return Ok(false);
+        }
+        ks.insert(keycodec::encode(row, qualifier), self.stamp(value)).map_err(engine_err("check_and_put", table))?;
+        Ok(true)
+    }
+
+    fn flush(&self) -> StoreResult<()> {
+        self.db.persist(PersistMode::SyncAll).map_err(engine_err("flush", "*"))
+    }
+}

@@ -1,0 +1,133 @@
+//! Storage shaped like HBase's data model: tables of rows, cells addressed by
+//! family:qualifier, ordered scans, atomic increment and compare-and-set. One trait, so the
+//! embedded engine and the HBase gateway are interchangeable (and testable with one suite).
+
+pub mod embedded;
+pub mod keycodec;
+
+use std::sync::Arc;
+
+/// One cell: family, qualifier, value and its (HBase-style, ms) timestamp.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cell {
+    pub family: Vec<u8>,
+    pub qualifier: Vec<u8>,
+    pub value: Vec<u8>,
+    pub timestamp: u64,
+}
+
+/// A row and its cells, sorted by family then qualifier.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    pub key: Vec<u8>,
+    pub cells: Vec<Cell>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mutation {
+    Put { family: Vec<u8>, qualifier: Vec<u8>, value: Vec<u8> },
+    Delete { family: Vec<u8>, qualifier: Vec<u8> },
+    DeleteRow,
+}
+
+/// The mutations of one row, applied in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowMutations {
+    pub row: Vec<u8>,
+    pub mutations: Vec<Mutation>,
+}
+
+impl RowMutations {
+    pub fn put(row: Vec<u8>, family: &[u8], qualifier: Vec<u8>, value: Vec<u8>) -> Self {
+        RowMutations { row, mutations: vec![Mutation::Put { family: family.to_vec(), qualifier, value }] }
+    }
+}
+
+/// An ordered scan: rows in `[start, stop)` (empty `stop` = to the end), restricted to some
+/// families (empty = all) and to row keys matching a regex. The regex is matched against the
+/// row key's bytes (each byte one character, as HBase's RegexStringComparator sees them under
+/// ISO-8859-1), so patterns use `\xHH` escapes.
+#[derive(Debug, Clone, Default)]
+pub struct Scan {
+    pub start: Vec<u8>,
+    pub stop: Vec<u8>,
+    pub families: Vec<Vec<u8>>,
+    pub row_regex: Option<String>,
+    pub limit: Option<usize>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("storage engine error during {op} on table {table}: {msg}")]
+    Engine { op: &'static str, table: String, msg: String },
+    #[error("unknown table {0}")]
+    NoSuchTable(String),
+    #[error("unknown family {family} in table {table}")]
+    NoSuchFamily { table: String, family: String },
+    #[error("invalid row filter {0}")]
+    BadFilter(String),
+    #[error("cell {0} is not an 8-byte counter")]
+    NotACounter(String),
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+pub type RowStream = Box<dyn Iterator<Item = StoreResult<Row>> + Send>;
+
+pub trait Store: Send + Sync + 'static {
+    /// The cells of one row (`families` empty = all families); empty if the row does not exist.
+    fn get(&self, table: &str, row: &[u8], families: &[&[u8]]) -> StoreResult<Vec<Cell>>;
+    /// Applies a batch of row mutations.
+    fn mutate(&self, table: &str, batch: Vec<RowMutations>) -> StoreResult<()>;
+    fn scan(&self, table: &str, scan: &Scan) -> StoreResult<RowStream>;
+    /// Atomically adds `delta` to an 8-byte big-endian counter (absent = 0); returns the new value.
+    fn increment(&self, table: &str, row: &[u8], family: &[u8], qualifier: &[u8], delta: i64) -> StoreResult<i64>;
+    /// Puts `value` only if the cell currently holds `expected` (`None` = absent). True if put.
+    fn check_and_put(
+        &self,
+        table: &str,
+        row: &[u8],
+        family: &[u8],
+        qualifier: &[u8],
+        expected: Option<&[u8]>,
+        value: &[u8],
+    ) -> StoreResult<bool>;
+    /// Makes everything written so far durable.
+    fn flush(&self) -> StoreResult<()>;
+}
+
+pub type SharedStore = Arc<dyn Store>;
+
+/// A table and its column families, as `create 'tsdb', {NAME => 't'}` would make it.
+#[derive(Debug, Clone)]
+pub struct TableSpec {
+    pub name: String,
+    pub families: Vec<&'static [u8]>,
+}
+
+/// Table names, configurable like OpenTSDB's `tsd.storage.hbase.*_table`.
+#[derive(Debug, Clone, serde::Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct TableNames {
+    pub data: String,
+    pub uid: String,
+    pub meta: String,
+    pub tree: String,
+}
+
+impl Default for TableNames {
+    fn default() -> Self {
+        TableNames { data: "tsdb".into(), uid: "tsdb-uid".into(), meta: "tsdb-meta".into(), tree: "tsdb-tree".into() }
+    }
+}
+
+impl TableNames {
+    /// OpenTSDB's four tables with their families.
+    pub fn specs(&self) -> Vec<TableSpec> {
+        vec![
+            TableSpec { name: self.data.clone(), families: vec![b"t"] },
+            TableSpec { name: self.uid.clone(), families: vec![b"id", b"name"] },
+            TableSpec { name: self.meta.clone(), families: vec![b"name"] },
+            TableSpec { name: self.tree.clone(), families: vec![b"t"] },
+        ]
+    }
+}

@@ -1,0 +1,160 @@
+//! A shard's flusher: writes buffered series-hours to the store as (partially) compacted
+//! columns, makes the store durable, drops the WAL segments it covered, then compacts rows
+//! whose hour has closed and that have gone quiet.
+
+use super::compactor::{compact_row, DATA_FAMILY};
+use super::shard::Buffer;
+use super::WriteError;
+use crate::schema::column::build_column;
+use crate::schema::rowkey::ROW_SPAN;
+use crate::schema::{KeyLayout, RawPoint};
+use crate::store::{RowMutations, SharedStore};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+pub struct FlushJob {
+    pub buffer: Buffer,
+    /// WAL segments up to this one are covered by this job and every earlier one.
+    pub wal_upto: u64,
+    pub waiters: Vec<oneshot::Sender<Result<(), WriteError>>>,
+    /// The shard is stopping: compact every closed row now.
+    pub last: bool,
+}
+
+pub struct Flusher {
+    pub store: SharedStore,
+    pub table: String,
+    pub layout: KeyLayout,
+    pub wal_dir: PathBuf,
+    /// How long a closed row must go without writes before it is compacted.
+    pub compaction_delay: Duration,
+}
+
+const MUTATE_CHUNK: usize = 4096;
+
+/// Sorts by offset and keeps the last write of each offset (arrival order is write order).
+pub fn settle(points: &mut Vec<RawPoint>) {
+    points.reverse();
+    points.sort_by_key(|p| p.offset_ms()); // stable: the newest of equal offsets comes first
+    points.dedup_by_key(|p| p.offset_ms());
+}
+
+fn now_s() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// OpenTSDB compacts a row once its hour ended more than a second ago.
+pub fn hour_closed(base: u32, now: u64) -> bool {
+    base as u64 + ROW_SPAN < now
+}
+
+impl Flusher {
+    /// Writes a buffer to the store: one column per series-hour.
+    pub fn write(&self, buffer: &mut Buffer) -> Result<Vec<(Vec<u8>, u32)>, WriteError> {
+        let mut touched = Vec::with_capacity(buffer.rows.len());
+        let mut batch = Vec::with_capacity(MUTATE_CHUNK);
+        for ((tsuid, base), points) in buffer.rows.iter_mut() {
+            settle(points);
+            let (q, v) = build_column(points);
+            let row = self.layout.row_key(tsuid, *base);
+            batch.push(RowMutations::put(row.clone(), DATA_FAMILY, q, v));
+            touched.push((row, *base));
+            if batch.len() == MUTATE_CHUNK {
+                self.store.mutate(&self.table, std::mem::take(&mut batch))?;
+            }
+        }
+        if !batch.is_empty() {
+            self.store.mutate(&self.table, batch)?;
+        }
+        Ok(touched)
+    }
+
+    pub fn run(self, jobs: Receiver<FlushJob>) {
+        // Rows that may need compacting: key -> (base, last write).
+        let mut pending: HashMap<Vec<u8>, (u32, Instant)> = HashMap::new();
+        while let Ok(job) = jobs.recv() {
+            let FlushJob { buffer, wal_upto, waiters, last } = job;
+            let result = self.flush_durably(buffer, wal_upto, &mut pending);
+            if let Err(e) = &result {
+                tracing::error!(error = %e, "flush failed; points stay in the write-ahead log");
+            }
+            for w in waiters {
+                let _ = w.send(result.clone());
+            }
+            self.compact_ready(&mut pending, last);
+        }
+    }
+
+    fn flush_durably(
+        &self,
+        mut buffer: Buffer,
+        wal_upto: u64,
+        pending: &mut HashMap<Vec<u8>, (u32, Instant)>,
+    ) -> Result<(), WriteError> {
+        let now = Instant::now();
+        // On a store failure keep retrying: the points are in the WAL, and nothing newer may
+        // be acknowledged as flushed before them.
+        let mut delay = Duration::from_millis(100);
+        let touched = loop {
+            match self.write(&mut buffer) {
+                Ok(t) => break t,
+                Err(e) => {
+                    tracing::error!(error = %e, "store write failed; retrying");
+                    std::thread::sleep(delay);
+                    delay = (delay * 2).min(Duration::from_secs(5));
+                }
+            }
+        };
+        for (row, base) in touched {
+            pending.insert(row, (base, now));
+        }
+        self.store.flush()?;
+        super::wal::remove_upto(&self.wal_dir, wal_upto).map_err(|e| WriteError::Wal(e.to_string()))?;
+        Ok(())
+    }
+
+    fn compact_ready(&self, pending: &mut HashMap<Vec<u8>, (u32, Instant)>, all: bool) {
+        let now = now_s();
+        let ready: Vec<Vec<u8>> = pending
+            .iter()
+            .filter(|(_, (base, touched))| hour_closed(*base, now) && (all || touched.elapsed() >= self.compaction_delay))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for row in ready {
+            pending.remove(&row);
+            if let Err(e) = compact_row(&self.store, &self.table, &row) {
+                tracing::warn!(error = %e, "compaction skipped");
+            }
+        }
+        if all {
+            if let Err(e) = self.store.flush() {
+                tracing::error!(error = %e, "store flush after compaction failed");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::DataValue;
+
+    #[test]
+    fn settle_keeps_the_last_write_of_an_offset() {
+        let p = |ts: u64, v: i64| RawPoint::encode(ts, 1356998400, DataValue::Int(v)).unwrap();
+        let mut pts = vec![p(1356998410, 1), p(1356998400, 2), p(1356998410, 3), p(1356998400000, 4)];
+        settle(&mut pts);
+        assert_eq!(pts.len(), 2);
+        assert_eq!(pts[0].value().unwrap(), DataValue::Int(4));
+        assert_eq!(pts[1].value().unwrap(), DataValue::Int(3));
+    }
+
+    #[test]
+    fn hours_close_a_second_after_they_end() {
+        assert!(!hour_closed(1356998400, 1357002000));
+        assert!(hour_closed(1356998400, 1357002001));
+    }
+}

@@ -1,0 +1,226 @@
+//! The durable write path: resolved points → WAL (group commit) → per series-hour buffer →
+//! batched store writes → compaction of closed hours. A write is acknowledged once logged.
+
+pub mod compactor;
+pub mod flusher;
+pub mod shard;
+pub mod wal;
+
+use crate::schema::KeyLayout;
+use crate::store::{SharedStore, StoreError};
+use shard::{ShardMsg, StoredPoint};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum WriteError {
+    #[error("write-ahead log failure: {0}")]
+    Wal(String),
+    #[error("storage failure: {0}")]
+    Store(String),
+    #[error("the server is shutting down")]
+    ShuttingDown,
+}
+
+impl From<StoreError> for WriteError {
+    fn from(e: StoreError) -> Self {
+        WriteError::Store(e.to_string())
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct WriterConfig {
+    pub shards: usize,
+    pub flush_interval: Duration,
+    pub fsync: bool,
+    pub max_batch_points: usize,
+    pub buffer_max_points: usize,
+    pub compaction_delay: Duration,
+    /// Submissions queued per shard before writers wait.
+    pub queue_depth: usize,
+}
+
+/// The handle protocol handlers write through. Cheap to clone.
+#[derive(Clone)]
+pub struct Writer {
+    /// Emptied by `close`, which is what lets the shards drain and stop.
+    shards: Arc<parking_lot::RwLock<Vec<mpsc::Sender<ShardMsg>>>>,
+}
+
+pub struct WriterThreads {
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+fn wal_root(data_dir: &Path) -> PathBuf {
+    data_dir.join("wal")
+}
+
+/// Writes every point left in the WAL (from a crash) to the store, then removes the segments.
+pub fn recover(data_dir: &Path, store: &SharedStore, table: &str, layout: KeyLayout) -> Result<wal::ReplayStats, WriteError> {
+    let root = wal_root(data_dir);
+    let mut total = wal::ReplayStats::default();
+    if !root.exists() {
+        return Ok(total);
+    }
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .map_err(|e| WriteError::Wal(e.to_string()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    let flusher = flusher::Flusher {
+        store: store.clone(),
+        table: table.to_string(),
+        layout,
+        wal_dir: root.clone(),
+        compaction_delay: Duration::ZERO,
+    };
+    for dir in dirs {
+        let mut buffer = shard::Buffer::default();
+        let stats = wal::replay(&dir, |tsuid, base, p| buffer.insert(tsuid.into(), base, p))
+            .map_err(|e| WriteError::Wal(format!("{}: {e}", dir.display())))?;
+        if stats.points > 0 {
+            tracing::info!(dir = %dir.display(), points = stats.points, records = stats.records, "replaying write-ahead log");
+        }
+        flusher.write(&mut buffer)?;
+        store.flush()?;
+        let last = wal::segments(&dir).map_err(|e| WriteError::Wal(e.to_string()))?.last().copied();
+        if let Some(last) = last {
+            wal::remove_upto(&dir, last).map_err(|e| WriteError::Wal(e.to_string()))?;
+        }
+        total.segments += stats.segments;
+        total.records += stats.records;
+        total.points += stats.points;
+        total.damaged += stats.damaged;
+    }
+    Ok(total)
+}
+
+impl Writer {
+    /// Starts the shards and their flushers. Call `recover` first.
+    pub fn start(
+        data_dir: &Path,
+        store: SharedStore,
+        table: &str,
+        layout: KeyLayout,
+        cfg: &WriterConfig,
+        rt: tokio::runtime::Handle,
+    ) -> Result<(Writer, WriterThreads), WriteError> {
+        let mut senders = Vec::new();
+        let mut threads = Vec::new();
+        for i in 0..cfg.shards.max(1) {
+            let dir = wal_root(data_dir).join(format!("shard-{i}"));
+            let wal = wal::Wal::open(&dir, cfg.fsync).map_err(|e| WriteError::Wal(format!("{}: {e}", dir.display())))?;
+            let (tx, rx) = mpsc::channel(cfg.queue_depth);
+            let (jobs_tx, jobs_rx) = std::sync::mpsc::sync_channel(1);
+            let flusher = flusher::Flusher {
+                store: store.clone(),
+                table: table.to_string(),
+                layout,
+                wal_dir: dir.clone(),
+                compaction_delay: cfg.compaction_delay,
+            };
+            let scfg = shard::ShardConfig {
+                flush_interval: cfg.flush_interval,
+                max_batch_points: cfg.max_batch_points,
+                buffer_max_points: cfg.buffer_max_points,
+            };
+            let handle = rt.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("flush-{i}"))
+                    .spawn(move || flusher.run(jobs_rx))
+                    .map_err(|e| WriteError::Wal(e.to_string()))?,
+            );
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("shard-{i}"))
+                    .spawn(move || shard::run(rx, wal, jobs_tx, scfg, handle))
+                    .map_err(|e| WriteError::Wal(e.to_string()))?,
+            );
+            senders.push(tx);
+        }
+        Ok((Writer { shards: Arc::new(parking_lot::RwLock::new(senders)) }, WriterThreads { threads }))
+    }
+
+    fn senders(&self) -> Result<Vec<mpsc::Sender<ShardMsg>>, WriteError> {
+        let s = self.shards.read().clone();
+        if s.is_empty() {
+            return Err(WriteError::ShuttingDown);
+        }
+        Ok(s)
+    }
+
+    /// Stops accepting writes; the shards drain what is queued, flush and stop.
+    pub fn close(&self) {
+        self.shards.write().clear();
+    }
+
+    /// Logs the points durably and buffers them. With `wait`, returns once the WAL holds them;
+    /// without, returns once they are queued (telnet: no acknowledgement exists to wait for).
+    pub async fn write(&self, points: Vec<StoredPoint>, wait: bool) -> Result<(), WriteError> {
+        if points.is_empty() {
+            return Ok(());
+        }
+        let shards = self.senders()?;
+        let n = shards.len();
+        let mut parts: Vec<Vec<StoredPoint>> = (0..n).map(|_| Vec::new()).collect();
+        if n == 1 {
+            parts[0] = points;
+        } else {
+            for p in points {
+                let s = shard_of(&p.tsuid, n);
+                parts[s].push(p);
+            }
+        }
+        let mut acks = Vec::new();
+        for (i, part) in parts.into_iter().enumerate() {
+            if part.is_empty() {
+                continue;
+            }
+            let (ack, rx) = if wait {
+                let (t, r) = oneshot::channel();
+                (Some(t), Some(r))
+            } else {
+                (None, None)
+            };
+            shards[i].send(ShardMsg::Write { points: part, ack }).await.map_err(|_| WriteError::ShuttingDown)?;
+            acks.extend(rx);
+        }
+        for a in acks {
+            a.await.map_err(|_| WriteError::ShuttingDown)??;
+        }
+        Ok(())
+    }
+
+    /// Returns once everything written before the call is in the store (and so queryable).
+    pub async fn flush(&self) -> Result<(), WriteError> {
+        let mut acks = Vec::new();
+        for s in self.senders()?.iter() {
+            let (t, r) = oneshot::channel();
+            s.send(ShardMsg::Flush(t)).await.map_err(|_| WriteError::ShuttingDown)?;
+            acks.push(r);
+        }
+        for a in acks {
+            a.await.map_err(|_| WriteError::ShuttingDown)??;
+        }
+        Ok(())
+    }
+}
+
+/// FNV-1a of the TSUID: cheap and stable, so a series always lands in the same shard.
+fn shard_of(tsuid: &[u8], n: usize) -> usize {
+    let h = tsuid.iter().fold(0xcbf29ce484222325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100000001b3));
+    (h % n as u64) as usize
+}
+
+impl WriterThreads {
+    /// Waits for the shards to drain, flush and compact. Every `Writer` clone must be dropped
+    /// first (that is what closes the shards' queues).
+    pub fn join(self) {
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! One write shard: a thread that owns a WAL and an in-memory buffer of points per
+//! series-hour. Writes are logged (group commit), buffered, and acknowledged; every flush
+//! interval the buffer is handed to the shard's flusher and the WAL segment rotated.
+
+use super::flusher::FlushJob;
+use super::wal::Wal;
+use super::WriteError;
+use crate::schema::RawPoint;
+use crate::series::Tsuid;
+use std::collections::HashMap;
+use std::sync::mpsc::SyncSender;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, oneshot};
+
+/// A point ready for storage: its series, its row's base hour, and its encoded column.
+#[derive(Clone, Debug)]
+pub struct StoredPoint {
+    pub tsuid: Tsuid,
+    pub base: u32,
+    pub point: RawPoint,
+}
+
+pub type Ack = oneshot::Sender<Result<(), WriteError>>;
+
+pub enum ShardMsg {
+    Write { points: Vec<StoredPoint>, ack: Option<Ack> },
+    /// Acknowledged once everything written before it is in the store.
+    Flush(oneshot::Sender<Result<(), WriteError>>),
+}
+
+/// Points per series-hour, in arrival order.
+#[derive(Default)]
+pub struct Buffer {
+    pub rows: HashMap<(Tsuid, u32), Vec<RawPoint>>,
+    pub points: usize,
+}
+
+impl Buffer {
+    pub fn insert(&mut self, tsuid: Tsuid, base: u32, p: RawPoint) {
+        self.rows.entry((tsuid, base)).or_default().push(p);
+        self.points += 1;
+    }
+}
+
+pub struct ShardConfig {
+    pub flush_interval: Duration,
+    pub max_batch_points: usize,
+    pub buffer_max_points: usize,
+}
+
+pub fn run(
+    mut rx: mpsc::Receiver<ShardMsg>,
+    mut wal: Wal,
+    jobs: SyncSender<FlushJob>,
+    cfg: ShardConfig,
+    rt: tokio::runtime::Handle,
+) {
+    let mut buffer = Buffer::default();
+    let mut next_flush = Instant::now() + cfg.flush_interval;
+    let mut open = true;
+    while open {
+        let wait = next_flush.saturating_duration_since(Instant::now());
+        let first = rt.block_on(async { tokio::time::timeout(wait, rx.recv()).await });
+        let mut batch = Vec::new();
+        let mut waiters = Vec::new();
+        let mut n = 0;
+        match first {
+            Ok(Some(m)) => batch.push(m),
+            Ok(None) => open = false,
+            Err(_) => {}
+        }
+        // Group commit: take whatever else is already queued.
+        while n < cfg.max_batch_points {
+            match rx.try_recv() {
+                Ok(m) => {
+                    if let ShardMsg::Write { points, .. } = &m {
+                        n += points.len();
+                    }
+                    batch.push(m)
+                }
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    open = false;
+                    break;
+                }
+            }
+        }
+        let mut writes = Vec::new();
+        for m in batch {
+            match m {
+                ShardMsg::Write { points, ack } => {
+                    wal.begin();
+                    for p in &points {
+                        wal.push(&p.tsuid, p.base, &p.point);
+                    }
+                    wal.end();
+                    writes.push((points, ack));
+                }
+                ShardMsg::Flush(w) => waiters.push(w),
+            }
+        }
+        let committed = wal.commit();
+        for (points, ack) in writes {
+            let res = match &committed {
+                Ok(_) => {
+                    for p in points {
+                        buffer.insert(p.tsuid, p.base, p.point);
+                    }
+                    Ok(())
+                }
+                Err(e) => Err(WriteError::Wal(e.to_string())),
+            };
+            if let Some(a) = ack {
+                let _ = a.send(res);
+            }
+        }
+        let due = Instant::now() >= next_flush || buffer.points >= cfg.buffer_max_points || !waiters.is_empty() || !open;
+        if due {
+            next_flush = Instant::now() + cfg.flush_interval;
+            let sealed = match wal.rotate() {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot rotate the write-ahead log; flush postponed");
+                    for w in waiters {
+                        let _ = w.send(Err(WriteError::Wal(e.to_string())));
+                    }
+                    continue;
+                }
+            };
+            let job = FlushJob { buffer: std::mem::take(&mut buffer), wal_upto: sealed, waiters, last: !open };
+            // Blocks when the flusher is behind: that is the backpressure on writers.
+            if jobs.send(job).is_err() {
+                tracing::error!("flusher is gone; stopping shard");
+                return;
+            }
+        }
+    }
+}

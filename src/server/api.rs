@@ -134,13 +134,19 @@ async fn put(state: &Arc<AppState>, req: Request) -> Reply {
             "Please see the TSD logs or append \"details\" to the put request",
         );
     }
-    let mut body = json!({"success": success, "failed": failed});
+    // Field order as OpenTSDB writes it: success, failed, errors.
+    let mut body = format!("{{\"success\":{success},\"failed\":{failed}");
     if details {
         errors.sort_by_key(|e| e.0);
-        body["errors"] = errors.iter().map(|(i, e)| json!({"datapoint": jps[*i].echo(), "error": e})).collect();
+        let list: Vec<String> = errors
+            .iter()
+            .map(|(i, e)| serde_json::to_string(&jps[*i].error_detail(e)).unwrap_or_default())
+            .collect();
+        body.push_str(&format!(",\"errors\":[{}]", list.join(",")));
     }
+    body.push('}');
     let status = if status == StatusCode::NO_CONTENT { StatusCode::OK } else { status };
-    json_reply(status, body.to_string())
+    json_reply(status, body)
 }
 
 fn version() -> Reply {

@@ -33,8 +33,18 @@ pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutd
     let mut skipping = false;
     let mut eof = false;
     while !eof {
+        // Read more input, or answer the oldest chunk as soon as it is done.
         let n = tokio::select! {
             r = rd.read_buf(&mut buf) => r?,
+            done = async { tasks.front_mut().expect("guarded").await }, if !tasks.is_empty() => {
+                tasks.pop_front();
+                let r = done.map_err(std::io::Error::other)?;
+                wr.write_all(&r.output).await?;
+                if r.exit {
+                    return Ok(());
+                }
+                continue;
+            }
             _ = shutdown.changed() => 0,
         };
         if n == 0 {
@@ -56,27 +66,19 @@ pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutd
             chunk_end = Some(buf.len()); // a last line without newline still counts
         }
         let chunk = chunk_end.map(|e| buf.split_to(e).freeze());
-        if !skipping && buf.len() > max {
-            // Too long without a newline: answer, drop it, keep the connection.
-            buf.clear();
-            skipping = true;
-            let line = format!("put: illegal argument: line too long (limits.telnet_line_max = {max} bytes)\n");
-            let msg = line.into_bytes();
-            tasks.push_back(tokio::spawn(async move { ChunkResult { output: msg, exit: false } }));
-        }
         if let Some(chunk) = chunk {
             let st = state.clone();
             tasks.push_back(tokio::spawn(process_chunk(st, chunk, max)));
         }
-        while tasks.len() > IN_FLIGHT || (eof && !tasks.is_empty()) {
-            let r = tasks.pop_front().expect("non-empty").await.map_err(std::io::Error::other)?;
-            wr.write_all(&r.output).await?;
-            if r.exit {
-                return Ok(());
-            }
+        if !skipping && buf.len() > max {
+            // Too long without a newline: answer, drop it, keep the connection.
+            buf.clear();
+            skipping = true;
+            let msg = too_long(max).into_bytes();
+            tasks.push_back(tokio::spawn(async move { ChunkResult { output: msg, exit: false } }));
         }
-        // Answer finished chunks promptly (a `version` typed by hand should not wait).
-        while tasks.front().is_some_and(|t| t.is_finished()) {
+        // Bounded pipelining: at most IN_FLIGHT chunks parsed and written at once.
+        while tasks.len() > IN_FLIGHT || (eof && !tasks.is_empty()) {
             let r = tasks.pop_front().expect("non-empty").await.map_err(std::io::Error::other)?;
             wr.write_all(&r.output).await?;
             if r.exit {
@@ -85,6 +87,10 @@ pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutd
         }
     }
     Ok(())
+}
+
+fn too_long(max: usize) -> String {
+    format!("put: illegal argument: line too long (limits.telnet_line_max = {max} bytes)\n")
 }
 
 fn memchr(b: &[u8]) -> Option<usize> {
@@ -115,7 +121,7 @@ async fn process_chunk(state: Arc<AppState>, chunk: Bytes, max: usize) -> ChunkR
     let mut exit = false;
     for line in &lines {
         if line.len() > max {
-            out.extend_from_slice(format!("put: illegal argument: line too long (limits.telnet_line_max = {max} bytes)\n").as_bytes());
+            out.extend_from_slice(too_long(max).as_bytes());
             continue;
         }
         match parse_line(line, &state.limits) {

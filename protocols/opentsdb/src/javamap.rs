@@ -98,7 +98,10 @@ mod tests {
     fn known_java_orders() {
         // Orders of `new HashMap<>()` filled in the listed order (bucket = (h ^ h>>>16) & 15).
         assert_eq!(order(&["error", "datapoint"]), ["datapoint", "error"]);
-        assert_eq!(order(&["success", "failed", "errors"]), ["success", "failed", "errors"]);
+        assert_eq!(
+            order(&["success", "failed", "errors"]),
+            ["success", "failed", "errors"]
+        );
         // "a".."c" hash to 97..99 → buckets 1..3.
         assert_eq!(order(&["c", "a", "b"]), ["a", "b", "c"]);
         // Same bucket (16 apart): insertion order kept.
@@ -108,7 +111,10 @@ mod tests {
     #[test]
     fn resize_changes_order() {
         // 13 single-letter keys resize the table to 32: 'a'(97)→bucket 1 and 'q'(113)→17.
-        let keys: Vec<String> = (b'a'..=b'm').map(|c| (c as char).to_string()).chain(["q".into()]).collect();
+        let keys: Vec<String> = (b'a'..=b'm')
+            .map(|c| (c as char).to_string())
+            .chain(["q".into()])
+            .collect();
         let refs: Vec<&str> = keys.iter().map(|s| s.as_str()).collect();
         let o = order(&refs);
         assert_eq!(o.last().unwrap(), "q");

@@ -17,7 +17,10 @@ pub(crate) enum Token<'a> {
     Bool(&'a str),
     Str(Cow<'a, str>),
     /// A JSON number, as written; `float` when it has a fraction or an exponent.
-    Num { text: &'a str, float: bool },
+    Num {
+        text: &'a str,
+        float: bool,
+    },
     /// `NaN`, `Infinity`, `+Infinity`, `-Infinity`, `+INF`, `-INF`.
     NonNumeric(&'a str),
     StartObject,
@@ -217,7 +220,11 @@ impl<'a> Parser<'a> {
             Some(b'1'..=b'9') => {
                 self.digits();
             }
-            _ => return Err(self.unexpected("digit (0-9) to follow minus sign, for valid numeric value")),
+            _ => {
+                return Err(
+                    self.unexpected("digit (0-9) to follow minus sign, for valid numeric value")
+                )
+            }
         }
         let mut float = false;
         if self.peek() == Some(b'.') {
@@ -340,7 +347,11 @@ impl<'a> Parser<'a> {
     /// deep nesting cannot overflow the stack.
     pub(crate) fn skip_container(&mut self, open: Token<'a>) -> PResult<()> {
         let closer = |t: u8| if t == b'{' { b'}' } else { b']' };
-        let mut stack: Vec<u8> = vec![if open == Token::StartObject { b'{' } else { b'[' }];
+        let mut stack: Vec<u8> = vec![if open == Token::StartObject {
+            b'{'
+        } else {
+            b'['
+        }];
         let mut first = true;
         loop {
             let top = *stack.last().unwrap_or(&b'[');
@@ -404,9 +415,18 @@ mod tests {
         assert_eq!(
             toks(r#"42, 42.0, -1e3, "a", true, null, NaN, -INF, +Infinity"#),
             vec![
-                Token::Num { text: "42", float: false },
-                Token::Num { text: "42.0", float: true },
-                Token::Num { text: "-1e3", float: true },
+                Token::Num {
+                    text: "42",
+                    float: false
+                },
+                Token::Num {
+                    text: "42.0",
+                    float: true
+                },
+                Token::Num {
+                    text: "-1e3",
+                    float: true
+                },
                 Token::Str(Cow::Borrowed("a")),
                 Token::Bool("true"),
                 Token::Null,
@@ -420,8 +440,14 @@ mod tests {
     #[test]
     fn strings() {
         let t = toks(r#""a\"b\\c\/\n\u00e9\ud83d\ude00\ud800x""#);
-        assert_eq!(t, vec![Token::Str(Cow::Owned("a\"b\\c/\né😀\u{FFFD}x".into()))]);
-        assert!(matches!(&toks(r#""héllo""#)[0], Token::Str(Cow::Borrowed("héllo"))));
+        assert_eq!(
+            t,
+            vec![Token::Str(Cow::Owned("a\"b\\c/\né😀\u{FFFD}x".into()))]
+        );
+        assert!(matches!(
+            &toks(r#""héllo""#)[0],
+            Token::Str(Cow::Borrowed("héllo"))
+        ));
         for bad in ["\"abc", "\"a\u{1}\"", r#""\x""#, r#""\u12g4""#] {
             assert!(Parser::new(bad).token().is_err(), "{bad}");
         }
@@ -429,7 +455,9 @@ mod tests {
 
     #[test]
     fn bad_numbers() {
-        for bad in ["01", "-", "1.", "1e", "1.e3", ".5", "+1", "-x", "NaNx", "Inf", "tru", "nul"] {
+        for bad in [
+            "01", "-", "1.", "1e", "1.e3", ".5", "+1", "-x", "NaNx", "Inf", "tru", "nul",
+        ] {
             assert!(Parser::new(bad).token().is_err(), "{bad}");
         }
     }
@@ -446,7 +474,15 @@ mod tests {
         let mut p = Parser::new(&deep);
         let t = p.token().unwrap();
         p.skip_container(t).unwrap();
-        for bad in ["[1,]", "{\"a\"}", "{\"a\":1,}", "[1 2]", "{1:2}", "[", "{\"a\":"] {
+        for bad in [
+            "[1,]",
+            "{\"a\"}",
+            "{\"a\":1,}",
+            "[1 2]",
+            "{1:2}",
+            "[",
+            "{\"a\":",
+        ] {
             let mut p = Parser::new(bad);
             let t = p.token().unwrap();
             assert!(p.skip_container(t).is_err(), "{bad}");
@@ -457,6 +493,9 @@ mod tests {
     fn error_positions() {
         let mut p = Parser::new("\n  x");
         let e = p.token().unwrap_err();
-        assert!(e.contains("'x' (code 120)") && e.ends_with("[line: 2, column: 3]"), "{e}");
+        assert!(
+            e.contains("'x' (code 120)") && e.ends_with("[line: 2, column: 3]"),
+            "{e}"
+        );
     }
 }

@@ -66,8 +66,7 @@ pub(crate) fn check(s: &str, allow_special: &str) -> Result<(), Bad> {
         return Err(Bad::Empty);
     }
     // Fast path: the overwhelmingly common all-ASCII `[A-Za-z0-9-_./]` name.
-    if s
-        .bytes()
+    if s.bytes()
         .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/'))
     {
         return Ok(());

@@ -93,9 +93,11 @@ impl JsonPoint<'_> {
             metric: self.metric.map(owned),
             timestamp: self.timestamp,
             value: self.value.map(owned),
-            tags: self
-                .tags
-                .map(|t| t.into_iter().map(|(k, v)| (owned(k), v.map(owned))).collect()),
+            tags: self.tags.map(|t| {
+                t.into_iter()
+                    .map(|(k, v)| (owned(k), v.map(owned)))
+                    .collect()
+            }),
             tsuid: self.tsuid.map(owned),
             is_null: self.is_null,
         }
@@ -281,7 +283,9 @@ fn string_field<'a>(p: &Parser<'a>, field: &str, t: Token<'a>) -> PResult<Option
     Ok(match t {
         Token::Null => None,
         Token::Str(s) => Some(s),
-        Token::Bool(s) | Token::NonNumeric(s) | Token::Num { text: s, .. } => Some(Cow::Borrowed(s)),
+        Token::Bool(s) | Token::NonNumeric(s) | Token::Num { text: s, .. } => {
+            Some(Cow::Borrowed(s))
+        }
         Token::StartObject | Token::StartArray => {
             return Err(p.err(format!(
                 "Cannot deserialize a String for field \"{field}\" out of an {}",
@@ -305,7 +309,8 @@ fn long_field<'a>(p: &Parser<'a>, t: Token<'a>) -> PResult<i64> {
             let d: f64 = text.parse().map_err(|_| range(text))?;
             // Jackson rejects values outside [Long.MIN_VALUE, Long.MAX_VALUE] as doubles
             // (both bounds are ±2^63 once converted), then casts, truncating toward zero.
-            if !(-9.223_372_036_854_775_808e18..=9.223_372_036_854_775_808e18).contains(&d) {
+            const BOUND: f64 = 9_223_372_036_854_775_808.0; // 2^63
+            if !(-BOUND..=BOUND).contains(&d) {
                 return Err(range(text));
             }
             Ok(d as i64)
@@ -367,7 +372,12 @@ fn tags_field<'a>(p: &mut Parser<'a>, t: Token<'a>) -> PResult<Option<JsonTags<'
                 }
                 tags.push((k, v));
                 if index.is_none() && tags.len() > LINEAR_TAGS {
-                    index = Some(tags.iter().enumerate().map(|(i, (k, _))| (k.clone(), i)).collect());
+                    index = Some(
+                        tags.iter()
+                            .enumerate()
+                            .map(|(i, (k, _))| (k.clone(), i))
+                            .collect(),
+                    );
                 }
             }
         }
@@ -434,7 +444,12 @@ mod tests {
         assert_eq!(e.message(), "No datapoints found in content");
         let e = parse_body(br#"{"metric":"x",}"#).unwrap_err();
         assert_eq!(e.message(), "Unable to parse the given JSON");
-        assert!(e.details().unwrap().contains("double-quote to start field name"), "{e:?}");
+        assert!(
+            e.details()
+                .unwrap()
+                .contains("double-quote to start field name"),
+            "{e:?}"
+        );
         for bad in [
             r#"[{"metric":"x"},]"#,
             r#"[1]"#,
@@ -453,7 +468,10 @@ mod tests {
             r#"{"x":[1,}"#,
             r#"[{"metric":"x"}"#,
         ] {
-            assert!(matches!(parse_body(bad.as_bytes()), Err(BodyError::Syntax(_))), "{bad}");
+            assert!(
+                matches!(parse_body(bad.as_bytes()), Err(BodyError::Syntax(_))),
+                "{bad}"
+            );
         }
     }
 
@@ -468,7 +486,10 @@ mod tests {
         let body = format!("[{GOOD}, {}]", GOOD.replace("18", "\"18.5\""));
         let v = parse_body(body.as_bytes()).unwrap();
         assert_eq!(v.len(), 2);
-        assert_eq!(v[1].validate(&Limits::default()).unwrap().value, Value::F32(18.5));
+        assert_eq!(
+            v[1].validate(&Limits::default()).unwrap().value,
+            Value::F32(18.5)
+        );
         // Borrowed, not copied.
         assert!(matches!(v[0].metric, Some(Cow::Borrowed(_))));
     }
@@ -478,7 +499,10 @@ mod tests {
         let v = |lit: &str| {
             let body = GOOD.replace("18", lit);
             let p = one(&body);
-            (p.value.as_deref().map(str::to_string), p.validate(&Limits::default()).map(|d| d.value))
+            (
+                p.value.as_deref().map(str::to_string),
+                p.validate(&Limits::default()).map(|d| d.value),
+            )
         };
         assert_eq!(v("42"), (Some("42".into()), Ok(Value::Int(42))));
         assert_eq!(v("42.0"), (Some("42.0".into()), Ok(Value::F32(42.0))));
@@ -488,10 +512,16 @@ mod tests {
         assert_eq!(v("\"42\""), (Some("42".into()), Ok(Value::Int(42))));
         assert_eq!(v("true").1, Err("Unable to parse value to a number".into()));
         assert_eq!(v("NaN").1, Err("Unable to parse value to a number".into()));
-        assert_eq!(v("-Infinity").1, Err("Unable to parse value to a number".into()));
+        assert_eq!(
+            v("-Infinity").1,
+            Err("Unable to parse value to a number".into())
+        );
         assert_eq!(
             v("1e400").1,
-            Err("value is NaN or Infinite: Infinity for metric=sys.cpu.nice timestamp=1346846400".into())
+            Err(
+                "value is NaN or Infinite: Infinity for metric=sys.cpu.nice timestamp=1346846400"
+                    .into()
+            )
         );
         assert_eq!(v("\"\"").1, Err("Empty value".into()));
         assert_eq!(v("null").1, Err("Empty value".into()));
@@ -512,7 +542,10 @@ mod tests {
         assert_eq!(ts("1346846400000"), 1346846400000);
         assert_eq!(verr(&GOOD.replace("1346846400", "0")), "Invalid timestamp");
         assert_eq!(verr(&GOOD.replace("1346846400", "-5")), "Invalid timestamp");
-        assert_eq!(verr(&GOOD.replace("\"timestamp\":1346846400,", "")), "Invalid timestamp");
+        assert_eq!(
+            verr(&GOOD.replace("\"timestamp\":1346846400,", "")),
+            "Invalid timestamp"
+        );
         assert_eq!(
             verr(&GOOD.replace("1346846400", "10000000000000")),
             "bad timestamp=10000000000000 when trying to add value=[18]/0 to metric=sys.cpu.nice, tags={host=web01, dc=lga}"
@@ -522,12 +555,30 @@ mod tests {
     #[test]
     fn validation_order() {
         assert_eq!(verr("{}"), "Metric name was empty");
-        assert_eq!(verr(r#"{"metric":"","timestamp":-1}"#), "Metric name was empty");
-        assert_eq!(verr(r#"{"metric":"m","timestamp":-1,"value":""}"#), "Invalid timestamp");
-        assert_eq!(verr(r#"{"metric":"m","timestamp":1,"value":""}"#), "Empty value");
-        assert_eq!(verr(r#"{"metric":"m","timestamp":1,"value":"x"}"#), "Missing tags");
-        assert_eq!(verr(r#"{"metric":"m","timestamp":1,"value":"x","tags":{}}"#), "Missing tags");
-        assert_eq!(verr(r#"{"metric":"m","timestamp":1,"value":"x","tags":null}"#), "Missing tags");
+        assert_eq!(
+            verr(r#"{"metric":"","timestamp":-1}"#),
+            "Metric name was empty"
+        );
+        assert_eq!(
+            verr(r#"{"metric":"m","timestamp":-1,"value":""}"#),
+            "Invalid timestamp"
+        );
+        assert_eq!(
+            verr(r#"{"metric":"m","timestamp":1,"value":""}"#),
+            "Empty value"
+        );
+        assert_eq!(
+            verr(r#"{"metric":"m","timestamp":1,"value":"x"}"#),
+            "Missing tags"
+        );
+        assert_eq!(
+            verr(r#"{"metric":"m","timestamp":1,"value":"x","tags":{}}"#),
+            "Missing tags"
+        );
+        assert_eq!(
+            verr(r#"{"metric":"m","timestamp":1,"value":"x","tags":null}"#),
+            "Missing tags"
+        );
         assert_eq!(
             verr(r#"{"metric":"a b","timestamp":1,"value":"x","tags":{"k":"v"}}"#),
             "Unable to parse value to a number"
@@ -550,7 +601,10 @@ mod tests {
             "Too many tags: 9 maximum allowed: 8, tags: {a=1, b=2, c=3, d=4, e=5, f=6, g=7, h=8, i=9}"
         );
         let v = parse_body(b"[null]").unwrap();
-        assert_eq!(v[0].validate(&Limits::default()).unwrap_err(), "Unexpected null datapoint encountered in set.");
+        assert_eq!(
+            v[0].validate(&Limits::default()).unwrap_err(),
+            "Unexpected null datapoint encountered in set."
+        );
     }
 
     #[test]
@@ -563,8 +617,13 @@ mod tests {
         assert_eq!(p.metric.as_deref(), Some("b"));
         assert_eq!(p.timestamp, 5);
         assert_eq!(p.value.as_deref(), Some("1.50"));
-        let tags: Vec<(&str, Option<&str>)> =
-            p.tags.as_ref().unwrap().iter().map(|(k, v)| (&**k, v.as_deref())).collect();
+        let tags: Vec<(&str, Option<&str>)> = p
+            .tags
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (&**k, v.as_deref()))
+            .collect();
         assert_eq!(tags, vec![("k", Some("3")), ("k2", Some("2"))]);
         assert_eq!(p.tsuid.as_deref(), Some("00AB"));
         let d = p.validate(&Limits::default()).unwrap();
@@ -609,7 +668,10 @@ mod tests {
         let tags = p.tags.as_ref().unwrap();
         assert_eq!(tags.len(), 200);
         assert_eq!(tags[7].1.as_deref(), Some("w"));
-        let l = Limits { max_tags: 1000, allow_special: String::new() };
+        let l = Limits {
+            max_tags: 1000,
+            allow_special: String::new(),
+        };
         assert!(p.validate(&l).is_ok());
     }
 

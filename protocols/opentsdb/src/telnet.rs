@@ -235,12 +235,18 @@ mod tests {
 
     #[test]
     fn spec_examples() {
-        assert_eq!(put_err("put"), "put: illegal argument: not enough arguments (need least 4, got 0)");
+        assert_eq!(
+            put_err("put"),
+            "put: illegal argument: not enough arguments (need least 4, got 0)"
+        );
         assert_eq!(
             put_err("put metric.foo notatime 42 host=web01"),
             "put: invalid value: Invalid character 'n' in notatime"
         );
-        assert_eq!(put_err("put sys.cpu 1356998400 42 host"), "put: illegal argument: invalid tag: host");
+        assert_eq!(
+            put_err("put sys.cpu 1356998400 42 host"),
+            "put: illegal argument: invalid tag: host"
+        );
         assert_eq!(
             put_err("put sys.cpu 1356998400 42 ho!st=a"),
             "put: illegal argument: Invalid tag name with value [a] (\"ho!st\"): illegal character: !"
@@ -264,28 +270,64 @@ mod tests {
 
     #[test]
     fn word_splitting_keeps_trailing_empties() {
-        assert_eq!(put_err("put "), "put: illegal argument: not enough arguments (need least 4, got 1)");
-        assert_eq!(put_err("put m 1 1"), "put: illegal argument: not enough arguments (need least 4, got 3)");
+        assert_eq!(
+            put_err("put "),
+            "put: illegal argument: not enough arguments (need least 4, got 1)"
+        );
+        assert_eq!(
+            put_err("put m 1 1"),
+            "put: illegal argument: not enough arguments (need least 4, got 3)"
+        );
         // 5 words, the last empty: passes the count, then has no tag.
-        assert_eq!(put_err("put m 1 1 "), "put: illegal argument: Need at least one tag (metric=m, tags={})");
-        assert_eq!(put_err("put  1 1 a=b"), "put: illegal argument: empty metric name");
+        assert_eq!(
+            put_err("put m 1 1 "),
+            "put: illegal argument: Need at least one tag (metric=m, tags={})"
+        );
+        assert_eq!(
+            put_err("put  1 1 a=b"),
+            "put: illegal argument: empty metric name"
+        );
         assert_eq!(put_err("put m  1 a=b"), "put: invalid value: Empty string");
-        assert_eq!(put_err("put m 1  a=b"), "put: illegal argument: empty value");
+        assert_eq!(
+            put_err("put m 1  a=b"),
+            "put: illegal argument: empty value"
+        );
         // A double space shifts the words: "1" becomes the value, "" the timestamp.
-        assert_eq!(put_err("put m  1 1 a=b"), "put: invalid value: Empty string");
+        assert_eq!(
+            put_err("put m  1 1 a=b"),
+            "put: invalid value: Empty string"
+        );
     }
 
     #[test]
     fn timestamps() {
-        assert_eq!(put_ok("put m 1364410924.250 1 a=b").timestamp, 1364410924250);
+        assert_eq!(
+            put_ok("put m 1364410924.250 1 a=b").timestamp,
+            1364410924250
+        );
         assert_eq!(put_ok("put m 1364410924.5 1 a=b").timestamp, 13644109245);
         assert_eq!(put_ok("put m 1.2.3 1 a=b").timestamp, 123);
-        assert_eq!(put_err("put m 1.x 1 a=b"), "put: invalid value: Invalid character 'x' in 1x");
+        assert_eq!(
+            put_err("put m 1.x 1 a=b"),
+            "put: invalid value: Invalid character 'x' in 1x"
+        );
         assert_eq!(put_err("put m . 1 a=b"), "put: invalid value: Empty string");
-        assert_eq!(put_err("put m 0 1 a=b"), "put: illegal argument: invalid timestamp: 0");
-        assert_eq!(put_err("put m -5 1 a=b"), "put: illegal argument: invalid timestamp: -5");
-        assert_eq!(put_err("put m 0.0 1 a=b"), "put: illegal argument: invalid timestamp: 0");
-        assert_eq!(put_err("put m + 1 a=b"), "put: invalid value: Just a sign, no value: +");
+        assert_eq!(
+            put_err("put m 0 1 a=b"),
+            "put: illegal argument: invalid timestamp: 0"
+        );
+        assert_eq!(
+            put_err("put m -5 1 a=b"),
+            "put: illegal argument: invalid timestamp: -5"
+        );
+        assert_eq!(
+            put_err("put m 0.0 1 a=b"),
+            "put: illegal argument: invalid timestamp: 0"
+        );
+        assert_eq!(
+            put_err("put m + 1 a=b"),
+            "put: invalid value: Just a sign, no value: +"
+        );
         assert_eq!(
             put_err("put m 10000000000000 42 a=b"),
             "put: illegal argument: bad timestamp=10000000000000 when trying to add value=[42]/0 to metric=m, tags={a=b}"
@@ -295,37 +337,71 @@ mod tests {
 
     #[test]
     fn tags() {
-        assert_eq!(put_err("put m 1 1 a="), "put: illegal argument: invalid tag: a=");
-        assert_eq!(put_err("put m 1 1 =b"), "put: illegal argument: invalid tag: =b");
-        assert_eq!(put_err("put m 1 1 a=b=c"), "put: illegal argument: invalid tag: a=b=c");
-        assert_eq!(put_err("put m 1 1 ="), "put: illegal argument: invalid tag: =");
+        assert_eq!(
+            put_err("put m 1 1 a="),
+            "put: illegal argument: invalid tag: a="
+        );
+        assert_eq!(
+            put_err("put m 1 1 =b"),
+            "put: illegal argument: invalid tag: =b"
+        );
+        assert_eq!(
+            put_err("put m 1 1 a=b=c"),
+            "put: illegal argument: invalid tag: a=b=c"
+        );
+        assert_eq!(
+            put_err("put m 1 1 ="),
+            "put: illegal argument: invalid tag: ="
+        );
         assert_eq!(
             put_err("put m 1 1 host=a dc=x host=b"),
-            "put: illegal argument: duplicate tag: host=b, tags={dc=x, host=a}"
+            "put: illegal argument: duplicate tag: host=b, tags={host=a, dc=x}"
         );
         // Tag syntax is checked before the value.
-        assert_eq!(put_err("put m 1 x host"), "put: illegal argument: invalid tag: host");
+        assert_eq!(
+            put_err("put m 1 x host"),
+            "put: illegal argument: invalid tag: host"
+        );
         let nine = "put m 1 1 a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8 i=9";
         assert_eq!(
             put_err(nine),
             "put: illegal argument: Too many tags: 9 maximum allowed: 8, tags: {a=1, b=2, c=3, d=4, e=5, f=6, g=7, h=8, i=9}"
         );
-        let l = Limits { max_tags: 9, allow_special: String::new() };
+        let l = Limits {
+            max_tags: 9,
+            allow_special: String::new(),
+        };
         assert!(parse_line(nine, &l).is_ok());
     }
 
     #[test]
     fn values() {
-        assert_eq!(put_err("put m 1 notanumber a=b"), "put: invalid value: Invalid character 'n' in notanumber");
-        assert_eq!(put_err("put m 1 NaN a=b"), "put: invalid value: Invalid character 'N' in NaN");
-        assert_eq!(put_err("put m 1 1.2.3 a=b"), "put: invalid value: For input string: \"1.2.3\"");
+        assert_eq!(
+            put_err("put m 1 notanum a=b"),
+            "put: invalid value: Invalid character 'n' in notanum"
+        );
+        assert_eq!(
+            put_err("put m 1 notanumber a=b"),
+            "put: invalid value: For input string: \"notanumber\""
+        );
+        assert_eq!(
+            put_err("put m 1 NaN a=b"),
+            "put: invalid value: Invalid character 'N' in NaN"
+        );
+        assert_eq!(
+            put_err("put m 1 1.2.3 a=b"),
+            "put: invalid value: multiple points"
+        );
         assert_eq!(
             put_err("put m 1 1e400 a=b"),
             "put: illegal argument: value is NaN or Infinite: Infinity for metric=m timestamp=1"
         );
         assert_eq!(put_ok("put m 1 12.3 a=b").value, Value::F64(12.3));
         // The value is classified before names are validated.
-        assert_eq!(put_err("put m! 1 x a=b"), "put: invalid value: Invalid character 'x' in x");
+        assert_eq!(
+            put_err("put m! 1 x a=b"),
+            "put: invalid value: Invalid character 'x' in x"
+        );
         assert_eq!(
             put_err("put m! 1 1 a=b"),
             "put: illegal argument: Invalid metric name (\"m!\"): illegal character: !"
@@ -357,7 +433,10 @@ mod tests {
 
     #[test]
     fn help() {
-        assert_eq!(help_line(&["put", "stats"]), "available commands: put stats \n");
+        assert_eq!(
+            help_line(&["put", "stats"]),
+            "available commands: put stats \n"
+        );
         assert_eq!(help_line(&[]), "available commands: \n");
     }
 
@@ -365,14 +444,21 @@ mod tests {
     fn import_lines() {
         let l = Limits::default();
         let p = parse_import_line("sys.cpu 1356998400 42 host=a", &l).unwrap();
-        assert_eq!((p.metric, p.timestamp, p.value), ("sys.cpu", 1356998400, Value::Int(42)));
+        assert_eq!(
+            (p.metric, p.timestamp, p.value),
+            ("sys.cpu", 1356998400, Value::Int(42))
+        );
         assert_eq!(p.tags, vec![("host", "a")]);
         assert_eq!(
-            parse_import_line("sys.cpu 1356998400 42", &l).unwrap_err().line(),
+            parse_import_line("sys.cpu 1356998400 42", &l)
+                .unwrap_err()
+                .line(),
             "put: illegal argument: not enough arguments (need least 4, got 3)"
         );
         assert_eq!(
-            parse_import_line("sys.cpu x 42 host=a", &l).unwrap_err().line(),
+            parse_import_line("sys.cpu x 42 host=a", &l)
+                .unwrap_err()
+                .line(),
             "put: invalid value: Invalid character 'x' in x"
         );
     }

@@ -154,6 +154,16 @@ pub fn parse_java_double(s: &str) -> Result<f64, String> {
     if b[0] == b'+' || b[0] == b'-' {
         i = 1;
     }
+    if b[i..].starts_with(b"0x") || b[i..].starts_with(b"0X") {
+        return Err(err());
+    }
+    // Java scans the mantissa as a run of digits and dots and fails on the second dot.
+    let run = b[i..]
+        .iter()
+        .take_while(|c| c.is_ascii_digit() || **c == b'.');
+    if run.filter(|&&c| c == b'.').count() > 1 {
+        return Err("multiple points".to_string());
+    }
     let digits = |i: &mut usize| {
         let start = *i;
         while *i < b.len() && b[*i].is_ascii_digit() {
@@ -189,7 +199,9 @@ pub fn parse_java_double(s: &str) -> Result<f64, String> {
 /// Classifies and parses a textual value exactly like OpenTSDB's put paths.
 pub fn parse_value(s: &str) -> Result<Value, ValueError> {
     if looks_like_integer(s) {
-        return parse_long(s).map(Value::Int).map_err(ValueError::NumberFormat);
+        return parse_long(s)
+            .map(Value::Int)
+            .map_err(ValueError::NumberFormat);
     }
     let d = parse_java_double(s).map_err(ValueError::NumberFormat)?;
     // `(float) d == d` – when it holds, Float.parseFloat yields exactly `d as f32` too.
@@ -239,14 +251,35 @@ mod tests {
         assert_eq!(nfe("12a"), "Invalid character 'a' in 12a");
         assert_eq!(nfe("+-1"), "Invalid character '-' in +-1");
         assert_eq!(nfe(" 1"), "Invalid character ' ' in  1");
-        assert_eq!(nfe("9223372036854775808"), "Overflow in 9223372036854775808");
-        assert_eq!(nfe("+9223372036854775808"), "Overflow in +9223372036854775808");
-        assert_eq!(nfe("-9223372036854775809"), "Overflow in -9223372036854775809");
-        assert_eq!(nfe("9999999999999999999"), "Overflow in 9999999999999999999");
-        assert_eq!(nfe("12345678901234567890"), "Value too long: 12345678901234567890");
-        assert_eq!(nfe("+12345678901234567890"), "Value too long: +12345678901234567890");
+        assert_eq!(
+            nfe("9223372036854775808"),
+            "Overflow in 9223372036854775808"
+        );
+        assert_eq!(
+            nfe("+9223372036854775808"),
+            "Overflow in +9223372036854775808"
+        );
+        assert_eq!(
+            nfe("-9223372036854775809"),
+            "Overflow in -9223372036854775809"
+        );
+        assert_eq!(
+            nfe("9999999999999999999"),
+            "Overflow in 9999999999999999999"
+        );
+        assert_eq!(
+            nfe("12345678901234567890"),
+            "Value too long: 12345678901234567890"
+        );
+        assert_eq!(
+            nfe("+12345678901234567890"),
+            "Value too long: +12345678901234567890"
+        );
         // The length check precedes the character check.
-        assert_eq!(nfe("aaaaaaaaaaaaaaaaaaaa"), "Value too long: aaaaaaaaaaaaaaaaaaaa");
+        assert_eq!(
+            nfe("aaaaaaaaaaaaaaaaaaaa"),
+            "Value too long: aaaaaaaaaaaaaaaaaaaa"
+        );
         // Java counts UTF-16 units: 10 two-byte chars are 10 units, not 20.
         let s = "éééééééééé";
         assert_eq!(nfe(s), format!("Invalid character 'é' in {s}"));
@@ -256,11 +289,23 @@ mod tests {
     fn classify_spec_examples() {
         // test/core/TestTags.java examples quoted in spec §2.4.
         assert!(matches!(parse_value("12.3"), Ok(Value::F64(d)) if d == 12.3));
-        assert!(matches!(parse_value("1.234556789123456"), Ok(Value::F64(_))));
-        assert!(matches!(parse_value("0.6116398572921753"), Ok(Value::F32(_))));
+        assert!(matches!(
+            parse_value("1.234556789123456"),
+            Ok(Value::F64(_))
+        ));
+        assert!(matches!(
+            parse_value("0.6116398572921753"),
+            Ok(Value::F32(_))
+        ));
         assert!(matches!(parse_value("1.01417856E9"), Ok(Value::F32(_))));
-        assert!(matches!(parse_value("4.508277154265837E7"), Ok(Value::F64(_))));
-        assert!(matches!(parse_value("8.208611994536002E8"), Ok(Value::F64(_))));
+        assert!(matches!(
+            parse_value("4.508277154265837E7"),
+            Ok(Value::F64(_))
+        ));
+        assert!(matches!(
+            parse_value("8.208611994536002E8"),
+            Ok(Value::F64(_))
+        ));
         assert_eq!(parse_value("42.5"), Ok(Value::F32(42.5)));
         let v = parse_value("1.3E3").unwrap();
         assert_eq!(v, Value::F32(1300.0));
@@ -285,7 +330,9 @@ mod tests {
         assert_eq!(parse_value("1.E2"), Ok(Value::F32(100.0)));
         assert_eq!(parse_value("1e-2"), Ok(Value::F64(0.01)));
         assert_eq!(parse_value(" 1.5\t"), Ok(Value::F32(1.5)));
-        assert!(matches!(parse_value("-0.0"), Ok(Value::F32(f)) if f == 0.0 && f.is_sign_negative()));
+        assert!(
+            matches!(parse_value("-0.0"), Ok(Value::F32(f)) if f == 0.0 && f.is_sign_negative())
+        );
     }
 
     #[test]
@@ -294,11 +341,15 @@ mod tests {
             Err(ValueError::NumberFormat(m)) => m,
             other => panic!("{s}: {other:?}"),
         };
-        assert_eq!(nf("notanumber"), "Invalid character 'n' in notanumber");
+        assert_eq!(nf("notanum"), "Invalid character 'n' in notanum");
+        // Contains an 'e', so it goes to the double parser.
+        assert_eq!(nf("notanumber"), "For input string: \"notanumber\"");
         assert_eq!(nf("NaN"), "Invalid character 'N' in NaN");
         assert_eq!(nf("Infinity"), "Invalid character 'I' in Infinity");
         assert_eq!(nf(""), "Empty string");
-        assert_eq!(nf("1.2.3"), "For input string: \"1.2.3\"");
+        assert_eq!(nf("1.2.3"), "multiple points");
+        assert_eq!(nf("-1..x"), "multiple points");
+        assert_eq!(nf("1e3.5"), "For input string: \"1e3.5\"");
         assert_eq!(nf("."), "For input string: \".\"");
         assert_eq!(nf("e5"), "For input string: \"e5\"");
         assert_eq!(nf("1e"), "For input string: \"1e\"");
@@ -308,11 +359,15 @@ mod tests {
         assert_eq!(nf("0x1.8p1"), "For input string: \"0x1.8p1\"");
         assert_eq!(
             parse_value("1e400"),
-            Err(ValueError::NotFinite("value is NaN or Infinite: Infinity".into()))
+            Err(ValueError::NotFinite(
+                "value is NaN or Infinite: Infinity".into()
+            ))
         );
         assert_eq!(
             parse_value("-1e400"),
-            Err(ValueError::NotFinite("value is NaN or Infinite: -Infinity".into()))
+            Err(ValueError::NotFinite(
+                "value is NaN or Infinite: -Infinity".into()
+            ))
         );
         assert_eq!(
             ValueError::NumberFormat("x".into()).to_string(),

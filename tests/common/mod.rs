@@ -1,0 +1,198 @@
+//! Starts real `tsgate` processes on loopback for the integration tests.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_tsgate")
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+pub struct Server {
+    pub child: Option<Child>,
+    pub addr: String,
+    pub data: PathBuf,
+    pub config: Option<PathBuf>,
+}
+
+impl Server {
+    pub fn start(data: &Path) -> Server {
+        Self::start_with(data, None)
+    }
+
+    /// Starts a server with an optional config file and waits until it answers HTTP.
+    pub fn start_with(data: &Path, config: Option<&Path>) -> Server {
+        let addr = format!("127.0.0.1:{}", free_port());
+        let mut cmd = Command::new(bin());
+        cmd.args(["serve", "--data-dir"]).arg(data).args(["--listen", &addr, "--log-level", "warn"]);
+        if let Some(c) = config {
+            cmd.arg("--config").arg(c);
+        }
+        let child = cmd.stdout(Stdio::null()).stderr(Stdio::inherit()).spawn().expect("spawn tsgate");
+        let s = Server { child: Some(child), addr, data: data.to_path_buf(), config: config.map(|c| c.to_path_buf()) };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if http(&s.addr, "GET", "/api/version", "", &[]).0 == 200 {
+                return s;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("tsgate did not start on {}", s.addr);
+    }
+
+    fn signal(&self, sig: &str) {
+        let pid = self.child.as_ref().unwrap().id().to_string();
+        assert!(Command::new("kill").args([sig, &pid]).status().unwrap().success());
+    }
+
+    /// SIGINT and wait: the clean stop path.
+    pub fn stop(mut self) {
+        self.signal("-INT");
+        let status = self.child.take().unwrap().wait().unwrap();
+        assert!(status.success(), "clean stop exited with {status}");
+    }
+
+    /// SIGKILL: nothing gets flushed.
+    pub fn kill9(mut self) {
+        self.signal("-KILL");
+        let _ = self.child.take().unwrap().wait();
+    }
+
+    pub fn telnet(&self) -> Telnet {
+        Telnet::connect(&self.addr)
+    }
+
+    pub fn http(&self, method: &str, path: &str, body: &str) -> (u16, String) {
+        http(&self.addr, method, path, body, &[])
+    }
+
+    /// Waits until a query returns `want` points in total (the flush interval is 1 s).
+    pub fn wait_points(&self, path: &str, want: usize) -> serde_json::Value {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let (code, body) = self.http("GET", path, "");
+            if code == 200 {
+                let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+                let n: usize = v.as_array().unwrap().iter().map(|s| s["dps"].as_object().unwrap().len()).sum();
+                if n >= want || Instant::now() > deadline {
+                    return v;
+                }
+            } else if Instant::now() > deadline {
+                panic!("query {path} failed: {code} {body}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A minimal HTTP/1.1 client over a raw socket: (status, body).
+pub fn http(addr: &str, method: &str, path: &str, body: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let (code, body) = http_bytes(addr, method, path, body.as_bytes(), headers);
+    (code, String::from_utf8_lossy(&body).into_owned())
+}
+
+pub fn http_bytes(addr: &str, method: &str, path: &str, body: &[u8], headers: &[(&str, &str)]) -> (u16, Vec<u8>) {
+    let Ok(mut s) = TcpStream::connect(addr) else { return (0, Vec::new()) };
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    if s.write_all(req.as_bytes()).and_then(|_| s.write_all(body)).is_err() {
+        return (0, Vec::new());
+    }
+    let mut resp = Vec::new();
+    let _ = s.read_to_end(&mut resp);
+    let Some(split) = resp.windows(4).position(|w| w == b"\r\n\r\n") else { return (0, Vec::new()) };
+    let head = String::from_utf8_lossy(&resp[..split]).to_string();
+    let code = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let mut body = resp[split + 4..].to_vec();
+    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        body = dechunk(&body);
+    }
+    (code, body)
+}
+
+fn dechunk(mut b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(nl) = b.windows(2).position(|w| w == b"\r\n") else { return out };
+        let n = usize::from_str_radix(String::from_utf8_lossy(&b[..nl]).trim(), 16).unwrap_or(0);
+        if n == 0 {
+            return out;
+        }
+        out.extend_from_slice(&b[nl + 2..nl + 2 + n]);
+        b = &b[nl + 2 + n + 2..];
+    }
+}
+
+pub struct Telnet {
+    stream: TcpStream,
+    reader: BufReader<TcpStream>,
+}
+
+impl Telnet {
+    pub fn connect(addr: &str) -> Telnet {
+        let stream = TcpStream::connect(addr).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let reader = BufReader::new(stream.try_clone().unwrap());
+        Telnet { stream, reader }
+    }
+
+    pub fn send(&mut self, text: &str) {
+        self.stream.write_all(text.as_bytes()).unwrap();
+    }
+
+    pub fn read_line(&mut self) -> String {
+        let mut l = String::new();
+        self.reader.read_line(&mut l).unwrap();
+        l
+    }
+
+    /// Sends `version` and reads up to its two lines: proves every earlier line was processed.
+    pub fn sync(&mut self) -> Vec<String> {
+        self.send("version\n");
+        let mut before = Vec::new();
+        loop {
+            let l = self.read_line();
+            assert!(!l.is_empty(), "connection closed");
+            if l.starts_with("net.opentsdb") {
+                self.read_line();
+                return before;
+            }
+            before.push(l);
+        }
+    }
+}
+
+pub fn tsgate(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).output().expect("run tsgate")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// `tsgate scan` of a table as lines.
+pub fn scan(data: &Path, table: &str) -> Vec<String> {
+    let o = tsgate(&["scan", "--data-dir", data.to_str().unwrap(), "--table", table]);
+    assert!(o.status.success(), "scan failed: {}", String::from_utf8_lossy(&o.stderr));
+    stdout(&o).lines().map(String::from).collect()
+}

@@ -1,0 +1,233 @@
+//! OpenTSDB ingest end to end: telnet and /api/put into a real server, checked through
+//! `tsgate scan` (exact bytes), `/api/query`, restarts and `kill -9`.
+
+mod common;
+use common::*;
+use std::io::Write;
+
+const ROW: &str = "00000150e22700000001000001";
+
+#[test]
+fn telnet_put_writes_opentsdb_cells_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let mut t = s.telnet();
+    t.send("put sys.cpu.user 1356998400 42 host=web01\n");
+    assert_eq!(t.sync(), Vec::<String>::new(), "a good put is silent");
+    s.stop();
+
+    assert_eq!(scan(dir.path(), "data"), vec![format!("tsdb {ROW} t:0000 2a")]);
+    let hex = |s: &str| s.bytes().map(|b| format!("{b:02x}")).collect::<String>();
+    let mut want = vec![
+        "tsdb-uid 00 id:6d657472696373 0000000000000001".to_string(),
+        "tsdb-uid 00 id:7461676b 0000000000000001".to_string(),
+        "tsdb-uid 00 id:74616776 0000000000000001".to_string(),
+        format!("tsdb-uid 000001 name:6d657472696373 {}", hex("sys.cpu.user")),
+        format!("tsdb-uid 000001 name:7461676b {}", hex("host")),
+        format!("tsdb-uid 000001 name:74616776 {}", hex("web01")),
+        format!("tsdb-uid {} id:7461676b 000001", hex("host")),
+        format!("tsdb-uid {} id:6d657472696373 000001", hex("sys.cpu.user")),
+        format!("tsdb-uid {} id:74616776 000001", hex("web01")),
+    ];
+    want.sort();
+    let mut got = scan(dir.path(), "uid");
+    got.sort();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn points_of_a_closed_hour_become_one_compacted_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let mut t = s.telnet();
+    // Out of order, mixed second/ms, ints of several widths, a float and a double.
+    t.send("put sys.cpu.user 1356998430 12.3 host=web01\n");
+    t.send("put sys.cpu.user 1356998410 257 host=web01\n");
+    t.send("put sys.cpu.user 1356998400 42 host=web01\n");
+    assert!(t.sync().is_empty());
+    // A later flush adds more columns to the same row before compaction.
+    std::thread::sleep(std::time::Duration::from_millis(1300));
+    t.send("put sys.cpu.user 1356998420 42.5 host=web01\nput sys.cpu.user 1356998400500 42 host=web01\n");
+    assert!(t.sync().is_empty());
+    s.stop();
+    assert_eq!(
+        scan(dir.path(), "data"),
+        vec![format!("tsdb {ROW} t:0000f0007d0000a1014b01ef 2a2a0101422a0000402899999999999a01")]
+    );
+    // And fsck agrees nothing is wrong.
+    let o = tsgate(&["fsck", "--data-dir", dir.path().to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    assert!(stdout(&o).contains("problems=0"));
+}
+
+#[test]
+fn the_last_write_of_a_timestamp_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let mut t = s.telnet();
+    t.send("put m.lww 1356998400 1 host=a\n");
+    assert!(t.sync().is_empty());
+    std::thread::sleep(std::time::Duration::from_millis(1300));
+    t.send("put m.lww 1356998400 2 host=a\n");
+    assert!(t.sync().is_empty());
+    let v = s.wait_points("/api/query?start=1356998400&end=1356998500&m=sum:m.lww", 1);
+    s.stop();
+    assert_eq!(scan(dir.path(), "data").len(), 1);
+    let s = Server::start(dir.path());
+    let v2 = s.wait_points("/api/query?start=1356998400&end=1356998500&m=sum:m.lww", 1);
+    assert_eq!(v2[0]["dps"]["1356998400"], 2, "before stop: {v}, after: {v2}");
+}
+
+#[test]
+fn telnet_errors_use_opentsdb_lines_and_keep_the_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let mut t = s.telnet();
+    t.send("put\n");
+    t.send("put metric.foo notatime 42 host=web01\n");
+    t.send("put sys.cpu 1356998400 42 host\n");
+    t.send("put sys.cpu 1356998400 42 ho!st=a\n");
+    t.send("put sys.cpu 1356998400 NaN host=a\n");
+    t.send("put sys.cpu 1356998400 1e400 host=a\n");
+    t.send("bogus\n");
+    t.send(&format!("put sys.cpu 1356998400 1 host={}\n", "x".repeat(3000)));
+    t.send("put sys.cpu 1356998460 7 host=a\r\n");
+    let lines = t.sync();
+    assert_eq!(
+        lines,
+        vec![
+            "put: illegal argument: not enough arguments (need least 4, got 0)\n",
+            "put: invalid value: Invalid character 'n' in notatime\n",
+            "put: illegal argument: invalid tag: host\n",
+            "put: illegal argument: Invalid tag name with value [a] (\"ho!st\"): illegal character: !\n",
+            "put: invalid value: Invalid character 'N' in NaN\n",
+            "put: illegal argument: value is NaN or Infinite: Infinity for metric=sys.cpu timestamp=1356998400\n",
+            "unknown command: bogus.  Try `help'.\n",
+            "put: illegal argument: line too long (limits.telnet_line_max = 1024 bytes)\n",
+        ]
+    );
+    // The good line after all that landed.
+    let v = s.wait_points("/api/query?start=1356998400&end=1356998500&m=sum:sys.cpu{host=a}", 1);
+    assert_eq!(v[0]["dps"]["1356998460"], 7);
+}
+
+#[test]
+fn api_put_answers_like_opentsdb() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let one = r#"{"metric":"sys.cpu.nice","timestamp":1356998400,"value":18,"tags":{"host":"web01","dc":"lga"}}"#;
+    assert_eq!(s.http("POST", "/api/put", one), (204, String::new()));
+    let batch = r#"[{"metric":"sys.cpu.nice","timestamp":1356998410,"value":"19.5","tags":{"host":"web01","dc":"lga"}},
+                    {"metric":"sys.cpu.nice","timestamp":1356998420,"value":"abc","tags":{"host":"web01"}},
+                    {"metric":"","timestamp":1356998420,"value":1,"tags":{"host":"web01"}},
+                    {"metric":"sys.cpu.nice","timestamp":1356998430,"value":1,"tags":{}}]"#;
+    let (code, body) = s.http("POST", "/api/put?details", batch);
+    assert_eq!(code, 400);
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["success"], 1);
+    assert_eq!(v["failed"], 3);
+    let errs: Vec<&str> = v["errors"].as_array().unwrap().iter().map(|e| e["error"].as_str().unwrap()).collect();
+    assert_eq!(errs, vec!["Unable to parse value to a number", "Metric name was empty", "Missing tags"]);
+    assert_eq!(v["errors"][0]["datapoint"]["value"], "abc");
+
+    let (code, body) = s.http("POST", "/api/put?summary", one);
+    assert_eq!((code, body.as_str()), (200, r#"{"success":1,"failed":0}"#));
+    let (code, body) = s.http("POST", "/api/put", batch);
+    assert_eq!(code, 400);
+    assert!(body.contains("One or more data points had errors"), "{body}");
+    for (bad, msg) in [
+        ("", "Missing request content"),
+        ("42", "The JSON must start as an object or an array"),
+        ("[]", "No datapoints found in content"),
+        ("[{\"metric\":", "Unable to parse the given JSON"),
+    ] {
+        let (code, body) = s.http("POST", "/api/put", bad);
+        assert_eq!(code, 400, "{bad}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["error"]["code"], 400);
+        assert_eq!(v["error"]["message"], msg, "{bad}");
+    }
+    assert_eq!(s.http("GET", "/api/put", "").0, 405);
+    assert_eq!(s.http("GET", "/api/nope", "").0, 404);
+
+    // gzip bodies.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(br#"{"metric":"sys.cpu.nice","timestamp":1356998440,"value":20,"tags":{"host":"web01","dc":"lga"}}"#).unwrap();
+    let (code, _) = http_bytes(&s.addr, "POST", "/api/put", &gz.finish().unwrap(), &[("Content-Encoding", "gzip")]);
+    assert_eq!(code, 204);
+
+    // With `sync` the points are queryable as soon as the answer comes.
+    assert_eq!(s.http("POST", "/api/put?sync", r#"{"metric":"sys.cpu.nice","timestamp":1356998450,"value":21,"tags":{"host":"web01","dc":"lga"}}"#).0, 204);
+    let (code, body) = s.http("GET", "/api/query?start=1356998400&end=1356998460&m=sum:sys.cpu.nice&arrays", "");
+    assert_eq!(code, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v[0]["tags"], serde_json::json!({"dc":"lga","host":"web01"}));
+    assert_eq!(v[0]["dps"], serde_json::json!([[1356998400, 18], [1356998410, 19.5], [1356998440, 20], [1356998450, 21]]));
+    let (code, body) = s.http("GET", "/api/query?start=1356998400&m=sum:no.such.metric", "");
+    assert_eq!(code, 400);
+    assert!(body.contains("No such name for 'metrics': 'no.such.metric'"), "{body}");
+}
+
+#[test]
+fn oversized_bodies_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("tsgate.toml");
+    std::fs::write(&cfg, "[limits]\nhttp_body_max = 4000\n").unwrap();
+    let s = Server::start_with(&dir.path().join("data"), Some(&cfg));
+    let big = format!("[{}]", vec![r#"{"metric":"m","timestamp":1356998400,"value":1,"tags":{"h":"a"}}"#; 100].join(","));
+    let (code, body) = s.http("POST", "/api/put", &big);
+    assert_eq!(code, 413);
+    assert!(body.contains("limits.http_body_max"), "{body}");
+    // A gzip bomb: small on the wire, large once inflated.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&vec![b' '; 1 << 20]).unwrap();
+    let bomb = gz.finish().unwrap();
+    assert!(bomb.len() < 4000);
+    let (code, body) = http_bytes(&s.addr, "POST", "/api/put", &bomb, &[("Content-Encoding", "gzip")]);
+    assert_eq!(code, 413, "{}", String::from_utf8_lossy(&body));
+    // The server still takes good writes.
+    assert_eq!(s.http("POST", "/api/put", r#"{"metric":"m","timestamp":1356998400,"value":1,"tags":{"h":"a"}}"#).0, 204);
+}
+
+#[test]
+fn kill_dash_nine_after_a_2xx_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("tsgate.toml");
+    // A long flush interval: acknowledged points live only in the write-ahead log.
+    std::fs::write(&cfg, "[write]\nflush_interval_ms = 600000\n").unwrap();
+    let data = dir.path().join("data");
+    let s = Server::start_with(&data, Some(&cfg));
+    let mut expected = 0;
+    for batch in 0..5 {
+        let pts: Vec<String> = (0..200)
+            .map(|i| {
+                let ts = 1356998400 + batch * 200 + i;
+                format!(r#"{{"metric":"crash.test","timestamp":{ts},"value":{i},"tags":{{"host":"h{}"}}}}"#, i % 4)
+            })
+            .collect();
+        assert_eq!(s.http("POST", "/api/put", &format!("[{}]", pts.join(","))).0, 204);
+        expected += 200;
+    }
+    s.kill9();
+    assert!(std::fs::read_dir(data.join("wal")).is_ok());
+    let s = Server::start_with(&data, Some(&cfg));
+    let v = s.wait_points("/api/query?start=1356998400&end=1357002000&m=none:crash.test", expected);
+    let n: usize = v.as_array().unwrap().iter().map(|s| s["dps"].as_object().unwrap().len()).sum();
+    assert_eq!(n, expected);
+    assert_eq!(v.as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn uid_assign_endpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let (code, body) = s.http("GET", "/api/uid/assign?metric=sys.cpu.0,sys.cpu.1&tagk=host", "");
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body, r#"{"metric":{"sys.cpu.0":"000001","sys.cpu.1":"000002"},"tagk":{"host":"000001"}}"#);
+    let (code, body) = s.http("POST", "/api/uid/assign", r#"{"metric":["sys.cpu.0","illegal!character"]}"#);
+    assert_eq!(code, 400);
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["metric_errors"]["sys.cpu.0"], "Name already exists with UID: 000001");
+    assert_eq!(v["metric_errors"]["illegal!character"], "Invalid metric (\"illegal!character\"): illegal character: !");
+    assert_eq!(s.http("GET", "/api/uid/assign", "").0, 400);
+}

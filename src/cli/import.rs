@@ -62,7 +62,7 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<i32> {
                         Ok(p) => points.push(p),
                         Err(e) => {
                             bad += 1;
-                            bar.println(format!("{}:{lineno}: {e}", f.display()));
+                            bar.suspend(|| eprintln!("{}:{lineno}: {e}", f.display()));
                         }
                     }
                 }
@@ -73,7 +73,7 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<i32> {
                         Ok(()) => ok += 1,
                         Err(e) => {
                             bad += 1;
-                            bar.println(format!("{}: {e}", f.display()));
+                            bar.suspend(|| eprintln!("{}: {e}", f.display()));
                         }
                     }
                 }

@@ -1,0 +1,109 @@
+//! Behaviour every `Store` backend must share, written once and run against each backend by
+//! the integration suite (`tests/store_conformance.rs`). Panics with a message on a mismatch.
+
+use super::{Mutation, RowMutations, Scan, SharedStore};
+
+pub const TABLE: &str = "tsdb-uid";
+
+fn put(store: &SharedStore, row: &[u8], fam: &[u8], q: &[u8], v: &[u8]) {
+    store.mutate(TABLE, vec![RowMutations::put(row.to_vec(), fam, q.to_vec(), v.to_vec())]).expect("put");
+}
+
+fn keys(store: &SharedStore, scan: &Scan) -> Vec<Vec<u8>> {
+    store.scan(TABLE, scan).expect("scan").map(|r| r.expect("row").key).collect()
+}
+
+/// Rows come back in HBase order (unsigned bytes, shorter prefix first), cells by family then
+/// qualifier, and scans honour start/stop, families, regex and limit.
+pub fn ordering_and_scans(store: &SharedStore) {
+    let rows: [&[u8]; 7] = [b"b", b"a", b"ab", &[0x00], &[0x00, 0x00], &[0xff, 0x01], b"a\x00b"];
+    for r in rows {
+        put(store, r, b"id", b"q2", b"v2");
+        put(store, r, b"id", b"q1", b"v1");
+        put(store, r, b"name", b"n", r);
+    }
+    let all = keys(store, &Scan::default());
+    let mut want: Vec<Vec<u8>> = rows.iter().map(|r| r.to_vec()).collect();
+    want.sort();
+    assert_eq!(all, want, "rows in unsigned byte order");
+    let row = store.get(TABLE, b"ab", &[]).expect("get");
+    let cells: Vec<(Vec<u8>, Vec<u8>)> = row.iter().map(|c| (c.family.clone(), c.qualifier.clone())).collect();
+    assert_eq!(
+        cells,
+        vec![(b"id".to_vec(), b"q1".to_vec()), (b"id".to_vec(), b"q2".to_vec()), (b"name".to_vec(), b"n".to_vec())]
+    );
+    assert!(row.iter().all(|c| c.timestamp > 0), "cells carry timestamps");
+    assert_eq!(keys(store, &Scan { start: b"a".to_vec(), stop: b"b".to_vec(), ..Default::default() }), vec![b"a".to_vec(), b"a\x00b".to_vec(), b"ab".to_vec()]);
+    assert_eq!(keys(store, &Scan { start: b"ab".to_vec(), ..Default::default() }), vec![b"ab".to_vec(), b"b".to_vec(), vec![0xff, 1]]);
+    assert_eq!(keys(store, &Scan { limit: Some(2), ..Default::default() }).len(), 2);
+    let only_name = store.scan(TABLE, &Scan { families: vec![b"name".to_vec()], ..Default::default() }).expect("scan");
+    for r in only_name {
+        assert!(r.expect("row").cells.iter().all(|c| c.family == b"name"));
+    }
+    let re = Scan { row_regex: Some(r"^a.*$".into()), ..Default::default() };
+    assert_eq!(keys(store, &re), vec![b"a".to_vec(), b"a\x00b".to_vec(), b"ab".to_vec()]);
+    let bytes_re = Scan { row_regex: Some(r"^\xFF\x01$".into()), ..Default::default() };
+    assert_eq!(keys(store, &bytes_re), vec![vec![0xff, 1]], "regexes match raw bytes");
+    assert!(store.get(TABLE, b"zz", &[]).expect("get").is_empty(), "a missing row is empty");
+}
+
+/// Deletes remove single cells or whole rows; a batch applies in order.
+pub fn deletes(store: &SharedStore) {
+    put(store, b"del", b"id", b"a", b"1");
+    put(store, b"del", b"id", b"b", b"2");
+    put(store, b"del", b"name", b"c", b"3");
+    store
+        .mutate(TABLE, vec![RowMutations { row: b"del".to_vec(), mutations: vec![Mutation::Delete { family: b"id".to_vec(), qualifier: b"a".to_vec() }] }])
+        .expect("delete");
+    let left: Vec<Vec<u8>> = store.get(TABLE, b"del", &[]).expect("get").into_iter().map(|c| c.qualifier).collect();
+    assert_eq!(left, vec![b"b".to_vec(), b"c".to_vec()]);
+    store.mutate(TABLE, vec![RowMutations { row: b"del".to_vec(), mutations: vec![Mutation::DeleteRow] }]).expect("delete row");
+    assert!(store.get(TABLE, b"del", &[]).expect("get").is_empty());
+    // Put then delete of the same cell in one batch: the delete wins.
+    store
+        .mutate(
+            TABLE,
+            vec![RowMutations {
+                row: b"pd".to_vec(),
+                mutations: vec![
+                    Mutation::Put { family: b"id".to_vec(), qualifier: b"x".to_vec(), value: b"1".to_vec() },
+                    Mutation::Delete { family: b"id".to_vec(), qualifier: b"x".to_vec() },
+                ],
+            }],
+        )
+        .expect("batch");
+    assert!(store.get(TABLE, b"pd", &[]).expect("get").is_empty());
+}
+
+/// Increment and compare-and-set are atomic under contention.
+pub fn atomics(store: &SharedStore) {
+    assert_eq!(store.increment(TABLE, b"ctr", b"id", b"n", 5).expect("inc"), 5);
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let s = store.clone();
+            std::thread::spawn(move || (0..250).map(|_| s.increment(TABLE, b"ctr", b"id", b"n", 1).expect("inc")).collect::<Vec<_>>())
+        })
+        .collect();
+    let mut seen: Vec<i64> = threads.into_iter().flat_map(|t| t.join().expect("thread")).collect();
+    seen.sort();
+    assert_eq!(seen, (6..1006).collect::<Vec<_>>(), "every increment result is unique");
+    let v = store.get(TABLE, b"ctr", &[b"id"]).expect("get");
+    assert_eq!(v[0].value, 1005i64.to_be_bytes().to_vec(), "counters are 8-byte big-endian");
+
+    assert!(store.check_and_put(TABLE, b"cas", b"id", b"q", None, b"first").expect("cas"));
+    assert!(!store.check_and_put(TABLE, b"cas", b"id", b"q", None, b"second").expect("cas"));
+    assert!(!store.check_and_put(TABLE, b"cas", b"id", b"q", Some(b"nope"), b"third").expect("cas"));
+    assert!(store.check_and_put(TABLE, b"cas", b"id", b"q", Some(b"first"), b"fourth").expect("cas"));
+    assert_eq!(store.get(TABLE, b"cas", &[]).expect("get")[0].value, b"fourth");
+    let winners: usize = (0..8)
+        .map(|i| {
+            let s = store.clone();
+            std::thread::spawn(move || s.check_and_put(TABLE, b"race", b"id", b"q", None, &[i]).expect("cas") as usize)
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().expect("thread"))
+        .sum();
+    assert_eq!(winners, 1, "exactly one CAS from absent wins");
+    store.flush().expect("flush");
+}

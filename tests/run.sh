@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Runs the whole test suite from a fresh clone: installs what the tests need, builds, tests.
+# Usage: bash tests/run.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# System packages the suites use (curl for HTTP examples, netcat for telnet examples).
+need=()
+command -v curl >/dev/null || need+=(curl)
+command -v nc >/dev/null || need+=(netcat-openbsd)
+if ((${#need[@]})); then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  fi
+fi
+
+cargo build --release --workspace
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+set +e
+cargo test --release --workspace 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+# One closing line for the whole run, summed over every test binary.
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed/) p += $(i-1); if ($i ~ /^failed/) f += $(i-1) } }
+     END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+exit "$status"

@@ -231,3 +231,37 @@ fn uid_assign_endpoint() {
     assert_eq!(v["metric_errors"]["illegal!character"], "Invalid metric (\"illegal!character\"): illegal character: !");
     assert_eq!(s.http("GET", "/api/uid/assign", "").0, 400);
 }
+
+#[test]
+fn telnet_commands_and_small_endpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let mut t = s.telnet();
+    t.send("help\n");
+    assert_eq!(t.read_line(), "available commands: stats dropcaches version exit help put \n");
+    t.send("put cmd.m 1356998400 1 host=a\nstats\n");
+    let stats: Vec<String> = t.sync();
+    assert!(stats.iter().any(|l| l.starts_with("tsd.rpc.received ") && l.contains(" 1 host=") && l.ends_with("type=put\n")), "{stats:?}");
+    t.send("dropcaches\n");
+    assert_eq!(t.read_line(), "Caches dropped.\n");
+    // After dropping caches the same series resolves from the store to the same UIDs.
+    t.send("put cmd.m 1356998410 2 host=a\n");
+    assert!(t.sync().is_empty());
+    t.send("exit\n");
+    assert_eq!(t.read_line(), "", "exit closes the connection");
+
+    let (code, body) = s.http("GET", "/api/version", "");
+    assert_eq!(code, 200);
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert!(v["version"].as_str().unwrap().starts_with("2.4"));
+    let (code, body) = s.http("GET", "/api/stats", "");
+    assert_eq!(code, 200);
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert!(v.as_array().unwrap().iter().any(|m| m["metric"] == "tsd.rpc.received" && m["value"] == "2"), "{body}");
+    assert_eq!(s.http("GET", "/api/dropcaches", "").1, r#"{"message":"Caches dropped","status":"200"}"#);
+    let v = s.wait_points("/api/query?start=1356998400&end=1356998500&m=sum:cmd.m", 2);
+    assert_eq!(v[0]["dps"], serde_json::json!({"1356998400": 1, "1356998410": 2}));
+    // SIGTERM is a clean stop too.
+    s.stop_with("-TERM");
+    assert_eq!(scan(dir.path(), "data"), vec!["tsdb 00000150e22700000001000001 t:000000a0 010200"]);
+}

@@ -53,8 +53,12 @@ impl Server {
     }
 
     /// SIGINT and wait: the clean stop path.
-    pub fn stop(mut self) {
-        self.signal("-INT");
+    pub fn stop(self) {
+        self.stop_with("-INT")
+    }
+
+    pub fn stop_with(mut self, sig: &str) {
+        self.signal(sig);
         let status = self.child.take().unwrap().wait().unwrap();
         assert!(status.success(), "clean stop exited with {status}");
     }

@@ -215,6 +215,10 @@ fn kill_dash_nine_after_a_2xx_loses_nothing() {
     let n: usize = v.as_array().unwrap().iter().map(|s| s["dps"].as_object().unwrap().len()).sum();
     assert_eq!(n, expected);
     assert_eq!(v.as_array().unwrap().len(), 4);
+    s.stop();
+    assert_eq!(scan(&data, "data").len(), 4, "one compacted column per series-hour");
+    let o = tsgate(&["fsck", "--data-dir", data.to_str().unwrap()]);
+    assert!(o.status.success() && stdout(&o).contains("problems=0"), "{}", stdout(&o));
 }
 
 #[test]

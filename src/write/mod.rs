@@ -83,7 +83,17 @@ pub fn recover(data_dir: &Path, store: &SharedStore, table: &str, layout: KeyLay
         if stats.points > 0 {
             tracing::info!(dir = %dir.display(), points = stats.points, records = stats.records, "replaying write-ahead log");
         }
-        flusher.write(&mut buffer)?;
+        let touched = flusher.write(&mut buffer)?;
+        store.flush()?;
+        // Rows of closed hours get their compaction now: no flusher will see them again.
+        let now = crate::query::time::now_ms() / 1000;
+        for (row, base) in touched {
+            if flusher::hour_closed(base, now) {
+                if let Err(e) = compactor::compact_row(store, table, &row) {
+                    tracing::warn!(error = %e, "compaction after replay skipped");
+                }
+            }
+        }
         store.flush()?;
         let last = wal::segments(&dir).map_err(|e| WriteError::Wal(e.to_string()))?.last().copied();
         if let Some(last) = last {

@@ -3,7 +3,7 @@
 //! Segments are deleted once the store holds, durably, every point they contain.
 //!
 //! Record: `[u32 LE payload length][u32 LE crc32c(payload)][payload]`; payload entries:
-//! `[u8 tsuid len][tsuid][u32 BE row base][u8 qualifier len][qualifier][u8 value len][value]`.
+//! `[u16 LE tsuid len][tsuid][u32 BE row base][u8 qualifier len][qualifier][u8 value len][value]`.
 
 use crate::schema::RawPoint;
 use std::fs::{self, File, OpenOptions};
@@ -71,7 +71,7 @@ impl Wal {
 
     pub fn push(&mut self, tsuid: &[u8], base: u32, p: &RawPoint) {
         let b = &mut self.buf;
-        b.push(tsuid.len() as u8);
+        b.extend_from_slice(&(tsuid.len() as u16).to_le_bytes());
         b.extend_from_slice(tsuid);
         b.extend_from_slice(&base.to_be_bytes());
         let q = p.qualifier();
@@ -179,7 +179,7 @@ fn read_record(data: &[u8], f: &mut impl FnMut(&[u8], u32, RawPoint)) -> Option<
         Some(s)
     };
     while i < payload.len() {
-        let tl = *take(&mut i, 1)?.first()? as usize;
+        let tl = u16::from_le_bytes(take(&mut i, 2)?.try_into().ok()?) as usize;
         let tsuid = take(&mut i, tl)?;
         let base = u32::from_be_bytes(take(&mut i, 4)?.try_into().ok()?);
         let ql = *take(&mut i, 1)?.first()? as usize;
@@ -236,6 +236,20 @@ mod tests {
         assert_eq!(sealed, 2);
         remove_upto(dir.path(), sealed).unwrap();
         assert_eq!(segments(dir.path()).unwrap(), vec![3]);
+    }
+
+    #[test]
+    fn long_tsuids_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = Wal::open(dir.path(), false).unwrap();
+        let tsuid: Vec<u8> = (0..3 + 6 * 60).map(|i| i as u8).collect();
+        w.begin();
+        w.push(&tsuid, 1356998400, &point(1356998400, 1));
+        w.end();
+        w.commit().unwrap();
+        let mut got = Vec::new();
+        replay(dir.path(), |t, _, _| got.push(t.to_vec())).unwrap();
+        assert_eq!(got, vec![tsuid]);
     }
 
     #[test]

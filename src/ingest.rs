@@ -63,7 +63,7 @@ impl Ingest {
             };
             outcomes.push(Ok(()));
             match self.resolver.cached(p.metric, &p.tags) {
-                Some(tsuid) => stored.push(Some(StoredPoint { tsuid, base, point: raw })),
+                Some(series) => stored.push(Some(StoredPoint { series, base, point: raw })),
                 None => {
                     let owned = (p.metric.to_string(), p.tags.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>());
                     misses.push((i, owned, base, raw));
@@ -79,7 +79,7 @@ impl Ingest {
                     .into_iter()
                     .map(|(i, (m, tags), base, raw)| {
                         let t: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-                        (i, resolver.resolve(&m, &t).map(|tsuid| StoredPoint { tsuid, base, point: raw }))
+                        (i, resolver.resolve(&m, &t).map(|series| StoredPoint { series, base, point: raw }))
                     })
                     .collect();
                 // New UIDs must be durable before a WAL record refers to them.

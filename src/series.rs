@@ -9,18 +9,49 @@ use std::sync::Arc;
 
 pub type Tsuid = Arc<[u8]>;
 
+/// A resolved series as the write path carries it: its TSUID and a hash of it computed once,
+/// so buffers and shard routing never rehash or compare the bytes on the hot path.
+#[derive(Debug)]
+pub struct SeriesKey {
+    pub hash: u64,
+    pub tsuid: Box<[u8]>,
+}
+
+pub type Series = Arc<SeriesKey>;
+
+impl SeriesKey {
+    pub fn new(tsuid: &[u8]) -> Series {
+        // FNV-1a: stable across processes, so routing by it is too.
+        let hash = tsuid.iter().fold(0xcbf29ce484222325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100000001b3));
+        Arc::new(SeriesKey { hash, tsuid: tsuid.into() })
+    }
+}
+
+impl std::hash::Hash for SeriesKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+impl PartialEq for SeriesKey {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other) || (self.hash == other.hash && self.tsuid == other.tsuid)
+    }
+}
+
+impl Eq for SeriesKey {}
+
 pub struct SeriesResolver {
     uids: Arc<UidCore>,
-    /// Canonical series text (metric, then tags sorted by key) → TSUID.
-    cache: DashMap<Box<[u8]>, Tsuid>,
+    /// Canonical series text (metric, then tags sorted by key) → series.
+    cache: DashMap<Box<[u8]>, Series, ahash::RandomState>,
 }
 
 thread_local! {
     static KEY: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(256));
 }
 
-/// Writes the canonical key of a series: names are validated, so `\0` and `=` are free separators… except
-/// `=` is not allowed in names at all; `\0` never is.
+/// Writes the canonical key of a series; validated names never contain `\0`, the separator.
 fn canonical(metric: &str, tags: &[(&str, &str)], out: &mut Vec<u8>) {
     out.clear();
     out.extend_from_slice(metric.as_bytes());
@@ -52,7 +83,7 @@ fn push_tag(out: &mut Vec<u8>, (k, v): (&str, &str)) {
 
 impl SeriesResolver {
     pub fn new(uids: Arc<UidCore>) -> SeriesResolver {
-        SeriesResolver { uids, cache: DashMap::new() }
+        SeriesResolver { uids, cache: DashMap::with_hasher(ahash::RandomState::new()) }
     }
 
     pub fn uids(&self) -> &Arc<UidCore> {
@@ -60,7 +91,7 @@ impl SeriesResolver {
     }
 
     /// The TSUID when the series is cached; never touches the store.
-    pub fn cached(&self, metric: &str, tags: &[(&str, &str)]) -> Option<Tsuid> {
+    pub fn cached(&self, metric: &str, tags: &[(&str, &str)]) -> Option<Series> {
         KEY.with(|k| {
             let mut k = k.borrow_mut();
             canonical(metric, tags, &mut k);
@@ -70,7 +101,7 @@ impl SeriesResolver {
 
     /// Resolves (and if allowed creates) every UID of the series. May do store I/O: call it
     /// off the async threads.
-    pub fn resolve(&self, metric: &str, tags: &[(&str, &str)]) -> Result<Tsuid, UidError> {
+    pub fn resolve(&self, metric: &str, tags: &[(&str, &str)]) -> Result<Series, UidError> {
         if let Some(t) = self.cached(metric, tags) {
             return Ok(t);
         }
@@ -86,17 +117,17 @@ impl SeriesResolver {
         for p in pairs {
             tsuid.extend_from_slice(&p);
         }
-        let tsuid: Tsuid = tsuid.into();
+        let series = SeriesKey::new(&tsuid);
         let mut key = Vec::new();
         canonical(metric, tags, &mut key);
-        self.cache.insert(key.into_boxed_slice(), tsuid.clone());
-        Ok(tsuid)
+        self.cache.insert(key.into_boxed_slice(), series.clone());
+        Ok(series)
     }
 
     /// Resolves without creating anything (queries).
     pub fn lookup(&self, metric: &str, tags: &[(&str, &str)]) -> Result<Tsuid, UidError> {
         if let Some(t) = self.cached(metric, tags) {
-            return Ok(t);
+            return Ok(t.tsuid.as_ref().into());
         }
         let mut tsuid = self.uids.require_id(UidKind::Metric, metric)?.into_vec();
         let mut pairs = Vec::new();

@@ -56,10 +56,10 @@ impl Flusher {
     pub fn write(&self, buffer: &mut Buffer) -> Result<Vec<(Vec<u8>, u32)>, WriteError> {
         let mut touched = Vec::with_capacity(buffer.rows.len());
         let mut batch = Vec::with_capacity(MUTATE_CHUNK);
-        for ((tsuid, base), points) in buffer.rows.iter_mut() {
+        for ((series, base), points) in buffer.rows.iter_mut() {
             settle(points);
             let (q, v) = build_column(points);
-            let row = self.layout.row_key(tsuid, *base);
+            let row = self.layout.row_key(&series.tsuid, *base);
             batch.push(RowMutations::put(row.clone(), DATA_FAMILY, q, v));
             touched.push((row, *base));
             if batch.len() == MUTATE_CHUNK {

@@ -78,7 +78,11 @@ pub fn recover(data_dir: &Path, store: &SharedStore, table: &str, layout: KeyLay
     };
     for dir in dirs {
         let mut buffer = shard::Buffer::default();
-        let stats = wal::replay(&dir, |tsuid, base, p| buffer.insert(tsuid.into(), base, p))
+        let mut seen: std::collections::HashMap<Vec<u8>, crate::series::Series> = std::collections::HashMap::new();
+        let stats = wal::replay(&dir, |tsuid, base, p| {
+            let s = seen.entry(tsuid.to_vec()).or_insert_with(|| crate::series::SeriesKey::new(tsuid)).clone();
+            buffer.insert(s, base, p)
+        })
             .map_err(|e| WriteError::Wal(format!("{}: {e}", dir.display())))?;
         if stats.points > 0 {
             tracing::info!(dir = %dir.display(), points = stats.points, records = stats.records, "replaying write-ahead log");
@@ -180,7 +184,7 @@ impl Writer {
             parts[0] = points;
         } else {
             for p in points {
-                let s = shard_of(&p.tsuid, n);
+                let s = (p.series.hash % n as u64) as usize;
                 parts[s].push(p);
             }
         }
@@ -217,12 +221,6 @@ impl Writer {
         }
         Ok(())
     }
-}
-
-/// FNV-1a of the TSUID: cheap and stable, so a series always lands in the same shard.
-fn shard_of(tsuid: &[u8], n: usize) -> usize {
-    let h = tsuid.iter().fold(0xcbf29ce484222325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100000001b3));
-    (h % n as u64) as usize
 }
 
 impl WriterThreads {

@@ -6,7 +6,7 @@ use super::flusher::FlushJob;
 use super::wal::Wal;
 use super::WriteError;
 use crate::schema::RawPoint;
-use crate::series::Tsuid;
+use crate::series::Series;
 use std::collections::HashMap;
 use std::sync::mpsc::SyncSender;
 use std::time::{Duration, Instant};
@@ -15,7 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 /// A point ready for storage: its series, its row's base hour, and its encoded column.
 #[derive(Clone, Debug)]
 pub struct StoredPoint {
-    pub tsuid: Tsuid,
+    pub series: Series,
     pub base: u32,
     pub point: RawPoint,
 }
@@ -31,13 +31,13 @@ pub enum ShardMsg {
 /// Points per series-hour, in arrival order.
 #[derive(Default)]
 pub struct Buffer {
-    pub rows: HashMap<(Tsuid, u32), Vec<RawPoint>>,
+    pub rows: HashMap<(Series, u32), Vec<RawPoint>, ahash::RandomState>,
     pub points: usize,
 }
 
 impl Buffer {
-    pub fn insert(&mut self, tsuid: Tsuid, base: u32, p: RawPoint) {
-        self.rows.entry((tsuid, base)).or_default().push(p);
+    pub fn insert(&mut self, series: Series, base: u32, p: RawPoint) {
+        self.rows.entry((series, base)).or_default().push(p);
         self.points += 1;
     }
 }
@@ -91,7 +91,7 @@ pub fn run(
                 ShardMsg::Write { points, ack } => {
                     wal.begin();
                     for p in &points {
-                        wal.push(&p.tsuid, p.base, &p.point);
+                        wal.push(&p.series.tsuid, p.base, &p.point);
                     }
                     wal.end();
                     writes.push((points, ack));
@@ -104,7 +104,7 @@ pub fn run(
             let res = match &committed {
                 Ok(_) => {
                     for p in points {
-                        buffer.insert(p.tsuid, p.base, p.point);
+                        buffer.insert(p.series, p.base, p.point);
                     }
                     Ok(())
                 }

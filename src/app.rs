@@ -84,7 +84,7 @@ impl Node {
             Writer::start(&cfg.data_dir, store.clone(), &table, layout, &writer_config(&cfg), tokio::runtime::Handle::current())?;
         let state = Arc::new(AppState {
             ingest: Ingest { resolver: resolver.clone(), writer },
-            query: QueryEngine { store, uids, layout, table },
+            query: QueryEngine { store, uids, layout, table, allow_delete: cfg.query.allow_delete },
             resolver,
             limits: limits(&cfg),
             config: cfg,

@@ -15,6 +15,14 @@ pub struct Config {
     pub uid: UidConfig,
     pub write: WriteConfig,
     pub limits: LimitsConfig,
+    pub query: QueryConfig,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct QueryConfig {
+    /// Honour `delete: true` / DELETE on `/api/query` (OpenTSDB's `tsd.http.query.allow_delete`).
+    pub allow_delete: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -88,6 +96,7 @@ impl Default for Config {
             uid: UidConfig::default(),
             write: WriteConfig::default(),
             limits: LimitsConfig::default(),
+            query: QueryConfig::default(),
         }
     }
 }

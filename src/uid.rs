@@ -221,6 +221,32 @@ impl UidCore {
         Ok(out)
     }
 
+    /// Names of a kind starting with `prefix`, in byte order, at most `max` (`/api/suggest`).
+    pub fn suggest(&self, kind: UidKind, prefix: &str, max: usize) -> Result<Vec<String>, UidError> {
+        let start = prefix.as_bytes().to_vec();
+        let mut stop = start.clone();
+        // The smallest key after every name with this prefix.
+        while let Some(last) = stop.pop() {
+            if last < 0xFF {
+                stop.push(last + 1);
+                break;
+            }
+        }
+        let scan = Scan { start, stop, families: vec![ID_FAMILY.to_vec()], ..Default::default() };
+        let mut out = Vec::new();
+        for row in self.store.scan(&self.table, &scan)? {
+            let row = row?;
+            if row.key == MAXID_ROW || !row.cells.iter().any(|c| c.qualifier == kind.qualifier()) {
+                continue;
+            }
+            out.push(String::from_utf8_lossy(&row.key).into_owned());
+            if out.len() >= max {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
     pub fn drop_caches(&self) {
         for m in &self.forward {
             m.clear();

@@ -1,18 +1,26 @@
-//! Reading series back: bounded scans of `tsdb`, row decoding (compacted, single and append
-//! columns merged as OpenTSDB merges them), tag filtering and group-by aggregation.
-//! The full OpenTSDB query language is built on this in its own module.
+//! The OpenTSDB query engine: bounded scans of `tsdb` (metric and hour range, literal tag
+//! filters pushed into the scan as a row-key regex), rows decoded as OpenTSDB merges them
+//! (compacted, single and append columns; newest duplicate wins), each series streamed through
+//! its downsampler as its rows arrive, then rate, then group-by aggregation.
 
 pub mod aggregate;
+pub mod downsample;
+pub mod filter;
 pub mod numfmt;
+pub mod parse;
+pub mod render;
+pub mod spec;
 pub mod time;
 
 use crate::schema::compaction::{merge_columns, StoredColumn};
 use crate::schema::rowkey::{base_time, ROW_SPAN};
 use crate::schema::uid_table::UidKind;
-use crate::schema::{DataValue, KeyLayout};
+use crate::schema::KeyLayout;
 use crate::store::{Scan, SharedStore, StoreError};
 use crate::uid::{UidCore, UidError};
-use aggregate::Aggregator;
+use aggregate::{Aggregator, Num};
+use downsample::{Buckets, Downsampler};
+use spec::{Query, SubQuery};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -28,45 +36,26 @@ pub enum QueryError {
     Corrupt(String),
 }
 
-/// Which values of a tag key a series must have.
-#[derive(Debug, Clone, PartialEq)]
-pub enum TagFilter {
-    /// One of these values (OpenTSDB's `literal_or`, `a|b`); grouped when `group_by`.
-    Literal { values: Vec<String>, group_by: bool },
-    /// Any value, grouped by it (`*`).
-    Any,
-}
-
-#[derive(Debug, Clone)]
-pub struct SubQuery {
-    pub metric: String,
-    pub aggregator: Aggregator,
-    pub filters: Vec<(String, TagFilter)>,
-}
-
-#[derive(Debug, Clone)]
-pub struct Query {
-    pub start_ms: u64,
-    pub end_ms: u64,
-    pub queries: Vec<SubQuery>,
-}
-
-/// One decoded series within the query range.
-#[derive(Debug, Clone)]
-pub struct Series {
-    pub tsuid: Vec<u8>,
-    pub tags: BTreeMap<String, String>,
-    pub points: Vec<(u64, DataValue)>,
-}
-
 /// One output series: a group of input series aggregated into one.
 #[derive(Debug, Clone)]
 pub struct ResultSeries {
+    pub index: usize,
     pub metric: String,
     pub tags: BTreeMap<String, String>,
     pub aggregate_tags: Vec<String>,
     pub tsuids: Vec<String>,
-    pub dps: Vec<(u64, aggregate::Num)>,
+    pub dps: Vec<(u64, Num)>,
+    /// Fill policy `null`: NaN is written as JSON null.
+    pub nan_as_null: bool,
+}
+
+/// Counts for `showSummary`.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    pub raw_datapoints: u64,
+    pub rows: u64,
+    pub series: u64,
+    pub emitted: u64,
 }
 
 pub struct QueryEngine {
@@ -74,173 +63,352 @@ pub struct QueryEngine {
     pub uids: Arc<UidCore>,
     pub layout: KeyLayout,
     pub table: String,
+    /// `tsd.http.query.allow_delete`.
+    pub allow_delete: bool,
+}
+
+/// A matched series while it streams in.
+struct SeriesState {
+    tsuid: Vec<u8>,
+    tags: BTreeMap<String, String>,
+    raw: Vec<(u64, Num)>,
+    ds: Option<Downsampler>,
 }
 
 impl QueryEngine {
-    /// Every series of `metric` with points in `[start_ms, end_ms]` passing the filters.
-    pub fn fetch(&self, metric: &str, filters: &[(String, TagFilter)], start_ms: u64, end_ms: u64) -> Result<Vec<Series>, QueryError> {
-        let m = self.uids.require_id(UidKind::Metric, metric)?;
-        // Resolve filters to UIDs up front; an unknown name is OpenTSDB's 400.
-        let mut uid_filters: Vec<(Vec<u8>, Option<Vec<Vec<u8>>>)> = Vec::new();
-        for (k, f) in filters {
-            let kid = self.uids.require_id(UidKind::Tagk, k)?.into_vec();
-            let vals = match f {
-                TagFilter::Any => None,
-                TagFilter::Literal { values, .. } => {
-                    let mut v = Vec::new();
-                    for x in values {
-                        v.push(self.uids.require_id(UidKind::Tagv, x)?.into_vec());
-                    }
-                    Some(v)
-                }
-            };
-            uid_filters.push((kid, vals));
-        }
-        let first = base_time(start_ms / 1000);
-        let last = base_time(end_ms / 1000) as u64 + ROW_SPAN;
-        let mut series: HashMap<Vec<u8>, Series> = HashMap::new();
-        for salt in self.layout.salt_prefixes() {
-            let scan = Scan {
-                start: self.layout.metric_start(&salt, &m, first),
-                stop: self.layout.metric_start(&salt, &m, last.min(u32::MAX as u64) as u32),
-                families: vec![b"t".to_vec()],
-                ..Default::default()
-            };
-            let scan = if last > u32::MAX as u64 {
-                let mut stop = salt.clone();
-                let mut next = m.to_vec();
-                increment_bytes(&mut next);
-                stop.extend_from_slice(&next);
-                Scan { stop, ..scan }
-            } else {
-                scan
-            };
-            for row in self.store.scan(&self.table, &scan)? {
-                let row = row?;
-                let Ok(rk) = self.layout.parse(&row.key) else { continue };
-                let pairs: Vec<(&[u8], &[u8])> = rk.tag_pairs().collect();
-                let pass = uid_filters.iter().all(|(k, vals)| {
-                    pairs.iter().any(|(pk, pv)| *pk == k.as_slice() && vals.as_ref().is_none_or(|vs| vs.iter().any(|v| v.as_slice() == *pv)))
-                });
-                if !pass {
-                    continue;
-                }
-                let cols: Vec<StoredColumn> = row
-                    .cells
-                    .iter()
-                    .map(|c| StoredColumn { qualifier: &c.qualifier, value: &c.value, ts: c.timestamp })
-                    .collect();
-                let merged = merge_columns(&cols);
-                if let Some((q, e)) = merged.errors.first() {
-                    return Err(QueryError::Corrupt(format!(
-                        "row {} column {}: {e}",
-                        crate::schema::hex_upper(&row.key),
-                        crate::schema::hex_upper(q)
-                    )));
-                }
-                let tsuid = rk.tsuid();
-                let entry = match series.get_mut(&tsuid) {
-                    Some(s) => s,
-                    None => {
-                        let mut tags = BTreeMap::new();
-                        for (k, v) in &pairs {
-                            tags.insert(
-                                self.uids.get_name(UidKind::Tagk, k)?.into(),
-                                self.uids.get_name(UidKind::Tagv, v)?.into(),
-                            );
-                        }
-                        series.entry(tsuid.clone()).or_insert(Series { tsuid, tags, points: Vec::new() })
-                    }
-                };
-                for p in merged.points {
-                    let ts = p.timestamp_ms(rk.base);
-                    if ts >= start_ms && ts <= end_ms {
-                        let v = p.value().map_err(|e| QueryError::Corrupt(e.to_string()))?;
-                        entry.points.push((ts, v));
-                    }
-                }
-            }
-        }
-        let mut out: Vec<Series> = series.into_values().filter(|s| !s.points.is_empty()).collect();
-        for s in &mut out {
-            s.points.sort_by_key(|p| p.0);
-        }
-        out.sort_by(|a, b| a.tsuid.cmp(&b.tsuid));
-        Ok(out)
-    }
-
-    pub fn run(&self, q: &Query) -> Result<Vec<ResultSeries>, QueryError> {
+    pub fn run(&self, q: &Query) -> Result<(Vec<ResultSeries>, Summary), QueryError> {
         if q.end_ms < q.start_ms {
             return Err(QueryError::BadRequest(format!(
                 "End time [{}] must be greater than or equal to the start time [{}]",
                 q.end_ms, q.start_ms
             )));
         }
-        let mut out = Vec::new();
-        for sq in &q.queries {
-            let series = self.fetch(&sq.metric, &sq.filters, q.start_ms, q.end_ms)?;
-            out.extend(group_and_aggregate(sq, series));
+        if q.flags.delete && !self.allow_delete {
+            return Err(QueryError::BadRequest("Deleting data is not enabled (query.allow_delete = false)".into()));
         }
-        Ok(out)
+        let tz: chrono_tz::Tz = match &q.timezone {
+            Some(z) => z.parse().map_err(|_| QueryError::BadRequest(format!("Invalid timezone: {z}")))?,
+            None => chrono_tz::UTC,
+        };
+        let mut out = Vec::new();
+        let mut summary = Summary::default();
+        for sq in &q.queries {
+            let series = self.fetch(q, sq, tz, &mut summary)?;
+            summary.series += series.len() as u64;
+            let groups = group_and_aggregate(sq, series, q.start_ms, q.end_ms);
+            summary.emitted += groups.iter().map(|g| g.dps.len() as u64).sum::<u64>();
+            out.extend(groups);
+        }
+        Ok((out, summary))
+    }
+
+    /// Streams the matching rows of one sub-query into per-series pipelines.
+    fn fetch(&self, q: &Query, sq: &SubQuery, tz: chrono_tz::Tz, summary: &mut Summary) -> Result<Vec<Series>, QueryError> {
+        let (metric_uid, tsuid_set) = if sq.tsuids.is_empty() {
+            (self.uids.require_id(UidKind::Metric, &sq.metric)?.into_vec(), None)
+        } else {
+            let mut set = std::collections::HashSet::new();
+            for t in &sq.tsuids {
+                let b = crate::schema::parse_hex(t).ok_or_else(|| QueryError::BadRequest(format!("Invalid TSUID: {t}")))?;
+                if b.len() <= self.layout.metric_width {
+                    return Err(QueryError::BadRequest(format!("Invalid TSUID: {t}")));
+                }
+                set.insert(b);
+            }
+            let m = set.iter().next().expect("non-empty")[..self.layout.metric_width].to_vec();
+            if set.iter().any(|t| t[..self.layout.metric_width] != m[..]) {
+                return Err(QueryError::BadRequest("All TSUIDs must belong to the same metric".into()));
+            }
+            (m, Some(set))
+        };
+        let row_regex = self.pushdown_regex(sq)?;
+        let first = base_time(q.start_ms / 1000);
+        let last = (base_time(q.end_ms / 1000) as u64 + ROW_SPAN).min(u32::MAX as u64);
+        let mut states: Vec<SeriesState> = Vec::new();
+        // TSUID → index in `states`, or None when its tags fail the filters.
+        let mut seen: HashMap<Vec<u8>, Option<usize>> = HashMap::new();
+        let mut deletes = Vec::new();
+        let filter_keys: Vec<&str> = sq.filters.iter().map(|f| f.tagk.as_str()).collect();
+        for salt in self.layout.salt_prefixes() {
+            let scan = Scan {
+                start: self.layout.metric_start(&salt, &metric_uid, first),
+                stop: self.layout.metric_start(&salt, &metric_uid, last as u32),
+                families: vec![b"t".to_vec()],
+                row_regex: row_regex.clone(),
+                limit: None,
+            };
+            for row in self.store.scan(&self.table, &scan)? {
+                let row = row?;
+                summary.rows += 1;
+                let Ok(rk) = self.layout.parse(&row.key) else { continue };
+                let tsuid = rk.tsuid();
+                if tsuid_set.as_ref().is_some_and(|s| !s.contains(&tsuid)) {
+                    continue;
+                }
+                let idx = match seen.get(&tsuid) {
+                    Some(i) => *i,
+                    None => {
+                        let mut tags: BTreeMap<String, String> = BTreeMap::new();
+                        for (k, v) in rk.tag_pairs() {
+                            tags.insert(self.uids.get_name(UidKind::Tagk, k)?.into(), self.uids.get_name(UidKind::Tagv, v)?.into());
+                        }
+                        let pass = sq.filters.iter().all(|f| f.matches(tags.get(&f.tagk).map(|s| s.as_str())))
+                            && (!sq.explicit_tags || (tags.len() == count_distinct(&filter_keys) && tags.keys().all(|k| filter_keys.contains(&k.as_str()))));
+                        let i = pass.then(|| {
+                            states.push(SeriesState {
+                                tsuid: tsuid.clone(),
+                                tags,
+                                raw: Vec::new(),
+                                ds: sq.downsample.clone().map(|d| Downsampler::new(Buckets::new(d, tz, q.start_ms))),
+                            });
+                            states.len() - 1
+                        });
+                        seen.insert(tsuid, i);
+                        i
+                    }
+                };
+                let Some(idx) = idx else { continue };
+                let cols: Vec<StoredColumn> =
+                    row.cells.iter().map(|c| StoredColumn { qualifier: &c.qualifier, value: &c.value, ts: c.timestamp }).collect();
+                let merged = merge_columns(&cols);
+                if let Some((qual, e)) = merged.errors.first() {
+                    return Err(QueryError::Corrupt(format!(
+                        "row {} column {}: {e}",
+                        crate::schema::hex_upper(&row.key),
+                        crate::schema::hex_upper(qual)
+                    )));
+                }
+                let st = &mut states[idx];
+                let mut in_range = 0;
+                for p in &merged.points {
+                    let ts = p.timestamp_ms(rk.base);
+                    if ts < q.start_ms || ts > q.end_ms {
+                        continue;
+                    }
+                    in_range += 1;
+                    let v: Num = p.value().map_err(|e| QueryError::Corrupt(e.to_string()))?.into();
+                    match &mut st.ds {
+                        Some(d) => d.push(ts, v),
+                        None => st.raw.push((ts, v)),
+                    }
+                }
+                summary.raw_datapoints += in_range;
+                if q.flags.delete && in_range > 0 {
+                    deletes.push((row.key.clone(), rk.base));
+                }
+            }
+        }
+        if q.flags.delete {
+            self.delete_range(&deletes, q.start_ms, q.end_ms)?;
+        }
+        Ok(states
+            .into_iter()
+            .map(|s| {
+                let mut points = match s.ds {
+                    Some(d) => d.finish(q.start_ms, q.end_ms),
+                    None => s.raw,
+                };
+                if sq.rate {
+                    points = downsample::rate(&points, &sq.rate_options.clone().unwrap_or_default());
+                }
+                Series { tsuid: s.tsuid, tags: s.tags, points }
+            })
+            .filter(|s| !s.points.is_empty())
+            .collect())
+    }
+
+    /// A row-key regex that keeps only rows carrying the literal tag values asked for (and the
+    /// tag keys other filters need), so non-matching rows are skipped by the scan itself.
+    fn pushdown_regex(&self, sq: &SubQuery) -> Result<Option<String>, QueryError> {
+        let mut per_key: BTreeMap<Vec<u8>, Option<Vec<Vec<u8>>>> = BTreeMap::new();
+        for f in &sq.filters {
+            if f.kind == filter::FilterType::NotKey {
+                continue;
+            }
+            let k = self.uids.require_id(UidKind::Tagk, &f.tagk)?.into_vec();
+            let vals = match f.literal_values() {
+                Some(lits) => {
+                    let mut ids = Vec::new();
+                    for l in lits {
+                        if let Some(id) = self.uids.get_id(UidKind::Tagv, l)? {
+                            ids.push(id.into_vec());
+                        }
+                    }
+                    if ids.is_empty() {
+                        return Err(UidError::NoSuchName { kind: "tagv", name: lits[0].clone() }.into());
+                    }
+                    Some(ids)
+                }
+                None => None,
+            };
+            let entry = per_key.entry(k).or_insert(None);
+            if let Some(v) = vals {
+                *entry = Some(match entry.take() {
+                    None => v,
+                    Some(prev) => prev.into_iter().filter(|x| v.contains(x)).collect(),
+                });
+            }
+        }
+        if per_key.is_empty() {
+            return Ok(None);
+        }
+        let esc = |b: &[u8]| b.iter().map(|x| format!("\\x{x:02X}")).collect::<String>();
+        let head = self.layout.salt_width + self.layout.metric_width + 4;
+        let pair = self.layout.tag_width();
+        let vw = self.layout.tagv_width;
+        let mut re = format!("^.{{{head}}}");
+        for (k, vals) in per_key {
+            re.push_str(&format!("(?:.{{{pair}}})*?{}", esc(&k)));
+            match vals {
+                Some(v) => re.push_str(&format!("(?:{})", v.iter().map(|x| esc(x)).collect::<Vec<_>>().join("|"))),
+                None => re.push_str(&format!(".{{{vw}}}")),
+            }
+        }
+        re.push_str(&format!("(?:.{{{pair}}})*$"));
+        Ok(Some(re))
+    }
+
+    /// Removes the points of `[start, end]` from the given rows (`delete: true` queries).
+    fn delete_range(&self, rows: &[(Vec<u8>, u32)], start_ms: u64, end_ms: u64) -> Result<(), QueryError> {
+        use crate::store::{Mutation, RowMutations};
+        for (row, base) in rows {
+            let cells = self.store.get(&self.table, row, &[b"t"])?;
+            let cols: Vec<StoredColumn> =
+                cells.iter().map(|c| StoredColumn { qualifier: &c.qualifier, value: &c.value, ts: c.timestamp }).collect();
+            let merged = merge_columns(&cols);
+            let keep: Vec<_> = merged
+                .points
+                .into_iter()
+                .filter(|p| !(start_ms..=end_ms).contains(&p.timestamp_ms(*base)))
+                .collect();
+            let mut muts: Vec<Mutation> = cells
+                .iter()
+                .filter(|c| c.qualifier.len() % 2 == 0)
+                .map(|c| Mutation::Delete { family: b"t".to_vec(), qualifier: c.qualifier.clone() })
+                .collect();
+            if !keep.is_empty() {
+                let (q, v) = crate::schema::column::build_column(&keep);
+                muts.retain(|m| !matches!(m, Mutation::Delete { qualifier, .. } if *qualifier == q));
+                muts.push(Mutation::Put { family: b"t".to_vec(), qualifier: q, value: v });
+            }
+            self.store.mutate(&self.table, vec![RowMutations { row: row.clone(), mutations: muts }])?;
+        }
+        Ok(())
+    }
+
+    /// The last point of each matching series at or before `now`, looking back `back_hours`
+    /// hours (0 = all time).
+    pub fn last_points(
+        &self,
+        metric: Option<&str>,
+        tags: &[(String, String)],
+        tsuid: Option<&[u8]>,
+        back_hours: u64,
+        now_ms: u64,
+    ) -> Result<Vec<(Vec<u8>, u64, Num)>, QueryError> {
+        let mut filters = Vec::new();
+        for (k, v) in tags {
+            filters.push(filter::TagFilter::from_tag_value(k, v).map_err(QueryError::BadRequest)?);
+        }
+        let metric_name = match (metric, tsuid) {
+            (Some(m), _) => m.to_string(),
+            (None, Some(t)) => self.uids.get_name(UidKind::Metric, &t[..self.layout.metric_width])?.into(),
+            _ => return Err(QueryError::BadRequest("Missing metric or tsuid".into())),
+        };
+        let start_ms = if back_hours == 0 { 0 } else { now_ms.saturating_sub(back_hours * 3_600_000) };
+        let sq = SubQuery {
+            index: 0,
+            aggregator: Aggregator::None,
+            metric: metric_name,
+            tsuids: tsuid.map(|t| vec![crate::schema::hex_upper(t)]).unwrap_or_default(),
+            filters,
+            downsample: None,
+            rate: false,
+            rate_options: None,
+            explicit_tags: false,
+        };
+        let q = Query {
+            start_ms,
+            end_ms: now_ms,
+            queries: vec![],
+            flags: Default::default(),
+            timezone: None,
+            use_calendar: false,
+        };
+        let series = self.fetch(&q, &sq, chrono_tz::UTC, &mut Summary::default())?;
+        Ok(series.into_iter().filter_map(|s| s.points.last().map(|&(t, v)| (s.tsuid.clone(), t, v))).collect())
     }
 }
 
-fn increment_bytes(b: &mut Vec<u8>) {
-    for i in (0..b.len()).rev() {
-        if b[i] < 0xFF {
-            b[i] += 1;
-            b.truncate(i + 1);
-            return;
-        }
-    }
+fn count_distinct(keys: &[&str]) -> usize {
+    let mut k = keys.to_vec();
+    k.sort_unstable();
+    k.dedup();
+    k.len()
+}
+
+/// One decoded (and downsampled / rated) series.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub tsuid: Vec<u8>,
+    pub tags: BTreeMap<String, String>,
+    pub points: Vec<(u64, Num)>,
 }
 
 /// Groups series by the values of their group-by tag keys and aggregates each group.
-pub fn group_and_aggregate(sq: &SubQuery, series: Vec<Series>) -> Vec<ResultSeries> {
-    let group_keys: Vec<&str> = sq
-        .filters
-        .iter()
-        .filter(|(_, f)| matches!(f, TagFilter::Any | TagFilter::Literal { group_by: true, .. }))
-        .map(|(k, _)| k.as_str())
-        .collect();
+pub fn group_and_aggregate(sq: &SubQuery, series: Vec<Series>, start_ms: u64, end_ms: u64) -> Vec<ResultSeries> {
+    let mut group_keys: Vec<&str> = sq.filters.iter().filter(|f| f.group_by).map(|f| f.tagk.as_str()).collect();
+    group_keys.sort_unstable();
+    group_keys.dedup();
     let mut groups: BTreeMap<Vec<String>, Vec<Series>> = BTreeMap::new();
-    if sq.aggregator == Aggregator::None {
-        // No aggregation: every series is its own group.
-        for s in series {
-            groups.insert(vec![crate::schema::hex_upper(&s.tsuid)], vec![s]);
-        }
-    } else {
-        for s in series {
-            let key = group_keys.iter().map(|k| s.tags.get(*k).cloned().unwrap_or_default()).collect();
-            groups.entry(key).or_default().push(s);
-        }
+    for s in series {
+        let key = if sq.aggregator == Aggregator::None {
+            vec![crate::schema::hex_upper(&s.tsuid)]
+        } else {
+            group_keys.iter().map(|k| s.tags.get(*k).cloned().unwrap_or_default()).collect()
+        };
+        groups.entry(key).or_default().push(s);
     }
+    let nan_as_null = sq.downsample.as_ref().is_some_and(|d| d.fill == spec::FillPolicy::Null);
+    let all = sq.downsample.as_ref().is_some_and(|d| d.all);
     groups
         .into_values()
         .map(|members| {
-            let mut tags: BTreeMap<String, String> = BTreeMap::new();
-            let mut agg_tags: Vec<String> = Vec::new();
-            for s in &members {
-                for (k, v) in &s.tags {
-                    if agg_tags.contains(k) {
-                        continue;
-                    }
-                    match tags.get(k) {
-                        Some(existing) if existing != v => {
-                            tags.remove(k);
-                            agg_tags.push(k.clone());
-                        }
-                        Some(_) => {}
-                        None => {
-                            tags.insert(k.clone(), v.clone());
-                        }
-                    }
-                }
+            let (tags, aggregate_tags) = common_tags(&members);
+            let mut tsuids: Vec<String> = members.iter().map(|s| crate::schema::hex_upper(&s.tsuid)).collect();
+            tsuids.sort();
+            let inputs: Vec<&[(u64, Num)]> = members.iter().map(|s| s.points.as_slice()).collect();
+            let mut dps = aggregate::aggregate(sq.aggregator, &inputs);
+            if !all && sq.downsample.is_none() {
+                dps.retain(|(t, _)| *t >= start_ms && *t <= end_ms);
             }
-            agg_tags.sort();
-            let tsuids = members.iter().map(|s| crate::schema::hex_upper(&s.tsuid)).collect();
-            let inputs: Vec<&[(u64, DataValue)]> = members.iter().map(|s| s.points.as_slice()).collect();
-            ResultSeries { metric: sq.metric.clone(), tags, aggregate_tags: agg_tags, tsuids, dps: aggregate::aggregate(sq.aggregator, &inputs) }
+            ResultSeries { index: sq.index, metric: sq.metric.clone(), tags, aggregate_tags, tsuids, dps, nan_as_null }
         })
         .collect()
+}
+
+/// Keys with one value across the group (present in some members is enough), and the keys
+/// whose values differ.
+fn common_tags(members: &[Series]) -> (BTreeMap<String, String>, Vec<String>) {
+    let mut tags: BTreeMap<String, String> = BTreeMap::new();
+    let mut agg: Vec<String> = Vec::new();
+    for s in members {
+        for (k, v) in &s.tags {
+            if agg.contains(k) {
+                continue;
+            }
+            match tags.get(k) {
+                Some(existing) if existing != v => {
+                    tags.remove(k);
+                    agg.push(k.clone());
+                }
+                Some(_) => {}
+                None => {
+                    tags.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+    agg.sort();
+    (tags, agg)
 }

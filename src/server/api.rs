@@ -1,12 +1,9 @@
-//! The OpenTSDB HTTP API endpoints this issue needs: `/api/put`, `/api/query` (absolute or
-//! relative times, `sum`-family and `none` aggregators, exact or `*` tags), `/api/version`,
-//! `/api/stats`, `/api/uid/assign`, `/api/dropcaches`, `/api/aggregators`.
+//! HTTP routing, and the OpenTSDB write and admin endpoints: `/api/put`, `/api/version`,
+//! `/api/stats`, `/api/uid/assign`, `/api/dropcaches`, `/api/aggregators`. Queries and
+//! look-ups live in `opentsdb_query`.
 
 use super::http::{error_reply, json_reply, Reply, Request};
 use super::AppState;
-use crate::query::aggregate::{Aggregator, Num};
-use crate::query::numfmt::java_double;
-use crate::query::{Query, QueryError, ResultSeries, SubQuery, TagFilter};
 use crate::schema::uid_table::UidKind;
 use http::{Method, StatusCode};
 use serde_json::{json, Map, Value as Json};
@@ -23,7 +20,9 @@ pub async fn route(state: &Arc<AppState>, req: Request) -> Reply {
     };
     match path.as_str() {
         "/api/put" => put(state, req).await,
-        "/api/query" => query(state, req).await,
+        "/api/query" | "/api/query/last" | "/api/suggest" | "/api/search/lookup" | "/api/config" | "/api/config/filters" => {
+            super::opentsdb_query::route(state, &path, req).await
+        }
         "/api/version" => version(),
         "/api/stats" => stats(state),
         "/api/uid/assign" => uid_assign(state, req).await,
@@ -31,13 +30,13 @@ pub async fn route(state: &Arc<AppState>, req: Request) -> Reply {
             state.resolver.drop_caches();
             json_reply(StatusCode::OK, json!({"status":"200","message":"Caches dropped"}).to_string())
         }
-        "/api/aggregators" => json_reply(StatusCode::OK, json!(Aggregator::names()).to_string()),
+        "/api/aggregators" => json_reply(StatusCode::OK, json!(crate::query::aggregate::Aggregator::names()).to_string()),
         "" | "/" => json_reply(StatusCode::OK, json!({"name":"tsgate","version":env!("CARGO_PKG_VERSION")}).to_string()),
         _ => error_reply(StatusCode::NOT_FOUND, "Endpoint not found", ""),
     }
 }
 
-fn method_not_allowed(m: &Method) -> Reply {
+pub fn method_not_allowed(m: &Method) -> Reply {
     error_reply(
         StatusCode::METHOD_NOT_ALLOWED,
         "Method not allowed",
@@ -245,170 +244,3 @@ async fn uid_assign(state: &Arc<AppState>, req: Request) -> Reply {
     }
 }
 
-/// Parses `metric{k=v,k2=a|b,k3=*}`.
-fn parse_metric_tags(s: &str) -> Result<(String, Vec<(String, TagFilter)>), String> {
-    let Some(open) = s.find('{') else { return Ok((s.to_string(), Vec::new())) };
-    let metric = s[..open].to_string();
-    let rest = &s[open + 1..];
-    let close = rest.find('}').ok_or_else(|| format!("Missing '}}' at the end of: {s}"))?;
-    let mut filters = Vec::new();
-    for part in rest[..close].split(',').filter(|p| !p.is_empty()) {
-        let (k, v) = part.split_once('=').ok_or_else(|| format!("invalid tag: {part}"))?;
-        filters.push((k.to_string(), tag_filter(v)));
-    }
-    Ok((metric, filters))
-}
-
-fn tag_filter(v: &str) -> TagFilter {
-    if v == "*" {
-        TagFilter::Any
-    } else {
-        TagFilter::Literal { values: v.split('|').map(String::from).collect(), group_by: true }
-    }
-}
-
-fn parse_aggregator(name: &str) -> Result<Aggregator, String> {
-    Aggregator::parse(name).ok_or_else(|| format!("No such aggregation function: {name}"))
-}
-
-fn query_from_params(req: &Request, now: u64) -> Result<(Query, bool), String> {
-    let start = req.param("start").ok_or("Missing parameter <code>start</code>")?;
-    let start_ms = crate::query::time::parse_time(&start, now)?;
-    let end_ms = match req.param("end") {
-        Some(e) => crate::query::time::parse_time(&e, now)?,
-        None => now,
-    };
-    let mut queries = Vec::new();
-    for (k, m) in req.params() {
-        if k != "m" {
-            continue;
-        }
-        let parts: Vec<&str> = m.split(':').collect();
-        if parts.len() < 2 {
-            return Err(format!("Invalid parameter m={m} (not enough :-separated parts)"));
-        }
-        if parts.len() > 5 {
-            return Err(format!("Invalid parameter m={m} (too many :-separated parts)"));
-        }
-        let aggregator = parse_aggregator(parts[0])?;
-        let (metric, filters) = parse_metric_tags(parts[parts.len() - 1])?;
-        queries.push(SubQuery { metric, aggregator, filters });
-    }
-    if queries.is_empty() {
-        return Err("Missing sub queries".into());
-    }
-    Ok((Query { start_ms, end_ms, queries }, req.flag("ms")))
-}
-
-fn query_from_json(body: &[u8], now: u64) -> Result<(Query, bool), String> {
-    let j: Json = serde_json::from_slice(body).map_err(|e| format!("Unable to parse the given JSON: {e}"))?;
-    let time = |v: Option<&Json>| -> Result<Option<u64>, String> {
-        match v {
-            None | Some(Json::Null) => Ok(None),
-            Some(Json::Number(n)) => crate::query::time::parse_time(&n.to_string(), now).map(Some),
-            Some(Json::String(s)) => crate::query::time::parse_time(s, now).map(Some),
-            Some(other) => Err(format!("Invalid time: {other}")),
-        }
-    };
-    let start_ms = time(j.get("start"))?.ok_or("Missing start time")?;
-    let end_ms = time(j.get("end"))?.unwrap_or(now);
-    let mut queries = Vec::new();
-    for q in j.get("queries").and_then(|q| q.as_array()).ok_or("Missing queries")? {
-        let agg = q.get("aggregator").and_then(|a| a.as_str()).ok_or("Missing the aggregation function")?;
-        let aggregator = parse_aggregator(agg)?;
-        let metric = q.get("metric").and_then(|m| m.as_str()).ok_or("Missing the metric or tsuids, provide at least one")?.to_string();
-        let mut filters = Vec::new();
-        if let Some(tags) = q.get("tags").and_then(|t| t.as_object()) {
-            for (k, v) in tags {
-                filters.push((k.clone(), tag_filter(v.as_str().unwrap_or_default())));
-            }
-        }
-        if let Some(fs) = q.get("filters").and_then(|f| f.as_array()) {
-            for f in fs {
-                let ty = f.get("type").and_then(|t| t.as_str()).unwrap_or_default();
-                let tagk = f.get("tagk").and_then(|t| t.as_str()).ok_or("Missing tagk in filter")?.to_string();
-                let expr = f.get("filter").and_then(|t| t.as_str()).unwrap_or_default();
-                let group_by = f.get("groupBy").and_then(|g| g.as_bool()).unwrap_or(false);
-                let tf = match ty {
-                    "literal_or" => TagFilter::Literal { values: expr.split('|').map(String::from).collect(), group_by },
-                    "wildcard" if expr == "*" => TagFilter::Any,
-                    other => return Err(format!("Unsupported filter type: {other}")),
-                };
-                filters.push((tagk, tf));
-            }
-        }
-        queries.push(SubQuery { metric, aggregator, filters });
-    }
-    if queries.is_empty() {
-        return Err("Missing queries".into());
-    }
-    let ms = j.get("msResolution").and_then(|m| m.as_bool()).unwrap_or(false);
-    Ok((Query { start_ms, end_ms, queries }, ms))
-}
-
-async fn query(state: &Arc<AppState>, req: Request) -> Reply {
-    crate::stats::Stats::add(&state.stats.queries, 1);
-    let now = crate::query::time::now_ms();
-    let parsed = match req.method {
-        Method::GET => query_from_params(&req, now),
-        Method::POST => query_from_json(&req.body, now),
-        ref m => return method_not_allowed(m),
-    };
-    let (q, ms) = match parsed {
-        Ok(x) => x,
-        Err(e) => return error_reply(StatusCode::BAD_REQUEST, &e, ""),
-    };
-    let arrays = req.flag("arrays");
-    let st = state.clone();
-    let res = tokio::task::spawn_blocking(move || st.query.run(&q)).await;
-    match res {
-        Ok(Ok(series)) => json_reply(StatusCode::OK, render(&series, ms, arrays)),
-        Ok(Err(QueryError::BadRequest(m))) => error_reply(StatusCode::BAD_REQUEST, &m, ""),
-        Ok(Err(QueryError::Uid(e))) => error_reply(StatusCode::BAD_REQUEST, &e.to_string(), ""),
-        Ok(Err(e @ QueryError::Store(_))) => error_reply(StatusCode::FAILED_DEPENDENCY, &e.to_string(), ""),
-        Ok(Err(e)) => error_reply(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), ""),
-        Err(e) => error_reply(StatusCode::INTERNAL_SERVER_ERROR, "query task failed", &e.to_string()),
-    }
-}
-
-fn num(v: Num) -> String {
-    match v {
-        Num::Int(i) => i.to_string(),
-        Num::Float(f) if f.is_nan() => "\"NaN\"".into(),
-        Num::Float(f) => java_double(f),
-    }
-}
-
-/// Renders results in OpenTSDB's field order, numbers formatted as it formats them.
-pub fn render(series: &[ResultSeries], ms: bool, arrays: bool) -> String {
-    use std::fmt::Write;
-    let mut s = String::from("[");
-    for (i, r) in series.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
-        }
-        let _ = write!(
-            s,
-            "{{\"metric\":{},\"tags\":{},\"aggregateTags\":{},\"dps\":",
-            json!(r.metric),
-            json!(r.tags),
-            json!(r.aggregate_tags)
-        );
-        s.push(if arrays { '[' } else { '{' });
-        for (j, (t, v)) in r.dps.iter().enumerate() {
-            if j > 0 {
-                s.push(',');
-            }
-            let ts = if ms { *t } else { t / 1000 };
-            if arrays {
-                let _ = write!(s, "[{ts},{}]", num(*v));
-            } else {
-                let _ = write!(s, "\"{ts}\":{}", num(*v));
-            }
-        }
-        s.push(if arrays { ']' } else { '}' });
-        s.push('}');
-    }
-    s.push(']');
-    s
-}

@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod http;
+pub mod opentsdb_query;
 pub mod telnet;
 
 use crate::ingest::Ingest;

@@ -1,0 +1,295 @@
+//! Downsampling and rate, applied to one series as its points stream in (time order), so a
+//! query holds one value per bucket per series rather than every raw point.
+
+use super::aggregate::Num;
+use super::spec::{CalUnit, Downsample, FillPolicy, RateOptions};
+use chrono::{Datelike, TimeZone};
+
+/// Parses `<interval><unit>[c]-<agg>[-<fill>]` (and `0all-<agg>`).
+pub fn parse_downsample(spec: &str) -> Result<Downsample, String> {
+    let parts: Vec<&str> = spec.split('-').collect();
+    if !(2..=3).contains(&parts.len()) {
+        return Err(format!("Invalid downsample specifier '{spec}' in query"));
+    }
+    let aggregator = super::aggregate::Aggregator::parse(parts[1])
+        .ok_or_else(|| format!("No such downsampling function: {}", parts[1]))?;
+    if aggregator == super::aggregate::Aggregator::None {
+        return Err("cannot use the NONE aggregator for downsampling".into());
+    }
+    let fill = match parts.get(2) {
+        Some(f) => FillPolicy::parse(f).ok_or_else(|| format!("Unrecognized fill policy: {f}"))?,
+        None => FillPolicy::None,
+    };
+    let iv = parts[0];
+    if iv.contains("all") {
+        return Ok(Downsample { spec: spec.into(), interval_ms: 0, all: true, calendar: None, aggregator, fill });
+    }
+    let (iv, cal) = match iv.strip_suffix('c') {
+        Some(x) => (x, true),
+        None => (iv, false),
+    };
+    let split = iv.find(|c: char| !c.is_ascii_digit()).ok_or_else(|| format!("Invalid interval: {iv}"))?;
+    let (n, unit) = iv.split_at(split);
+    let n: u64 = n.parse().map_err(|_| format!("Invalid interval: {iv}"))?;
+    if n == 0 {
+        return Err(format!("Zero or negative duration: {iv}"));
+    }
+    let (unit_ms, cu) = match unit {
+        "ms" => (1, CalUnit::Ms),
+        "s" => (1000, CalUnit::Sec),
+        "m" => (60_000, CalUnit::Min),
+        "h" => (3_600_000, CalUnit::Hour),
+        "d" => (86_400_000, CalUnit::Day),
+        "w" => (7 * 86_400_000, CalUnit::Week),
+        "n" => (30 * 86_400_000, CalUnit::Month),
+        "y" => (365 * 86_400_000, CalUnit::Year),
+        _ => return Err(format!("Invalid units in the duration: {unit}")),
+    };
+    Ok(Downsample {
+        spec: spec.into(),
+        interval_ms: n * unit_ms,
+        all: false,
+        calendar: cal.then_some((n, cu)),
+        aggregator,
+        fill,
+    })
+}
+
+/// Calendar-aware bucket starts in a time zone.
+#[derive(Debug, Clone)]
+pub struct Buckets {
+    ds: Downsample,
+    tz: chrono_tz::Tz,
+    start_ms: u64,
+}
+
+impl Buckets {
+    pub fn new(ds: Downsample, tz: chrono_tz::Tz, start_ms: u64) -> Buckets {
+        Buckets { ds, tz, start_ms }
+    }
+
+    /// The start of the bucket holding `ts`.
+    pub fn bucket(&self, ts: u64) -> u64 {
+        if self.ds.all {
+            return self.start_ms;
+        }
+        let Some((n, unit)) = self.ds.calendar else { return ts - ts % self.ds.interval_ms };
+        let dt = self.tz.timestamp_millis_opt(ts as i64).single().expect("valid ms timestamp");
+        let local = dt.naive_local();
+        let day0 = local.date().and_hms_opt(0, 0, 0).expect("midnight");
+        let floor_local = match unit {
+            CalUnit::Ms | CalUnit::Sec | CalUnit::Min | CalUnit::Hour => {
+                let since = local.signed_duration_since(day0).num_milliseconds() as u64;
+                let w = self.ds.interval_ms;
+                day0 + chrono::Duration::milliseconds((since - since % w) as i64)
+            }
+            CalUnit::Day => {
+                let days = local.date().num_days_from_ce() as i64;
+                day0 - chrono::Duration::days(days.rem_euclid(n as i64))
+            }
+            CalUnit::Week => {
+                // Weeks start on Sunday (Java's default calendar).
+                let back = local.weekday().num_days_from_sunday() as i64;
+                day0 - chrono::Duration::days(back)
+            }
+            CalUnit::Month => {
+                let m = (local.year() as i64 * 12 + local.month0() as i64) / n as i64 * n as i64;
+                chrono::NaiveDate::from_ymd_opt((m / 12) as i32, (m % 12) as u32 + 1, 1)
+                    .expect("valid month")
+                    .and_hms_opt(0, 0, 0)
+                    .expect("midnight")
+            }
+            CalUnit::Year => {
+                let y = local.year() as i64 / n as i64 * n as i64;
+                chrono::NaiveDate::from_ymd_opt(y as i32, 1, 1).expect("valid year").and_hms_opt(0, 0, 0).expect("midnight")
+            }
+        };
+        match self.tz.from_local_datetime(&floor_local).earliest() {
+            Some(d) => d.timestamp_millis().max(0) as u64,
+            None => ts - ts % self.ds.interval_ms.max(1),
+        }
+    }
+
+    /// The bucket after `b` (for fill policies).
+    pub fn next(&self, b: u64) -> u64 {
+        if self.ds.calendar.is_none() {
+            return b + self.ds.interval_ms;
+        }
+        // Step past this bucket and snap to the next boundary (months and DST vary in length).
+        let mut probe = b + self.ds.interval_ms / 2;
+        loop {
+            let nb = self.bucket(probe);
+            if nb > b {
+                return nb;
+            }
+            probe += self.ds.interval_ms / 4 + 1;
+        }
+    }
+}
+
+/// Streams one series through its downsampler.
+pub struct Downsampler {
+    buckets: Buckets,
+    cur: Option<u64>,
+    vals: Vec<f64>,
+    out: Vec<(u64, Num)>,
+}
+
+impl Downsampler {
+    pub fn new(buckets: Buckets) -> Downsampler {
+        Downsampler { buckets, cur: None, vals: Vec::new(), out: Vec::new() }
+    }
+
+    pub fn push(&mut self, ts: u64, v: Num) {
+        let b = self.buckets.bucket(ts);
+        if self.cur != Some(b) {
+            self.close();
+            self.cur = Some(b);
+        }
+        self.vals.push(v.as_f64());
+    }
+
+    fn close(&mut self) {
+        if let Some(b) = self.cur.take() {
+            if !self.vals.is_empty() {
+                self.out.push((b, Num::Float(self.buckets.ds.aggregator.reduce_f64(&self.vals))));
+            }
+            self.vals.clear();
+        }
+    }
+
+    /// The downsampled series; with a fill policy every bucket of `[start, end]` is present.
+    pub fn finish(mut self, start_ms: u64, end_ms: u64) -> Vec<(u64, Num)> {
+        self.close();
+        let fill = match self.buckets.ds.fill {
+            FillPolicy::None => return self.out,
+            FillPolicy::Nan | FillPolicy::Null => f64::NAN,
+            FillPolicy::Zero => 0.0,
+        };
+        if self.buckets.ds.all {
+            if self.out.is_empty() {
+                self.out.push((start_ms, Num::Float(fill)));
+            }
+            return self.out;
+        }
+        let mut full = Vec::new();
+        let mut have = self.out.into_iter().peekable();
+        let mut b = self.buckets.bucket(start_ms);
+        while b <= end_ms {
+            match have.peek() {
+                Some((t, _)) if *t == b => full.push(have.next().expect("peeked")),
+                _ => full.push((b, Num::Float(fill))),
+            }
+            b = self.buckets.next(b);
+        }
+        full
+    }
+}
+
+/// Per-second rate, first point dropped; counters wrap at `counter_max`.
+pub fn rate(points: &[(u64, Num)], opts: &RateOptions) -> Vec<(u64, Num)> {
+    let mut out = Vec::with_capacity(points.len().saturating_sub(1));
+    for w in points.windows(2) {
+        let ((t0, v0), (t1, v1)) = (w[0], w[1]);
+        let secs = (t1 - t0) as f64 / 1000.0;
+        if secs <= 0.0 {
+            continue;
+        }
+        let mut delta = match (v0, v1) {
+            (Num::Int(a), Num::Int(b)) => (b as i128 - a as i128) as f64,
+            _ => v1.as_f64() - v0.as_f64(),
+        };
+        if opts.counter && delta < 0.0 {
+            if opts.drop_resets {
+                continue;
+            }
+            delta = opts.counter_max as f64 - v0.as_f64() + v1.as_f64();
+        }
+        let mut r = delta / secs;
+        if opts.counter && opts.reset_value > 0 && r > opts.reset_value as f64 {
+            r = 0.0;
+        }
+        out.push((t1, Num::Float(r)));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ds(spec: &str, start: u64) -> Downsampler {
+        Downsampler::new(Buckets::new(parse_downsample(spec).unwrap(), chrono_tz::UTC, start))
+    }
+
+    fn floats(v: &[(u64, Num)]) -> Vec<f64> {
+        v.iter().map(|p| p.1.as_f64()).collect()
+    }
+
+    /// TestTsdbQueryDownsample.runLongSingleTSDownsample: 1..300 every 30 s from 1356998430.
+    #[test]
+    fn opentsdb_downsample_examples() {
+        let pts: Vec<(u64, Num)> = (0..300).map(|i| ((1356998430 + 30 * i) * 1000, Num::Int(i as i64 + 1))).collect();
+        let mut d = ds("1m-avg", 1356998400000);
+        pts.iter().for_each(|&(t, v)| d.push(t, v));
+        let out = d.finish(1356998400000, 1357041600000);
+        assert_eq!(out.len(), 151);
+        assert_eq!(out[0], (1356998400000, Num::Float(1.0)));
+        assert_eq!(out[1].1, Num::Float(2.5));
+        assert_eq!(out[2].1, Num::Float(4.5));
+        assert_eq!(out[150].1, Num::Float(300.0));
+        let mut c = ds("1m-count", 1356998400000);
+        pts.iter().for_each(|&(t, v)| c.push(t, v));
+        let cv = floats(&c.finish(0, u64::MAX));
+        assert_eq!((cv[0], cv[1], cv[150]), (1.0, 2.0, 1.0));
+        let mut all = ds("0all-sum", 1356998400000);
+        pts.iter().for_each(|&(t, v)| all.push(t, v));
+        assert_eq!(all.finish(1356998400000, 1357041600000), vec![(1356998400000, Num::Float(45150.0))]);
+        let mut part = ds("0all-sum", 1356998500000);
+        pts.iter().filter(|p| (1356998500000..=1356998600000).contains(&p.0)).for_each(|&(t, v)| part.push(t, v));
+        assert_eq!(part.finish(1356998500000, 1356998600000), vec![(1356998500000, Num::Float(15.0))]);
+    }
+
+    #[test]
+    fn fill_policies_cover_every_bucket() {
+        let mut d = ds("1m-sum-zero", 0);
+        d.push(60_000, Num::Int(1));
+        d.push(180_000, Num::Int(2));
+        assert_eq!(floats(&d.finish(0, 240_000)), vec![0.0, 1.0, 0.0, 2.0, 0.0]);
+        let mut n = ds("1m-sum-nan", 0);
+        n.push(60_000, Num::Int(1));
+        let v = floats(&n.finish(0, 120_000));
+        assert!(v[0].is_nan() && v[1] == 1.0 && v[2].is_nan());
+        assert!(parse_downsample("1m-none").is_err());
+        assert!(parse_downsample("1x-avg").is_err());
+        assert!(parse_downsample("1m-avg-bogus").is_err());
+    }
+
+    #[test]
+    fn calendar_buckets() {
+        let b = Buckets::new(parse_downsample("1dc-sum").unwrap(), "America/New_York".parse().unwrap(), 0);
+        // 2013-01-01T12:00Z is 07:00 in New York: the day starts at 05:00Z.
+        assert_eq!(b.bucket(1357041600000), 1357016400000);
+        let m = Buckets::new(parse_downsample("1nc-sum").unwrap(), chrono_tz::UTC, 0);
+        assert_eq!(m.bucket(1357041600000), 1356998400000);
+        assert_eq!(m.next(1356998400000), 1359676800000, "February 1st");
+    }
+
+    /// TestTsdbQueryQueries' counter vectors.
+    #[test]
+    fn rates() {
+        let s = |v: &[i64]| -> Vec<(u64, Num)> { v.iter().enumerate().map(|(i, &x)| ((i as u64 + 1) * 30_000, Num::Int(x))).collect() };
+        let c = RateOptions { counter: true, counter_max: 100, ..Default::default() };
+        assert_eq!(floats(&rate(&s(&[45, 75, 5]), &c)), vec![1.0, 1.0]);
+        let r = RateOptions { counter: true, counter_max: 10000, reset_value: 35, ..Default::default() };
+        assert_eq!(floats(&rate(&s(&[45, 75, 25]), &r)), vec![1.0, 0.0]);
+        let d = RateOptions { counter: true, drop_resets: true, ..Default::default() };
+        let out = rate(&s(&[45, 75, 25, 55]), &d);
+        assert_eq!(out, vec![(60_000, Num::Float(1.0)), (120_000, Num::Float(1.0))]);
+        let plain: Vec<(u64, Num)> = (0..300).map(|i| ((1356998430 + 30 * i) * 1000, Num::Int(i as i64 + 1))).collect();
+        let r = rate(&plain, &RateOptions::default());
+        assert_eq!(r.len(), 299);
+        assert_eq!(r[0].0, 1356998460000);
+        assert!((r[0].1.as_f64() - 1.0 / 30.0).abs() < 1e-12);
+    }
+}

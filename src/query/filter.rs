@@ -1,0 +1,251 @@
+//! OpenTSDB 2.x tag filters: `literal_or`, `iliteral_or`, `not_literal_or`, `not_iliteral_or`,
+//! `wildcard`, `iwildcard`, `regexp`, `not_key`, each with `groupBy`, plus the conversions of the
+//! old `tags` map (`*`, `a|b`, values with `*`).
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FilterType {
+    LiteralOr,
+    IliteralOr,
+    NotLiteralOr,
+    NotIliteralOr,
+    Wildcard,
+    Iwildcard,
+    Regexp,
+    NotKey,
+}
+
+impl FilterType {
+    pub fn parse(s: &str) -> Option<FilterType> {
+        Some(match s.to_ascii_lowercase().as_str() {
+            "literal_or" => FilterType::LiteralOr,
+            "iliteral_or" => FilterType::IliteralOr,
+            "not_literal_or" => FilterType::NotLiteralOr,
+            "not_iliteral_or" => FilterType::NotIliteralOr,
+            "wildcard" => FilterType::Wildcard,
+            "iwildcard" => FilterType::Iwildcard,
+            "regexp" => FilterType::Regexp,
+            "not_key" => FilterType::NotKey,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FilterType::LiteralOr => "literal_or",
+            FilterType::IliteralOr => "iliteral_or",
+            FilterType::NotLiteralOr => "not_literal_or",
+            FilterType::NotIliteralOr => "not_iliteral_or",
+            FilterType::Wildcard => "wildcard",
+            FilterType::Iwildcard => "iwildcard",
+            FilterType::Regexp => "regexp",
+            FilterType::NotKey => "not_key",
+        }
+    }
+
+    pub const ALL: [FilterType; 8] = [
+        FilterType::LiteralOr,
+        FilterType::IliteralOr,
+        FilterType::NotLiteralOr,
+        FilterType::NotIliteralOr,
+        FilterType::Wildcard,
+        FilterType::Iwildcard,
+        FilterType::Regexp,
+        FilterType::NotKey,
+    ];
+
+    /// `/api/config/filters` text.
+    pub fn describe(self) -> (&'static str, &'static str) {
+        match self {
+            FilterType::LiteralOr => (
+                "Accepts one or more exact values and matches if the series contains any of them. Multiple values can be included and must be separated by the | (pipe) character. The filter is case sensitive and will not allow characters that TSDB does not allow at write time.",
+                "host=literal_or(web01),  host=literal_or(web01|web02|web03)  {\"type\":\"literal_or\",\"tagk\":\"host\",\"filter\":\"web01|web02|web03\",\"groupBy\":false}",
+            ),
+            FilterType::IliteralOr => (
+                "Accepts one or more exact values and matches if the series contains any of them. Multiple values can be included and must be separated by the | (pipe) character. The filter is case insensitive and will not allow characters that TSDB does not allow at write time.",
+                "host=iliteral_or(web01),  host=iliteral_or(web01|web02|web03)  {\"type\":\"iliteral_or\",\"tagk\":\"host\",\"filter\":\"web01|web02|web03\",\"groupBy\":false}",
+            ),
+            FilterType::NotLiteralOr => (
+                "Accepts one or more exact values and matches if the series does NOT contain any of them. Multiple values can be included and must be separated by the | (pipe) character. The filter is case sensitive and will not allow characters that TSDB does not allow at write time.",
+                "host=not_literal_or(web01),  host=not_literal_or(web01|web02|web03)  {\"type\":\"not_literal_or\",\"tagk\":\"host\",\"filter\":\"web01|web02|web03\",\"groupBy\":false}",
+            ),
+            FilterType::NotIliteralOr => (
+                "Accepts one or more exact values and matches if the series does NOT contain any of them. Multiple values can be included and must be separated by the | (pipe) character. The filter is case insensitive and will not allow characters that TSDB does not allow at write time.",
+                "host=not_iliteral_or(web01),  host=not_iliteral_or(web01|web02|web03)  {\"type\":\"not_iliteral_or\",\"tagk\":\"host\",\"filter\":\"web01|web02|web03\",\"groupBy\":false}",
+            ),
+            FilterType::Wildcard => (
+                "Performs pre, post and in-fix glob matching of values. The globs are case sensitive and multiple wildcards can be used. The wildcard character is the * (asterisk). At least one wildcard must be present in the filter value. A wildcard by itself can be used as well to match on any value for the tag key.",
+                "host=wildcard(web*),  host=wildcard(web*.tsdb.net)  {\"type\":\"wildcard\",\"tagk\":\"host\",\"filter\":\"web*.tsdb.net\",\"groupBy\":false}",
+            ),
+            FilterType::Iwildcard => (
+                "Performs pre, post and in-fix glob matching of values. The globs are case insensitive and multiple wildcards can be used. The wildcard character is the * (asterisk). Case insensitivity is achieved by dropping all values to lower case. At least one wildcard must be present in the filter value. A wildcard by itself can be used as well to match on any value for the tag key.",
+                "host=iwildcard(web*),  host=iwildcard(web*.tsdb.net)  {\"type\":\"iwildcard\",\"tagk\":\"host\",\"filter\":\"web*.tsdb.net\",\"groupBy\":false}",
+            ),
+            FilterType::Regexp => (
+                "Provides full, POSIX compliant regular expression using the built in Java Pattern class. Note that an expression containing curly braces {} will not parse properly in URLs. If the pattern is not a valid regular expression then an exception will be raised.",
+                "host=regexp(.*)  {\"type\":\"regexp\",\"tagk\":\"host\",\"filter\":\".*\",\"groupBy\":false}",
+            ),
+            FilterType::NotKey => (
+                "Skips any time series with the given tag key, regardless of the value. This can be useful for situations where a metric has inconsistent tag sets. NOTE: The filter value must be null or an empty string.",
+                "host=not_key()  {\"type\":\"not_key\",\"tagk\":\"host\",\"filter\":\"\",\"groupBy\":false}",
+            ),
+        }
+    }
+}
+
+/// One tag filter, compiled.
+#[derive(Debug, Clone)]
+pub struct TagFilter {
+    pub kind: FilterType,
+    pub tagk: String,
+    pub expr: String,
+    pub group_by: bool,
+    /// Literals (lower-cased for the case-insensitive types), or glob parts.
+    literals: Vec<String>,
+    regex: Option<regex::Regex>,
+}
+
+impl TagFilter {
+    pub fn new(kind: FilterType, tagk: &str, expr: &str, group_by: bool) -> Result<TagFilter, String> {
+        if tagk.is_empty() {
+            return Err("Missing tag key".into());
+        }
+        let lower = matches!(kind, FilterType::IliteralOr | FilterType::NotIliteralOr | FilterType::Iwildcard);
+        let e = if lower { expr.to_lowercase() } else { expr.to_string() };
+        let mut f = TagFilter { kind, tagk: tagk.into(), expr: expr.into(), group_by, literals: Vec::new(), regex: None };
+        match kind {
+            FilterType::LiteralOr | FilterType::IliteralOr | FilterType::NotLiteralOr | FilterType::NotIliteralOr => {
+                if expr.is_empty() {
+                    return Err("Filter cannot be null or empty".into());
+                }
+                f.literals = e.split('|').map(String::from).collect();
+            }
+            FilterType::Wildcard | FilterType::Iwildcard => {
+                if !expr.contains('*') {
+                    return Err(format!("Filter must contain a wildcard: {expr}"));
+                }
+                f.literals = vec![e];
+            }
+            FilterType::Regexp => {
+                f.regex = Some(regex::Regex::new(expr).map_err(|e| format!("Invalid regular expression: {e}"))?);
+            }
+            FilterType::NotKey => {
+                if !expr.is_empty() {
+                    return Err("The filter value must be empty for not_key".into());
+                }
+            }
+        }
+        Ok(f)
+    }
+
+    /// How OpenTSDB converts a `tags` map value (and a plain value in the first braces).
+    pub fn from_tag_value(tagk: &str, v: &str) -> Result<TagFilter, String> {
+        if v == "*" {
+            TagFilter::new(FilterType::Wildcard, tagk, "*", true)
+        } else if v.contains('*') {
+            TagFilter::new(FilterType::Iwildcard, tagk, v, true)
+        } else {
+            TagFilter::new(FilterType::LiteralOr, tagk, v, true)
+        }
+    }
+
+    /// Parses `type(expr)` or a plain value (URI form inside braces).
+    pub fn from_uri(tagk: &str, v: &str, group_by: bool) -> Result<TagFilter, String> {
+        if let (Some(open), true) = (v.find('('), v.ends_with(')')) {
+            if let Some(kind) = FilterType::parse(&v[..open]) {
+                return TagFilter::new(kind, tagk, &v[open + 1..v.len() - 1], group_by);
+            }
+        }
+        let mut f = TagFilter::from_tag_value(tagk, v)?;
+        f.group_by = group_by;
+        Ok(f)
+    }
+
+    /// The exact literals this filter needs, when it is a case-sensitive `literal_or`
+    /// (those can be resolved to UIDs and pushed into the row scan).
+    pub fn literal_values(&self) -> Option<&[String]> {
+        (self.kind == FilterType::LiteralOr).then_some(&self.literals[..])
+    }
+
+    /// Does a series whose value for this tag key is `value` (None = key absent) pass?
+    pub fn matches(&self, value: Option<&str>) -> bool {
+        let Some(v) = value else { return self.kind == FilterType::NotKey };
+        match self.kind {
+            FilterType::NotKey => false,
+            FilterType::LiteralOr => self.literals.iter().any(|l| l == v),
+            FilterType::NotLiteralOr => !self.literals.iter().any(|l| l == v),
+            FilterType::IliteralOr => {
+                let v = v.to_lowercase();
+                self.literals.iter().any(|l| *l == v)
+            }
+            FilterType::NotIliteralOr => {
+                let v = v.to_lowercase();
+                !self.literals.iter().any(|l| *l == v)
+            }
+            FilterType::Wildcard => glob(&self.literals[0], v),
+            FilterType::Iwildcard => glob(&self.literals[0], &v.to_lowercase()),
+            FilterType::Regexp => self.regex.as_ref().is_some_and(|r| r.is_match(v)),
+        }
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({"tagk": self.tagk, "filter": self.expr, "group_by": self.group_by, "type": self.kind.name()})
+    }
+}
+
+/// OpenTSDB's glob: `*` alone matches anything; a leading `*` is a suffix check, a trailing one a
+/// prefix check, and every `*`-separated part must then be found in order.
+fn glob(pattern: &str, v: &str) -> bool {
+    if pattern == "*" {
+        return true;
+    }
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !v.starts_with(first) || !v[first.len()..].ends_with(last) || v.len() < first.len() + last.len() {
+        return false;
+    }
+    let mut rest = &v[first.len()..v.len() - last.len()];
+    for p in &parts[1..parts.len() - 1] {
+        match rest.find(p) {
+            Some(i) => rest = &rest[i + p.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(kind: &str, expr: &str) -> TagFilter {
+        TagFilter::new(FilterType::parse(kind).unwrap(), "host", expr, false).unwrap()
+    }
+
+    #[test]
+    fn semantics() {
+        assert!(f("literal_or", "web01|web02").matches(Some("web02")));
+        assert!(!f("literal_or", "web01|web02").matches(Some("Web02")));
+        assert!(f("iliteral_or", "web01|WEB02").matches(Some("Web02")));
+        assert!(f("not_literal_or", "web01").matches(Some("web02")));
+        assert!(!f("not_literal_or", "web01").matches(None), "the key must be present");
+        assert!(f("wildcard", "*").matches(Some("x")));
+        assert!(f("wildcard", "web*").matches(Some("web01")));
+        assert!(f("wildcard", "*.net").matches(Some("a.net")));
+        assert!(f("wildcard", "web*.tsdb.*").matches(Some("web01.tsdb.net")));
+        assert!(!f("wildcard", "web*.tsdb.*").matches(Some("web01.tsdc.net")));
+        assert!(!f("wildcard", "ab*ba").matches(Some("aba")));
+        assert!(f("iwildcard", "WEB*").matches(Some("web01")));
+        assert!(f("regexp", "eb0[12]").matches(Some("web01")), "regexp is a partial match");
+        assert!(!f("regexp", "^eb").matches(Some("web01")));
+        assert!(f("not_key", "").matches(None));
+        assert!(!f("not_key", "").matches(Some("x")));
+        assert!(TagFilter::new(FilterType::Wildcard, "host", "web", false).is_err());
+        let t = TagFilter::from_tag_value("host", "web*").unwrap();
+        assert_eq!((t.kind, t.group_by), (FilterType::Iwildcard, true));
+        let u = TagFilter::from_uri("host", "regexp(web.*)", false).unwrap();
+        assert_eq!((u.kind, u.expr.as_str(), u.group_by), (FilterType::Regexp, "web.*", false));
+    }
+}

@@ -1,0 +1,385 @@
+//! OpenTSDB's read side over HTTP: `/api/query` (GET, POST, DELETE), `/api/query/last`,
+//! `/api/suggest`, `/api/search/lookup`, `/api/config`, `/api/config/filters`.
+
+use super::api::method_not_allowed;
+use super::http::{error_reply, json_reply, Reply, Request};
+use super::AppState;
+use crate::query::aggregate::Num;
+use crate::query::filter::FilterType;
+use crate::query::numfmt::java_double;
+use crate::query::render::{render, Extras};
+use crate::query::{parse, QueryError};
+use crate::schema::uid_table::UidKind;
+use crate::schema::{hex_upper, parse_hex};
+use crate::store::Scan;
+use http::{Method, StatusCode};
+use serde_json::{json, Map, Value as Json};
+use std::sync::Arc;
+
+pub async fn route(state: &Arc<AppState>, path: &str, req: Request) -> Reply {
+    match path {
+        "/api/query" => query(state, req).await,
+        "/api/query/last" => last(state, req).await,
+        "/api/suggest" => suggest(state, req).await,
+        "/api/search/lookup" => lookup(state, req).await,
+        "/api/config" => config(state),
+        "/api/config/filters" => filters(),
+        _ => error_reply(StatusCode::NOT_FOUND, "Endpoint not found", ""),
+    }
+}
+
+fn query_error(e: QueryError) -> Reply {
+    match e {
+        QueryError::BadRequest(m) => error_reply(StatusCode::BAD_REQUEST, &m, ""),
+        QueryError::Uid(e) => error_reply(StatusCode::BAD_REQUEST, &e.to_string(), ""),
+        e @ QueryError::Store(_) => error_reply(StatusCode::FAILED_DEPENDENCY, &e.to_string(), ""),
+        e => error_reply(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), ""),
+    }
+}
+
+/// Runs blocking store work off the async threads.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, QueryError> + Send + 'static) -> Result<T, Reply> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(query_error(e)),
+        Err(e) => Err(error_reply(StatusCode::INTERNAL_SERVER_ERROR, "query task failed", &e.to_string())),
+    }
+}
+
+async fn query(state: &Arc<AppState>, req: Request) -> Reply {
+    crate::stats::Stats::add(&state.stats.queries, 1);
+    let now = crate::query::time::now_ms();
+    let parsed = match req.method {
+        Method::GET => parse::from_params(&req.params(), now),
+        Method::POST => parse::from_json(&req.body, now),
+        Method::DELETE => parse::from_json(&req.body, now).map(|mut q| {
+            q.flags.delete = true;
+            q
+        }),
+        ref m => return method_not_allowed(m),
+    };
+    let mut q = match parsed {
+        Ok(q) => q,
+        Err(e) => return error_reply(StatusCode::BAD_REQUEST, &e, ""),
+    };
+    q.flags.arrays = req.param("arrays").is_some_and(|v| v != "false");
+    let st = state.clone();
+    let started = std::time::Instant::now();
+    let res = blocking(move || {
+        let (series, summary) = st.query.run(&q)?;
+        let elapsed = started.elapsed().as_secs_f64() * 1000.0;
+        Ok(render(&q, &series, &summary, &Extras::default(), elapsed))
+    })
+    .await;
+    match res {
+        Ok(body) => json_reply(StatusCode::OK, body),
+        Err(r) => r,
+    }
+}
+
+fn value_string(v: Num) -> String {
+    match v {
+        Num::Int(i) => i.to_string(),
+        Num::Float(f) => java_double(f),
+    }
+}
+
+/// `metric{k=v,…}` as used by `/api/query/last` and `/api/search/lookup`.
+fn metric_and_tags(s: &str) -> Result<(String, Vec<(String, String)>), String> {
+    let Some(open) = s.find('{') else { return Ok((s.to_string(), vec![])) };
+    let close = s.rfind('}').filter(|c| *c > open).ok_or_else(|| format!("Missing '}}' at the end of: {s}"))?;
+    let mut tags = Vec::new();
+    for part in s[open + 1..close].split(',').filter(|p| !p.is_empty()) {
+        let (k, v) = part.split_once('=').ok_or_else(|| format!("invalid tag: {part}"))?;
+        tags.push((k.to_string(), v.to_string()));
+    }
+    Ok((s[..open].to_string(), tags))
+}
+
+async fn last(state: &Arc<AppState>, req: Request) -> Reply {
+    // (metric and tags, or one TSUID) per wanted series.
+    let mut wanted: Vec<(Option<String>, Vec<(String, String)>, Option<Vec<u8>>)> = Vec::new();
+    let (resolve, back) = match req.method {
+        Method::GET => {
+            for (k, v) in req.params() {
+                if k == "timeseries" {
+                    match metric_and_tags(&v) {
+                        Ok((m, t)) => wanted.push((Some(m), t, None)),
+                        Err(e) => return error_reply(StatusCode::BAD_REQUEST, &e, ""),
+                    }
+                } else if k == "tsuids" {
+                    for t in v.split(',').filter(|t| !t.is_empty()) {
+                        match parse_hex(t) {
+                            Some(b) => wanted.push((None, vec![], Some(b))),
+                            None => return error_reply(StatusCode::BAD_REQUEST, &format!("Invalid TSUID: {t}"), ""),
+                        }
+                    }
+                }
+            }
+            (req.flag("resolve"), req.param("back_scan").and_then(|b| b.parse().ok()).unwrap_or(0u64))
+        }
+        Method::POST => {
+            let j: Json = match serde_json::from_slice(&req.body) {
+                Ok(j) => j,
+                Err(e) => return error_reply(StatusCode::BAD_REQUEST, "Unable to parse the given JSON", &e.to_string()),
+            };
+            for q in j.get("queries").and_then(|q| q.as_array()).cloned().unwrap_or_default() {
+                if let Some(m) = q.get("metric").and_then(|m| m.as_str()) {
+                    let tags = q
+                        .get("tags")
+                        .and_then(|t| t.as_object())
+                        .map(|o| o.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
+                        .unwrap_or_default();
+                    wanted.push((Some(m.to_string()), tags, None));
+                }
+                for t in q.get("tsuids").and_then(|t| t.as_array()).cloned().unwrap_or_default() {
+                    if let Some(b) = t.as_str().and_then(parse_hex) {
+                        wanted.push((None, vec![], Some(b)));
+                    }
+                }
+            }
+            (j.get("resolveNames").and_then(|r| r.as_bool()).unwrap_or(false), j.get("backScan").and_then(|b| b.as_u64()).unwrap_or(0))
+        }
+        ref m => return method_not_allowed(m),
+    };
+    if wanted.is_empty() {
+        return error_reply(StatusCode::BAD_REQUEST, "Missing the timeseries or tsuids", "");
+    }
+    let st = state.clone();
+    let res = blocking(move || {
+        let now = crate::query::time::now_ms();
+        let mut out = Vec::new();
+        for (metric, tags, tsuid) in wanted {
+            for (tsuid, ts, v) in st.query.last_points(metric.as_deref(), &tags, tsuid.as_deref(), back, now)? {
+                let mut o = Map::new();
+                if resolve {
+                    let w = st.query.layout.metric_width;
+                    o.insert("metric".into(), json!(&*st.query.uids.get_name(UidKind::Metric, &tsuid[..w])?));
+                    let mut tagmap = Map::new();
+                    let pair = st.query.layout.tag_width();
+                    for c in tsuid[w..].chunks_exact(pair) {
+                        let (k, v) = c.split_at(st.query.layout.tagk_width);
+                        tagmap.insert(
+                            st.query.uids.get_name(UidKind::Tagk, k)?.into(),
+                            json!(&*st.query.uids.get_name(UidKind::Tagv, v)?),
+                        );
+                    }
+                    o.insert("tags".into(), Json::Object(tagmap));
+                }
+                o.insert("timestamp".into(), json!(ts));
+                o.insert("value".into(), json!(value_string(v)));
+                o.insert("tsuid".into(), json!(hex_upper(&tsuid)));
+                out.push(Json::Object(o));
+            }
+        }
+        Ok(Json::Array(out).to_string())
+    })
+    .await;
+    match res {
+        Ok(b) => json_reply(StatusCode::OK, b),
+        Err(r) => r,
+    }
+}
+
+async fn suggest(state: &Arc<AppState>, req: Request) -> Reply {
+    let (ty, q, max) = match req.method {
+        Method::GET => (req.param("type"), req.param("q").unwrap_or_default(), req.param("max")),
+        Method::POST => {
+            let j: Json = match serde_json::from_slice(&req.body) {
+                Ok(j) => j,
+                Err(e) => return error_reply(StatusCode::BAD_REQUEST, "Unable to parse the given JSON", &e.to_string()),
+            };
+            (
+                j.get("type").and_then(|t| t.as_str()).map(String::from),
+                j.get("q").and_then(|t| t.as_str()).unwrap_or_default().to_string(),
+                j.get("max").map(|m| m.to_string().trim_matches('"').to_string()),
+            )
+        }
+        ref m => return method_not_allowed(m),
+    };
+    let Some(ty) = ty else { return error_reply(StatusCode::BAD_REQUEST, "Missing 'type' parameter", "") };
+    let kind = match ty.as_str() {
+        "metrics" => UidKind::Metric,
+        "tagk" => UidKind::Tagk,
+        "tagv" => UidKind::Tagv,
+        other => return error_reply(StatusCode::BAD_REQUEST, &format!("Invalid 'type' parameter:{other}"), ""),
+    };
+    let max = match max {
+        None => 25,
+        Some(m) => match m.parse::<usize>() {
+            Ok(m) => m,
+            Err(_) => return error_reply(StatusCode::BAD_REQUEST, "Unable to parse 'max' as a number", ""),
+        },
+    };
+    let st = state.clone();
+    match blocking(move || Ok(st.query.uids.suggest(kind, &q, max)?)).await {
+        Ok(names) => json_reply(StatusCode::OK, json!(names).to_string()),
+        Err(r) => r,
+    }
+}
+
+async fn lookup(state: &Arc<AppState>, req: Request) -> Reply {
+    let (metric, tags, limit) = match req.method {
+        Method::GET => {
+            let Some(m) = req.param("m") else { return error_reply(StatusCode::BAD_REQUEST, "Missing parameter <code>m</code>", "") };
+            match metric_and_tags(&m) {
+                Ok((metric, tags)) => (metric, tags, req.param("limit").and_then(|l| l.parse().ok()).unwrap_or(25usize)),
+                Err(e) => return error_reply(StatusCode::BAD_REQUEST, &e, ""),
+            }
+        }
+        Method::POST => {
+            let j: Json = match serde_json::from_slice(&req.body) {
+                Ok(j) => j,
+                Err(e) => return error_reply(StatusCode::BAD_REQUEST, "Unable to parse the given JSON", &e.to_string()),
+            };
+            let tags = j
+                .get("tags")
+                .and_then(|t| t.as_array())
+                .map(|a| {
+                    a.iter()
+                        .map(|t| {
+                            let g = |k: &str| t.get(k).and_then(|v| v.as_str()).unwrap_or("*").to_string();
+                            (g("key"), g("value"))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            (
+                j.get("metric").and_then(|m| m.as_str()).unwrap_or_default().to_string(),
+                tags,
+                j.get("limit").and_then(|l| l.as_u64()).unwrap_or(25) as usize,
+            )
+        }
+        ref m => return method_not_allowed(m),
+    };
+    let st = state.clone();
+    let started = std::time::Instant::now();
+    let (m2, t2) = (metric.clone(), tags.clone());
+    let res = blocking(move || lookup_series(&st, &m2, &t2, limit)).await;
+    match res {
+        Ok((results, total)) => json_reply(
+            StatusCode::OK,
+            json!({
+                "type": "LOOKUP",
+                "metric": if metric.is_empty() { "*".to_string() } else { metric },
+                "tags": tags.iter().map(|(k, v)| json!({"key": k, "value": v})).collect::<Vec<_>>(),
+                "limit": limit,
+                "time": started.elapsed().as_secs_f64() * 1000.0,
+                "results": results,
+                "startIndex": 0,
+                "totalResults": total,
+            })
+            .to_string(),
+        ),
+        Err(r) => r,
+    }
+}
+
+/// Distinct series of a metric (every hour) whose tags match `k=v` pairs (`*` on either side;
+/// pairs with the same key are ORed).
+fn lookup_series(st: &AppState, metric: &str, tags: &[(String, String)], limit: usize) -> Result<(Vec<Json>, usize), QueryError> {
+    let e = &st.query;
+    let layout = e.layout;
+    let m = if metric.is_empty() || metric == "*" { None } else { Some(e.uids.require_id(UidKind::Metric, metric)?.into_vec()) };
+    let mut seen = std::collections::HashSet::new();
+    let mut results = Vec::new();
+    let mut total = 0;
+    for salt in layout.salt_prefixes() {
+        let scan = match &m {
+            Some(m) => Scan {
+                start: layout.metric_start(&salt, m, 0),
+                stop: layout.metric_start(&salt, m, u32::MAX),
+                families: vec![b"t".to_vec()],
+                ..Default::default()
+            },
+            None => Scan { start: salt.clone(), families: vec![b"t".to_vec()], ..Default::default() },
+        };
+        for row in e.store.scan(&e.table, &scan)? {
+            let row = row?;
+            let Ok(rk) = layout.parse(&row.key) else { continue };
+            if rk.metric.iter().all(|&b| b == 0) {
+                continue; // global annotations
+            }
+            let tsuid = rk.tsuid();
+            if !seen.insert(tsuid.clone()) {
+                continue;
+            }
+            let mut named = Map::new();
+            let mut pairs = Vec::new();
+            for (k, v) in rk.tag_pairs() {
+                let (k, v): (String, String) = (e.uids.get_name(UidKind::Tagk, k)?.into(), e.uids.get_name(UidKind::Tagv, v)?.into());
+                pairs.push((k.clone(), v.clone()));
+                named.insert(k, json!(v));
+            }
+            let mut by_key: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+            for (k, v) in tags {
+                by_key.entry(k.as_str()).or_default().push(v.as_str());
+            }
+            let ok = by_key.iter().all(|(k, vals)| {
+                vals.iter().any(|v| pairs.iter().any(|(pk, pv)| (*k == "*" || pk == k) && (*v == "*" || pv == v)))
+            });
+            if !ok {
+                continue;
+            }
+            total += 1;
+            if results.len() < limit {
+                let metric_name: String = e.uids.get_name(UidKind::Metric, rk.metric)?.into();
+                results.push(json!({"tsuid": hex_upper(&tsuid), "metric": metric_name, "tags": named}));
+            }
+        }
+    }
+    Ok((results, total))
+}
+
+fn config(state: &AppState) -> Reply {
+    let c = &state.config;
+    let s = &c.storage;
+    let mut m: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+    let mut put = |k: &str, v: String| {
+        m.insert(k.to_string(), v);
+    };
+    put("tsd.network.bind", c.server.listen.clone());
+    put("tsd.storage.hbase.data_table", s.tables.data.clone());
+    put("tsd.storage.hbase.uid_table", s.tables.uid.clone());
+    put("tsd.storage.hbase.meta_table", s.tables.meta.clone());
+    put("tsd.storage.hbase.tree_table", s.tables.tree.clone());
+    put("tsd.storage.uid.width.metric", s.uid_width_metric.to_string());
+    put("tsd.storage.uid.width.tagk", s.uid_width_tagk.to_string());
+    put("tsd.storage.uid.width.tagv", s.uid_width_tagv.to_string());
+    put("tsd.storage.salt.width", s.salt_width.to_string());
+    put("tsd.storage.salt.buckets", s.salt_buckets.to_string());
+    put("tsd.storage.max_tags", c.limits.max_tags.to_string());
+    put("tsd.storage.fix_duplicates", "true".into());
+    put("tsd.storage.enable_compaction", "true".into());
+    put("tsd.core.auto_create_metrics", c.uid.auto_create_metrics.to_string());
+    put("tsd.core.auto_create_tagks", c.uid.auto_create_tagks.to_string());
+    put("tsd.core.auto_create_tagvs", c.uid.auto_create_tagvs.to_string());
+    put("tsd.core.tag.allow_specialchars", c.limits.allow_special_chars.clone());
+    put("tsd.http.query.allow_delete", c.query.allow_delete.to_string());
+    put("tsd.mode", "rw".into());
+    if let Ok(toml::Value::Table(t)) = toml::Value::try_from(c) {
+        flatten("tsgate", &toml::Value::Table(t), &mut m);
+    }
+    json_reply(StatusCode::OK, json!(m).to_string())
+}
+
+fn flatten(prefix: &str, v: &toml::Value, out: &mut std::collections::BTreeMap<String, String>) {
+    match v {
+        toml::Value::Table(t) => t.iter().for_each(|(k, v)| flatten(&format!("{prefix}.{k}"), v, out)),
+        toml::Value::String(s) => {
+            out.insert(prefix.to_string(), s.clone());
+        }
+        other => {
+            out.insert(prefix.to_string(), other.to_string());
+        }
+    }
+}
+
+fn filters() -> Reply {
+    let mut m = Map::new();
+    for f in FilterType::ALL {
+        let (d, e) = f.describe();
+        m.insert(f.name().into(), json!({"description": d, "examples": e}));
+    }
+    json_reply(StatusCode::OK, Json::Object(m).to_string())
+}

@@ -1,0 +1,223 @@
+//! The OpenTSDB query API over HTTP, on the worked examples of OpenTSDB's docs and tests.
+
+mod common;
+use common::*;
+use serde_json::{json, Value};
+
+const B: u64 = 1356998400;
+
+fn put(s: &Server, pts: &[(&str, u64, &str, &[(&str, &str)])]) {
+    let body: Vec<Value> = pts
+        .iter()
+        .map(|(m, t, v, tags)| {
+            let tags: serde_json::Map<String, Value> = tags.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+            json!({"metric": m, "timestamp": t, "value": v, "tags": tags})
+        })
+        .collect();
+    let (code, resp) = s.http("POST", "/api/put?sync", &Value::Array(body).to_string());
+    assert_eq!(code, 204, "{resp}");
+}
+
+fn get(s: &Server, path: &str) -> Value {
+    let (code, body) = s.http("GET", path, "");
+    assert_eq!(code, 200, "{path}: {body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+fn post(s: &Server, body: Value) -> Value {
+    let (code, resp) = s.http("POST", "/api/query", &body.to_string());
+    assert_eq!(code, 200, "{body}: {resp}");
+    serde_json::from_str(&resp).unwrap()
+}
+
+/// The aggregators page's two series: A every 20 s from +10, B every 20 s from +0.
+fn docs_data(s: &Server) {
+    let a: &[(&str, &str)] = &[("host", "a"), ("dc", "lga")];
+    let b: &[(&str, &str)] = &[("host", "b"), ("dc", "lga")];
+    let c: &[(&str, &str)] = &[("host", "c"), ("dc", "sjc"), ("extra", "x")];
+    put(
+        s,
+        &[
+            ("m", B + 10, "5", a),
+            ("m", B + 30, "15", a),
+            ("m", B + 50, "5", a),
+            ("m", B, "10", b),
+            ("m", B + 20, "20", b),
+            ("m", B + 40, "10", b),
+            ("m", B + 60, "20", b),
+            ("m", B + 3600, "1.5", c),
+        ],
+    );
+}
+
+fn dps(v: &Value) -> Vec<(String, Value)> {
+    v["dps"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+#[test]
+fn aggregation_grouping_and_filters() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    docs_data(&s);
+    let q = |m: &str| get(&s, &format!("/api/query?start={B}&end={}&m={m}", B + 100));
+
+    let sum = q("sum:m{dc=lga}");
+    assert_eq!(sum.as_array().unwrap().len(), 1);
+    assert_eq!(sum[0]["tags"], json!({"dc": "lga"}));
+    assert_eq!(sum[0]["aggregateTags"], json!(["host"]));
+    let vals: Vec<i64> = dps(&sum[0]).iter().map(|(_, v)| v.as_i64().unwrap()).collect();
+    assert_eq!(vals, vec![10, 20, 30, 30, 20, 20, 20]);
+    let zim: Vec<i64> = dps(&q("zimsum:m{dc=lga}")[0]).iter().map(|(_, v)| v.as_i64().unwrap()).collect();
+    assert_eq!(zim, vec![10, 5, 20, 15, 10, 5, 20]);
+
+    let by_host = q("sum:m{host=*}");
+    assert_eq!(by_host.as_array().unwrap().len(), 2, "c has no point in range");
+    assert_eq!(by_host[0]["tags"], json!({"dc": "lga", "host": "a"}));
+    assert_eq!(dps(&by_host[0]).len(), 3);
+
+    for (filter, hosts) in [
+        ("host=literal_or(a)", vec!["a"]),
+        ("host=iliteral_or(A|B)", vec!["a", "b"]),
+        ("host=not_literal_or(a)", vec!["b"]),
+        ("host=wildcard(*)", vec!["a", "b"]),
+        ("host=regexp(^[b-z])", vec!["b"]),
+    ] {
+        let r = q(&format!("none:m{{{filter}}}"));
+        let got: Vec<&str> = r.as_array().unwrap().iter().map(|x| x["tags"]["host"].as_str().unwrap()).collect();
+        assert_eq!(got, hosts, "{filter}");
+    }
+    // Second braces: filter without grouping.
+    let r = q("sum:m{}{host=literal_or(a|b)}");
+    assert_eq!(r.as_array().unwrap().len(), 1);
+    assert_eq!(r[0]["aggregateTags"], json!(["host"]));
+
+    // explicitTags: the series with an extra tag key is left out.
+    let wide = get(&s, &format!("/api/query?start={B}&end={}&m=sum:m{{host=*}}", B + 7200));
+    assert_eq!(wide.as_array().unwrap().len(), 3);
+    let explicit = post(
+        &s,
+        json!({"start": B, "end": B + 7200, "queries": [{"aggregator": "sum", "metric": "m", "explicitTags": true,
+               "filters": [{"type": "wildcard", "tagk": "host", "filter": "*", "groupBy": true},
+                           {"type": "wildcard", "tagk": "dc", "filter": "*", "groupBy": false}]}]}),
+    );
+    assert_eq!(explicit.as_array().unwrap().len(), 2);
+
+    // Errors as OpenTSDB words them.
+    let (code, body) = s.http("GET", &format!("/api/query?start={B}&m=sum:nope"), "");
+    assert_eq!(code, 400);
+    assert!(body.contains("No such name for 'metrics': 'nope'"), "{body}");
+    let (code, body) = s.http("GET", &format!("/api/query?start={B}&m=sum:m{{host=zz}}"), "");
+    assert_eq!(code, 400);
+    assert!(body.contains("No such name for 'tagv': 'zz'"), "{body}");
+    let (code, body) = s.http("GET", &format!("/api/query?start={B}&m=sum:m{{nokey=a}}"), "");
+    assert_eq!(code, 400);
+    assert!(body.contains("No such name for 'tagk': 'nokey'"), "{body}");
+    assert_eq!(s.http("GET", "/api/query?m=sum:m", "").0, 400);
+    let (code, body) = s.http("GET", &format!("/api/query?start={}&end={B}&m=sum:m", B + 10), "");
+    assert_eq!(code, 400);
+    assert!(body.contains("must be greater than or equal to the start time"), "{body}");
+}
+
+#[test]
+fn downsampling_rate_and_output_forms() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    // TestTsdbQueryDownsample: 1..300 every 30 s from 1356998430.
+    let pts: Vec<(u64, String)> = (0..300).map(|i| (B + 30 + 30 * i, (i + 1).to_string())).collect();
+    let tags: &[(&str, &str)] = &[("host", "web01")];
+    let batch: Vec<(&str, u64, &str, &[(&str, &str)])> = pts.iter().map(|(t, v)| ("ds", *t, v.as_str(), tags)).collect();
+    put(&s, &batch);
+    let end = B + 43200;
+    let r = post(&s, json!({"start": B, "end": end, "queries": [{"aggregator": "sum", "metric": "ds", "downsample": "1m-avg"}]}));
+    let d = dps(&r[0]);
+    assert_eq!(d.len(), 151);
+    assert_eq!(d[0], (B.to_string(), json!(1.0)));
+    assert_eq!(d[1].1, json!(2.5));
+    assert_eq!(d[150].1, json!(300.0));
+    let all = post(&s, json!({"start": B, "end": end, "queries": [{"aggregator": "sum", "metric": "ds", "downsample": "0all-sum"}]}));
+    assert_eq!(dps(&all[0]), vec![(B.to_string(), json!(45150.0))]);
+    let rate = get(&s, &format!("/api/query?start={B}&end={end}&m=sum:rate:ds"));
+    let rd = dps(&rate[0]);
+    assert_eq!(rd.len(), 299);
+    assert_eq!(rd[0].0, (B + 60).to_string());
+    assert!((rd[0].1.as_f64().unwrap() - 1.0 / 30.0).abs() < 1e-12);
+
+    // Fill policies over an empty stretch: null (arrays form) and zero.
+    let filled = get(&s, &format!("/api/query?start={B}&end={}&m=sum:2m-sum-null:ds&arrays=true", B + 11000));
+    let arr = filled[0]["dps"].as_array().unwrap();
+    assert!(arr.iter().any(|p| p[1].is_null()), "buckets after the data are null");
+    assert_eq!(arr[0], json!([B, 6.0]), "1+2+3 in the first two minutes");
+    let ms = get(&s, &format!("/api/query?start={B}&end={}&m=sum:ds&ms&show_tsuids&show_query", B + 60));
+    assert_eq!(dps(&ms[0])[0].0, ((B + 30) * 1000).to_string());
+    assert_eq!(ms[0]["tsuids"], json!(["000001000001000001"]));
+    assert_eq!(ms[0]["query"]["index"], 0);
+    let by_tsuid = get(&s, &format!("/api/query?start={B}&end={}&tsuid=sum:000001000001000001", B + 60));
+    assert_eq!(dps(&by_tsuid[0]).len(), 2);
+    let summary = post(&s, json!({"start": B, "end": B + 60, "showSummary": true, "queries": [{"aggregator": "sum", "metric": "ds"}]}));
+    assert!(summary.as_array().unwrap().last().unwrap()["statsSummary"].is_object());
+}
+
+#[test]
+fn suggest_lookup_last_and_listings() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    docs_data(&s);
+    put(&s, &[("mem.free", B, "7", &[("host", "a")]), ("mem.used", B, "8", &[("host", "a")])]);
+    assert_eq!(get(&s, "/api/suggest?type=metrics&q=mem"), json!(["mem.free", "mem.used"]));
+    assert_eq!(get(&s, "/api/suggest?type=metrics&q=mem&max=1"), json!(["mem.free"]));
+    assert_eq!(get(&s, "/api/suggest?type=tagk&q="), json!(["dc", "extra", "host"]));
+    assert_eq!(get(&s, "/api/suggest?type=tagv&q=s"), json!(["sjc"]));
+    let (code, body) = s.http("GET", "/api/suggest?type=bogus", "");
+    assert_eq!(code, 400);
+    assert!(body.contains("Invalid 'type' parameter:bogus"));
+    let (code, _) = s.http("POST", "/api/suggest", r#"{"type":"metrics","q":"m"}"#);
+    assert_eq!(code, 200);
+
+    let l = get(&s, "/api/search/lookup?m=m{host=*}&limit=1000");
+    assert_eq!(l["type"], "LOOKUP");
+    assert_eq!(l["totalResults"], 3);
+    let hosts: Vec<&str> = l["results"].as_array().unwrap().iter().map(|r| r["tags"]["host"].as_str().unwrap()).collect();
+    assert_eq!(hosts.len(), 3);
+    let l = get(&s, "/api/search/lookup?m=m{dc=sjc}");
+    assert_eq!(l["results"][0]["tags"], json!({"dc": "sjc", "extra": "x", "host": "c"}));
+
+    let last = get(&s, "/api/query/last?timeseries=m{host=a}&resolve");
+    assert_eq!(last[0]["timestamp"], json!((B + 50) * 1000));
+    assert_eq!(last[0]["value"], "5");
+    assert_eq!(last[0]["metric"], "m");
+    assert_eq!(last[0]["tags"]["host"], "a");
+    let last = get(&s, "/api/query/last?timeseries=m{host=c}");
+    assert_eq!(last[0]["value"], "1.5");
+    assert!(last[0].get("metric").is_none());
+
+    let aggs = get(&s, "/api/aggregators");
+    for a in ["sum", "zimsum", "avg", "dev", "none", "p99", "ep999r7", "mult", "squareSum"] {
+        assert!(aggs.as_array().unwrap().contains(&json!(a)), "{a}");
+    }
+    let f = get(&s, "/api/config/filters");
+    let mut keys: Vec<&String> = f.as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["iliteral_or", "iwildcard", "literal_or", "not_iliteral_or", "not_key", "not_literal_or", "regexp", "wildcard"]);
+    let c = get(&s, "/api/config");
+    assert_eq!(c["tsd.storage.hbase.data_table"], "tsdb");
+}
+
+#[test]
+fn delete_only_when_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = json!({"start": B, "end": B + 25, "delete": true, "queries": [{"aggregator": "sum", "metric": "m", "tags": {"host": "b"}}]});
+    let s = Server::start(&dir.path().join("d1"));
+    docs_data(&s);
+    let (code, resp) = s.http("POST", "/api/query", &body.to_string());
+    assert_eq!(code, 400);
+    assert!(resp.contains("allow_delete"), "{resp}");
+    drop(s);
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(&cfg, "[query]\nallow_delete = true\n").unwrap();
+    let s = Server::start_with(&dir.path().join("d2"), Some(&cfg));
+    docs_data(&s);
+    let deleted = post(&s, body);
+    assert_eq!(dps(&deleted[0]).len(), 2, "the deleted points are returned once");
+    let left = get(&s, &format!("/api/query?start={B}&end={}&m=sum:m{{host=b}}", B + 100));
+    assert_eq!(dps(&left[0]).iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(), vec![(B + 40).to_string(), (B + 60).to_string()]);
+}

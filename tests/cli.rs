@@ -97,3 +97,24 @@ fn fsck_finds_and_fixes_bad_and_duplicate_cells() {
 fn hex(s: &str) -> Vec<u8> {
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }
+
+#[test]
+fn query_verb_prints_lines_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let mut t = s.telnet();
+    t.send("put q.m 1356998400 1 host=a\nput q.m 1356998400 2 host=b\nput q.m 1356998460 4 host=a\n");
+    t.sync();
+    s.stop();
+    let o = tsgate(&["query", "--data-dir", d(dir.path()), "--start", "1356998400", "--end", "1356998500", "sum:q.m"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(stdout(&o), "q.m 1356998400 3\nq.m 1356998460 4\n");
+    let o = tsgate(&["query", "--data-dir", d(dir.path()), "--start", "1356998400", "--end", "1356998500", "none:q.m{host=b}"]);
+    assert_eq!(stdout(&o), "q.m 1356998400 2 host=b\n");
+    let o = tsgate(&["query", "--data-dir", d(dir.path()), "--start", "2013/01/01-00:00:00", "--end", "1356998500", "--json", "sum:1m-sum:q.m{host=a}"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v[0]["dps"], serde_json::json!({"1356998400": 1.0, "1356998460": 4.0}));
+    let o = tsgate(&["query", "--data-dir", d(dir.path()), "--start", "1356998400", "sum:nope"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("No such name for 'metrics': 'nope'"));
+}

@@ -2,6 +2,7 @@
 
 pub mod fsck;
 pub mod import;
+pub mod query;
 pub mod scan;
 pub mod uid;
 
@@ -69,6 +70,8 @@ pub enum Command {
     Import(import::ImportArgs),
     /// Check the tables for bad or duplicate cells; repair with --fix.
     Fsck(fsck::FsckArgs),
+    /// Run a query (`m=` syntax) against the data directory (server must be stopped).
+    Query(query::QueryArgs),
 }
 
 fn init_logging(level: &str) {
@@ -107,6 +110,10 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Fsck(args) => {
             init_logging(&args.common.log_level);
             fsck::run(&args)
+        }
+        Command::Query(args) => {
+            init_logging(&args.common.log_level);
+            query::run(&args)
         }
     }
 }

@@ -23,6 +23,7 @@ pub async fn route(state: &Arc<AppState>, req: Request) -> Reply {
     };
     match path.as_str() {
         "/api/put" => put(state, req).await,
+        p if super::opentsdb_meta::handles(p) => super::opentsdb_meta::route(state, req, p).await,
         "/api/query" => query(state, req).await,
         "/api/version" => version(),
         "/api/stats" => stats(state),

@@ -223,6 +223,9 @@ pub fn delete(store: &dyn Store, layout: &KeyLayout, table: &str, tsuid: &[u8], 
     Ok(())
 }
 
+/// Called with (row key, qualifier, note).
+type NoteVisitor<'a> = &'a mut dyn FnMut(&[u8], &[u8], Annotation);
+
 /// Visits every note of a series (or the globals, `tsuid` empty) whose start lies in
 /// `[start_ms, end_ms]`: rows from the start hour to the end hour, annotation columns only.
 fn visit(
@@ -232,7 +235,7 @@ fn visit(
     tsuid: &[u8],
     start_ms: u64,
     end_ms: u64,
-    f: &mut dyn FnMut(&[u8], &[u8], Annotation),
+    f: NoteVisitor<'_>,
 ) -> Result<(), StoreError> {
     let first = row_key(layout, tsuid, start_ms / 1000);
     let last_base = (base_time(end_ms / 1000) as u64 + ROW_SPAN).min(u32::MAX as u64 - ROW_SPAN + 1);

@@ -29,6 +29,8 @@ pub fn esc(s: &str) -> String {
     o
 }
 
+type Entry = (String, Option<String>);
+
 /// A string map in the order its keys arrived (JSON document order). Values may be null.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StrMap(pub Vec<(String, Option<String>)>);
@@ -53,7 +55,7 @@ impl StrMap {
         while self.0.len() as f64 > cap as f64 * 0.75 {
             cap *= 2;
         }
-        let mut v: Vec<(usize, usize, &(String, Option<String>))> = self
+        let mut v: Vec<(usize, usize, &Entry)> = self
             .0
             .iter()
             .enumerate()

@@ -150,7 +150,10 @@ impl TsMeta {
     }
 }
 
-fn read(ctx: &MetaCtx, tsuid: &[u8]) -> MetaResult<(Option<(TsMeta, Vec<u8>)>, u64, i64)> {
+/// The stored TSMeta with its JSON bytes (the CAS token), lastReceived and the counter.
+type ReadMeta = (Option<(TsMeta, Vec<u8>)>, u64, i64);
+
+fn read(ctx: &MetaCtx, tsuid: &[u8]) -> MetaResult<ReadMeta> {
     let cells = ctx.store.get(&ctx.tables.meta, tsuid, &[META_FAMILY])?;
     let mut meta = None;
     let (mut last, mut total) = (0, 0);
@@ -168,7 +171,7 @@ fn read(ctx: &MetaCtx, tsuid: &[u8]) -> MetaResult<(Option<(TsMeta, Vec<u8>)>, u
 /// The UIDMetas of a TSUID's metric and tags (names resolved, metas loaded).
 pub fn uid_metas(ctx: &MetaCtx, tsuid: &[u8]) -> MetaResult<(UidMeta, Vec<UidMeta>)> {
     let l = &ctx.layout;
-    if tsuid.len() < l.metric_width || (tsuid.len() - l.metric_width) % l.tag_width() != 0 {
+    if tsuid.len() < l.metric_width || !(tsuid.len() - l.metric_width).is_multiple_of(l.tag_width()) {
         return Err(MetaError::bad(format!("Invalid TSUID: {}", hex_upper(tsuid))));
     }
     let metric = uidmeta::load(ctx, UidKind::Metric, &tsuid[..l.metric_width])?;

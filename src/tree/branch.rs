@@ -157,7 +157,7 @@ fn parse_branch(tree_id: u16, v: &[u8]) -> Option<BranchView> {
 fn leaf_names(ctx: &MetaCtx, tsuid_hex: &str) -> (String, Option<StrMap>) {
     let Some(t) = crate::schema::parse_hex(tsuid_hex) else { return (String::new(), None) };
     let l = &ctx.layout;
-    if t.len() < l.metric_width || (t.len() - l.metric_width) % l.tag_width() != 0 {
+    if t.len() < l.metric_width || !(t.len() - l.metric_width).is_multiple_of(l.tag_width()) {
         return (String::new(), None);
     }
     let metric = ctx.uids.get_name(UidKind::Metric, &t[..l.metric_width]).map(|n| n.to_string()).unwrap_or_default();
@@ -179,7 +179,7 @@ pub fn bytes_regex(b: &[u8]) -> String {
 /// One branch with its direct children (their `branch` columns only) and its own leaves
 /// (with metric and tag names), as `/api/tree/branch` shows it. `None` when absent.
 pub fn fetch(ctx: &MetaCtx, id: &[u8]) -> MetaResult<Option<BranchView>> {
-    if id.len() < 2 || (id.len() - 2) % 4 != 0 {
+    if id.len() < 2 || !(id.len() - 2).is_multiple_of(4) {
         return Err(MetaError::bad(format!("Invalid branch ID: {}", hex_upper(id))));
     }
     let tree_id = u16::from_be_bytes([id[0], id[1]]);

@@ -377,7 +377,8 @@ mod tests {
     fn unit_test_tree_table() {
         let meta = test_meta("web-01.lga.mysite.com");
         let r = |l: i32, o: i32| (l, o);
-        let cases: Vec<(&str, Tree, Option<(&str, &str, usize)>)> = vec![
+        type Case<'a> = (&'a str, Tree, Option<(&'a str, &'a str, usize)>);
+        let cases: Vec<Case> = vec![
             ("defaults", test_tree(), Some(("00010001A2460001CB54247F72020001BECD000181A800000030", "user", 7))),
             (
                 "L3 separator removed",

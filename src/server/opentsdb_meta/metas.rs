@@ -86,7 +86,7 @@ pub fn tsmeta(st: &AppState, req: &Request) -> HResult {
             let mut upd: TsMetaUpdate = if has_content(req) {
                 json_body(req)?
             } else {
-                let num = |k: &str| req.param(k).map(|v| serde_json::Value::String(v));
+                let num = |k: &str| req.param(k).map(serde_json::Value::String);
                 TsMetaUpdate {
                     tsuid: req.param("tsuid"),
                     display_name: req.param("display_name"),

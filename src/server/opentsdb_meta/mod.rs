@@ -182,7 +182,10 @@ pub fn tsuid_list(s: &str) -> Result<Vec<Vec<u8>>, HttpError> {
 }
 
 /// `metric{k=v,k2=*}` → metric and tag pairs (`None` value = any).
-pub fn parse_m(s: &str) -> Result<(String, Vec<(String, Option<String>)>), HttpError> {
+/// Tag key and value (`None` = `*`).
+pub type TagSpec = (String, Option<String>);
+
+pub fn parse_m(s: &str) -> Result<(String, Vec<TagSpec>), HttpError> {
     let Some(open) = s.find('{') else { return Ok((s.trim().to_string(), Vec::new())) };
     let close = s.rfind('}').filter(|&c| c > open).ok_or_else(|| HttpError::bad(format!("Missing '}}' at the end of: {s}")))?;
     let mut tags = Vec::new();

@@ -39,6 +39,10 @@ const TSUID: &str = "000001000001000001";
 fn annotations_round_trip_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
     let s = Server::start(dir.path());
+    // Data in the note's row: compaction must leave the annotation cell alone.
+    let mut t = s.telnet();
+    t.send("put sys.cpu.user 1388450562 1 host=web01\nput sys.cpu.user 1388450570 2 host=web01\n");
+    assert!(t.sync().is_empty());
 
     let note = json!({"tsuid": TSUID, "startTime": 1388450562, "endTime": 1419984000,
                       "description": "Hello!", "notes": "My Notes", "custom": {"owner": "jdoe", "dept": "ops"}});
@@ -100,11 +104,21 @@ fn annotations_round_trip_byte_for_byte() {
     let (code, body) = s.http("GET", "/api/annotation?start_time=1328140800", "");
     assert_eq!(code, 404);
     assert!(body.contains("Unable to locate annotation in storage"));
+    let v = s.wait_points("/api/query?start=1388448000&end=1388451600&m=sum:sys.cpu.user", 2);
+    assert_eq!(v[0]["dps"], json!({"1388450562": 1, "1388450570": 2}));
     s.stop();
 
     // The cells: data row of the note's hour, qualifier 01 0A02, OpenTSDB's JSON field order.
     let stored = r#"{"tsuid":"000001000001000001","startTime":1388450562,"endTime":0,"description":"replaced","notes":"","custom":null}"#;
-    assert_eq!(scan(dir.path(), "data"), vec![format!("tsdb 00000152c20900000001000001 t:010a02 {}", hex(stored))]);
+    assert_eq!(
+        scan(dir.path(), "data"),
+        vec![
+            format!("tsdb 00000152c20900000001000001 t:010a02 {}", hex(stored)),
+            "tsdb 00000152c20900000001000001 t:a020a0a0 010200".to_string(),
+        ]
+    );
+    let o = tsgate(&["fsck", "--data-dir", dir.path().to_str().unwrap()]);
+    assert!(o.status.success() && stdout(&o).contains("problems=0"), "fsck: {}", stdout(&o));
 }
 
 #[test]

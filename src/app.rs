@@ -58,6 +58,7 @@ pub fn writer_config(cfg: &Config) -> WriterConfig {
         buffer_max_points: cfg.write.buffer_max_points,
         compaction_delay: Duration::from_millis(cfg.write.compaction_delay_ms),
         queue_depth: 64,
+        ts_counter: None,
     }
 }
 
@@ -80,12 +81,16 @@ impl Node {
         }
         let uids = uid_core(&cfg, store.clone());
         let resolver = Arc::new(SeriesResolver::new(uids.clone()));
+        let meta = crate::meta::MetaService::start(&cfg, store.clone(), uids.clone(), &resolver)?;
+        let mut wcfg = writer_config(&cfg);
+        wcfg.ts_counter = meta.ts_counter.clone();
         let (writer, threads) =
-            Writer::start(&cfg.data_dir, store.clone(), &table, layout, &writer_config(&cfg), tokio::runtime::Handle::current())?;
+            Writer::start(&cfg.data_dir, store.clone(), &table, layout, &wcfg, tokio::runtime::Handle::current())?;
         let state = Arc::new(AppState {
             ingest: Ingest { resolver: resolver.clone(), writer },
             query: QueryEngine { store, uids, layout, table, allow_delete: cfg.query.allow_delete },
             resolver,
+            meta,
             limits: limits(&cfg),
             config: cfg,
             stats: Default::default(),

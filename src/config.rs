@@ -16,6 +16,8 @@ pub struct Config {
     pub write: WriteConfig,
     pub limits: LimitsConfig,
     pub query: QueryConfig,
+    pub meta: MetaConfig,
+    pub tree: TreeConfig,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Default)]
@@ -87,6 +89,28 @@ pub struct LimitsConfig {
     pub allow_special_chars: String,
 }
 
+/// Metadata writes (OpenTSDB's `tsd.core.meta.*`); all off by default, as in OpenTSDB.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetaConfig {
+    /// `tsd.core.meta.enable_realtime_uid`: UIDMeta rows for the UIDs of new series.
+    pub enable_realtime_uid: bool,
+    /// `tsd.core.meta.enable_realtime_ts`: a TSMeta row for every new series (needs tracking).
+    pub enable_realtime_ts: bool,
+    /// `tsd.core.meta.enable_tsuid_tracking`: maintain `ts_ctr` in tsdb-meta.
+    pub enable_tsuid_tracking: bool,
+    /// `tsd.core.meta.enable_tsuid_incrementing`: `ts_ctr` counts points instead of being a marker.
+    pub enable_tsuid_incrementing: bool,
+}
+
+/// Trees (OpenTSDB's `tsd.core.tree.*`).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct TreeConfig {
+    /// `tsd.core.tree.enable_processing`: run new series through the enabled trees.
+    pub enable_processing: bool,
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -97,6 +121,8 @@ impl Default for Config {
             write: WriteConfig::default(),
             limits: LimitsConfig::default(),
             query: QueryConfig::default(),
+            meta: MetaConfig::default(),
+            tree: TreeConfig::default(),
         }
     }
 }

@@ -41,10 +41,15 @@ impl PartialEq for SeriesKey {
 
 impl Eq for SeriesKey {}
 
+/// Told the TSUID of every series this process resolves for the first time (realtime
+/// metadata and tree processing listen here; a cache hit never calls it).
+pub type NewSeriesHook = Box<dyn Fn(&[u8]) + Send + Sync>;
+
 pub struct SeriesResolver {
     uids: Arc<UidCore>,
     /// Canonical series text (metric, then tags sorted by key) → series.
     cache: DashMap<Box<[u8]>, Series, ahash::RandomState>,
+    new_series: std::sync::OnceLock<NewSeriesHook>,
 }
 
 thread_local! {
@@ -83,7 +88,12 @@ fn push_tag(out: &mut Vec<u8>, (k, v): (&str, &str)) {
 
 impl SeriesResolver {
     pub fn new(uids: Arc<UidCore>) -> SeriesResolver {
-        SeriesResolver { uids, cache: DashMap::with_hasher(ahash::RandomState::new()) }
+        SeriesResolver { uids, cache: DashMap::with_hasher(ahash::RandomState::new()), new_series: std::sync::OnceLock::new() }
+    }
+
+    /// Installs the new-series hook (once).
+    pub fn set_new_series_hook(&self, hook: NewSeriesHook) {
+        let _ = self.new_series.set(hook);
     }
 
     pub fn uids(&self) -> &Arc<UidCore> {
@@ -121,6 +131,9 @@ impl SeriesResolver {
         let mut key = Vec::new();
         canonical(metric, tags, &mut key);
         self.cache.insert(key.into_boxed_slice(), series.clone());
+        if let Some(hook) = self.new_series.get() {
+            hook(&series.tsuid);
+        }
         Ok(series)
     }
 

@@ -23,6 +23,7 @@ pub async fn route(state: &Arc<AppState>, req: Request) -> Reply {
         "/api/query" | "/api/query/last" | "/api/suggest" | "/api/search/lookup" | "/api/config" | "/api/config/filters" => {
             super::opentsdb_query::route(state, &path, req).await
         }
+        p if super::opentsdb_meta::handles(p) => super::opentsdb_meta::route(state, req, p).await,
         "/api/version" => version(),
         "/api/stats" => stats(state),
         "/api/uid/assign" => uid_assign(state, req).await,

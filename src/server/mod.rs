@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod http;
+pub mod opentsdb_meta;
 pub mod opentsdb_query;
 pub mod telnet;
 
@@ -21,6 +22,8 @@ pub struct AppState {
     pub ingest: Ingest,
     pub query: QueryEngine,
     pub resolver: Arc<SeriesResolver>,
+    /// Annotations, UID/TS metadata and trees.
+    pub meta: Arc<crate::meta::MetaService>,
     pub limits: Limits,
     pub config: crate::config::Config,
     pub stats: Stats,

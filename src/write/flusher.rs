@@ -31,6 +31,8 @@ pub struct Flusher {
     pub wal_dir: PathBuf,
     /// How long a closed row must go without writes before it is compacted.
     pub compaction_delay: Duration,
+    /// Keeps `ts_ctr` per series: one store call per series per flush, not per point.
+    pub ts_counter: Option<std::sync::Arc<crate::meta::counter::TsCounter>>,
 }
 
 const MUTATE_CHUNK: usize = 4096;
@@ -49,6 +51,15 @@ fn now_s() -> u64 {
 /// OpenTSDB compacts a row once its hour ended more than a second ago.
 pub fn hour_closed(base: u32, now: u64) -> bool {
     base as u64 + ROW_SPAN < now
+}
+
+/// Points received per series in a buffer (before duplicates are settled: every write counts).
+fn series_counts(buffer: &Buffer) -> Vec<(crate::series::Series, u64)> {
+    let mut m: HashMap<crate::series::Series, u64, ahash::RandomState> = HashMap::default();
+    for ((series, _), points) in &buffer.rows {
+        *m.entry(series.clone()).or_default() += points.len() as u64;
+    }
+    m.into_iter().collect()
 }
 
 impl Flusher {
@@ -95,6 +106,7 @@ impl Flusher {
         pending: &mut HashMap<Vec<u8>, (u32, Instant)>,
     ) -> Result<(), WriteError> {
         let now = Instant::now();
+        let counts = self.ts_counter.as_ref().map(|_| series_counts(&buffer));
         // On a store failure keep retrying: the points are in the WAL, and nothing newer may
         // be acknowledged as flushed before them.
         let mut delay = Duration::from_millis(100);
@@ -110,6 +122,13 @@ impl Flusher {
         };
         for (row, base) in touched {
             pending.insert(row, (base, now));
+        }
+        if let (Some(c), Some(counts)) = (&self.ts_counter, counts) {
+            let counts: Vec<(&[u8], u64)> = counts.iter().map(|(s, n)| (&s.tsuid[..], *n)).collect();
+            // Metadata is best effort: a failure here must not hold up the data.
+            if let Err(e) = c.record(&counts) {
+                tracing::warn!(error = %e, "ts_ctr update failed");
+            }
         }
         self.store.flush()?;
         super::wal::remove_upto(&self.wal_dir, wal_upto).map_err(|e| WriteError::Wal(e.to_string()))?;

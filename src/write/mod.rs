@@ -40,6 +40,8 @@ pub struct WriterConfig {
     pub compaction_delay: Duration,
     /// Submissions queued per shard before writers wait.
     pub queue_depth: usize,
+    /// `ts_ctr` maintenance (tsdb-meta), when tracking is on.
+    pub ts_counter: Option<Arc<crate::meta::counter::TsCounter>>,
 }
 
 /// The handle protocol handlers write through. Cheap to clone.
@@ -75,6 +77,7 @@ pub fn recover(data_dir: &Path, store: &SharedStore, table: &str, layout: KeyLay
         layout,
         wal_dir: root.clone(),
         compaction_delay: Duration::ZERO,
+        ts_counter: None,
     };
     for dir in dirs {
         let mut buffer = shard::Buffer::default();
@@ -134,6 +137,7 @@ impl Writer {
                 layout,
                 wal_dir: dir.clone(),
                 compaction_delay: cfg.compaction_delay,
+                ts_counter: cfg.ts_counter.clone(),
             };
             let scfg = shard::ShardConfig {
                 flush_interval: cfg.flush_interval,

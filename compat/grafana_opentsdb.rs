@@ -101,6 +101,8 @@ fn legacy_frontend_query_with_object_dps() {
     let dir = tempfile::tempdir().unwrap();
     let s = Server::start(dir.path());
     seed(&s);
+    // An annotation panel reads `description` and `startTime` of global and series notes.
+    ok(&s, "POST", "/api/annotation", &json!({"startTime": B + 600, "description": "release 1.2"}).to_string());
     // The legacy frontend omits `end` for "now" and asks for global annotations.
     let r = ok(&s, "POST", "/api/query", &json!({"start": B * 1000, "queries": [
         {"metric": "cpu.usage_user", "aggregator": "sum", "downsample": "10m-max", "tags": {"dc": "sjc"}}],
@@ -110,6 +112,8 @@ fn legacy_frontend_query_with_object_dps() {
     let lens: Vec<usize> = dps.keys().map(|k| k.len()).collect();
     assert!(lens.iter().all(|&l| l == 10), "second keys of one width sort right as strings");
     assert!(dps.values().all(|v| v.as_f64().is_some_and(f64::is_finite)));
+    assert_eq!(r[0]["globalAnnotations"][0]["description"], "release 1.2");
+    assert_eq!(r[0]["globalAnnotations"][0]["startTime"], B + 600);
     // Unknown metric: OpenTSDB's 400 and message, which Grafana shows.
     let (code, body) = s.http("POST", "/api/query", &json!({"start": B, "queries": [{"metric": "nope", "aggregator": "sum"}]}).to_string());
     assert_eq!(code, 400);

@@ -221,3 +221,26 @@ fn delete_only_when_allowed() {
     let left = get(&s, &format!("/api/query?start={B}&end={}&m=sum:m{{host=b}}", B + 100));
     assert_eq!(dps(&left[0]).iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(), vec![(B + 40).to_string(), (B + 60).to_string()]);
 }
+
+#[test]
+fn annotations_come_back_with_query_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    docs_data(&s);
+    let tsuid = get(&s, &format!("/api/query?start={B}&end={}&m=sum:m{{host=a}}&show_tsuids", B + 100))[0]["tsuids"][0].clone();
+    let (code, body) = s.http("POST", "/api/annotation", &json!({"tsuid": tsuid, "startTime": B + 15, "description": "deploy"}).to_string());
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = s.http("POST", "/api/annotation", &json!({"startTime": B + 20, "description": "outage"}).to_string());
+    assert_eq!(code, 200, "{body}");
+    let r = post(&s, json!({"start": B, "end": B + 100, "globalAnnotations": true,
+                            "queries": [{"aggregator": "sum", "metric": "m", "tags": {"host": "*"}}]}));
+    let a = r.as_array().unwrap().iter().find(|x| x["tags"]["host"] == "a").unwrap();
+    assert_eq!(a["annotations"][0]["description"], "deploy");
+    assert_eq!(a["annotations"][0]["startTime"], B + 15);
+    assert_eq!(a["globalAnnotations"][0]["description"], "outage");
+    let b = r.as_array().unwrap().iter().find(|x| x["tags"]["host"] == "b").unwrap();
+    assert!(b.get("annotations").is_none());
+    let quiet = post(&s, json!({"start": B, "end": B + 100, "noAnnotations": true,
+                                "queries": [{"aggregator": "sum", "metric": "m", "tags": {"host": "a"}}]}));
+    assert!(quiet[0].get("annotations").is_none() && quiet[0].get("globalAnnotations").is_none());
+}

@@ -47,6 +47,8 @@ pub struct ResultSeries {
     pub dps: Vec<(u64, Num)>,
     /// Fill policy `null`: NaN is written as JSON null.
     pub nan_as_null: bool,
+    /// The notes stored in the rows of the group's series, in time order.
+    pub annotations: Vec<crate::meta::annotation::Annotation>,
 }
 
 /// Counts for `showSummary`.
@@ -73,6 +75,7 @@ struct SeriesState {
     tags: BTreeMap<String, String>,
     raw: Vec<(u64, Num)>,
     ds: Option<Downsampler>,
+    notes: Vec<crate::meta::annotation::Annotation>,
 }
 
 impl QueryEngine {
@@ -159,6 +162,7 @@ impl QueryEngine {
                                 tsuid: tsuid.clone(),
                                 tags,
                                 raw: Vec::new(),
+                                notes: Vec::new(),
                                 ds: sq.downsample.clone().map(|d| Downsampler::new(Buckets::new(d, tz, q.start_ms))),
                             });
                             states.len() - 1
@@ -179,6 +183,14 @@ impl QueryEngine {
                     )));
                 }
                 let st = &mut states[idx];
+                // Annotations live in the same rows: read them on the way (OpenTSDB does too).
+                for (_, v) in &merged.annotations {
+                    if let Ok(a) = crate::meta::annotation::Annotation::from_storage(v) {
+                        if (q.start_ms..=q.end_ms).contains(&a.start_ms()) {
+                            st.notes.push(a);
+                        }
+                    }
+                }
                 let mut in_range = 0;
                 for p in &merged.points {
                     let ts = p.timestamp_ms(rk.base);
@@ -211,9 +223,9 @@ impl QueryEngine {
                 if sq.rate {
                     points = downsample::rate(&points, &sq.rate_options.clone().unwrap_or_default());
                 }
-                Series { tsuid: s.tsuid, tags: s.tags, points }
+                Series { tsuid: s.tsuid, tags: s.tags, points, notes: s.notes }
             })
-            .filter(|s| !s.points.is_empty())
+            .filter(|s| !s.points.is_empty() || !s.notes.is_empty())
             .collect())
     }
 
@@ -353,6 +365,7 @@ pub struct Series {
     pub tsuid: Vec<u8>,
     pub tags: BTreeMap<String, String>,
     pub points: Vec<(u64, Num)>,
+    pub notes: Vec<crate::meta::annotation::Annotation>,
 }
 
 /// Groups series by the values of their group-by tag keys and aggregates each group.
@@ -382,7 +395,9 @@ pub fn group_and_aggregate(sq: &SubQuery, series: Vec<Series>, start_ms: u64, en
             if !all && sq.downsample.is_none() {
                 dps.retain(|(t, _)| *t >= start_ms && *t <= end_ms);
             }
-            ResultSeries { index: sq.index, metric: sq.metric.clone(), tags, aggregate_tags, tsuids, dps, nan_as_null }
+            let mut annotations: Vec<_> = members.iter().flat_map(|s| s.notes.iter().cloned()).collect();
+            annotations.sort_by_key(|a| a.start_ms());
+            ResultSeries { index: sq.index, metric: sq.metric.clone(), tags, aggregate_tags, tsuids, dps, nan_as_null, annotations }
         })
         .collect()
 }

@@ -39,10 +39,9 @@ pub fn query_echo(sq: &SubQuery) -> Json {
     })
 }
 
-/// Annotations to attach: per result index, local ones; and the global ones.
+/// What a query adds besides its series: the global annotations in range.
 #[derive(Default)]
 pub struct Extras {
-    pub annotations: Vec<Vec<Json>>,
     pub global: Vec<Json>,
 }
 
@@ -59,8 +58,8 @@ pub fn render(q: &Query, series: &[ResultSeries], summary: &Summary, extras: &Ex
         if q.flags.show_tsuids {
             let _ = write!(s, ",\"tsuids\":{}", json!(r.tsuids));
         }
-        if let Some(a) = extras.annotations.get(i).filter(|a| !a.is_empty() && !q.flags.no_annotations) {
-            let _ = write!(s, ",\"annotations\":{}", Json::Array(a.clone()));
+        if !r.annotations.is_empty() && !q.flags.no_annotations {
+            let _ = write!(s, ",\"annotations\":{}", json!(r.annotations));
         }
         if q.flags.global_annotations && !extras.global.is_empty() {
             let _ = write!(s, ",\"globalAnnotations\":{}", Json::Array(extras.global.clone()));

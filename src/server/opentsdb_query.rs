@@ -67,8 +67,16 @@ async fn query(state: &Arc<AppState>, req: Request) -> Reply {
     let started = std::time::Instant::now();
     let res = blocking(move || {
         let (series, summary) = st.query.run(&q)?;
+        let mut extras = Extras::default();
+        if q.flags.global_annotations {
+            let e = &st.query;
+            extras.global = crate::meta::annotation::scan_global(e.store.as_ref(), &e.layout, &e.table, q.start_ms, q.end_ms)?
+                .into_iter()
+                .map(|a| serde_json::to_value(a).unwrap_or_default())
+                .collect();
+        }
         let elapsed = started.elapsed().as_secs_f64() * 1000.0;
-        Ok(render(&q, &series, &summary, &Extras::default(), elapsed))
+        Ok(render(&q, &series, &summary, &extras, elapsed))
     })
     .await;
     match res {

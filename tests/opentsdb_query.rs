@@ -244,3 +244,28 @@ fn annotations_come_back_with_query_results() {
                                 "queries": [{"aggregator": "sum", "metric": "m", "tags": {"host": "a"}}]}));
     assert!(quiet[0].get("annotations").is_none() && quiet[0].get("globalAnnotations").is_none());
 }
+
+#[test]
+fn calendar_downsampling_in_a_time_zone() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    // One point an hour for two days, from 2013-01-01T00:00Z.
+    let pts: Vec<(u64, String)> = (0..48).map(|i| (B + 3600 * i, "1".to_string())).collect();
+    let tags: &[(&str, &str)] = &[("host", "a")];
+    let batch: Vec<(&str, u64, &str, &[(&str, &str)])> = pts.iter().map(|(t, v)| ("cal", *t, v.as_str(), tags)).collect();
+    put(&s, &batch);
+    let q = |extra: Value| {
+        let mut body = json!({"start": B, "end": B + 48 * 3600, "queries": [{"aggregator": "sum", "metric": "cal", "downsample": "1d-count"}]});
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        dps(&post(&s, body)[0])
+    };
+    // UTC days: 24 + 24.
+    assert_eq!(q(json!({})).iter().map(|(_, v)| v.as_f64().unwrap()).collect::<Vec<_>>(), vec![24.0, 24.0]);
+    // New York days start at 05:00Z: 5 points on Dec 31st, then 24, then 19.
+    let ny = q(json!({"useCalendar": true, "timezone": "America/New_York"}));
+    assert_eq!(ny.iter().map(|(_, v)| v.as_f64().unwrap()).collect::<Vec<_>>(), vec![5.0, 24.0, 19.0]);
+    assert_eq!(ny[1].0, (B + 5 * 3600).to_string());
+    let (code, body) = s.http("POST", "/api/query", &json!({"start": B, "timezone": "Mars/Olympus", "useCalendar": true,
+        "queries": [{"aggregator": "sum", "metric": "cal", "downsample": "1d-count"}]}).to_string());
+    assert_eq!(code, 400, "{body}");
+}

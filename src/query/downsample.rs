@@ -22,7 +22,7 @@ pub fn parse_downsample(spec: &str) -> Result<Downsample, String> {
     };
     let iv = parts[0];
     if iv.contains("all") {
-        return Ok(Downsample { spec: spec.into(), interval_ms: 0, all: true, calendar: None, aggregator, fill });
+        return Ok(Downsample { spec: spec.into(), interval_ms: 0, all: true, calendar: None, step: (0, CalUnit::Ms), aggregator, fill });
     }
     let (iv, cal) = match iv.strip_suffix('c') {
         Some(x) => (x, true),
@@ -50,6 +50,7 @@ pub fn parse_downsample(spec: &str) -> Result<Downsample, String> {
         interval_ms: n * unit_ms,
         all: false,
         calendar: cal.then_some((n, cu)),
+        step: (n, cu),
         aggregator,
         fill,
     })

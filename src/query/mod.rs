@@ -163,7 +163,13 @@ impl QueryEngine {
                                 tags,
                                 raw: Vec::new(),
                                 notes: Vec::new(),
-                                ds: sq.downsample.clone().map(|d| Downsampler::new(Buckets::new(d, tz, q.start_ms))),
+                                ds: sq.downsample.clone().map(|mut d| {
+                                    // `useCalendar` (JSON) turns any interval into calendar boundaries.
+                                    if q.use_calendar && !d.all {
+                                        d.calendar = Some(d.step);
+                                    }
+                                    Downsampler::new(Buckets::new(d, tz, q.start_ms))
+                                }),
                             });
                             states.len() - 1
                         });

@@ -54,6 +54,8 @@ pub struct Downsample {
     pub all: bool,
     /// Calendar boundaries: (count, unit) and the zone.
     pub calendar: Option<(u64, CalUnit)>,
+    /// The interval as (count, unit), for `useCalendar` to switch to calendar boundaries.
+    pub step: (u64, CalUnit),
     pub aggregator: Aggregator,
     pub fill: FillPolicy,
 }

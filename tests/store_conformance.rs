@@ -1,33 +1,49 @@
-//! The store contract and the UID algorithm, run against every backend (the embedded engine
-//! now; the HBase gateway joins the list with its issue).
+//! The store contract and the UID algorithm, run against every backend: the embedded engine,
+//! and HBase through its Thrift gateway (the in-process Thrift test double, over real sockets).
 
 use std::sync::Arc;
 use tsgate::schema::uid_table::UidKind;
+use tsgate::store::hbase::double::TestDouble;
+use tsgate::store::hbase::{tables, HBaseConfig, HBaseStore};
 use tsgate::store::{conformance, SharedStore, TableNames};
 use tsgate::uid::UidCore;
 
-fn embedded(dir: &std::path::Path) -> SharedStore {
-    Arc::new(tsgate::store::embedded::EmbeddedStore::open(dir, &TableNames::default().specs()).unwrap())
+/// Whatever must live as long as the store (temp dirs, the double).
+type Guard = Box<dyn std::any::Any>;
+
+fn embedded() -> (Guard, SharedStore) {
+    let d = tempfile::tempdir().unwrap();
+    let s = Arc::new(tsgate::store::embedded::EmbeddedStore::open(d.path(), &TableNames::default().specs()).unwrap());
+    (Box::new(d), s)
+}
+
+/// A double with tsgate's tables, and a client with small scan batches (so that scans span
+/// several `scannerGetList` calls and rows arrive in pieces).
+fn hbase() -> (Guard, SharedStore) {
+    let d = tempfile::tempdir().unwrap();
+    let double = TestDouble::start(d.path(), "127.0.0.1:0").unwrap();
+    let cfg = HBaseConfig { thrift: double.addr(), scan_caching: 2, scan_batch: 2, ..Default::default() };
+    let names = TableNames::default();
+    tables::create_tables(HBaseStore::new(&cfg, &names.specs()).pool(), &names, "NONE").unwrap();
+    let s = Arc::new(HBaseStore::open(&cfg, &names.specs()).unwrap());
+    (Box::new((double, d)), s)
 }
 
 macro_rules! store_suite {
     ($($backend:ident),*) => {$(
         mod $backend {
             use super::*;
-            fn open() -> (tempfile::TempDir, SharedStore) {
-                let d = tempfile::tempdir().unwrap();
-                let s = super::$backend(d.path());
-                (d, s)
-            }
-            #[test] fn ordering_and_scans() { let (_d, s) = open(); conformance::ordering_and_scans(&s); }
-            #[test] fn deletes() { let (_d, s) = open(); conformance::deletes(&s); }
-            #[test] fn atomics() { let (_d, s) = open(); conformance::atomics(&s); }
-            #[test] fn uid_assignment_is_unique_across_nodes() { let (_d, s) = open(); super::uids_across_nodes(s); }
+            #[test] fn ordering_and_scans() { let (_g, s) = super::$backend(); conformance::ordering_and_scans(&s); }
+            #[test] fn deletes() { let (_g, s) = super::$backend(); conformance::deletes(&s); }
+            #[test] fn atomics() { let (_g, s) = super::$backend(); conformance::atomics(&s); }
+            #[test] fn timestamped_mutations() { let (_g, s) = super::$backend(); conformance::timestamped_mutations(&s); }
+            #[test] fn multi_get() { let (_g, s) = super::$backend(); conformance::multi_get(&s); }
+            #[test] fn uid_assignment_is_unique_across_nodes() { let (_g, s) = super::$backend(); super::uids_across_nodes(s); }
         }
     )*};
 }
 
-store_suite!(embedded);
+store_suite!(embedded, hbase);
 
 /// Four UID cores with separate caches (four "nodes") race to name the same 200 things:
 /// every name ends with one id, no id names two things, and losers only leak ids.

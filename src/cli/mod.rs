@@ -1,6 +1,7 @@
-//! The `tsgate` command line: `serve`, `scan`, `uid`, `import`, `fsck`.
+//! The `tsgate` command line: `serve`, `scan`, `uid`, `import`, `fsck`, `hbase`.
 
 pub mod fsck;
+pub mod hbase;
 pub mod import;
 pub mod scan;
 pub mod uid;
@@ -28,6 +29,12 @@ pub struct Common {
     /// Log level: error, warn, info, debug, trace.
     #[arg(long, global = true, default_value = "info")]
     pub log_level: String,
+    /// Storage backend: embedded or hbase (storage.backend).
+    #[arg(long, global = true)]
+    pub backend: Option<String>,
+    /// HBase Thrift gateway host:port (storage.hbase.thrift); implies --backend hbase.
+    #[arg(long, global = true)]
+    pub hbase_thrift: Option<String>,
 }
 
 impl Common {
@@ -39,6 +46,14 @@ impl Common {
         if let Some(d) = &self.data_dir {
             cfg.data_dir = d.clone();
         }
+        if let Some(t) = &self.hbase_thrift {
+            cfg.storage.hbase.thrift = t.clone();
+            cfg.storage.backend = "hbase".into();
+        }
+        if let Some(b) = &self.backend {
+            cfg.storage.backend = b.clone();
+        }
+        cfg.validate()?;
         Ok(cfg)
     }
 }
@@ -69,6 +84,13 @@ pub enum Command {
     Import(import::ImportArgs),
     /// Check the tables for bad or duplicate cells; repair with --fix.
     Fsck(fsck::FsckArgs),
+    /// HBase: create OpenTSDB's tables, or run the Thrift test double.
+    Hbase {
+        #[command(flatten)]
+        common: Common,
+        #[command(subcommand)]
+        action: hbase::HBaseAction,
+    },
 }
 
 fn init_logging(level: &str) {
@@ -107,6 +129,10 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Fsck(args) => {
             init_logging(&args.common.log_level);
             fsck::run(&args)
+        }
+        Command::Hbase { common, action } => {
+            init_logging(&common.log_level);
+            hbase::run(&common, action)
         }
     }
 }

@@ -5,7 +5,10 @@ use std::sync::Arc;
 use tsgate::schema::uid_table::UidKind;
 use tsgate::store::hbase::double::TestDouble;
 use tsgate::store::hbase::{tables, HBaseConfig, HBaseStore};
-use tsgate::store::{conformance, SharedStore, TableNames};
+use tsgate::schema::compaction::{merge_columns, StoredColumn};
+use tsgate::schema::DataValue;
+use tsgate::store::{conformance, Cell, Mutation, RowMutations, RowStream, Scan, SharedStore, Store, StoreResult, TableNames};
+use tsgate::write::compactor::{Compactor, Outcome};
 use tsgate::uid::UidCore;
 
 /// Whatever must live as long as the store (temp dirs, the double).
@@ -39,6 +42,7 @@ macro_rules! store_suite {
             #[test] fn timestamped_mutations() { let (_g, s) = super::$backend(); conformance::timestamped_mutations(&s); }
             #[test] fn multi_get() { let (_g, s) = super::$backend(); conformance::multi_get(&s); }
             #[test] fn uid_assignment_is_unique_across_nodes() { let (_g, s) = super::$backend(); super::uids_across_nodes(s); }
+            #[test] fn compaction_keeps_a_concurrent_overwrite() { let (_g, s) = super::$backend(); super::compaction_race(s); }
         }
     )*};
 }
@@ -79,4 +83,82 @@ fn uids_across_nodes(store: SharedStore) {
     }
     // Auto-create off: an unknown name is OpenTSDB's error.
     assert_eq!(fresh.get_or_create(UidKind::Metric, "nope").unwrap_err().to_string(), "No such name for 'metrics': 'nope'");
+}
+
+/// Another node overwrites a column between the compactor's read and its writes.
+struct RacingStore {
+    inner: SharedStore,
+    raced: std::sync::atomic::AtomicBool,
+    race: Box<dyn Fn(&SharedStore) + Send + Sync>,
+}
+
+impl Store for RacingStore {
+    fn get(&self, t: &str, r: &[u8], f: &[&[u8]]) -> StoreResult<Vec<Cell>> {
+        self.inner.get(t, r, f)
+    }
+    fn mutate(&self, t: &str, b: Vec<RowMutations>) -> StoreResult<()> {
+        self.inner.mutate(t, b)
+    }
+    fn scan(&self, t: &str, s: &Scan) -> StoreResult<RowStream> {
+        self.inner.scan(t, s)
+    }
+    fn increment(&self, t: &str, r: &[u8], f: &[u8], q: &[u8], d: i64) -> StoreResult<i64> {
+        self.inner.increment(t, r, f, q, d)
+    }
+    fn check_and_put(&self, t: &str, r: &[u8], f: &[u8], q: &[u8], e: Option<&[u8]>, v: &[u8]) -> StoreResult<bool> {
+        self.inner.check_and_put(t, r, f, q, e, v)
+    }
+    fn flush(&self) -> StoreResult<()> {
+        self.inner.flush()
+    }
+    fn shared(&self) -> bool {
+        self.inner.shared()
+    }
+    fn mutate_row_at(&self, t: &str, r: &[u8], m: Vec<Mutation>, ts: u64) -> StoreResult<()> {
+        if !self.raced.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            (self.race)(&self.inner);
+        }
+        self.inner.mutate_row_at(t, r, m, ts)
+    }
+}
+
+fn compaction_race(store: SharedStore) {
+    let row = vec![0, 0, 1, 0x50, 0xe2, 0x27, 0, 0, 0, 1, 0, 0, 1];
+    let put = |s: &SharedStore, q: &[u8], v: &[u8]| {
+        s.mutate("tsdb", vec![RowMutations::put(row.clone(), b"t", q.to_vec(), v.to_vec())]).unwrap();
+    };
+    put(&store, &[0x00, 0x00], &[1]); // offset 0 = 1
+    put(&store, &[0x00, 0x10], &[2]); // offset 1 = 2
+    let r2 = row.clone();
+    let racing: SharedStore = Arc::new(RacingStore {
+        inner: store.clone(),
+        raced: Default::default(),
+        race: Box::new(move |s: &SharedStore| {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            // Same qualifier as a column the compactor read, newer value.
+            s.mutate("tsdb", vec![RowMutations::put(r2.clone(), b"t", vec![0x00, 0x00], vec![9])]).unwrap();
+        }),
+    });
+    // A store shared between nodes compacts only rows whose newest cell has settled.
+    let settle = || if store.shared() { std::thread::sleep(tsgate::write::compactor::SETTLE + std::time::Duration::from_millis(50)) };
+    let c = Compactor::new(racing, "tsdb");
+    if store.shared() {
+        assert_eq!(c.compact_row(&row).unwrap(), Outcome::TooFresh);
+    }
+    settle();
+    assert_eq!(c.compact_row(&row).unwrap(), Outcome::Compacted);
+    let cells = store.get("tsdb", &row, &[b"t"]).unwrap();
+    let quals: Vec<Vec<u8>> = cells.iter().map(|c| c.qualifier.clone()).collect();
+    assert_eq!(quals, vec![vec![0x00, 0x00], vec![0x00, 0x00, 0x00, 0x10]], "the overwrite survives next to the compacted column");
+    let cols: Vec<StoredColumn> = cells.iter().map(|c| StoredColumn { qualifier: &c.qualifier, value: &c.value, ts: c.timestamp }).collect();
+    let merged = merge_columns(&cols);
+    let values: Vec<DataValue> = merged.points.iter().map(|p| p.value().unwrap()).collect();
+    assert_eq!(values, vec![DataValue::Int(9), DataValue::Int(2)], "readers see the newer value");
+    // The next compaction folds it in.
+    settle();
+    let c = Compactor::new(store.clone(), "tsdb");
+    assert_eq!(c.compact_row(&row).unwrap(), Outcome::Compacted);
+    let cells = store.get("tsdb", &row, &[b"t"]).unwrap();
+    assert_eq!(cells.len(), 1);
+    assert_eq!(cells[0].value, vec![9, 2, 0]);
 }

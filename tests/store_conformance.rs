@@ -7,7 +7,7 @@ use tsgate::store::hbase::double::TestDouble;
 use tsgate::store::hbase::{tables, HBaseConfig, HBaseStore};
 use tsgate::schema::compaction::{merge_columns, StoredColumn};
 use tsgate::schema::DataValue;
-use tsgate::store::{conformance, Cell, Mutation, RowMutations, RowStream, Scan, SharedStore, Store, StoreResult, TableNames};
+use tsgate::store::{conformance, Cell, RowMutations, RowStream, Scan, SharedStore, Store, StoreResult, TableNames};
 use tsgate::write::compactor::{Compactor, Outcome};
 use tsgate::uid::UidCore;
 
@@ -114,11 +114,11 @@ impl Store for RacingStore {
     fn shared(&self) -> bool {
         self.inner.shared()
     }
-    fn mutate_row_at(&self, t: &str, r: &[u8], m: Vec<Mutation>, ts: u64) -> StoreResult<()> {
+    fn mutate_at(&self, t: &str, b: Vec<RowMutations>, ts: u64) -> StoreResult<()> {
         if !self.raced.swap(true, std::sync::atomic::Ordering::SeqCst) {
             (self.race)(&self.inner);
         }
-        self.inner.mutate_row_at(t, r, m, ts)
+        self.inner.mutate_at(t, b, ts)
     }
 }
 

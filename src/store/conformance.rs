@@ -108,7 +108,7 @@ pub fn atomics(store: &SharedStore) {
     store.flush().expect("flush");
 }
 
-/// `mutate_row_at`: puts land at the given timestamp unless a newer version exists; deletes
+/// `mutate_at`: puts land at the given timestamp unless a newer version exists; deletes
 /// remove only versions written at or before it, so a value written after a read survives a
 /// delete based on that read (what compaction relies on with several writers).
 pub fn timestamped_mutations(store: &SharedStore) {
@@ -120,19 +120,20 @@ pub fn timestamped_mutations(store: &SharedStore) {
     std::thread::sleep(std::time::Duration::from_millis(5));
     put(store, b"tsr", b"id", b"hot", b"3");
     let merged = Mutation::Put { family: b"id".to_vec(), qualifier: b"merged".to_vec(), value: b"12".to_vec() };
-    store.mutate_row_at(TABLE, b"tsr", vec![merged], t).expect("put at ts");
+    let at = |ms: Vec<Mutation>| vec![RowMutations { row: b"tsr".to_vec(), mutations: ms }];
+    store.mutate_at(TABLE, at(vec![merged]), t).expect("put at ts");
     let deletes = [b"old".as_slice(), b"hot"]
         .iter()
         .map(|q| Mutation::Delete { family: b"id".to_vec(), qualifier: q.to_vec() })
         .collect();
-    store.mutate_row_at(TABLE, b"tsr", deletes, t).expect("delete at ts");
+    store.mutate_at(TABLE, at(deletes), t).expect("delete at ts");
     let after = store.get(TABLE, b"tsr", &[b"id"]).expect("get");
     let view: Vec<(&[u8], &[u8])> = after.iter().map(|c| (c.qualifier.as_slice(), c.value.as_slice())).collect();
     assert_eq!(view, vec![(b"hot".as_slice(), b"3".as_slice()), (b"merged", b"12")], "the newer write survives");
     assert_eq!(after[1].timestamp, t, "the put carries the given timestamp");
     // A put older than the cell's current version does not replace it.
     let stale = Mutation::Put { family: b"id".to_vec(), qualifier: b"hot".to_vec(), value: b"stale".to_vec() };
-    store.mutate_row_at(TABLE, b"tsr", vec![stale], t).expect("stale put");
+    store.mutate_at(TABLE, at(vec![stale]), t).expect("stale put");
     assert_eq!(store.get(TABLE, b"tsr", &[b"id"]).expect("get")[0].value, b"3");
 }
 

@@ -97,11 +97,15 @@ impl EmbeddedStore {
     }
 
     fn stamp(&self, value: &[u8]) -> Vec<u8> {
-        let mut v = Vec::with_capacity(value.len() + 8);
-        v.extend_from_slice(&self.now().to_be_bytes());
-        v.extend_from_slice(value);
-        v
+        stamp_at(self.now(), value)
     }
+}
+
+fn stamp_at(ts: u64, value: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(value.len() + 8);
+    v.extend_from_slice(&ts.to_be_bytes());
+    v.extend_from_slice(value);
+    v
 }
 
 fn split_value(v: &[u8]) -> (u64, Vec<u8>) {
@@ -214,13 +218,16 @@ impl Store for EmbeddedStore {
 
     fn mutate(&self, table: &str, batch: Vec<RowMutations>) -> StoreResult<()> {
         let _shared = self.rmw.read();
+        // One timestamp for the whole batch, as HBase's mutateRows gives (a clock ticking per
+        // cell would run ahead of the wall clock on large batches).
+        let ts = self.now();
         let mut wb = self.db.batch();
         for rm in &batch {
             // Puts first, then deletes: HBase's order within a batch.
             for m in rm.mutations.iter().filter(|m| matches!(m, Mutation::Put { .. })) {
                 if let Mutation::Put { family, qualifier, value } = m {
                     let ks = self.family(table, family)?;
-                    wb.insert(ks, keycodec::encode(&rm.row, qualifier), self.stamp(value));
+                    wb.insert(ks, keycodec::encode(&rm.row, qualifier), stamp_at(ts, value));
                 }
             }
             for m in rm.mutations.iter().filter(|m| !matches!(m, Mutation::Put { .. })) {
@@ -314,22 +321,20 @@ impl Store for EmbeddedStore {
         self.db.persist(PersistMode::SyncAll).map_err(engine_err("flush", "*"))
     }
 
-    fn mutate_row_at(&self, table: &str, row: &[u8], mutations: Vec<Mutation>, ts: u64) -> StoreResult<()> {
+    fn mutate_at(&self, table: &str, batch: Vec<RowMutations>, ts: u64) -> StoreResult<()> {
         let _g = self.rmw.write();
         let mut wb = self.db.batch();
         let version = |ks: &Keyspace, key: &[u8]| -> StoreResult<Option<u64>> {
-            Ok(ks.get(key).map_err(engine_err("mutate_row_at", table))?.map(|v| split_value(&v).0))
+            Ok(ks.get(key).map_err(engine_err("mutate_at", table))?.map(|v| split_value(&v).0))
         };
-        for m in &mutations {
+        for RowMutations { row, mutations } in &batch {
+          for m in mutations {
             match m {
                 Mutation::Put { family, qualifier, value } => {
                     let ks = self.family(table, family)?;
                     let key = keycodec::encode(row, qualifier);
                     if version(ks, &key)?.is_none_or(|cur| cur <= ts) {
-                        let mut v = Vec::with_capacity(value.len() + 8);
-                        v.extend_from_slice(&ts.to_be_bytes());
-                        v.extend_from_slice(value);
-                        wb.insert(ks, key, v);
+                        wb.insert(ks, key, stamp_at(ts, value));
                     }
                 }
                 Mutation::Delete { family, qualifier } => {
@@ -343,7 +348,7 @@ impl Store for EmbeddedStore {
                     let prefix = keycodec::row_prefix(row);
                     for (_, ks) in self.families(table)? {
                         for g in ks.prefix(&prefix) {
-                            let (k, v) = g.into_inner().map_err(engine_err("mutate_row_at", table))?;
+                            let (k, v) = g.into_inner().map_err(engine_err("mutate_at", table))?;
                             if split_value(&v).0 <= ts {
                                 wb.remove(ks, k);
                             }
@@ -351,7 +356,8 @@ impl Store for EmbeddedStore {
                     }
                 }
             }
+          }
         }
-        wb.commit().map_err(engine_err("mutate_row_at", table))
+        wb.commit().map_err(engine_err("mutate_at", table))
     }
 }

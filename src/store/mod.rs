@@ -104,12 +104,12 @@ pub trait Store: Send + Sync + 'static {
     /// Makes everything written so far durable.
     fn flush(&self) -> StoreResult<()>;
 
-    /// Applies mutations to one row as of cell timestamp `ts` (HBase's `mutateRowTs`): puts are
-    /// stored at `ts` (a cell already holding a newer version keeps it), deletes remove only the
-    /// versions written at or before `ts`, so a value written since survives. Puts and deletes
-    /// are not applied atomically together (HBase's Thrift gateway runs them as two operations):
+    /// Applies a batch as of cell timestamp `ts` (HBase's `mutateRowsTs`): puts are stored at
+    /// `ts` (a cell already holding a newer version keeps it), deletes remove only the versions
+    /// written at or before `ts`, so a value written since survives. Puts and deletes are not
+    /// applied atomically together (HBase's Thrift gateway runs them as separate operations):
     /// callers that need an order send them in separate calls.
-    fn mutate_row_at(&self, table: &str, row: &[u8], mutations: Vec<Mutation>, ts: u64) -> StoreResult<()>;
+    fn mutate_at(&self, table: &str, batch: Vec<RowMutations>, ts: u64) -> StoreResult<()>;
 
     /// The cells of several rows, one entry per requested row, in order (one round trip where
     /// the backend allows it).

@@ -6,7 +6,8 @@
 //! compactor's read and its delete another node may write a column — a new qualifier (never
 //! deleted: only columns read are) or one it read (same qualifier, newer value). Two rules keep
 //! every point:
-//! - Both writes carry the timestamp `T` of the newest cell read (HBase `mutateRowTs`). The
+//! - Both writes carry the timestamp `T` of the newest cell read (HBase `mutateRowsTs`; rows
+//!   whose newest cells share a timestamp go in one call). The
 //!   deletes then remove only versions at or before `T`: a value written after the read has a
 //!   later timestamp and survives. The compacted column is not newer than such a value either,
 //!   so readers, which resolve duplicate points by cell timestamp, keep preferring the newer one.
@@ -20,7 +21,8 @@
 
 use crate::schema::compaction::{plan_compaction, StoredColumn};
 use crate::schema::SchemaError;
-use crate::store::{Cell, Mutation, SharedStore, StoreError};
+use crate::store::{Cell, Mutation, RowMutations, SharedStore, StoreError};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 pub const DATA_FAMILY: &[u8] = b"t";
@@ -67,11 +69,19 @@ impl Compactor {
     /// Compacts one row (one read).
     pub fn compact_row(&self, row: &[u8]) -> Result<Outcome, CompactError> {
         let cells = self.store.get(&self.table, row, &[DATA_FAMILY])?;
-        self.apply(row, &cells)
+        match self.plan(row, &cells)? {
+            Planned::Write(w) => {
+                self.write(w.newest, vec![(row.to_vec(), w.put, w.delete)])?;
+                Ok(Outcome::Compacted)
+            }
+            Planned::Done(o) => Ok(o),
+        }
     }
 
     /// Compacts rows, reading them in batches; returns the rows to try again later (too fresh,
-    /// or the store failed). Undecodable rows are logged and left to `fsck`.
+    /// or the store failed). Undecodable rows are logged and left to `fsck`. Rows whose newest
+    /// cells share a timestamp (written by one flush) are rewritten together: one batch of puts,
+    /// then one of deletes, per timestamp.
     pub fn compact(&self, rows: &[Vec<u8>]) -> Vec<Vec<u8>> {
         let mut later = Vec::new();
         for chunk in rows.chunks(READ_BATCH) {
@@ -83,15 +93,20 @@ impl Compactor {
                     continue;
                 }
             };
+            let mut by_ts: BTreeMap<u64, Vec<RowWrite>> = BTreeMap::new();
             for (row, cells) in chunk.iter().zip(read) {
-                match self.apply(row, &cells) {
-                    Ok(Outcome::TooFresh) => later.push(row.clone()),
-                    Ok(_) => {}
-                    Err(CompactError::Store(e)) => {
-                        tracing::warn!(error = %e, "compaction write failed; will retry");
-                        later.push(row.clone());
-                    }
+                match self.plan(row, &cells) {
+                    Ok(Planned::Write(w)) => by_ts.entry(w.newest).or_default().push((row.clone(), w.put, w.delete)),
+                    Ok(Planned::Done(Outcome::TooFresh)) => later.push(row.clone()),
+                    Ok(Planned::Done(_)) => {}
                     Err(e) => tracing::warn!(error = %e, "compaction skipped"),
+                }
+            }
+            for (ts, writes) in by_ts {
+                let rows: Vec<Vec<u8>> = writes.iter().map(|w| w.0.clone()).collect();
+                if let Err(e) = self.write(ts, writes) {
+                    tracing::warn!(error = %e, rows = rows.len(), "compaction write failed; will retry");
+                    later.extend(rows);
                 }
             }
         }
@@ -110,28 +125,57 @@ impl Compactor {
         left
     }
 
-    fn apply(&self, row: &[u8], cells: &[Cell]) -> Result<Outcome, CompactError> {
+    fn plan(&self, row: &[u8], cells: &[Cell]) -> Result<Planned, CompactError> {
         let cols: Vec<StoredColumn> =
             cells.iter().map(|c| StoredColumn { qualifier: &c.qualifier, value: &c.value, ts: c.timestamp }).collect();
         let plan = plan_compaction(&cols)
             .map_err(|source| CompactError::Corrupt { row: crate::schema::hex_upper(row), source })?;
-        let Some(plan) = plan else { return Ok(Outcome::Unchanged) };
+        let Some(plan) = plan else { return Ok(Planned::Done(Outcome::Unchanged)) };
+        if plan.put.is_none() && plan.delete.is_empty() {
+            return Ok(Planned::Done(Outcome::Unchanged));
+        }
         let newest = cells.iter().map(|c| c.timestamp).max().unwrap_or(0);
         if self.settle_ms > 0 && newest + self.settle_ms > now_ms() {
-            return Ok(Outcome::TooFresh);
+            return Ok(Planned::Done(Outcome::TooFresh));
         }
-        let mut wrote = false;
-        if let Some((qualifier, value)) = plan.put {
-            let put = Mutation::Put { family: DATA_FAMILY.to_vec(), qualifier, value };
-            self.store.mutate_row_at(&self.table, row, vec![put], newest)?;
-            wrote = true;
-        }
-        if !plan.delete.is_empty() {
-            let deletes =
-                plan.delete.into_iter().map(|qualifier| Mutation::Delete { family: DATA_FAMILY.to_vec(), qualifier }).collect();
-            self.store.mutate_row_at(&self.table, row, deletes, newest)?;
-            wrote = true;
-        }
-        Ok(if wrote { Outcome::Compacted } else { Outcome::Unchanged })
+        let put = plan.put.map(|(qualifier, value)| Mutation::Put { family: DATA_FAMILY.to_vec(), qualifier, value });
+        let delete =
+            plan.delete.into_iter().map(|qualifier| Mutation::Delete { family: DATA_FAMILY.to_vec(), qualifier }).collect();
+        Ok(Planned::Write(Write { newest, put, delete }))
     }
+
+    /// The compacted columns first, then the deletes, all at `ts` (see the module comment).
+    fn write(&self, ts: u64, writes: Vec<RowWrite>) -> Result<(), StoreError> {
+        let mut puts = Vec::new();
+        let mut deletes = Vec::new();
+        for (row, put, delete) in writes {
+            if let Some(p) = put {
+                puts.push(RowMutations { row: row.clone(), mutations: vec![p] });
+            }
+            if !delete.is_empty() {
+                deletes.push(RowMutations { row, mutations: delete });
+            }
+        }
+        if !puts.is_empty() {
+            self.store.mutate_at(&self.table, puts, ts)?;
+        }
+        if !deletes.is_empty() {
+            self.store.mutate_at(&self.table, deletes, ts)?;
+        }
+        Ok(())
+    }
+}
+
+/// A row to rewrite: its key, the compacted column to put, the columns to delete.
+type RowWrite = (Vec<u8>, Option<Mutation>, Vec<Mutation>);
+
+struct Write {
+    newest: u64,
+    put: Option<Mutation>,
+    delete: Vec<Mutation>,
+}
+
+enum Planned {
+    Write(Write),
+    Done(Outcome),
 }

@@ -6,7 +6,7 @@ use super::error::HBaseError;
 use super::pool::{Method, Pool};
 use super::scanner::Scanner;
 use super::HBaseConfig;
-use crate::store::{Cell, Mutation, RowMutations, RowStream, Scan, Store, StoreError, StoreResult, TableSpec};
+use crate::store::{Cell, RowMutations, RowStream, Scan, Store, StoreError, StoreResult, TableSpec};
 use hbase_thrift::hbase::{BatchMutation, THbaseSyncClient};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -148,14 +148,19 @@ impl Store for HBaseStore {
         Ok(())
     }
 
-    fn mutate_row_at(&self, table: &str, row: &[u8], mutations: Vec<Mutation>, ts: u64) -> StoreResult<()> {
-        let ms = codec::mutations(mutations, self.table_families(table)?);
-        if ms.is_empty() {
-            return Ok(());
+    fn mutate_at(&self, table: &str, batch: Vec<RowMutations>, ts: u64) -> StoreResult<()> {
+        let fams = self.table_families(table)?;
+        let batches: Vec<BatchMutation> = batch
+            .into_iter()
+            .filter(|rm| !rm.mutations.is_empty())
+            .map(|rm| BatchMutation { row: Some(rm.row), mutations: Some(codec::mutations(rm.mutations, fams)) })
+            .collect();
+        for chunk in batches.chunks(MUTATE_ROWS_MAX) {
+            self.pool
+                .call(Method::MutateRowsTs, |c| c.mutate_rows_ts(table.into(), chunk.to_vec(), ts as i64, no_attrs()))
+                .map_err(err("mutate_at", table))?;
         }
-        self.pool
-            .call(Method::MutateRowTs, |c| c.mutate_row_ts(table.into(), row.to_vec(), ms.clone(), ts as i64, no_attrs()))
-            .map_err(err("mutate_row_at", table))
+        Ok(())
     }
 
     fn shared(&self) -> bool {

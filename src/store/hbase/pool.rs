@@ -22,7 +22,7 @@ pub type Client = HbaseSyncClient<
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
     MutateRows,
-    MutateRowTs,
+    MutateRowsTs,
     GetRowWithColumns,
     GetRowsWithColumns,
     ScannerOpenWithScan,
@@ -37,7 +37,7 @@ pub enum Method {
 impl Method {
     pub const ALL: [Method; 11] = [
         Method::MutateRows,
-        Method::MutateRowTs,
+        Method::MutateRowsTs,
         Method::GetRowWithColumns,
         Method::GetRowsWithColumns,
         Method::ScannerOpenWithScan,
@@ -53,7 +53,7 @@ impl Method {
     pub fn name(self) -> &'static str {
         match self {
             Method::MutateRows => "mutateRows",
-            Method::MutateRowTs => "mutateRowTs",
+            Method::MutateRowsTs => "mutateRowsTs",
             Method::GetRowWithColumns => "getRowWithColumns",
             Method::GetRowsWithColumns => "getRowsWithColumns",
             Method::ScannerOpenWithScan => "scannerOpenWithScan",

@@ -240,11 +240,8 @@ impl HbaseSyncHandler for Handler {
     fn handle_mutate_row(&self, t: Text, row: Text, mutations: Vec<Mutation>, a: Attrs) -> thrift::Result<()> {
         self.handle_mutate_rows(t, vec![BatchMutation { row: Some(row), mutations: Some(mutations) }], a)
     }
-    fn handle_mutate_row_ts(&self, t: Text, row: Text, mutations: Vec<Mutation>, ts: i64, _a: Attrs) -> thrift::Result<()> {
-        let table = self.table(&t)?;
-        let tname = name(&t);
-        let ms = self.row_mutations(&table, &tname, &row, mutations)?;
-        table.store.mutate_row_at(&tname, &row, ms, ts.max(0) as u64).map_err(store_err)
+    fn handle_mutate_row_ts(&self, t: Text, row: Text, mutations: Vec<Mutation>, ts: i64, a: Attrs) -> thrift::Result<()> {
+        self.handle_mutate_rows_ts(t, vec![BatchMutation { row: Some(row), mutations: Some(mutations) }], ts, a)
     }
     fn handle_mutate_rows(&self, t: Text, batches: Vec<BatchMutation>, _a: Attrs) -> thrift::Result<()> {
         let table = self.table(&t)?;
@@ -257,8 +254,17 @@ impl HbaseSyncHandler for Handler {
         }
         table.store.mutate(&tname, out).map_err(store_err)
     }
-    fn handle_mutate_rows_ts(&self, _t: Text, _b: Vec<BatchMutation>, _ts: i64, _a: Attrs) -> thrift::Result<()> {
-        unsupported("mutateRowsTs")
+    /// Puts at `ts`; deletes of the versions at or before `ts` (HBase's `addColumns(f, q, ts)`).
+    fn handle_mutate_rows_ts(&self, t: Text, batches: Vec<BatchMutation>, ts: i64, _a: Attrs) -> thrift::Result<()> {
+        let table = self.table(&t)?;
+        let tname = name(&t);
+        let mut out = Vec::with_capacity(batches.len());
+        for b in batches {
+            let row = b.row.unwrap_or_default();
+            let mutations = self.row_mutations(&table, &tname, &row, b.mutations.unwrap_or_default())?;
+            out.push(RowMutations { row, mutations });
+        }
+        table.store.mutate_at(&tname, out, ts.max(0) as u64).map_err(store_err)
     }
     fn handle_atomic_increment(&self, t: Text, row: Text, column: Text, value: i64) -> thrift::Result<i64> {
         let table = self.table(&t)?;

@@ -50,7 +50,34 @@ pub struct TestDouble {
 impl TestDouble {
     /// Serves the tables kept under `dir` on `listen` (`127.0.0.1:0` picks a free port).
     pub fn start(dir: &Path, listen: &str) -> Result<TestDouble, DoubleError> {
-        let catalog = catalog::Catalog::open(dir).map_err(|source| DoubleError::Open { dir: dir.display().to_string(), source })?;
+        Self::start_with_tables(dir, listen, &[])
+    }
+
+    /// Like `start`, creating the given tables first if they are missing (so the double never
+    /// answers before they exist).
+    pub fn start_with_tables(dir: &Path, listen: &str, tables: &[crate::store::TableSpec]) -> Result<TestDouble, DoubleError> {
+        let open_err = |source| DoubleError::Open { dir: dir.display().to_string(), source };
+        let catalog = catalog::Catalog::open(dir).map_err(open_err)?;
+        for t in tables {
+            if catalog.get(&t.name).is_none() {
+                let cds: Vec<hbase_thrift::hbase::ColumnDescriptor> = t
+                    .families
+                    .iter()
+                    .map(|f| hbase_thrift::hbase::ColumnDescriptor {
+                        name: Some(f.clone()),
+                        max_versions: Some(1),
+                        compression: Some("NONE".into()),
+                        in_memory: None,
+                        bloom_filter_type: None,
+                        bloom_filter_vector_size: None,
+                        bloom_filter_nb_hashes: None,
+                        block_cache_enabled: None,
+                        time_to_live: None,
+                    })
+                    .collect();
+                catalog.create(&t.name, &cds).map_err(open_err)?;
+            }
+        }
         let listener = TcpListener::bind(listen).map_err(|source| DoubleError::Listen { addr: listen.into(), source })?;
         let addr = listener.local_addr().map_err(|source| DoubleError::Listen { addr: listen.into(), source })?;
         let scanners = Arc::new(scanners::Scanners::default());

@@ -7,9 +7,9 @@
 //! deleted: only columns read are) or one it read (same qualifier, newer value). Two rules keep
 //! every point:
 //! - Both writes carry the timestamp `T` of the newest cell read (HBase `mutateRowsTs`; rows
-//!   whose newest cells share a timestamp go in one call). The
-//!   deletes then remove only versions at or before `T`: a value written after the read has a
-//!   later timestamp and survives. The compacted column is not newer than such a value either,
+//!   whose newest cells share a timestamp go in one call). The deletes then remove only
+//!   versions at or before `T`: a value written after the read has a later timestamp and
+//!   survives. The compacted column is not newer than such a value either,
 //!   so readers, which resolve duplicate points by cell timestamp, keep preferring the newer one.
 //! - The compacted column is put first, the old columns deleted after (HBase's gateway does not
 //!   apply a row's puts and deletes atomically): a crash in between leaves duplicates that

@@ -19,7 +19,7 @@ fn value(metric: usize, host: usize, step: u64) -> u64 {
 
 /// Which nodes write a point: each step belongs to one node, every fifth to all three.
 fn writers(step: u64) -> Vec<usize> {
-    if step % 5 == 0 {
+    if step.is_multiple_of(5) {
         vec![0, 1, 2]
     } else {
         vec![(step % 3) as usize]
@@ -40,7 +40,7 @@ fn ingest(node: usize, s: &Server) {
             for (m, metric) in METRICS.iter().enumerate() {
                 let ts = BASE + step * 30;
                 let v = value(m, h, step);
-                if (h + step as usize) % 2 == 0 {
+                if (h + step as usize).is_multiple_of(2) {
                     telnet.send(&format!("put {metric} {ts} {v} host=h{h:02} dc=dc{}\n", h % 3));
                 } else {
                     json.push(format!(r#"{{"metric":"{metric}","timestamp":{ts},"value":{v},"tags":{{"host":"h{h:02}","dc":"dc{}"}}}}"#, h % 3));
@@ -60,8 +60,11 @@ fn ingest(node: usize, s: &Server) {
     assert_eq!(s.http("POST", "/api/put?sync", r#"{"metric":"cluster.sync","timestamp":1356998400,"value":1,"tags":{"host":"h00"}}"#).0, 204);
 }
 
-/// `tsgate scan --table uid` lines as (row, family, qualifier, value) in bytes.
-fn uid_cells(b: &Backend, data: &std::path::Path) -> Vec<(Vec<u8>, String, Vec<u8>, Vec<u8>)> {
+/// (row, family, qualifier, value)
+type UidCell = (Vec<u8>, String, Vec<u8>, Vec<u8>);
+
+/// `tsgate scan --table uid` lines as cells.
+fn uid_cells(b: &Backend, data: &std::path::Path) -> Vec<UidCell> {
     let unhex = |s: &str| (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect::<Vec<u8>>();
     scan_on(b, data, "uid")
         .iter()

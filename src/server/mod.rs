@@ -29,7 +29,7 @@ pub struct AppState {
 impl AppState {
     /// The counters `stats` and `/api/stats` report, the store's included (with HBase, Thrift
     /// calls by method as `tsd.hbase.rpcs type=<method>`).
-    pub fn stats_snapshot(&self) -> Vec<(&'static str, u64, Option<(&'static str, &'static str)>)> {
+    pub fn stats_snapshot(&self) -> Vec<crate::stats::StatRow> {
         let mut v = self.stats.snapshot(self.resolver.uids().cache_len(), self.resolver.len());
         for (method, n) in self.query.store.counters() {
             v.push(("tsd.hbase.rpcs", n, Some(("type", method))));

@@ -14,6 +14,7 @@
 //! - The compacted column is put first, the old columns deleted after (HBase's gateway does not
 //!   apply a row's puts and deletes atomically): a crash in between leaves duplicates that
 //!   agree, never a gap; the next compaction removes them.
+//!
 //! What remains is a write landing in the very millisecond `T` (HBase cannot order it after
 //! the delete). On a store shared between processes a row is therefore compacted only once its
 //! newest cell is `SETTLE` old, which closes that window unless clocks are more than `SETTLE`

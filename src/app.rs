@@ -6,7 +6,8 @@ use crate::query::QueryEngine;
 use crate::series::SeriesResolver;
 use crate::server::AppState;
 use crate::store::embedded::EmbeddedStore;
-use crate::store::SharedStore;
+use crate::store::hbase::HBaseStore;
+use crate::store::{SharedStore, StoreError};
 use crate::uid::UidCore;
 use crate::write::{Writer, WriterConfig};
 use std::sync::Arc;
@@ -25,13 +26,38 @@ pub enum AppError {
     Listen { addr: String, source: std::io::Error },
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    #[error("the write-ahead log in {0} is in use by another tsgate process")]
+    Locked(String),
 }
 
-/// Opens the configured store (the embedded engine under `data_dir/store`).
+/// Opens the configured store: the embedded engine under `data_dir/store`, or HBase through
+/// its Thrift gateway (checking that the tables exist).
 pub fn open_store(cfg: &Config) -> Result<SharedStore, AppError> {
-    std::fs::create_dir_all(&cfg.data_dir)?;
-    let store = EmbeddedStore::open(&cfg.data_dir.join("store"), &cfg.storage.tables.specs())?;
-    Ok(Arc::new(store))
+    let specs = cfg.storage.tables.specs();
+    match cfg.storage.backend.as_str() {
+        "hbase" => {
+            let store = HBaseStore::open(&cfg.storage.hbase, &specs)
+                .map_err(|source| StoreError::HBase { op: "open", table: cfg.storage.tables.data.clone(), source })?;
+            Ok(Arc::new(store))
+        }
+        _ => {
+            std::fs::create_dir_all(&cfg.data_dir)?;
+            Ok(Arc::new(EmbeddedStore::open(&cfg.data_dir.join("store"), &specs)?))
+        }
+    }
+}
+
+/// Holds `data_dir/wal/LOCK` for as long as a node runs: one process per write-ahead log
+/// (with HBase nothing else would stop two nodes sharing a data dir).
+pub fn lock_wal(data_dir: &std::path::Path) -> Result<std::fs::File, AppError> {
+    let dir = data_dir.join("wal");
+    std::fs::create_dir_all(&dir)?;
+    let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(dir.join("LOCK"))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(AppError::Locked(dir.display().to_string())),
+        Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
+    }
 }
 
 pub fn uid_core(cfg: &Config, store: SharedStore) -> Arc<UidCore> {
@@ -66,12 +92,15 @@ pub fn writer_config(cfg: &Config) -> WriterConfig {
 pub struct Node {
     pub state: Arc<AppState>,
     pub threads: crate::write::WriterThreads,
+    /// Held until the node is dropped.
+    pub wal_lock: std::fs::File,
 }
 
 impl Node {
     /// Opens the store, replays the WAL and starts the writer. Needs a tokio runtime.
     pub fn start(cfg: Config) -> Result<Node, AppError> {
         cfg.validate()?;
+        let wal_lock = lock_wal(&cfg.data_dir)?;
         let store = open_store(&cfg)?;
         let layout = cfg.layout();
         let table = cfg.storage.tables.data.clone();
@@ -96,7 +125,7 @@ impl Node {
             stats: Default::default(),
             started: Instant::now(),
         });
-        Ok(Node { state, threads })
+        Ok(Node { state, threads, wal_lock })
     }
 }
 
@@ -117,15 +146,16 @@ pub async fn serve(cfg: Config) -> Result<(), AppError> {
     while Arc::strong_count(&node.state) > 1 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let Node { state, threads } = node;
+    let Node { state, threads, wal_lock } = node;
     state.ingest.writer.close();
     drop(state);
     tokio::task::spawn_blocking(move || threads.join()).await.ok();
+    drop(wal_lock);
     tracing::info!("stopped cleanly");
     Ok(())
 }
 
-async fn shutdown_signal() {
+pub async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
     tokio::select! {

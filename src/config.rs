@@ -1,6 +1,7 @@
 //! The one TOML config file. Every key has a default; command-line flags override.
 
 use crate::schema::KeyLayout;
+use crate::store::hbase::HBaseConfig;
 use crate::store::TableNames;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -39,9 +40,11 @@ pub struct ServerConfig {
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct StorageConfig {
-    /// `embedded` (the only backend so far).
+    /// `embedded` (fjall under `data_dir/store`) or `hbase` (through its Thrift gateway).
     pub backend: String,
     pub tables: TableNames,
+    /// The Thrift gateway, for `backend = "hbase"`.
+    pub hbase: HBaseConfig,
     pub uid_width_metric: usize,
     pub uid_width_tagk: usize,
     pub uid_width_tagv: usize,
@@ -138,6 +141,7 @@ impl Default for StorageConfig {
         StorageConfig {
             backend: "embedded".into(),
             tables: TableNames::default(),
+            hbase: HBaseConfig::default(),
             uid_width_metric: 3,
             uid_width_tagk: 3,
             uid_width_tagv: 3,
@@ -205,8 +209,17 @@ impl Config {
         if s.salt_width > 8 || (s.salt_width > 0 && s.salt_buckets == 0) {
             return Err(ConfigError::Invalid("storage.salt_width must be 0..8 with salt_buckets >= 1".into()));
         }
-        if s.backend != "embedded" {
-            return Err(ConfigError::Invalid(format!("storage.backend {:?} is not available (embedded)", s.backend)));
+        match s.backend.as_str() {
+            "embedded" => {}
+            "hbase" => {
+                if s.hbase.thrift.trim().is_empty() {
+                    return Err(ConfigError::Invalid("storage.hbase.thrift must name the Thrift gateway (host:port)".into()));
+                }
+                if s.hbase.pool_size == 0 || s.hbase.scan_caching == 0 {
+                    return Err(ConfigError::Invalid("storage.hbase.pool_size and scan_caching must be >= 1".into()));
+                }
+            }
+            other => return Err(ConfigError::Invalid(format!("storage.backend {other:?} is not available (embedded, hbase)"))),
         }
         if self.limits.max_tags < 1 {
             return Err(ConfigError::Invalid("limits.max_tags must be >= 1".into()));
@@ -249,6 +262,18 @@ mod tests {
         let c: Config = toml::from_str("[limits]\nmax_tags = 12\n").unwrap();
         assert_eq!(c.limits.max_tags, 12);
         assert_eq!(c.server.listen, "0.0.0.0:4242");
+    }
+
+    #[test]
+    fn hbase_backend_keys() {
+        let c: Config = toml::from_str("[storage]\nbackend = \"hbase\"\n[storage.hbase]\nthrift = \"hb1:9090\"\npool_size = 4\n").unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.storage.hbase.thrift, "hb1:9090");
+        assert_eq!(c.storage.hbase.retries, 3);
+        let mut bad = c.clone();
+        bad.storage.backend = "cassandra".into();
+        assert!(bad.validate().unwrap_err().to_string().contains("embedded, hbase"));
+        assert!(toml::from_str::<Config>("[storage.hbase]\nthrfit = \"x\"\n").is_err());
     }
 
     #[test]

@@ -2,6 +2,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// One reported counter: metric, value, and an optional extra tag.
+pub type StatRow = (&'static str, u64, Option<(&'static str, &'static str)>);
+
 #[derive(Default)]
 pub struct Stats {
     pub telnet_puts: AtomicU64,
@@ -19,7 +22,7 @@ impl Stats {
     }
 
     /// (metric, value, extra tag) in OpenTSDB's `tsd.*` naming.
-    pub fn snapshot(&self, cached_uids: usize, cached_series: usize) -> Vec<(&'static str, u64, Option<(&'static str, &'static str)>)> {
+    pub fn snapshot(&self, cached_uids: usize, cached_series: usize) -> Vec<StatRow> {
         let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
         vec![
             ("tsd.connectionmgr.connections", g(&self.connections), None),

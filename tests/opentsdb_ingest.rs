@@ -1,22 +1,44 @@
 //! OpenTSDB ingest end to end: telnet and /api/put into a real server, checked through
-//! `tsgate scan` (exact bytes), `/api/query`, restarts and `kill -9`.
+//! `tsgate scan` (exact bytes), `/api/query`, restarts and `kill -9`. The tests that touch
+//! storage run on both backends (`embedded::…` and `hbase::…`, the latter against the
+//! in-process HBase Thrift test double); protocol-only ones on the embedded engine.
 
 mod common;
 use common::*;
 use std::io::Write;
 
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            $(#[test] fn $name() { super::$name(&super::Backend::embedded()); })*
+        }
+        mod hbase {
+            $(#[test] fn $name() { super::$name(&super::Backend::hbase()); })*
+        }
+    };
+}
+
+on_both_backends!(
+    telnet_put_writes_opentsdb_cells_byte_for_byte,
+    points_of_a_closed_hour_become_one_compacted_column,
+    the_last_write_of_a_timestamp_wins,
+    api_put_answers_like_opentsdb,
+    kill_dash_nine_after_a_2xx_loses_nothing,
+    uid_assign_endpoint,
+    telnet_commands_and_small_endpoints,
+);
+
 const ROW: &str = "00000150e22700000001000001";
 
-#[test]
-fn telnet_put_writes_opentsdb_cells_byte_for_byte() {
+fn telnet_put_writes_opentsdb_cells_byte_for_byte(b: &Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(dir.path());
+    let s = Server::start_on(b, dir.path(), None);
     let mut t = s.telnet();
     t.send("put sys.cpu.user 1356998400 42 host=web01\n");
     assert_eq!(t.sync(), Vec::<String>::new(), "a good put is silent");
     s.stop();
 
-    assert_eq!(scan(dir.path(), "data"), vec![format!("tsdb {ROW} t:0000 2a")]);
+    assert_eq!(scan_on(b, dir.path(), "data"), vec![format!("tsdb {ROW} t:0000 2a")]);
     let hex = |s: &str| s.bytes().map(|b| format!("{b:02x}")).collect::<String>();
     let mut want = vec![
         "tsdb-uid 00 id:6d657472696373 0000000000000001".to_string(),
@@ -30,15 +52,14 @@ fn telnet_put_writes_opentsdb_cells_byte_for_byte() {
         format!("tsdb-uid {} id:74616776 000001", hex("web01")),
     ];
     want.sort();
-    let mut got = scan(dir.path(), "uid");
+    let mut got = scan_on(b, dir.path(), "uid");
     got.sort();
     assert_eq!(got, want);
 }
 
-#[test]
-fn points_of_a_closed_hour_become_one_compacted_column() {
+fn points_of_a_closed_hour_become_one_compacted_column(b: &Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(dir.path());
+    let s = Server::start_on(b, dir.path(), None);
     let mut t = s.telnet();
     // Out of order, mixed second/ms, ints of several widths, a float and a double.
     t.send("put sys.cpu.user 1356998430 12.3 host=web01\n");
@@ -51,19 +72,18 @@ fn points_of_a_closed_hour_become_one_compacted_column() {
     assert!(t.sync().is_empty());
     s.stop();
     assert_eq!(
-        scan(dir.path(), "data"),
+        scan_on(b, dir.path(), "data"),
         vec![format!("tsdb {ROW} t:0000f0007d0000a1014b01ef 2a2a0101422a0000402899999999999a01")]
     );
     // And fsck agrees nothing is wrong.
-    let o = tsgate(&["fsck", "--data-dir", dir.path().to_str().unwrap()]);
+    let o = tsgate_on(b, &["fsck", "--data-dir", dir.path().to_str().unwrap()]);
     assert!(o.status.success(), "{}", stdout(&o));
     assert!(stdout(&o).contains("problems=0"));
 }
 
-#[test]
-fn the_last_write_of_a_timestamp_wins() {
+fn the_last_write_of_a_timestamp_wins(b: &Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(dir.path());
+    let s = Server::start_on(b, dir.path(), None);
     let mut t = s.telnet();
     t.send("put m.lww 1356998400 1 host=a\n");
     assert!(t.sync().is_empty());
@@ -72,8 +92,8 @@ fn the_last_write_of_a_timestamp_wins() {
     assert!(t.sync().is_empty());
     let v = s.wait_points("/api/query?start=1356998400&end=1356998500&m=sum:m.lww", 1);
     s.stop();
-    assert_eq!(scan(dir.path(), "data").len(), 1);
-    let s = Server::start(dir.path());
+    assert_eq!(scan_on(b, dir.path(), "data").len(), 1);
+    let s = Server::start_on(b, dir.path(), None);
     let v2 = s.wait_points("/api/query?start=1356998400&end=1356998500&m=sum:m.lww", 1);
     assert_eq!(v2[0]["dps"]["1356998400"], 2, "before stop: {v}, after: {v2}");
 }
@@ -111,10 +131,9 @@ fn telnet_errors_use_opentsdb_lines_and_keep_the_connection() {
     assert_eq!(v[0]["dps"]["1356998460"], 7);
 }
 
-#[test]
-fn api_put_answers_like_opentsdb() {
+fn api_put_answers_like_opentsdb(b: &Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(dir.path());
+    let s = Server::start_on(b, dir.path(), None);
     let one = r#"{"metric":"sys.cpu.nice","timestamp":1356998400,"value":18,"tags":{"host":"web01","dc":"lga"}}"#;
     assert_eq!(s.http("POST", "/api/put", one), (204, String::new()));
     let batch = r#"[{"metric":"sys.cpu.nice","timestamp":1356998410,"value":"19.5","tags":{"host":"web01","dc":"lga"}},
@@ -189,14 +208,13 @@ fn oversized_bodies_are_refused_by_name() {
     assert_eq!(s.http("POST", "/api/put", r#"{"metric":"m","timestamp":1356998400,"value":1,"tags":{"h":"a"}}"#).0, 204);
 }
 
-#[test]
-fn kill_dash_nine_after_a_2xx_loses_nothing() {
+fn kill_dash_nine_after_a_2xx_loses_nothing(b: &Backend) {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("tsgate.toml");
     // A long flush interval: acknowledged points live only in the write-ahead log.
     std::fs::write(&cfg, "[write]\nflush_interval_ms = 600000\n").unwrap();
     let data = dir.path().join("data");
-    let s = Server::start_with(&data, Some(&cfg));
+    let s = Server::start_on(b, &data, Some(&cfg));
     let mut expected = 0;
     for batch in 0..5 {
         let pts: Vec<String> = (0..200)
@@ -210,21 +228,20 @@ fn kill_dash_nine_after_a_2xx_loses_nothing() {
     }
     s.kill9();
     assert!(std::fs::read_dir(data.join("wal")).is_ok());
-    let s = Server::start_with(&data, Some(&cfg));
+    let s = Server::start_on(b, &data, Some(&cfg));
     let v = s.wait_points("/api/query?start=1356998400&end=1357002000&m=none:crash.test", expected);
     let n: usize = v.as_array().unwrap().iter().map(|s| s["dps"].as_object().unwrap().len()).sum();
     assert_eq!(n, expected);
     assert_eq!(v.as_array().unwrap().len(), 4);
     s.stop();
-    assert_eq!(scan(&data, "data").len(), 4, "one compacted column per series-hour");
-    let o = tsgate(&["fsck", "--data-dir", data.to_str().unwrap()]);
+    assert_eq!(scan_on(b, &data, "data").len(), 4, "one compacted column per series-hour");
+    let o = tsgate_on(b, &["fsck", "--data-dir", data.to_str().unwrap()]);
     assert!(o.status.success() && stdout(&o).contains("problems=0"), "{}", stdout(&o));
 }
 
-#[test]
-fn uid_assign_endpoint() {
+fn uid_assign_endpoint(b: &Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(dir.path());
+    let s = Server::start_on(b, dir.path(), None);
     let (code, body) = s.http("GET", "/api/uid/assign?metric=sys.cpu.0,sys.cpu.1&tagk=host", "");
     assert_eq!(code, 200, "{body}");
     assert_eq!(body, r#"{"metric":{"sys.cpu.0":"000001","sys.cpu.1":"000002"},"tagk":{"host":"000001"}}"#);
@@ -236,10 +253,9 @@ fn uid_assign_endpoint() {
     assert_eq!(s.http("GET", "/api/uid/assign", "").0, 400);
 }
 
-#[test]
-fn telnet_commands_and_small_endpoints() {
+fn telnet_commands_and_small_endpoints(b: &Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(dir.path());
+    let s = Server::start_on(b, dir.path(), None);
     let mut t = s.telnet();
     t.send("help\n");
     assert_eq!(t.read_line(), "available commands: stats dropcaches version exit help put \n");
@@ -267,5 +283,5 @@ fn telnet_commands_and_small_endpoints() {
     assert_eq!(v[0]["dps"], serde_json::json!({"1356998400": 1, "1356998410": 2}));
     // SIGTERM is a clean stop too.
     s.stop_with("-TERM");
-    assert_eq!(scan(dir.path(), "data"), vec!["tsdb 00000150e22700000001000001 t:000000a0 010200"]);
+    assert_eq!(scan_on(b, dir.path(), "data"), vec!["tsdb 00000150e22700000001000001 t:000000a0 010200"]);
 }

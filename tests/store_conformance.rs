@@ -1,33 +1,53 @@
-//! The store contract and the UID algorithm, run against every backend (the embedded engine
-//! now; the HBase gateway joins the list with its issue).
+//! The store contract and the UID algorithm, run against every backend: the embedded engine,
+//! and HBase through its Thrift gateway (the in-process Thrift test double, over real sockets).
 
 use std::sync::Arc;
 use tsgate::schema::uid_table::UidKind;
-use tsgate::store::{conformance, SharedStore, TableNames};
+use tsgate::store::hbase::double::TestDouble;
+use tsgate::store::hbase::{tables, HBaseConfig, HBaseStore};
+use tsgate::schema::compaction::{merge_columns, StoredColumn};
+use tsgate::schema::DataValue;
+use tsgate::store::{conformance, Cell, RowMutations, RowStream, Scan, SharedStore, Store, StoreResult, TableNames};
+use tsgate::write::compactor::{Compactor, Outcome};
 use tsgate::uid::UidCore;
 
-fn embedded(dir: &std::path::Path) -> SharedStore {
-    Arc::new(tsgate::store::embedded::EmbeddedStore::open(dir, &TableNames::default().specs()).unwrap())
+/// Whatever must live as long as the store (temp dirs, the double).
+type Guard = Box<dyn std::any::Any>;
+
+fn embedded() -> (Guard, SharedStore) {
+    let d = tempfile::tempdir().unwrap();
+    let s = Arc::new(tsgate::store::embedded::EmbeddedStore::open(d.path(), &TableNames::default().specs()).unwrap());
+    (Box::new(d), s)
+}
+
+/// A double with tsgate's tables, and a client with small scan batches (so that scans span
+/// several `scannerGetList` calls and rows arrive in pieces).
+fn hbase() -> (Guard, SharedStore) {
+    let d = tempfile::tempdir().unwrap();
+    let double = TestDouble::start(d.path(), "127.0.0.1:0").unwrap();
+    let cfg = HBaseConfig { thrift: double.addr(), scan_caching: 2, scan_batch: 2, ..Default::default() };
+    let names = TableNames::default();
+    tables::create_tables(HBaseStore::new(&cfg, &names.specs()).pool(), &names, "NONE").unwrap();
+    let s = Arc::new(HBaseStore::open(&cfg, &names.specs()).unwrap());
+    (Box::new((double, d)), s)
 }
 
 macro_rules! store_suite {
     ($($backend:ident),*) => {$(
         mod $backend {
             use super::*;
-            fn open() -> (tempfile::TempDir, SharedStore) {
-                let d = tempfile::tempdir().unwrap();
-                let s = super::$backend(d.path());
-                (d, s)
-            }
-            #[test] fn ordering_and_scans() { let (_d, s) = open(); conformance::ordering_and_scans(&s); }
-            #[test] fn deletes() { let (_d, s) = open(); conformance::deletes(&s); }
-            #[test] fn atomics() { let (_d, s) = open(); conformance::atomics(&s); }
-            #[test] fn uid_assignment_is_unique_across_nodes() { let (_d, s) = open(); super::uids_across_nodes(s); }
+            #[test] fn ordering_and_scans() { let (_g, s) = super::$backend(); conformance::ordering_and_scans(&s); }
+            #[test] fn deletes() { let (_g, s) = super::$backend(); conformance::deletes(&s); }
+            #[test] fn atomics() { let (_g, s) = super::$backend(); conformance::atomics(&s); }
+            #[test] fn timestamped_mutations() { let (_g, s) = super::$backend(); conformance::timestamped_mutations(&s); }
+            #[test] fn multi_get() { let (_g, s) = super::$backend(); conformance::multi_get(&s); }
+            #[test] fn uid_assignment_is_unique_across_nodes() { let (_g, s) = super::$backend(); super::uids_across_nodes(s); }
+            #[test] fn compaction_keeps_a_concurrent_overwrite() { let (_g, s) = super::$backend(); super::compaction_race(s); }
         }
     )*};
 }
 
-store_suite!(embedded);
+store_suite!(embedded, hbase);
 
 /// Four UID cores with separate caches (four "nodes") race to name the same 200 things:
 /// every name ends with one id, no id names two things, and losers only leak ids.
@@ -63,4 +83,82 @@ fn uids_across_nodes(store: SharedStore) {
     }
     // Auto-create off: an unknown name is OpenTSDB's error.
     assert_eq!(fresh.get_or_create(UidKind::Metric, "nope").unwrap_err().to_string(), "No such name for 'metrics': 'nope'");
+}
+
+/// Another node overwrites a column between the compactor's read and its writes.
+struct RacingStore {
+    inner: SharedStore,
+    raced: std::sync::atomic::AtomicBool,
+    race: Box<dyn Fn(&SharedStore) + Send + Sync>,
+}
+
+impl Store for RacingStore {
+    fn get(&self, t: &str, r: &[u8], f: &[&[u8]]) -> StoreResult<Vec<Cell>> {
+        self.inner.get(t, r, f)
+    }
+    fn mutate(&self, t: &str, b: Vec<RowMutations>) -> StoreResult<()> {
+        self.inner.mutate(t, b)
+    }
+    fn scan(&self, t: &str, s: &Scan) -> StoreResult<RowStream> {
+        self.inner.scan(t, s)
+    }
+    fn increment(&self, t: &str, r: &[u8], f: &[u8], q: &[u8], d: i64) -> StoreResult<i64> {
+        self.inner.increment(t, r, f, q, d)
+    }
+    fn check_and_put(&self, t: &str, r: &[u8], f: &[u8], q: &[u8], e: Option<&[u8]>, v: &[u8]) -> StoreResult<bool> {
+        self.inner.check_and_put(t, r, f, q, e, v)
+    }
+    fn flush(&self) -> StoreResult<()> {
+        self.inner.flush()
+    }
+    fn shared(&self) -> bool {
+        self.inner.shared()
+    }
+    fn mutate_at(&self, t: &str, b: Vec<RowMutations>, ts: u64) -> StoreResult<()> {
+        if !self.raced.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            (self.race)(&self.inner);
+        }
+        self.inner.mutate_at(t, b, ts)
+    }
+}
+
+fn compaction_race(store: SharedStore) {
+    let row = vec![0, 0, 1, 0x50, 0xe2, 0x27, 0, 0, 0, 1, 0, 0, 1];
+    let put = |s: &SharedStore, q: &[u8], v: &[u8]| {
+        s.mutate("tsdb", vec![RowMutations::put(row.clone(), b"t", q.to_vec(), v.to_vec())]).unwrap();
+    };
+    put(&store, &[0x00, 0x00], &[1]); // offset 0 = 1
+    put(&store, &[0x00, 0x10], &[2]); // offset 1 = 2
+    let r2 = row.clone();
+    let racing: SharedStore = Arc::new(RacingStore {
+        inner: store.clone(),
+        raced: Default::default(),
+        race: Box::new(move |s: &SharedStore| {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            // Same qualifier as a column the compactor read, newer value.
+            s.mutate("tsdb", vec![RowMutations::put(r2.clone(), b"t", vec![0x00, 0x00], vec![9])]).unwrap();
+        }),
+    });
+    // A store shared between nodes compacts only rows whose newest cell has settled.
+    let settle = || if store.shared() { std::thread::sleep(tsgate::write::compactor::SETTLE + std::time::Duration::from_millis(50)) };
+    let c = Compactor::new(racing, "tsdb");
+    if store.shared() {
+        assert_eq!(c.compact_row(&row).unwrap(), Outcome::TooFresh);
+    }
+    settle();
+    assert_eq!(c.compact_row(&row).unwrap(), Outcome::Compacted);
+    let cells = store.get("tsdb", &row, &[b"t"]).unwrap();
+    let quals: Vec<Vec<u8>> = cells.iter().map(|c| c.qualifier.clone()).collect();
+    assert_eq!(quals, vec![vec![0x00, 0x00], vec![0x00, 0x00, 0x00, 0x10]], "the overwrite survives next to the compacted column");
+    let cols: Vec<StoredColumn> = cells.iter().map(|c| StoredColumn { qualifier: &c.qualifier, value: &c.value, ts: c.timestamp }).collect();
+    let merged = merge_columns(&cols);
+    let values: Vec<DataValue> = merged.points.iter().map(|p| p.value().unwrap()).collect();
+    assert_eq!(values, vec![DataValue::Int(9), DataValue::Int(2)], "readers see the newer value");
+    // The next compaction folds it in.
+    settle();
+    let c = Compactor::new(store.clone(), "tsdb");
+    assert_eq!(c.compact_row(&row).unwrap(), Outcome::Compacted);
+    let cells = store.get("tsdb", &row, &[b"t"]).unwrap();
+    assert_eq!(cells.len(), 1);
+    assert_eq!(cells[0].value, vec![9, 2, 0]);
 }

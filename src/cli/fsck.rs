@@ -5,7 +5,7 @@ use super::{hex_lower, Common};
 use crate::schema::compaction::{merge_columns, StoredColumn};
 use crate::schema::uid_table::{decode_counter, id_from_bytes, UidKind, ID_FAMILY, MAXID_ROW, NAME_FAMILY};
 use crate::store::{Mutation, RowMutations, Scan, SharedStore};
-use crate::write::compactor::{compact_row, DATA_FAMILY};
+use crate::write::compactor::{Compactor, Outcome, DATA_FAMILY};
 use crate::write::flusher::hour_closed;
 use clap::Args;
 use std::collections::{HashMap, HashSet};
@@ -57,6 +57,7 @@ pub fn check(store: &SharedStore, cfg: &crate::config::Config, fix: bool) -> any
         r.problems.push(p);
     }
     let now = crate::query::time::now_ms() / 1000;
+    let compactor = Compactor::new(store.clone(), &t.data);
     for row in store.scan(&t.data, &Scan { families: vec![DATA_FAMILY.to_vec()], ..Default::default() })? {
         let row = row?;
         r.rows += 1;
@@ -123,8 +124,8 @@ pub fn check(store: &SharedStore, cfg: &crate::config::Config, fix: bool) -> any
             r.uncompacted += 1;
             needs_compaction |= fix;
         }
-        if needs_compaction {
-            compact_row(store, &t.data, &row.key)?;
+        if needs_compaction && compactor.compact_row(&row.key)? == Outcome::TooFresh {
+            println!("row {key}: being written right now; compact it later");
         }
     }
     Ok(r)

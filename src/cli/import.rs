@@ -80,10 +80,11 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<i32> {
                 bar.set_message(format!("{ok} points"));
             }
         }
-        let crate::app::Node { state, threads } = node;
+        let crate::app::Node { state, threads, wal_lock } = node;
         state.ingest.writer.close();
         drop(state);
         tokio::task::spawn_blocking(move || threads.join()).await?;
+        drop(wal_lock);
         anyhow::Ok((ok, bad))
     })?;
     bar.finish_and_clear();

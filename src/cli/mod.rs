@@ -1,6 +1,7 @@
-//! The `tsgate` command line: `serve`, `scan`, `uid`, `import`, `fsck`.
+//! The `tsgate` command line: `serve`, `scan`, `uid`, `import`, `fsck`, `hbase`.
 
 pub mod fsck;
+pub mod hbase;
 pub mod import;
 pub mod query;
 pub mod scan;
@@ -29,6 +30,12 @@ pub struct Common {
     /// Log level: error, warn, info, debug, trace.
     #[arg(long, global = true, default_value = "info")]
     pub log_level: String,
+    /// Storage backend: embedded or hbase (storage.backend).
+    #[arg(long, global = true)]
+    pub backend: Option<String>,
+    /// HBase Thrift gateway host:port (storage.hbase.thrift); implies --backend hbase.
+    #[arg(long, global = true)]
+    pub hbase_thrift: Option<String>,
 }
 
 impl Common {
@@ -40,6 +47,14 @@ impl Common {
         if let Some(d) = &self.data_dir {
             cfg.data_dir = d.clone();
         }
+        if let Some(t) = &self.hbase_thrift {
+            cfg.storage.hbase.thrift = t.clone();
+            cfg.storage.backend = "hbase".into();
+        }
+        if let Some(b) = &self.backend {
+            cfg.storage.backend = b.clone();
+        }
+        cfg.validate()?;
         Ok(cfg)
     }
 }
@@ -72,6 +87,13 @@ pub enum Command {
     Fsck(fsck::FsckArgs),
     /// Run a query (`m=` syntax) against the data directory (server must be stopped).
     Query(query::QueryArgs),
+    /// HBase: create OpenTSDB's tables, or run the Thrift test double.
+    Hbase {
+        #[command(flatten)]
+        common: Common,
+        #[command(subcommand)]
+        action: hbase::HBaseAction,
+    },
 }
 
 fn init_logging(level: &str) {
@@ -114,6 +136,10 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Query(args) => {
             init_logging(&args.common.log_level);
             query::run(&args)
+        }
+        Command::Hbase { common, action } => {
+            init_logging(&common.log_level);
+            hbase::run(&common, action)
         }
     }
 }

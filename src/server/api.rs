@@ -167,8 +167,7 @@ fn stats(state: &AppState) -> Reply {
     let now = crate::query::time::now_ms() / 1000;
     let host = super::telnet::hostname();
     let rows: Vec<Json> = state
-        .stats
-        .snapshot(state.resolver.uids().cache_len(), state.resolver.len())
+        .stats_snapshot()
         .into_iter()
         .map(|(m, v, tag)| {
             let mut tags = Map::new();

@@ -30,6 +30,18 @@ pub struct AppState {
     pub started: Instant,
 }
 
+impl AppState {
+    /// The counters `stats` and `/api/stats` report, the store's included (with HBase, Thrift
+    /// calls by method as `tsd.hbase.rpcs type=<method>`).
+    pub fn stats_snapshot(&self) -> Vec<crate::stats::StatRow> {
+        let mut v = self.stats.snapshot(self.resolver.uids().cache_len(), self.resolver.len());
+        for (method, n) in self.query.store.counters() {
+            v.push(("tsd.hbase.rpcs", n, Some(("type", method))));
+        }
+        v
+    }
+}
+
 /// Accepts connections until `shutdown` turns true, then returns (open connections finish
 /// their current request and see the writer close).
 pub async fn serve(state: Arc<AppState>, listener: TcpListener, mut shutdown: watch::Receiver<bool>) {

@@ -195,7 +195,7 @@ fn stats_lines(state: &AppState) -> String {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let host = hostname();
     let mut s = String::new();
-    for (m, v, tag) in state.stats.snapshot(state.resolver.uids().cache_len(), state.resolver.len()) {
+    for (m, v, tag) in state.stats_snapshot() {
         s.push_str(&format!("{m} {now} {v} host={host}"));
         if let Some((k, val)) = tag {
             s.push_str(&format!(" {k}={val}"));

@@ -4,7 +4,7 @@
 
 use super::{keycodec, Cell, Mutation, Row, RowMutations, RowStream, Scan, Store, StoreError, StoreResult, TableSpec};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
-use parking_lot::Mutex;
+use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,8 +13,9 @@ pub struct EmbeddedStore {
     db: Database,
     /// table -> [(family, keyspace)] in family order.
     tables: HashMap<String, Vec<(Vec<u8>, Keyspace)>>,
-    /// Serialises read-modify-write operations (increment, check-and-put).
-    rmw: Mutex<()>,
+    /// Read-modify-write operations (increment, check-and-put, timestamped mutations) hold it
+    /// exclusively, plain batches shared: a put can't slip between an operation's read and write.
+    rmw: RwLock<()>,
     clock: AtomicU64,
 }
 
@@ -40,7 +41,7 @@ impl EmbeddedStore {
             fams.sort_by(|a, b| a.0.cmp(&b.0));
             map.insert(t.name.clone(), fams);
         }
-        Ok(EmbeddedStore { db, tables: map, rmw: Mutex::new(()), clock: AtomicU64::new(0) })
+        Ok(EmbeddedStore { db, tables: map, rmw: RwLock::new(()), clock: AtomicU64::new(0) })
     }
 
     /// A strictly increasing ms clock: cell timestamps order writes made by this process.
@@ -96,11 +97,15 @@ impl EmbeddedStore {
     }
 
     fn stamp(&self, value: &[u8]) -> Vec<u8> {
-        let mut v = Vec::with_capacity(value.len() + 8);
-        v.extend_from_slice(&self.now().to_be_bytes());
-        v.extend_from_slice(value);
-        v
+        stamp_at(self.now(), value)
     }
+}
+
+fn stamp_at(ts: u64, value: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(value.len() + 8);
+    v.extend_from_slice(&ts.to_be_bytes());
+    v.extend_from_slice(value);
+    v
 }
 
 fn split_value(v: &[u8]) -> (u64, Vec<u8>) {
@@ -212,14 +217,22 @@ impl Store for EmbeddedStore {
     }
 
     fn mutate(&self, table: &str, batch: Vec<RowMutations>) -> StoreResult<()> {
+        let _shared = self.rmw.read();
+        // One timestamp for the whole batch, as HBase's mutateRows gives (a clock ticking per
+        // cell would run ahead of the wall clock on large batches).
+        let ts = self.now();
         let mut wb = self.db.batch();
         for rm in &batch {
-            for m in &rm.mutations {
+            // Puts first, then deletes: HBase's order within a batch.
+            for m in rm.mutations.iter().filter(|m| matches!(m, Mutation::Put { .. })) {
+                if let Mutation::Put { family, qualifier, value } = m {
+                    let ks = self.family(table, family)?;
+                    wb.insert(ks, keycodec::encode(&rm.row, qualifier), stamp_at(ts, value));
+                }
+            }
+            for m in rm.mutations.iter().filter(|m| !matches!(m, Mutation::Put { .. })) {
                 match m {
-                    Mutation::Put { family, qualifier, value } => {
-                        let ks = self.family(table, family)?;
-                        wb.insert(ks, keycodec::encode(&rm.row, qualifier), self.stamp(value));
-                    }
+                    Mutation::Put { .. } => {}
                     Mutation::Delete { family, qualifier } => {
                         let ks = self.family(table, family)?;
                         wb.remove(ks, keycodec::encode(&rm.row, qualifier));
@@ -274,7 +287,7 @@ impl Store for EmbeddedStore {
 
     fn increment(&self, table: &str, row: &[u8], family: &[u8], qualifier: &[u8], delta: i64) -> StoreResult<i64> {
         let ks = self.family(table, family)?;
-        let _g = self.rmw.lock();
+        let _g = self.rmw.write();
         let cur = match self.read_cell(table, ks, row, qualifier)? {
             None => 0,
             Some(v) => crate::schema::uid_table::decode_counter(&v)
@@ -295,7 +308,7 @@ impl Store for EmbeddedStore {
         value: &[u8],
     ) -> StoreResult<bool> {
         let ks = self.family(table, family)?;
-        let _g = self.rmw.lock();
+        let _g = self.rmw.write();
         let cur = self.read_cell(table, ks, row, qualifier)?;
         if cur.as_deref() != expected {
             return Ok(false);
@@ -306,5 +319,45 @@ impl Store for EmbeddedStore {
 
     fn flush(&self) -> StoreResult<()> {
         self.db.persist(PersistMode::SyncAll).map_err(engine_err("flush", "*"))
+    }
+
+    fn mutate_at(&self, table: &str, batch: Vec<RowMutations>, ts: u64) -> StoreResult<()> {
+        let _g = self.rmw.write();
+        let mut wb = self.db.batch();
+        let version = |ks: &Keyspace, key: &[u8]| -> StoreResult<Option<u64>> {
+            Ok(ks.get(key).map_err(engine_err("mutate_at", table))?.map(|v| split_value(&v).0))
+        };
+        for RowMutations { row, mutations } in &batch {
+          for m in mutations {
+            match m {
+                Mutation::Put { family, qualifier, value } => {
+                    let ks = self.family(table, family)?;
+                    let key = keycodec::encode(row, qualifier);
+                    if version(ks, &key)?.is_none_or(|cur| cur <= ts) {
+                        wb.insert(ks, key, stamp_at(ts, value));
+                    }
+                }
+                Mutation::Delete { family, qualifier } => {
+                    let ks = self.family(table, family)?;
+                    let key = keycodec::encode(row, qualifier);
+                    if version(ks, &key)?.is_some_and(|cur| cur <= ts) {
+                        wb.remove(ks, key);
+                    }
+                }
+                Mutation::DeleteRow => {
+                    let prefix = keycodec::row_prefix(row);
+                    for (_, ks) in self.families(table)? {
+                        for g in ks.prefix(&prefix) {
+                            let (k, v) = g.into_inner().map_err(engine_err("mutate_at", table))?;
+                            if split_value(&v).0 <= ts {
+                                wb.remove(ks, k);
+                            }
+                        }
+                    }
+                }
+            }
+          }
+        }
+        wb.commit().map_err(engine_err("mutate_at", table))
     }
 }

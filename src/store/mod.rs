@@ -4,6 +4,7 @@
 
 pub mod conformance;
 pub mod embedded;
+pub mod hbase;
 pub mod keycodec;
 
 use std::sync::Arc;
@@ -31,7 +32,8 @@ pub enum Mutation {
     DeleteRow,
 }
 
-/// The mutations of one row, applied in order.
+/// The mutations of one row. As on HBase, a put and a delete of the same cell in one batch
+/// leave the cell deleted (HBase applies a batch's puts before its deletes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowMutations {
     pub row: Vec<u8>,
@@ -69,6 +71,13 @@ pub enum StoreError {
     BadFilter(String),
     #[error("cell {0} is not an 8-byte counter")]
     NotACounter(String),
+    #[error("HBase {op} on table {table}: {source}")]
+    HBase {
+        op: &'static str,
+        table: String,
+        #[source]
+        source: hbase::HBaseError,
+    },
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -94,6 +103,30 @@ pub trait Store: Send + Sync + 'static {
     ) -> StoreResult<bool>;
     /// Makes everything written so far durable.
     fn flush(&self) -> StoreResult<()>;
+
+    /// Applies a batch as of cell timestamp `ts` (HBase's `mutateRowsTs`): puts are stored at
+    /// `ts` (a cell already holding a newer version keeps it), deletes remove only the versions
+    /// written at or before `ts`, so a value written since survives. Puts and deletes are not
+    /// applied atomically together (HBase's Thrift gateway runs them as separate operations):
+    /// callers that need an order send them in separate calls.
+    fn mutate_at(&self, table: &str, batch: Vec<RowMutations>, ts: u64) -> StoreResult<()>;
+
+    /// The cells of several rows, one entry per requested row, in order (one round trip where
+    /// the backend allows it).
+    fn get_rows(&self, table: &str, rows: &[Vec<u8>], families: &[&[u8]]) -> StoreResult<Vec<Vec<Cell>>> {
+        rows.iter().map(|r| self.get(table, r, families)).collect()
+    }
+
+    /// Whether other processes may write the same tables at the same time (a shared HBase
+    /// cluster): the compactor then guards against concurrent writers (see `write::compactor`).
+    fn shared(&self) -> bool {
+        false
+    }
+
+    /// Backend counters for `/api/stats` and `stats` (e.g. Thrift calls by method).
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 pub type SharedStore = Arc<dyn Store>;
@@ -102,7 +135,7 @@ pub type SharedStore = Arc<dyn Store>;
 #[derive(Debug, Clone)]
 pub struct TableSpec {
     pub name: String,
-    pub families: Vec<&'static [u8]>,
+    pub families: Vec<Vec<u8>>,
 }
 
 /// Table names, configurable like OpenTSDB's `tsd.storage.hbase.*_table`.
@@ -125,10 +158,10 @@ impl TableNames {
     /// OpenTSDB's four tables with their families.
     pub fn specs(&self) -> Vec<TableSpec> {
         vec![
-            TableSpec { name: self.data.clone(), families: vec![b"t"] },
-            TableSpec { name: self.uid.clone(), families: vec![b"id", b"name"] },
-            TableSpec { name: self.meta.clone(), families: vec![b"name"] },
-            TableSpec { name: self.tree.clone(), families: vec![b"t"] },
+            TableSpec { name: self.data.clone(), families: vec![b"t".to_vec()] },
+            TableSpec { name: self.uid.clone(), families: vec![b"id".to_vec(), b"name".to_vec()] },
+            TableSpec { name: self.meta.clone(), families: vec![b"name".to_vec()] },
+            TableSpec { name: self.tree.clone(), families: vec![b"t".to_vec()] },
         ]
     }
 }

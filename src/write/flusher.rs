@@ -2,7 +2,7 @@
 //! columns, makes the store durable, drops the WAL segments it covered, then compacts rows
 //! whose hour has closed and that have gone quiet.
 
-use super::compactor::{compact_row, DATA_FAMILY};
+use super::compactor::{Compactor, DATA_FAMILY, SETTLE};
 use super::shard::Buffer;
 use super::WriteError;
 use crate::schema::column::build_column;
@@ -86,6 +86,7 @@ impl Flusher {
     pub fn run(self, jobs: Receiver<FlushJob>) {
         // Rows that may need compacting: key -> (base, last write).
         let mut pending: HashMap<Vec<u8>, (u32, Instant)> = HashMap::new();
+        let compactor = Compactor::new(self.store.clone(), &self.table);
         while let Ok(job) = jobs.recv() {
             let FlushJob { buffer, wal_upto, waiters, last } = job;
             let result = self.flush_durably(buffer, wal_upto, &mut pending);
@@ -95,7 +96,7 @@ impl Flusher {
             for w in waiters {
                 let _ = w.send(result.clone());
             }
-            self.compact_ready(&mut pending, last);
+            self.compact_ready(&compactor, &mut pending, last);
         }
     }
 
@@ -135,18 +136,27 @@ impl Flusher {
         Ok(())
     }
 
-    fn compact_ready(&self, pending: &mut HashMap<Vec<u8>, (u32, Instant)>, all: bool) {
+    fn compact_ready(&self, compactor: &Compactor, pending: &mut HashMap<Vec<u8>, (u32, Instant)>, all: bool) {
         let now = now_s();
         let ready: Vec<Vec<u8>> = pending
             .iter()
             .filter(|(_, (base, touched))| hour_closed(*base, now) && (all || touched.elapsed() >= self.compaction_delay))
             .map(|(k, _)| k.clone())
             .collect();
-        for row in ready {
-            pending.remove(&row);
-            if let Err(e) = compact_row(&self.store, &self.table, &row) {
-                tracing::warn!(error = %e, "compaction skipped");
-            }
+        if ready.is_empty() {
+            return;
+        }
+        let mut bases = Vec::with_capacity(ready.len());
+        for row in &ready {
+            bases.push(pending.remove(row).map(|(b, _)| b).unwrap_or(0));
+        }
+        let left = if all { compactor.compact_all(&ready, SETTLE * 3) } else { compactor.compact(&ready) };
+        // Rows still settling (or that failed) come back after the settle time.
+        let retry_at = Instant::now().checked_sub(self.compaction_delay.saturating_sub(SETTLE)).unwrap_or_else(Instant::now);
+        let base_of: HashMap<&Vec<u8>, u32> = ready.iter().zip(bases).collect();
+        for row in left {
+            let base = base_of.get(&row).copied().unwrap_or(0);
+            pending.insert(row, (base, retry_at));
         }
         if all {
             if let Err(e) = self.store.flush() {

@@ -15,6 +15,51 @@ pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// Where a test's servers keep their data: the embedded engine, or HBase through its Thrift
+/// gateway — here the in-process test double, which outlives the `tsgate` processes.
+pub struct Backend {
+    pub name: &'static str,
+    double: Option<tsgate::store::hbase::double::TestDouble>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Backend {
+    pub fn embedded() -> Backend {
+        Backend { name: "embedded", double: None, _dir: None }
+    }
+
+    /// Starts a double and creates tsgate's tables in it (what `tsgate hbase create-tables` does).
+    pub fn hbase() -> Backend {
+        use tsgate::store::hbase::{tables, HBaseConfig, HBaseStore};
+        let dir = tempfile::tempdir().unwrap();
+        let double = tsgate::store::hbase::double::TestDouble::start(dir.path(), "127.0.0.1:0").unwrap();
+        let cfg = HBaseConfig { thrift: double.addr(), ..Default::default() };
+        let names = tsgate::store::TableNames::default();
+        tables::create_tables(HBaseStore::new(&cfg, &names.specs()).pool(), &names, "NONE").unwrap();
+        Backend { name: "hbase", double: Some(double), _dir: Some(dir) }
+    }
+
+    pub fn is_hbase(&self) -> bool {
+        self.double.is_some()
+    }
+
+    pub fn thrift_addr(&self) -> Option<String> {
+        self.double.as_ref().map(|d| d.addr())
+    }
+
+    pub fn double(&self) -> Option<&tsgate::store::hbase::double::TestDouble> {
+        self.double.as_ref()
+    }
+
+    /// The flags every `tsgate` command gets for this backend.
+    pub fn args(&self) -> Vec<String> {
+        match &self.double {
+            Some(d) => vec!["--backend".into(), "hbase".into(), "--hbase-thrift".into(), d.addr()],
+            None => Vec::new(),
+        }
+    }
+}
+
 pub struct Server {
     pub child: Option<Child>,
     pub addr: String,
@@ -29,9 +74,14 @@ impl Server {
 
     /// Starts a server with an optional config file and waits until it answers HTTP.
     pub fn start_with(data: &Path, config: Option<&Path>) -> Server {
+        Self::start_on(&Backend::embedded(), data, config)
+    }
+
+    pub fn start_on(backend: &Backend, data: &Path, config: Option<&Path>) -> Server {
         let addr = format!("127.0.0.1:{}", free_port());
         let mut cmd = Command::new(bin());
         cmd.args(["serve", "--data-dir"]).arg(data).args(["--listen", &addr, "--log-level", "warn"]);
+        cmd.args(backend.args());
         if let Some(c) = config {
             cmd.arg("--config").arg(c);
         }
@@ -194,9 +244,21 @@ pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// `tsgate SUBCOMMAND <backend flags> ARGS…`.
+pub fn tsgate_on(backend: &Backend, args: &[&str]) -> Output {
+    let mut all: Vec<String> = vec![args[0].to_string()];
+    all.extend(backend.args());
+    all.extend(args[1..].iter().map(|a| a.to_string()));
+    Command::new(bin()).args(&all).output().expect("run tsgate")
+}
+
 /// `tsgate scan` of a table as lines.
 pub fn scan(data: &Path, table: &str) -> Vec<String> {
-    let o = tsgate(&["scan", "--data-dir", data.to_str().unwrap(), "--table", table]);
+    scan_on(&Backend::embedded(), data, table)
+}
+
+pub fn scan_on(backend: &Backend, data: &Path, table: &str) -> Vec<String> {
+    let o = tsgate_on(backend, &["scan", "--data-dir", data.to_str().unwrap(), "--table", table]);
     assert!(o.status.success(), "scan failed: {}", String::from_utf8_lossy(&o.stderr));
     stdout(&o).lines().map(String::from).collect()
 }

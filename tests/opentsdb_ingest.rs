@@ -7,17 +7,6 @@ mod common;
 use common::*;
 use std::io::Write;
 
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            $(#[test] fn $name() { super::$name(&super::Backend::embedded()); })*
-        }
-        mod hbase {
-            $(#[test] fn $name() { super::$name(&super::Backend::hbase()); })*
-        }
-    };
-}
-
 on_both_backends!(
     telnet_put_writes_opentsdb_cells_byte_for_byte,
     points_of_a_closed_hour_become_one_compacted_column,

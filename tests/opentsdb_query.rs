@@ -1,10 +1,20 @@
-//! The OpenTSDB query API over HTTP, on the worked examples of OpenTSDB's docs and tests.
+//! The OpenTSDB query API over HTTP, on the worked examples of OpenTSDB's docs and tests,
+//! on both storage backends.
 
 mod common;
 use common::*;
 use serde_json::{json, Value};
 
 const B: u64 = 1356998400;
+
+on_both_backends!(
+    aggregation_grouping_and_filters,
+    downsampling_rate_and_output_forms,
+    suggest_lookup_last_and_listings,
+    delete_only_when_allowed,
+    annotations_come_back_with_query_results,
+    calendar_downsampling_in_a_time_zone,
+);
 
 fn put(s: &Server, pts: &[(&str, u64, &str, &[(&str, &str)])]) {
     let body: Vec<Value> = pts
@@ -54,10 +64,9 @@ fn dps(v: &Value) -> Vec<(String, Value)> {
     v["dps"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
-#[test]
-fn aggregation_grouping_and_filters() {
+fn aggregation_grouping_and_filters(b: &Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(dir.path());
+    let s = Server::start_on(b, dir.path(), None);
     docs_data(&s);
     let q = |m: &str| get(&s, &format!("/api/query?start={B}&end={}&m={m}", B + 100));
 
@@ -118,10 +127,9 @@ fn aggregation_grouping_and_filters() {
     assert!(body.contains("must be greater than or equal to the start time"), "{body}");
 }
 
-#[test]
-fn downsampling_rate_and_output_forms() {
+fn downsampling_rate_and_output_forms(b: &Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(dir.path());
+    let s = Server::start_on(b, dir.path(), None);
     // TestTsdbQueryDownsample: 1..300 every 30 s from 1356998430.
     let pts: Vec<(u64, String)> = (0..300).map(|i| (B + 30 + 30 * i, (i + 1).to_string())).collect();
     let tags: &[(&str, &str)] = &[("host", "web01")];
@@ -157,10 +165,9 @@ fn downsampling_rate_and_output_forms() {
     assert!(summary.as_array().unwrap().last().unwrap()["statsSummary"].is_object());
 }
 
-#[test]
-fn suggest_lookup_last_and_listings() {
+fn suggest_lookup_last_and_listings(b: &Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(dir.path());
+    let s = Server::start_on(b, dir.path(), None);
     docs_data(&s);
     put(&s, &[("mem.free", B, "7", &[("host", "a")]), ("mem.used", B, "8", &[("host", "a")])]);
     assert_eq!(get(&s, "/api/suggest?type=metrics&q=mem"), json!(["mem.free", "mem.used"]));
@@ -202,11 +209,10 @@ fn suggest_lookup_last_and_listings() {
     assert_eq!(c["tsd.storage.hbase.data_table"], "tsdb");
 }
 
-#[test]
-fn delete_only_when_allowed() {
+fn delete_only_when_allowed(b: &Backend) {
     let dir = tempfile::tempdir().unwrap();
     let body = json!({"start": B, "end": B + 25, "delete": true, "queries": [{"aggregator": "sum", "metric": "m", "tags": {"host": "b"}}]});
-    let s = Server::start(&dir.path().join("d1"));
+    let s = Server::start_on(b, &dir.path().join("d1"), None);
     docs_data(&s);
     let (code, resp) = s.http("POST", "/api/query", &body.to_string());
     assert_eq!(code, 400);
@@ -214,7 +220,7 @@ fn delete_only_when_allowed() {
     drop(s);
     let cfg = dir.path().join("c.toml");
     std::fs::write(&cfg, "[query]\nallow_delete = true\n").unwrap();
-    let s = Server::start_with(&dir.path().join("d2"), Some(&cfg));
+    let s = Server::start_on(b, &dir.path().join("d2"), Some(&cfg));
     docs_data(&s);
     let deleted = post(&s, body);
     assert_eq!(dps(&deleted[0]).len(), 2, "the deleted points are returned once");
@@ -222,10 +228,9 @@ fn delete_only_when_allowed() {
     assert_eq!(dps(&left[0]).iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(), vec![(B + 40).to_string(), (B + 60).to_string()]);
 }
 
-#[test]
-fn annotations_come_back_with_query_results() {
+fn annotations_come_back_with_query_results(b: &Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(dir.path());
+    let s = Server::start_on(b, dir.path(), None);
     docs_data(&s);
     let tsuid = get(&s, &format!("/api/query?start={B}&end={}&m=sum:m{{host=a}}&show_tsuids", B + 100))[0]["tsuids"][0].clone();
     let (code, body) = s.http("POST", "/api/annotation", &json!({"tsuid": tsuid, "startTime": B + 15, "description": "deploy"}).to_string());
@@ -245,10 +250,9 @@ fn annotations_come_back_with_query_results() {
     assert!(quiet[0].get("annotations").is_none() && quiet[0].get("globalAnnotations").is_none());
 }
 
-#[test]
-fn calendar_downsampling_in_a_time_zone() {
+fn calendar_downsampling_in_a_time_zone(b: &Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let s = Server::start(dir.path());
+    let s = Server::start_on(b, dir.path(), None);
     // One point an hour for two days, from 2013-01-01T00:00Z.
     let pts: Vec<(u64, String)> = (0..48).map(|i| (B + 3600 * i, "1".to_string())).collect();
     let tags: &[(&str, &str)] = &[("host", "a")];

@@ -7,6 +7,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// Instantiates each named `fn(&Backend)` as a test on every backend (`embedded::…`, `hbase::…`).
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            $(#[test] fn $name() { super::$name(&super::Backend::embedded()); })*
+        }
+        mod hbase {
+            $(#[test] fn $name() { super::$name(&super::Backend::hbase()); })*
+        }
+    };
+}
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_tsgate")
 }

@@ -15,3 +15,4 @@ pub mod stats;
 pub mod store;
 pub mod uid;
 pub mod write;
+pub mod prometheus;

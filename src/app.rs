@@ -82,6 +82,7 @@ impl Node {
         let resolver = Arc::new(SeriesResolver::new(uids.clone()));
         let (writer, threads) =
             Writer::start(&cfg.data_dir, store.clone(), &table, layout, &writer_config(&cfg), tokio::runtime::Handle::current())?;
+        let prom = crate::prometheus::PromState::open(&cfg.data_dir);
         let state = Arc::new(AppState {
             ingest: Ingest { resolver: resolver.clone(), writer },
             query: QueryEngine { store, uids, layout, table },
@@ -90,6 +91,7 @@ impl Node {
             config: cfg,
             stats: Default::default(),
             started: Instant::now(),
+            prom,
         });
         Ok(Node { state, threads })
     }

@@ -16,3 +16,4 @@ pub mod store;
 pub mod uid;
 pub mod write;
 pub mod prometheus;
+pub mod promql;

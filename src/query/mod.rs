@@ -4,6 +4,7 @@
 
 pub mod aggregate;
 pub mod numfmt;
+pub mod select;
 pub mod time;
 
 use crate::schema::compaction::{merge_columns, StoredColumn};

@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod http;
+pub mod prometheus;
 pub mod telnet;
 
 use crate::ingest::Ingest;
@@ -24,6 +25,8 @@ pub struct AppState {
     pub config: crate::config::Config,
     pub stats: Stats,
     pub started: Instant,
+    /// State of the Prometheus endpoints (metadata from remote write).
+    pub prom: crate::prometheus::PromState,
 }
 
 /// Accepts connections until `shutdown` turns true, then returns (open connections finish

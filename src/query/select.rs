@@ -131,7 +131,8 @@ impl QueryEngine {
             return Ok(out);
         }
         let start = start_ms.max(0) as u64;
-        let end = end_ms as u64;
+        // Row base times are 32-bit seconds: clamp "forever" to the last representable hour.
+        let end = (end_ms as u64).min(u32::MAX as u64 * 1000);
         let label_ms: Vec<Matcher> = matchers.iter().filter(|m| m.name != METRIC_NAME).cloned().collect();
         for metric in self.candidate_metrics(matchers)? {
             let Some(mid) = self.uids.get_id(UidKind::Metric, &metric)? else { continue };

@@ -225,3 +225,57 @@ fn promql_over_opentsdb_data_and_grafana_probes() {
     assert_eq!(code, 200);
     s.stop();
 }
+
+#[test]
+fn remote_read_samples_and_streamed_chunks() {
+    use tsgate_prometheus::proto::{LabelMatcher, Query, ReadHints, ReadRequest, ReadResponse, ChunkedReadResponse};
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let stale = f64::from_bits(0x7ff0_0000_0000_0002);
+    let samples: Vec<(i64, f64)> = (0..300).map(|i| (T0 + i * 1000 + 5, i as f64 * 0.5)).chain([(T0 + 300_005, stale)]).collect();
+    let req = WriteRequest {
+        timeseries: vec![ts(&[("__name__", "rr_metric"), ("job", "a:b")], &samples), ts(&[("__name__", "rr_metric"), ("job", "other")], &[(T0, 1.0)])],
+        metadata: vec![],
+    };
+    assert_eq!(write_v1(&s.addr, &req).0, 204);
+    wait_series(&s.addr, "rr_metric", "1700000300", 2);
+    let read = |accepted: Vec<i32>, hints: Option<ReadHints>| {
+        let rr = ReadRequest {
+            queries: vec![Query {
+                start_timestamp_ms: T0,
+                end_timestamp_ms: T0 + 400_000,
+                matchers: vec![LabelMatcher { r#type: 0, name: "__name__".into(), value: "rr_metric".into() }, LabelMatcher { r#type: 2, name: "job".into(), value: "a:.".into() }],
+                hints,
+            }],
+            accepted_response_types: accepted,
+        };
+        request(&s.addr, "POST", "/api/v1/read", &snappy::compress(&rr.encode_to_vec()), &[("Content-Encoding", "snappy"), ("Content-Type", "application/x-protobuf")])
+    };
+    let (code, hdrs, body) = read(vec![], None);
+    assert_eq!(code, 200);
+    assert!(hdrs.iter().any(|(k, v)| k == "content-encoding" && v == "snappy"));
+    let resp = ReadResponse::decode(snappy::decompress(&body, 1 << 30).unwrap().as_slice()).unwrap();
+    assert_eq!(resp.results.len(), 1);
+    let got = &resp.results[0].timeseries;
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].labels.iter().map(|l| (l.name.as_str(), l.value.as_str())).collect::<Vec<_>>(), [("__name__", "rr_metric"), ("job", "a:b")]);
+    let back: Vec<(i64, u64)> = got[0].samples.iter().map(|x| (x.timestamp, x.value.to_bits())).collect();
+    assert_eq!(back, samples.iter().map(|x| (x.0, x.1.to_bits())).collect::<Vec<_>>(), "stale marker included, bit for bit");
+
+    let (code, hdrs, body) = read(vec![1, 0], None);
+    assert_eq!(code, 200);
+    assert!(hdrs.iter().any(|(k, v)| k == "content-type" && v.starts_with("application/x-streamed-protobuf")));
+    let frames = tsgate_prometheus::frame::read_frames(&body).unwrap();
+    assert_eq!(frames.len(), 1);
+    let msg = ChunkedReadResponse::decode(frames[0]).unwrap();
+    let chunks = &msg.chunked_series[0].chunks;
+    assert_eq!(chunks.len(), 3, "301 samples in chunks of 120");
+    let decoded: Vec<(i64, u64)> = chunks.iter().flat_map(|c| tsgate_prometheus::chunk::decode_xor(&c.data).unwrap()).map(|(t, v)| (t, v.to_bits())).collect();
+    assert_eq!(decoded, samples.iter().map(|x| (x.0, x.1.to_bits())).collect::<Vec<_>>());
+
+    let (_, _, body) = read(vec![], Some(ReadHints { func: "series".into(), ..Default::default() }));
+    let resp = ReadResponse::decode(snappy::decompress(&body, 1 << 30).unwrap().as_slice()).unwrap();
+    assert!(resp.results[0].timeseries[0].samples.is_empty(), "series hint: labels only");
+    assert_eq!(read(vec![7], None).0, 400);
+    s.stop();
+}

@@ -28,7 +28,7 @@ fn nan_low(a: f64, b: f64) -> std::cmp::Ordering {
 
 pub fn eval<'a>(ev: &Evaluator<'a>, a: &AggregateExpr, t: i64) -> Result<Value<'a>, PromError> {
     let op = a.op.to_string();
-    let input = ev.eval_vector(&a.expr, t)?;
+    let input = ev.eval_for_aggregation(&a.expr, t)?;
     let mut groups: Vec<(Vec<(String, String)>, Vec<Sample>)> = Vec::new();
     let mut index: HashMap<Vec<(String, String)>, usize> = HashMap::new();
     for s in input {

@@ -178,8 +178,28 @@ impl<'a> Evaluator<'a> {
             },
             Expr::Binary(b) => super::binary::eval(self, b, t),
             Expr::Aggregate(a) => super::aggregate::eval(self, a, t),
-            Expr::Call(c) => super::functions::eval(self, c, t),
+            Expr::Call(c) => {
+                let v = super::functions::eval(self, c, t)?;
+                if let Value::Vector(out) = &v {
+                    check_unique(out)?;
+                }
+                Ok(v)
+            }
             Expr::Extension(_) => Err(PromError::Execution("extension expressions are not supported".into())),
+        }
+    }
+
+    /// Like `eval`, but a function result whose label sets collide once `__name__` is dropped is
+    /// passed on rather than refused: an aggregation over it is well defined. (Prometheus 2.42
+    /// refuses it; tsgate accepts `sum(count_over_time({__name__=~".+"}[1h]))`, which the
+    /// shared ingest bench counts points with.)
+    pub fn eval_for_aggregation(&self, e: &Expr, t: i64) -> Result<Vec<Sample>, PromError> {
+        match unwrap_parens(e) {
+            Expr::Call(c) => match super::functions::eval(self, c, t)? {
+                Value::Vector(v) => Ok(v),
+                other => Err(PromError::Execution(format!("expected an instant vector, got {}", other.type_name()))),
+            },
+            other => self.eval_vector(other, t),
         }
     }
 

@@ -425,7 +425,6 @@ pub fn eval<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
         }
         _ => return range_fn(ev, c, t),
     };
-    check_unique(&out)?;
     Ok(Value::Vector(out))
 }
 
@@ -563,7 +562,6 @@ fn range_fn<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
             out.push(Sample { labels, v });
         }
     }
-    check_unique(&out)?;
     Ok(Value::Vector(out))
 }
 

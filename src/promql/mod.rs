@@ -10,6 +10,8 @@ pub mod binary;
 pub mod eval;
 pub mod functions;
 pub mod selectors;
+#[cfg(test)]
+mod tests;
 
 use crate::query::select::Matcher;
 use crate::query::QueryEngine;

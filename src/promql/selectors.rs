@@ -59,7 +59,7 @@ pub fn at_ms(at: &Option<AtModifier>, start: i64, end: i64) -> Option<i64> {
 }
 
 /// Widens `spans` with what `e` needs when evaluated at times in `[tmin, tmax]`.
-fn spans(e: &Expr, tmin: i64, tmax: i64, q: (i64, i64), s: &Settings, out: &mut HashMap<usize, (i64, i64, *const VectorSelector)>) {
+pub(crate) fn spans(e: &Expr, tmin: i64, tmax: i64, q: (i64, i64), s: &Settings, out: &mut HashMap<usize, (i64, i64, *const VectorSelector)>) {
     let mut add = |vs: &VectorSelector, back: i64| {
         let o = offset_ms(&vs.offset);
         let (lo, hi) = match at_ms(&vs.at, q.0, q.1) {
@@ -100,6 +100,29 @@ fn spans(e: &Expr, tmin: i64, tmax: i64, q: (i64, i64), s: &Settings, out: &mut 
         }
         Expr::NumberLiteral(_) | Expr::StringLiteral(_) | Expr::Extension(_) => {}
     }
+}
+
+/// Builds the fetched data from series given in memory (tests).
+#[cfg(test)]
+pub fn data_from(expr: &Expr, series: &[(Vec<(String, String)>, Vec<(i64, f64)>)], start: i64, end: i64, s: Settings) -> Data {
+    let mut need = HashMap::new();
+    spans(expr, start, end, (start, end), &s, &mut need);
+    let mut data = Data::new();
+    for (k, (lo, hi, vs)) in need {
+        let vs: &VectorSelector = unsafe { &*vs };
+        let ms = selector_matchers(vs).unwrap();
+        let found = series
+            .iter()
+            .filter(|(l, _)| crate::query::select::labels_match(l, &ms))
+            .map(|(l, p)| {
+                let all: Vec<(i64, f64)> = p.iter().copied().filter(|x| x.0 >= lo && x.0 <= hi).collect();
+                let nostale = all.iter().any(|p| is_stale_nan(p.1)).then(|| all.iter().copied().filter(|p| !is_stale_nan(p.1)).collect());
+                SeriesData { labels: Arc::new(l.clone()), all, nostale }
+            })
+            .collect();
+        data.insert(k, found);
+    }
+    data
 }
 
 /// Fetches every selector of `expr` once, for evaluation times `[start, end]`.

@@ -100,42 +100,49 @@ pub fn display(labels: &[(&str, &str)]) -> String {
     format!("{name}{{{}}}", rest.join(", "))
 }
 
-/// The stored form of one series: escaped metric and tags (sorted by tag key).
+/// The stored form of one series: escaped metric and tags (sorted by tag key), borrowing from
+/// the request where no escaping was needed.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct StoredSeries {
-    pub metric: String,
-    pub tags: Vec<(String, String)>,
+pub struct StoredSeries<'a> {
+    pub metric: Cow<'a, str>,
+    pub tags: Vec<(Cow<'a, str>, Cow<'a, str>)>,
 }
 
 /// Label set (any order) → metric + tags.
-pub fn to_stored(labels: &[(&str, &str)], max_tags: usize) -> Result<StoredSeries, LabelError> {
+pub fn to_stored<'a>(labels: &[(&'a str, &'a str)], max_tags: usize) -> Result<StoredSeries<'a>, LabelError> {
     let mut metric = None;
-    let mut tags: Vec<(String, String)> = Vec::with_capacity(labels.len());
-    let mut names: Vec<&str> = labels.iter().map(|(k, _)| *k).collect();
-    names.sort_unstable();
-    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-        return Err(LabelError::Duplicate { series: display(labels), name: w[0].to_string() });
-    }
+    let mut names = 0;
+    let mut tags: Vec<(Cow<'a, str>, Cow<'a, str>)> = Vec::with_capacity(labels.len());
     for &(k, v) in labels {
         if k.is_empty() {
             return Err(LabelError::EmptyName(display(labels)));
         }
         if k == METRIC_NAME {
+            names += 1;
             if !v.is_empty() {
-                metric = Some(escape(v).into_owned());
+                metric = Some(escape(v));
             }
         } else if !v.is_empty() {
-            tags.push((escape(k).into_owned(), escape(v).into_owned()));
+            tags.push((escape(k), escape(v)));
         }
+    }
+    if names > 1 {
+        return Err(LabelError::Duplicate { series: display(labels), name: METRIC_NAME.into() });
     }
     let metric = metric.ok_or_else(|| LabelError::NoName(display(labels)))?;
     if tags.len() > max_tags {
         return Err(LabelError::TooMany { series: display(labels), count: tags.len(), max: max_tags });
     }
     if tags.is_empty() {
-        tags.push((PLACEHOLDER_TAGK.into(), PLACEHOLDER_TAGV.into()));
+        tags.push((Cow::Borrowed(PLACEHOLDER_TAGK), Cow::Borrowed(PLACEHOLDER_TAGV)));
     }
-    tags.sort_unstable();
+    // Escaping is injective, so a repeated label name shows up as neighbours once sorted.
+    if !tags.windows(2).all(|w| w[0].0 < w[1].0) {
+        tags.sort_unstable();
+        if let Some(w) = tags.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(LabelError::Duplicate { series: display(labels), name: unescape(&w[0].0).into_owned() });
+        }
+    }
     Ok(StoredSeries { metric, tags })
 }
 
@@ -188,21 +195,21 @@ mod tests {
     #[test]
     fn label_sets_round_trip_with_placeholder_and_limit() {
         let s = to_stored(&[("__name__", "up")], 8).unwrap();
-        assert_eq!(s.tags, vec![(PLACEHOLDER_TAGK.to_string(), PLACEHOLDER_TAGV.to_string())]);
-        let back = from_stored(&s.metric, s.tags.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        assert_eq!(s.tags, vec![(Cow::Borrowed(PLACEHOLDER_TAGK), Cow::Borrowed(PLACEHOLDER_TAGV))]);
+        let back = from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v)));
         assert_eq!(back, vec![("__name__".to_string(), "up".to_string())]);
 
         let labels = [("job", "node"), ("__name__", "a:b"), ("empty", ""), ("path", "/x y")];
         let s = to_stored(&labels, 8).unwrap();
         assert_eq!(s.metric, "a_.3Ab");
-        let back = from_stored(&s.metric, s.tags.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let back = from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v)));
         let want: Labels = [("__name__", "a:b"), ("job", "node"), ("path", "/x y")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         assert_eq!(back, want);
 
         assert!(matches!(to_stored(&[("job", "x")], 8), Err(LabelError::NoName(_))));
         assert!(matches!(to_stored(&[("__name__", "m"), ("a", "1"), ("a", "2")], 8), Err(LabelError::Duplicate { .. })));
         let many: Vec<(String, String)> = (0..9).map(|i| (format!("l{i}"), "v".to_string())).chain([("__name__".to_string(), "m".to_string())]).collect();
-        let many: Vec<(&str, &str)> = many.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let many: Vec<(&str, &str)> = many.iter().map(|(k, v)| (&**k, &**v)).collect();
         let err = to_stored(&many, 8).unwrap_err().to_string();
         assert!(err.contains("9 labels") && err.contains("prometheus.max_tags = 8"), "{err}");
     }

@@ -7,13 +7,14 @@ use super::metadata::Meta;
 use crate::ingest::PointError;
 use crate::schema::rowkey::{base_time, MAX_TIMESTAMP_MS};
 use crate::schema::{DataValue, RawPoint};
-use tsgate_prometheus::proto::{MetricType, WriteRequest};
+use tsgate_prometheus::proto::MetricType;
+use tsgate_prometheus::v1_borrowed::DecodeError;
 use tsgate_prometheus::v2;
 
 /// One request, normalised.
 #[derive(Debug, Default)]
-pub struct Batch {
-    pub series: Vec<StoredSeries>,
+pub struct Batch<'a> {
+    pub series: Vec<StoredSeries<'a>>,
     /// (index into `series`, row base, encoded cell)
     pub samples: Vec<(usize, Result<(u32, RawPoint), PointError>)>,
     pub metadata: Vec<(String, Meta)>,
@@ -55,21 +56,24 @@ fn meta_kind(t: i32) -> &'static str {
     MetricType::try_from(t).unwrap_or(MetricType::Unknown).api_name()
 }
 
-pub fn from_v1(req: &WriteRequest, max_tags: usize) -> Batch {
+/// Decodes and normalises a (decompressed) 1.0 body; names borrow from it.
+pub fn from_v1(raw: &[u8], max_tags: usize) -> Result<Batch<'_>, DecodeError> {
     let mut b = Batch::default();
-    for ts in &req.timeseries {
-        b.histograms += ts.histograms.len();
-        b.exemplars += ts.exemplars.len();
-        let labels: Vec<(&str, &str)> = ts.labels.iter().map(|l| (l.name.as_str(), l.value.as_str())).collect();
-        add_series(&mut b, &labels, ts.samples.iter().map(|s| (s.timestamp, s.value)), max_tags);
-    }
-    for m in &req.metadata {
-        b.metadata.push((m.metric_family_name.clone(), Meta { kind: meta_kind(m.r#type).into(), help: m.help.clone(), unit: m.unit.clone() }));
-    }
-    b
+    let mut metadata = Vec::new();
+    tsgate_prometheus::v1_borrowed::decode(
+        raw,
+        |s| {
+            b.histograms += s.histograms;
+            b.exemplars += s.exemplars;
+            add_series(&mut b, &s.labels, s.samples.iter().copied(), max_tags);
+        },
+        |m| metadata.push((m.metric_family_name, Meta { kind: meta_kind(m.r#type).into(), help: m.help, unit: m.unit })),
+    )?;
+    b.metadata = metadata;
+    Ok(b)
 }
 
-pub fn from_v2(req: &v2::Request, max_tags: usize) -> Batch {
+pub fn from_v2(req: &v2::Request, max_tags: usize) -> Batch<'_> {
     let mut b = Batch::default();
     if let Err(e) = req.check_symbols() {
         b.errors.push(e.to_string());
@@ -98,7 +102,7 @@ pub fn from_v2(req: &v2::Request, max_tags: usize) -> Batch {
     b
 }
 
-fn add_series(b: &mut Batch, labels: &[(&str, &str)], samples: impl ExactSizeIterator<Item = (i64, f64)>, max_tags: usize) {
+fn add_series<'a>(b: &mut Batch<'a>, labels: &[(&'a str, &'a str)], samples: impl ExactSizeIterator<Item = (i64, f64)>, max_tags: usize) {
     if samples.len() == 0 {
         return;
     }
@@ -123,7 +127,8 @@ fn add_series(b: &mut Batch, labels: &[(&str, &str)], samples: impl ExactSizeIte
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tsgate_prometheus::proto::{Label, Sample, TimeSeries};
+    use prost::Message;
+    use tsgate_prometheus::proto::{Label, Sample, TimeSeries, WriteRequest};
 
     fn series(labels: &[(&str, &str)], samples: &[(i64, f64)]) -> TimeSeries {
         TimeSeries {
@@ -160,7 +165,8 @@ mod tests {
             timeseries: vec![series(&[("__name__", "up"), ("job", "a")], &[(1_700_000_000_000, 1.0)]), series(&[("job", "nameless")], &[(1_700_000_000_000, 1.0)])],
             metadata: vec![],
         };
-        let b = from_v1(&req, 8);
+        let raw = req.encode_to_vec();
+        let b = from_v1(&raw, 8).unwrap();
         assert_eq!((b.series.len(), b.samples.len()), (1, 1));
         assert_eq!(b.errors.len(), 1);
         assert!(b.errors[0].contains("nameless") && b.errors[0].contains("no __name__"), "{}", b.errors[0]);

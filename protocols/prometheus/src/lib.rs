@@ -10,6 +10,7 @@ pub mod chunk;
 pub mod frame;
 pub mod proto;
 pub mod snappy;
+pub mod v1_borrowed;
 pub mod v2;
 
 /// The staleness marker: a NaN with exactly these bits marks a series that has ended.

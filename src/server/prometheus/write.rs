@@ -10,7 +10,7 @@ use crate::server::AppState;
 use http::StatusCode;
 use prost::Message;
 use std::sync::Arc;
-use tsgate_prometheus::{proto::WriteRequest, snappy, v2};
+use tsgate_prometheus::{snappy, v2};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Version {
@@ -79,13 +79,15 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
         Err(e) => return reply(StatusCode::BAD_REQUEST, version, &nothing, &e.to_string()),
     };
     let max_tags = state.config.prometheus.max_tags;
+    // Decoded up front so that the batch may borrow its strings.
+    let v2_req = if version == Version::V2 { v2::Request::decode(raw.as_slice()) } else { Ok(v2::Request::default()) };
     let batch: Batch = match version {
-        Version::V1 => match WriteRequest::decode(raw.as_slice()) {
-            Ok(r) => from_v1(&r, max_tags),
-            Err(e) => return reply(StatusCode::BAD_REQUEST, version, &nothing, &format!("cannot decode prometheus.WriteRequest: {e}")),
+        Version::V1 => match from_v1(&raw, max_tags) {
+            Ok(b) => b,
+            Err(e) => return reply(StatusCode::BAD_REQUEST, version, &nothing, &e.to_string()),
         },
-        Version::V2 => match v2::Request::decode(raw.as_slice()) {
-            Ok(r) => from_v2(&r, max_tags),
+        Version::V2 => match &v2_req {
+            Ok(r) => from_v2(r, max_tags),
             Err(e) => return reply(StatusCode::BAD_REQUEST, version, &nothing, &format!("cannot decode io.prometheus.write.v2.Request: {e}")),
         },
     };
@@ -99,7 +101,7 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
             tracing::warn!(error = %e, "cannot save Prometheus metadata");
         }
     }
-    let tags: Vec<Vec<(&str, &str)>> = series.iter().map(|s| s.tags.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()).collect();
+    let tags: Vec<Vec<(&str, &str)>> = series.iter().map(|s| s.tags.iter().map(|(k, v)| (&**k, &**v)).collect()).collect();
     let points: Vec<EncodedPoint<'_>> = samples
         .into_iter()
         .filter(|(_, r)| r.is_ok())

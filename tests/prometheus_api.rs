@@ -220,6 +220,9 @@ fn promql_over_opentsdb_data_and_grafana_probes() {
     assert!(v["error"].as_str().unwrap().contains("range vector"));
     let (code, v) = post_form(&s.addr, "/api/v1/query", &[("query", "{__name__=\"cpu.usage_user\"} + on() group_left {__name__=\"cpu.usage_user\"}"), ("time", "1700000030")]);
     assert_eq!((code, v["errorType"].as_str()), (422, Some("execution")), "{v}");
+    // A query past its timeout: 503 with errorType timeout.
+    let (code, v) = post_form(&s.addr, "/api/v1/query", &[("query", "{__name__=\"cpu.usage_user\"}"), ("time", "1700000030"), ("timeout", "0.0001")]);
+    assert_eq!((code, v["errorType"].as_str()), (503, Some("timeout")), "{v}");
     // OpenTSDB's own /api/v1/ aliases still work.
     let (code, _) = s.http("GET", "/api/v1/version", "");
     assert_eq!(code, 200);

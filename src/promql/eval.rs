@@ -136,6 +136,7 @@ impl<'a> Evaluator<'a> {
                 let mut acc: HashMap<LabelSet, Vec<(i64, f64)>> = HashMap::new();
                 let mut order: Vec<LabelSet> = Vec::new();
                 while ti <= te {
+                    self.settings.check_deadline("subquery evaluation")?;
                     let pts: Vec<Sample> = match self.eval(&sq.expr, ti)? {
                         Value::Scalar(v) => vec![Sample { labels: Arc::new(Vec::new()), v }],
                         Value::Vector(v) => v,

@@ -34,6 +34,9 @@ pub enum PromError {
     /// Reading the store failed (500 internal).
     #[error("{0}")]
     Internal(String),
+    /// The query ran past its `timeout` (503 timeout).
+    #[error("query timed out in {0}")]
+    Timeout(&'static str),
 }
 
 impl From<crate::query::QueryError> for PromError {
@@ -49,11 +52,22 @@ pub struct Settings {
     /// Step of a subquery written without one (`evaluation_interval`, 1 m by default).
     pub default_subquery_step_ms: i64,
     pub max_samples: usize,
+    /// When the query must have finished (the API's `timeout`).
+    pub deadline: Option<std::time::Instant>,
+}
+
+impl Settings {
+    pub fn check_deadline(&self, stage: &'static str) -> Result<(), PromError> {
+        match self.deadline {
+            Some(d) if std::time::Instant::now() > d => Err(PromError::Timeout(stage)),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { lookback_ms: 300_000, default_subquery_step_ms: 60_000, max_samples: 50_000_000 }
+        Settings { lookback_ms: 300_000, default_subquery_step_ms: 60_000, max_samples: 50_000_000, deadline: None }
     }
 }
 
@@ -150,6 +164,7 @@ pub fn range_query(store: &QueryEngine, expr: &Expr, start: i64, end: i64, step:
     let mut series: std::collections::HashMap<LabelSet, Vec<(i64, f64)>> = std::collections::HashMap::new();
     let mut t = start;
     while t <= end {
+        settings.check_deadline("expression evaluation")?;
         match ev.eval(expr, t)? {
             eval::Value::Scalar(v) => series.entry(Arc::new(Vec::new())).or_default().push((t, v)),
             eval::Value::Vector(v) => {

@@ -135,6 +135,7 @@ pub fn fetch(store: &QueryEngine, expr: &Expr, start: i64, end: i64, s: Settings
         // SAFETY: the pointer was taken from `expr`, which outlives this call and is not mutated.
         let vs: &VectorSelector = unsafe { &*vs };
         let matchers = selector_matchers(vs)?;
+        s.check_deadline("query preparation")?;
         let found = store.select(&matchers, lo, hi, true)?;
         let mut series = Vec::with_capacity(found.len());
         for f in found {

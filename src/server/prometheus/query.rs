@@ -9,9 +9,17 @@ use crate::server::AppState;
 use std::fmt::Write;
 use std::sync::Arc;
 
-fn settings(state: &AppState) -> Settings {
-    let p = &state.config.prometheus;
-    Settings { lookback_ms: p.lookback_delta_ms as i64, max_samples: p.max_samples, ..Settings::default() }
+/// Prometheus' `--query.timeout` default; a request's `timeout` may only shorten it.
+const MAX_TIMEOUT_MS: i64 = 120_000;
+
+fn settings(state: &AppState, p: &Params) -> Result<Settings, Reply> {
+    let c = &state.config.prometheus;
+    let timeout = match p.get("timeout").filter(|t| !t.is_empty()) {
+        Some(t) => parse_duration(t).map_err(|e| error(ErrorType::BadData, &format!("invalid parameter \"timeout\": {e}")))?.clamp(0, MAX_TIMEOUT_MS),
+        None => MAX_TIMEOUT_MS,
+    };
+    let deadline = Some(std::time::Instant::now() + std::time::Duration::from_millis(timeout as u64));
+    Ok(Settings { lookback_ms: c.lookback_delta_ms as i64, max_samples: c.max_samples, deadline, ..Settings::default() })
 }
 
 fn labels_json(l: &[(String, String)]) -> String {
@@ -65,17 +73,17 @@ fn prom_error(e: PromError) -> Reply {
         PromError::BadData(m) => error(ErrorType::BadData, &format!("invalid parameter \"query\": {m}")),
         PromError::Execution(m) => error(ErrorType::Execution, &m),
         PromError::Internal(m) => error(ErrorType::Internal, &m),
+        e @ PromError::Timeout(_) => error(ErrorType::Timeout, &e.to_string()),
     }
 }
 
-async fn run(state: &Arc<AppState>, query: String, f: impl FnOnce(&crate::query::QueryEngine, &promql_parser::parser::Expr, Settings) -> Result<QueryResult, PromError> + Send + 'static) -> Reply {
+async fn run(state: &Arc<AppState>, s: Settings, query: String, f: impl FnOnce(&crate::query::QueryEngine, &promql_parser::parser::Expr, Settings) -> Result<QueryResult, PromError> + Send + 'static) -> Reply {
     let expr = match promql::parse(&query) {
         Ok(e) => e,
         Err(e) => return prom_error(e),
     };
     let st = state.clone();
     crate::stats::Stats::add(&state.stats.queries, 1);
-    let s = settings(state);
     match tokio::task::spawn_blocking(move || f(&st.query, &expr, s)).await {
         Ok(Ok(r)) => success_raw(&render(&r), &[]),
         Ok(Err(e)) => prom_error(e),
@@ -93,7 +101,11 @@ pub async fn instant(state: &Arc<AppState>, req: Request) -> Reply {
         },
         None => crate::query::time::now_ms() as i64,
     };
-    run(state, q, move |qe, e, s| promql::instant_query(qe, e, t, s)).await
+    let s = match settings(state, &p) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    run(state, s, q, move |qe, e, s| promql::instant_query(qe, e, t, s)).await
 }
 
 pub async fn range(state: &Arc<AppState>, req: Request) -> Reply {
@@ -122,7 +134,11 @@ pub async fn range(state: &Arc<AppState>, req: Request) -> Reply {
         return bad("exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)".into());
     }
     let Some(q) = p.get("query").map(str::to_string) else { return bad("invalid parameter \"query\": query is empty".into()) };
-    run(state, q, move |qe, e, s| promql::range_query(qe, e, start, end, step, s)).await
+    let s = match settings(state, &p) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    run(state, s, q, move |qe, e, s| promql::range_query(qe, e, start, end, step, s)).await
 }
 
 pub fn format(req: Request) -> Reply {

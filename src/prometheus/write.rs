@@ -41,7 +41,7 @@ pub fn encode_sample(ts_ms: i64, v: f64) -> Result<(u32, RawPoint), PointError> 
         return Err(PointError::Invalid(format!("timestamp {ts_ms} ms is outside 0..={MAX_TIMESTAMP_MS}")));
     }
     let ts_ms = ts_ms as u64;
-    let ts = if ts_ms % 1000 == 0 {
+    let ts = if ts_ms.is_multiple_of(1000) {
         ts_ms / 1000
     } else if crate::schema::rowkey::is_ms(ts_ms) {
         ts_ms

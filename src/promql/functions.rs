@@ -267,7 +267,7 @@ fn bucket_quantile(q: f64, mut buckets: Vec<(f64, f64)>) -> f64 {
     start + (end - start) * (rank / count)
 }
 
-fn arg<'e>(c: &'e Call, i: usize) -> Result<&'e Expr, PromError> {
+fn arg(c: &Call, i: usize) -> Result<&Expr, PromError> {
     c.args.args.get(i).map(|b| b.as_ref()).ok_or_else(|| PromError::BadData(format!("{}: missing argument {}", c.func.name, i + 1)))
 }
 

@@ -84,7 +84,7 @@ impl Request {
 
     /// A series' (name, value) pairs, in wire order.
     pub fn labels<'a>(&'a self, refs: &[u32]) -> Result<Vec<(&'a str, &'a str)>, SymbolError> {
-        if refs.len() % 2 != 0 {
+        if !refs.len().is_multiple_of(2) {
             return Err(SymbolError::OddRefs(refs.len()));
         }
         refs.chunks(2).map(|p| Ok((self.symbol(p[0])?, self.symbol(p[1])?))).collect()

@@ -91,7 +91,8 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
             Err(e) => return reply(StatusCode::BAD_REQUEST, version, &nothing, &format!("cannot decode io.prometheus.write.v2.Request: {e}")),
         },
     };
-    let Batch { series, samples, metadata, mut errors, histograms, exemplars } = batch;
+    // Exemplars are accepted and not stored (the 2.0 header reports 0 written).
+    let Batch { series, samples, metadata, mut errors, histograms, exemplars: _ } = batch;
     if histograms > 0 {
         errors.push(format!("{histograms} native histogram samples are not supported and were not stored"));
     }
@@ -133,7 +134,6 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
     }
     let shown: Vec<&str> = errors.iter().take(5).map(|s| s.as_str()).collect();
     let more = if errors.len() > 5 { format!(" (and {} more)", errors.len() - 5) } else { String::new() };
-    let _ = exemplars;
     reply(StatusCode::BAD_REQUEST, version, &written, &format!("{}{more}", shown.join("; ")))
 }
 

@@ -13,6 +13,9 @@ START, END, STEP = t0 + 20, t1 + 5, 2
 
 QUERIES = [
     'up',
+    'compat_intermittent',
+    'count_over_time(compat_intermittent[8s])',
+    'rate(compat_counter_total[5s])',
     'node_load1',
     'node_cpu_seconds_total{mode="idle"}',
     'node_cpu_seconds_total{mode=~"idle|user", cpu!="1"}',
@@ -173,6 +176,13 @@ missing = [k for k in raw["ref"] if k not in raw["tsgate"]]
 differ = [k for k in raw["ref"] if k in raw["tsgate"] and raw["ref"][k] != raw["tsgate"][k]]
 n = sum(len(v) for v in raw["ref"].values())
 detail = f"{len(missing)} series missing (e.g. {missing[:2]}), {len(differ)} differ (e.g. {differ[:1]}: ref {raw['ref'][differ[0]][-3:] if differ else ''} tsgate {raw['tsgate'][differ[0]][-3:] if differ else ''})"
+# Staleness markers are stored: the intermittent series must vanish between its 5 s bursts.
+c, r = call(ts, "/api/v1/query_range", {"query": "compat_intermittent", "start": t0, "end": END, "step": 1})
+gaps = 0
+if c == 200 and r["data"]["result"]:
+    tsv = [float(p[0]) for p in r["data"]["result"][0]["values"]]
+    gaps = sum(1 for a, b in zip(tsv, tsv[1:]) if b - a > 1)
+report(gaps >= 1, f"stale markers end the intermittent series ({gaps} gaps)", str(r)[:200])
 report(n > 0 and not missing and not differ and len(raw["tsgate"]) == len(raw["ref"]), f"every sample the ref receiver holds, bit for bit ({len(raw['ref'])} series, {n} samples)", detail)
 c, r = call(ts, "/api/v1/query", {"query": 'sum(count_over_time({__name__=~".+"}[10m]))', "time": END})
 report(c == 200 and int(float(r["data"]["result"][0]["value"][1])) == n, "bench count query sum(count_over_time({__name__=~\".+\"}[10m]))", str(r)[:200])
@@ -187,7 +197,7 @@ report(c == 200 and "__name__" in r["data"] and "job" in r["data"], "grafana lab
 c, r = call(ts, "/api/v1/label/__name__/values", {"start": START, "end": END}, "GET")
 report(c == 200 and "up" in r["data"] and "node_load1" in r["data"], "grafana label values __name__", str(r)[:200])
 c, r = call(ts, "/api/v1/label/job/values", {"start": START, "end": END, "match[]": "up"}, "GET")
-report(c == 200 and r["data"] == ["node", "prometheus"], "grafana label values job with match[]", r)
+report(c == 200 and r["data"] == ["intermittent", "node", "prometheus"], "grafana label values job with match[]", r)
 c, r = call(ts, "/api/v1/series", {"match[]": '{__name__!=""}', "start": START, "end": END, "limit": "40000"})
 report(c == 200 and any(s.get("__name__") == "up" for s in r["data"]), "grafana series {__name__!=\"\"} limit 40000", str(r)[:200])
 c, r = call(ts, "/api/v1/series", {"match[]": 'up', "start": START, "end": END, "limit": "1"})
@@ -199,7 +209,7 @@ report(c == 200 and r == {"status": "success", "data": []}, "grafana exemplars p
 c, r = call(ts, "/api/v1/rules", {}, "GET")
 report(c == 200 and r["data"] == {"groups": []}, "grafana rules", r)
 c, r = call(ts, "/api/v1/query_range", {"query": 'sum by (job) (rate(scrape_samples_scraped[15s]))', "start": START, "end": END, "step": "2", "timeout": "2m"})
-report(c == 200 and r["data"]["resultType"] == "matrix" and len(r["data"]["result"]) == 2, "grafana range query (POST form)", str(r)[:200])
+report(c == 200 and r["data"]["resultType"] == "matrix" and len(r["data"]["result"]) == 3, "grafana range query (POST form)", str(r)[:200])
 c, r = call(ts, "/api/v1/query", {"query": 'up', "time": f"{END}.5"}, "GET")
 report(c == 200 and r["data"]["result"][0]["value"][0] == END + 0.5, "grafana instant query (GET, fractional time)", str(r)[:200])
 

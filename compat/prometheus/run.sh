@@ -24,7 +24,7 @@ cleanup() {
 }
 trap cleanup EXIT
 port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-TS=$(port); NE=$(port); SEND=$(port); REF=$(port); READ=$(port)
+TS=$(port); NE=$(port); SEND=$(port); REF=$(port); READ=$(port); IM=$(port)
 wait_up() { for _ in $(seq 150); do curl -sf "$1" >/dev/null && return 0; sleep 0.2; done; echo "not up: $1" >&2; cat "$work"/*.log >&2; exit 1; }
 
 cat >"$work/tsgate.toml" <<TOML
@@ -37,10 +37,11 @@ flush_interval_ms = 200
 TOML
 "$TSGATE" serve --config "$work/tsgate.toml" >"$work/tsgate.log" 2>&1 & pids+=($!)
 prometheus-node-exporter --web.listen-address=127.0.0.1:$NE >"$work/ne.log" 2>&1 & pids+=($!)
+python3 "$here/intermittent.py" "$IM" >"$work/im.log" 2>&1 & pids+=($!)
 echo "global: {}" >"$work/empty.yml"
 prometheus --config.file="$work/empty.yml" --storage.tsdb.path="$work/ref" --web.listen-address=127.0.0.1:$REF \
   --web.enable-remote-write-receiver >"$work/ref.log" 2>&1 & pids+=($!)
-wait_up "http://127.0.0.1:$TS/api/version"; wait_up "http://127.0.0.1:$NE/metrics"; wait_up "http://127.0.0.1:$REF/-/ready"
+wait_up "http://127.0.0.1:$TS/api/version"; wait_up "http://127.0.0.1:$NE/metrics"; wait_up "http://127.0.0.1:$IM/metrics"; wait_up "http://127.0.0.1:$REF/-/ready"
 
 rw() { cat <<YML
   - url: http://127.0.0.1:$1/api/v1/write
@@ -55,6 +56,8 @@ scrape_configs:
     static_configs: [{targets: ['127.0.0.1:$SEND']}]
   - job_name: node
     static_configs: [{targets: ['127.0.0.1:$NE']}]
+  - job_name: intermittent
+    static_configs: [{targets: ['127.0.0.1:$IM']}]
 remote_write:
 $(rw "$TS")
 $(rw "$REF")

@@ -115,6 +115,7 @@ impl Node {
         wcfg.ts_counter = meta.ts_counter.clone();
         let (writer, threads) =
             Writer::start(&cfg.data_dir, store.clone(), &table, layout, &wcfg, tokio::runtime::Handle::current())?;
+        let prom = crate::prometheus::PromState::open(&cfg.data_dir);
         let state = Arc::new(AppState {
             ingest: Ingest { resolver: resolver.clone(), writer },
             query: QueryEngine { store, uids, layout, table, allow_delete: cfg.query.allow_delete },
@@ -124,6 +125,7 @@ impl Node {
             config: cfg,
             stats: Default::default(),
             started: Instant::now(),
+            prom,
         });
         Ok(Node { state, threads, wal_lock })
     }

@@ -19,6 +19,7 @@ pub struct Config {
     pub query: QueryConfig,
     pub meta: MetaConfig,
     pub tree: TreeConfig,
+    pub prometheus: PrometheusConfig,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Default)]
@@ -26,6 +27,27 @@ pub struct Config {
 pub struct QueryConfig {
     /// Honour `delete: true` / DELETE on `/api/query` (OpenTSDB's `tsd.http.query.allow_delete`).
     pub allow_delete: bool,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct PrometheusConfig {
+    /// Labels per series besides `__name__` on the Prometheus paths. OpenTSDB's own limit
+    /// (`limits.max_tags`, 8) is too small for real series (`node_dmi_info`, `node_os_info`,
+    /// `prometheus_build_info` carry 9–20); a larger series is refused with 400, never dropped.
+    pub max_tags: usize,
+    /// Largest decompressed remote-write / remote-read body (checked before decoding).
+    pub max_decompressed_bytes: usize,
+    /// PromQL lookback for instant vectors (`--query.lookback-delta`).
+    pub lookback_delta_ms: u64,
+    /// Most samples one PromQL query may load (`--query.max-samples`).
+    pub max_samples: usize,
+}
+
+impl Default for PrometheusConfig {
+    fn default() -> Self {
+        PrometheusConfig { max_tags: 32, max_decompressed_bytes: 32 << 20, lookback_delta_ms: 300_000, max_samples: 50_000_000 }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -126,6 +148,7 @@ impl Default for Config {
             query: QueryConfig::default(),
             meta: MetaConfig::default(),
             tree: TreeConfig::default(),
+            prometheus: PrometheusConfig::default(),
         }
     }
 }
@@ -223,6 +246,9 @@ impl Config {
         }
         if self.limits.max_tags < 1 {
             return Err(ConfigError::Invalid("limits.max_tags must be >= 1".into()));
+        }
+        if self.prometheus.max_tags < 1 {
+            return Err(ConfigError::Invalid("prometheus.max_tags must be >= 1".into()));
         }
         if !matches!(self.write.wal_fsync.as_str(), "always" | "never") {
             return Err(ConfigError::Invalid("write.wal_fsync must be \"always\" or \"never\"".into()));

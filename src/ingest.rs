@@ -32,6 +32,14 @@ pub fn to_data_value(v: Value) -> DataValue {
     }
 }
 
+/// A point ready for UID resolution: its names, and its row base and encoded cell (or why it
+/// cannot be stored).
+pub struct EncodedPoint<'a> {
+    pub metric: &'a str,
+    pub tags: &'a [(&'a str, &'a str)],
+    pub raw: Result<(u32, RawPoint), PointError>,
+}
+
 pub struct Ingest {
     pub resolver: Arc<SeriesResolver>,
     pub writer: Writer,
@@ -48,21 +56,34 @@ impl Ingest {
     /// Writes a batch of validated points. Returns one outcome per point, and the batch's
     /// durability result (with `wait`, `Ok` means the accepted points are in the WAL).
     pub async fn write(&self, points: &[DataPoint<'_>], wait: bool) -> (Vec<Result<(), PointError>>, Result<(), WriteError>) {
+        let encoded: Vec<EncodedPoint<'_>> = points
+            .iter()
+            .map(|p| {
+                let base = base_time(p.timestamp);
+                let raw = RawPoint::encode(p.timestamp, base, to_data_value(p.value)).map(|r| (base, r)).map_err(|e| PointError::Invalid(e.to_string()));
+                EncodedPoint { metric: p.metric, tags: &p.tags, raw }
+            })
+            .collect();
+        self.write_encoded(encoded, wait).await
+    }
+
+    /// Writes points whose values are already encoded (protocols with their own value rules,
+    /// such as Prometheus' non-finite floats). Same outcomes as [`Ingest::write`].
+    pub async fn write_encoded(&self, points: Vec<EncodedPoint<'_>>, wait: bool) -> (Vec<Result<(), PointError>>, Result<(), WriteError>) {
         let mut outcomes: Vec<Result<(), PointError>> = Vec::with_capacity(points.len());
         let mut stored: Vec<Option<StoredPoint>> = Vec::with_capacity(points.len());
         let mut misses = Vec::new();
-        for (i, p) in points.iter().enumerate() {
-            let base = base_time(p.timestamp);
-            let raw = match RawPoint::encode(p.timestamp, base, to_data_value(p.value)) {
+        for (i, p) in points.into_iter().enumerate() {
+            let (base, raw) = match p.raw {
                 Ok(r) => r,
                 Err(e) => {
-                    outcomes.push(Err(PointError::Invalid(e.to_string())));
+                    outcomes.push(Err(e));
                     stored.push(None);
                     continue;
                 }
             };
             outcomes.push(Ok(()));
-            match self.resolver.cached(p.metric, &p.tags) {
+            match self.resolver.cached(p.metric, p.tags) {
                 Some(series) => stored.push(Some(StoredPoint { series, base, point: raw })),
                 None => {
                     let owned = (p.metric.to_string(), p.tags.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>());

@@ -17,3 +17,5 @@ pub mod store;
 pub mod tree;
 pub mod uid;
 pub mod write;
+pub mod prometheus;
+pub mod promql;

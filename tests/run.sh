@@ -8,6 +8,10 @@ cd "$(dirname "$0")/.."
 need=()
 command -v curl >/dev/null || need+=(curl)
 command -v nc >/dev/null || need+=(netcat-openbsd)
+# The Prometheus peer suite (compat/prometheus) runs Debian's real Prometheus 2.42.
+command -v prometheus >/dev/null || need+=(prometheus)
+command -v prometheus-node-exporter >/dev/null || need+=(prometheus-node-exporter)
+command -v python3 >/dev/null || need+=(python3)
 if ((${#need[@]})); then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
@@ -22,6 +26,10 @@ trap 'rm -f "$log"' EXIT
 set +e
 cargo test --release --workspace 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+# Peer suites against real programs; each closes with a cargo-style `test result:` line.
+echo "compat/prometheus: Debian's Prometheus 2.42 against tsgate (about a minute)"
+bash compat/prometheus/run.sh 30 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 set -e
 # One closing line for the whole run, summed over every test binary.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed/) p += $(i-1); if ($i ~ /^failed/) f += $(i-1) } }

@@ -9,6 +9,7 @@ pub mod filter;
 pub mod numfmt;
 pub mod parse;
 pub mod render;
+pub mod select;
 pub mod spec;
 pub mod time;
 

@@ -53,8 +53,22 @@ impl std::fmt::Debug for RawPoint {
 impl RawPoint {
     /// Encodes a point at `ts` (seconds, or ms when the upper bits are set) in the row of `base`.
     pub fn encode(ts: u64, base: u32, value: DataValue) -> Result<RawPoint, SchemaError> {
+        Self::encode_checked(ts, base, value, false)
+    }
+
+    /// Like [`RawPoint::encode`], but a non-finite f64 (NaN with its exact bits, such as
+    /// Prometheus' staleness marker, or ±Inf) is stored as the ordinary 8-byte float column it
+    /// is. Only the Prometheus write path uses this; OpenTSDB inputs keep rejecting them.
+    pub fn encode_allow_non_finite(ts: u64, base: u32, value: DataValue) -> Result<RawPoint, SchemaError> {
+        Self::encode_checked(ts, base, value, true)
+    }
+
+    fn encode_checked(ts: u64, base: u32, value: DataValue, allow_non_finite: bool) -> Result<RawPoint, SchemaError> {
         super::rowkey::check_timestamp(ts)?;
-        let (flags, v, vlen) = encode_value(value)?;
+        let (flags, v, vlen) = match value {
+            DataValue::F64(f) if allow_non_finite && !f.is_finite() => (FLAG_FLOAT | 7, f.to_bits().to_be_bytes(), 8),
+            _ => encode_value(value)?,
+        };
         let mut p = RawPoint { q: [0; 4], qlen: 0, v, vlen };
         if is_ms(ts) {
             // Offsets are computed from the wrapped base exactly as OpenTSDB does.
@@ -299,6 +313,19 @@ pub fn build_column(points: &[RawPoint]) -> (Vec<u8>, Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn non_finite_floats_only_through_the_lenient_encoder() {
+        let stale = f64::from_bits(0x7ff0_0000_0000_0002);
+        assert!(RawPoint::encode(1356998400, 1356998400, DataValue::F64(stale)).is_err());
+        for v in [stale, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            let p = RawPoint::encode_allow_non_finite(1356998400, 1356998400, DataValue::F64(v)).unwrap();
+            assert_eq!(p.qualifier(), &[0x00, 0x0F]);
+            assert_eq!(p.value_bytes(), &v.to_bits().to_be_bytes());
+            let DataValue::F64(back) = p.value().unwrap() else { panic!("not a float") };
+            assert_eq!(back.to_bits(), v.to_bits());
+        }
+    }
     use crate::schema::parse_hex;
     use crate::schema::rowkey::base_time;
 

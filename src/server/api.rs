@@ -12,6 +12,10 @@ use std::sync::Arc;
 use tsgate_opentsdb::put_json::parse_body;
 
 pub async fn route(state: &Arc<AppState>, req: Request) -> Reply {
+    // Prometheus' own `/api/v1/...` endpoints first; the rest is OpenTSDB's versioned API.
+    if super::prometheus::handles(&req.path) {
+        return super::prometheus::route(state, req).await;
+    }
     let path = req.path.trim_end_matches('/').to_ascii_lowercase();
     // `/api/v1/...` is OpenTSDB's versioned form of the same endpoints.
     let path = match path.strip_prefix("/api/v1/") {

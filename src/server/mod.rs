@@ -5,6 +5,7 @@ pub mod api;
 pub mod http;
 pub mod opentsdb_meta;
 pub mod opentsdb_query;
+pub mod prometheus;
 pub mod telnet;
 
 use crate::ingest::Ingest;
@@ -28,6 +29,8 @@ pub struct AppState {
     pub config: crate::config::Config,
     pub stats: Stats,
     pub started: Instant,
+    /// State of the Prometheus endpoints (metadata from remote write).
+    pub prom: crate::prometheus::PromState,
 }
 
 impl AppState {

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Debian's real Prometheus 2.42 against tsgate, on loopback, in about a minute:
+#   sender    scrapes itself and prometheus-node-exporter every 1 s; remote_write to tsgate
+#             and to `ref`
+#   ref       a Prometheus with --web.enable-remote-write-receiver (same stream: storage check)
+#   reader    a Prometheus with no local data and remote_read from tsgate (reference PromQL)
+# Then compare.py checks tsgate's /api/v1/query_range against reader and ref for a list of
+# queries, that tsgate stored every sample ref stored, and replays Grafana's requests.
+# usage: bash compat/prometheus/run.sh [seconds of scraping, default 40]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+secs=${1:-40}
+TSGATE=${TSGATE:-$root/target/release/tsgate}
+for b in prometheus prometheus-node-exporter python3 curl; do
+  command -v "$b" >/dev/null || { echo "compat/prometheus: $b is missing (tests/run.sh installs it)" >&2; exit 2; }
+done
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+TS=$(port); NE=$(port); SEND=$(port); REF=$(port); READ=$(port); IM=$(port)
+wait_up() { for _ in $(seq 150); do curl -sf "$1" >/dev/null && return 0; sleep 0.2; done; echo "not up: $1" >&2; cat "$work"/*.log >&2; exit 1; }
+
+cat >"$work/tsgate.toml" <<TOML
+data_dir = "$work/tsgate"
+[server]
+listen = "127.0.0.1:$TS"
+graphite_listen = "127.0.0.1:0"
+[write]
+flush_interval_ms = 200
+TOML
+"$TSGATE" serve --config "$work/tsgate.toml" >"$work/tsgate.log" 2>&1 & pids+=($!)
+prometheus-node-exporter --web.listen-address=127.0.0.1:$NE >"$work/ne.log" 2>&1 & pids+=($!)
+python3 "$here/intermittent.py" "$IM" >"$work/im.log" 2>&1 & pids+=($!)
+echo "global: {}" >"$work/empty.yml"
+prometheus --config.file="$work/empty.yml" --storage.tsdb.path="$work/ref" --web.listen-address=127.0.0.1:$REF \
+  --web.enable-remote-write-receiver >"$work/ref.log" 2>&1 & pids+=($!)
+wait_up "http://127.0.0.1:$TS/api/version"; wait_up "http://127.0.0.1:$NE/metrics"; wait_up "http://127.0.0.1:$IM/metrics"; wait_up "http://127.0.0.1:$REF/-/ready"
+
+rw() { cat <<YML
+  - url: http://127.0.0.1:$1/api/v1/write
+    queue_config: {capacity: 2500, max_samples_per_send: 500, batch_send_deadline: 1s, min_shards: 2, max_shards: 2, min_backoff: 30ms, max_backoff: 1s}
+    metadata_config: {send: true, send_interval: 5s}
+YML
+}
+cat >"$work/sender.yml" <<YML
+global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1m}
+scrape_configs:
+  - job_name: prometheus
+    static_configs: [{targets: ['127.0.0.1:$SEND']}]
+  - job_name: node
+    static_configs: [{targets: ['127.0.0.1:$NE']}]
+  - job_name: intermittent
+    static_configs: [{targets: ['127.0.0.1:$IM']}]
+remote_write:
+$(rw "$TS")
+$(rw "$REF")
+YML
+t0=$(date +%s)
+prometheus --config.file="$work/sender.yml" --storage.tsdb.path="$work/sender" --web.listen-address=127.0.0.1:$SEND \
+  >"$work/sender.log" 2>&1 & sender=$!; pids+=($sender)
+wait_up "http://127.0.0.1:$SEND/-/ready"
+sleep "$secs"
+# Stopping the sender flushes its remote-write queues: afterwards both receivers hold the same data.
+kill -TERM $sender; wait $sender 2>/dev/null || true
+t1=$(date +%s)
+
+cat >"$work/reader.yml" <<YML
+global: {evaluation_interval: 1m}
+remote_read:
+  - url: http://127.0.0.1:$TS/api/v1/read
+    read_recent: true
+    remote_timeout: 1m
+YML
+prometheus --config.file="$work/reader.yml" --storage.tsdb.path="$work/reader" --web.listen-address=127.0.0.1:$READ \
+  >"$work/reader.log" 2>&1 & pids+=($!)
+wait_up "http://127.0.0.1:$READ/-/ready"
+sleep 1
+status=0
+python3 "$here/compare.py" "http://127.0.0.1:$TS" "http://127.0.0.1:$READ" "http://127.0.0.1:$REF" "$t0" "$t1" || status=$?
+if [ $status -ne 0 ]; then tail -n 20 "$work/tsgate.log" "$work/reader.log" >&2 || true; fi
+exit $status

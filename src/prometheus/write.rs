@@ -1,0 +1,174 @@
+//! Remote-write normalisation: decoded v1/v2 requests → stored series and encoded samples.
+//! Every sample is checked here; what cannot be stored is reported by name, and the rest is
+//! still written (the spec lets a receiver ingest the valid part of a request it answers 400).
+
+use super::labels::{to_stored, StoredSeries};
+use super::metadata::Meta;
+use crate::ingest::PointError;
+use crate::schema::rowkey::{base_time, MAX_TIMESTAMP_MS};
+use crate::schema::{DataValue, RawPoint};
+use tsgate_prometheus::proto::MetricType;
+use tsgate_prometheus::v1_borrowed::DecodeError;
+use tsgate_prometheus::v2;
+
+/// One request, normalised.
+#[derive(Debug, Default)]
+pub struct Batch<'a> {
+    pub series: Vec<StoredSeries<'a>>,
+    /// (index into `series`, row base, encoded cell)
+    pub samples: Vec<(usize, Result<(u32, RawPoint), PointError>)>,
+    pub metadata: Vec<(String, Meta)>,
+    /// Problems that make the answer a 400 (the first few are named in it).
+    pub errors: Vec<String>,
+    pub histograms: usize,
+    pub exemplars: usize,
+}
+
+/// Integral values are stored as OpenTSDB integers (1–8 bytes, exact when read back as f64);
+/// everything else, NaNs and the staleness marker included, as 8-byte floats with their bits.
+pub fn data_value(v: f64) -> DataValue {
+    if v.is_finite() && v.fract() == 0.0 && v.abs() < 9.0e18 && !(v == 0.0 && v.is_sign_negative()) {
+        DataValue::Int(v as i64)
+    } else {
+        DataValue::F64(v)
+    }
+}
+
+/// A Prometheus ms timestamp as the schema's timestamp: whole seconds as seconds (2-byte
+/// qualifiers), anything else as milliseconds.
+pub fn encode_sample(ts_ms: i64, v: f64) -> Result<(u32, RawPoint), PointError> {
+    if ts_ms < 0 || ts_ms as u64 > MAX_TIMESTAMP_MS {
+        return Err(PointError::Invalid(format!("timestamp {ts_ms} ms is outside 0..={MAX_TIMESTAMP_MS}")));
+    }
+    let ts_ms = ts_ms as u64;
+    let ts = if ts_ms.is_multiple_of(1000) {
+        ts_ms / 1000
+    } else if crate::schema::rowkey::is_ms(ts_ms) {
+        ts_ms
+    } else {
+        return Err(PointError::Invalid(format!("timestamp {ts_ms} ms: sub-second times before 1970-02-19 cannot be stored")));
+    };
+    let base = base_time(ts);
+    RawPoint::encode_allow_non_finite(ts, base, data_value(v)).map(|r| (base, r)).map_err(|e| PointError::Invalid(e.to_string()))
+}
+
+fn meta_kind(t: i32) -> &'static str {
+    MetricType::try_from(t).unwrap_or(MetricType::Unknown).api_name()
+}
+
+/// Decodes and normalises a (decompressed) 1.0 body; names borrow from it.
+pub fn from_v1(raw: &[u8], max_tags: usize) -> Result<Batch<'_>, DecodeError> {
+    let mut b = Batch::default();
+    let mut metadata = Vec::new();
+    tsgate_prometheus::v1_borrowed::decode(
+        raw,
+        |s| {
+            b.histograms += s.histograms;
+            b.exemplars += s.exemplars;
+            add_series(&mut b, &s.labels, s.samples.iter().copied(), max_tags);
+        },
+        |m| metadata.push((m.metric_family_name, Meta { kind: meta_kind(m.r#type).into(), help: m.help, unit: m.unit })),
+    )?;
+    b.metadata = metadata;
+    Ok(b)
+}
+
+pub fn from_v2(req: &v2::Request, max_tags: usize) -> Batch<'_> {
+    let mut b = Batch::default();
+    if let Err(e) = req.check_symbols() {
+        b.errors.push(e.to_string());
+        return b;
+    }
+    for ts in &req.timeseries {
+        b.histograms += ts.histograms.len();
+        b.exemplars += ts.exemplars.len();
+        let labels = match req.labels(&ts.labels_refs) {
+            Ok(l) => l,
+            Err(e) => {
+                b.errors.push(e.to_string());
+                continue;
+            }
+        };
+        if let Some(md) = &ts.metadata {
+            let name = labels.iter().find(|(k, _)| *k == super::labels::METRIC_NAME).map(|(_, v)| v.to_string());
+            if let (Some(name), Ok(help), Ok(unit)) = (name, req.symbol(md.help_ref), req.symbol(md.unit_ref)) {
+                if md.r#type != 0 || !help.is_empty() || !unit.is_empty() {
+                    b.metadata.push((name, Meta { kind: meta_kind(md.r#type).into(), help: help.into(), unit: unit.into() }));
+                }
+            }
+        }
+        add_series(&mut b, &labels, ts.samples.iter().map(|s| (s.timestamp, s.value)), max_tags);
+    }
+    b
+}
+
+fn add_series<'a>(b: &mut Batch<'a>, labels: &[(&'a str, &'a str)], samples: impl ExactSizeIterator<Item = (i64, f64)>, max_tags: usize) {
+    if samples.len() == 0 {
+        return;
+    }
+    let stored = match to_stored(labels, max_tags) {
+        Ok(s) => s,
+        Err(e) => {
+            b.errors.push(e.to_string());
+            return;
+        }
+    };
+    let idx = b.series.len();
+    b.series.push(stored);
+    for (ts, v) in samples {
+        let r = encode_sample(ts, v);
+        if let Err(e) = &r {
+            b.errors.push(format!("{}: {e}", super::labels::display(labels)));
+        }
+        b.samples.push((idx, r));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prost::Message;
+    use tsgate_prometheus::proto::{Label, Sample, TimeSeries, WriteRequest};
+
+    fn series(labels: &[(&str, &str)], samples: &[(i64, f64)]) -> TimeSeries {
+        TimeSeries {
+            labels: labels.iter().map(|(k, v)| Label { name: k.to_string(), value: v.to_string() }).collect(),
+            samples: samples.iter().map(|&(timestamp, value)| Sample { value, timestamp }).collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn values_keep_their_bits() {
+        for v in [0.0, -0.0, 1.0, -3.0, 0.25, 1e300, f64::NAN, f64::from_bits(0x7ff0_0000_0000_0002), f64::INFINITY] {
+            let (_, raw) = encode_sample(1_700_000_000_123, v).unwrap();
+            assert_eq!(raw.value().unwrap().as_f64().to_bits(), v.to_bits(), "{v}");
+        }
+        assert!(matches!(data_value(42.0), DataValue::Int(42)));
+        assert!(matches!(data_value(-0.0), DataValue::F64(_)));
+    }
+
+    #[test]
+    fn timestamps_whole_seconds_and_ms() {
+        let (base, raw) = encode_sample(1_700_000_000_000, 1.0).unwrap();
+        assert_eq!((raw.qualifier().len(), raw.timestamp_ms(base)), (2, 1_700_000_000_000));
+        let (base, raw) = encode_sample(1_700_000_000_007, 1.0).unwrap();
+        assert_eq!((raw.qualifier().len(), raw.timestamp_ms(base)), (4, 1_700_000_000_007));
+        assert!(encode_sample(-1, 1.0).is_err());
+        assert!(encode_sample(1_500, 1.0).is_err());
+        assert!(encode_sample(4_000, 1.0).is_ok());
+    }
+
+    #[test]
+    fn bad_series_are_named_and_good_ones_kept() {
+        let req = WriteRequest {
+            timeseries: vec![series(&[("__name__", "up"), ("job", "a")], &[(1_700_000_000_000, 1.0)]), series(&[("job", "nameless")], &[(1_700_000_000_000, 1.0)])],
+            metadata: vec![],
+        };
+        let raw = req.encode_to_vec();
+        let b = from_v1(&raw, 8).unwrap();
+        assert_eq!((b.series.len(), b.samples.len()), (1, 1));
+        assert_eq!(b.errors.len(), 1);
+        assert!(b.errors[0].contains("nameless") && b.errors[0].contains("no __name__"), "{}", b.errors[0]);
+    }
+}

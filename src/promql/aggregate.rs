@@ -1,0 +1,132 @@
+//! Aggregation operators with `by`/`without`: sum, avg, min, max, count, group, stddev,
+//! stdvar, topk, bottomk, count_values, quantile.
+
+use super::eval::{Evaluator, Sample, Value};
+use super::functions::{fmt_float, quantile};
+use super::{LabelSet, PromError};
+use promql_parser::parser::{AggregateExpr, LabelModifier};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+fn group_labels(l: &LabelSet, m: &Option<LabelModifier>) -> Vec<(String, String)> {
+    match m {
+        None => Vec::new(),
+        Some(LabelModifier::Include(ls)) => l.iter().filter(|(k, _)| ls.labels.iter().any(|n| n == k)).cloned().collect(),
+        Some(LabelModifier::Exclude(ls)) => l.iter().filter(|(k, _)| k != "__name__" && !ls.labels.iter().any(|n| n == k)).cloned().collect(),
+    }
+}
+
+/// NaN sorts lowest, as Prometheus' value heaps order it.
+fn nan_low(a: f64, b: f64) -> std::cmp::Ordering {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => std::cmp::Ordering::Equal,
+        (true, false) => std::cmp::Ordering::Less,
+        (false, true) => std::cmp::Ordering::Greater,
+        _ => a.partial_cmp(&b).unwrap(),
+    }
+}
+
+pub fn eval<'a>(ev: &Evaluator<'a>, a: &AggregateExpr, t: i64) -> Result<Value<'a>, PromError> {
+    let op = a.op.to_string();
+    let input = ev.eval_for_aggregation(&a.expr, t)?;
+    let mut groups: Vec<(Vec<(String, String)>, Vec<Sample>)> = Vec::new();
+    let mut index: HashMap<Vec<(String, String)>, usize> = HashMap::new();
+    for s in input {
+        let g = group_labels(&s.labels, &a.modifier);
+        let i = *index.entry(g.clone()).or_insert_with(|| {
+            groups.push((g, Vec::new()));
+            groups.len() - 1
+        });
+        groups[i].1.push(s);
+    }
+    let mut out = Vec::with_capacity(groups.len());
+    match op.as_str() {
+        "topk" | "bottomk" => {
+            let k = ev.eval_scalar(a.param.as_deref().ok_or_else(|| PromError::BadData(format!("{op} needs a parameter")))?, t)?;
+            let k = if k.is_nan() || k < 1.0 { 0 } else if k > 1e18 { usize::MAX } else { k as usize };
+            for (_, mut members) in groups {
+                if op == "topk" {
+                    members.sort_by(|x, y| nan_low(y.v, x.v));
+                } else {
+                    members.sort_by(|x, y| match (x.v.is_nan(), y.v.is_nan()) {
+                        (false, false) => x.v.partial_cmp(&y.v).unwrap(),
+                        _ => nan_low(y.v, x.v),
+                    });
+                }
+                out.extend(members.into_iter().take(k));
+            }
+            return Ok(Value::Vector(out));
+        }
+        "count_values" => {
+            let name = match ev.eval(a.param.as_deref().ok_or_else(|| PromError::BadData("count_values needs a label name".into()))?, t)? {
+                Value::Str(s) => s,
+                other => return Err(PromError::Execution(format!("count_values: expected a string, got {}", other.type_name()))),
+            };
+            if !crate::promql::functions::valid_label_name(&name) {
+                return Err(PromError::Execution(format!("invalid label name {name:?}")));
+            }
+            let mut counts: Vec<(Vec<(String, String)>, f64)> = Vec::new();
+            let mut at: HashMap<Vec<(String, String)>, usize> = HashMap::new();
+            for (g, members) in groups {
+                for s in members {
+                    let mut l = g.clone();
+                    l.retain(|(k, _)| *k != name);
+                    l.push((name.clone(), fmt_float(s.v)));
+                    l.sort();
+                    let i = *at.entry(l.clone()).or_insert_with(|| {
+                        counts.push((l, 0.0));
+                        counts.len() - 1
+                    });
+                    counts[i].1 += 1.0;
+                }
+            }
+            return Ok(Value::Vector(counts.into_iter().map(|(l, v)| Sample { labels: Arc::new(l), v }).collect()));
+        }
+        _ => {}
+    }
+    let param = match op.as_str() {
+        "quantile" => Some(ev.eval_scalar(a.param.as_deref().ok_or_else(|| PromError::BadData("quantile needs a parameter".into()))?, t)?),
+        _ => None,
+    };
+    for (g, members) in groups {
+        let vals: Vec<f64> = members.iter().map(|s| s.v).collect();
+        let v = match op.as_str() {
+            "sum" => vals.iter().sum(),
+            "avg" => {
+                let mut mean = vals[0];
+                let mut n = 1.0;
+                for &v in &vals[1..] {
+                    n += 1.0;
+                    if mean.is_infinite() {
+                        if v.is_infinite() && (mean > 0.0) == (v > 0.0) {
+                            continue;
+                        }
+                        if !v.is_infinite() && !v.is_nan() {
+                            continue;
+                        }
+                    }
+                    mean += v / n - mean / n;
+                }
+                mean
+            }
+            "count" => vals.len() as f64,
+            "group" => 1.0,
+            "min" => vals[1..].iter().fold(vals[0], |m, &v| if m > v || m.is_nan() { v } else { m }),
+            "max" => vals[1..].iter().fold(vals[0], |m, &v| if m < v || m.is_nan() { v } else { m }),
+            "stddev" | "stdvar" => {
+                let (mut n, mut mean, mut acc) = (0.0, 0.0, 0.0);
+                for &v in &vals {
+                    n += 1.0;
+                    let d = v - mean;
+                    mean += d / n;
+                    acc += d * (v - mean);
+                }
+                if op == "stddev" { (acc / n).sqrt() } else { acc / n }
+            }
+            "quantile" => quantile(param.unwrap_or(f64::NAN), vals),
+            other => return Err(PromError::Execution(format!("aggregation {other} is not supported"))),
+        };
+        out.push(Sample { labels: Arc::new(g), v });
+    }
+    Ok(Value::Vector(out))
+}

@@ -1,0 +1,220 @@
+//! The step evaluator: one expression at one time, over the fetched data. Offset and `@`
+//! shift the time a selector or subquery sees; subqueries evaluate their inner expression at
+//! absolute multiples of their step.
+
+use super::selectors::{at_ms, dur_ms, instant_at, key, offset_ms, window, Data};
+use super::{LabelSet, PromError, Settings};
+use promql_parser::parser::{Expr, VectorSelector};
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+#[derive(Debug, Clone)]
+pub struct Sample {
+    pub labels: LabelSet,
+    pub v: f64,
+}
+
+/// A range vector series: its window of points, borrowed from the fetched data when possible.
+#[derive(Debug, Clone)]
+pub struct RangeSeries<'a> {
+    pub labels: LabelSet,
+    pub points: Cow<'a, [(i64, f64)]>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Value<'a> {
+    Scalar(f64),
+    Str(String),
+    Vector(Vec<Sample>),
+    /// With the window it was taken over: (range start, range end, range length) in ms.
+    Matrix(Vec<RangeSeries<'a>>),
+}
+
+impl Value<'_> {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Scalar(_) => "scalar",
+            Value::Str(_) => "string",
+            Value::Vector(_) => "instant vector",
+            Value::Matrix(_) => "range vector",
+        }
+    }
+}
+
+pub struct Evaluator<'a> {
+    pub data: &'a Data,
+    pub start: i64,
+    pub end: i64,
+    pub settings: Settings,
+}
+
+/// A range vector with the window it covers, as range functions need it.
+pub struct Ranged<'a> {
+    pub series: Vec<RangeSeries<'a>>,
+    /// Window end (the shifted evaluation time) and length, ms.
+    pub end: i64,
+    pub range: i64,
+}
+
+pub fn drop_name(l: &LabelSet) -> LabelSet {
+    if l.first().is_some_and(|(k, _)| k == "__name__") {
+        Arc::new(l[1..].to_vec())
+    } else {
+        l.clone()
+    }
+}
+
+/// Errors when two samples share a label set.
+pub fn check_unique(v: &[Sample]) -> Result<(), PromError> {
+    if v.len() < 2 {
+        return Ok(());
+    }
+    let mut seen = std::collections::HashSet::with_capacity(v.len());
+    for s in v {
+        if !seen.insert(&s.labels) {
+            return Err(PromError::Execution("vector cannot contain metrics with the same labelset".into()));
+        }
+    }
+    Ok(())
+}
+
+pub fn unwrap_parens(mut e: &Expr) -> &Expr {
+    while let Expr::Paren(p) = e {
+        e = &p.expr;
+    }
+    e
+}
+
+impl<'a> Evaluator<'a> {
+    fn series(&self, vs: &VectorSelector) -> &'a [super::selectors::SeriesData] {
+        self.data.get(&key(vs)).map(|v| v.as_slice()).unwrap_or(&[])
+    }
+
+    /// The time a selector or subquery with these modifiers looks at, for step time `t`.
+    fn shifted(&self, t: i64, at: &Option<promql_parser::parser::AtModifier>, off: &Option<promql_parser::parser::Offset>) -> i64 {
+        at_ms(at, self.start, self.end).unwrap_or(t) - offset_ms(off)
+    }
+
+    /// An instant selector; with `own_ts`, values are the samples' timestamps in seconds
+    /// (what `timestamp()` of a selector returns).
+    pub fn select_instant(&self, vs: &VectorSelector, t: i64, own_ts: bool) -> Vec<Sample> {
+        let te = self.shifted(t, &vs.at, &vs.offset);
+        let lb = self.settings.lookback_ms;
+        self.series(vs)
+            .iter()
+            .filter_map(|s| instant_at(&s.all, te, lb).map(|(ts, v)| Sample { labels: s.labels.clone(), v: if own_ts { ts as f64 / 1000.0 } else { v } }))
+            .collect()
+    }
+
+    /// Evaluates a range-vector argument: a matrix selector or a subquery.
+    pub fn eval_range(&self, e: &Expr, t: i64) -> Result<Ranged<'a>, PromError> {
+        match unwrap_parens(e) {
+            Expr::MatrixSelector(ms) => {
+                let te = self.shifted(t, &ms.vs.at, &ms.vs.offset);
+                let r = dur_ms(&ms.range);
+                let series = self
+                    .series(&ms.vs)
+                    .iter()
+                    .filter_map(|s| {
+                        let w = window(s.ranged(), te - r, te);
+                        (!w.is_empty()).then(|| RangeSeries { labels: s.labels.clone(), points: Cow::Borrowed(w) })
+                    })
+                    .collect();
+                Ok(Ranged { series, end: te, range: r })
+            }
+            Expr::Subquery(sq) => {
+                let te = self.shifted(t, &sq.at, &sq.offset);
+                let r = dur_ms(&sq.range);
+                let step = sq.step.as_ref().map(dur_ms).unwrap_or(self.settings.default_subquery_step_ms).max(1);
+                // First inner step: the smallest multiple of the step ≥ te − r (2.42).
+                let lo = te - r;
+                let mut ti = lo.div_euclid(step) * step;
+                if ti < lo {
+                    ti += step;
+                }
+                let mut acc: HashMap<LabelSet, Vec<(i64, f64)>> = HashMap::new();
+                let mut order: Vec<LabelSet> = Vec::new();
+                while ti <= te {
+                    self.settings.check_deadline("subquery evaluation")?;
+                    let pts: Vec<Sample> = match self.eval(&sq.expr, ti)? {
+                        Value::Scalar(v) => vec![Sample { labels: Arc::new(Vec::new()), v }],
+                        Value::Vector(v) => v,
+                        other => return Err(PromError::Execution(format!("subquery over a {} is not allowed", other.type_name()))),
+                    };
+                    for s in pts {
+                        let e = acc.entry(s.labels.clone()).or_insert_with(|| {
+                            order.push(s.labels.clone());
+                            Vec::new()
+                        });
+                        e.push((ti, s.v));
+                    }
+                    ti += step;
+                }
+                let series = order.into_iter().map(|l| {
+                    let p = acc.remove(&l).unwrap_or_default();
+                    RangeSeries { labels: l, points: Cow::Owned(p) }
+                });
+                Ok(Ranged { series: series.collect(), end: te, range: r })
+            }
+            other => Err(PromError::Execution(format!("expected a range vector, got {}", other.value_type()))),
+        }
+    }
+
+    pub fn eval(&self, e: &Expr, t: i64) -> Result<Value<'a>, PromError> {
+        match e {
+            Expr::NumberLiteral(n) => Ok(Value::Scalar(n.val)),
+            Expr::StringLiteral(s) => Ok(Value::Str(s.val.clone())),
+            Expr::Paren(p) => self.eval(&p.expr, t),
+            Expr::VectorSelector(vs) => Ok(Value::Vector(self.select_instant(vs, t, false))),
+            Expr::MatrixSelector(_) | Expr::Subquery(_) => Ok(Value::Matrix(self.eval_range(e, t)?.series)),
+            Expr::Unary(u) => match self.eval(&u.expr, t)? {
+                Value::Scalar(v) => Ok(Value::Scalar(-v)),
+                Value::Vector(v) => {
+                    let out: Vec<Sample> = v.into_iter().map(|s| Sample { labels: drop_name(&s.labels), v: -s.v }).collect();
+                    check_unique(&out)?;
+                    Ok(Value::Vector(out))
+                }
+                other => Err(PromError::Execution(format!("unary minus of a {}", other.type_name()))),
+            },
+            Expr::Binary(b) => super::binary::eval(self, b, t),
+            Expr::Aggregate(a) => super::aggregate::eval(self, a, t),
+            Expr::Call(c) => {
+                let v = super::functions::eval(self, c, t)?;
+                if let Value::Vector(out) = &v {
+                    check_unique(out)?;
+                }
+                Ok(v)
+            }
+            Expr::Extension(_) => Err(PromError::Execution("extension expressions are not supported".into())),
+        }
+    }
+
+    /// Like `eval`, but a function result whose label sets collide once `__name__` is dropped is
+    /// passed on rather than refused: an aggregation over it is well defined. (Prometheus 2.42
+    /// refuses it; tsgate accepts `sum(count_over_time({__name__=~".+"}[1h]))`, which the
+    /// shared ingest bench counts points with.)
+    pub fn eval_for_aggregation(&self, e: &Expr, t: i64) -> Result<Vec<Sample>, PromError> {
+        match unwrap_parens(e) {
+            Expr::Call(c) => match super::functions::eval(self, c, t)? {
+                Value::Vector(v) => Ok(v),
+                other => Err(PromError::Execution(format!("expected an instant vector, got {}", other.type_name()))),
+            },
+            other => self.eval_vector(other, t),
+        }
+    }
+
+    pub fn eval_scalar(&self, e: &Expr, t: i64) -> Result<f64, PromError> {
+        match self.eval(e, t)? {
+            Value::Scalar(v) => Ok(v),
+            other => Err(PromError::Execution(format!("expected a scalar, got {}", other.type_name()))),
+        }
+    }
+
+    pub fn eval_vector(&self, e: &Expr, t: i64) -> Result<Vec<Sample>, PromError> {
+        match self.eval(e, t)? {
+            Value::Vector(v) => Ok(v),
+            other => Err(PromError::Execution(format!("expected an instant vector, got {}", other.type_name()))),
+        }
+    }
+}

@@ -1,0 +1,608 @@
+//! The 2.42 function library over float samples.
+
+use super::eval::{check_unique, drop_name, unwrap_parens, Evaluator, Sample, Value};
+use super::{LabelSet, PromError};
+use promql_parser::parser::{Call, Expr};
+use std::sync::Arc;
+
+/// Go's `strconv.FormatFloat(v, 'f', -1, 64)` (label values written by count_values).
+pub fn fmt_float(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "+Inf".into() } else { "-Inf".into() }
+    } else {
+        format!("{v}")
+    }
+}
+
+pub fn valid_label_name(s: &str) -> bool {
+    let mut c = s.chars();
+    matches!(c.next(), Some(f) if f.is_ascii_alphabetic() || f == '_') && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+}
+
+/// Linear interpolation quantile; NaN sorts lowest; φ outside [0, 1] gives ±Inf.
+pub fn quantile(q: f64, mut values: Vec<f64>) -> f64 {
+    if values.is_empty() || q.is_nan() {
+        return f64::NAN;
+    }
+    if q < 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if q > 1.0 {
+        return f64::INFINITY;
+    }
+    values.sort_by(|a, b| match (a.is_nan(), b.is_nan()) {
+        (true, true) => std::cmp::Ordering::Equal,
+        (true, false) => std::cmp::Ordering::Less,
+        (false, true) => std::cmp::Ordering::Greater,
+        _ => a.partial_cmp(b).unwrap(),
+    });
+    let n = values.len() as f64;
+    let rank = q * (n - 1.0);
+    let lower = rank.floor().max(0.0);
+    let upper = (lower + 1.0).min(n - 1.0);
+    let w = rank - rank.floor();
+    values[lower as usize] * (1.0 - w) + values[upper as usize] * w
+}
+
+fn kahan_inc(inc: f64, sum: f64, c: f64) -> (f64, f64) {
+    let t = sum + inc;
+    let c = if t.is_infinite() {
+        0.0
+    } else if sum.abs() >= inc.abs() {
+        c + ((sum - t) + inc)
+    } else {
+        c + ((inc - t) + sum)
+    };
+    (t, c)
+}
+
+fn linear_regression(p: &[(i64, f64)], intercept_time: i64) -> (f64, f64) {
+    let (mut n, mut sx, mut cx, mut sy, mut cy, mut sxy, mut cxy, mut sx2, mut cx2) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    let init_y = p[0].1;
+    let mut const_y = true;
+    for (i, &(t, v)) in p.iter().enumerate() {
+        if const_y && i > 0 && v != init_y {
+            const_y = false;
+        }
+        n += 1.0;
+        let x = (t - intercept_time) as f64 / 1e3;
+        (sx, cx) = kahan_inc(x, sx, cx);
+        (sy, cy) = kahan_inc(v, sy, cy);
+        (sxy, cxy) = kahan_inc(x * v, sxy, cxy);
+        (sx2, cx2) = kahan_inc(x * x, sx2, cx2);
+    }
+    if const_y {
+        if init_y.is_infinite() {
+            return (f64::NAN, f64::NAN);
+        }
+        return (0.0, init_y);
+    }
+    let (sx, sy, sxy, sx2) = (sx + cx, sy + cy, sxy + cxy, sx2 + cx2);
+    let cov = sxy - sx * sy / n;
+    let var = sx2 - sx * sx / n;
+    let slope = cov / var;
+    (slope, sy / n - slope * sx / n)
+}
+
+/// 2.42's `extrapolatedRate` (clamp to zero first, then the threshold rule).
+fn extrapolated(p: &[(i64, f64)], range_start: i64, range_end: i64, range_ms: i64, counter: bool, rate: bool) -> Option<f64> {
+    if p.len() < 2 {
+        return None;
+    }
+    let (first, last) = (p[0], p[p.len() - 1]);
+    let mut result = last.1 - first.1;
+    if counter {
+        let mut prev = 0.0;
+        for &(_, v) in p {
+            if v < prev {
+                result += prev;
+            }
+            prev = v;
+        }
+    }
+    let mut to_start = (first.0 - range_start) as f64 / 1000.0;
+    let to_end = (range_end - last.0) as f64 / 1000.0;
+    let sampled = (last.0 - first.0) as f64 / 1000.0;
+    let avg = sampled / (p.len() - 1) as f64;
+    if counter && result > 0.0 && first.1 >= 0.0 {
+        let to_zero = sampled * (first.1 / result);
+        if to_zero < to_start {
+            to_start = to_zero;
+        }
+    }
+    let threshold = avg * 1.1;
+    let mut interval = sampled;
+    interval += if to_start < threshold { to_start } else { avg / 2.0 };
+    interval += if to_end < threshold { to_end } else { avg / 2.0 };
+    result *= interval / sampled;
+    if rate {
+        result /= range_ms as f64 / 1000.0;
+    }
+    Some(result)
+}
+
+fn date_part(name: &str, secs: f64) -> f64 {
+    if !secs.is_finite() {
+        return f64::NAN;
+    }
+    let s = secs.floor() as i64;
+    let days = s.div_euclid(86_400);
+    let sod = s.rem_euclid(86_400);
+    // Civil date from days since the epoch (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy_mar = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy_mar + 2) / 153;
+    let d = doy_mar - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    (match name {
+        "day_of_month" => d,
+        "day_of_week" => (days + 4).rem_euclid(7),
+        "day_of_year" => month_days[..(m - 1) as usize].iter().sum::<i64>() + d,
+        "days_in_month" => month_days[(m - 1) as usize],
+        "hour" => sod / 3600,
+        "minute" => sod % 3600 / 60,
+        "month" => m,
+        "year" => y,
+        _ => 0,
+    }) as f64
+}
+
+fn math_fn(name: &str) -> Option<fn(f64) -> f64> {
+    Some(match name {
+        "abs" => f64::abs,
+        "ceil" => f64::ceil,
+        "floor" => f64::floor,
+        "exp" => f64::exp,
+        "sqrt" => f64::sqrt,
+        "ln" => f64::ln,
+        "log2" => f64::log2,
+        "log10" => f64::log10,
+        "sgn" => |v: f64| if v > 0.0 { 1.0 } else if v < 0.0 { -1.0 } else { v },
+        "acos" => f64::acos,
+        "acosh" => f64::acosh,
+        "asin" => f64::asin,
+        "asinh" => f64::asinh,
+        "atan" => f64::atan,
+        "atanh" => f64::atanh,
+        "cos" => f64::cos,
+        "cosh" => f64::cosh,
+        "sin" => f64::sin,
+        "sinh" => f64::sinh,
+        "tan" => f64::tan,
+        "tanh" => f64::tanh,
+        "deg" => |v: f64| v * 180.0 / std::f64::consts::PI,
+        "rad" => |v: f64| v * std::f64::consts::PI / 180.0,
+        _ => return None,
+    })
+}
+
+fn map_vector(v: Vec<Sample>, f: impl Fn(f64) -> f64) -> Vec<Sample> {
+    v.into_iter().map(|s| Sample { labels: drop_name(&s.labels), v: f(s.v) }).collect()
+}
+
+/// Labels for `absent()`: the selector's equality matchers (a name matched twice is dropped).
+fn absent_labels(e: &Expr) -> LabelSet {
+    let vs = match unwrap_parens(e) {
+        Expr::VectorSelector(vs) => vs,
+        Expr::MatrixSelector(ms) => &ms.vs,
+        _ => return Arc::new(Vec::new()),
+    };
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut dup: Vec<String> = Vec::new();
+    for m in &vs.matchers.matchers {
+        if m.name == "__name__" {
+            continue;
+        }
+        if matches!(m.op, promql_parser::label::MatchOp::Equal) {
+            if out.iter().any(|(k, _)| *k == m.name) {
+                dup.push(m.name.clone());
+            }
+            out.push((m.name.clone(), m.value.clone()));
+        }
+    }
+    out.retain(|(k, _)| !dup.contains(k));
+    out.sort();
+    Arc::new(out)
+}
+
+fn bucket_quantile(q: f64, mut buckets: Vec<(f64, f64)>) -> f64 {
+    if q.is_nan() {
+        return f64::NAN;
+    }
+    if q < 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if q > 1.0 {
+        return f64::INFINITY;
+    }
+    buckets.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+    if !buckets.last().is_some_and(|b| b.0 == f64::INFINITY) {
+        return f64::NAN;
+    }
+    // Coalesce equal bounds, then make counts monotonic.
+    let mut c: Vec<(f64, f64)> = Vec::with_capacity(buckets.len());
+    for b in buckets {
+        match c.last_mut() {
+            Some(l) if l.0 == b.0 => l.1 += b.1,
+            _ => c.push(b),
+        }
+    }
+    let mut max = f64::NEG_INFINITY;
+    for b in c.iter_mut() {
+        if b.1 > max {
+            max = b.1;
+        } else if b.1 < max {
+            b.1 = max;
+        }
+    }
+    if c.len() < 2 {
+        return f64::NAN;
+    }
+    let obs = c[c.len() - 1].1;
+    if obs == 0.0 {
+        return f64::NAN;
+    }
+    let mut rank = q * obs;
+    let b = c[..c.len() - 1].partition_point(|x| x.1 < rank);
+    if b == c.len() - 1 {
+        return c[c.len() - 2].0;
+    }
+    if b == 0 && c[0].0 <= 0.0 {
+        return c[0].0;
+    }
+    let (mut start, end, mut count) = (0.0, c[b].0, c[b].1);
+    if b > 0 {
+        start = c[b - 1].0;
+        count -= c[b - 1].1;
+        rank -= c[b - 1].1;
+    }
+    start + (end - start) * (rank / count)
+}
+
+fn arg(c: &Call, i: usize) -> Result<&Expr, PromError> {
+    c.args.args.get(i).map(|b| b.as_ref()).ok_or_else(|| PromError::BadData(format!("{}: missing argument {}", c.func.name, i + 1)))
+}
+
+pub fn eval<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromError> {
+    let name = c.func.name;
+    let out: Vec<Sample> = match name {
+        "time" => return Ok(Value::Scalar(t as f64 / 1000.0)),
+        "pi" => return Ok(Value::Scalar(std::f64::consts::PI)),
+        "scalar" => {
+            let v = ev.eval_vector(arg(c, 0)?, t)?;
+            return Ok(Value::Scalar(if v.len() == 1 { v[0].v } else { f64::NAN }));
+        }
+        "vector" => vec![Sample { labels: Arc::new(Vec::new()), v: ev.eval_scalar(arg(c, 0)?, t)? }],
+        n if math_fn(n).is_some() => map_vector(ev.eval_vector(arg(c, 0)?, t)?, math_fn(n).unwrap()),
+        "round" => {
+            let to = if c.args.args.len() > 1 { ev.eval_scalar(arg(c, 1)?, t)? } else { 1.0 };
+            let inv = 1.0 / to;
+            map_vector(ev.eval_vector(arg(c, 0)?, t)?, |v| (v * inv + 0.5).floor() / inv)
+        }
+        "clamp" | "clamp_min" | "clamp_max" => {
+            let v = ev.eval_vector(arg(c, 0)?, t)?;
+            let (lo, hi) = match name {
+                "clamp" => (ev.eval_scalar(arg(c, 1)?, t)?, ev.eval_scalar(arg(c, 2)?, t)?),
+                "clamp_min" => (ev.eval_scalar(arg(c, 1)?, t)?, f64::NAN),
+                _ => (f64::NAN, ev.eval_scalar(arg(c, 1)?, t)?),
+            };
+            if name == "clamp" && hi < lo {
+                Vec::new()
+            } else {
+                // Go's math.Max/Min propagate NaN; an absent bound is skipped.
+                map_vector(v, |x| {
+                    let x = if lo.is_nan() && name != "clamp" { x } else { go_max(lo, x) };
+                    if hi.is_nan() && name != "clamp" { x } else { go_min(hi, x) }
+                })
+            }
+        }
+        "timestamp" => {
+            let a = unwrap_parens(arg(c, 0)?);
+            match a {
+                Expr::VectorSelector(vs) => ev.select_instant(vs, t, true).into_iter().map(|s| Sample { labels: drop_name(&s.labels), v: s.v }).collect(),
+                _ => map_vector(ev.eval_vector(a, t)?, |_| t as f64 / 1000.0),
+            }
+        }
+        "day_of_month" | "day_of_week" | "day_of_year" | "days_in_month" | "hour" | "minute" | "month" | "year" => {
+            if c.args.args.is_empty() {
+                vec![Sample { labels: Arc::new(Vec::new()), v: date_part(name, t as f64 / 1000.0) }]
+            } else {
+                map_vector(ev.eval_vector(arg(c, 0)?, t)?, |v| date_part(name, v))
+            }
+        }
+        "absent" => {
+            let v = ev.eval_vector(arg(c, 0)?, t)?;
+            if v.is_empty() {
+                vec![Sample { labels: absent_labels(arg(c, 0)?), v: 1.0 }]
+            } else {
+                Vec::new()
+            }
+        }
+        "sort" | "sort_desc" => {
+            let mut v = ev.eval_vector(arg(c, 0)?, t)?;
+            let desc = name == "sort_desc";
+            v.sort_by(|a, b| match (a.v.is_nan(), b.v.is_nan()) {
+                (true, true) => std::cmp::Ordering::Equal,
+                (true, false) => std::cmp::Ordering::Less,
+                (false, true) => std::cmp::Ordering::Greater,
+                _ if desc => b.v.partial_cmp(&a.v).unwrap(),
+                _ => a.v.partial_cmp(&b.v).unwrap(),
+            });
+            return Ok(Value::Vector(v));
+        }
+        "label_replace" => {
+            let v = ev.eval_vector(arg(c, 0)?, t)?;
+            let s = |i| -> Result<String, PromError> {
+                match ev.eval(arg(c, i)?, t)? {
+                    Value::Str(s) => Ok(s),
+                    o => Err(PromError::Execution(format!("label_replace: expected a string, got {}", o.type_name()))),
+                }
+            };
+            let (dst, repl, src, re) = (s(1)?, s(2)?, s(3)?, s(4)?);
+            let regex = regex::Regex::new(&format!("^(?:{re})$")).map_err(|e| PromError::Execution(format!("invalid regular expression in label_replace(): {re}: {e}")))?;
+            if !valid_label_name(&dst) {
+                return Err(PromError::Execution(format!("invalid destination label name in label_replace(): {dst}")));
+            }
+            let mut out = Vec::with_capacity(v.len());
+            for smp in v {
+                let sv = smp.labels.iter().find(|(k, _)| *k == src).map(|(_, v)| v.as_str()).unwrap_or("");
+                let labels = match regex.captures(sv) {
+                    Some(caps) => {
+                        let mut res = String::new();
+                        caps.expand(&repl, &mut res);
+                        let mut l: Vec<(String, String)> = smp.labels.iter().filter(|(k, _)| *k != dst).cloned().collect();
+                        if !res.is_empty() {
+                            l.push((dst.clone(), res));
+                            l.sort();
+                        }
+                        Arc::new(l)
+                    }
+                    None => smp.labels,
+                };
+                out.push(Sample { labels, v: smp.v });
+            }
+            check_unique(&out)?;
+            return Ok(Value::Vector(out));
+        }
+        "label_join" => {
+            let v = ev.eval_vector(arg(c, 0)?, t)?;
+            let mut strs = Vec::new();
+            for i in 1..c.args.args.len() {
+                match ev.eval(arg(c, i)?, t)? {
+                    Value::Str(s) => strs.push(s),
+                    o => return Err(PromError::Execution(format!("label_join: expected a string, got {}", o.type_name()))),
+                }
+            }
+            if strs.len() < 2 {
+                return Err(PromError::BadData("label_join needs a destination label and a separator".into()));
+            }
+            let (dst, sep, srcs) = (&strs[0], &strs[1], &strs[2..]);
+            if !valid_label_name(dst) {
+                return Err(PromError::Execution(format!("invalid destination label name in label_join(): {dst}")));
+            }
+            let mut out = Vec::with_capacity(v.len());
+            for smp in v {
+                let vals: Vec<&str> = srcs.iter().map(|s| smp.labels.iter().find(|(k, _)| k == s).map(|(_, v)| v.as_str()).unwrap_or("")).collect();
+                let joined = vals.join(sep);
+                let mut l: Vec<(String, String)> = smp.labels.iter().filter(|(k, _)| k != dst).cloned().collect();
+                if !joined.is_empty() {
+                    l.push((dst.clone(), joined));
+                    l.sort();
+                }
+                out.push(Sample { labels: Arc::new(l), v: smp.v });
+            }
+            check_unique(&out)?;
+            return Ok(Value::Vector(out));
+        }
+        "histogram_quantile" => {
+            let q = ev.eval_scalar(arg(c, 0)?, t)?;
+            let v = ev.eval_vector(arg(c, 1)?, t)?;
+            let mut groups: Vec<(Vec<(String, String)>, Vec<(f64, f64)>)> = Vec::new();
+            let mut at: std::collections::HashMap<Vec<(String, String)>, usize> = std::collections::HashMap::new();
+            for s in v {
+                let Some(le) = s.labels.iter().find(|(k, _)| k == "le").map(|(_, v)| v.as_str()) else { continue };
+                let Some(bound) = parse_go_float(le) else { continue };
+                let key: Vec<(String, String)> = s.labels.iter().filter(|(k, _)| k != "le" && k != "__name__").cloned().collect();
+                let i = *at.entry(key.clone()).or_insert_with(|| {
+                    groups.push((key, Vec::new()));
+                    groups.len() - 1
+                });
+                groups[i].1.push((bound, s.v));
+            }
+            groups.into_iter().map(|(l, b)| Sample { labels: Arc::new(l), v: bucket_quantile(q, b) }).collect()
+        }
+        "histogram_count" | "histogram_sum" | "histogram_fraction" => {
+            // Native histograms only; float series give nothing (as in 2.42).
+            Vec::new()
+        }
+        _ => return range_fn(ev, c, t),
+    };
+    Ok(Value::Vector(out))
+}
+
+fn go_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) }
+}
+
+fn go_min(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() { f64::NAN } else { a.min(b) }
+}
+
+/// Go's ParseFloat as used for `le` (accepts `+Inf`, `Inf`, `NaN`).
+pub fn parse_go_float(s: &str) -> Option<f64> {
+    match s.to_ascii_lowercase().as_str() {
+        "+inf" | "inf" | "+infinity" | "infinity" => Some(f64::INFINITY),
+        "-inf" | "-infinity" => Some(f64::NEG_INFINITY),
+        "nan" => Some(f64::NAN),
+        _ => s.parse().ok(),
+    }
+}
+
+/// Functions over a range vector.
+fn range_fn<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromError> {
+    let name = c.func.name;
+    let (marg, scalar_args): (usize, Vec<f64>) = match name {
+        "quantile_over_time" => (1, vec![ev.eval_scalar(arg(c, 0)?, t)?]),
+        "predict_linear" => (0, vec![ev.eval_scalar(arg(c, 1)?, t)?]),
+        "double_exponential_smoothing" => (0, vec![ev.eval_scalar(arg(c, 1)?, t)?, ev.eval_scalar(arg(c, 2)?, t)?]),
+        "rate" | "increase" | "delta" | "irate" | "idelta" | "deriv" | "changes" | "resets" | "avg_over_time" | "min_over_time" | "max_over_time" | "sum_over_time"
+        | "count_over_time" | "stddev_over_time" | "stdvar_over_time" | "last_over_time" | "present_over_time" | "absent_over_time" => (0, Vec::new()),
+        other => return Err(PromError::Execution(format!("function {other}() is not supported by tsgate (PromQL 2.42 subset)"))),
+    };
+    let r = ev.eval_range(arg(c, marg)?, t)?;
+    if name == "absent_over_time" {
+        let out = if r.series.is_empty() { vec![Sample { labels: absent_labels(arg(c, 0)?), v: 1.0 }] } else { Vec::new() };
+        return Ok(Value::Vector(out));
+    }
+    if name == "double_exponential_smoothing" {
+        let (sf, tf) = (scalar_args[0], scalar_args[1]);
+        if sf <= 0.0 || sf >= 1.0 {
+            return Err(PromError::Execution(format!("invalid smoothing factor. Expected: 0 < sf < 1, got: {sf:.6}")));
+        }
+        if tf <= 0.0 || tf >= 1.0 {
+            return Err(PromError::Execution(format!("invalid trend factor. Expected: 0 < tf < 1, got: {tf:.6}")));
+        }
+    }
+    let (rstart, rend) = (r.end - r.range, r.end);
+    let mut out = Vec::with_capacity(r.series.len());
+    for s in &r.series {
+        let p: &[(i64, f64)] = &s.points;
+        let vals = || p.iter().map(|x| x.1);
+        let v = match name {
+            "rate" => extrapolated(p, rstart, rend, r.range, true, true),
+            "increase" => extrapolated(p, rstart, rend, r.range, true, false),
+            "delta" => extrapolated(p, rstart, rend, r.range, false, false),
+            "irate" | "idelta" => {
+                if p.len() < 2 {
+                    None
+                } else {
+                    let (prev, last) = (p[p.len() - 2], p[p.len() - 1]);
+                    let dv = if name == "irate" && last.1 < prev.1 { last.1 } else { last.1 - prev.1 };
+                    let dt = last.0 - prev.0;
+                    if name == "irate" {
+                        if dt == 0 { None } else { Some(dv / (dt as f64 / 1000.0)) }
+                    } else {
+                        Some(dv)
+                    }
+                }
+            }
+            "deriv" => (p.len() >= 2).then(|| linear_regression(p, p[0].0).0),
+            "predict_linear" => (p.len() >= 2).then(|| {
+                let (slope, icpt) = linear_regression(p, t);
+                slope * scalar_args[0] + icpt
+            }),
+            "double_exponential_smoothing" => (p.len() >= 2).then(|| {
+                let (sf, tf) = (scalar_args[0], scalar_args[1]);
+                let (mut s0, mut s1, mut b) = (0.0, p[0].1, p[1].1 - p[0].1);
+                for (i, x) in p.iter().enumerate().skip(1) {
+                    let xs = sf * x.1;
+                    if i > 1 {
+                        b = tf * (s1 - s0) + (1.0 - tf) * b;
+                    }
+                    let y = (1.0 - sf) * (s1 + b);
+                    s0 = s1;
+                    s1 = xs + y;
+                }
+                s1
+            }),
+            "changes" => Some(p.windows(2).filter(|w| w[0].1 != w[1].1 && !(w[0].1.is_nan() && w[1].1.is_nan())).count() as f64),
+            "resets" => Some(p.windows(2).filter(|w| w[1].1 < w[0].1).count() as f64),
+            "avg_over_time" => {
+                let (mut mean, mut comp, mut n) = (0.0f64, 0.0f64, 0.0);
+                for v in vals() {
+                    n += 1.0;
+                    if mean.is_infinite() {
+                        if v.is_infinite() && (mean > 0.0) == (v > 0.0) {
+                            continue;
+                        }
+                        if !v.is_infinite() && !v.is_nan() {
+                            continue;
+                        }
+                    }
+                    (mean, comp) = kahan_inc(v / n - mean / n, mean, comp);
+                }
+                Some(if mean.is_infinite() { mean } else { mean + comp })
+            }
+            "sum_over_time" => {
+                let (mut s, mut comp) = (0.0, 0.0);
+                for v in vals() {
+                    (s, comp) = kahan_inc(v, s, comp);
+                }
+                Some(if s.is_infinite() { s } else { s + comp })
+            }
+            "min_over_time" => Some(vals().skip(1).fold(p[0].1, |m, v| if v < m || m.is_nan() { v } else { m })),
+            "max_over_time" => Some(vals().skip(1).fold(p[0].1, |m, v| if v > m || m.is_nan() { v } else { m })),
+            "count_over_time" => Some(p.len() as f64),
+            "present_over_time" => Some(1.0),
+            "last_over_time" => Some(p[p.len() - 1].1),
+            "quantile_over_time" => Some(quantile(scalar_args[0], vals().collect())),
+            "stddev_over_time" | "stdvar_over_time" => {
+                let (mut n, mut mean, mut cm, mut aux, mut ca) = (0.0, 0.0, 0.0, 0.0, 0.0);
+                for v in vals() {
+                    n += 1.0;
+                    let d = v - (mean + cm);
+                    (mean, cm) = kahan_inc(d / n, mean, cm);
+                    (aux, ca) = kahan_inc(d * (v - (mean + cm)), aux, ca);
+                }
+                let var = (aux + ca) / n;
+                Some(if name == "stddev_over_time" { var.sqrt() } else { var })
+            }
+            _ => None,
+        };
+        if let Some(v) = v {
+            let labels = if name == "last_over_time" { s.labels.clone() } else { drop_name(&s.labels) };
+            out.push(Sample { labels, v });
+        }
+    }
+    Ok(Value::Vector(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_matches_242_numbers() {
+        // Counter 0,10,…,80 every 15 s from t=0: rate[1m] at +67 s = 0.6667, increase[1m] = 40,
+        // increase[2m] at +125 s = 80 (values verified against Prometheus 2.42).
+        let pts: Vec<(i64, f64)> = (0..9).map(|i| (i * 15_000, i as f64 * 10.0)).collect();
+        let w = |lo: i64, hi: i64| pts.iter().copied().filter(|p| p.0 >= lo && p.0 <= hi).collect::<Vec<_>>();
+        let r = extrapolated(&w(7_000, 67_000), 7_000, 67_000, 60_000, true, true).unwrap();
+        assert!((r - 0.666_666_666).abs() < 1e-6, "{r}");
+        let inc = extrapolated(&w(7_000, 67_000), 7_000, 67_000, 60_000, true, false).unwrap();
+        assert!((inc - 40.0).abs() < 1e-9, "{inc}");
+        let inc2 = extrapolated(&w(5_000, 125_000), 5_000, 125_000, 120_000, true, false).unwrap();
+        assert!((inc2 - 80.0).abs() < 1e-9, "{inc2}");
+    }
+
+    #[test]
+    fn quantiles_and_buckets() {
+        assert_eq!(quantile(0.5, vec![1.0, 2.0, 3.0, 4.0]), 2.5);
+        assert_eq!(quantile(-0.5, vec![1.0]), f64::NEG_INFINITY);
+        assert_eq!(quantile(1.5, vec![1.0]), f64::INFINITY);
+        let b = vec![(0.1, 10.0), (0.5, 50.0), (1.0, 90.0), (f64::INFINITY, 100.0)];
+        assert!((bucket_quantile(0.5, b.clone()) - 0.5).abs() < 1e-12);
+        assert!((bucket_quantile(0.95, b.clone()) - 1.0).abs() < 1e-12);
+        assert!(bucket_quantile(0.5, vec![(1.0, 1.0)]).is_nan());
+    }
+
+    #[test]
+    fn dates() {
+        // 2023-11-14T22:13:20Z is a Tuesday, day 318.
+        let t = 1_700_000_000.0;
+        assert_eq!(
+            ["year", "month", "day_of_month", "hour", "minute", "day_of_week", "day_of_year", "days_in_month"].map(|n| date_part(n, t)),
+            [2023.0, 11.0, 14.0, 22.0, 13.0, 2.0, 318.0, 30.0]
+        );
+        assert_eq!(date_part("month", 951_782_400.0), 2.0); // 2000-02-29
+        assert_eq!(date_part("days_in_month", 951_782_400.0), 29.0);
+    }
+}

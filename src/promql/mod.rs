@@ -1,0 +1,182 @@
+//! A PromQL engine with Prometheus 2.42's semantics over tsgate's store. Queries are parsed by
+//! the `promql-parser` crate; every selector's series are fetched once (for the whole time
+//! range the query needs), then the expression is evaluated step by step in memory.
+//!
+//! One module per concern: `selectors` (fetching, lookback and staleness, range windows),
+//! `eval` (the step evaluator: offset, `@`, subqueries), `functions`, `aggregate`, `binary`.
+
+pub mod aggregate;
+pub mod binary;
+pub mod eval;
+pub mod functions;
+pub mod selectors;
+#[cfg(test)]
+mod tests;
+
+use crate::query::select::Matcher;
+use crate::query::QueryEngine;
+use promql_parser::label::MatchOp as PMatchOp;
+use promql_parser::parser::value::ValueType;
+use promql_parser::parser::{self, Expr};
+use std::sync::Arc;
+
+/// A label set, sorted by name; shared between steps.
+pub type LabelSet = Arc<Vec<(String, String)>>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PromError {
+    /// The query or a parameter is malformed (400 bad_data).
+    #[error("{0}")]
+    BadData(String),
+    /// Evaluation failed (422 execution).
+    #[error("{0}")]
+    Execution(String),
+    /// Reading the store failed (500 internal).
+    #[error("{0}")]
+    Internal(String),
+    /// The query ran past its `timeout` (503 timeout).
+    #[error("query timed out in {0}")]
+    Timeout(&'static str),
+}
+
+impl From<crate::query::QueryError> for PromError {
+    fn from(e: crate::query::QueryError) -> Self {
+        PromError::Internal(e.to_string())
+    }
+}
+
+/// Evaluation settings (Prometheus' flags).
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    pub lookback_ms: i64,
+    /// Step of a subquery written without one (`evaluation_interval`, 1 m by default).
+    pub default_subquery_step_ms: i64,
+    pub max_samples: usize,
+    /// When the query must have finished (the API's `timeout`).
+    pub deadline: Option<std::time::Instant>,
+}
+
+impl Settings {
+    pub fn check_deadline(&self, stage: &'static str) -> Result<(), PromError> {
+        match self.deadline {
+            Some(d) if std::time::Instant::now() > d => Err(PromError::Timeout(stage)),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings { lookback_ms: 300_000, default_subquery_step_ms: 60_000, max_samples: 50_000_000, deadline: None }
+    }
+}
+
+/// A query result.
+#[derive(Debug, Clone, PartialEq)]
+pub enum QueryResult {
+    Scalar(i64, f64),
+    Str(i64, String),
+    /// (labels, ts, value)
+    Vector(Vec<(LabelSet, i64, f64)>),
+    Matrix(Vec<(LabelSet, Vec<(i64, f64)>)>),
+}
+
+/// Parses a query as Prometheus 2.42 would. `holt_winters` is 2.42's name of what the parser
+/// calls `double_exponential_smoothing` (3.x's name, unknown to 2.42).
+pub fn parse(q: &str) -> Result<Expr, PromError> {
+    static HW: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    static DEXP: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let dexp = DEXP.get_or_init(|| regex::Regex::new(r"\bdouble_exponential_smoothing\s*\(").unwrap());
+    if dexp.is_match(q) {
+        return Err(PromError::BadData("1:1: parse error: unknown function with name \"double_exponential_smoothing\"".into()));
+    }
+    let hw = HW.get_or_init(|| regex::Regex::new(r"\bholt_winters(\s*\()").unwrap());
+    let q = hw.replace_all(q, "double_exponential_smoothing$1");
+    parser::parse(&q).map_err(|e| PromError::BadData(format!("1:1: parse error: {e}")))
+}
+
+/// The matchers of a selector as the store understands them.
+pub fn selector_matchers(vs: &parser::VectorSelector) -> Result<Vec<Matcher>, PromError> {
+    if !vs.matchers.or_matchers.is_empty() {
+        return Err(PromError::BadData("`or` inside a selector is not PromQL 2.42".into()));
+    }
+    let mut out = Vec::new();
+    if let Some(n) = &vs.name {
+        out.push(Matcher::eq(crate::prometheus::labels::METRIC_NAME, n));
+    }
+    for m in &vs.matchers.matchers {
+        let kind = match m.op {
+            PMatchOp::Equal => 0,
+            PMatchOp::NotEqual => 1,
+            PMatchOp::Re(_) => 2,
+            PMatchOp::NotRe(_) => 3,
+        };
+        out.push(Matcher::new(kind, &m.name, &m.value).map_err(PromError::BadData)?);
+    }
+    Ok(out)
+}
+
+/// Parses one `match[]` selector of the series/labels APIs.
+pub fn parse_match(s: &str) -> Result<Vec<Matcher>, PromError> {
+    match parse(s)? {
+        Expr::VectorSelector(vs) => {
+            let ms = selector_matchers(&vs)?;
+            if ms.iter().all(|m| m.matches_empty()) {
+                return Err(PromError::BadData("match[] must contain at least one non-empty matcher".into()));
+            }
+            Ok(ms)
+        }
+        _ => Err(PromError::BadData(format!("invalid parameter \"match[]\": 1:1: parse error: expected a series selector, got {s:?}"))),
+    }
+}
+
+/// Evaluates `expr` at one time (ms).
+pub fn instant_query(store: &QueryEngine, expr: &Expr, t: i64, settings: Settings) -> Result<QueryResult, PromError> {
+    let data = selectors::fetch(store, expr, t, t, settings)?;
+    let ev = eval::Evaluator { data: &data, start: t, end: t, settings };
+    Ok(match ev.eval(expr, t)? {
+        eval::Value::Scalar(v) => QueryResult::Scalar(t, v),
+        eval::Value::Str(s) => QueryResult::Str(t, s),
+        eval::Value::Vector(v) => QueryResult::Vector(v.into_iter().map(|s| (s.labels, t, s.v)).collect()),
+        eval::Value::Matrix(m) => {
+            let mut out: Vec<(LabelSet, Vec<(i64, f64)>)> = m.into_iter().map(|s| (s.labels, s.points.into_owned())).collect();
+            out.sort_by(|a, b| a.0.cmp(&b.0));
+            QueryResult::Matrix(out)
+        }
+    })
+}
+
+/// Evaluates `expr` at `start, start+step, … ≤ end` (ms); the result is sorted by labels.
+pub fn range_query(store: &QueryEngine, expr: &Expr, start: i64, end: i64, step: i64, settings: Settings) -> Result<QueryResult, PromError> {
+    match expr.value_type() {
+        ValueType::Vector | ValueType::Scalar => {}
+        other => {
+            let name = match other {
+                ValueType::Matrix => "range vector",
+                ValueType::String => "string",
+                _ => "unknown",
+            };
+            return Err(PromError::BadData(format!("invalid expression type \"{name}\" for range query, must be Scalar or instant Vector")));
+        }
+    }
+    let data = selectors::fetch(store, expr, start, end, settings)?;
+    let ev = eval::Evaluator { data: &data, start, end, settings };
+    let mut series: std::collections::HashMap<LabelSet, Vec<(i64, f64)>> = std::collections::HashMap::new();
+    let mut t = start;
+    while t <= end {
+        settings.check_deadline("expression evaluation")?;
+        match ev.eval(expr, t)? {
+            eval::Value::Scalar(v) => series.entry(Arc::new(Vec::new())).or_default().push((t, v)),
+            eval::Value::Vector(v) => {
+                for s in v {
+                    series.entry(s.labels).or_default().push((t, s.v));
+                }
+            }
+            _ => return Err(PromError::Execution("range query step did not yield a vector or scalar".into())),
+        }
+        t += step;
+    }
+    let mut out: Vec<(LabelSet, Vec<(i64, f64)>)> = series.into_iter().collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(QueryResult::Matrix(out))
+}

@@ -1,0 +1,234 @@
+//! Series selection for the Prometheus side: every series whose labels (metric name as
+//! `__name__`, tags unescaped) satisfy a list of matchers (EQ, NEQ, RE, NRE with fully anchored
+//! regexes), with its points in a time range decoded to `(ms, f64)`. A missing label counts as
+//! the empty string, as in Prometheus.
+
+use super::{QueryEngine, QueryError};
+use crate::prometheus::labels::{escape, from_stored, Labels, METRIC_NAME};
+use crate::schema::compaction::{merge_columns, StoredColumn};
+use crate::schema::rowkey::{base_time, ROW_SPAN};
+use crate::schema::uid_table::UidKind;
+use crate::store::Scan;
+use regex::Regex;
+use std::collections::HashMap;
+
+#[derive(Debug, Clone)]
+pub enum MatchOp {
+    Eq,
+    Neq,
+    Re(Regex),
+    Nre(Regex),
+}
+
+#[derive(Debug, Clone)]
+pub struct Matcher {
+    pub name: String,
+    pub value: String,
+    pub op: MatchOp,
+}
+
+/// Go RE2 classes are ASCII-only where Rust's are Unicode-aware: spell them out.
+fn go_to_rust_regex(re: &str) -> String {
+    let mut out = String::with_capacity(re.len() + 8);
+    let mut it = re.chars();
+    while let Some(c) = it.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match it.next() {
+            Some('d') => out.push_str("[0-9]"),
+            Some('D') => out.push_str("[^0-9]"),
+            Some('w') => out.push_str("[0-9A-Za-z_]"),
+            Some('W') => out.push_str("[^0-9A-Za-z_]"),
+            Some('s') => out.push_str("[\\t\\n\\f\\r ]"),
+            Some('S') => out.push_str("[^\\t\\n\\f\\r ]"),
+            Some('b') => out.push_str("(?-u:\\b)"),
+            Some('B') => out.push_str("(?-u:\\B)"),
+            Some(o) => {
+                out.push('\\');
+                out.push(o);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
+impl Matcher {
+    pub fn eq(name: &str, value: &str) -> Matcher {
+        Matcher { name: name.into(), value: value.into(), op: MatchOp::Eq }
+    }
+
+    /// `kind`: 0 EQ, 1 NEQ, 2 RE, 3 NRE (remote read's numbering).
+    pub fn new(kind: i32, name: &str, value: &str) -> Result<Matcher, String> {
+        let compile = || Regex::new(&format!("^(?:{})$", go_to_rust_regex(value))).map_err(|e| format!("invalid regular expression {value:?}: {e}"));
+        let op = match kind {
+            0 => MatchOp::Eq,
+            1 => MatchOp::Neq,
+            2 => MatchOp::Re(compile()?),
+            3 => MatchOp::Nre(compile()?),
+            k => return Err(format!("unknown matcher type {k}")),
+        };
+        Ok(Matcher { name: name.into(), value: value.into(), op })
+    }
+
+    pub fn matches(&self, v: &str) -> bool {
+        match &self.op {
+            MatchOp::Eq => v == self.value,
+            MatchOp::Neq => v != self.value,
+            MatchOp::Re(r) => r.is_match(v),
+            MatchOp::Nre(r) => !r.is_match(v),
+        }
+    }
+
+    /// Whether the matcher selects series lacking the label.
+    pub fn matches_empty(&self) -> bool {
+        self.matches("")
+    }
+}
+
+/// Whether a sorted label set passes every matcher.
+pub fn labels_match(labels: &Labels, matchers: &[Matcher]) -> bool {
+    matchers.iter().all(|m| {
+        let v = labels.iter().find(|(k, _)| *k == m.name).map(|(_, v)| v.as_str()).unwrap_or("");
+        m.matches(v)
+    })
+}
+
+/// One selected series: sorted labels and time-ordered points.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Selected {
+    pub labels: Labels,
+    pub points: Vec<(i64, f64)>,
+}
+
+impl QueryEngine {
+    /// Metric names (stored form) the `__name__` matchers allow.
+    fn candidate_metrics(&self, matchers: &[Matcher]) -> Result<Vec<String>, QueryError> {
+        let name_ms: Vec<&Matcher> = matchers.iter().filter(|m| m.name == METRIC_NAME).collect();
+        if let Some(eq) = name_ms.iter().find(|m| matches!(m.op, MatchOp::Eq) && !m.value.is_empty()) {
+            let ok = name_ms.iter().all(|m| m.matches(&eq.value));
+            return Ok(if ok { vec![escape(&eq.value).into_owned()] } else { Vec::new() });
+        }
+        let all = self.uids.list(UidKind::Metric)?;
+        Ok(all
+            .into_iter()
+            .map(|(n, _)| n)
+            .filter(|n| {
+                let name = crate::prometheus::labels::unescape(n);
+                name_ms.iter().all(|m| m.matches(&name))
+            })
+            .collect())
+    }
+
+    /// Every series matching `matchers` with points in `[start_ms, end_ms]`. Without
+    /// `with_points`, series are those with a row (one hour) overlapping the range, and their
+    /// points are left empty (label APIs).
+    pub fn select(&self, matchers: &[Matcher], start_ms: i64, end_ms: i64, with_points: bool) -> Result<Vec<Selected>, QueryError> {
+        let mut out = Vec::new();
+        if end_ms < 0 || end_ms < start_ms {
+            return Ok(out);
+        }
+        let start = start_ms.max(0) as u64;
+        // Row base times are 32-bit seconds: clamp "forever" to the last representable hour.
+        let end = (end_ms as u64).min(u32::MAX as u64 * 1000);
+        let label_ms: Vec<Matcher> = matchers.iter().filter(|m| m.name != METRIC_NAME).cloned().collect();
+        for metric in self.candidate_metrics(matchers)? {
+            let Some(mid) = self.uids.get_id(UidKind::Metric, &metric)? else { continue };
+            // Per TSUID: None = rejected, Some(i) = index in `found`.
+            let mut seen: HashMap<Vec<u8>, Option<usize>> = HashMap::new();
+            let mut found: Vec<Selected> = Vec::new();
+            let first = base_time(start / 1000);
+            let last = (base_time(end / 1000) as u64 + ROW_SPAN).min(u32::MAX as u64) as u32;
+            for salt in self.layout.salt_prefixes() {
+                let scan = Scan {
+                    start: self.layout.metric_start(&salt, &mid, first),
+                    stop: self.layout.metric_start(&salt, &mid, last),
+                    families: vec![b"t".to_vec()],
+                    ..Default::default()
+                };
+                for row in self.store.scan(&self.table, &scan)? {
+                    let row = row?;
+                    let Ok(rk) = self.layout.parse(&row.key) else { continue };
+                    let tsuid = rk.tsuid();
+                    let slot = match seen.get(&tsuid) {
+                        Some(s) => *s,
+                        None => {
+                            let mut tags = Vec::new();
+                            for (k, v) in rk.tag_pairs() {
+                                tags.push((self.uids.get_name(UidKind::Tagk, k)?, self.uids.get_name(UidKind::Tagv, v)?));
+                            }
+                            let labels = from_stored(&metric, tags.iter().map(|(k, v)| (&**k, &**v)));
+                            let s = if labels_match(&labels, &label_ms) {
+                                found.push(Selected { labels, points: Vec::new() });
+                                Some(found.len() - 1)
+                            } else {
+                                None
+                            };
+                            seen.insert(tsuid, s);
+                            s
+                        }
+                    };
+                    let Some(i) = slot else { continue };
+                    if !with_points {
+                        continue;
+                    }
+                    let cols: Vec<StoredColumn> = row.cells.iter().map(|c| StoredColumn { qualifier: &c.qualifier, value: &c.value, ts: c.timestamp }).collect();
+                    let merged = merge_columns(&cols);
+                    if let Some((q, e)) = merged.errors.first() {
+                        return Err(QueryError::Corrupt(format!("row {} column {}: {e}", crate::schema::hex_upper(&row.key), crate::schema::hex_upper(q))));
+                    }
+                    let pts = &mut found[i].points;
+                    for p in merged.points {
+                        let ts = p.timestamp_ms(rk.base);
+                        if ts >= start && ts <= end {
+                            let v = p.value().map_err(|e| QueryError::Corrupt(e.to_string()))?;
+                            pts.push((ts as i64, v.as_f64()));
+                        }
+                    }
+                }
+            }
+            for mut s in found {
+                if with_points {
+                    if s.points.is_empty() {
+                        continue;
+                    }
+                    // Rows come in time order per salt; with salting, series spread over buckets.
+                    if s.points.windows(2).any(|w| w[0].0 > w[1].0) {
+                        s.points.sort_by_key(|p| p.0);
+                    }
+                }
+                out.push(s);
+            }
+        }
+        out.sort_by(|a, b| a.labels.cmp(&b.labels));
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regexes_are_anchored_and_ascii_classed() {
+        let m = Matcher::new(2, "x", "host").unwrap();
+        assert!(m.matches("host") && !m.matches("myhost") && !m.matches("host1"));
+        let d = Matcher::new(2, "x", "\\d+").unwrap();
+        assert!(d.matches("123") && !d.matches("١٢٣"));
+        let a = Matcher::new(2, "x", "a|b").unwrap();
+        assert!(a.matches("a") && a.matches("b") && !a.matches("ab"));
+        let n = Matcher::new(3, "x", ".+").unwrap();
+        assert!(n.matches_empty() && !n.matches("v"));
+        assert!(Matcher::new(2, "x", "(").is_err());
+    }
+
+    #[test]
+    fn missing_labels_are_empty() {
+        let labels: Labels = vec![("__name__".into(), "up".into()), ("job".into(), "a".into())];
+        assert!(labels_match(&labels, &[Matcher::eq("foo", "")]));
+        assert!(!labels_match(&labels, &[Matcher::new(1, "foo", "").unwrap()]));
+        assert!(labels_match(&labels, &[Matcher::new(1, "job", "").unwrap(), Matcher::eq("__name__", "up")]));
+    }
+}

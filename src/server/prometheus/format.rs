@@ -1,0 +1,130 @@
+//! Prometheus' JSON number and timestamp formatting (Go's strconv), and its response envelope.
+
+use crate::server::http::Reply;
+use http::StatusCode;
+
+/// A sample value in a vector or matrix: Go's `'f'` format, switching to `'e'` below 1e-6 and
+/// at 1e21 and above; `+Inf`, `-Inf`, `NaN`.
+pub fn sample_value(v: f64) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "+Inf".into() } else { "-Inf".into() };
+    }
+    let a = v.abs();
+    if v != 0.0 && !(1e-6..1e21).contains(&a) {
+        go_exp(v)
+    } else {
+        format!("{v}")
+    }
+}
+
+/// A scalar value: plain `'f'` formatting, no exponent switch.
+pub fn scalar_value(v: f64) -> String {
+    if v.is_nan() || v.is_infinite() {
+        return sample_value(v);
+    }
+    format!("{v}")
+}
+
+/// Go's `%e` with shortest digits: `1e-07`, `1.5e+21`.
+fn go_exp(v: f64) -> String {
+    let s = format!("{v:e}");
+    let (mant, exp) = s.split_once('e').expect("exponent form");
+    let (sign, digits) = match exp.strip_prefix('-') {
+        Some(d) => ('-', d),
+        None => ('+', exp),
+    };
+    let digits = if digits.len() < 2 { format!("0{digits}") } else { digits.to_string() };
+    format!("{mant}e{sign}{digits}")
+}
+
+/// A vector/matrix timestamp: seconds, with `.` and exactly 3 digits when ms are non-zero.
+pub fn timestamp(ms: i64) -> String {
+    let neg = ms < 0;
+    let a = ms.unsigned_abs();
+    let (s, frac) = (a / 1000, a % 1000);
+    let sign = if neg { "-" } else { "" };
+    if frac == 0 {
+        format!("{sign}{s}")
+    } else {
+        format!("{sign}{s}.{frac:03}")
+    }
+}
+
+/// The `[ts, "value"]` pair of vectors and matrices, as raw JSON.
+pub fn point(ms: i64, v: f64) -> String {
+    format!("[{},\"{}\"]", timestamp(ms), sample_value(v))
+}
+
+pub fn json_reply(status: StatusCode, body: String) -> Reply {
+    http::Response::builder().status(status).header("content-type", "application/json").body(body.into_bytes()).expect("valid")
+}
+
+/// `{"status":"success","data":…[,"warnings":[…]]}` around already-rendered JSON.
+pub fn success_raw(data: &str, warnings: &[String]) -> Reply {
+    let mut body = format!("{{\"status\":\"success\",\"data\":{data}");
+    if !warnings.is_empty() {
+        body.push_str(&format!(",\"warnings\":{}", serde_json::to_string(warnings).unwrap_or_default()));
+    }
+    body.push('}');
+    json_reply(StatusCode::OK, body)
+}
+
+/// Prometheus' error types and the codes 2.42 answers them with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorType {
+    BadData,
+    Execution,
+    Timeout,
+    Internal,
+    Unavailable,
+}
+
+impl ErrorType {
+    fn parts(self) -> (&'static str, StatusCode) {
+        match self {
+            ErrorType::BadData => ("bad_data", StatusCode::BAD_REQUEST),
+            ErrorType::Execution => ("execution", StatusCode::UNPROCESSABLE_ENTITY),
+            ErrorType::Timeout => ("timeout", StatusCode::SERVICE_UNAVAILABLE),
+            ErrorType::Internal => ("internal", StatusCode::INTERNAL_SERVER_ERROR),
+            ErrorType::Unavailable => ("unavailable", StatusCode::SERVICE_UNAVAILABLE),
+        }
+    }
+}
+
+pub fn error(kind: ErrorType, msg: &str) -> Reply {
+    let (t, status) = kind.parts();
+    json_reply(status, serde_json::json!({"status": "error", "errorType": t, "error": msg}).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_float_formatting() {
+        assert_eq!(sample_value(0.1), "0.1");
+        assert_eq!(sample_value(123456789.123), "123456789.123");
+        assert_eq!(sample_value(1e-7), "1e-07");
+        assert_eq!(sample_value(1e21), "1e+21");
+        assert_eq!(sample_value(1.5e300), "1.5e+300");
+        assert_eq!(sample_value(f64::INFINITY), "+Inf");
+        assert_eq!(sample_value(f64::NEG_INFINITY), "-Inf");
+        assert_eq!(sample_value(f64::NAN), "NaN");
+        assert_eq!(sample_value(-0.0), "-0");
+        assert_eq!(sample_value(2.0), "2");
+        assert_eq!(scalar_value(1e-7), "0.0000001");
+        assert_eq!(scalar_value(1e21), "1000000000000000000000");
+    }
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(timestamp(1500), "1.500");
+        assert_eq!(timestamp(250), "0.250");
+        assert_eq!(timestamp(1_000_000), "1000");
+        assert_eq!(timestamp(-1500), "-1.500");
+        assert_eq!(timestamp(4000), "4");
+    }
+}

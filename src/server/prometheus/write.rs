@@ -1,0 +1,154 @@
+//! `POST /api/v1/write`: remote write 1.0 and 2.0. 204 only once every accepted sample is in
+//! the write-ahead log; 400 for data that can never be stored (named in the body); 415 for an
+//! unknown message type or encoding; 503 when tsgate must push back (Prometheus retries 5xx,
+//! while 2.42 drops a batch on 429 by default).
+
+use crate::ingest::{EncodedPoint, PointError};
+use crate::prometheus::write::{from_v1, from_v2, Batch};
+use crate::server::http::{Reply, Request};
+use crate::server::AppState;
+use http::StatusCode;
+use prost::Message;
+use std::sync::Arc;
+use tsgate_prometheus::{snappy, v2};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Version {
+    V1,
+    V2,
+}
+
+/// Chooses the message from `Content-Type` (a missing one means 1.0, as Prometheus 3 reads it).
+pub fn negotiate(content_type: Option<&str>, encoding: Option<&str>) -> Result<Version, String> {
+    if let Some(enc) = encoding {
+        if !enc.trim().eq_ignore_ascii_case("snappy") {
+            return Err(format!("unsupported Content-Encoding {enc:?}; only snappy is accepted"));
+        }
+    }
+    let Some(ct) = content_type else { return Ok(Version::V1) };
+    let mut parts = ct.split(';').map(str::trim);
+    let media = parts.next().unwrap_or_default();
+    if !media.eq_ignore_ascii_case("application/x-protobuf") {
+        return Err(format!("unsupported Content-Type {ct:?}; expected application/x-protobuf"));
+    }
+    for p in parts {
+        if let Some((k, v)) = p.split_once('=') {
+            if k.trim().eq_ignore_ascii_case("proto") {
+                return match v.trim().trim_matches('"') {
+                    "prometheus.WriteRequest" => Ok(Version::V1),
+                    "io.prometheus.write.v2.Request" => Ok(Version::V2),
+                    other => Err(format!("unsupported proto={other}; accepted: prometheus.WriteRequest, io.prometheus.write.v2.Request")),
+                };
+            }
+        }
+    }
+    Ok(Version::V1)
+}
+
+struct Written {
+    samples: usize,
+    histograms: usize,
+    exemplars: usize,
+}
+
+fn reply(status: StatusCode, version: Version, written: &Written, msg: &str) -> Reply {
+    let mut b = http::Response::builder().status(status);
+    if version == Version::V2 {
+        // 2.0 receivers always send these, on success and on errors alike.
+        b = b
+            .header("X-Prometheus-Remote-Write-Samples-Written", written.samples.to_string())
+            .header("X-Prometheus-Remote-Write-Histograms-Written", written.histograms.to_string())
+            .header("X-Prometheus-Remote-Write-Exemplars-Written", written.exemplars.to_string());
+    }
+    if msg.is_empty() {
+        return b.body(Vec::new()).expect("valid");
+    }
+    b.header("content-type", "text/plain; charset=utf-8").body(format!("{msg}\n").into_bytes()).expect("valid")
+}
+
+pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
+    let header = |n: &str| req.headers.get(n).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let nothing = Written { samples: 0, histograms: 0, exemplars: 0 };
+    let version = match negotiate(header("content-type").as_deref(), header("content-encoding").as_deref()) {
+        Ok(v) => v,
+        Err(e) => return reply(StatusCode::UNSUPPORTED_MEDIA_TYPE, Version::V1, &nothing, &e),
+    };
+    let raw = match snappy::decompress(&req.body, state.config.prometheus.max_decompressed_bytes) {
+        Ok(r) => r,
+        Err(e @ snappy::SnappyError::TooLarge { .. }) => return reply(StatusCode::PAYLOAD_TOO_LARGE, version, &nothing, &e.to_string()),
+        Err(e) => return reply(StatusCode::BAD_REQUEST, version, &nothing, &e.to_string()),
+    };
+    let max_tags = state.config.prometheus.max_tags;
+    // Decoded up front so that the batch may borrow its strings.
+    let v2_req = if version == Version::V2 { v2::Request::decode(raw.as_slice()) } else { Ok(v2::Request::default()) };
+    let batch: Batch = match version {
+        Version::V1 => match from_v1(&raw, max_tags) {
+            Ok(b) => b,
+            Err(e) => return reply(StatusCode::BAD_REQUEST, version, &nothing, &e.to_string()),
+        },
+        Version::V2 => match &v2_req {
+            Ok(r) => from_v2(r, max_tags),
+            Err(e) => return reply(StatusCode::BAD_REQUEST, version, &nothing, &format!("cannot decode io.prometheus.write.v2.Request: {e}")),
+        },
+    };
+    // Exemplars are accepted and not stored (the 2.0 header reports 0 written).
+    let Batch { series, samples, metadata, mut errors, histograms, exemplars: _ } = batch;
+    if histograms > 0 {
+        errors.push(format!("{histograms} native histogram samples are not supported and were not stored"));
+    }
+    if !metadata.is_empty() {
+        let st = state.clone();
+        if let Ok(Err(e)) = tokio::task::spawn_blocking(move || st.prom.metadata.update(metadata)).await {
+            tracing::warn!(error = %e, "cannot save Prometheus metadata");
+        }
+    }
+    let tags: Vec<Vec<(&str, &str)>> = series.iter().map(|s| s.tags.iter().map(|(k, v)| (&**k, &**v)).collect()).collect();
+    let points: Vec<EncodedPoint<'_>> = samples
+        .into_iter()
+        .filter(|(_, r)| r.is_ok())
+        .map(|(i, raw)| EncodedPoint { metric: &series[i].metric, tags: &tags[i], raw })
+        .collect();
+    let n = points.len();
+    let (outcomes, durable) = state.ingest.write_encoded(points, true).await;
+    if let Err(e) = durable {
+        return reply(StatusCode::SERVICE_UNAVAILABLE, version, &nothing, &format!("cannot store the samples, retry: {e}"));
+    }
+    let mut failed = 0;
+    for o in outcomes {
+        match o {
+            Ok(()) => {}
+            // A store failure while assigning UIDs is worth a retry; a refused name is not.
+            Err(PointError::Uid(e)) => return reply(StatusCode::SERVICE_UNAVAILABLE, version, &nothing, &format!("cannot assign UIDs, retry: {e}")),
+            Err(e) => {
+                failed += 1;
+                if errors.len() < 10 {
+                    errors.push(e.to_string());
+                }
+            }
+        }
+    }
+    let written = Written { samples: n - failed, histograms: 0, exemplars: 0 };
+    crate::stats::Stats::add(&state.stats.http_puts, written.samples as u64);
+    if errors.is_empty() {
+        return reply(StatusCode::NO_CONTENT, version, &written, "");
+    }
+    let shown: Vec<&str> = errors.iter().take(5).map(|s| s.as_str()).collect();
+    let more = if errors.len() > 5 { format!(" (and {} more)", errors.len() - 5) } else { String::new() };
+    reply(StatusCode::BAD_REQUEST, version, &written, &format!("{}{more}", shown.join("; ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_negotiation() {
+        assert_eq!(negotiate(None, None), Ok(Version::V1));
+        assert_eq!(negotiate(Some("application/x-protobuf"), Some("snappy")), Ok(Version::V1));
+        assert_eq!(negotiate(Some("application/x-protobuf;proto=prometheus.WriteRequest"), None), Ok(Version::V1));
+        assert_eq!(negotiate(Some("application/x-protobuf; proto=io.prometheus.write.v2.Request"), Some("snappy")), Ok(Version::V2));
+        assert!(negotiate(Some("application/json"), None).is_err());
+        assert!(negotiate(Some("application/x-protobuf;proto=foo.Bar"), None).is_err());
+        assert!(negotiate(None, Some("gzip")).is_err());
+    }
+}

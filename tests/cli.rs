@@ -6,17 +6,6 @@ use common::*;
 use std::io::Write;
 use std::sync::Arc;
 
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod embedded {
-            $(#[test] fn $name() { super::$name(&super::Backend::embedded()); })*
-        }
-        mod hbase {
-            $(#[test] fn $name() { super::$name(&super::Backend::hbase()); })*
-        }
-    };
-}
-
 on_both_backends!(uid_assign_grep_rename, import_plain_and_gzip_then_scan_by_metric_and_time, fsck_finds_and_fixes_bad_and_duplicate_cells);
 
 /// The store a stopped server used, opened in this process.

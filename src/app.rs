@@ -126,6 +126,7 @@ impl Node {
             stats: Default::default(),
             started: Instant::now(),
             prom,
+            graphite_index: Default::default(),
         });
         Ok(Node { state, threads, wal_lock })
     }

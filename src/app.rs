@@ -26,6 +26,8 @@ pub enum AppError {
     Listen { addr: String, source: std::io::Error },
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    #[error("invalid graphite.rules: {0}")]
+    NameRules(String),
     #[error("the write-ahead log in {0} is in use by another tsgate process")]
     Locked(String),
 }
@@ -116,6 +118,7 @@ impl Node {
         let (writer, threads) =
             Writer::start(&cfg.data_dir, store.clone(), &table, layout, &wcfg, tokio::runtime::Handle::current())?;
         let prom = crate::prometheus::PromState::open(&cfg.data_dir);
+        let names = Arc::new(crate::graphite::names::NameRules::from_config(&cfg).map_err(AppError::NameRules)?);
         let state = Arc::new(AppState {
             ingest: Ingest { resolver: resolver.clone(), writer },
             query: QueryEngine { store, uids, layout, table, allow_delete: cfg.query.allow_delete },
@@ -126,6 +129,7 @@ impl Node {
             stats: Default::default(),
             started: Instant::now(),
             prom,
+            names,
         });
         Ok(Node { state, threads, wal_lock })
     }

@@ -31,6 +31,8 @@ pub struct AppState {
     pub started: Instant,
     /// State of the Prometheus endpoints (metadata from remote write).
     pub prom: crate::prometheus::PromState,
+    /// Graphite path ↔ metric + tags (ingest and the graphite-web API).
+    pub names: Arc<crate::graphite::names::NameRules>,
 }
 
 impl AppState {

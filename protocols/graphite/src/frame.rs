@@ -1,0 +1,1 @@
+//! Length-prefixed frames (see pickle port).

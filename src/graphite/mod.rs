@@ -1,0 +1,4 @@
+//! Graphite: carbon ingest (plaintext TCP/UDP, pickle) and the name rules shared with the
+//! graphite-web API.
+
+pub mod names;

@@ -134,7 +134,7 @@ mod tests {
 
     #[test]
     fn line_cap() {
-        let name = "a".repeat(MAX_LINE - 13);
+        let name = "a".repeat(MAX_LINE - 12);
         let line = format!("{name} 1 1795000000");
         assert_eq!(line.len(), MAX_LINE + 1);
         assert_eq!(parse_line(&line, NOW), Err(LineError::TooLong));

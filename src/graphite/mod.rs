@@ -2,3 +2,6 @@
 //! graphite-web API.
 
 pub mod names;
+pub mod pickle;
+pub mod plaintext;
+pub mod write;

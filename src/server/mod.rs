@@ -34,6 +34,8 @@ pub struct AppState {
     pub prom: crate::prometheus::PromState,
     /// Graphite paths of the stored series, for graphite-web browsing and path expressions.
     pub graphite_index: graphite_web::index::SeriesIndex,
+    /// Graphite path ↔ metric + tags (ingest and the graphite-web API).
+    pub names: Arc<crate::graphite::names::NameRules>,
 }
 
 impl AppState {

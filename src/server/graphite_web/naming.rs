@@ -1,17 +1,16 @@
-//! Stored series ↔ Graphite path. STAND-IN until the `g-ingest` branch's
-//! `crate::graphite::names::NameRules` is merged: then these delegate to `state.names`.
-//! Without rules: an untagged series is its metric name; a tagged one the canonical tagged
-//! path `metric;k=v;…` (tag strings sorted as whole strings, as Graphite 1.1 normalises).
+//! Stored series ↔ Graphite path, through the configured name rules (`AppState.names`, from
+//! the Graphite ingest side), so every stored series — whichever API wrote it — is browsed and
+//! rendered under the same path carbon ingest would have accepted for it. Plus graphite's
+//! tagged-path normalisation (`name;k=v`, shared with ingest's `tsgate_graphite::tags`).
 
 use crate::server::AppState;
 
-pub fn to_path(_state: &AppState, metric: &str, tags: &[(String, String)]) -> String {
-    canonical(metric, tags)
+pub fn to_path(state: &AppState, metric: &str, tags: &[(String, String)]) -> String {
+    state.names.to_path(metric, tags)
 }
 
-pub fn to_series(_state: &AppState, path: &str) -> Result<(String, Vec<(String, String)>), String> {
-    let (name, tags) = parse_tagged(path)?;
-    Ok((name, tags))
+pub fn to_series(state: &AppState, path: &str) -> Result<(String, Vec<(String, String)>), String> {
+    state.names.to_series(path)
 }
 
 /// `name;k=v;…` with the `;k=v` strings sorted lexicographically (code-point order).
@@ -26,25 +25,18 @@ pub fn canonical(name: &str, tags: &[(String, String)]) -> String {
     s
 }
 
-/// graphite's `TaggedSeries.parse` for the `;` form (and plain dotted names: no tags).
-/// Duplicate keys: the last wins; a user `name=` tag is replaced by the name.
+/// graphite's `TaggedSeries.parse` (both the `;` and the OpenMetrics form); a plain dotted
+/// name has no tags. Duplicate keys: the last wins; a user `name=` tag is replaced by the name.
 pub fn parse_tagged(path: &str) -> Result<(String, Vec<(String, String)>), String> {
-    let mut it = path.split(';');
-    let raw_name = it.next().unwrap_or("");
-    let name = raw_name.trim_start_matches('~');
-    if name.is_empty() {
-        return Err(format!("Cannot parse path {path}, no metric found"));
-    }
-    let mut tags: std::collections::BTreeMap<String, String> = Default::default();
-    for seg in it {
-        let Some((k, v)) = seg.split_once('=') else { return Err(format!("Cannot parse path {path}, invalid segment {seg}")) };
-        if k.is_empty() || v.is_empty() || k.contains(['!', '^', '=']) || v.starts_with('~') {
-            return Err(format!("Cannot parse path {path}, invalid segment {seg}"));
+    if !tsgate_graphite::tags::is_tagged(path) {
+        let name = path.trim_start_matches('~');
+        if name.is_empty() {
+            return Err(format!("Cannot parse path {path}, no metric found"));
         }
-        tags.insert(k.to_string(), v.to_string());
+        return Ok((name.to_string(), Vec::new()));
     }
-    tags.remove("name");
-    Ok((name.to_string(), tags.into_iter().collect()))
+    let t = tsgate_graphite::tags::parse(path).map_err(|e| format!("Cannot parse path {path}: {e}"))?;
+    Ok((t.name.into_owned(), t.tags.into_iter().map(|(k, v)| (k.into_owned(), v.into_owned())).collect()))
 }
 
 #[cfg(test)]

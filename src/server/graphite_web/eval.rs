@@ -28,6 +28,9 @@ pub fn err<T>(msg: impl Into<String>) -> R<T> {
 /// Step used when a series has fewer than two points to derive one from.
 pub const DEFAULT_STEP: i64 = 60;
 
+/// How far back a short request looks to learn the step.
+pub const STEP_LOOKBACK: i64 = 3600;
+
 /// Where series come from: the store (requests) or a fixed set (unit tests).
 pub trait Source: Sync {
     fn entries(&self) -> R<Arc<Vec<Entry>>>;
@@ -140,7 +143,14 @@ impl Ctx<'_> {
     pub fn fetch_entries(&self, matched: &[&Entry], path_expr: &str) -> R<Vec<Series>> {
         let pts = self.source.points(matched, self.from, self.until)?;
         let all: Vec<&[(i64, f64)]> = pts.values().map(Vec::as_slice).collect();
-        let step = derive_step_pooled(&all);
+        let mut step = derive_step_pooled(&all);
+        if !matched.is_empty() && all.iter().all(|p| p.len() < 2) {
+            // Too few points in a short window to see the resolution: learn it from the hour
+            // before (one more bounded scan, only in this case).
+            let wider = self.source.points(matched, self.from - STEP_LOOKBACK, self.until)?;
+            let w: Vec<&[(i64, f64)]> = wider.values().map(Vec::as_slice).collect();
+            step = derive_step_pooled(&w);
+        }
         let mut out: Vec<Series> = matched
             .iter()
             .map(|e| {

@@ -46,7 +46,9 @@ impl Source for StoreSource<'_> {
     }
 
     fn points(&self, entries: &[&Entry], from: i64, until: i64) -> R<HashMap<String, Vec<(i64, f64)>>> {
-        let mut by_metric: BTreeMap<&str, HashMap<&[(String, String)], &str>> = BTreeMap::new();
+        // metric → (stored tags → path) of the wanted series.
+        type Wanted<'e> = HashMap<&'e [(String, String)], &'e str>;
+        let mut by_metric: BTreeMap<&str, Wanted> = BTreeMap::new();
         for e in entries {
             by_metric.entry(&e.metric).or_default().insert(&e.tags, &e.path);
         }

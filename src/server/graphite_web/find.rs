@@ -110,6 +110,8 @@ pub fn find(state: &AppState, p: &Params) -> Reply {
     json_or_jsonp(StatusCode::OK, body.to_string(), jsonp)
 }
 
+// The error is a ready reply for the handler to return as is.
+#[allow(clippy::result_large_err)]
 fn state_entries(state: &AppState) -> Result<std::sync::Arc<Vec<Entry>>, Reply> {
     state.graphite_index.snapshot(state).map_err(|e| super::text_reply(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()))
 }

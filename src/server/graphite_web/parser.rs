@@ -33,6 +33,9 @@ pub fn parse(s: &str) -> Result<Expr, String> {
     Ok(e)
 }
 
+/// Positional and keyword arguments.
+type ArgList = (Vec<Expr>, Vec<(String, Expr)>);
+
 struct P<'a> {
     s: &'a [u8],
     src: &'a str,
@@ -100,7 +103,7 @@ impl P<'_> {
         self.path()
     }
 
-    fn arglist(&mut self) -> Result<(Vec<Expr>, Vec<(String, Expr)>), String> {
+    fn arglist(&mut self) -> Result<ArgList, String> {
         let (mut args, mut kwargs) = (Vec::new(), Vec::new());
         self.ws();
         if self.peek() == Some(b')') {

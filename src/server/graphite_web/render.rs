@@ -253,7 +253,7 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&j).unwrap();
         assert!(v[0]["datapoints"][2][0].is_f64());
         let s = Series::new("a.b", 60, 60, vec![None, Some(2.0)]);
-        assert_eq!(to_json(&[s.clone()], None, true), r#"[{"target":"a.b","tags":{"name":"a.b"},"datapoints":[[2.0,120]]}]"#);
+        assert_eq!(to_json(std::slice::from_ref(&s), None, true), r#"[{"target":"a.b","tags":{"name":"a.b"},"datapoints":[[2.0,120]]}]"#);
         assert_eq!(to_raw(&[s]), "a.b,60,180,60|None,2.0\n");
     }
 }

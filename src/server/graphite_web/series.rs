@@ -114,7 +114,7 @@ pub fn aggregate(func: &str, vals: &[Option<f64>]) -> Option<f64> {
             let mut v = nn.clone();
             v.sort_by(|a, b| a.total_cmp(b));
             let mid = v.len() / 2;
-            if v.len() % 2 == 0 { (v[mid - 1] + v[mid]) / 2.0 } else { v[mid] }
+            if v.len().is_multiple_of(2) { (v[mid - 1] + v[mid]) / 2.0 } else { v[mid] }
         }
         "diff" => nn[0] - nn[1..].iter().sum::<f64>(),
         "stddev" => {

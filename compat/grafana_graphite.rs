@@ -112,6 +112,9 @@ fn segment_browsing_and_expand() {
         json!([{"text": "cpu", "id": "demo.{web01,web02}.cpu", "allowChildren": 0, "expandable": 0, "leaf": 1},
                {"text": "mem", "id": "demo.{web01,web02}.mem", "allowChildren": 0, "expandable": 0, "leaf": 1}])
     );
+    // The Go backend encodes the body properly; `leaf`/`expandable` must be integers.
+    let r = post_form(&s, "/metrics/find", &format!("query={}", enc("demo.web0[1].*")));
+    assert_eq!(r.as_array().unwrap().iter().map(|n| (n["id"].as_str().unwrap(), n["leaf"].as_u64().unwrap())).collect::<Vec<_>>(), vec![("demo.web0[1].cpu", 1), ("demo.web0[1].mem", 1)]);
     // Typed text: `…*<typed>*`.
     let r = get(&s, "/metrics/find?query=demo.*02*");
     assert_eq!(r[0]["text"], "web02");
@@ -134,6 +137,9 @@ fn tag_editor_autocomplete() {
     assert_eq!(r, json!(["web01", "web02"]));
     let r = get(&s, &format!("/tags/autoComplete/values?tag=datacenter&expr={}&expr={}&limit=0", enc("name=disk.used"), enc("server!=web01")));
     assert_eq!(r, json!(["dc2"]));
+    // Backend mode forwards no `expr`, and unset values as `undefined` / `limit=0`.
+    let r = get(&s, "/tags/autoComplete/tags?from=undefined&until=undefined&limit=0&tagPrefix=");
+    assert_eq!(r, json!(["datacenter", "name", "server"]));
     // Level 0 of the tag editor lists tag names too.
     let r = get(&s, "/tags/autoComplete/tags?tagPrefix=da&limit=5000");
     assert_eq!(r, json!(["datacenter"]));

@@ -200,7 +200,7 @@ pub fn functions(p: &Params, one: Option<&str>) -> Reply {
 /// `data` = notes, `tags` from the custom field `tags` (space or comma separated).
 pub fn events(state: &AppState, p: &Params) -> Reply {
     let now = now_s();
-    let t = |k: &str, d: i64| p.get(k).map(|v| super::attime::parse_attime(v, now)).unwrap_or(Ok(d));
+    let t = |k: &str, d: i64| p.get(k).filter(|v| !v.is_empty() && *v != "undefined").map(|v| super::attime::parse_attime(v, now)).unwrap_or(Ok(d));
     let (from, until) = match (t("from", 0), t("until", now)) {
         (Ok(f), Ok(u)) => (f.max(0) as u64, u.max(0) as u64),
         (Err(e), _) | (_, Err(e)) => return super::bad_request(&e),

@@ -36,6 +36,16 @@ Combine|percentileOfSeries(seriesList:seriesList!, n:float!, interpolate:boolean
 Combine|rangeOfSeries(seriesLists:seriesList!*)|Takes a wildcard seriesList. Distills down a set of inputs into the range of the series.
 Combine|stddevSeries(seriesLists:seriesList!*)|Takes one metric or a wildcard seriesList. Draws the standard deviation of all metrics passed at each time.
 Combine|sumSeries(seriesLists:seriesList!*)|Short form: sum(). Adds metrics together and returns the sum at each datapoint.
+Transform|add(seriesList:seriesList!, constant:float!)|Takes one metric or a wildcard seriesList followed by a constant, and adds the constant to each datapoint.
+Transform|changed(seriesList:seriesList!)|Takes one metric or a wildcard seriesList. Output 1 when the value changed, 0 when null or the same.
+Transform|exp(seriesList:seriesList!)|Raise e to the power of the datapoint, where e = 2.718281... is the base of natural logarithms.
+Transform|interpolate(seriesList:seriesList!, limit:intOrInf="inf")|Takes one metric or a wildcard seriesList, and optionally a limit to the number of 'None' values to skip over. Continues the line with the last received value when gaps ('None' values) appear in your data, rather than breaking your line.
+Transform|isNonNull(seriesList:seriesList!)|Takes a metric or wildcard seriesList and counts up the number of non-null values.
+Transform|minMax(seriesList:seriesList!)|Applies the popular min max normalization technique, which takes each point and applies the following normalization transformation to it: normalized = (point - min) / (max - min).
+Transform|offsetToZero(seriesList:seriesList!)|Offsets a metric or wildcard seriesList by subtracting the minimum value in the series from each datapoint.
+Transform|round(seriesList:seriesList!, precision:integer)|Takes one metric or a wildcard seriesList optionally followed by a precision, and rounds each datapoint.
+Transform|scaleToSeconds(seriesList:seriesList!, seconds:float!)|Takes one metric or a wildcard seriesList and returns "value per seconds" where seconds is a last argument to this functions.
+Transform|squareRoot(seriesList:seriesList!)|Takes one metric or a wildcard seriesList, and computes the square root of each datapoint.
 Transform|absolute(seriesList:seriesList!)|Takes one metric or a wildcard seriesList and applies the mathematical abs function to each datapoint.
 Transform|delay(seriesList:seriesList!, steps:integer!)|Shifts all samples later by an integer number of steps.
 Transform|derivative(seriesList:seriesList!)|This is the opposite of the integral function.
@@ -61,6 +71,11 @@ Calculate|movingSum(seriesList:seriesList!, windowSize:intOrInterval!, xFilesFac
 Calculate|movingWindow(seriesList:seriesList!, windowSize:intOrInterval!, func:aggFunc="average", xFilesFactor:float)|Graphs a moving window function of a metric (or metrics) over a fixed number of past points, or a time interval.
 Calculate|nPercentile(seriesList:seriesList!, n:integer!)|Returns n-percent of each series in the seriesList.
 Calculate|stdev(seriesList:seriesList!, points:integer!, windowTolerance:float=0.1)|Takes one metric or a wildcard seriesList followed by an integer N. Draw the Standard Deviation of all metrics passed for the past N datapoints.
+Filter Series|fallbackSeries(seriesList:seriesList!, fallback:seriesList!)|Takes a wildcard seriesList, and a second fallback metric. If the wildcard does not match any series, draws the fallback metric.
+Filter Series|mostDeviant(seriesList:seriesList!, n:integer!)|Takes one metric or a wildcard seriesList followed by an integer N. Draws the N most deviant metrics.
+Filter Series|unique(seriesLists:seriesList*)|Takes an arbitrary number of seriesLists and returns unique series, filtered by name.
+Filter Data|removeAbovePercentile(seriesList:seriesList!, n:float!)|Removes data above the nth percentile from the series or list of series provided.
+Filter Data|removeBelowPercentile(seriesList:seriesList!, n:float!)|Removes data below the nth percentile from the series or list of series provided.
 Filter Series|averageAbove(seriesList:seriesList!, n:float!)|Takes one metric or a wildcard seriesList followed by an integer N. Out of all metrics passed, draws only the metrics with an average value above N for the time period specified.
 Filter Series|averageBelow(seriesList:seriesList!, n:float!)|Draws only the metrics with an average value below N for the time period specified.
 Filter Series|currentAbove(seriesList:seriesList!, n:float!)|Draws only the metrics whose value is above N at the end of the time period specified.
@@ -82,10 +97,14 @@ Filter Series|minimumBelow(seriesList:seriesList!, n:float!)|Draws only the metr
 Filter Series|removeEmptySeries(seriesList:seriesList!, xFilesFactor:float)|Takes one metric or a wildcard seriesList. Out of all metrics passed, draws only the metrics with not empty data.
 Filter Data|removeAboveValue(seriesList:seriesList!, n:float!)|Removes data above the given threshold from the series or list of series provided.
 Filter Data|removeBelowValue(seriesList:seriesList!, n:float!)|Removes data below the given threshold from the series or list of series provided.
+Sorting|sortBy(seriesList:seriesList!, func:aggFunc="average", reverse:boolean=false)|Takes one metric or a wildcard seriesList followed by an aggregation function and an optional reverse parameter.
+Sorting|sortByMinima(seriesList:seriesList!)|Takes one metric or a wildcard seriesList. Sorts the list of metrics by the lowest value across the time period specified, including only series that have a maximum value greater than 0.
 Sorting|sortByMaxima(seriesList:seriesList!)|Takes one metric or a wildcard seriesList. Sorts the list of metrics in descending order by the maximum value across the time period specified.
 Sorting|sortByName(seriesList:seriesList!, natural:boolean=false, reverse:boolean=false)|Takes one metric or a wildcard seriesList. Sorts the list of metrics by the metric name.
 Sorting|sortByTotal(seriesList:seriesList!)|Takes one metric or a wildcard seriesList. Sorts the list of metrics in descending order by the sum of values across the time period specified.
 Special|consolidateBy(seriesList:seriesList!, consolidationFunc:string!)|Takes one metric or a wildcard seriesList and a consolidation function name.
+Special|cumulative(seriesList:seriesList!)|Takes one metric or a wildcard seriesList. When a graph is drawn where width of the graph size in pixels is smaller than the number of datapoints to be graphed, uses sum instead of average.
+Special|setXFilesFactor(seriesList:seriesList!, xFilesFactor:float!)|Short form: xFilesFactor(). Takes one metric or a wildcard seriesList and an xFilesFactor value between 0 and 1.
 Special|constantLine(value:float!)|Takes a float F. Draws a horizontal line at value F across the graph.
 Special|seriesByTag(tagExpressions:string!*)|Returns a SeriesList of series matching all the specified tag expressions.
 "#;
@@ -166,7 +185,7 @@ pub fn catalogue() -> Map<String, Value> {
         out.insert(name.to_string(), entry);
     }
     // Short aliases appear as their own keys, as in graphite-web.
-    for (alias, of) in [("sum", "sumSeries"), ("avg", "averageSeries"), ("pct", "asPercent")] {
+    for (alias, of) in [("sum", "sumSeries"), ("avg", "averageSeries"), ("pct", "asPercent"), ("xFilesFactor", "setXFilesFactor")] {
         if let Some(mut e) = out.get(of).cloned() {
             e["name"] = json!(alias);
             out.insert(alias.into(), e);

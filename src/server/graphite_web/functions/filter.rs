@@ -58,6 +58,36 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             let want = name == "grep";
             Ok(a.series(ctx, 0, "seriesList")?.into_iter().filter(|s| re.is_match(&s.name) == want).collect())
         })(),
+        "unique" => (|| {
+            let mut seen = std::collections::HashSet::new();
+            Ok(a.series_rest(ctx, 0)?.into_iter().filter(|s| seen.insert(s.name.clone())).collect())
+        })(),
+        "fallbackSeries" => (|| {
+            let l = a.series(ctx, 0, "seriesList")?;
+            if l.is_empty() { a.series(ctx, 1, "fallback") } else { Ok(l) }
+        })(),
+        "mostDeviant" => (|| {
+            let n = a.num(1, "n")? as usize;
+            let mut l: Vec<(f64, Series)> = a.series(ctx, 0, "seriesList")?.into_iter().map(|s| (agg_or_neg_inf("stddev", &s), s)).collect();
+            l.sort_by(|x, y| y.0.total_cmp(&x.0));
+            Ok(l.into_iter().take(n).map(|(_, s)| s).collect())
+        })(),
+        "removeBelowPercentile" | "removeAbovePercentile" => (|| {
+            let n = a.num(1, "n")?;
+            let below = name == "removeBelowPercentile";
+            Ok(a.series(ctx, 0, "seriesList")?
+                .into_iter()
+                .map(|mut s| {
+                    let nn: Vec<f64> = s.values.iter().flatten().copied().collect();
+                    if let Some(p) = super::super::series::percentile(&nn, n, false) {
+                        s.values = s.values.iter().map(|v| v.filter(|v| if below { *v >= p } else { *v <= p })).collect();
+                    }
+                    let nm = format!("{name}({}, {})", s.name, super::super::series::fmt_g(n));
+                    s.rename(nm);
+                    s
+                })
+                .collect())
+        })(),
         "removeEmptySeries" => (|| {
             let xff = a.num_or(1, "xFilesFactor", 0.0)?;
             Ok(a.series(ctx, 0, "seriesList")?
@@ -105,5 +135,9 @@ mod tests {
         assert_eq!(names(&eval(&src, "limit(f.*, 2)", 2)), vec!["f.a", "f.b"]);
         assert_eq!(names(&eval(&src, "exclude(f.*, '[ab]$')", 2)), vec!["f.c", "f.d"]);
         assert_eq!(names(&eval(&src, "grep(f.*, 'b|c')", 2)), vec!["f.b", "f.c"]);
+        assert_eq!(names(&eval(&src, "unique(f.a, f.*)", 2)), vec!["f.a", "f.b", "f.c", "f.d"]);
+        assert_eq!(names(&eval(&src, "fallbackSeries(f.nothing, f.b)", 2)), vec!["f.b"]);
+        assert_eq!(names(&eval(&src, "mostDeviant(f.*, 1)", 2)), vec!["f.a"]);
+        assert_eq!(names(&eval(&src, "removeEmptySeries(f.*)", 2)), vec!["f.a", "f.b", "f.c"]);
     }
 }

@@ -25,6 +25,22 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             Ok(l)
         })(),
         "sortByMaxima" => by("max"),
+        "sortByMinima" => (|| {
+            // graphite drops series whose maximum is not positive, then sorts by minimum.
+            let mut l: Vec<Series> = a.series(ctx, 0, "seriesList")?.into_iter().filter(|s| key("max", s) > 0.0).collect();
+            l.sort_by(|x, y| key("min", x).total_cmp(&key("min", y)));
+            Ok(l)
+        })(),
+        "sortBy" => (|| {
+            let f = super::combine::agg_name(&a.opt_str(1, "func")?.unwrap_or_else(|| "average".into()))?;
+            let reverse = a.boolean(2, "reverse", false)?;
+            let mut l = a.series(ctx, 0, "seriesList")?;
+            l.sort_by(|x, y| key(&f, x).total_cmp(&key(&f, y)));
+            if reverse {
+                l.reverse();
+            }
+            Ok(l)
+        })(),
         "sortByTotal" => by("sum"),
         _ => return None,
     })
@@ -67,5 +83,7 @@ mod tests {
         assert_eq!(n("sortByName(s.*, false, true)"), vec!["s.b", "s.a2", "s.a10"]);
         assert_eq!(n("sortByMaxima(s.*)"), vec!["s.a2", "s.b", "s.a10"]);
         assert_eq!(n("sortByTotal(s.*)"), vec!["s.b", "s.a2", "s.a10"]);
+        assert_eq!(n("sortByMinima(s.*)"), vec!["s.a10", "s.b", "s.a2"]);
+        assert_eq!(n("sortBy(s.*, 'max', true)"), vec!["s.a2", "s.b", "s.a10"]);
     }
 }

@@ -25,6 +25,31 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
                 .collect())
         })(),
         "seriesByTag" => series_by_tag(ctx, a),
+        "cumulative" => a.series(ctx, 0, "seriesList").map(|l| {
+            l.into_iter()
+                .map(|mut s| {
+                    s.consolidation = "sum".into();
+                    let n = format!("consolidateBy({},\"sum\")", s.name);
+                    s.rename(n);
+                    s.set_tag("consolidateBy", "sum");
+                    s
+                })
+                .collect()
+        }),
+        "setXFilesFactor" | "xFilesFactor" => (|| {
+            let x = a.num(1, "xFilesFactor")?;
+            if !(0.0..=1.0).contains(&x) {
+                return err("xFilesFactor must be between 0 and 1");
+            }
+            Ok(a.series(ctx, 0, "seriesList")?
+                .into_iter()
+                .map(|mut s| {
+                    s.xff = x;
+                    s.set_tag("xFilesFactor", fmt_g(x));
+                    s
+                })
+                .collect())
+        })(),
         _ => return None,
     })
 }

@@ -89,6 +89,80 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
                 s
             }).collect())
         })(),
+        "add" => (|| {
+            let c = a.num(1, "constant")?;
+            Ok(tagged(map_values(list()?, |s| format!("add({},{})", s.name, fmt_g(c)), |v| v.map(|v| v + c)), "add", &fmt_g(c)))
+        })(),
+        "squareRoot" => list().map(|l| map_values(l, |s| format!("squareRoot({})", s.name), |v| v.filter(|v| *v >= 0.0).map(f64::sqrt))),
+        "exp" => list().map(|l| map_values(l, |s| format!("exp({})", s.name), |v| v.and_then(|v| finite(v.exp())))),
+        "round" => (|| {
+            let p = a.opt_num(1, "precision")?;
+            let m = 10f64.powi(p.unwrap_or(0.0) as i32);
+            // Python's round: halves go to the even neighbour.
+            Ok(map_values(
+                list()?,
+                |s| match p { Some(p) => format!("round({},{})", s.name, p as i64), None => format!("round({})", s.name) },
+                |v| v.map(|v| (v * m).round_ties_even() / m),
+            ))
+        })(),
+        "isNonNull" => list().map(|l| map_values(l, |s| format!("isNonNull({})", s.name), |v| Some(if v.is_some() { 1.0 } else { 0.0 }))),
+        "changed" => list().map(|l| {
+            l.into_iter()
+                .map(|mut s| {
+                    let mut prev: Option<f64> = None;
+                    s.values = s.values.iter().map(|v| {
+                        let out = match (*v, prev) { (Some(x), Some(p)) if x != p => 1.0, _ => 0.0 };
+                        if v.is_some() { prev = *v; }
+                        Some(out)
+                    }).collect();
+                    let n = format!("changed({})", s.name);
+                    s.rename(n);
+                    s
+                })
+                .collect()
+        }),
+        "offsetToZero" => list().map(|l| {
+            l.into_iter()
+                .map(|s| {
+                    let min = s.values.iter().flatten().copied().fold(f64::INFINITY, f64::min);
+                    let n = format!("offsetToZero({})", s.name);
+                    map_values(vec![s], |_| n.clone(), |v| v.map(|v| v - min)).remove(0)
+                })
+                .collect()
+        }),
+        "minMax" => list().map(|l| {
+            l.into_iter()
+                .map(|s| {
+                    let min = s.values.iter().flatten().copied().fold(f64::INFINITY, f64::min);
+                    let max = s.values.iter().flatten().copied().fold(f64::NEG_INFINITY, f64::max);
+                    let n = format!("minMax({})", s.name);
+                    map_values(vec![s], |_| n.clone(), |v| v.map(|v| if max > min { (v - min) / (max - min) } else { 0.0 })).remove(0)
+                })
+                .collect()
+        }),
+        "interpolate" => (|| {
+            let limit = a.num_or(1, "limit", f64::INFINITY)?;
+            Ok(list()?
+                .into_iter()
+                .map(|mut s| {
+                    interpolate(&mut s.values, limit);
+                    let n = format!("interpolate({})", s.name);
+                    s.rename(n);
+                    s
+                })
+                .collect())
+        })(),
+        "scaleToSeconds" => (|| {
+            let secs = a.num(1, "seconds")?;
+            Ok(list()?
+                .into_iter()
+                .map(|s| {
+                    let f = secs / s.step as f64;
+                    let n = format!("scaleToSeconds({},{})", s.name, secs as i64);
+                    map_values(vec![s], |_| n.clone(), |v| v.map(|v| (v * f * 1e6).round() / 1e6)).remove(0)
+                })
+                .collect())
+        })(),
         "timeShift" => time_shift(ctx, a),
         "summarize" => summarize(ctx, a),
         "smartSummarize" => smart_summarize(ctx, a),
@@ -175,6 +249,24 @@ pub fn keep_last(v: &mut [Option<f64>], limit: f64) {
         for x in &mut v[n - nones..] {
             *x = fill;
         }
+    }
+}
+
+/// Linear interpolation across interior null runs no longer than `limit`.
+pub fn interpolate(v: &mut [Option<f64>], limit: f64) {
+    let mut last: Option<usize> = None;
+    for i in 0..v.len() {
+        let Some(x) = v[i] else { continue };
+        if let Some(j) = last {
+            let gap = i - j - 1;
+            if gap > 0 && (gap as f64) <= limit {
+                let y0 = v[j].expect("non-null");
+                for (k, slot) in v.iter_mut().enumerate().take(i).skip(j + 1) {
+                    *slot = Some(y0 + (x - y0) * (k - j) as f64 / (i - j) as f64);
+                }
+            }
+        }
+        last = Some(i);
     }
 }
 
@@ -391,6 +483,20 @@ mod tests {
         let l = eval(&mem(&[("a.b", &[Some(100.0), Some(1000.0), Some(0.5)])]), "log(a.b)", 3);
         assert_eq!(l[0].name, "log(a.b, 10)");
         assert_eq!(vals(&l[0]), vec![Some(2.0), Some(2.9999999999999996), Some(0.5f64.ln() / 10f64.ln())]);
+    }
+
+    #[test]
+    fn math_and_null_helpers() {
+        let src = mem(&[("a", &[Some(4.0), None, Some(2.5), Some(-1.0), Some(3.5)])]);
+        assert_eq!(vals(&eval(&src, "squareRoot(a)", 5)[0]), vec![Some(2.0), None, Some(2.5f64.sqrt()), None, Some(3.5f64.sqrt())]);
+        assert_eq!(vals(&eval(&src, "round(a)", 5)[0]), vec![Some(4.0), None, Some(2.0), Some(-1.0), Some(4.0)]);
+        assert_eq!(vals(&eval(&src, "isNonNull(a)", 5)[0]), vec![Some(1.0), Some(0.0), Some(1.0), Some(1.0), Some(1.0)]);
+        assert_eq!(vals(&eval(&src, "changed(a)", 5)[0]), vec![Some(0.0), Some(0.0), Some(1.0), Some(1.0), Some(1.0)]);
+        assert_eq!(vals(&eval(&src, "offsetToZero(a)", 5)[0]), vec![Some(5.0), None, Some(3.5), Some(0.0), Some(4.5)]);
+        assert_eq!(vals(&eval(&src, "minMax(a)", 5)[0]), vec![Some(1.0), None, Some(0.7), Some(0.0), Some(0.9)]);
+        assert_eq!(vals(&eval(&src, "interpolate(a)", 5)[0]), vec![Some(4.0), Some(3.25), Some(2.5), Some(-1.0), Some(3.5)]);
+        assert_eq!(vals(&eval(&src, "scaleToSeconds(a, 30)", 5)[0]), vec![Some(2.0), None, Some(1.25), Some(-0.5), Some(1.75)]);
+        assert_eq!(eval(&src, "add(a, 1)", 5)[0].values[0], Some(5.0));
     }
 
     #[test]

@@ -205,3 +205,39 @@ fn graphite_events_from_annotations() {
     assert_eq!(r, json!([{"when": end - 100, "what": "deploy", "data": "v2", "tags": ["deploy", "prod"], "id": 1}]));
     assert_eq!(get(&s, &format!("/events/get_data?from={}&until={}&tags=other", end - 3600, end)), json!([]));
 }
+
+/// Carbon plaintext in, graphite-web out: both halves of the Graphite issue on one server.
+#[test]
+fn carbon_lines_are_browsed_and_rendered() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let plain = format!("127.0.0.1:{}", free_port());
+    let cfg = dir.path().join("tsgate.toml");
+    std::fs::write(&cfg, format!("[server]\ngraphite_listen = \"{plain}\"\npickle_listen = \"\"\n[write]\nflush_interval_ms = 100\n{RULES}")).unwrap();
+    let s = Server::start_with(&dir.path().join("data"), Some(&cfg));
+    let end = now() - now() % 10;
+    let mut c = std::net::TcpStream::connect(&plain).unwrap();
+    let mut lines = String::new();
+    for i in 0..6u64 {
+        let ts = end - 50 + i * 10;
+        lines.push_str(&format!("demo.web09.load {i} {ts}\ncarbon.agents.a.cpu 1.5 {ts}\ndisk.free;dc=x 5 {ts}\n"));
+    }
+    c.write_all(lines.as_bytes()).unwrap();
+    drop(c);
+    // The index refreshes at most every 5 s: poll a little longer than that.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let want = json!(["carbon.agents.a.cpu", "demo.web09.load"]);
+    loop {
+        let got = get(&s, "/metrics/index.json");
+        if got == want {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "index: {got}");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    let r = get(&s, &format!("/render?target=demo.web09.load&target={}&from={}&until={end}&format=json", enc("seriesByTag('dc=x')"), end - 60));
+    let vals: Vec<Value> = r[0]["datapoints"].as_array().unwrap().iter().map(|p| p[0].clone()).collect();
+    assert_eq!(vals, vec![json!(0.0), json!(1.0), json!(2.0), json!(3.0), json!(4.0), json!(5.0)]);
+    assert_eq!(r[1]["target"], "disk.free;dc=x");
+    assert_eq!(r[1]["tags"], json!({"name": "disk.free", "dc": "x"}));
+}

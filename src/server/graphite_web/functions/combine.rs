@@ -167,6 +167,33 @@ fn as_percent(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
         return Ok(list);
     }
     let pct = |x: f64, t: f64| (t != 0.0).then(|| x * 100.0 / t);
+    // With nodes, series and totals are grouped by the key those nodes (or tags) form, and
+    // each series is divided by its own group's total.
+    let nodes: Vec<NodeOrTag> = a.call.args.iter().skip(2).map(Args::node_or_tag).collect();
+    if !nodes.is_empty() {
+        let key = |s: &Series| nodes.iter().map(|n| node_or_tag_value(s, n)).collect::<Vec<_>>().join(".");
+        let totals_src = match a.get(1, "total") {
+            None | Some(Expr::None) => list.clone(),
+            Some(e) => ctx.eval(e)?,
+        };
+        let mut groups: BTreeMap<String, Vec<Series>> = BTreeMap::new();
+        for t in totals_src {
+            groups.entry(key(&t)).or_default().push(t);
+        }
+        let totals: BTreeMap<String, Series> = groups.into_iter().filter_map(|(k, g)| combine(&g, "sum", "sumSeries", 0.0).map(|t| (k, t))).collect();
+        return Ok(list
+            .iter()
+            .map(|s| match totals.get(&key(s)) {
+                Some(t) => pairwise(s, t, format!("asPercent({},{})", s.name, t.name), pct),
+                None => {
+                    let mut m = s.clone();
+                    m.values = vec![None; m.values.len()];
+                    m.rename(format!("asPercent({},MISSING)", s.name));
+                    m
+                }
+            })
+            .collect());
+    }
     match a.get(1, "total") {
         None | Some(Expr::None) => {
             let total = combine(&list, "sum", "sumSeries", 0.0).expect("non-empty");
@@ -315,6 +342,11 @@ mod tests {
         assert_eq!(r[0].name, "asPercent(a.x,sumSeries(a.*))");
         assert_eq!(vals(&r[0]), vec![Some(100.0 / 3.0), Some(100.0), Some(100.0)]);
         assert_eq!(vals(&eval(&src, "asPercent(a.x, 4)", 3)[0]), vec![Some(25.0), Some(50.0), Some(75.0)]);
+        // Grouped by node 1: each host's share of its own total.
+        let src = mem(&[("h.a.x", &[Some(1.0)]), ("h.a.y", &[Some(3.0)]), ("h.b.x", &[Some(2.0)])]);
+        let r = eval(&src, "asPercent(h.*.*, None, 1)", 1);
+        assert_eq!(r.iter().map(|s| s.values[0]).collect::<Vec<_>>(), vec![Some(25.0), Some(75.0), Some(100.0)]);
+        assert_eq!(r[0].name, "asPercent(h.a.x,sumSeries(h.*.*))");
     }
 
     #[test]

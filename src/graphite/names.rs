@@ -20,6 +20,10 @@
 use crate::config::{Config, GraphiteRule};
 use crate::prometheus::labels::{escape, unescape, PLACEHOLDER_TAGK, PLACEHOLDER_TAGV};
 use regex::Regex;
+use std::borrow::Cow;
+
+/// The one tag of a series stored under its whole dotted path.
+pub const PLACEHOLDER_TAG: [(&str, &str); 1] = [(PLACEHOLDER_TAGK, PLACEHOLDER_TAGV)];
 use std::collections::BTreeMap;
 
 /// Why a rule set cannot be loaded.
@@ -31,7 +35,11 @@ pub enum RuleError {
 
 /// The outcome of mapping one path.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Mapped {
+pub enum Mapped<'a> {
+    /// No rule: the whole path (escaped) is the metric, with the placeholder tag
+    /// [`PLACEHOLDER_TAG`]. Borrowed from the path when nothing needed escaping (the common,
+    /// allocation-free case at ingest).
+    Whole(Cow<'a, str>),
     /// Metric + tags, escaped, tags sorted by key.
     Series(String, Vec<(String, String)>),
     /// A rule with `drop = true` matched.
@@ -385,7 +393,7 @@ impl NameRules {
     }
 
     /// Maps a path for ingest: a series, or a rule's drop.
-    pub fn map(&self, path: &str) -> Result<Mapped, String> {
+    pub fn map<'a>(&self, path: &'a str) -> Result<Mapped<'a>, String> {
         if path.is_empty() {
             return Err("empty path".into());
         }
@@ -414,12 +422,13 @@ impl NameRules {
             }
             tracing::debug!(rule = %r.name, path, "rule result does not invert to the path; trying the next rule");
         }
-        Ok(Mapped::Series(escape(path).into_owned(), vec![placeholder()]))
+        Ok(Mapped::Whole(escape(path)))
     }
 
     /// dotted (or tagged `name;k=v`) path → OpenTSDB metric + tags (owned, ready for DataPoint)
     pub fn to_series(&self, path: &str) -> Result<(String, Vec<(String, String)>), String> {
         match self.map(path)? {
+            Mapped::Whole(m) => Ok((m.into_owned(), vec![placeholder()])),
             Mapped::Series(m, t) => Ok((m, t)),
             Mapped::Drop => Err(format!("{path}: dropped by a graphite rule")),
         }

@@ -605,3 +605,53 @@ priority = -1
         assert_eq!(round_trip(&n, "h.db1.cpu").1, t(&[("other", "db1")]));
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn fleet() -> NameRules {
+        let cfg: Config = toml::from_str(
+            r#"
+[[graphite.rules]]
+match = "c.{host}.{p}-{i}.{t}"
+metric = "c.{p}"
+tags = { host = "{host}", i = "{i}", t = "{t}" }
+[[graphite.rules]]
+match = "c.{host}.{rest*}"
+metric = "c.{rest*}"
+tags = { host = "{host}" }
+[[graphite.rules]]
+template = "dc.host.measurement*"
+"#,
+        )
+        .unwrap();
+        NameRules::from_config(&cfg).unwrap()
+    }
+
+    // Paths from a small alphabet, so that rules overlap and collisions would show up.
+    fn path() -> impl Strategy<Value = String> {
+        proptest::collection::vec("[cx]|[a-c:_-]{1,3}|c-c|_.2E", 1..5).prop_map(|v| v.join("."))
+    }
+
+    proptest! {
+        #[test]
+        fn paths_round_trip_and_never_collide(a in path(), b in path()) {
+            let n = fleet();
+            let sa = n.to_series(&a).unwrap();
+            let sb = n.to_series(&b).unwrap();
+            prop_assert_eq!(n.to_path(&sa.0, &sa.1), a.clone());
+            prop_assert_eq!(n.to_path(&sb.0, &sb.1), b.clone());
+            if a != b {
+                prop_assert_ne!(&sa, &sb);
+            }
+            for (m, tags) in [&sa, &sb] {
+                prop_assert!(tsgate_opentsdb::names::validate(m, "metric", "").is_ok(), "{}", m);
+                for (k, v) in tags {
+                    prop_assert!(tsgate_opentsdb::names::validate(k, "tagk", "").is_ok() && tsgate_opentsdb::names::validate(v, "tagv", "").is_ok(), "{} {}", k, v);
+                }
+            }
+        }
+    }
+}

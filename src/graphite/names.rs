@@ -632,7 +632,7 @@ template = "dc.host.measurement*"
 
     // Paths from a small alphabet, so that rules overlap and collisions would show up.
     fn path() -> impl Strategy<Value = String> {
-        proptest::collection::vec("[cx]|[a-c:_-]{1,3}|c-c|_.2E", 1..5).prop_map(|v| v.join("."))
+        proptest::collection::vec("[cx]|[a-c:_-]{1,3}|c-c|_\\.2E", 1..5).prop_map(|v| v.join("."))
     }
 
     proptest! {

@@ -136,6 +136,13 @@ fn pickle_from_python_with_a_malicious_frame() {
     s.write_all(&tsgate_graphite::frame::encode(&p)).unwrap();
     drop(s);
     assert_eq!(value(&prom(a, "{__name__=\"pk.raws\"}", 1)[0]), "7");
+    // A frame over graphite.pickle_max_frame (1 MiB) closes that connection, as in carbon.
+    let mut s = TcpStream::connect(&g.pickle).unwrap();
+    s.write_all(&(2u32 << 20).to_be_bytes()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut buf = [0u8; 1];
+    assert_eq!(std::io::Read::read(&mut s, &mut buf).unwrap(), 0, "connection closed");
+    assert_eq!(stat(a, "tsd.graphite.bad_frames", "pickle"), 2);
     g.server.stop();
 }
 

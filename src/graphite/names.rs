@@ -20,6 +20,10 @@
 use crate::config::{Config, GraphiteRule};
 use crate::prometheus::labels::{escape, unescape, PLACEHOLDER_TAGK, PLACEHOLDER_TAGV};
 use regex::Regex;
+use std::borrow::Cow;
+
+/// The one tag of a series stored under its whole dotted path.
+pub const PLACEHOLDER_TAG: [(&str, &str); 1] = [(PLACEHOLDER_TAGK, PLACEHOLDER_TAGV)];
 use std::collections::BTreeMap;
 
 /// Why a rule set cannot be loaded.
@@ -31,7 +35,11 @@ pub enum RuleError {
 
 /// The outcome of mapping one path.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Mapped {
+pub enum Mapped<'a> {
+    /// No rule: the whole path (escaped) is the metric, with the placeholder tag
+    /// [`PLACEHOLDER_TAG`]. Borrowed from the path when nothing needed escaping (the common,
+    /// allocation-free case at ingest).
+    Whole(Cow<'a, str>),
     /// Metric + tags, escaped, tags sorted by key.
     Series(String, Vec<(String, String)>),
     /// A rule with `drop = true` matched.
@@ -385,7 +393,7 @@ impl NameRules {
     }
 
     /// Maps a path for ingest: a series, or a rule's drop.
-    pub fn map(&self, path: &str) -> Result<Mapped, String> {
+    pub fn map<'a>(&self, path: &'a str) -> Result<Mapped<'a>, String> {
         if path.is_empty() {
             return Err("empty path".into());
         }
@@ -414,12 +422,13 @@ impl NameRules {
             }
             tracing::debug!(rule = %r.name, path, "rule result does not invert to the path; trying the next rule");
         }
-        Ok(Mapped::Series(escape(path).into_owned(), vec![placeholder()]))
+        Ok(Mapped::Whole(escape(path)))
     }
 
     /// dotted (or tagged `name;k=v`) path → OpenTSDB metric + tags (owned, ready for DataPoint)
     pub fn to_series(&self, path: &str) -> Result<(String, Vec<(String, String)>), String> {
         match self.map(path)? {
+            Mapped::Whole(m) => Ok((m.into_owned(), vec![placeholder()])),
             Mapped::Series(m, t) => Ok((m, t)),
             Mapped::Drop => Err(format!("{path}: dropped by a graphite rule")),
         }
@@ -594,5 +603,55 @@ priority = -1
         .unwrap();
         assert_eq!(round_trip(&n, "h.web1.cpu").1, t(&[("host", "web1")]));
         assert_eq!(round_trip(&n, "h.db1.cpu").1, t(&[("other", "db1")]));
+    }
+}
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn fleet() -> NameRules {
+        let cfg: Config = toml::from_str(
+            r#"
+[[graphite.rules]]
+match = "c.{host}.{p}-{i}.{t}"
+metric = "c.{p}"
+tags = { host = "{host}", i = "{i}", t = "{t}" }
+[[graphite.rules]]
+match = "c.{host}.{rest*}"
+metric = "c.{rest*}"
+tags = { host = "{host}" }
+[[graphite.rules]]
+template = "dc.host.measurement*"
+"#,
+        )
+        .unwrap();
+        NameRules::from_config(&cfg).unwrap()
+    }
+
+    // Paths from a small alphabet, so that rules overlap and collisions would show up.
+    fn path() -> impl Strategy<Value = String> {
+        proptest::collection::vec("[cx]|[a-c:_-]{1,3}|c-c|_\\.2E", 1..5).prop_map(|v| v.join("."))
+    }
+
+    proptest! {
+        #[test]
+        fn paths_round_trip_and_never_collide(a in path(), b in path()) {
+            let n = fleet();
+            let sa = n.to_series(&a).unwrap();
+            let sb = n.to_series(&b).unwrap();
+            prop_assert_eq!(n.to_path(&sa.0, &sa.1), a.clone());
+            prop_assert_eq!(n.to_path(&sb.0, &sb.1), b.clone());
+            if a != b {
+                prop_assert_ne!(&sa, &sb);
+            }
+            for (m, tags) in [&sa, &sb] {
+                prop_assert!(tsgate_opentsdb::names::validate(m, "metric", "").is_ok(), "{}", m);
+                for (k, v) in tags {
+                    prop_assert!(tsgate_opentsdb::names::validate(k, "tagk", "").is_ok() && tsgate_opentsdb::names::validate(v, "tagv", "").is_ok(), "{} {}", k, v);
+                }
+            }
+        }
     }
 }

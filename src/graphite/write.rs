@@ -1,7 +1,7 @@
 //! Parsed Graphite points → names mapped by the rules → encoded points → the writer (and its
 //! WAL). Shared by the plaintext and pickle listeners.
 
-use crate::graphite::names::Mapped;
+use crate::graphite::names::{Mapped, PLACEHOLDER_TAG};
 use crate::ingest::EncodedPoint;
 use crate::server::AppState;
 
@@ -28,26 +28,36 @@ pub async fn write_batch(state: &AppState, points: &[GPoint<'_>]) -> Outcome {
     if points.is_empty() {
         return out;
     }
-    let mut series: Vec<(String, Vec<(String, String)>)> = Vec::with_capacity(points.len());
-    let mut keep: Vec<&GPoint> = Vec::with_capacity(points.len());
+    // Mapped names first (owned ones kept here), then borrowed views for the writer.
+    let mut mapped: Vec<(&GPoint, Mapped<'_>)> = Vec::with_capacity(points.len());
     for p in points {
         match state.names.map(p.path) {
-            Ok(Mapped::Series(m, t)) => {
-                series.push((m, t));
-                keep.push(p);
-            }
             Ok(Mapped::Drop) => out.dropped += 1,
+            Ok(m) => mapped.push((p, m)),
             Err(e) => {
                 tracing::debug!(path = p.path, error = %e, "graphite path refused");
                 out.refused += 1;
             }
         }
     }
-    let tag_refs: Vec<Vec<(&str, &str)>> = series.iter().map(|(_, t)| t.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()).collect();
-    let encoded: Vec<EncodedPoint<'_>> = keep
+    let tag_refs: Vec<Vec<(&str, &str)>> = mapped
         .iter()
-        .zip(series.iter().zip(tag_refs.iter()))
-        .map(|(p, ((m, _), tags))| EncodedPoint { metric: m, tags, raw: crate::prometheus::write::encode_sample(p.ts_ms as i64, p.value) })
+        .map(|(_, m)| match m {
+            Mapped::Series(_, t) => t.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    let encoded: Vec<EncodedPoint<'_>> = mapped
+        .iter()
+        .zip(&tag_refs)
+        .map(|((p, m), owned_tags)| {
+            let (metric, tags): (&str, &[(&str, &str)]) = match m {
+                Mapped::Whole(w) => (w, &PLACEHOLDER_TAG),
+                Mapped::Series(name, _) => (name, owned_tags),
+                Mapped::Drop => unreachable!("dropped above"),
+            };
+            EncodedPoint { metric, tags, raw: crate::prometheus::write::encode_sample(p.ts_ms as i64, p.value) }
+        })
         .collect();
     let (outcomes, res) = state.ingest.write_encoded(encoded, true).await;
     for o in &outcomes {

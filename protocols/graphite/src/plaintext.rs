@@ -66,19 +66,36 @@ pub fn timestamp_ms(ts: f64, now_ms: u64) -> Result<u64, LineError> {
     Ok(ms as u64)
 }
 
+fn is_ascii_py_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\r' | '\n' | '\x0b' | '\x0c' | '\x1c'..='\x1f')
+}
+
+/// Exactly three whitespace-separated fields, without allocating; ASCII lines (nearly all)
+/// skip the Unicode whitespace test.
+fn fields(line: &str) -> Result<[&str; 3], LineError> {
+    let sep: fn(char) -> bool = if line.is_ascii() { is_ascii_py_space } else { is_py_space };
+    let mut out = [""; 3];
+    let mut n = 0;
+    for f in line.split(sep).filter(|s| !s.is_empty()) {
+        if n < 3 {
+            out[n] = f;
+        }
+        n += 1;
+    }
+    if n == 3 {
+        Ok(out)
+    } else {
+        Err(LineError::Fields(n))
+    }
+}
+
 /// Parses one line (without `\n`; a trailing `\r` is whitespace). `Ok(None)` is a NaN value,
 /// which carbon drops without complaint.
 pub fn parse_line(line: &str, now_ms: u64) -> Result<Option<Point<'_>>, LineError> {
     if line.len() > MAX_LINE {
         return Err(LineError::TooLong);
     }
-    let mut it = line.split(is_py_space).filter(|s| !s.is_empty());
-    let (Some(path), Some(v), Some(t)) = (it.next(), it.next(), it.next()) else {
-        return Err(LineError::Fields(line.split(is_py_space).filter(|s| !s.is_empty()).count()));
-    };
-    if it.next().is_some() {
-        return Err(LineError::Fields(3 + 1 + it.count()));
-    }
+    let [path, v, t] = fields(line)?;
     let value = pyfloat::parse(v).ok_or_else(|| LineError::Value(v.into()))?;
     let ts = pyfloat::parse(t).ok_or_else(|| LineError::Timestamp(t.into()))?;
     if value.is_nan() {

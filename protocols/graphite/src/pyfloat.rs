@@ -11,6 +11,13 @@ fn digits_ok(s: &str) -> bool {
 
 /// Parses like Python's `float()` on an already whitespace-trimmed string.
 pub fn parse(s: &str) -> Option<f64> {
+    // Rust's grammar is a subset of Python's (no `_` separators), so what it takes is right.
+    if let Ok(v) = s.parse::<f64>() {
+        return Some(v);
+    }
+    if !s.contains('_') {
+        return None;
+    }
     let body = s.strip_prefix(['+', '-']).unwrap_or(s);
     let neg = s.starts_with('-');
     let special = match body.to_ascii_lowercase().as_str() {

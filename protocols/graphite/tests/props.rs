@@ -62,3 +62,49 @@ fn cpython_protocols_0_to_5() {
         assert_eq!((&*d.items[1].path, d.items[1].timestamp, d.items[1].value), ("c", 1795000001.5, 7.0));
     }
 }
+
+/// A protocol-2 encoder as carbon-relay's pickles look (memoised names, TUPLE2, APPENDS).
+fn encode_p2(items: &[(String, i64, f64)]) -> Vec<u8> {
+    let mut p = vec![0x80, 2, b']', b'q', 0, b'('];
+    let mut memo: Vec<&str> = Vec::new();
+    for (name, ts, v) in items {
+        if let Some(i) = memo.iter().position(|m| *m == name) {
+            p.extend_from_slice(&[b'h', (i + 1) as u8]);
+        } else {
+            p.push(b'X');
+            p.extend_from_slice(&(name.len() as u32).to_le_bytes());
+            p.extend_from_slice(name.as_bytes());
+            if memo.len() < 200 {
+                memo.push(name);
+                p.extend_from_slice(&[b'q', memo.len() as u8]);
+            }
+        }
+        if let Ok(small) = i32::try_from(*ts) {
+            p.push(b'J');
+            p.extend_from_slice(&small.to_le_bytes());
+        } else {
+            p.extend_from_slice(&[0x8a, 8]);
+            p.extend_from_slice(&ts.to_le_bytes());
+        }
+        p.push(b'G');
+        p.extend_from_slice(&v.to_be_bytes());
+        p.extend_from_slice(&[0x86, 0x86]);
+    }
+    p.extend_from_slice(b"e.");
+    p
+}
+
+proptest! {
+    #[test]
+    fn pickle_round_trips(items in proptest::collection::vec(("[a-z.é;=]{1,12}", any::<i64>(), any::<f64>()), 0..40)) {
+        let bytes = encode_p2(&items);
+        let d = pickle::decode(&bytes).unwrap();
+        prop_assert_eq!(d.bad_items, 0);
+        prop_assert_eq!(d.items.len(), items.len());
+        for (got, (name, ts, v)) in d.items.iter().zip(&items) {
+            prop_assert_eq!(&*got.path, name.as_str());
+            prop_assert_eq!(got.timestamp, *ts as f64);
+            prop_assert!(got.value.to_bits() == v.to_bits() || (got.value.is_nan() && v.is_nan()));
+        }
+    }
+}

@@ -26,6 +26,8 @@ pub enum AppError {
     Listen { addr: String, source: std::io::Error },
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    #[error("invalid graphite.rules: {0}")]
+    NameRules(String),
     #[error("the write-ahead log in {0} is in use by another tsgate process")]
     Locked(String),
 }
@@ -116,6 +118,7 @@ impl Node {
         let (writer, threads) =
             Writer::start(&cfg.data_dir, store.clone(), &table, layout, &wcfg, tokio::runtime::Handle::current())?;
         let prom = crate::prometheus::PromState::open(&cfg.data_dir);
+        let names = Arc::new(crate::graphite::names::NameRules::from_config(&cfg).map_err(AppError::NameRules)?);
         let state = Arc::new(AppState {
             ingest: Ingest { resolver: resolver.clone(), writer },
             query: QueryEngine { store, uids, layout, table, allow_delete: cfg.query.allow_delete },
@@ -126,6 +129,8 @@ impl Node {
             stats: Default::default(),
             started: Instant::now(),
             prom,
+            graphite_index: Default::default(),
+            names,
         });
         Ok(Node { state, threads, wal_lock })
     }
@@ -135,14 +140,19 @@ impl Node {
 pub async fn serve(cfg: Config) -> Result<(), AppError> {
     let listen = cfg.server.listen.clone();
     let listener = tokio::net::TcpListener::bind(&listen).await.map_err(|source| AppError::Listen { addr: listen.clone(), source })?;
+    let graphite = bind_graphite(&cfg.server).await?;
     let node = Node::start(cfg)?;
     tracing::info!(addr = %listener.local_addr()?, data_dir = %node.state.config.data_dir.display(), "tsgate listening (OpenTSDB telnet + HTTP)");
     let (tx, rx) = tokio::sync::watch::channel(false);
-    let server = tokio::spawn(crate::server::serve(node.state.clone(), listener, rx));
+    let server = tokio::spawn(crate::server::serve(node.state.clone(), listener, rx.clone()));
+    let graphite = start_graphite(&node.state, graphite, rx);
     shutdown_signal().await;
     tracing::info!("shutting down: draining connections and flushing");
     let _ = tx.send(true);
     let _ = server.await;
+    for g in graphite {
+        let _ = g.await;
+    }
     // Give open connections a moment to finish their current request.
     let deadline = Instant::now() + Duration::from_secs(5);
     while Arc::strong_count(&node.state) > 1 && Instant::now() < deadline {
@@ -155,6 +165,52 @@ pub async fn serve(cfg: Config) -> Result<(), AppError> {
     drop(wal_lock);
     tracing::info!("stopped cleanly");
     Ok(())
+}
+
+/// The Graphite sockets, bound before the node starts so a busy port fails fast.
+pub struct GraphiteSockets {
+    pub tcp: Option<tokio::net::TcpListener>,
+    pub udp: Option<tokio::net::UdpSocket>,
+    pub pickle: Option<tokio::net::TcpListener>,
+}
+
+/// Binds `server.graphite_listen` (TCP and UDP) and `server.pickle_listen`; "" turns one off.
+pub async fn bind_graphite(s: &crate::config::ServerConfig) -> Result<GraphiteSockets, AppError> {
+    let listen_err = |addr: &str| {
+        let addr = addr.to_string();
+        move |source| AppError::Listen { addr, source }
+    };
+    let (mut tcp, mut udp, mut pickle) = (None, None, None);
+    let g = s.graphite_listen.trim();
+    if !g.is_empty() {
+        let l = tokio::net::TcpListener::bind(g).await.map_err(listen_err(g))?;
+        // UDP on the same port as TCP (port 0 picks one for TCP; UDP follows it).
+        let addr = l.local_addr()?;
+        udp = Some(tokio::net::UdpSocket::bind(addr).await.map_err(listen_err(g))?);
+        tcp = Some(l);
+    }
+    let p = s.pickle_listen.trim();
+    if !p.is_empty() {
+        pickle = Some(tokio::net::TcpListener::bind(p).await.map_err(listen_err(p))?);
+    }
+    Ok(GraphiteSockets { tcp, udp, pickle })
+}
+
+/// Spawns the Graphite listeners; they stop when `shutdown` turns true.
+pub fn start_graphite(state: &Arc<AppState>, s: GraphiteSockets, shutdown: tokio::sync::watch::Receiver<bool>) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut tasks = Vec::new();
+    if let Some(l) = s.tcp {
+        tracing::info!(addr = %l.local_addr().map(|a| a.to_string()).unwrap_or_default(), "Graphite plaintext listening (TCP and UDP)");
+        tasks.push(tokio::spawn(crate::graphite::plaintext::serve_tcp(state.clone(), l, shutdown.clone())));
+    }
+    if let Some(u) = s.udp {
+        tasks.push(tokio::spawn(crate::graphite::plaintext::serve_udp(state.clone(), u, shutdown.clone())));
+    }
+    if let Some(l) = s.pickle {
+        tracing::info!(addr = %l.local_addr().map(|a| a.to_string()).unwrap_or_default(), "Graphite pickle listening");
+        tasks.push(tokio::spawn(crate::graphite::pickle::serve(state.clone(), l, shutdown)));
+    }
+    tasks
 }
 
 pub async fn shutdown_signal() {

@@ -20,6 +20,54 @@ pub struct Config {
     pub meta: MetaConfig,
     pub tree: TreeConfig,
     pub prometheus: PrometheusConfig,
+    pub graphite: GraphiteConfig,
+}
+
+/// Graphite ingest (carbon plaintext and pickle) and the name rules that map dotted paths to
+/// OpenTSDB metric + tags (see `src/graphite/names.rs` and the README).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct GraphiteConfig {
+    /// Tags per series for tagged (`name;k=v`) paths and rule output.
+    pub max_tags: usize,
+    /// Largest pickle frame in bytes (carbon's `PICKLE_RECEIVER_MAX_LENGTH`); a longer frame
+    /// closes the connection, as in carbon.
+    pub pickle_max_frame: usize,
+    /// Name rules, tried by priority (higher first), then in file order.
+    pub rules: Vec<GraphiteRule>,
+}
+
+impl Default for GraphiteConfig {
+    fn default() -> Self {
+        GraphiteConfig { max_tags: 32, pickle_max_frame: 1 << 20, rules: Vec::new() }
+    }
+}
+
+/// One `[[graphite.rules]]` entry. Either `match` + `metric` (+ `tags`), or the InfluxDB-style
+/// shortcut `template` (+ `filter`, + fixed `tags`).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct GraphiteRule {
+    /// A label for log and error messages.
+    pub name: String,
+    /// Dotted pattern, one literal or `{var}` per node (`cpu-{cpu}` mixes both; `{var*}` = rest).
+    #[serde(rename = "match")]
+    pub match_: String,
+    /// The OpenTSDB metric, a template over the variables.
+    pub metric: String,
+    /// Tag templates (`host = "{host}"`) and fixed tags (`source = "collectd"`).
+    pub tags: std::collections::BTreeMap<String, String>,
+    /// Anchored regex per variable that must match its value.
+    #[serde(rename = "where")]
+    pub where_: std::collections::BTreeMap<String, String>,
+    /// Higher is tried first; ties keep file order.
+    pub priority: i32,
+    /// Matching paths are dropped instead of stored.
+    pub drop: bool,
+    /// InfluxDB-style template: roles per node (`dc.host.measurement*`).
+    pub template: String,
+    /// With `template`: a dotted glob (`*` = one node) the path must match.
+    pub filter: String,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Default)]
@@ -55,8 +103,10 @@ impl Default for PrometheusConfig {
 pub struct ServerConfig {
     /// OpenTSDB telnet and HTTP, told apart by the first byte (as OpenTSDB's TSD does).
     pub listen: String,
-    /// Graphite plaintext (used once the Graphite listener lands).
+    /// Graphite plaintext, TCP and UDP on the same address ("" = off).
     pub graphite_listen: String,
+    /// Graphite pickle (carbon-relay's protocol), TCP ("" = off).
+    pub pickle_listen: String,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -149,13 +199,14 @@ impl Default for Config {
             meta: MetaConfig::default(),
             tree: TreeConfig::default(),
             prometheus: PrometheusConfig::default(),
+            graphite: GraphiteConfig::default(),
         }
     }
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig { listen: "0.0.0.0:4242".into(), graphite_listen: "0.0.0.0:2003".into() }
+        ServerConfig { listen: "0.0.0.0:4242".into(), graphite_listen: "0.0.0.0:2003".into(), pickle_listen: "0.0.0.0:2004".into() }
     }
 }
 
@@ -246,6 +297,9 @@ impl Config {
         }
         if self.limits.max_tags < 1 {
             return Err(ConfigError::Invalid("limits.max_tags must be >= 1".into()));
+        }
+        if self.graphite.max_tags < 1 || self.graphite.pickle_max_frame < 16 {
+            return Err(ConfigError::Invalid("graphite.max_tags must be >= 1 and graphite.pickle_max_frame >= 16".into()));
         }
         if self.prometheus.max_tags < 1 {
             return Err(ConfigError::Invalid("prometheus.max_tags must be >= 1".into()));

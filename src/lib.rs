@@ -6,6 +6,7 @@
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod graphite;
 pub mod ingest;
 pub mod meta;
 pub mod query;

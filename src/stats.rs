@@ -14,6 +14,16 @@ pub struct Stats {
     pub http_requests: AtomicU64,
     pub queries: AtomicU64,
     pub connections: AtomicU64,
+    /// Graphite: points accepted, lines/items rejected, frames rejected, by listener.
+    pub graphite_plaintext_points: AtomicU64,
+    pub graphite_plaintext_errors: AtomicU64,
+    pub graphite_udp_points: AtomicU64,
+    pub graphite_udp_errors: AtomicU64,
+    pub graphite_pickle_points: AtomicU64,
+    pub graphite_pickle_errors: AtomicU64,
+    pub graphite_pickle_bad_frames: AtomicU64,
+    /// Graphite paths no rule could map or that a rule drops.
+    pub graphite_unmapped: AtomicU64,
 }
 
 impl Stats {
@@ -32,6 +42,14 @@ impl Stats {
             ("tsd.http.put.errors", g(&self.http_put_errors), None),
             ("tsd.http.requests", g(&self.http_requests), None),
             ("tsd.http.query.requests", g(&self.queries), None),
+            ("tsd.graphite.received", g(&self.graphite_plaintext_points), Some(("type", "plaintext"))),
+            ("tsd.graphite.errors", g(&self.graphite_plaintext_errors), Some(("type", "plaintext"))),
+            ("tsd.graphite.received", g(&self.graphite_udp_points), Some(("type", "udp"))),
+            ("tsd.graphite.errors", g(&self.graphite_udp_errors), Some(("type", "udp"))),
+            ("tsd.graphite.received", g(&self.graphite_pickle_points), Some(("type", "pickle"))),
+            ("tsd.graphite.errors", g(&self.graphite_pickle_errors), Some(("type", "pickle"))),
+            ("tsd.graphite.bad_frames", g(&self.graphite_pickle_bad_frames), Some(("type", "pickle"))),
+            ("tsd.graphite.dropped", g(&self.graphite_unmapped), None),
             ("tsd.uid.cache-size", cached_uids as u64, None),
             ("tsd.series.cache-size", cached_series as u64, None),
         ]

@@ -12,11 +12,23 @@ command -v nc >/dev/null || need+=(netcat-openbsd)
 command -v prometheus >/dev/null || need+=(prometheus)
 command -v prometheus-node-exporter >/dev/null || need+=(prometheus-node-exporter)
 command -v python3 >/dev/null || need+=(python3)
-if ((${#need[@]})); then
+# The Graphite peer suite (compat/graphite) runs Debian's collectd with write_graphite.
+# collectd-core carries every plugin it needs; without recommends it pulls in nothing big
+# (collectd itself would add rrdtool, perl and friends).
+need_collectd=0
+[ -x /usr/sbin/collectd ] || need_collectd=1
+if ((${#need[@]})) || ((need_collectd)); then
   if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+    sudo=""
   else
-    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+    sudo=sudo
+  fi
+  $sudo apt-get update -qq
+  if ((${#need[@]})); then
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  fi
+  if ((need_collectd)); then
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends collectd-core >/dev/null
   fi
 fi
 
@@ -29,6 +41,9 @@ status=${PIPESTATUS[0]}
 # Peer suites against real programs; each closes with a cargo-style `test result:` line.
 echo "compat/prometheus: Debian's Prometheus 2.42 against tsgate (about a minute)"
 bash compat/prometheus/run.sh 30 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+echo "compat/graphite: Debian's collectd (write_graphite) against tsgate (about 10 s)"
+bash compat/graphite/run.sh 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 set -e
 # One closing line for the whole run, summed over every test binary.

@@ -31,7 +31,8 @@ cat >"$work/tsgate.toml" <<TOML
 data_dir = "$work/tsgate"
 [server]
 listen = "127.0.0.1:$TS"
-graphite_listen = "127.0.0.1:0"
+graphite_listen = ""
+pickle_listen = ""
 [write]
 flush_interval_ms = 200
 TOML

@@ -68,9 +68,12 @@ pub enum Command {
         /// OpenTSDB telnet and HTTP address. Default 0.0.0.0:4242
         #[arg(long)]
         listen: Option<String>,
-        /// Graphite plaintext address (accepted now; the Graphite listener is not built yet).
+        /// Graphite plaintext address, TCP and UDP ("" = off). Default 0.0.0.0:2003
         #[arg(long)]
         graphite_listen: Option<String>,
+        /// Graphite pickle address ("" = off). Default 0.0.0.0:2004
+        #[arg(long)]
+        pickle_listen: Option<String>,
     },
     /// Print the cells of a table (server must be stopped): `<table> <row> <family>:<qualifier> <value>`.
     Scan(scan::ScanArgs),
@@ -104,7 +107,7 @@ fn init_logging(level: &str) {
 
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
-        Command::Serve { common, listen, graphite_listen } => {
+        Command::Serve { common, listen, graphite_listen, pickle_listen } => {
             init_logging(&common.log_level);
             let mut cfg = common.load()?;
             if let Some(l) = listen {
@@ -112,6 +115,9 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             }
             if let Some(g) = graphite_listen {
                 cfg.server.graphite_listen = g;
+            }
+            if let Some(p) = pickle_listen {
+                cfg.server.pickle_listen = p;
             }
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             rt.block_on(crate::app::serve(cfg))?;

@@ -126,6 +126,33 @@ impl QueryEngine {
     /// `with_points`, series are those with a row (one hour) overlapping the range, and their
     /// points are left empty (label APIs).
     pub fn select(&self, matchers: &[Matcher], start_ms: i64, end_ms: i64, with_points: bool) -> Result<Vec<Selected>, QueryError> {
+        let label_ms: Vec<Matcher> = matchers.iter().filter(|m| m.name != METRIC_NAME).cloned().collect();
+        let metrics = self.candidate_metrics(matchers)?;
+        let keep = |metric: &str, tags: &[(String, String)]| {
+            let labels = from_stored(metric, tags.iter().map(|(k, v)| (&**k, &**v)));
+            labels_match(&labels, &label_ms)
+        };
+        let mut out: Vec<Selected> = self
+            .select_stored(&metrics, start_ms, end_ms, with_points, &keep)?
+            .into_iter()
+            .map(|s| Selected { labels: from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v))), points: s.points })
+            .collect();
+        out.sort_by(|a, b| a.labels.cmp(&b.labels));
+        Ok(out)
+    }
+
+    /// The series of the given stored metric names (as stored: no label unescaping) that `keep`
+    /// accepts, with their stored tags in row-key order and, with `with_points`, their points in
+    /// `[start_ms, end_ms]` (series without points are then left out). Shared by the Prometheus
+    /// selection above and the graphite-web API, which names series by the stored form.
+    pub fn select_stored(
+        &self,
+        metrics: &[String],
+        start_ms: i64,
+        end_ms: i64,
+        with_points: bool,
+        keep: &dyn Fn(&str, &[(String, String)]) -> bool,
+    ) -> Result<Vec<StoredSelected>, QueryError> {
         let mut out = Vec::new();
         if end_ms < 0 || end_ms < start_ms {
             return Ok(out);
@@ -133,12 +160,11 @@ impl QueryEngine {
         let start = start_ms.max(0) as u64;
         // Row base times are 32-bit seconds: clamp "forever" to the last representable hour.
         let end = (end_ms as u64).min(u32::MAX as u64 * 1000);
-        let label_ms: Vec<Matcher> = matchers.iter().filter(|m| m.name != METRIC_NAME).cloned().collect();
-        for metric in self.candidate_metrics(matchers)? {
-            let Some(mid) = self.uids.get_id(UidKind::Metric, &metric)? else { continue };
+        for metric in metrics {
+            let Some(mid) = self.uids.get_id(UidKind::Metric, metric)? else { continue };
             // Per TSUID: None = rejected, Some(i) = index in `found`.
             let mut seen: HashMap<Vec<u8>, Option<usize>> = HashMap::new();
-            let mut found: Vec<Selected> = Vec::new();
+            let mut found: Vec<StoredSelected> = Vec::new();
             let first = base_time(start / 1000);
             let last = (base_time(end / 1000) as u64 + ROW_SPAN).min(u32::MAX as u64) as u32;
             for salt in self.layout.salt_prefixes() {
@@ -157,11 +183,10 @@ impl QueryEngine {
                         None => {
                             let mut tags = Vec::new();
                             for (k, v) in rk.tag_pairs() {
-                                tags.push((self.uids.get_name(UidKind::Tagk, k)?, self.uids.get_name(UidKind::Tagv, v)?));
+                                tags.push((self.uids.get_name(UidKind::Tagk, k)?.into(), self.uids.get_name(UidKind::Tagv, v)?.into()));
                             }
-                            let labels = from_stored(&metric, tags.iter().map(|(k, v)| (&**k, &**v)));
-                            let s = if labels_match(&labels, &label_ms) {
-                                found.push(Selected { labels, points: Vec::new() });
+                            let s = if keep(metric, &tags) {
+                                found.push(StoredSelected { metric: metric.clone(), tags, points: Vec::new() });
                                 Some(found.len() - 1)
                             } else {
                                 None
@@ -202,9 +227,16 @@ impl QueryEngine {
                 out.push(s);
             }
         }
-        out.sort_by(|a, b| a.labels.cmp(&b.labels));
         Ok(out)
     }
+}
+
+/// One selected series in its stored form.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredSelected {
+    pub metric: String,
+    pub tags: Vec<(String, String)>,
+    pub points: Vec<(i64, f64)>,
 }
 
 #[cfg(test)]

@@ -16,6 +16,9 @@ pub async fn route(state: &Arc<AppState>, req: Request) -> Reply {
     if super::prometheus::handles(&req.path) {
         return super::prometheus::route(state, req).await;
     }
+    if super::graphite_web::handles(&req.path) {
+        return super::graphite_web::route(state, req).await;
+    }
     let path = req.path.trim_end_matches('/').to_ascii_lowercase();
     // `/api/v1/...` is OpenTSDB's versioned form of the same endpoints.
     let path = match path.strip_prefix("/api/v1/") {

@@ -2,6 +2,7 @@
 //! connection (an upper-case letter starts an HTTP request), as OpenTSDB's TSD does.
 
 pub mod api;
+pub mod graphite_web;
 pub mod http;
 pub mod opentsdb_meta;
 pub mod opentsdb_query;
@@ -31,6 +32,10 @@ pub struct AppState {
     pub started: Instant,
     /// State of the Prometheus endpoints (metadata from remote write).
     pub prom: crate::prometheus::PromState,
+    /// Graphite paths of the stored series, for graphite-web browsing and path expressions.
+    pub graphite_index: graphite_web::index::SeriesIndex,
+    /// Graphite path ↔ metric + tags (ingest and the graphite-web API).
+    pub names: Arc<crate::graphite::names::NameRules>,
 }
 
 impl AppState {

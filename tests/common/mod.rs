@@ -94,6 +94,10 @@ impl Server {
         let addr = format!("127.0.0.1:{}", free_port());
         let mut cmd = Command::new(bin());
         cmd.args(["serve", "--data-dir"]).arg(data).args(["--listen", &addr, "--log-level", "warn"]);
+        // Graphite ports off unless a test asks for them: parallel servers would fight over :2003.
+        if !extra_args_have_graphite(config) {
+            cmd.args(["--graphite-listen", "", "--pickle-listen", ""]);
+        }
         cmd.args(backend.args());
         if let Some(c) = config {
             cmd.arg("--config").arg(c);
@@ -274,4 +278,10 @@ pub fn scan_on(backend: &Backend, data: &Path, table: &str) -> Vec<String> {
     let o = tsgate_on(backend, &["scan", "--data-dir", data.to_str().unwrap(), "--table", table]);
     assert!(o.status.success(), "scan failed: {}", String::from_utf8_lossy(&o.stderr));
     stdout(&o).lines().map(String::from).collect()
+}
+
+/// Whether a test's config file sets the Graphite listeners itself (then the flags that turn
+/// them off are not passed, since flags override the file).
+fn extra_args_have_graphite(config: Option<&Path>) -> bool {
+    config.and_then(|c| std::fs::read_to_string(c).ok()).is_some_and(|t| t.contains("graphite_listen") || t.contains("pickle_listen"))
 }

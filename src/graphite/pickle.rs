@@ -1,0 +1,100 @@
+//! Carbon's pickle port: 4-byte big-endian length + pickle, repeated. Frames are decoded by the
+//! safe decoder in `tsgate_graphite::pickle`; a frame with a forbidden opcode or broken bytes is
+//! rejected as a whole (counted, logged) and the connection reads on. A frame over
+//! `graphite.pickle_max_frame` closes the connection, as carbon does: its length may be
+//! garbage, so there is nothing reliable to skip.
+
+use super::write::{now_ms, write_batch, GPoint};
+use crate::server::AppState;
+use crate::stats::Stats;
+use bytes::BytesMut;
+use std::sync::Arc;
+use tokio::io::AsyncReadExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tsgate_graphite::{frame, pickle, plaintext};
+
+pub async fn serve(state: Arc<AppState>, listener: TcpListener, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(x) => x,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "pickle accept failed");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let st = state.clone();
+                let sd = shutdown.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = connection(st, stream, sd).await {
+                        tracing::debug!(%peer, error = %e, "pickle connection ended with an error");
+                    }
+                });
+            }
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
+    Stats::add(&state.stats.connections, 1);
+    let max = state.config.graphite.pickle_max_frame;
+    let mut buf = BytesMut::with_capacity(64 * 1024);
+    loop {
+        // Every whole frame in the buffer, in order; each awaits the writer (backpressure).
+        loop {
+            match frame::next_frame(&buf, max) {
+                Ok(Some((used, range))) => {
+                    let f = buf.split_to(used).freeze();
+                    handle_frame(&state, &f[range]).await;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    Stats::add(&state.stats.graphite_pickle_bad_frames, 1);
+                    tracing::warn!(error = %e, "pickle frame too large: closing the connection");
+                    return Ok(());
+                }
+            }
+        }
+        let n = tokio::select! {
+            r = stream.read_buf(&mut buf) => r?,
+            _ = shutdown.changed() => 0,
+        };
+        if n == 0 {
+            return Ok(());
+        }
+    }
+}
+
+async fn handle_frame(state: &AppState, data: &[u8]) {
+    let payload = match pickle::decode(data) {
+        Ok(p) => p,
+        Err(e) => {
+            Stats::add(&state.stats.graphite_pickle_bad_frames, 1);
+            tracing::warn!(error = %e, "pickle frame rejected");
+            return;
+        }
+    };
+    let now = now_ms();
+    let mut errors = payload.bad_items as u64;
+    let mut points = Vec::with_capacity(payload.items.len());
+    for it in &payload.items {
+        // Same value and timestamp rules as plaintext lines: NaN dropped, -1 = now.
+        if it.value.is_nan() {
+            continue;
+        }
+        match plaintext::timestamp_ms(it.timestamp, now) {
+            Ok(ts_ms) => points.push(GPoint { path: &it.path, value: it.value, ts_ms }),
+            Err(e) => {
+                errors += 1;
+                tracing::debug!(path = %it.path, error = %e, "pickle item refused");
+            }
+        }
+    }
+    let out = write_batch(state, &points).await;
+    Stats::add(&state.stats.graphite_pickle_points, out.stored);
+    Stats::add(&state.stats.graphite_pickle_errors, errors + out.refused);
+}

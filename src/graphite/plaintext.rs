@@ -1,0 +1,148 @@
+//! Carbon's plaintext port: TCP (lines) and UDP (datagrams of lines) on one address.
+//!
+//! TCP input is read in chunks of whole lines; each chunk is parsed and written by its own
+//! task, a few in flight per connection, each awaiting the writer (backpressure). Nothing is
+//! ever written back (carbon sends no replies); bad lines are counted and logged at debug
+//! level and never affect the good ones. A line over 16 KiB is skipped up to its newline;
+//! the connection stays open (carbon closes it). A last line without a newline is accepted
+//! at end of stream (carbon discards it).
+
+use super::write::{now_ms, write_batch, GPoint};
+use crate::server::AppState;
+use crate::stats::Stats;
+use bytes::{Bytes, BytesMut};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use tokio::io::AsyncReadExt;
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tsgate_graphite::plaintext::{parse_line, MAX_LINE};
+
+const READ_CHUNK: usize = 64 * 1024;
+const IN_FLIGHT: usize = 4;
+
+/// Accepts plaintext TCP connections until shutdown.
+pub async fn serve_tcp(state: Arc<AppState>, listener: TcpListener, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(x) => x,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "graphite accept failed");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let st = state.clone();
+                let sd = shutdown.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = connection(st, stream, sd).await {
+                        tracing::debug!(%peer, error = %e, "graphite connection ended with an error");
+                    }
+                });
+            }
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
+    Stats::add(&state.stats.connections, 1);
+    let mut buf = BytesMut::with_capacity(READ_CHUNK * 2);
+    let mut tasks: VecDeque<JoinHandle<()>> = VecDeque::new();
+    // While a line is longer than the cap, bytes are dropped until its newline.
+    let mut skipping = false;
+    loop {
+        let n = tokio::select! {
+            r = stream.read_buf(&mut buf) => r?,
+            _ = shutdown.changed() => 0,
+        };
+        let eof = n == 0;
+        if skipping {
+            match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => {
+                    let _ = buf.split_to(i + 1);
+                    skipping = false;
+                }
+                None => buf.clear(),
+            }
+        }
+        let end = match buf.iter().rposition(|&b| b == b'\n') {
+            Some(i) => Some(i + 1),
+            None if eof && !buf.is_empty() => Some(buf.len()),
+            None => None,
+        };
+        if let Some(e) = end {
+            let chunk = buf.split_to(e).freeze();
+            tasks.push_back(tokio::spawn(process_chunk(state.clone(), chunk)));
+        }
+        if !skipping && buf.len() > MAX_LINE {
+            buf.clear();
+            skipping = true;
+            Stats::add(&state.stats.graphite_plaintext_errors, 1);
+            tracing::debug!("graphite line longer than {MAX_LINE} bytes skipped");
+        }
+        while tasks.len() > IN_FLIGHT || (eof && !tasks.is_empty()) {
+            let _ = tasks.pop_front().expect("non-empty").await;
+        }
+        if eof {
+            return Ok(());
+        }
+    }
+}
+
+/// Parses the lines of one chunk and writes the good ones.
+fn parse_lines<'a>(lines: impl Iterator<Item = &'a [u8]>, now: u64, points: &mut Vec<GPoint<'a>>) -> u64 {
+    let mut errors = 0;
+    for raw in lines {
+        let Ok(line) = std::str::from_utf8(raw) else {
+            errors += 1;
+            tracing::debug!("graphite line is not UTF-8");
+            continue;
+        };
+        match parse_line(line, now) {
+            Ok(Some(p)) => points.push(GPoint { path: p.path, value: p.value, ts_ms: p.ts_ms }),
+            Ok(None) => {} // NaN: dropped silently, as carbon does
+            Err(e) => {
+                // Blank lines are harmless keep-alives.
+                if !line.trim().is_empty() {
+                    errors += 1;
+                    tracing::debug!(line = %line.chars().take(200).collect::<String>(), error = %e, "invalid graphite line");
+                }
+            }
+        }
+    }
+    errors
+}
+
+async fn process_chunk(state: Arc<AppState>, chunk: Bytes) {
+    let mut points = Vec::new();
+    let errors = parse_lines(chunk.split(|&b| b == b'\n'), now_ms(), &mut points);
+    let out = write_batch(&state, &points).await;
+    Stats::add(&state.stats.graphite_plaintext_points, out.stored);
+    Stats::add(&state.stats.graphite_plaintext_errors, errors + out.refused);
+}
+
+/// Receives plaintext datagrams until shutdown; each is one or more lines.
+pub async fn serve_udp(state: Arc<AppState>, socket: UdpSocket, mut shutdown: watch::Receiver<bool>) {
+    let mut buf = vec![0u8; 65_536];
+    loop {
+        let n = tokio::select! {
+            r = socket.recv_from(&mut buf) => match r {
+                Ok((n, _)) => n,
+                Err(e) => {
+                    tracing::debug!(error = %e, "graphite UDP receive failed");
+                    continue;
+                }
+            },
+            _ = shutdown.changed() => return,
+        };
+        let mut points = Vec::new();
+        let errors = parse_lines(tsgate_graphite::plaintext::datagram_lines(&buf[..n]), now_ms(), &mut points);
+        let out = write_batch(&state, &points).await;
+        Stats::add(&state.stats.graphite_udp_points, out.stored);
+        Stats::add(&state.stats.graphite_udp_errors, errors + out.refused);
+    }
+}

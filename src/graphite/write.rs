@@ -1,0 +1,85 @@
+//! Parsed Graphite points → names mapped by the rules → encoded points → the writer (and its
+//! WAL). Shared by the plaintext and pickle listeners.
+
+use crate::graphite::names::{Mapped, PLACEHOLDER_TAG};
+use crate::ingest::EncodedPoint;
+use crate::server::AppState;
+
+/// One point as a listener parsed it.
+pub struct GPoint<'a> {
+    pub path: &'a str,
+    pub value: f64,
+    pub ts_ms: u64,
+}
+
+/// What became of a batch: points stored, points refused (unmappable name, unstorable
+/// timestamp, UID failure), points a rule dropped on purpose.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    pub stored: u64,
+    pub refused: u64,
+    pub dropped: u64,
+}
+
+/// Maps and writes a batch, waiting until it is durable in the WAL (that wait is the
+/// listeners' backpressure). Problems are logged at debug level: carbon answers nothing.
+pub async fn write_batch(state: &AppState, points: &[GPoint<'_>]) -> Outcome {
+    let mut out = Outcome::default();
+    if points.is_empty() {
+        return out;
+    }
+    // Mapped names first (owned ones kept here), then borrowed views for the writer.
+    let mut mapped: Vec<(&GPoint, Mapped<'_>)> = Vec::with_capacity(points.len());
+    for p in points {
+        match state.names.map(p.path) {
+            Ok(Mapped::Drop) => out.dropped += 1,
+            Ok(m) => mapped.push((p, m)),
+            Err(e) => {
+                tracing::debug!(path = p.path, error = %e, "graphite path refused");
+                out.refused += 1;
+            }
+        }
+    }
+    let tag_refs: Vec<Vec<(&str, &str)>> = mapped
+        .iter()
+        .map(|(_, m)| match m {
+            Mapped::Series(_, t) => t.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    let encoded: Vec<EncodedPoint<'_>> = mapped
+        .iter()
+        .zip(&tag_refs)
+        .map(|((p, m), owned_tags)| {
+            let (metric, tags): (&str, &[(&str, &str)]) = match m {
+                Mapped::Whole(w) => (w, &PLACEHOLDER_TAG),
+                Mapped::Series(name, _) => (name, owned_tags),
+                Mapped::Drop => unreachable!("dropped above"),
+            };
+            EncodedPoint { metric, tags, raw: crate::prometheus::write::encode_sample(p.ts_ms as i64, p.value) }
+        })
+        .collect();
+    let (outcomes, res) = state.ingest.write_encoded(encoded, true).await;
+    for o in &outcomes {
+        match o {
+            Ok(()) => out.stored += 1,
+            Err(e) => {
+                tracing::debug!(error = %e, "graphite point refused");
+                out.refused += 1;
+            }
+        }
+    }
+    if let Err(e) = res {
+        tracing::warn!(error = %e, "graphite batch not written");
+        out.refused += out.stored;
+        out.stored = 0;
+    }
+    if out.dropped > 0 {
+        crate::stats::Stats::add(&state.stats.graphite_unmapped, out.dropped);
+    }
+    out
+}
+
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}

@@ -1,0 +1,207 @@
+//! graphite-web's time grammar (`render/attime.py`, spec §2.3.1), in UTC (the `tz` parameter is
+//! not supported: graphite-web's default `TIME_ZONE` is UTC too). Also the `number unit` offsets
+//! used inside function arguments (`'5min'`, `'-1d'`).
+
+use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc};
+
+/// Seconds of one offset unit, by graphite's prefix rules (`s…`, `min…`, `h…`, `d…`, `w…`,
+/// `mon…`, `y…`; a bare `m` is an error, which is why Grafana sends `min`).
+fn unit_seconds(u: &str) -> Result<i64, String> {
+    let s = if u.starts_with('s') {
+        1
+    } else if u.starts_with("min") {
+        60
+    } else if u.starts_with('h') {
+        3600
+    } else if u.starts_with('d') {
+        86400
+    } else if u.starts_with('w') {
+        7 * 86400
+    } else if u.starts_with("mon") {
+        30 * 86400
+    } else if u.starts_with('y') {
+        365 * 86400
+    } else {
+        return Err(format!("Invalid offset unit '{u}'"));
+    };
+    Ok(s)
+}
+
+/// `[+-]` then one or more `number unit`; unsigned means positive. Returns seconds.
+pub fn parse_offset(s: &str) -> Result<i64, String> {
+    let t: String = s.trim().to_ascii_lowercase().chars().filter(|c| !matches!(c, ' ' | '_' | ',')).collect();
+    let (sign, mut rest) = match t.as_bytes().first() {
+        Some(b'-') => (-1, &t[1..]),
+        Some(b'+') => (1, &t[1..]),
+        _ => (1, &t[..]),
+    };
+    if rest.is_empty() {
+        return Err(format!("Invalid offset '{s}'"));
+    }
+    let mut total = 0i64;
+    while !rest.is_empty() {
+        let d = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        if d == 0 {
+            return Err(format!("Invalid offset '{s}'"));
+        }
+        let n: i64 = rest[..d].parse().map_err(|_| format!("Invalid offset '{s}'"))?;
+        rest = &rest[d..];
+        let u = rest.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(rest.len());
+        // Only one sign per offset: `-1h-30min` is an error, as in graphite.
+        if u == 0 || rest[u..].starts_with(|c: char| !c.is_ascii_digit()) {
+            return Err(format!("Invalid offset '{s}'"));
+        }
+        total += n * unit_seconds(&rest[..u])?;
+        rest = &rest[u..];
+    }
+    Ok(sign * total)
+}
+
+/// An at-time (`from`, `until`) in epoch seconds, relative to `now`.
+pub fn parse_attime(s: &str, now: i64) -> Result<i64, String> {
+    let t: String = s.trim().to_ascii_lowercase().chars().filter(|c| !matches!(c, ' ' | '_' | ',')).collect();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        // An 8-digit YYYYMMDD with a valid month and day is a date, not an epoch.
+        if t.len() == 8 && (1..=12).contains(&t[4..6].parse::<u32>().unwrap_or(0)) && (1..=31).contains(&t[6..8].parse::<u32>().unwrap_or(0)) {
+            return parse_ref(&t, now);
+        }
+        return t.parse().map_err(|_| format!("Invalid time '{s}'"));
+    }
+    // Only the first sign splits the reference from the offset.
+    let (r, off) = match t.find(['+', '-']) {
+        Some(i) => (&t[..i], Some(&t[i..])),
+        None => (&t[..], None),
+    };
+    let base = parse_ref(r, now)?;
+    Ok(match off {
+        Some(o) => base + parse_offset(o)?,
+        None => base,
+    })
+}
+
+fn parse_ref(r: &str, now: i64) -> Result<i64, String> {
+    let bad = || format!("Invalid time '{r}'");
+    let now_dt = Utc.timestamp_opt(now, 0).single().ok_or_else(bad)?.naive_utc();
+    if r.is_empty() || r == "now" {
+        return Ok(now);
+    }
+    let mut rest = r;
+    // Time of day first.
+    let mut tod: Option<NaiveTime> = None;
+    for (word, h) in [("midnight", 0), ("noon", 12), ("teatime", 16)] {
+        if let Some(x) = rest.strip_prefix(word) {
+            tod = NaiveTime::from_hms_opt(h, 0, 0);
+            rest = x;
+        }
+    }
+    if tod.is_none() {
+        if let Some(colon) = rest.find(':') {
+            let h: u32 = rest[..colon].parse().map_err(|_| bad())?;
+            let m: u32 = rest.get(colon + 1..colon + 3).and_then(|x| x.parse().ok()).ok_or_else(bad)?;
+            rest = &rest[colon + 3..];
+            let mut h = h;
+            if let Some(x) = rest.strip_prefix("am") {
+                h %= 12;
+                rest = x;
+            } else if let Some(x) = rest.strip_prefix("pm") {
+                h = h % 12 + 12;
+                rest = x;
+            }
+            tod = Some(NaiveTime::from_hms_opt(h, m, 0).ok_or_else(bad)?);
+        } else if let Some(ap) = rest.find("am").or_else(|| rest.find("pm")).filter(|&i| i > 0 && i <= 2 && rest[..i].bytes().all(|b| b.is_ascii_digit())) {
+            let h: u32 = rest[..ap].parse().map_err(|_| bad())?;
+            let h = if &rest[ap..ap + 2] == "pm" { h % 12 + 12 } else { h % 12 };
+            tod = Some(NaiveTime::from_hms_opt(h, 0, 0).ok_or_else(bad)?);
+            rest = &rest[ap + 2..];
+        }
+    }
+    let today = now_dt.date();
+    let date: NaiveDate = match rest {
+        "" => today,
+        "today" => today,
+        "yesterday" => today - Duration::days(1),
+        "tomorrow" => today + Duration::days(1),
+        d if d.len() == 8 && d.bytes().all(|b| b.is_ascii_digit()) => NaiveDate::parse_from_str(d, "%Y%m%d").map_err(|_| bad())?,
+        d if d.contains('/') => {
+            let parts: Vec<&str> = d.split('/').collect();
+            if parts.len() != 3 {
+                return Err(bad());
+            }
+            let (m, dd): (u32, u32) = (parts[0].parse().map_err(|_| bad())?, parts[1].parse().map_err(|_| bad())?);
+            let mut y: i32 = parts[2].parse().map_err(|_| bad())?;
+            if parts[2].len() == 2 {
+                y += 2000;
+            }
+            NaiveDate::from_ymd_opt(y, m, dd).ok_or_else(bad)?
+        }
+        d => {
+            const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+            const DAYS: [&str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+            if let Some(m) = MONTHS.iter().position(|m| d.starts_with(m)) {
+                let digits: String = d.chars().filter(|c| c.is_ascii_digit()).collect();
+                let day: u32 = digits.parse().map_err(|_| bad())?;
+                NaiveDate::from_ymd_opt(today.year(), m as u32 + 1, day).ok_or_else(bad)?
+            } else if let Some(w) = DAYS.iter().position(|w| d.starts_with(w)) {
+                // The most recent such day; today counts.
+                let back = (today.weekday().num_days_from_monday() as i64 - w as i64).rem_euclid(7);
+                today - Duration::days(back)
+            } else {
+                return Err(bad());
+            }
+        }
+    };
+    let time = tod.unwrap_or_else(|| if rest.is_empty() { now_dt.time() } else { NaiveTime::MIN });
+    Ok(NaiveDateTime::new(date, time).and_utc().timestamp())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The spec's table, tested against graphite-web 1.1.8 with now = 2026-11-21 14:30:45 UTC.
+    const NOW: i64 = 1795271445;
+
+    fn at(s: &str) -> String {
+        let t = parse_attime(s, NOW).unwrap();
+        Utc.timestamp_opt(t, 0).unwrap().format("%Y-%m-%d %H:%M:%S").to_string()
+    }
+
+    #[test]
+    fn spec_table() {
+        assert_eq!(at("now"), "2026-11-21 14:30:45");
+        assert_eq!(at("-0h"), "2026-11-21 14:30:45");
+        assert_eq!(at("-1h"), "2026-11-21 13:30:45");
+        assert_eq!(at("now-1h"), "2026-11-21 13:30:45");
+        assert_eq!(at("-2hours"), "2026-11-21 12:30:45");
+        assert_eq!(at("-90s"), "2026-11-21 14:29:15");
+        assert_eq!(at("-1h30min"), "2026-11-21 13:00:45");
+        assert_eq!(at("-5min"), "2026-11-21 14:25:45");
+        assert_eq!(at("-1mon"), "2026-10-22 14:30:45");
+        assert_eq!(at("-1w"), "2026-11-14 14:30:45");
+        assert_eq!(at("+1h"), "2026-11-21 15:30:45");
+        assert_eq!(parse_attime("1795262400", NOW).unwrap(), 1795262400);
+        assert_eq!(at("20261120"), "2026-11-20 00:00:00");
+        assert_eq!(at("12:00_20261120"), "2026-11-20 12:00:00");
+        assert_eq!(at("9:05_20261120"), "2026-11-20 09:05:00");
+        assert_eq!(at("midnight"), "2026-11-21 00:00:00");
+        assert_eq!(at("teatime"), "2026-11-21 16:00:00");
+        assert_eq!(at("noon yesterday"), "2026-11-20 12:00:00");
+        assert_eq!(at("6pm today"), "2026-11-21 18:00:00");
+        assert_eq!(at("yesterday"), "2026-11-20 00:00:00");
+        assert_eq!(at("monday"), "2026-11-16 00:00:00");
+        assert_eq!(at("january 1"), "2026-01-01 00:00:00");
+        assert_eq!(at("11/20/26"), "2026-11-20 00:00:00");
+        assert_eq!(at("11/20/2026"), "2026-11-20 00:00:00");
+        for bad in ["-5m", "now-1h+30min", "1795262400.5", "-1.5h", "abc"] {
+            assert!(parse_attime(bad, NOW).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn offsets() {
+        assert_eq!(parse_offset("5min").unwrap(), 300);
+        assert_eq!(parse_offset("-1d").unwrap(), -86400);
+        assert_eq!(parse_offset("1h30min").unwrap(), 5400);
+        assert!(parse_offset("5m").is_err());
+    }
+}

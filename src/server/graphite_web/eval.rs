@@ -1,0 +1,307 @@
+//! Evaluation of target expressions: path expressions are fetched from the store onto a regular
+//! grid, calls are dispatched to `functions`. The context keeps the request window so functions
+//! that need other windows (timeShift, moving*, smartSummarize) re-evaluate their argument.
+
+use super::index::{self, Entry};
+use super::parser::{Call, Expr};
+use super::series::Series;
+use crate::server::AppState;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+/// An evaluation error: graphite-web answers these with 400.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvalError(pub String);
+
+impl std::fmt::Display for EvalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+pub type R<T> = Result<T, EvalError>;
+
+pub fn err<T>(msg: impl Into<String>) -> R<T> {
+    Err(EvalError(msg.into()))
+}
+
+/// Step used when a series has fewer than two points to derive one from.
+pub const DEFAULT_STEP: i64 = 60;
+
+/// How far back a short request looks to learn the step.
+pub const STEP_LOOKBACK: i64 = 3600;
+
+/// Where series come from: the store (requests) or a fixed set (unit tests).
+pub trait Source: Sync {
+    fn entries(&self) -> R<Arc<Vec<Entry>>>;
+    /// Raw points `(seconds, value)` in `(from, until]` for each entry, keyed by path.
+    fn points(&self, entries: &[&Entry], from: i64, until: i64) -> R<HashMap<String, Vec<(i64, f64)>>>;
+}
+
+pub struct StoreSource<'a>(pub &'a AppState);
+
+impl Source for StoreSource<'_> {
+    fn entries(&self) -> R<Arc<Vec<Entry>>> {
+        self.0.graphite_index.snapshot(self.0).map_err(|e| EvalError(e.to_string()))
+    }
+
+    fn points(&self, entries: &[&Entry], from: i64, until: i64) -> R<HashMap<String, Vec<(i64, f64)>>> {
+        // metric → (stored tags → path) of the wanted series.
+        type Wanted<'e> = HashMap<&'e [(String, String)], &'e str>;
+        let mut by_metric: BTreeMap<&str, Wanted> = BTreeMap::new();
+        for e in entries {
+            by_metric.entry(&e.metric).or_default().insert(&e.tags, &e.path);
+        }
+        let mut out = HashMap::new();
+        for (metric, wanted) in by_metric {
+            let keys: HashSet<&[(String, String)]> = wanted.keys().copied().collect();
+            let keep = |_: &str, tags: &[(String, String)]| keys.contains(tags);
+            let got = self
+                .0
+                .query
+                .select_stored(&[metric.to_string()], (from + 1) * 1000, until * 1000 + 999, true, &keep)
+                .map_err(|e| EvalError(e.to_string()))?;
+            for s in got {
+                if let Some(path) = wanted.get(&s.tags[..]) {
+                    out.insert(path.to_string(), s.points.iter().map(|(ms, v)| (ms.div_euclid(1000), *v)).collect());
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[derive(Clone)]
+pub struct Ctx<'a> {
+    pub source: &'a dyn Source,
+    pub from: i64,
+    pub until: i64,
+    pub now: i64,
+    pub xff: f64,
+}
+
+/// The most frequent gap between consecutive points: the stored data's resolution (the shared
+/// bench data is every 10 s). Irregular data gets its commonest interval.
+pub fn derive_step(points: &[(i64, f64)]) -> i64 {
+    derive_step_pooled(&[points])
+}
+
+/// The commonest gap pooled over several series (those of one path expression), so a sparse
+/// series gets its siblings' resolution rather than the width of its gaps. Ties go to the
+/// smaller gap.
+pub fn derive_step_pooled(series: &[&[(i64, f64)]]) -> i64 {
+    let mut counts: BTreeMap<i64, usize> = BTreeMap::new();
+    for points in series {
+        for w in points.windows(2) {
+            let d = w[1].0 - w[0].0;
+            if d > 0 {
+                *counts.entry(d).or_default() += 1;
+            }
+        }
+    }
+    counts.into_iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map(|(d, _)| d).unwrap_or(DEFAULT_STEP)
+}
+
+/// Puts raw points on whisper's grid for the window `(from, until]`: `start` is the first step
+/// multiple after `from`, `end` the first after `until` (exclusive). A point lands in the bucket
+/// its timestamp rounds down to; the last one wins, as whisper overwrites.
+pub fn to_grid(name: &str, points: &[(i64, f64)], step: i64, from: i64, until: i64) -> Series {
+    let start = from - from.rem_euclid(step) + step;
+    let mut end = until - until.rem_euclid(step) + step;
+    if end <= start {
+        end = start + step;
+    }
+    let n = ((end - start) / step) as usize;
+    let mut values = vec![None; n];
+    for &(t, v) in points {
+        let b = t - t.rem_euclid(step);
+        if b >= start && b < end {
+            values[((b - start) / step) as usize] = if v.is_nan() { None } else { Some(v) };
+        }
+    }
+    Series::new(name, start, step, values)
+}
+
+impl Ctx<'_> {
+    pub fn eval(&self, e: &Expr) -> R<Vec<Series>> {
+        match e {
+            Expr::Path(p) => self.fetch(p),
+            Expr::Call(c) => self.call(c),
+            other => err(format!("expected a series list, got {other:?}")),
+        }
+    }
+
+    pub fn call(&self, c: &Call) -> R<Vec<Series>> {
+        super::functions::call(self, c)
+    }
+
+    /// Every series of a path expression, sorted by name.
+    pub fn fetch(&self, expr: &str) -> R<Vec<Series>> {
+        let entries = self.source.entries()?;
+        let matched = index::resolve(&entries, expr).map_err(EvalError)?;
+        self.fetch_entries(&matched, expr)
+    }
+
+    pub fn fetch_entries(&self, matched: &[&Entry], path_expr: &str) -> R<Vec<Series>> {
+        let pts = self.source.points(matched, self.from, self.until)?;
+        let all: Vec<&[(i64, f64)]> = pts.values().map(Vec::as_slice).collect();
+        let mut step = derive_step_pooled(&all);
+        if !matched.is_empty() && all.iter().all(|p| p.len() < 2) {
+            // Too few points in a short window to see the resolution: learn it from the hour
+            // before (one more bounded scan, only in this case).
+            let wider = self.source.points(matched, self.from - STEP_LOOKBACK, self.until)?;
+            let w: Vec<&[(i64, f64)]> = wider.values().map(Vec::as_slice).collect();
+            step = derive_step_pooled(&w);
+        }
+        let mut out: Vec<Series> = matched
+            .iter()
+            .map(|e| {
+                let p = pts.get(&e.path).map(Vec::as_slice).unwrap_or(&[]);
+                let mut s = to_grid(&e.path, p, step, self.from, self.until);
+                s.tags = e.graphite_tags();
+                s.path_expr = path_expr.to_string();
+                s.xff = self.xff;
+                s
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// The same context over another window.
+    pub fn shifted(&self, from: i64, until: i64) -> Self {
+        Ctx { from, until, ..self.clone() }
+    }
+}
+
+/// Typed access to a call's arguments (positional index or keyword name). Quoted numbers and
+/// booleans are accepted where numbers are expected, because Grafana quotes many of them.
+pub struct Args<'c> {
+    pub call: &'c Call,
+}
+
+impl<'c> Args<'c> {
+    pub fn get(&self, i: usize, name: &str) -> Option<&'c Expr> {
+        self.call.args.get(i).or_else(|| self.call.kwargs.iter().find(|(k, _)| k == name).map(|(_, v)| v))
+    }
+
+    pub fn series(&self, ctx: &Ctx, i: usize, name: &str) -> R<Vec<Series>> {
+        match self.get(i, name) {
+            Some(e) => ctx.eval(e),
+            None => err(format!("{}: missing argument {name}", self.call.name)),
+        }
+    }
+
+    /// All positional arguments from `i` on, as series lists concatenated.
+    pub fn series_rest(&self, ctx: &Ctx, i: usize) -> R<Vec<Series>> {
+        let mut out = Vec::new();
+        for e in self.call.args.iter().skip(i) {
+            out.extend(ctx.eval(e)?);
+        }
+        Ok(out)
+    }
+
+    pub fn opt_num(&self, i: usize, name: &str) -> R<Option<f64>> {
+        match self.get(i, name) {
+            None | Some(Expr::None) => Ok(None),
+            Some(Expr::Num(n)) => Ok(Some(*n)),
+            Some(Expr::Bool(b)) => Ok(Some(*b as i64 as f64)),
+            Some(Expr::Str(s)) => match s.trim().to_ascii_lowercase().as_str() {
+                "inf" => Ok(Some(f64::INFINITY)),
+                t => t.parse().map(Some).map_err(|_| EvalError(format!("{}: {name} must be a number, got {s:?}", self.call.name))),
+            },
+            Some(other) => err(format!("{}: {name} must be a number, got {other:?}", self.call.name)),
+        }
+    }
+
+    pub fn num(&self, i: usize, name: &str) -> R<f64> {
+        self.opt_num(i, name)?.ok_or_else(|| EvalError(format!("{}: missing argument {name}", self.call.name)))
+    }
+
+    pub fn num_or(&self, i: usize, name: &str, d: f64) -> R<f64> {
+        Ok(self.opt_num(i, name)?.unwrap_or(d))
+    }
+
+    pub fn opt_str(&self, i: usize, name: &str) -> R<Option<String>> {
+        match self.get(i, name) {
+            None | Some(Expr::None) => Ok(None),
+            Some(Expr::Str(s)) => Ok(Some(s.clone())),
+            Some(Expr::Num(n)) => Ok(Some(super::series::fmt_g(*n))),
+            Some(Expr::Bool(b)) => Ok(Some(if *b { "True" } else { "False" }.into())),
+            // A bare word where a string is expected (`consolidateBy(x, max)`) reads as text.
+            Some(Expr::Path(p)) => Ok(Some(p.clone())),
+            Some(other) => err(format!("{}: {name} must be a string, got {other:?}", self.call.name)),
+        }
+    }
+
+    pub fn string(&self, i: usize, name: &str) -> R<String> {
+        self.opt_str(i, name)?.ok_or_else(|| EvalError(format!("{}: missing argument {name}", self.call.name)))
+    }
+
+    pub fn boolean(&self, i: usize, name: &str, d: bool) -> R<bool> {
+        Ok(match self.get(i, name) {
+            None | Some(Expr::None) => d,
+            Some(Expr::Bool(b)) => *b,
+            Some(Expr::Num(n)) => *n != 0.0,
+            Some(Expr::Str(s)) | Some(Expr::Path(s)) => matches!(s.to_ascii_lowercase().as_str(), "true" | "1"),
+            Some(other) => return err(format!("{}: {name} must be a boolean, got {other:?}", self.call.name)),
+        })
+    }
+
+    /// A node index or a tag name (`nodeOrTag`).
+    pub fn node_or_tag(e: &Expr) -> NodeOrTag {
+        match e {
+            Expr::Num(n) => NodeOrTag::Node(*n as i64),
+            Expr::Str(s) | Expr::Path(s) => match s.parse::<i64>() {
+                Ok(n) => NodeOrTag::Node(n),
+                Err(_) => NodeOrTag::Tag(s.clone()),
+            },
+            _ => NodeOrTag::Tag(String::new()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeOrTag {
+    Node(i64),
+    Tag(String),
+}
+
+/// A fixed set of series for unit tests.
+#[cfg(test)]
+pub struct MemSource(pub Vec<(String, Vec<(i64, f64)>)>);
+
+#[cfg(test)]
+impl Source for MemSource {
+    fn entries(&self) -> R<Arc<Vec<Entry>>> {
+        let mut v: Vec<Entry> = self.0.iter().map(|(p, _)| Entry { path: p.clone(), metric: p.clone(), tags: vec![] }).collect();
+        v.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(Arc::new(v))
+    }
+    fn points(&self, entries: &[&Entry], from: i64, until: i64) -> R<HashMap<String, Vec<(i64, f64)>>> {
+        Ok(entries
+            .iter()
+            .filter_map(|e| self.0.iter().find(|(p, _)| *p == e.path))
+            .map(|(p, pts)| (p.clone(), pts.iter().filter(|(t, _)| *t > from && *t <= until).copied().collect()))
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_is_from_exclusive_until_inclusive() {
+        // Spec §2.3.2: with 60 s data at T0, T0+60…, from=T0 starts at T0+60; from=T0-1 at T0.
+        let pts: Vec<(i64, f64)> = (0..10).map(|i| (600 + i * 60, i as f64)).collect();
+        let s = to_grid("x", &pts, 60, 600, 900);
+        assert_eq!(s.start, 660);
+        assert_eq!(s.end, 960);
+        assert_eq!(s.values, vec![Some(1.0), Some(2.0), Some(3.0), Some(4.0), Some(5.0)]);
+        let s = to_grid("x", &pts, 60, 599, 900);
+        assert_eq!(s.start, 600);
+        assert_eq!(derive_step(&pts), 60);
+        assert_eq!(derive_step(&[]), DEFAULT_STEP);
+    }
+}

@@ -1,0 +1,150 @@
+//! Alias: renaming. Node-based names come from the first path expression inside a
+//! function-wrapped name (graphite's `_getFirstPathExpression`), tags stripped.
+
+use super::super::eval::{err, Args, Ctx, EvalError, NodeOrTag, R};
+use super::super::parser::{parse, Expr};
+use super::super::series::Series;
+use super::filter::python_regex;
+
+pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
+    Some(match name {
+        "alias" => (|| {
+            let n = a.string(1, "newName")?;
+            // Only the display name changes: combiners still see the path expression.
+            Ok(a.series(ctx, 0, "seriesList")?.into_iter().map(|mut s| { s.name = n.clone(); s }).collect())
+        })(),
+        "aliasByNode" | "aliasByTags" => (|| {
+            let nodes: Vec<NodeOrTag> = a.call.args.iter().skip(1).map(Args::node_or_tag).collect();
+            if nodes.is_empty() {
+                return err(format!("{name}: at least one node is required"));
+            }
+            Ok(a.series(ctx, 0, "seriesList")?
+                .into_iter()
+                .map(|mut s| {
+                    let first = first_path_expression(&s.name);
+                    s.name = nodes.iter().map(|n| node_value(&s, &first, n)).collect::<Vec<_>>().join(".");
+                    s
+                })
+                .collect())
+        })(),
+        "aliasByMetric" => a.series(ctx, 0, "seriesList").map(|l| {
+            l.into_iter()
+                .map(|mut s| {
+                    let first = first_path_expression(&s.name);
+                    s.name = first.split(';').next().unwrap_or("").rsplit('.').next().unwrap_or("").to_string();
+                    s
+                })
+                .collect()
+        }),
+        "aliasSub" => (|| {
+            let re = python_regex(&a.string(1, "search")?)?;
+            let rep = python_replacement(&a.string(2, "replace")?);
+            Ok(a.series(ctx, 0, "seriesList")?.into_iter().map(|mut s| { s.name = re.replace_all(&s.name, rep.as_str()).into_owned(); s }).collect())
+        })(),
+        _ => return None,
+    })
+}
+
+/// Python `re.sub` replacement → `regex` syntax: `\1` and `\g<1>`/`\g<name>` become `${…}`,
+/// a literal `$` is doubled, `\\` is a backslash.
+pub fn python_replacement(r: &str) -> String {
+    let mut out = String::new();
+    let c: Vec<char> = r.chars().collect();
+    let mut i = 0;
+    while i < c.len() {
+        match c[i] {
+            '$' => out.push_str("$$"),
+            '\\' if i + 1 < c.len() && c[i + 1].is_ascii_digit() => {
+                let mut j = i + 1;
+                while j < c.len() && j < i + 3 && c[j].is_ascii_digit() {
+                    j += 1;
+                }
+                out.push_str(&format!("${{{}}}", c[i + 1..j].iter().collect::<String>()));
+                i = j;
+                continue;
+            }
+            '\\' if c.get(i + 1) == Some(&'g') && c.get(i + 2) == Some(&'<') => {
+                if let Some(end) = c[i + 3..].iter().position(|&x| x == '>') {
+                    out.push_str(&format!("${{{}}}", c[i + 3..i + 3 + end].iter().collect::<String>()));
+                    i += 4 + end;
+                    continue;
+                }
+                out.push('\\');
+            }
+            '\\' if c.get(i + 1) == Some(&'\\') => {
+                out.push('\\');
+                i += 2;
+                continue;
+            }
+            '\\' if c.get(i + 1) == Some(&'n') => {
+                out.push('\n');
+                i += 2;
+                continue;
+            }
+            ch => out.push(ch),
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The first path expression in a (possibly function-wrapped) series name.
+pub fn first_path_expression(name: &str) -> String {
+    fn walk(e: &Expr) -> Option<String> {
+        match e {
+            Expr::Path(p) => Some(p.clone()),
+            Expr::Call(c) => c.args.iter().chain(c.kwargs.iter().map(|(_, v)| v)).find_map(walk),
+            _ => None,
+        }
+    }
+    parse(name).ok().and_then(|e| walk(&e)).unwrap_or_else(|| name.to_string())
+}
+
+fn node_value(s: &Series, path: &str, n: &NodeOrTag) -> String {
+    match n {
+        NodeOrTag::Node(i) => {
+            let nodes: Vec<&str> = path.split(';').next().unwrap_or("").split('.').collect();
+            let idx = if *i < 0 { nodes.len() as i64 + i } else { *i };
+            match nodes.get(idx.max(0) as usize).filter(|_| idx >= 0) {
+                Some(v) => v.to_string(),
+                None => s.tags.get(&i.to_string()).cloned().unwrap_or_default(),
+            }
+        }
+        NodeOrTag::Tag(t) => s.tags.get(t).cloned().unwrap_or_default(),
+    }
+}
+
+/// A grouping key part: node of the name (or of `name` tag) or a tag value.
+pub fn node_or_tag_value(s: &Series, n: &NodeOrTag) -> String {
+    node_value(s, &first_path_expression(&s.name), n)
+}
+
+#[allow(dead_code)]
+fn _unused(_: EvalError) {}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+    use super::*;
+
+    #[test]
+    fn replacement_translation() {
+        assert_eq!(python_replacement(r"\1 A"), "${1} A");
+        assert_eq!(python_replacement(r"\g<1>-\g<host>$"), "${1}-${host}$$");
+    }
+
+    #[test]
+    fn aliases() {
+        let src = mem(&[("demo.web01.cpu", &[Some(1.0)]), ("demo.db01.cpu", &[Some(2.0)])]);
+        let n = |t: &str| eval(&src, t, 1).into_iter().map(|s| s.name).collect::<Vec<_>>();
+        assert_eq!(n("aliasByNode(demo.*.cpu, 1)"), vec!["db01", "web01"]);
+        assert_eq!(n("aliasByNode(scale(demo.*.cpu, 2), 1, -1)"), vec!["db01.cpu", "web01.cpu"]);
+        assert_eq!(n("aliasByMetric(demo.web01.cpu)"), vec!["cpu"]);
+        assert_eq!(n("alias(demo.*.cpu, 'x')"), vec!["x", "x"]);
+        assert_eq!(n(r#"aliasSub(demo.web01.cpu, "(^.*$)", "\1 A")"#), vec!["demo.web01.cpu A"]);
+        assert_eq!(n(r#"aliasSub(demo.web01.cpu, "web(\d+)", "host-\1")"#), vec!["demo.host-01.cpu"]);
+        // Tags as nodes.
+        let s = eval(&src, "demo.web01.cpu", 1);
+        assert_eq!(node_or_tag_value(&s[0], &NodeOrTag::Tag("name".into())), "demo.web01.cpu");
+    }
+}

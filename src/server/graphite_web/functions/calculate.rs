@@ -1,0 +1,152 @@
+//! Calculate: moving windows (1.1.10 alignment: the window ends at and includes t, and the
+//! argument is re-fetched from `from - window` so the first points are complete), stdev,
+//! nPercentile.
+
+use super::super::attime::parse_offset;
+use super::super::eval::{Args, Ctx, EvalError, R};
+use super::super::parser::Expr;
+use super::super::series::{aggregate, fmt_g, percentile, Series};
+
+pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
+    Some(match name {
+        "movingAverage" => moving(ctx, a, "average", name, 2),
+        "movingSum" => moving(ctx, a, "sum", name, 2),
+        "movingMin" => moving(ctx, a, "min", name, 2),
+        "movingMax" => moving(ctx, a, "max", name, 2),
+        "movingMedian" => moving(ctx, a, "median", name, 2),
+        "movingWindow" => (|| {
+            let f = a.opt_str(2, "func")?.unwrap_or_else(|| "average".into());
+            let f = super::combine::agg_name(&f)?;
+            moving(ctx, a, &f, "movingWindow", 3)
+        })(),
+        "stdev" => stdev(ctx, a),
+        "nPercentile" => (|| {
+            let n = a.num(1, "n")?;
+            Ok(a.series(ctx, 0, "seriesList")?
+                .into_iter()
+                .map(|mut s| {
+                    let nn: Vec<f64> = s.values.iter().flatten().copied().collect();
+                    let p = percentile(&nn, n, false);
+                    s.values = vec![p; s.values.len()];
+                    let name = format!("nPercentile({}, {})", s.name, fmt_g(n));
+                    s.rename(name);
+                    s.set_tag("nPercentile", fmt_g(n));
+                    s
+                })
+                .collect())
+        })(),
+        _ => return None,
+    })
+}
+
+fn moving(ctx: &Ctx, a: &Args, func: &str, fname: &str, xff_pos: usize) -> R<Vec<Series>> {
+    let inner = a.get(0, "seriesList").ok_or_else(|| EvalError(format!("{fname}: missing seriesList")))?;
+    let window = a.get(1, "windowSize").ok_or_else(|| EvalError(format!("{fname}: missing windowSize")))?;
+    let xff = a.opt_num(xff_pos, "xFilesFactor")?.unwrap_or(ctx.xff);
+    // An integer (possibly quoted by Grafana) counts points; other text is a time interval.
+    let (label, seconds, points) = match window {
+        Expr::Num(n) => (fmt_g(*n), None, Some(*n as i64)),
+        Expr::Str(s) if s.trim().parse::<i64>().is_ok() => (s.trim().to_string(), None, s.trim().parse().ok()),
+        Expr::Str(s) => (format!("\"{s}\""), Some(parse_offset(s).map_err(EvalError)?.abs()), None),
+        other => return Err(EvalError(format!("{fname}: bad windowSize {other:?}"))),
+    };
+    let series = ctx.eval(inner)?;
+    let max_step = series.iter().map(|s| s.step).max().unwrap_or(60);
+    let preview = seconds.unwrap_or_else(|| max_step * points.unwrap_or(1));
+    let boot = ctx.shifted(ctx.from - preview, ctx.until).eval(inner)?;
+    Ok(series
+        .into_iter()
+        .map(|s| {
+            let b = boot.iter().find(|b| b.name == s.name).cloned().unwrap_or_else(|| s.clone());
+            let wp = points.unwrap_or_else(|| preview / s.step.max(1)).max(1) as usize;
+            let offset = ((s.start - b.start) / b.step.max(1)).max(0) as usize;
+            let values = (0..s.values.len())
+                .map(|i| {
+                    let end = i + offset + 1;
+                    let start = end.saturating_sub(wp);
+                    let win = &b.values[start.min(b.values.len())..end.min(b.values.len())];
+                    let nn = win.iter().filter(|v| v.is_some()).count();
+                    if nn == 0 || (nn as f64) / (wp as f64) < xff {
+                        None
+                    } else {
+                        aggregate(func, win)
+                    }
+                })
+                .collect();
+            let mut out = s.clone();
+            out.values = values;
+            let n = if fname == "movingWindow" { format!("movingWindow({},{label},\"{func}\")", s.name) } else { format!("{fname}({},{label})", s.name) };
+            out.rename(n);
+            out.set_tag(fname, label.trim_matches('"'));
+            out
+        })
+        .collect())
+}
+
+fn stdev(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
+    let points = a.num(1, "points")? as usize;
+    let tol = a.num_or(2, "windowTolerance", 0.1)?;
+    Ok(a.series(ctx, 0, "seriesList")?
+        .into_iter()
+        .map(|mut s| {
+            let (mut valid, mut sum, mut sq) = (0usize, 0.0, 0.0);
+            let src = s.values.clone();
+            s.values = (0..src.len())
+                .map(|i| {
+                    if i >= points {
+                        if let Some(d) = src[i - points] {
+                            valid -= 1;
+                            sum -= d;
+                            sq -= d * d;
+                        }
+                    }
+                    if let Some(v) = src[i] {
+                        valid += 1;
+                        sum += v;
+                        sq += v * v;
+                    }
+                    if valid > 0 && valid as f64 / points as f64 >= tol {
+                        let var = valid as f64 * sq - sum * sum;
+                        (var >= 0.0).then(|| var.sqrt() / valid as f64)
+                    } else {
+                        None
+                    }
+                })
+                .collect();
+            let name = format!("stddev({},{points})", s.name);
+            s.rename(name);
+            s
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::*;
+
+    #[test]
+    fn moving_windows_include_t_and_bootstrap() {
+        let src = mem(&[("m", &[Some(1.0), Some(2.0), Some(3.0), Some(4.0), Some(5.0), Some(6.0)])]);
+        let ctx = super::super::super::eval::Ctx { source: &src, from: 180, until: 360, now: 360, xff: 0.0 };
+        let p = |t: &str| ctx.eval(&super::super::super::parser::parse(t).unwrap()).unwrap();
+        // Window = the 2 points ending at t; the point before `from` comes from the bootstrap.
+        let r = p("movingAverage(m, 2)");
+        assert_eq!(r[0].name, "movingAverage(m,2)");
+        assert_eq!(vals(&r[0]), vec![Some(3.5), Some(4.5), Some(5.5)]);
+        let r = p("movingSum(m, '2min')");
+        assert_eq!(r[0].name, "movingSum(m,\"2min\")");
+        assert_eq!(vals(&r[0]), vec![Some(7.0), Some(9.0), Some(11.0)]);
+        assert_eq!(vals(&p("movingMax(m, '2')")[0]), vec![Some(4.0), Some(5.0), Some(6.0)]);
+        assert_eq!(vals(&p("movingMin(m, 3)")[0]), vec![Some(2.0), Some(3.0), Some(4.0)]);
+    }
+
+    #[test]
+    fn stdev_and_percentile() {
+        let src = mem(&[("s", &[Some(1.0), Some(3.0), None, Some(5.0)])]);
+        let r = eval(&src, "stdev(s, 2)", 4);
+        assert_eq!(r[0].name, "stddev(s,2)");
+        assert_eq!(vals(&r[0]), vec![Some(0.0), Some(1.0), Some(0.0), Some(0.0)]);
+        let r = eval(&src, "nPercentile(s, 50)", 4);
+        assert_eq!(vals(&r[0]), vec![Some(3.0); 4]);
+    }
+}

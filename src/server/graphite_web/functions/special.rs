@@ -1,0 +1,77 @@
+//! Special: generated series (constantLine), consolidation settings, tag queries.
+
+use super::super::eval::{err, Args, Ctx, EvalError, R};
+use super::super::parser::Expr;
+use super::super::series::{fmt_g, Series};
+
+pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
+    Some(match name {
+        "constantLine" => a.num(0, "value").map(|v| vec![constant_line(ctx, v)]),
+        "consolidateBy" => (|| {
+            let f = a.string(1, "consolidationFunc")?;
+            if !matches!(f.as_str(), "average" | "avg" | "avg_zero" | "first" | "last" | "max" | "min" | "sum") {
+                return err(format!("Invalid consolidation function: {f}"));
+            }
+            let f2 = if f == "avg" { "average".to_string() } else { f.clone() };
+            Ok(a.series(ctx, 0, "seriesList")?
+                .into_iter()
+                .map(|mut s| {
+                    s.consolidation = f2.clone();
+                    let n = format!("consolidateBy({},\"{f}\")", s.name);
+                    s.rename(n);
+                    s.set_tag("consolidateBy", f.clone());
+                    s
+                })
+                .collect())
+        })(),
+        "seriesByTag" => series_by_tag(ctx, a),
+        "cumulative" => a.series(ctx, 0, "seriesList").map(|l| {
+            l.into_iter()
+                .map(|mut s| {
+                    s.consolidation = "sum".into();
+                    let n = format!("consolidateBy({},\"sum\")", s.name);
+                    s.rename(n);
+                    s.set_tag("consolidateBy", "sum");
+                    s
+                })
+                .collect()
+        }),
+        "setXFilesFactor" | "xFilesFactor" => (|| {
+            let x = a.num(1, "xFilesFactor")?;
+            if !(0.0..=1.0).contains(&x) {
+                return err("xFilesFactor must be between 0 and 1");
+            }
+            Ok(a.series(ctx, 0, "seriesList")?
+                .into_iter()
+                .map(|mut s| {
+                    s.xff = x;
+                    s.set_tag("xFilesFactor", fmt_g(x));
+                    s
+                })
+                .collect())
+        })(),
+        _ => return None,
+    })
+}
+
+/// Three points (start, middle, end of the window) named by the value (Python `str`: an
+/// integer literal stays `100`).
+pub fn constant_line(ctx: &Ctx, v: f64) -> Series {
+    let step = ((ctx.until - ctx.from) / 2).max(1);
+    let mut s = Series::new(fmt_g(v), ctx.from, step, vec![Some(v); 3]);
+    s.path_expr = format!("constantLine({})", fmt_g(v));
+    s
+}
+
+fn series_by_tag(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
+    let mut exprs = Vec::new();
+    for e in &a.call.args {
+        match e {
+            Expr::Str(s) => exprs.push(s.clone()),
+            other => return err(format!("seriesByTag: tag expressions must be strings, got {other:?}")),
+        }
+    }
+    let entries = ctx.source.entries()?;
+    let matched = crate::server::graphite_web::tags::find_series(&entries, &exprs).map_err(EvalError)?;
+    ctx.fetch_entries(&matched, &a.call.text)
+}

@@ -1,0 +1,106 @@
+//! Graphite globs, one pattern per path element (never across dots): `*`, `?`, `[a-z]`, `[!a]`,
+//! `{a,b}` (nesting allowed), compiled to anchored regexes.
+
+use regex::Regex;
+
+/// Splits a query on the dots that are outside `{…}` and `[…]`.
+pub fn split_elements(q: &str) -> Vec<String> {
+    let (mut out, mut cur, mut brace, mut bracket) = (Vec::new(), String::new(), 0usize, false);
+    for c in q.chars() {
+        match c {
+            '{' if !bracket => brace += 1,
+            '}' if !bracket && brace > 0 => brace -= 1,
+            '[' => bracket = true,
+            ']' => bracket = false,
+            '.' if brace == 0 && !bracket => {
+                out.push(std::mem::take(&mut cur));
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    out.push(cur);
+    out
+}
+
+pub fn has_glob(s: &str) -> bool {
+    s.contains(['*', '?', '[', '{'])
+}
+
+/// One element's pattern as an anchored regex.
+pub fn element_regex(pat: &str) -> Result<Regex, String> {
+    let mut re = String::from("^(?:");
+    let chars: Vec<char> = pat.chars().collect();
+    let mut i = 0;
+    let mut brace = 0usize;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '*' => re.push_str(".*"),
+            '?' => re.push('.'),
+            '[' => {
+                let Some(close) = chars[i + 1..].iter().position(|&c| c == ']').map(|p| p + i + 1) else {
+                    re.push_str("\\[");
+                    i += 1;
+                    continue;
+                };
+                let mut body: String = chars[i + 1..close].iter().collect();
+                if let Some(rest) = body.strip_prefix('!') {
+                    body = format!("^{rest}");
+                }
+                re.push('[');
+                re.push_str(&body.replace('\\', "\\\\").replace('[', "\\["));
+                re.push(']');
+                i = close;
+            }
+            '{' => {
+                brace += 1;
+                re.push_str("(?:");
+            }
+            '}' if brace > 0 => {
+                brace -= 1;
+                re.push(')');
+            }
+            ',' if brace > 0 => re.push('|'),
+            c => re.push_str(&regex::escape(&c.to_string())),
+        }
+        i += 1;
+    }
+    re.push_str(")$");
+    Regex::new(&re).map_err(|e| format!("invalid glob {pat:?}: {e}"))
+}
+
+/// A compiled multi-element pattern.
+pub struct PathGlob {
+    pub elements: Vec<Regex>,
+}
+
+impl PathGlob {
+    pub fn new(q: &str) -> Result<PathGlob, String> {
+        Ok(PathGlob { elements: split_elements(q).iter().map(|e| element_regex(e)).collect::<Result<_, _>>()? })
+    }
+
+    /// Whether the first `elements.len()` nodes of `nodes` match.
+    pub fn matches_prefix(&self, nodes: &[&str]) -> bool {
+        nodes.len() >= self.elements.len() && self.elements.iter().zip(nodes).all(|(r, n)| r.is_match(n))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        let m = |p: &str, s: &str| element_regex(p).unwrap().is_match(s);
+        assert!(m("w*", "web01") && m("*", "") && !m("w*", "db"));
+        assert!(m("web0?", "web01") && !m("web0?", "web011"));
+        assert!(m("web0[12]", "web02") && !m("web0[12]", "web03"));
+        assert!(m("[!a]*", "zleaf") && !m("[!a]*", "aleaf"));
+        assert!(m("{web01,db01}", "db01") && !m("{web01,db01}", "web02"));
+        assert!(m("{a,b{c,d}}", "bd"));
+        assert!(m("a.b", "a.b") && !m("a.b", "axb"));
+        assert_eq!(split_elements("demo.{a.b,c}.x[.]"), vec!["demo", "{a.b,c}", "x[.]"]);
+    }
+}

@@ -1,0 +1,96 @@
+//! The series index graphite browsing and path expressions resolve against: the Graphite path
+//! (`naming::to_path`) of every stored series, whichever API wrote it. Built from the UID table
+//! (metric names) and a key-only walk of the data table's rows; cached in memory and rebuilt at
+//! most every `TTL` when a request needs it, so browsing costs one scan per TTL window at most.
+
+use super::glob::PathGlob;
+use super::naming;
+use crate::query::QueryError;
+use crate::schema::uid_table::UidKind;
+use crate::server::AppState;
+use parking_lot::Mutex;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// New series become visible to browsing within this delay.
+pub const TTL: Duration = Duration::from_secs(5);
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub path: String,
+    pub metric: String,
+    pub tags: Vec<(String, String)>,
+}
+
+impl Entry {
+    /// A tagged path (`name;k=v`) lives in the tag index, not in the dotted tree.
+    pub fn is_tagged(&self) -> bool {
+        self.path.contains(';')
+    }
+    /// The Graphite name (path without tags) and the tags graphite reports, `name` included.
+    pub fn graphite_tags(&self) -> std::collections::BTreeMap<String, String> {
+        let (name, tags) = naming::parse_tagged(&self.path).unwrap_or_else(|_| (self.path.clone(), Vec::new()));
+        let mut m: std::collections::BTreeMap<String, String> = tags.into_iter().collect();
+        m.insert("name".into(), name);
+        m
+    }
+}
+
+#[derive(Default)]
+pub struct SeriesIndex {
+    cached: Mutex<Option<(Instant, Arc<Vec<Entry>>)>>,
+}
+
+impl SeriesIndex {
+    /// The current snapshot, sorted by path (blocking: call off the async threads).
+    pub fn snapshot(&self, state: &AppState) -> Result<Arc<Vec<Entry>>, QueryError> {
+        let mut g = self.cached.lock();
+        if let Some((at, snap)) = g.as_ref() {
+            if at.elapsed() < TTL {
+                return Ok(snap.clone());
+            }
+        }
+        let snap = Arc::new(build(state)?);
+        *g = Some((Instant::now(), snap.clone()));
+        Ok(snap)
+    }
+
+    /// Forgets the snapshot (after `/tags/delSeries`, or when a test wants fresh data).
+    pub fn invalidate(&self) {
+        *self.cached.lock() = None;
+    }
+}
+
+fn build(state: &AppState) -> Result<Vec<Entry>, QueryError> {
+    let metrics: Vec<String> = state.query.uids.list(UidKind::Metric)?.into_iter().map(|(n, _)| n).collect();
+    let all = state.query.select_stored(&metrics, 0, i64::MAX, false, &|_, _| true)?;
+    let mut out: Vec<Entry> = all
+        .into_iter()
+        .map(|s| {
+            let path = naming::to_path(state, &s.metric, &s.tags);
+            Entry { path, metric: s.metric, tags: s.tags }
+        })
+        .collect();
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out.dedup_by(|a, b| a.path == b.path);
+    Ok(out)
+}
+
+/// The dotted-tree leaves a path expression names (every element matched, no deeper nodes),
+/// sorted by path. A literal tagged path (`name;k=v`) resolves to that series.
+pub fn resolve<'a>(entries: &'a [Entry], expr: &str) -> Result<Vec<&'a Entry>, String> {
+    if expr.contains(';') {
+        let (n, t) = naming::parse_tagged(expr)?;
+        let canon = naming::canonical(&n, &t);
+        return Ok(entries.iter().filter(|e| e.path == canon).collect());
+    }
+    let glob = PathGlob::new(expr)?;
+    Ok(entries
+        .iter()
+        .filter(|e| !e.is_tagged())
+        .filter(|e| {
+            let nodes: Vec<&str> = e.path.split('.').collect();
+            nodes.len() == glob.elements.len() && glob.matches_prefix(&nodes)
+        })
+        .collect())
+}

@@ -1,0 +1,291 @@
+//! Target expressions (graphite-web's grammar, §2.4 of the spec): calls, path expressions,
+//! pipes, strings (quotes stripped, content not unescaped), numbers, booleans, `None`, `inf`,
+//! keyword arguments. Unlike graphite-web's non-anchored parser, trailing garbage is an error
+//! (graphite-web silently reads `sumSeries(a.b` as the path `sumSeries`; we answer 400).
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    Path(String),
+    Call(Call),
+    Str(String),
+    Num(f64),
+    Bool(bool),
+    None,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    pub name: String,
+    pub args: Vec<Expr>,
+    pub kwargs: Vec<(String, Expr)>,
+    /// The call's own text, as written (graphite names `seriesByTag` results by it).
+    pub text: String,
+}
+
+pub fn parse(s: &str) -> Result<Expr, String> {
+    let mut p = P { s: s.as_bytes(), src: s, i: 0 };
+    p.ws();
+    let e = p.expression()?;
+    p.ws();
+    if p.i != p.s.len() {
+        return Err(format!("unexpected {:?} at position {} in {s:?}", &s[p.i..], p.i));
+    }
+    Ok(e)
+}
+
+/// Positional and keyword arguments.
+type ArgList = (Vec<Expr>, Vec<(String, Expr)>);
+
+struct P<'a> {
+    s: &'a [u8],
+    src: &'a str,
+    i: usize,
+}
+
+fn is_ident_start(c: u8) -> bool {
+    c.is_ascii_alphabetic() || c == b'_'
+}
+fn is_ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+/// Characters a path element may hold: printable, minus the grammar's delimiters. Bytes ≥ 0x80
+/// (UTF-8 names) are allowed too, as carbon stores them.
+fn is_path_char(c: u8) -> bool {
+    (c > 0x20 && c != 0x7f) && !matches!(c, b'(' | b')' | b'{' | b'}' | b',' | b'.' | b'\'' | b'"' | b'\\' | b'|')
+}
+
+impl P<'_> {
+    fn ws(&mut self) {
+        while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
+            self.i += 1;
+        }
+    }
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+    fn err<T>(&self, what: &str) -> Result<T, String> {
+        Err(format!("{what} at position {} in {:?}", self.i, self.src))
+    }
+
+    fn expression(&mut self) -> Result<Expr, String> {
+        let mut e = self.primary()?;
+        loop {
+            self.ws();
+            if self.peek() != Some(b'|') {
+                return Ok(e);
+            }
+            self.i += 1;
+            self.ws();
+            let start = self.i;
+            let Expr::Call(mut c) = self.primary()? else {
+                self.i = start;
+                return self.err("expected a function call after '|'");
+            };
+            c.args.insert(0, e);
+            e = Expr::Call(c);
+        }
+    }
+
+    fn primary(&mut self) -> Result<Expr, String> {
+        let start = self.i;
+        if self.peek().is_some_and(is_ident_start) {
+            let mut j = self.i;
+            while j < self.s.len() && is_ident(self.s[j]) {
+                j += 1;
+            }
+            if self.s.get(j) == Some(&b'(') {
+                let name = self.src[self.i..j].to_string();
+                self.i = j + 1;
+                let (args, kwargs) = self.arglist()?;
+                return Ok(Expr::Call(Call { name, args, kwargs, text: self.src[start..self.i].to_string() }));
+            }
+        }
+        self.path()
+    }
+
+    fn arglist(&mut self) -> Result<ArgList, String> {
+        let (mut args, mut kwargs) = (Vec::new(), Vec::new());
+        self.ws();
+        if self.peek() == Some(b')') {
+            self.i += 1;
+            return Ok((args, kwargs));
+        }
+        loop {
+            self.ws();
+            if let Some(k) = self.kwarg_name() {
+                kwargs.push((k, self.arg()?));
+            } else if !kwargs.is_empty() {
+                return self.err("positional argument after keyword argument");
+            } else {
+                args.push(self.arg()?);
+            }
+            self.ws();
+            match self.peek() {
+                Some(b',') => self.i += 1,
+                Some(b')') => {
+                    self.i += 1;
+                    return Ok((args, kwargs));
+                }
+                _ => return self.err("expected ',' or ')'"),
+            }
+        }
+    }
+
+    /// `name=` (not `name==`): consumes it and returns the name.
+    fn kwarg_name(&mut self) -> Option<String> {
+        let mut j = self.i;
+        if !self.s.get(j).copied().is_some_and(is_ident_start) {
+            return None;
+        }
+        while j < self.s.len() && is_ident(self.s[j]) {
+            j += 1;
+        }
+        let name_end = j;
+        while j < self.s.len() && self.s[j] == b' ' {
+            j += 1;
+        }
+        if self.s.get(j) == Some(&b'=') && self.s.get(j + 1) != Some(&b'=') {
+            let name = self.src[self.i..name_end].to_string();
+            self.i = j + 1;
+            self.ws();
+            return Some(name);
+        }
+        None
+    }
+
+    fn arg(&mut self) -> Result<Expr, String> {
+        match self.peek() {
+            Some(q @ (b'\'' | b'"')) => {
+                let start = self.i + 1;
+                let Some(len) = self.s[start..].iter().position(|&c| c == q) else { return self.err("unterminated string") };
+                self.i = start + len + 1;
+                return Ok(Expr::Str(self.src[start..start + len].to_string()));
+            }
+            None => return self.err("missing argument"),
+            _ => {}
+        }
+        if let Some(n) = self.number() {
+            return Ok(Expr::Num(n));
+        }
+        // Bare words that are values only when a delimiter follows them.
+        for (word, v) in [("true", Expr::Bool(true)), ("false", Expr::Bool(false)), ("none", Expr::None), ("inf", Expr::Num(f64::INFINITY))] {
+            let end = self.i + word.len();
+            if end <= self.s.len() && self.src[self.i..end].eq_ignore_ascii_case(word) && self.delimited(end) {
+                self.i = end;
+                return Ok(v);
+            }
+        }
+        self.expression()
+    }
+
+    /// Whether position `j` (after optional spaces) is `,`, `)` or the end.
+    fn delimited(&self, mut j: usize) -> bool {
+        while j < self.s.len() && self.s[j] == b' ' {
+            j += 1;
+        }
+        matches!(self.s.get(j), None | Some(b',') | Some(b')'))
+    }
+
+    fn number(&mut self) -> Option<f64> {
+        let s = self.s;
+        let mut j = self.i;
+        if s.get(j) == Some(&b'-') {
+            j += 1;
+        }
+        let d0 = j;
+        while j < s.len() && s[j].is_ascii_digit() {
+            j += 1;
+        }
+        if j == d0 {
+            return None;
+        }
+        if s.get(j) == Some(&b'.') && s.get(j + 1).is_some_and(|c| c.is_ascii_digit()) {
+            j += 1;
+            while j < s.len() && s[j].is_ascii_digit() {
+                j += 1;
+            }
+        }
+        if matches!(s.get(j), Some(b'e') | Some(b'E')) {
+            let mut k = j + 1;
+            if matches!(s.get(k), Some(b'-') | Some(b'+')) {
+                k += 1;
+            }
+            let k0 = k;
+            while k < s.len() && s[k].is_ascii_digit() {
+                k += 1;
+            }
+            if k > k0 {
+                j = k;
+            }
+        }
+        if !self.delimited(j) {
+            return None;
+        }
+        let v = self.src[self.i..j].parse().ok()?;
+        self.i = j;
+        Some(v)
+    }
+
+    fn path(&mut self) -> Result<Expr, String> {
+        let start = self.i;
+        let mut depth = 0usize;
+        while let Some(c) = self.peek() {
+            match c {
+                b'{' => depth += 1,
+                b'}' if depth > 0 => depth -= 1,
+                b',' if depth > 0 => {}
+                b'.' => {}
+                b'\\' => self.i += 1,
+                c if is_path_char(c) => {}
+                _ => break,
+            }
+            self.i += 1;
+        }
+        if self.i == start || depth > 0 {
+            return self.err("expected a path expression or function call");
+        }
+        Ok(Expr::Path(self.src[start..self.i.min(self.s.len())].to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(e: &Expr) -> &Call {
+        match e {
+            Expr::Call(c) => c,
+            _ => panic!("not a call: {e:?}"),
+        }
+    }
+
+    #[test]
+    fn grafana_health_check() {
+        let e = parse(r#"aliasSub(constantLine(100), "(^.*$)", "\1 A")"#).unwrap();
+        let c = call(&e);
+        assert_eq!(c.name, "aliasSub");
+        assert_eq!(call(&c.args[0]).args, vec![Expr::Num(100.0)]);
+        assert_eq!(c.args[1], Expr::Str("(^.*$)".into()));
+        assert_eq!(c.args[2], Expr::Str(r"\1 A".into()));
+    }
+
+    #[test]
+    fn paths_globs_kwargs_pipes() {
+        let e = parse("sumSeries(demo.{web01,db01}.cpu, a.b[0-9]*.c?)").unwrap();
+        assert_eq!(call(&e).args, vec![Expr::Path("demo.{web01,db01}.cpu".into()), Expr::Path("a.b[0-9]*.c?".into())]);
+        let e = parse("summarize(x.y, '1h', func='max', alignToFrom=true)").unwrap();
+        let c = call(&e);
+        assert_eq!(c.kwargs, vec![("func".into(), Expr::Str("max".into())), ("alignToFrom".into(), Expr::Bool(true))]);
+        let e = parse("a.b | scale(2) | alias('x')").unwrap();
+        let c = call(&e);
+        assert_eq!(c.name, "alias");
+        assert_eq!(call(&c.args[0]).args, vec![Expr::Path("a.b".into()), Expr::Num(2.0)]);
+        // A number followed by more path characters is a path.
+        assert_eq!(parse("1.foo").unwrap(), Expr::Path("1.foo".into()));
+        assert_eq!(call(&parse("scale(x, -1.5e3)").unwrap()).args[1], Expr::Num(-1500.0));
+        assert_eq!(call(&parse("keepLastValue(x, inf)").unwrap()).args[1], Expr::Num(f64::INFINITY));
+        assert_eq!(call(&parse("seriesByTag('name=a.b','dc=~x.*')").unwrap()).text, "seriesByTag('name=a.b','dc=~x.*')");
+        assert!(parse("sumSeries(a.b").is_err());
+        assert!(parse("").is_err());
+    }
+}

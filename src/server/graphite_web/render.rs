@@ -1,0 +1,259 @@
+//! `/render` (spec §2.3): parameters, evaluation of every target, `maxDataPoints`
+//! consolidation exactly as graphite-web's JSON renderer does it, and the json / csv / raw /
+//! pickle formats.
+
+use super::attime::parse_attime;
+use super::eval::{Ctx, StoreSource};
+use super::parser::parse;
+use super::series::{consolidate_with, py_float, Series};
+use super::{bad_request, json_or_jsonp, now_s, Params};
+use crate::server::http::Reply;
+use crate::server::AppState;
+use http::{Response, StatusCode};
+
+pub fn render(state: &AppState, p: &Params) -> Reply {
+    let now = match p.get("now") {
+        Some(n) => match parse_attime(n, now_s()) {
+            Ok(t) => t,
+            Err(e) => return bad_request(&e),
+        },
+        None => now_s(),
+    };
+    // `undefined` (what some clients send for an unset bound) is ignored.
+    let time = |k: &str, d: &str| -> Result<i64, String> { parse_attime(p.get(k).filter(|v| !v.is_empty() && *v != "undefined").unwrap_or(d), now) };
+    let (mut from, mut until) = match (time("from", "-1d"), time("until", "now")) {
+        (Ok(f), Ok(u)) => (f, u),
+        (Err(e), _) | (_, Err(e)) => return bad_request(&e),
+    };
+    if from > until {
+        std::mem::swap(&mut from, &mut until);
+    }
+    if from == until {
+        return bad_request("Invalid empty time range");
+    }
+    let xff = match p.get("xFilesFactor").map(str::parse::<f64>) {
+        None => 0.0,
+        Some(Ok(x)) => x,
+        Some(Err(_)) => return bad_request("Invalid xFilesFactor"),
+    };
+    let format = if p.has("rawData") { "raw" } else if p.has("pickle") { "pickle" } else { p.get("format").unwrap_or("json") };
+    let source = StoreSource(state);
+    let ctx = Ctx { source: &source, from, until, now, xff };
+    let mut out: Vec<Series> = Vec::new();
+    for t in p.all("target") {
+        if t.trim().is_empty() {
+            continue;
+        }
+        let expr = match parse(t.trim()) {
+            Ok(e) => e,
+            Err(e) => return bad_request(&e),
+        };
+        match ctx.eval(&expr) {
+            Ok(l) => out.extend(l),
+            Err(e) => return bad_request(&e.0),
+        }
+    }
+    match format {
+        "json" => {
+            let mdp = match p.get("maxDataPoints").map(|m| m.parse::<usize>()) {
+                None => None,
+                Some(Ok(m)) if m > 0 => Some(m),
+                Some(_) => return bad_request("maxDataPoints must be a positive integer"),
+            };
+            json_or_jsonp(StatusCode::OK, to_json(&out, mdp, p.has("noNullPoints")), p.get("jsonp"))
+        }
+        "csv" => body("text/csv", to_csv(&out).into_bytes()),
+        "raw" => body("text/plain", to_raw(&out).into_bytes()),
+        "pickle" => body("application/pickle", to_pickle(&out)),
+        f => bad_request(&format!("unsupported format {f:?} (json, csv, raw and pickle are served)")),
+    }
+}
+
+fn body(ct: &str, b: Vec<u8>) -> Reply {
+    Response::builder().status(StatusCode::OK).header("content-type", ct).body(b).expect("valid")
+}
+
+/// JSON numbers strict parsers (Go's, Grafana's backend) accept: ±inf become ±max f64 (graphite
+/// writes `1e9999`, which Go rejects), NaN becomes null.
+fn json_num(v: Option<f64>) -> String {
+    match v {
+        None => "null".into(),
+        Some(x) if x.is_nan() => "null".into(),
+        Some(x) if x == f64::INFINITY => "1.7976931348623157e308".into(),
+        Some(x) if x == f64::NEG_INFINITY => "-1.7976931348623157e308".into(),
+        Some(x) => format!("{x:?}"),
+    }
+}
+
+/// graphite-web's `renderViewJson` consolidation (§2.3.3): returns `(timestamps, values)`.
+pub fn consolidate_for_json(s: &Series, mdp: Option<usize>, time_range: i64) -> Vec<(i64, Option<f64>)> {
+    let (mut start, mut values, mut step) = (s.start, s.values.clone(), s.step);
+    match mdp {
+        Some(1) => {
+            let v = consolidate_with(&s.consolidation, &values, values.len().max(1), s.xff);
+            return vec![(start, v)];
+        }
+        Some(m) => {
+            let n = time_range as f64 / step as f64;
+            if (m as f64) < n {
+                let vpp = (n / m as f64).ceil() as i64;
+                let spp = vpp * step;
+                let nudge = spp + start.rem_euclid(step) - start.rem_euclid(spp);
+                start += nudge;
+                // graphite's loop `range(1, valuesToLose)` drops one value fewer than the nudge.
+                let lose = ((nudge / step) - 1).max(0) as usize;
+                values.drain(..lose.min(values.len()));
+                values = values.chunks(vpp as usize).map(|c| consolidate_with(&s.consolidation, c, vpp as usize, s.xff)).collect();
+                step = spp;
+            }
+        }
+        None => {}
+    }
+    let mut out = Vec::new();
+    let mut t = start;
+    let mut it = values.into_iter();
+    while t <= s.end {
+        let Some(v) = it.next() else { break };
+        out.push((t, v));
+        t += step;
+    }
+    out
+}
+
+pub fn to_json(list: &[Series], mdp: Option<usize>, no_nulls: bool) -> String {
+    let time_range = match (list.iter().map(|s| s.end).max(), list.iter().map(|s| s.start).min()) {
+        (Some(e), Some(s)) => e - s,
+        _ => 0,
+    };
+    let mut parts = Vec::new();
+    for s in list {
+        let mut pts = consolidate_for_json(s, mdp, time_range);
+        if no_nulls {
+            pts.retain(|(_, v)| v.is_some_and(|x| !x.is_nan()));
+            if pts.is_empty() {
+                continue;
+            }
+        }
+        let dps: Vec<String> = pts.iter().map(|(t, v)| format!("[{},{t}]", json_num(*v))).collect();
+        // Tag values are always strings; `name` is always there.
+        let mut tags = s.tags.clone();
+        tags.entry("name".into()).or_insert_with(|| s.name.clone());
+        parts.push(format!(
+            "{{\"target\":{},\"tags\":{},\"datapoints\":[{}]}}",
+            serde_json::to_string(&s.name).expect("string"),
+            serde_json::to_string(&tags).expect("map"),
+            dps.join(",")
+        ));
+    }
+    format!("[{}]", parts.join(","))
+}
+
+fn to_csv(list: &[Series]) -> String {
+    let mut out = String::new();
+    for s in list {
+        for (t, v) in s.timestamps().zip(&s.values) {
+            let ts = chrono::DateTime::from_timestamp(t, 0).map(|d| d.format("%Y-%m-%d %H:%M:%S").to_string()).unwrap_or_default();
+            let name = if s.name.contains([',', '"']) { format!("\"{}\"", s.name.replace('"', "\"\"")) } else { s.name.clone() };
+            out.push_str(&format!("{name},{ts},{}\r\n", v.map(py_float).unwrap_or_default()));
+        }
+    }
+    out
+}
+
+fn to_raw(list: &[Series]) -> String {
+    let mut out = String::new();
+    for s in list {
+        let vals: Vec<String> = s.values.iter().map(|v| v.map(py_float).unwrap_or_else(|| "None".into())).collect();
+        out.push_str(&format!("{},{},{},{}|{}\n", s.name, s.start, s.end, s.step, vals.join(",")));
+    }
+    out
+}
+
+/// Pickle protocol 2 of graphite's list of dicts, with only data opcodes.
+fn to_pickle(list: &[Series]) -> Vec<u8> {
+    fn s(out: &mut Vec<u8>, v: &str) {
+        out.push(b'X');
+        out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        out.extend_from_slice(v.as_bytes());
+    }
+    fn int(out: &mut Vec<u8>, v: i64) {
+        if let Ok(x) = i32::try_from(v) {
+            out.push(b'J');
+            out.extend_from_slice(&x.to_le_bytes());
+        } else {
+            out.push(0x8a);
+            out.push(8);
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+    fn float(out: &mut Vec<u8>, v: f64) {
+        out.push(b'G');
+        out.extend_from_slice(&v.to_be_bytes());
+    }
+    let mut out = vec![0x80, 2, b']'];
+    if !list.is_empty() {
+        out.push(b'(');
+        for se in list {
+            out.extend_from_slice(b"}(");
+            s(&mut out, "name");
+            s(&mut out, &se.name);
+            s(&mut out, "pathExpression");
+            s(&mut out, &se.path_expr);
+            for (k, v) in [("start", se.start), ("end", se.end), ("step", se.step), ("valuesPerPoint", 1)] {
+                s(&mut out, k);
+                int(&mut out, v);
+            }
+            s(&mut out, "consolidationFunc");
+            s(&mut out, &se.consolidation);
+            s(&mut out, "xFilesFactor");
+            float(&mut out, se.xff);
+            s(&mut out, "values");
+            out.push(b']');
+            if !se.values.is_empty() {
+                out.push(b'(');
+                for v in &se.values {
+                    match v {
+                        Some(x) => float(&mut out, *x),
+                        None => out.push(b'N'),
+                    }
+                }
+                out.push(b'e');
+            }
+            out.push(b'u');
+        }
+        out.push(b'e');
+    }
+    out.push(b'.');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_data_points_nudge_and_consolidate() {
+        // 10 values at step 60 from 60; maxDataPoints 3 over a 600 s range: n = 10,
+        // vpp = ceil(10/3) = 4, spp = 240, nudge = 240 + 0 - 60 = 180 → start 240, and
+        // int(180/60) - 1 = 2 values dropped.
+        let s = Series::new("x", 60, 60, (1..=10).map(|v| Some(v as f64)).collect());
+        let pts = consolidate_for_json(&s, Some(3), 600);
+        assert_eq!(pts, vec![(240, Some(4.5)), (480, Some(8.5))]);
+        assert_eq!(consolidate_for_json(&s, Some(1), 600), vec![(60, Some(5.5))]);
+        // Enough points: untouched.
+        assert_eq!(consolidate_for_json(&s, Some(100), 600).len(), 10);
+    }
+
+    #[test]
+    fn json_shape_and_infinities() {
+        let mut s = Series::new("a.b", 60, 60, vec![Some(1.0), None, Some(f64::INFINITY)]);
+        s.set_tag("scale", "2");
+        let j = to_json(&[s], None, false);
+        assert_eq!(j, r#"[{"target":"a.b","tags":{"name":"a.b","scale":"2"},"datapoints":[[1.0,60],[null,120],[1.7976931348623157e308,180]]}]"#);
+        let v: serde_json::Value = serde_json::from_str(&j).unwrap();
+        assert!(v[0]["datapoints"][2][0].is_f64());
+        let s = Series::new("a.b", 60, 60, vec![None, Some(2.0)]);
+        assert_eq!(to_json(std::slice::from_ref(&s), None, true), r#"[{"target":"a.b","tags":{"name":"a.b"},"datapoints":[[2.0,120]]}]"#);
+        assert_eq!(to_raw(&[s]), "a.b,60,180,60|None,2.0\n");
+    }
+}

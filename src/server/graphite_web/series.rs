@@ -1,0 +1,278 @@
+//! graphite-web's data model (spec §3.1): a named regular grid of optional values, plus the
+//! aggregation functions (`aggfuncs.py`), consolidation and the LCM normalisation of §3.2.
+
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub name: String,
+    /// The expression that produced the series (combiners name themselves from it).
+    pub path_expr: String,
+    pub tags: BTreeMap<String, String>,
+    pub start: i64,
+    /// Exclusive.
+    pub end: i64,
+    pub step: i64,
+    pub values: Vec<Option<f64>>,
+    /// Used by maxDataPoints and normalisation (`consolidateBy`).
+    pub consolidation: String,
+    pub xff: f64,
+}
+
+impl Series {
+    pub fn new(name: impl Into<String>, start: i64, step: i64, values: Vec<Option<f64>>) -> Series {
+        let name = name.into();
+        let end = start + step * values.len() as i64;
+        let mut tags = BTreeMap::new();
+        tags.insert("name".to_string(), name.clone());
+        Series { path_expr: name.clone(), name, tags, start, end, step, values, consolidation: "average".into(), xff: 0.0 }
+    }
+
+    /// Renames as transforms do: the new name becomes the path expression too.
+    pub fn rename(&mut self, name: String) {
+        self.path_expr = name.clone();
+        self.name = name;
+    }
+
+    pub fn with_name(mut self, name: String) -> Series {
+        self.rename(name);
+        self
+    }
+
+    pub fn timestamps(&self) -> impl Iterator<Item = i64> + '_ {
+        (0..self.values.len()).map(move |i| self.start + i as i64 * self.step)
+    }
+
+    pub fn set_tag(&mut self, k: &str, v: impl Into<String>) {
+        self.tags.insert(k.to_string(), v.into());
+    }
+
+    /// Consolidates groups of `n` values (starting at `start`) with the series' function.
+    pub fn consolidate(&self, n: usize) -> Series {
+        if n <= 1 {
+            return self.clone();
+        }
+        let values: Vec<Option<f64>> = self.values.chunks(n).map(|c| consolidate_with(&self.consolidation, c, n, self.xff)).collect();
+        let step = self.step * n as i64;
+        let mut s = self.clone();
+        s.values = values;
+        s.step = step;
+        s.end = s.start + step * s.values.len() as i64;
+        s
+    }
+}
+
+/// One consolidated bucket: null unless at least one value and `nonNull/n >= xff`.
+pub fn consolidate_with(func: &str, vals: &[Option<f64>], n: usize, xff: f64) -> Option<f64> {
+    let non_null = vals.iter().filter(|v| v.is_some()).count();
+    if non_null == 0 || (non_null as f64) / (n as f64) < xff {
+        return None;
+    }
+    match func {
+        "first" => vals.iter().flatten().next().copied(),
+        "last" => vals.iter().flatten().last().copied(),
+        "avg_zero" => Some(vals.iter().map(|v| v.unwrap_or(0.0)).sum::<f64>() / vals.len() as f64),
+        f => aggregate(f, vals),
+    }
+}
+
+/// The names `aggFunc` parameters accept (spec §3.1).
+pub const AGG_FUNCS: &[&str] =
+    &["average", "avg", "avg_zero", "count", "current", "diff", "last", "max", "median", "min", "multiply", "range", "rangeOf", "stddev", "sum", "total"];
+
+pub fn is_agg_func(f: &str) -> bool {
+    AGG_FUNCS.contains(&f) || f == "first"
+}
+
+/// graphite-web's aggregation functions: nulls ignored, all-null → null, except `avg_zero`
+/// (nulls as 0), `count` (0) and `multiply` (null if any null).
+pub fn aggregate(func: &str, vals: &[Option<f64>]) -> Option<f64> {
+    let nn: Vec<f64> = vals.iter().flatten().copied().collect();
+    match func {
+        "count" => return Some(nn.len() as f64),
+        "avg_zero" => {
+            return if vals.is_empty() { None } else { Some(vals.iter().map(|v| v.unwrap_or(0.0)).sum::<f64>() / vals.len() as f64) };
+        }
+        "multiply" => {
+            if vals.is_empty() || vals.iter().any(|v| v.is_none()) {
+                return None;
+            }
+            return Some(nn.iter().product());
+        }
+        _ => {}
+    }
+    if nn.is_empty() {
+        return None;
+    }
+    Some(match func {
+        "average" | "avg" => nn.iter().sum::<f64>() / nn.len() as f64,
+        "sum" | "total" => nn.iter().sum(),
+        "min" => nn.iter().copied().fold(f64::INFINITY, f64::min),
+        "max" => nn.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        "median" => {
+            // graphite's safeMedian: the middle value, or the mean of the two middle ones.
+            let mut v = nn.clone();
+            v.sort_by(|a, b| a.total_cmp(b));
+            let mid = v.len() / 2;
+            if v.len().is_multiple_of(2) { (v[mid - 1] + v[mid]) / 2.0 } else { v[mid] }
+        }
+        "diff" => nn[0] - nn[1..].iter().sum::<f64>(),
+        "stddev" => {
+            let mean = nn.iter().sum::<f64>() / nn.len() as f64;
+            (nn.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / nn.len() as f64).sqrt()
+        }
+        "range" | "rangeOf" => nn.iter().copied().fold(f64::NEG_INFINITY, f64::max) - nn.iter().copied().fold(f64::INFINITY, f64::min),
+        "last" | "current" => *nn.last()?,
+        "first" => nn[0],
+        _ => return None,
+    })
+}
+
+/// graphite-web's `_getPercentile`: nearest rank (`int(ceil(n/100 * len))` 1-based), or linear
+/// interpolation between ranks when `interpolate`.
+pub fn percentile(vals: &[f64], n: f64, interpolate: bool) -> Option<f64> {
+    let mut s: Vec<f64> = vals.to_vec();
+    if s.is_empty() {
+        return None;
+    }
+    s.sort_by(|a, b| a.total_cmp(b));
+    let fraction = n / 100.0 * s.len() as f64;
+    let rank = fraction.ceil() as i64;
+    if rank <= 0 {
+        return Some(s[0]);
+    }
+    let idx = (rank - 1) as usize;
+    if idx >= s.len() {
+        return Some(s[s.len() - 1]);
+    }
+    let mut v = s[idx];
+    if interpolate {
+        let next = s.get(idx + 1).copied().unwrap_or(v);
+        let frac = fraction - (rank - 1) as f64;
+        v += (next - v) * frac;
+    }
+    Some(v)
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+pub fn lcm(a: i64, b: i64) -> i64 {
+    if a == 0 || b == 0 {
+        return a.max(b);
+    }
+    a / gcd(a, b) * b
+}
+
+/// Rows of values across series on one grid: step = LCM of the steps (each series consolidated
+/// by its own function), start = earliest start, end trimmed to whole steps. Unlike graphite-web
+/// (which zips by position) rows are aligned on absolute timestamps; equal when starts agree.
+pub struct Normalized {
+    pub start: i64,
+    pub end: i64,
+    pub step: i64,
+    pub rows: Vec<Vec<Option<f64>>>,
+}
+
+pub fn normalize(series: &[Series]) -> Option<Normalized> {
+    let step = series.iter().map(|s| s.step).fold(0, lcm);
+    if series.is_empty() || step <= 0 {
+        return None;
+    }
+    let cons: Vec<Series> = series.iter().map(|s| s.consolidate((step / s.step) as usize)).collect();
+    let start = cons.iter().map(|s| s.start).min()?;
+    let mut end = cons.iter().map(|s| s.end).max()?;
+    end -= (end - start) % step;
+    let n = ((end - start) / step).max(0) as usize;
+    let rows = (0..n)
+        .map(|i| {
+            let t = start + i as i64 * step;
+            cons.iter()
+                .map(|s| {
+                    let d = t - s.start;
+                    if d < 0 || d % s.step != 0 {
+                        return None;
+                    }
+                    s.values.get((d / s.step) as usize).copied().flatten()
+                })
+                .collect()
+        })
+        .collect();
+    Some(Normalized { start, end, step, rows })
+}
+
+/// Python's `%g`-like short rendering used in generated names (`scale(x,0.5)`, `100.0` for
+/// constantLine keeps Python's float repr instead).
+pub fn fmt_g(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+/// Python's `repr(float)` for finite values (`100.0`, `0.5`).
+pub fn py_float(v: f64) -> String {
+    if v.is_nan() {
+        "nan".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "inf".into() } else { "-inf".into() }
+    } else if v.fract() == 0.0 && v.abs() < 1e16 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:?}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aggregates() {
+        let v = [Some(1.0), None, Some(3.0), Some(2.0)];
+        assert_eq!(aggregate("average", &v), Some(2.0));
+        assert_eq!(aggregate("sum", &v), Some(6.0));
+        assert_eq!(aggregate("diff", &v), Some(-4.0));
+        assert_eq!(aggregate("count", &v), Some(3.0));
+        assert_eq!(aggregate("multiply", &v), None);
+        assert_eq!(aggregate("avg_zero", &v), Some(1.5));
+        assert_eq!(aggregate("median", &v), Some(2.0));
+        assert_eq!(aggregate("range", &v), Some(2.0));
+        assert_eq!(aggregate("last", &v), Some(2.0));
+        assert_eq!(aggregate("sum", &[None, None]), None);
+        assert_eq!(aggregate("count", &[None]), Some(0.0));
+    }
+
+    #[test]
+    fn lcm_normalisation() {
+        // Spec §3.2: a 10 s series of 1s and a 60 s series of 100s sum to 101 at step 60.
+        let a = Series::new("a", 0, 10, vec![Some(1.0); 12]);
+        let b = Series::new("b", 0, 60, vec![Some(100.0); 2]);
+        let n = normalize(&[a, b]).unwrap();
+        assert_eq!(n.step, 60);
+        let sums: Vec<f64> = n.rows.iter().map(|r| aggregate("sum", r).unwrap()).collect();
+        assert_eq!(sums, vec![101.0, 101.0]);
+    }
+
+    #[test]
+    fn consolidation_respects_xff() {
+        let mut s = Series::new("a", 0, 10, vec![Some(1.0), None, None, Some(3.0)]);
+        assert_eq!(s.consolidate(2).values, vec![Some(1.0), Some(3.0)]);
+        s.xff = 0.6;
+        assert_eq!(s.consolidate(2).values, vec![None, None]);
+    }
+
+    #[test]
+    fn percentiles() {
+        let v = [1.0, 2.0, 3.0, 4.0, 5.0];
+        assert_eq!(percentile(&v, 50.0, false), Some(3.0));
+        assert_eq!(percentile(&v, 90.0, false), Some(5.0));
+        assert_eq!(percentile(&v, 0.0, false), Some(1.0));
+    }
+}

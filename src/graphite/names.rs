@@ -635,6 +635,18 @@ template = "dc.host.measurement*"
         proptest::collection::vec("[cx]|[a-c:_-]{1,3}|c-c|_\\.2E", 1..5).prop_map(|v| v.join("."))
     }
 
+    /// A case proptest once shrank to: `;` must not sneak in through the escape node.
+    #[test]
+    fn escape_node_is_literal() {
+        let n = fleet();
+        for p in ["x", "_;2E"] {
+            if let Ok((m, tags)) = n.to_series(p) {
+                assert_eq!(n.to_path(&m, &tags), p);
+            }
+        }
+        assert_ne!(n.to_series("x").ok(), n.to_series("_;2E").ok());
+    }
+
     proptest! {
         #[test]
         fn paths_round_trip_and_never_collide(a in path(), b in path()) {

@@ -17,7 +17,11 @@ command -v python3 >/dev/null || need+=(python3)
 # (collectd itself would add rrdtool, perl and friends).
 need_collectd=0
 [ -x /usr/sbin/collectd ] || need_collectd=1
-if ((${#need[@]})) || ((need_collectd)); then
+# The graphite-web peer suite (compat/graphite_web_compare) runs Debian's graphite-web 1.1.8
+# in-process on whisper files; its Depends (Django, whisper, cairo) are all it needs.
+need_graphite_web=0
+/usr/bin/python3 -c 'import graphite.render, whisper' 2>/dev/null || need_graphite_web=1
+if ((${#need[@]})) || ((need_collectd)) || ((need_graphite_web)); then
   if [ "$(id -u)" = 0 ]; then
     sudo=""
   else
@@ -29,6 +33,9 @@ if ((${#need[@]})) || ((need_collectd)); then
   fi
   if ((need_collectd)); then
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends collectd-core >/dev/null
+  fi
+  if ((need_graphite_web)); then
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends graphite-web python3-whisper >/dev/null
   fi
 fi
 
@@ -44,6 +51,9 @@ bash compat/prometheus/run.sh 30 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 echo "compat/graphite: Debian's collectd (write_graphite) against tsgate (about 10 s)"
 bash compat/graphite/run.sh 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+echo "compat/graphite_web_compare: Debian's graphite-web 1.1.8 /render against tsgate (about 5 s)"
+bash compat/graphite_web_compare/run.sh 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 set -e
 # One closing line for the whole run, summed over every test binary.

@@ -14,29 +14,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tsgate_graphite::{frame, pickle, plaintext};
 
-pub async fn serve(state: Arc<AppState>, listener: TcpListener, mut shutdown: watch::Receiver<bool>) {
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
-                    Ok(x) => x,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "pickle accept failed");
-                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let st = state.clone();
-                let sd = shutdown.clone();
-                tokio::spawn(async move {
-                    if let Err(e) = connection(st, stream, sd).await {
-                        tracing::debug!(%peer, error = %e, "pickle connection ended with an error");
-                    }
-                });
-            }
-            _ = shutdown.changed() => return,
-        }
-    }
+pub async fn serve(state: Arc<AppState>, listener: TcpListener, shutdown: watch::Receiver<bool>) {
+    crate::server::accept_loop("pickle", state, listener, shutdown, connection).await
 }
 
 async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {

@@ -23,29 +23,8 @@ const READ_CHUNK: usize = 64 * 1024;
 const IN_FLIGHT: usize = 4;
 
 /// Accepts plaintext TCP connections until shutdown.
-pub async fn serve_tcp(state: Arc<AppState>, listener: TcpListener, mut shutdown: watch::Receiver<bool>) {
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
-                    Ok(x) => x,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "graphite accept failed");
-                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let st = state.clone();
-                let sd = shutdown.clone();
-                tokio::spawn(async move {
-                    if let Err(e) = connection(st, stream, sd).await {
-                        tracing::debug!(%peer, error = %e, "graphite connection ended with an error");
-                    }
-                });
-            }
-            _ = shutdown.changed() => return,
-        }
-    }
+pub async fn serve_tcp(state: Arc<AppState>, listener: TcpListener, shutdown: watch::Receiver<bool>) {
+    crate::server::accept_loop("graphite", state, listener, shutdown, connection).await
 }
 
 async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {

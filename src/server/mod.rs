@@ -50,32 +50,46 @@ impl AppState {
     }
 }
 
-/// Accepts connections until `shutdown` turns true, then returns (open connections finish
-/// their current request and see the writer close).
-pub async fn serve(state: Arc<AppState>, listener: TcpListener, mut shutdown: watch::Receiver<bool>) {
+/// Accepts connections until `shutdown` turns true, handing each to `conn` on its own task;
+/// then returns (open connections finish their current request and see the writer close).
+/// Every listener (OpenTSDB, Graphite plaintext, pickle) runs this loop.
+pub async fn accept_loop<F, Fut>(
+    what: &'static str,
+    state: Arc<AppState>,
+    listener: TcpListener,
+    mut shutdown: watch::Receiver<bool>,
+    conn: F,
+) where
+    F: Fn(Arc<AppState>, TcpStream, watch::Receiver<bool>) -> Fut,
+    Fut: std::future::Future<Output = std::io::Result<()>> + Send + 'static,
+{
     loop {
         tokio::select! {
             accepted = listener.accept() => {
                 let (stream, peer) = match accepted {
                     Ok(x) => x,
                     Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
+                        tracing::warn!(error = %e, listener = what, "accept failed");
                         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                         continue;
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let st = state.clone();
-                let sd = shutdown.clone();
+                let fut = conn(state.clone(), stream, shutdown.clone());
                 tokio::spawn(async move {
-                    if let Err(e) = handle(st, stream, sd).await {
-                        tracing::debug!(%peer, error = %e, "connection ended with an error");
+                    if let Err(e) = fut.await {
+                        tracing::debug!(%peer, error = %e, listener = what, "connection ended with an error");
                     }
                 });
             }
             _ = shutdown.changed() => return,
         }
     }
+}
+
+/// The OpenTSDB port (telnet and HTTP).
+pub async fn serve(state: Arc<AppState>, listener: TcpListener, shutdown: watch::Receiver<bool>) {
+    accept_loop("opentsdb", state, listener, shutdown, handle).await
 }
 
 async fn handle(state: Arc<AppState>, stream: TcpStream, shutdown: watch::Receiver<bool>) -> std::io::Result<()> {

@@ -47,7 +47,9 @@ QUERIES = [
     'count by (job) (up)',
     'stddev(rate(node_cpu_seconds_total[15s]))',
     'stdvar by (mode) (rate(node_cpu_seconds_total[15s]))',
-    'topk(3, rate(node_cpu_seconds_total[15s]))',
+    # topk over cumulative CPU seconds: the top values never tie (rates of idle CPUs do, and
+    # which of two equal series topk keeps is an implementation detail).
+    'topk(3, node_cpu_seconds_total)',
     'bottomk(2, scrape_samples_scraped)',
     'quantile(0.9, rate(node_cpu_seconds_total[15s]))',
     'quantile(1.5, scrape_duration_seconds)',

@@ -11,15 +11,7 @@ root=$(cd "$here/../.." && pwd)
 TSGATE=${TSGATE:-$root/target/release/tsgate}
 COLLECTD=${COLLECTD:-/usr/sbin/collectd}
 [ -x "$COLLECTD" ] || { echo "compat/graphite: collectd is missing (tests/run.sh installs collectd-core)" >&2; exit 2; }
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+. "$root/compat/lib.sh"
 TS=$(port); GP=$(port)
 host=tsgatecompat
 

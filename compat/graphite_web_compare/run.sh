@@ -13,14 +13,7 @@ TSGATE=${TSGATE:-$root/target/release/tsgate}
 PY=${GRAPHITE_PYTHON:-/usr/bin/python3}
 "$PY" -c 'import graphite.render, whisper' 2>/dev/null ||
   { echo "compat/graphite_web_compare: graphite-web is missing (tests/run.sh installs graphite-web python3-whisper)" >&2; exit 2; }
-work=$(mktemp -d)
-pid=""
-cleanup() {
-  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+. "$root/compat/lib.sh"
 TS=$(port); GP=$(port)
 
 cat >"$work/tsgate.toml" <<TOML
@@ -32,7 +25,7 @@ pickle_listen = ""
 [write]
 flush_interval_ms = 200
 TOML
-"$TSGATE" serve --config "$work/tsgate.toml" >"$work/tsgate.log" 2>&1 & pid=$!
+"$TSGATE" serve --config "$work/tsgate.toml" >"$work/tsgate.log" 2>&1 & pid=$!; pids+=("$pid")
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$TS/api/version" >/dev/null && break; sleep 0.1; done
 
 status=0

@@ -15,15 +15,7 @@ TSGATE=${TSGATE:-$root/target/release/tsgate}
 for b in prometheus prometheus-node-exporter python3 curl; do
   command -v "$b" >/dev/null || { echo "compat/prometheus: $b is missing (tests/run.sh installs it)" >&2; exit 2; }
 done
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+. "$root/compat/lib.sh"
 TS=$(port); NE=$(port); SEND=$(port); REF=$(port); READ=$(port); IM=$(port)
 wait_up() { for _ in $(seq 150); do curl -sf "$1" >/dev/null && return 0; sleep 0.2; done; echo "not up: $1" >&2; cat "$work"/*.log >&2; exit 1; }
 

@@ -1,0 +1,11 @@
+# Shared scaffolding for the compat suites (sourced, not run): a temp work dir, the processes
+# started in it (append their pids to `pids`), cleanup of both on exit, and free loopback ports.
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }

@@ -160,8 +160,16 @@ pub async fn serve(cfg: Config) -> Result<(), AppError> {
     }
     let Node { state, threads, wal_lock } = node;
     state.ingest.writer.close();
+    let store = state.query.store.clone();
     drop(state);
-    tokio::task::spawn_blocking(move || threads.join()).await.ok();
+    tokio::task::spawn_blocking(move || {
+        threads.join();
+        if let Err(e) = store.close() {
+            tracing::error!(error = %e, "closing the store failed (the next start recovers it)");
+        }
+    })
+    .await
+    .ok();
     drop(wal_lock);
     tracing::info!("stopped cleanly");
     Ok(())

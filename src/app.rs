@@ -44,7 +44,7 @@ pub fn open_store(cfg: &Config) -> Result<SharedStore, AppError> {
         }
         _ => {
             std::fs::create_dir_all(&cfg.data_dir)?;
-            Ok(Arc::new(EmbeddedStore::open(&cfg.data_dir.join("store"), &specs)?))
+            Ok(Arc::new(EmbeddedStore::open_with_cache(&cfg.data_dir.join("store"), &specs, cfg.storage.cache_mb << 20)?))
         }
     }
 }

@@ -123,6 +123,8 @@ pub struct StorageConfig {
     /// Salt bytes in front of row keys (0 = off), and how many buckets.
     pub salt_width: usize,
     pub salt_buckets: u32,
+    /// Block cache of the embedded engine, in MiB (decompressed blocks of recently read data).
+    pub cache_mb: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -221,6 +223,7 @@ impl Default for StorageConfig {
             uid_width_tagv: 3,
             salt_width: 0,
             salt_buckets: 20,
+            cache_mb: 128,
         }
     }
 }

@@ -283,7 +283,7 @@ fn telnet_is_off_when_auth_is_on_unless_asked_for() {
     let mut t = s.telnet();
     t.send(&format!("put sec.telnet {} 1 host=a\n", now_s()));
     let line = t.read_line();
-    assert!(line.contains("telnet is disabled"), "{line:?}");
+    assert!(line.contains("telnet is off"), "{line:?}");
     assert_eq!(t.read_line(), "", "the connection closes");
     // Nothing was stored: the metric has no UID.
     let r = curl(&["-u", "alice:alice-pw", &format!("http://{}/api/suggest?type=metrics&q=sec.telnet", s.addr)]);

@@ -40,5 +40,5 @@ pub async fn close_with(mut stream: TcpStream, msg: &[u8]) -> std::io::Result<()
 /// Telnet is off (`server.telnet = false`, the default when auth is on): one error line in the
 /// telnet protocol's style, then close, so `put` cannot get around HTTP authentication.
 pub async fn refuse_telnet(stream: TcpStream) -> std::io::Result<()> {
-    close_with(stream, b"error: telnet is disabled on this port (server.telnet = false); use HTTP /api/put\n").await
+    close_with(stream, b"error: telnet is off on this port (server.telnet, off by default when auth.enabled); use HTTP /api/put\n").await
 }

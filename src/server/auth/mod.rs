@@ -192,3 +192,55 @@ fn is_loopback(addr: &str) -> bool {
     let host = addr.rsplit_once(':').map(|(h, _)| h).unwrap_or(addr).trim_matches(|c| c == '[' || c == ']');
     host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(v: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(http::header::AUTHORIZATION, v.parse().unwrap());
+        h
+    }
+
+    fn basic(user_pass: &str) -> HeaderMap {
+        header(&format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(user_pass)))
+    }
+
+    #[tokio::test]
+    async fn basic_bearer_and_the_cache() {
+        let cfg = AuthConfig {
+            enabled: true,
+            users: vec![config::UserConfig { name: "u".into(), password_hash: config::hash_password("pw").unwrap(), rights: vec![Right::Read] }],
+            tokens: vec![config::TokenConfig {
+                name: "t".into(),
+                token_sha256: config::hex(&config::token_sha256("tok")),
+                rights: vec![Right::Write],
+                ..Default::default()
+            }],
+        };
+        let a = Authenticator::from_config(&cfg).unwrap().unwrap();
+        assert_eq!(a.authenticate(&HeaderMap::new()).await, Err(Denied::Missing));
+        assert_eq!(a.authenticate(&basic("u:wrong")).await, Err(Denied::Invalid));
+        assert_eq!(a.authenticate(&basic("nobody:pw")).await, Err(Denied::Invalid));
+        assert!(a.cache.lock().is_empty(), "failures are not cached");
+        let p = a.authenticate(&basic("u:pw")).await.unwrap();
+        assert_eq!(p, Principal { name: "u".into(), rights: Rights { read: true, write: false } });
+        assert_eq!(a.cache.lock().len(), 1);
+        // Served from the cache now; still only for the exact credentials.
+        assert_eq!(a.authenticate(&basic("u:pw")).await.unwrap(), p);
+        assert_eq!(a.authenticate(&basic("u:pw2")).await, Err(Denied::Invalid));
+        let t = a.authenticate(&header("bearer  tok")).await.unwrap();
+        assert_eq!(t.rights, Rights { read: false, write: true });
+        assert_eq!(a.authenticate(&header("Bearer tok2")).await, Err(Denied::Invalid));
+        assert_eq!(a.authenticate(&header("Digest x")).await, Err(Denied::Invalid));
+        assert_eq!(a.authenticate(&header("Basic !!!")).await, Err(Denied::Invalid));
+        assert!(Authenticator::from_config(&AuthConfig::default()).unwrap().is_none());
+    }
+
+    #[test]
+    fn loopback_addresses() {
+        assert!(is_loopback("127.0.0.1:2003") && is_loopback("[::1]:2003") && is_loopback("localhost:2003"));
+        assert!(!is_loopback("0.0.0.0:2003") && !is_loopback("10.0.0.5:2003"));
+    }
+}

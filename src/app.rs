@@ -28,6 +28,10 @@ pub enum AppError {
     Io(#[from] std::io::Error),
     #[error("invalid graphite.rules: {0}")]
     NameRules(String),
+    #[error("invalid auth config: {0}")]
+    Auth(#[from] crate::server::auth::AuthError),
+    #[error(transparent)]
+    Tls(#[from] crate::server::tls::TlsError),
     #[error("the write-ahead log in {0} is in use by another tsgate process")]
     Locked(String),
 }
@@ -102,6 +106,9 @@ impl Node {
     /// Opens the store, replays the WAL and starts the writer. Needs a tokio runtime.
     pub fn start(cfg: Config) -> Result<Node, AppError> {
         cfg.validate()?;
+        // Secrets and certificates first: a bad one should fail before the store is opened.
+        let auth = crate::server::auth::Authenticator::from_config(&cfg.auth)?;
+        let tls = crate::server::tls::Tls::from_config(&cfg.server.tls)?;
         let wal_lock = lock_wal(&cfg.data_dir)?;
         let store = open_store(&cfg)?;
         let layout = cfg.layout();
@@ -131,6 +138,8 @@ impl Node {
             prom,
             graphite_index: Default::default(),
             names,
+            auth,
+            tls,
         });
         Ok(Node { state, threads, wal_lock })
     }
@@ -142,7 +151,10 @@ pub async fn serve(cfg: Config) -> Result<(), AppError> {
     let listener = tokio::net::TcpListener::bind(&listen).await.map_err(|source| AppError::Listen { addr: listen.clone(), source })?;
     let graphite = bind_graphite(&cfg.server).await?;
     let node = Node::start(cfg)?;
-    tracing::info!(addr = %listener.local_addr()?, data_dir = %node.state.config.data_dir.display(), "tsgate listening (OpenTSDB telnet + HTTP)");
+    let c = &node.state.config;
+    tracing::info!(addr = %listener.local_addr()?, data_dir = %c.data_dir.display(), telnet = c.telnet_enabled(),
+        https = c.server.tls.enabled(), auth = c.auth.enabled, "tsgate listening (OpenTSDB telnet + HTTP)");
+    crate::server::auth::warn_unprotected(c);
     let (tx, rx) = tokio::sync::watch::channel(false);
     let server = tokio::spawn(crate::server::serve(node.state.clone(), listener, rx.clone()));
     let graphite = start_graphite(&node.state, graphite, rx);

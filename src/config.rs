@@ -21,6 +21,8 @@ pub struct Config {
     pub tree: TreeConfig,
     pub prometheus: PrometheusConfig,
     pub graphite: GraphiteConfig,
+    /// HTTP authentication (`[auth]`, see `server::auth`).
+    pub auth: crate::server::auth::AuthConfig,
 }
 
 /// Graphite ingest (carbon plaintext and pickle) and the name rules that map dotted paths to
@@ -107,6 +109,11 @@ pub struct ServerConfig {
     pub graphite_listen: String,
     /// Graphite pickle (carbon-relay's protocol), TCP ("" = off).
     pub pickle_listen: String,
+    /// Telnet commands on `listen`. Unset: on, unless `auth.enabled` (telnet has no auth, so it
+    /// would bypass it); `true` keeps it on even then.
+    pub telnet: Option<bool>,
+    /// HTTPS on `listen` (`[server.tls]`).
+    pub tls: crate::server::tls::TlsConfig,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -202,13 +209,20 @@ impl Default for Config {
             tree: TreeConfig::default(),
             prometheus: PrometheusConfig::default(),
             graphite: GraphiteConfig::default(),
+            auth: Default::default(),
         }
     }
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig { listen: "0.0.0.0:4242".into(), graphite_listen: "0.0.0.0:2003".into(), pickle_listen: "0.0.0.0:2004".into() }
+        ServerConfig {
+            listen: "0.0.0.0:4242".into(),
+            graphite_listen: "0.0.0.0:2003".into(),
+            pickle_listen: "0.0.0.0:2004".into(),
+            telnet: None,
+            tls: Default::default(),
+        }
     }
 }
 
@@ -311,6 +325,11 @@ impl Config {
             return Err(ConfigError::Invalid("write.wal_fsync must be \"always\" or \"never\"".into()));
         }
         Ok(())
+    }
+
+    /// Whether the OpenTSDB port answers telnet commands (see `ServerConfig::telnet`).
+    pub fn telnet_enabled(&self) -> bool {
+        self.server.telnet.unwrap_or(!self.auth.enabled)
     }
 
     pub fn layout(&self) -> KeyLayout {

@@ -9,7 +9,7 @@
 
 use super::write::{now_ms, write_batch, GPoint};
 use crate::server::AppState;
-use crate::stats::Stats;
+use crate::observe::{ingest::rejected, Protocol, Reason};
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -28,7 +28,6 @@ pub async fn serve_tcp(state: Arc<AppState>, listener: TcpListener, shutdown: wa
 }
 
 async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
-    Stats::add(&state.stats.connections, 1);
     let mut buf = BytesMut::with_capacity(READ_CHUNK * 2);
     let mut tasks: VecDeque<JoinHandle<()>> = VecDeque::new();
     // While a line is longer than the cap, bytes are dropped until its newline.
@@ -60,7 +59,7 @@ async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: w
         if !skipping && buf.len() > MAX_LINE {
             buf.clear();
             skipping = true;
-            Stats::add(&state.stats.graphite_plaintext_errors, 1);
+            rejected(Protocol::GraphitePlaintext, Reason::Limit, 1);
             tracing::debug!("graphite line longer than {MAX_LINE} bytes skipped");
         }
         while tasks.len() > IN_FLIGHT || (eof && !tasks.is_empty()) {
@@ -99,9 +98,8 @@ fn parse_lines<'a>(lines: impl Iterator<Item = &'a [u8]>, now: u64, points: &mut
 async fn process_chunk(state: Arc<AppState>, chunk: Bytes) {
     let mut points = Vec::new();
     let errors = parse_lines(chunk.split(|&b| b == b'\n'), now_ms(), &mut points);
-    let out = write_batch(&state, &points).await;
-    Stats::add(&state.stats.graphite_plaintext_points, out.stored);
-    Stats::add(&state.stats.graphite_plaintext_errors, errors + out.refused);
+    rejected(Protocol::GraphitePlaintext, Reason::Parse, errors);
+    write_batch(&state, Protocol::GraphitePlaintext, &points).await;
 }
 
 /// Receives plaintext datagrams until shutdown; each is one or more lines.
@@ -120,8 +118,7 @@ pub async fn serve_udp(state: Arc<AppState>, socket: UdpSocket, mut shutdown: wa
         };
         let mut points = Vec::new();
         let errors = parse_lines(tsgate_graphite::plaintext::datagram_lines(&buf[..n]), now_ms(), &mut points);
-        let out = write_batch(&state, &points).await;
-        Stats::add(&state.stats.graphite_udp_points, out.stored);
-        Stats::add(&state.stats.graphite_udp_errors, errors + out.refused);
+        rejected(Protocol::GraphiteUdp, Reason::Parse, errors);
+        write_batch(&state, Protocol::GraphiteUdp, &points).await;
     }
 }

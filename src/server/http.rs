@@ -83,6 +83,7 @@ async fn read_body(
 
 pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
     let st = state.clone();
+    let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_default();
     let filter = warp::any()
         .and(warp::method())
         .and(warp::path::full())
@@ -90,16 +91,21 @@ pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutd
         .and(warp::header::headers_cloned())
         .and(warp::body::stream())
         .then(move |method: Method, path: warp::path::FullPath, query: String, headers: HeaderMap, body| {
-            let st = st.clone();
+            let (st, peer) = (st.clone(), peer.clone());
             async move {
-                crate::stats::Stats::add(&st.stats.http_requests, 1);
+                let (started, endpoint) = (std::time::Instant::now(), crate::observe::http::endpoint(path.as_str()));
                 let limit = st.config.limits.http_body_max;
-                let body = match read_body(Box::pin(body), limit).await {
-                    Ok(b) => b,
-                    Err(r) => return r,
+                let reply = match read_body(Box::pin(body), limit).await {
+                    Ok(body) => {
+                        let track = crate::observe::http::track_query(endpoint, path.as_str(), &query, &body, &peer);
+                        let r = super::api::route(&st, Request { method, path: path.as_str().to_string(), query, headers, body }).await;
+                        track.finish(r.status());
+                        r
+                    }
+                    Err(r) => r,
                 };
-                let req = Request { method, path: path.as_str().to_string(), query, headers, body };
-                super::api::route(&st, req).await
+                crate::observe::http::record(endpoint, reply.status().as_u16(), started);
+                reply
             }
         });
     let svc = hyper_util::service::TowerToHyperService::new(warp::service(filter));

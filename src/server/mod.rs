@@ -7,6 +7,7 @@ pub mod http;
 pub mod opentsdb_meta;
 pub mod opentsdb_query;
 pub mod prometheus;
+pub mod stats_api;
 pub mod telnet;
 
 use crate::ingest::Ingest;
@@ -63,6 +64,7 @@ pub async fn accept_loop<F, Fut>(
     F: Fn(Arc<AppState>, TcpStream, watch::Receiver<bool>) -> Fut,
     Fut: std::future::Future<Output = std::io::Result<()>> + Send + 'static,
 {
+    let label = crate::observe::Listener::named(what);
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -76,7 +78,9 @@ pub async fn accept_loop<F, Fut>(
                 };
                 let _ = stream.set_nodelay(true);
                 let fut = conn(state.clone(), stream, shutdown.clone());
+                let open = crate::observe::ConnectionGuard::open(label);
                 tokio::spawn(async move {
+                    let _open = open;
                     if let Err(e) = fut.await {
                         tracing::debug!(%peer, error = %e, listener = what, "connection ended with an error");
                     }

@@ -72,11 +72,10 @@ async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: w
 }
 
 /// Parses the lines of one chunk and writes the good ones.
-fn parse_lines<'a>(lines: impl Iterator<Item = &'a [u8]>, now: u64, points: &mut Vec<GPoint<'a>>) -> u64 {
-    let mut errors = 0;
+fn parse_lines<'a>(lines: impl Iterator<Item = &'a [u8]>, now: u64, points: &mut Vec<GPoint<'a>>, proto: Protocol) {
     for raw in lines {
         let Ok(line) = std::str::from_utf8(raw) else {
-            errors += 1;
+            rejected(proto, Reason::Parse, 1);
             tracing::debug!("graphite line is not UTF-8");
             continue;
         };
@@ -86,19 +85,17 @@ fn parse_lines<'a>(lines: impl Iterator<Item = &'a [u8]>, now: u64, points: &mut
             Err(e) => {
                 // Blank lines are harmless keep-alives.
                 if !line.trim().is_empty() {
-                    errors += 1;
+                    rejected(proto, crate::observe::ingest::graphite_line_reason(&e), 1);
                     tracing::debug!(line = %line.chars().take(200).collect::<String>(), error = %e, "invalid graphite line");
                 }
             }
         }
     }
-    errors
 }
 
 async fn process_chunk(state: Arc<AppState>, chunk: Bytes) {
     let mut points = Vec::new();
-    let errors = parse_lines(chunk.split(|&b| b == b'\n'), now_ms(), &mut points);
-    rejected(Protocol::GraphitePlaintext, Reason::Parse, errors);
+    parse_lines(chunk.split(|&b| b == b'\n'), now_ms(), &mut points, Protocol::GraphitePlaintext);
     write_batch(&state, Protocol::GraphitePlaintext, &points).await;
 }
 
@@ -117,8 +114,7 @@ pub async fn serve_udp(state: Arc<AppState>, socket: UdpSocket, mut shutdown: wa
             _ = shutdown.changed() => return,
         };
         let mut points = Vec::new();
-        let errors = parse_lines(tsgate_graphite::plaintext::datagram_lines(&buf[..n]), now_ms(), &mut points);
-        rejected(Protocol::GraphiteUdp, Reason::Parse, errors);
+        parse_lines(tsgate_graphite::plaintext::datagram_lines(&buf[..n]), now_ms(), &mut points, Protocol::GraphiteUdp);
         write_batch(&state, Protocol::GraphiteUdp, &points).await;
     }
 }

@@ -13,6 +13,16 @@ pub fn rejected(p: Protocol, reason: Reason, n: u64) {
     }
 }
 
+/// The reason for a refused carbon plaintext line.
+pub fn graphite_line_reason(e: &tsgate_graphite::plaintext::LineError) -> Reason {
+    use tsgate_graphite::plaintext::LineError;
+    match e {
+        LineError::TooLong => Reason::Limit,
+        LineError::Value(_) | LineError::Timestamp(_) | LineError::TimestampRange(_) => Reason::Value,
+        LineError::Fields(_) | LineError::Utf8 => Reason::Parse,
+    }
+}
+
 /// Counts a body or frame refused as a whole.
 pub fn batch_rejected(p: Protocol, error: &dyn std::fmt::Display) {
     super::metrics().ingest(p).batches_rejected.inc();

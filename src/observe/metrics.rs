@@ -199,17 +199,39 @@ pub fn point_reason(e: &PointError) -> Reason {
     }
 }
 
-/// The reason for a validation message of OpenTSDB's put checks (telnet and `/api/put`).
-/// Parse errors are the cold path, so reading the message is affordable.
+/// The reason for a validation message of OpenTSDB's put checks (telnet and `/api/put`),
+/// from the phrases those messages use. Refusals are the cold path, so reading the text is
+/// affordable; anything unrecognised counts as `parse`.
 pub fn message_reason(msg: &str) -> Reason {
+    const TAGS: &[&str] = &["too many tags", "at least one tag", "missing tags", "duplicate tag", "invalid tag", "tag name with", "tag value with"];
+    const LIMIT: &[&str] = &["too long", "limits."];
+    const VALUE: &[&str] = &["invalid value", "parse value", "empty value", "nan or infinite", "timestamp"];
     let m = msg.to_ascii_lowercase();
-    if m.contains("too many tags") || m.contains("tag") {
+    let has = |list: &[&str]| list.iter().any(|p| m.contains(p));
+    if has(TAGS) {
         Reason::Tags
-    } else if m.contains("too long") || m.contains("limit") {
+    } else if has(LIMIT) {
         Reason::Limit
-    } else if m.contains("value") || m.contains("nan") {
+    } else if has(VALUE) {
         Reason::Value
     } else {
         Reason::Parse
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_from_opentsdb_messages() {
+        assert_eq!(message_reason("put: illegal argument: Too many tags: 9 maximum allowed: 8, tags: {a=1}"), Reason::Tags);
+        assert_eq!(message_reason("Invalid tag value with key [host] (\"a!\"): illegal character: !"), Reason::Tags);
+        assert_eq!(message_reason("put: invalid value: Unable to parse value to a number"), Reason::Value);
+        assert_eq!(message_reason("Invalid timestamp"), Reason::Value);
+        assert_eq!(message_reason("put: illegal argument: line too long (limits.telnet_line_max = 10 bytes)"), Reason::Limit);
+        assert_eq!(message_reason("put: illegal argument: not enough arguments (need least 4, got 1)"), Reason::Parse);
+        // A metric named like a phrase does not fool it when the phrase is not there.
+        assert_eq!(message_reason("Invalid metric (\"stage!\"): illegal character: !"), Reason::Parse);
     }
 }

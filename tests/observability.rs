@@ -441,3 +441,30 @@ fn json_logs_and_the_wal_replay_after_kill_9() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("invalid log format \"xml\""), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn hbase_backend_is_timed_and_its_thrift_calls_exposed() {
+    let b = Backend::hbase();
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start_on(&b, &dir.path().join("data"), None);
+    let mut t = s.telnet();
+    t.send("put obs.hb 1700000000 1 host=a\nput obs.hb 1700000001 2 host=a\n");
+    assert!(t.sync().is_empty());
+    s.wait_points("/api/query?start=1699999000&end=1700000100&m=sum:obs.hb", 2);
+    let m = scrape(&s.addr);
+    assert_eq!(get(&m, &format!("tsgate_build_info{{version=\"{}\",backend=\"hbase\"}}", env!("CARGO_PKG_VERSION"))), 1.0);
+    assert_eq!(stored(&m, "telnet"), 2.0);
+    // The Thrift calls the pool counted, one series per method, and the store's own timings.
+    let rpcs: f64 = m.iter().filter(|(k, _)| k.starts_with("tsgate_hbase_rpcs_total{method=")).map(|(_, v)| v).sum();
+    assert!(rpcs > 0.0, "{m:?}");
+    for op in ["get", "put", "scan", "increment", "cas"] {
+        assert!(get(&m, &format!("tsgate_store_operation_duration_seconds_count{{op=\"{op}\"}}")) >= 1.0, "{op}");
+    }
+    assert_eq!(get(&m, "tsgate_store_errors_total{op=\"put\"}"), 0.0);
+    let (code, body) = s.http("GET", "/api/stats/region_clients", "");
+    assert_eq!(code, 200);
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v[0]["endpoint"], b.thrift_addr().unwrap().as_str(), "{body}");
+    assert!(v[0]["rpcsSent"].as_u64().unwrap() > 0, "{body}");
+    s.stop();
+}

@@ -361,6 +361,11 @@ fn every_protocol_moves_its_counters_by_exact_amounts() {
     let (code, body) = n.server.http("GET", "/metrics?query=obs.gp.*&format=treejson", "");
     assert_eq!(code, 200);
     assert!(body.contains("obs.gp.a"), "{body}");
+    let m4 = scrape(&a);
+    assert_eq!(get(&m4, "tsgate_http_requests_total{endpoint=\"graphite_meta\",code=\"200\"}"), 1.0);
+    // A scrape is answered before it counts itself: between m3 and m4, m3 alone was counted.
+    let scrapes = "tsgate_http_requests_total{endpoint=\"metrics\",code=\"200\"}";
+    assert_eq!(get(&m4, scrapes) - get(&m3, scrapes), 1.0);
     n.server.stop();
 }
 

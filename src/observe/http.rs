@@ -3,7 +3,18 @@
 use super::metrics::{status_slot, Endpoint, QueryApi};
 use std::time::Instant;
 
-/// The family a request path belongs to (a bounded label, unlike the path itself).
+/// The family of a request (a bounded label, unlike the path itself). `/metrics` is the
+/// exposition only for a GET without `query`, as the router decides.
+pub fn endpoint_of(method: &http::Method, path: &str, query_string: &str) -> Endpoint {
+    let e = endpoint(path);
+    let graphite_find = method != http::Method::GET || form_urlencoded::parse(query_string.as_bytes()).any(|(k, _)| k == "query");
+    if e == Endpoint::Metrics && graphite_find {
+        return Endpoint::GraphiteMeta;
+    }
+    e
+}
+
+/// The family a request path belongs to.
 pub fn endpoint(path: &str) -> Endpoint {
     let p = path.trim_end_matches('/').to_ascii_lowercase();
     match p.as_str() {
@@ -83,6 +94,9 @@ mod tests {
         assert_eq!(endpoint("/api/v1/label/job/values"), Endpoint::PromMeta);
         assert_eq!(endpoint("/metrics/find"), Endpoint::GraphiteMeta);
         assert_eq!(endpoint("/metrics"), Endpoint::Metrics);
+        assert_eq!(endpoint_of(&http::Method::GET, "/metrics", ""), Endpoint::Metrics);
+        assert_eq!(endpoint_of(&http::Method::GET, "/metrics", "query=a.*"), Endpoint::GraphiteMeta);
+        assert_eq!(endpoint_of(&http::Method::POST, "/metrics", ""), Endpoint::GraphiteMeta);
         assert_eq!(endpoint("/api/stats/jvm"), Endpoint::Stats);
         assert_eq!(endpoint("/nope"), Endpoint::Other);
     }

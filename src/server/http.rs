@@ -93,7 +93,7 @@ pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutd
         .then(move |method: Method, path: warp::path::FullPath, query: String, headers: HeaderMap, body| {
             let (st, peer) = (st.clone(), peer.clone());
             async move {
-                let (started, endpoint) = (std::time::Instant::now(), crate::observe::http::endpoint(path.as_str()));
+                let (started, endpoint) = (std::time::Instant::now(), crate::observe::http::endpoint_of(&method, path.as_str(), &query));
                 let limit = st.config.limits.http_body_max;
                 let reply = match read_body(Box::pin(body), limit).await {
                     Ok(body) => {

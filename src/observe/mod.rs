@@ -55,7 +55,7 @@ impl Drop for ConnectionGuard {
 pub mod write {
     use std::time::Instant;
 
-    /// A group commit of `bytes` to the WAL that started at `start`.
+    /// A group commit that started at `start` and appended `bytes` (0 if it failed).
     pub fn wal_commit(start: Instant, bytes: usize) {
         let m = super::metrics();
         m.wal_fsync.since(start);

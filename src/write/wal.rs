@@ -99,7 +99,7 @@ impl Wal {
         let n = self.buf.len();
         let start = std::time::Instant::now();
         let res = self.file.write_all(&self.buf).and_then(|_| if self.fsync { self.file.sync_data() } else { Ok(()) });
-        crate::observe::write::wal_commit(start, n);
+        crate::observe::write::wal_commit(start, if res.is_ok() { n } else { 0 });
         self.buf.clear();
         res.map(|_| n)
     }

@@ -23,6 +23,21 @@ pub struct Config {
     pub graphite: GraphiteConfig,
     /// HTTP authentication (`[auth]`, see `server::auth`).
     pub auth: crate::server::auth::AuthConfig,
+    pub log: LogConfig,
+}
+
+/// Logging (`--log-format` overrides `format`).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    /// `text` (human-readable) or `json` (one object per line).
+    pub format: String,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig { format: "text".into() }
+    }
 }
 
 /// Graphite ingest (carbon plaintext and pickle) and the name rules that map dotted paths to
@@ -210,6 +225,7 @@ impl Default for Config {
             prometheus: PrometheusConfig::default(),
             graphite: GraphiteConfig::default(),
             auth: Default::default(),
+            log: LogConfig::default(),
         }
     }
 }
@@ -291,6 +307,7 @@ impl Config {
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.log.format.parse::<crate::observe::logging::LogFormat>().map_err(|e| ConfigError::Invalid(format!("log.format: {e}")))?;
         let s = &self.storage;
         for (k, w) in [("metric", s.uid_width_metric), ("tagk", s.uid_width_tagk), ("tagv", s.uid_width_tagv)] {
             if !(1..=8).contains(&w) {

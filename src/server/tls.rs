@@ -85,9 +85,10 @@ impl Tls {
         stream: TcpStream,
         shutdown: tokio::sync::watch::Receiver<bool>,
     ) -> std::io::Result<()> {
+        let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_default();
         let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, self.acceptor.accept(stream))
             .await
             .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
-        super::http::serve_connection(state, tls, shutdown).await
+        super::http::serve_connection(state, tls, peer, shutdown).await
     }
 }

@@ -253,7 +253,7 @@ impl Default for StorageConfig {
             uid_width_tagv: 3,
             salt_width: 0,
             salt_buckets: 20,
-            cache_mb: 128,
+            cache_mb: 64,
         }
     }
 }

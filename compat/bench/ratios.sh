@@ -196,7 +196,7 @@ fi
 # --- the table -------------------------------------------------------------------------------
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 mem=$(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo)
-vmver=$(victoria-metrics -version 2>/dev/null | head -1)
+vmver=$(dpkg-query -W -f '${Version}' victoria-metrics 2>/dev/null || true)
 echo
 echo "Machine: $(nproc) cores, $cpu, $mem RAM; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "tsgate $(git -C "$root" rev-parse --short HEAD), VictoriaMetrics ${vmver:-?}; data: $pts points, $series series ($d)"

@@ -70,7 +70,11 @@ one() {  # TARGET PROTO
 try: print(int(float(json.load(sys.stdin)['data']['result'][0]['value'][1])))
 except Exception: print(0)")
     [ "$n" -ge "$want" ] && break
-    if [ "$(python3 -c "print(int($(date +%s.%N) - $t0))")" -ge "$limit" ]; then status="stalled"; break; fi
+    if [ "$(python3 -c "print(int($(date +%s.%N) - $t0))")" -ge "$limit" ]; then
+      s="stalled: not queryable after ${limit}s"
+      if [ "$status" = ok ]; then status=$s; else status="$status, $s"; fi
+      break
+    fi
     sleep 1
   done
   t2=$(date +%s.%N)
@@ -85,13 +89,14 @@ except Exception: print(0)")
 import sys
 send, q = $t1 - $t0, $t2 - $t0
 idle, peak, after = $idle / 1024, $peak / 1024, $after / 1024
-print(f"| $target | $proto | $n of $want | {send:.1f} | {q:.1f} | {$pts / q:,.0f} | {peak:,.0f} | {idle:,.0f} | "
+print(f"| $target | $proto | $n of $want | {send:.1f} | {q:.1f} | {$n * $pts / $want / q:,.0f} | {peak:,.0f} | {idle:,.0f} | "
       f"{after:,.0f} | {(after - idle) * 1048576 / $series:,.0f} | $warns | {sys.argv[1]} |")
 PY
 }
 
 echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM; load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "Data: $pts points, $series series ($d). Points counted: those of cpu.$last, the last metric of every host."
+echo "Data: $pts points, $series series ($d). Points counted: those of cpu.$last, the last metric of every host;"
+echo "points/s = points made queryable (counted x 10 metrics) / seconds until queryable or the limit."
 echo "MiB; bytes/series = (RSS after - RSS idle) / series; log lines = warnings and errors in the server's log."
 echo
 echo "| target | protocol | points counted | send s | queryable s | points/s | peak RSS | RSS idle | RSS after | bytes/series | log lines | status |"

@@ -28,6 +28,10 @@ pub enum AppError {
     Io(#[from] std::io::Error),
     #[error("invalid graphite.rules: {0}")]
     NameRules(String),
+    #[error("invalid auth config: {0}")]
+    Auth(#[from] crate::server::auth::AuthError),
+    #[error(transparent)]
+    Tls(#[from] crate::server::tls::TlsError),
     #[error("the write-ahead log in {0} is in use by another tsgate process")]
     Locked(String),
 }
@@ -40,11 +44,11 @@ pub fn open_store(cfg: &Config) -> Result<SharedStore, AppError> {
         "hbase" => {
             let store = HBaseStore::open(&cfg.storage.hbase, &specs)
                 .map_err(|source| StoreError::HBase { op: "open", table: cfg.storage.tables.data.clone(), source })?;
-            Ok(Arc::new(store))
+            Ok(crate::observe::store::instrument(Arc::new(store)))
         }
         _ => {
             std::fs::create_dir_all(&cfg.data_dir)?;
-            Ok(Arc::new(EmbeddedStore::open(&cfg.data_dir.join("store"), &specs)?))
+            Ok(crate::observe::store::instrument(Arc::new(EmbeddedStore::open_with_cache(&cfg.data_dir.join("store"), &specs, cfg.storage.cache_mb << 20)?)))
         }
     }
 }
@@ -102,14 +106,18 @@ impl Node {
     /// Opens the store, replays the WAL and starts the writer. Needs a tokio runtime.
     pub fn start(cfg: Config) -> Result<Node, AppError> {
         cfg.validate()?;
+        // Secrets and certificates first: a bad one should fail before the store is opened.
+        let auth = crate::server::auth::Authenticator::from_config(&cfg.auth)?;
+        let tls = crate::server::tls::Tls::from_config(&cfg.server.tls)?;
+        crate::observe::process::mark_start();
         let wal_lock = lock_wal(&cfg.data_dir)?;
         let store = open_store(&cfg)?;
+        tracing::info!(backend = %cfg.storage.backend, data_dir = %cfg.data_dir.display(), "store opened");
         let layout = cfg.layout();
         let table = cfg.storage.tables.data.clone();
         let stats = crate::write::recover(&cfg.data_dir, &store, &table, layout)?;
-        if stats.points > 0 {
-            tracing::info!(points = stats.points, damaged = stats.damaged, "write-ahead log replayed");
-        }
+        crate::observe::metrics().wal_replayed_points.add(stats.points as u64);
+        tracing::info!(points = stats.points, records = stats.records, damaged = stats.damaged, "write-ahead log replayed");
         let uids = uid_core(&cfg, store.clone());
         let resolver = Arc::new(SeriesResolver::new(uids.clone()));
         let meta = crate::meta::MetaService::start(&cfg, store.clone(), uids.clone(), &resolver)?;
@@ -131,6 +139,8 @@ impl Node {
             prom,
             graphite_index: Default::default(),
             names,
+            auth,
+            tls,
         });
         Ok(Node { state, threads, wal_lock })
     }
@@ -142,12 +152,15 @@ pub async fn serve(cfg: Config) -> Result<(), AppError> {
     let listener = tokio::net::TcpListener::bind(&listen).await.map_err(|source| AppError::Listen { addr: listen.clone(), source })?;
     let graphite = bind_graphite(&cfg.server).await?;
     let node = Node::start(cfg)?;
-    tracing::info!(addr = %listener.local_addr()?, data_dir = %node.state.config.data_dir.display(), "tsgate listening (OpenTSDB telnet + HTTP)");
+    let c = &node.state.config;
+    tracing::info!(addr = %listener.local_addr()?, data_dir = %c.data_dir.display(), backend = %c.storage.backend, telnet = c.telnet_enabled(),
+        https = c.server.tls.enabled(), auth = c.auth.enabled, "tsgate listening (OpenTSDB telnet + HTTP)");
+    crate::server::auth::warn_unprotected(c);
     let (tx, rx) = tokio::sync::watch::channel(false);
     let server = tokio::spawn(crate::server::serve(node.state.clone(), listener, rx.clone()));
     let graphite = start_graphite(&node.state, graphite, rx);
     shutdown_signal().await;
-    tracing::info!("shutting down: draining connections and flushing");
+    tracing::info!(open_connections = crate::observe::metrics().connections_open.iter().map(|g| g.get()).sum::<i64>(), "shutting down: draining connections and flushing");
     let _ = tx.send(true);
     let _ = server.await;
     for g in graphite {
@@ -160,8 +173,16 @@ pub async fn serve(cfg: Config) -> Result<(), AppError> {
     }
     let Node { state, threads, wal_lock } = node;
     state.ingest.writer.close();
+    let store = state.query.store.clone();
     drop(state);
-    tokio::task::spawn_blocking(move || threads.join()).await.ok();
+    tokio::task::spawn_blocking(move || {
+        threads.join();
+        if let Err(e) = store.close() {
+            tracing::error!(error = %e, "closing the store failed (the next start recovers it)");
+        }
+    })
+    .await
+    .ok();
     drop(wal_lock);
     tracing::info!("stopped cleanly");
     Ok(())

@@ -21,6 +21,23 @@ pub struct Config {
     pub tree: TreeConfig,
     pub prometheus: PrometheusConfig,
     pub graphite: GraphiteConfig,
+    /// HTTP authentication (`[auth]`, see `server::auth`).
+    pub auth: crate::server::auth::AuthConfig,
+    pub log: LogConfig,
+}
+
+/// Logging (`--log-format` overrides `format`).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    /// `text` (human-readable) or `json` (one object per line).
+    pub format: String,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        LogConfig { format: "text".into() }
+    }
 }
 
 /// Graphite ingest (carbon plaintext and pickle) and the name rules that map dotted paths to
@@ -107,6 +124,11 @@ pub struct ServerConfig {
     pub graphite_listen: String,
     /// Graphite pickle (carbon-relay's protocol), TCP ("" = off).
     pub pickle_listen: String,
+    /// Telnet commands on `listen`. Unset: on, unless `auth.enabled` (telnet has no auth, so it
+    /// would bypass it); `true` keeps it on even then.
+    pub telnet: Option<bool>,
+    /// HTTPS on `listen` (`[server.tls]`).
+    pub tls: crate::server::tls::TlsConfig,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -123,6 +145,8 @@ pub struct StorageConfig {
     /// Salt bytes in front of row keys (0 = off), and how many buckets.
     pub salt_width: usize,
     pub salt_buckets: u32,
+    /// Block cache of the embedded engine, in MiB (decompressed blocks of recently read data).
+    pub cache_mb: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -200,13 +224,21 @@ impl Default for Config {
             tree: TreeConfig::default(),
             prometheus: PrometheusConfig::default(),
             graphite: GraphiteConfig::default(),
+            auth: Default::default(),
+            log: LogConfig::default(),
         }
     }
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig { listen: "0.0.0.0:4242".into(), graphite_listen: "0.0.0.0:2003".into(), pickle_listen: "0.0.0.0:2004".into() }
+        ServerConfig {
+            listen: "0.0.0.0:4242".into(),
+            graphite_listen: "0.0.0.0:2003".into(),
+            pickle_listen: "0.0.0.0:2004".into(),
+            telnet: None,
+            tls: Default::default(),
+        }
     }
 }
 
@@ -221,6 +253,7 @@ impl Default for StorageConfig {
             uid_width_tagv: 3,
             salt_width: 0,
             salt_buckets: 20,
+            cache_mb: 128,
         }
     }
 }
@@ -274,6 +307,7 @@ impl Config {
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.log.format.parse::<crate::observe::logging::LogFormat>().map_err(|e| ConfigError::Invalid(format!("log.format: {e}")))?;
         let s = &self.storage;
         for (k, w) in [("metric", s.uid_width_metric), ("tagk", s.uid_width_tagk), ("tagv", s.uid_width_tagv)] {
             if !(1..=8).contains(&w) {
@@ -308,6 +342,11 @@ impl Config {
             return Err(ConfigError::Invalid("write.wal_fsync must be \"always\" or \"never\"".into()));
         }
         Ok(())
+    }
+
+    /// Whether the OpenTSDB port answers telnet commands (see `ServerConfig::telnet`).
+    pub fn telnet_enabled(&self) -> bool {
+        self.server.telnet.unwrap_or(!self.auth.enabled)
     }
 
     pub fn layout(&self) -> KeyLayout {

@@ -13,6 +13,7 @@ pub mod query;
 pub mod schema;
 pub mod series;
 pub mod server;
+pub mod observe;
 pub mod stats;
 pub mod store;
 pub mod tree;

@@ -1,57 +1,65 @@
-//! Counters reported by `stats` (telnet) and `/api/stats`.
+//! The counters `stats` (telnet) and `/api/stats` report, in OpenTSDB's `tsd.*` naming. They
+//! are read from the same metrics `/metrics` exposes (`crate::observe`), so the two agree.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::observe::metrics::{Endpoint, Listener, Protocol, QueryApi, Reason, UidKindLabel};
+use crate::observe::Metrics;
 
 /// One reported counter: metric, value, and an optional extra tag.
 pub type StatRow = (&'static str, u64, Option<(&'static str, &'static str)>);
 
+/// Stateless: the numbers live in [`crate::observe::metrics`].
 #[derive(Default)]
-pub struct Stats {
-    pub telnet_puts: AtomicU64,
-    pub telnet_errors: AtomicU64,
-    pub http_puts: AtomicU64,
-    pub http_put_errors: AtomicU64,
-    pub http_requests: AtomicU64,
-    pub queries: AtomicU64,
-    pub connections: AtomicU64,
-    /// Graphite: points accepted, lines/items rejected, frames rejected, by listener.
-    pub graphite_plaintext_points: AtomicU64,
-    pub graphite_plaintext_errors: AtomicU64,
-    pub graphite_udp_points: AtomicU64,
-    pub graphite_udp_errors: AtomicU64,
-    pub graphite_pickle_points: AtomicU64,
-    pub graphite_pickle_errors: AtomicU64,
-    pub graphite_pickle_bad_frames: AtomicU64,
-    /// Graphite paths no rule could map or that a rule drops.
-    pub graphite_unmapped: AtomicU64,
+pub struct Stats;
+
+fn received(m: &Metrics, p: Protocol) -> u64 {
+    m.ingest(p).stored.get() + m.rejected(p)
 }
 
 impl Stats {
-    pub fn add(c: &AtomicU64, n: u64) {
-        c.fetch_add(n, Ordering::Relaxed);
-    }
-
-    /// (metric, value, extra tag) in OpenTSDB's `tsd.*` naming.
+    /// (metric, value, extra tag); the caller adds `host`.
     pub fn snapshot(&self, cached_uids: usize, cached_series: usize) -> Vec<StatRow> {
-        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        vec![
-            ("tsd.connectionmgr.connections", g(&self.connections), None),
-            ("tsd.rpc.received", g(&self.telnet_puts), Some(("type", "put"))),
-            ("tsd.rpc.errors", g(&self.telnet_errors), Some(("type", "put"))),
-            ("tsd.http.put.received", g(&self.http_puts), None),
-            ("tsd.http.put.errors", g(&self.http_put_errors), None),
-            ("tsd.http.requests", g(&self.http_requests), None),
-            ("tsd.http.query.requests", g(&self.queries), None),
-            ("tsd.graphite.received", g(&self.graphite_plaintext_points), Some(("type", "plaintext"))),
-            ("tsd.graphite.errors", g(&self.graphite_plaintext_errors), Some(("type", "plaintext"))),
-            ("tsd.graphite.received", g(&self.graphite_udp_points), Some(("type", "udp"))),
-            ("tsd.graphite.errors", g(&self.graphite_udp_errors), Some(("type", "udp"))),
-            ("tsd.graphite.received", g(&self.graphite_pickle_points), Some(("type", "pickle"))),
-            ("tsd.graphite.errors", g(&self.graphite_pickle_errors), Some(("type", "pickle"))),
-            ("tsd.graphite.bad_frames", g(&self.graphite_pickle_bad_frames), Some(("type", "pickle"))),
-            ("tsd.graphite.dropped", g(&self.graphite_unmapped), None),
-            ("tsd.uid.cache-size", cached_uids as u64, None),
-            ("tsd.series.cache-size", cached_series as u64, None),
-        ]
+        let m = crate::observe::metrics();
+        let open: i64 = Listener::ALL.iter().map(|l| m.connections_open[*l as usize].get()).sum();
+        let total: u64 = Listener::ALL.iter().map(|l| m.connections_total[*l as usize].get()).sum();
+        let http = |e: Endpoint| m.http[e as usize].iter().map(|c| c.get()).sum::<u64>();
+        let graphite = [(Protocol::GraphitePlaintext, "plaintext"), (Protocol::GraphiteUdp, "udp"), (Protocol::GraphitePickle, "pickle")];
+        let mut v: Vec<StatRow> = vec![
+            ("tsd.connectionmgr.connections", open.max(0) as u64, Some(("type", "open"))),
+            ("tsd.connectionmgr.connections", total, Some(("type", "total"))),
+            ("tsd.rpc.received", received(m, Protocol::Telnet), Some(("type", "put"))),
+            ("tsd.rpc.errors", m.rejected(Protocol::Telnet), Some(("type", "put"))),
+            ("tsd.http.put.received", received(m, Protocol::HttpPut), None),
+            ("tsd.http.put.errors", m.rejected(Protocol::HttpPut), None),
+            ("tsd.http.put.bad_requests", m.ingest(Protocol::HttpPut).batches_rejected.get(), None),
+            ("tsd.prometheus.write.received", received(m, Protocol::RemoteWrite), None),
+            ("tsd.prometheus.write.errors", m.rejected(Protocol::RemoteWrite), None),
+            ("tsd.prometheus.write.bad_requests", m.ingest(Protocol::RemoteWrite).batches_rejected.get(), None),
+            ("tsd.http.requests", m.http_total(), None),
+        ];
+        let queries: u64 = QueryApi::ALL.iter().map(|q| m.query[*q as usize].count()).sum();
+        v.push(("tsd.http.query.requests", queries, None));
+        for q in QueryApi::ALL {
+            v.push(("tsd.query.requests", m.query[*q as usize].count(), Some(("type", q.as_str()))));
+        }
+        v.push(("tsd.http.stats.requests", http(Endpoint::Stats) + http(Endpoint::Metrics), None));
+        for (p, t) in graphite {
+            v.push(("tsd.graphite.received", m.ingest(p).stored.get(), Some(("type", t))));
+            v.push(("tsd.graphite.errors", m.rejected(p), Some(("type", t))));
+        }
+        v.push(("tsd.graphite.bad_frames", m.ingest(Protocol::GraphitePickle).batches_rejected.get(), Some(("type", "pickle"))));
+        v.push(("tsd.graphite.dropped", graphite.iter().map(|(p, _)| m.ingest(*p).rejected_by(Reason::Dropped)).sum(), None));
+        for k in UidKindLabel::ALL {
+            let u = &m.uid[*k as usize];
+            v.push(("tsd.uid.cache-hit", u.hits.get(), Some(("kind", k.as_str()))));
+            v.push(("tsd.uid.cache-miss", u.misses.get(), Some(("kind", k.as_str()))));
+            v.push(("tsd.uid.ids-assigned", u.assigned.get(), Some(("kind", k.as_str()))));
+        }
+        v.push(("tsd.uid.cache-size", cached_uids as u64, None));
+        v.push(("tsd.series.cache-size", cached_series as u64, None));
+        v.push(("tsd.wal.bytes", m.wal_bytes.get(), None));
+        v.push(("tsd.wal.commits", m.wal_commits.get(), None));
+        v.push(("tsd.write.buffered_points", m.buffered_points.get().max(0) as u64, None));
+        v.push(("tsd.write.flushing_points", m.flushing_points.get().max(0) as u64, None));
+        v
     }
 }

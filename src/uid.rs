@@ -88,8 +88,10 @@ impl UidCore {
     /// The id of `name`, from the cache or the store; `None` if it has none.
     pub fn get_id(&self, kind: UidKind, name: &str) -> Result<Option<Uid>, UidError> {
         if let Some(u) = self.cached_id(kind, name) {
+            crate::observe::metrics().uid(kind).hits.inc();
             return Ok(Some(u));
         }
+        crate::observe::metrics().uid(kind).misses.inc();
         let found = self.read_forward(kind, name)?;
         if let Some(u) = &found {
             self.remember(kind, name, u);
@@ -156,6 +158,7 @@ impl UidCore {
                 return Ok((winner, false));
             }
             self.remember(kind, name, &uid);
+            crate::observe::metrics().uid(kind).assigned.inc();
             return Ok((uid.into_boxed_slice(), true));
         }
         Err(UidError::Failed { kind: kind.as_str(), name: name.into(), attempts: MAX_ATTEMPTS })

@@ -6,6 +6,7 @@
 #   reader    a Prometheus with no local data and remote_read from tsgate (reference PromQL)
 # Then compare.py checks tsgate's /api/v1/query_range against reader and ref for a list of
 # queries, that tsgate stored every sample ref stored, and replays Grafana's requests.
+# Last, a fourth Prometheus scrapes tsgate's own /metrics (scrape_check.py).
 # usage: bash compat/prometheus/run.sh [seconds of scraping, default 40]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -77,5 +78,19 @@ wait_up "http://127.0.0.1:$READ/-/ready"
 sleep 1
 status=0
 python3 "$here/compare.py" "http://127.0.0.1:$TS" "http://127.0.0.1:$READ" "http://127.0.0.1:$REF" "$t0" "$t1" || status=$?
-if [ $status -ne 0 ]; then tail -n 20 "$work/tsgate.log" "$work/reader.log" >&2 || true; fi
+
+# tsgate's own /metrics, scraped by the real Prometheus.
+SCRAPE=$(port)
+cat >"$work/scraper.yml" <<YML
+global: {scrape_interval: 500ms, scrape_timeout: 500ms}
+scrape_configs:
+  - job_name: tsgate
+    metrics_path: /metrics
+    static_configs: [{targets: ['127.0.0.1:$TS']}]
+YML
+prometheus --config.file="$work/scraper.yml" --storage.tsdb.path="$work/scraper" --web.listen-address=127.0.0.1:$SCRAPE \
+  >"$work/scraper.log" 2>&1 & pids+=($!)
+wait_up "http://127.0.0.1:$SCRAPE/-/ready"
+python3 "$here/scrape_check.py" "http://127.0.0.1:$TS" "http://127.0.0.1:$SCRAPE" || status=1
+if [ $status -ne 0 ]; then tail -n 20 "$work/tsgate.log" "$work/reader.log" "$work/scraper.log" >&2 || true; fi
 exit $status

@@ -1,5 +1,6 @@
-//! The `tsgate` command line: `serve`, `scan`, `uid`, `import`, `fsck`, `hbase`.
+//! The `tsgate` command line: `serve`, `scan`, `uid`, `import`, `fsck`, `hbase`, `auth`.
 
+pub mod auth;
 pub mod fsck;
 pub mod hbase;
 pub mod import;
@@ -30,6 +31,9 @@ pub struct Common {
     /// Log level: error, warn, info, debug, trace.
     #[arg(long, global = true, default_value = "info")]
     pub log_level: String,
+    /// Log format: text or json, one object per line (log.format).
+    #[arg(long, global = true)]
+    pub log_format: Option<String>,
     /// Storage backend: embedded or hbase (storage.backend).
     #[arg(long, global = true)]
     pub backend: Option<String>,
@@ -97,18 +101,28 @@ pub enum Command {
         #[command(subcommand)]
         action: hbase::HBaseAction,
     },
+    /// Secrets for `[auth]`: password hashes and bearer tokens.
+    Auth {
+        #[command(subcommand)]
+        action: auth::AuthAction,
+    },
 }
 
-fn init_logging(level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("tsgate={level},warn")));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+/// Logging as `--log-level` and `--log-format` (or the config's `log.format`) ask.
+fn init_logging(common: &Common) -> anyhow::Result<()> {
+    let format = match &common.log_format {
+        Some(f) => f.clone(),
+        // The config is loaded again (and reported) by the command itself.
+        None => common.config.as_ref().and_then(|p| Config::load(p).ok()).map(|c| c.log.format).unwrap_or_else(|| "text".into()),
+    };
+    crate::observe::logging::init(&common.log_level, format.parse()?);
+    Ok(())
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Serve { common, listen, graphite_listen, pickle_listen } => {
-            init_logging(&common.log_level);
+            init_logging(&common)?;
             let mut cfg = common.load()?;
             if let Some(l) = listen {
                 cfg.server.listen = l;
@@ -124,29 +138,30 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Command::Scan(args) => {
-            init_logging(&args.common.log_level);
+            init_logging(&args.common)?;
             scan::run(&args)
         }
         Command::Uid { common, action } => {
-            init_logging(&common.log_level);
+            init_logging(&common)?;
             uid::run(&common, action)
         }
         Command::Import(args) => {
-            init_logging(&args.common.log_level);
+            init_logging(&args.common)?;
             import::run(&args)
         }
         Command::Fsck(args) => {
-            init_logging(&args.common.log_level);
+            init_logging(&args.common)?;
             fsck::run(&args)
         }
         Command::Query(args) => {
-            init_logging(&args.common.log_level);
+            init_logging(&args.common)?;
             query::run(&args)
         }
         Command::Hbase { common, action } => {
-            init_logging(&common.log_level);
+            init_logging(&common)?;
             hbase::run(&common, action)
         }
+        Command::Auth { action } => auth::run(action),
     }
 }
 

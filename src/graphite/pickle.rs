@@ -6,7 +6,7 @@
 
 use super::write::{now_ms, write_batch, GPoint};
 use crate::server::AppState;
-use crate::stats::Stats;
+use crate::observe::{ingest::rejected, Protocol, Reason};
 use bytes::BytesMut;
 use std::sync::Arc;
 use tokio::io::AsyncReadExt;
@@ -19,7 +19,6 @@ pub async fn serve(state: Arc<AppState>, listener: TcpListener, shutdown: watch:
 }
 
 async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
-    Stats::add(&state.stats.connections, 1);
     let max = state.config.graphite.pickle_max_frame;
     let mut buf = BytesMut::with_capacity(64 * 1024);
     loop {
@@ -32,7 +31,7 @@ async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: w
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    Stats::add(&state.stats.graphite_pickle_bad_frames, 1);
+                    crate::observe::ingest::batch_rejected(Protocol::GraphitePickle, &e);
                     tracing::warn!(error = %e, "pickle frame too large: closing the connection");
                     return Ok(());
                 }
@@ -52,13 +51,14 @@ async fn handle_frame(state: &AppState, data: &[u8]) {
     let payload = match pickle::decode(data) {
         Ok(p) => p,
         Err(e) => {
-            Stats::add(&state.stats.graphite_pickle_bad_frames, 1);
+            crate::observe::ingest::batch_rejected(Protocol::GraphitePickle, &e);
             tracing::warn!(error = %e, "pickle frame rejected");
             return;
         }
     };
     let now = now_ms();
-    let mut errors = payload.bad_items as u64;
+    rejected(Protocol::GraphitePickle, Reason::Parse, payload.bad_items as u64);
+    let mut errors = 0;
     let mut points = Vec::with_capacity(payload.items.len());
     for it in &payload.items {
         // Same value and timestamp rules as plaintext lines: NaN dropped, -1 = now.
@@ -73,7 +73,6 @@ async fn handle_frame(state: &AppState, data: &[u8]) {
             }
         }
     }
-    let out = write_batch(state, &points).await;
-    Stats::add(&state.stats.graphite_pickle_points, out.stored);
-    Stats::add(&state.stats.graphite_pickle_errors, errors + out.refused);
+    rejected(Protocol::GraphitePickle, Reason::Value, errors);
+    write_batch(state, Protocol::GraphitePickle, &points).await;
 }

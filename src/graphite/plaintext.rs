@@ -9,7 +9,7 @@
 
 use super::write::{now_ms, write_batch, GPoint};
 use crate::server::AppState;
-use crate::stats::Stats;
+use crate::observe::{ingest::rejected, Protocol, Reason};
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -28,7 +28,6 @@ pub async fn serve_tcp(state: Arc<AppState>, listener: TcpListener, shutdown: wa
 }
 
 async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
-    Stats::add(&state.stats.connections, 1);
     let mut buf = BytesMut::with_capacity(READ_CHUNK * 2);
     let mut tasks: VecDeque<JoinHandle<()>> = VecDeque::new();
     // While a line is longer than the cap, bytes are dropped until its newline.
@@ -60,7 +59,7 @@ async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: w
         if !skipping && buf.len() > MAX_LINE {
             buf.clear();
             skipping = true;
-            Stats::add(&state.stats.graphite_plaintext_errors, 1);
+            rejected(Protocol::GraphitePlaintext, Reason::Limit, 1);
             tracing::debug!("graphite line longer than {MAX_LINE} bytes skipped");
         }
         while tasks.len() > IN_FLIGHT || (eof && !tasks.is_empty()) {
@@ -73,11 +72,10 @@ async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: w
 }
 
 /// Parses the lines of one chunk and writes the good ones.
-fn parse_lines<'a>(lines: impl Iterator<Item = &'a [u8]>, now: u64, points: &mut Vec<GPoint<'a>>) -> u64 {
-    let mut errors = 0;
+fn parse_lines<'a>(lines: impl Iterator<Item = &'a [u8]>, now: u64, points: &mut Vec<GPoint<'a>>, proto: Protocol) {
     for raw in lines {
         let Ok(line) = std::str::from_utf8(raw) else {
-            errors += 1;
+            rejected(proto, Reason::Parse, 1);
             tracing::debug!("graphite line is not UTF-8");
             continue;
         };
@@ -87,21 +85,18 @@ fn parse_lines<'a>(lines: impl Iterator<Item = &'a [u8]>, now: u64, points: &mut
             Err(e) => {
                 // Blank lines are harmless keep-alives.
                 if !line.trim().is_empty() {
-                    errors += 1;
+                    rejected(proto, crate::observe::ingest::graphite_line_reason(&e), 1);
                     tracing::debug!(line = %line.chars().take(200).collect::<String>(), error = %e, "invalid graphite line");
                 }
             }
         }
     }
-    errors
 }
 
 async fn process_chunk(state: Arc<AppState>, chunk: Bytes) {
     let mut points = Vec::new();
-    let errors = parse_lines(chunk.split(|&b| b == b'\n'), now_ms(), &mut points);
-    let out = write_batch(&state, &points).await;
-    Stats::add(&state.stats.graphite_plaintext_points, out.stored);
-    Stats::add(&state.stats.graphite_plaintext_errors, errors + out.refused);
+    parse_lines(chunk.split(|&b| b == b'\n'), now_ms(), &mut points, Protocol::GraphitePlaintext);
+    write_batch(&state, Protocol::GraphitePlaintext, &points).await;
 }
 
 /// Receives plaintext datagrams until shutdown; each is one or more lines.
@@ -119,9 +114,7 @@ pub async fn serve_udp(state: Arc<AppState>, socket: UdpSocket, mut shutdown: wa
             _ = shutdown.changed() => return,
         };
         let mut points = Vec::new();
-        let errors = parse_lines(tsgate_graphite::plaintext::datagram_lines(&buf[..n]), now_ms(), &mut points);
-        let out = write_batch(&state, &points).await;
-        Stats::add(&state.stats.graphite_udp_points, out.stored);
-        Stats::add(&state.stats.graphite_udp_errors, errors + out.refused);
+        parse_lines(tsgate_graphite::plaintext::datagram_lines(&buf[..n]), now_ms(), &mut points, Protocol::GraphiteUdp);
+        write_batch(&state, Protocol::GraphiteUdp, &points).await;
     }
 }

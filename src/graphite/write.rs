@@ -23,7 +23,7 @@ pub struct Outcome {
 
 /// Maps and writes a batch, waiting until it is durable in the WAL (that wait is the
 /// listeners' backpressure). Problems are logged at debug level: carbon answers nothing.
-pub async fn write_batch(state: &AppState, points: &[GPoint<'_>]) -> Outcome {
+pub async fn write_batch(state: &AppState, proto: crate::observe::Protocol, points: &[GPoint<'_>]) -> Outcome {
     let mut out = Outcome::default();
     if points.is_empty() {
         return out;
@@ -60,6 +60,9 @@ pub async fn write_batch(state: &AppState, points: &[GPoint<'_>]) -> Outcome {
         })
         .collect();
     let (outcomes, res) = state.ingest.write_encoded(encoded, true).await;
+    crate::observe::ingest::outcomes(proto, &outcomes, &res);
+    crate::observe::ingest::rejected(proto, crate::observe::Reason::Unmapped, out.refused);
+    crate::observe::ingest::rejected(proto, crate::observe::Reason::Dropped, out.dropped);
     for o in &outcomes {
         match o {
             Ok(()) => out.stored += 1,
@@ -73,9 +76,6 @@ pub async fn write_batch(state: &AppState, points: &[GPoint<'_>]) -> Outcome {
         tracing::warn!(error = %e, "graphite batch not written");
         out.refused += out.stored;
         out.stored = 0;
-    }
-    if out.dropped > 0 {
-        crate::stats::Stats::add(&state.stats.graphite_unmapped, out.dropped);
     }
     out
 }

@@ -22,6 +22,17 @@ pub struct Batch<'a> {
     pub errors: Vec<String>,
     pub histograms: usize,
     pub exemplars: usize,
+    /// Samples not kept because their series' labels were refused.
+    pub refused: Refused,
+}
+
+/// Samples dropped with their series, by why (for the ingest metrics).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Refused {
+    /// More labels than `prometheus.max_tags`.
+    pub tags: usize,
+    /// Labels that are malformed (no name, duplicates, bad symbol references).
+    pub labels: usize,
 }
 
 /// Integral values are stored as OpenTSDB integers (1–8 bytes, exact when read back as f64);
@@ -76,6 +87,7 @@ pub fn from_v1(raw: &[u8], max_tags: usize) -> Result<Batch<'_>, DecodeError> {
 pub fn from_v2(req: &v2::Request, max_tags: usize) -> Batch<'_> {
     let mut b = Batch::default();
     if let Err(e) = req.check_symbols() {
+        b.refused.labels = req.timeseries.iter().map(|t| t.samples.len()).sum();
         b.errors.push(e.to_string());
         return b;
     }
@@ -85,6 +97,7 @@ pub fn from_v2(req: &v2::Request, max_tags: usize) -> Batch<'_> {
         let labels = match req.labels(&ts.labels_refs) {
             Ok(l) => l,
             Err(e) => {
+                b.refused.labels += ts.samples.len();
                 b.errors.push(e.to_string());
                 continue;
             }
@@ -109,6 +122,10 @@ fn add_series<'a>(b: &mut Batch<'a>, labels: &[(&'a str, &'a str)], samples: imp
     let stored = match to_stored(labels, max_tags) {
         Ok(s) => s,
         Err(e) => {
+            match e {
+                super::labels::LabelError::TooMany { .. } => b.refused.tags += samples.len(),
+                _ => b.refused.labels += samples.len(),
+            }
             b.errors.push(e.to_string());
             return;
         }

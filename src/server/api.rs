@@ -16,6 +16,10 @@ pub async fn route(state: &Arc<AppState>, req: Request) -> Reply {
     if super::prometheus::handles(&req.path) {
         return super::prometheus::route(state, req).await;
     }
+    // Exact `/metrics` is the exposition; with a `query` (or by POST) it is graphite-web's find.
+    if req.path == "/metrics" && req.method == Method::GET && req.param("query").is_none() {
+        return super::stats_api::metrics(state);
+    }
     if super::graphite_web::handles(&req.path) {
         return super::graphite_web::route(state, req).await;
     }
@@ -32,7 +36,7 @@ pub async fn route(state: &Arc<AppState>, req: Request) -> Reply {
         }
         p if super::opentsdb_meta::handles(p) => super::opentsdb_meta::route(state, req, p).await,
         "/api/version" => version(),
-        "/api/stats" => stats(state),
+        p if p == "/api/stats" || p.starts_with("/api/stats/") => super::stats_api::route(state, p),
         "/api/uid/assign" => uid_assign(state, req).await,
         "/api/dropcaches" => {
             state.resolver.drop_caches();
@@ -79,11 +83,17 @@ async fn put(state: &Arc<AppState>, req: Request) -> Reply {
     }
     let body = match body_text(state, &req) {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(r) => {
+            crate::observe::ingest::batch_rejected(crate::observe::Protocol::HttpPut, &r.status());
+            return r;
+        }
     };
     let jps = match parse_body(&body) {
         Ok(p) => p,
-        Err(e) => return error_reply(StatusCode::BAD_REQUEST, &e.message(), e.details().unwrap_or_default()),
+        Err(e) => {
+            crate::observe::ingest::batch_rejected(crate::observe::Protocol::HttpPut, &e.message());
+            return error_reply(StatusCode::BAD_REQUEST, &e.message(), e.details().unwrap_or_default());
+        }
     };
     let (details, summary) = (req.flag("details"), req.flag("summary") || req.flag("details"));
     let mut errors: Vec<(usize, String)> = Vec::new();
@@ -98,8 +108,11 @@ async fn put(state: &Arc<AppState>, req: Request) -> Reply {
             Err(e) => errors.push((i, e)),
         }
     }
-    crate::stats::Stats::add(&state.stats.http_puts, jps.len() as u64);
+    for (_, e) in &errors {
+        crate::observe::ingest::rejected(crate::observe::Protocol::HttpPut, crate::observe::metrics::message_reason(e), 1);
+    }
     let (outcomes, durable) = state.ingest.write(&valid, true).await;
+    crate::observe::ingest::outcomes(crate::observe::Protocol::HttpPut, &outcomes, &durable);
     if let Err(e) = durable {
         // Nothing of this request may count as stored: the client must retry.
         return error_reply(StatusCode::SERVICE_UNAVAILABLE, "Unable to store the data points, please retry", &e.to_string());
@@ -127,7 +140,6 @@ async fn put(state: &Arc<AppState>, req: Request) -> Reply {
             Some(Ok(())) => {}
         }
     }
-    crate::stats::Stats::add(&state.stats.http_put_errors, errors.len() as u64);
     let failed = errors.len();
     let success = jps.len() - failed;
     let status = if failed == 0 { StatusCode::NO_CONTENT } else { StatusCode::BAD_REQUEST };
@@ -168,24 +180,6 @@ fn version() -> Reply {
         })
         .to_string(),
     )
-}
-
-fn stats(state: &AppState) -> Reply {
-    let now = crate::query::time::now_ms() / 1000;
-    let host = super::telnet::hostname();
-    let rows: Vec<Json> = state
-        .stats_snapshot()
-        .into_iter()
-        .map(|(m, v, tag)| {
-            let mut tags = Map::new();
-            tags.insert("host".into(), host.clone().into());
-            if let Some((k, val)) = tag {
-                tags.insert(k.into(), val.into());
-            }
-            json!({"metric": m, "timestamp": now, "value": v.to_string(), "tags": tags})
-        })
-        .collect();
-    json_reply(StatusCode::OK, Json::Array(rows).to_string())
 }
 
 async fn uid_assign(state: &Arc<AppState>, req: Request) -> Reply {

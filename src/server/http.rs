@@ -7,7 +7,7 @@ use futures_util::StreamExt;
 use http::{HeaderMap, Method, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use std::sync::Arc;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use warp::Filter;
 
@@ -81,7 +81,45 @@ async fn read_body(
     Ok(out.freeze())
 }
 
-pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
+/// One request: credentials (before the body is read, so an unauthenticated client is not read
+/// further), the body within its limit, the right to the endpoint, then the endpoint.
+#[allow(clippy::too_many_arguments)]
+async fn answer(
+    st: &Arc<AppState>,
+    peer: &str,
+    endpoint: crate::observe::metrics::Endpoint,
+    method: Method,
+    path: &str,
+    query: String,
+    headers: HeaderMap,
+    body: impl futures_util::Stream<Item = Result<impl bytes::Buf, warp::Error>> + Send + 'static,
+) -> Reply {
+    let principal = match &st.auth {
+        Some(a) => match super::auth::admit(a, path, &headers).await {
+            Ok(p) => p,
+            Err(r) => return r,
+        },
+        None => None,
+    };
+    let body = match read_body(Box::pin(body), st.config.limits.http_body_max).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let track = crate::observe::http::track_query(endpoint, path, &query, &body, peer);
+    let req = Request { method, path: path.to_string(), query, headers, body };
+    if let Err(r) = super::auth::authorize(principal.as_ref(), &req) {
+        return r;
+    }
+    let r = super::api::route(st, req).await;
+    track.finish(r.status());
+    r
+}
+
+/// Serves HTTP/1.1 with keep-alive on a plain TCP stream or a TLS session.
+pub async fn serve_connection<S>(state: Arc<AppState>, stream: S, peer: String, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
     let st = state.clone();
     let filter = warp::any()
         .and(warp::method())
@@ -90,16 +128,12 @@ pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutd
         .and(warp::header::headers_cloned())
         .and(warp::body::stream())
         .then(move |method: Method, path: warp::path::FullPath, query: String, headers: HeaderMap, body| {
-            let st = st.clone();
+            let (st, peer) = (st.clone(), peer.clone());
             async move {
-                crate::stats::Stats::add(&st.stats.http_requests, 1);
-                let limit = st.config.limits.http_body_max;
-                let body = match read_body(Box::pin(body), limit).await {
-                    Ok(b) => b,
-                    Err(r) => return r,
-                };
-                let req = Request { method, path: path.as_str().to_string(), query, headers, body };
-                super::api::route(&st, req).await
+                let (started, endpoint) = (std::time::Instant::now(), crate::observe::http::endpoint_of(&method, path.as_str(), &query));
+                let reply = answer(&st, &peer, endpoint, method, path.as_str(), query, headers, body).await;
+                crate::observe::http::record(endpoint, reply.status().as_u16(), started);
+                reply
             }
         });
     let svc = hyper_util::service::TowerToHyperService::new(warp::service(filter));

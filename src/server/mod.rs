@@ -1,13 +1,18 @@
 //! The OpenTSDB port: one listener, telnet and HTTP told apart by the first byte of a
-//! connection (an upper-case letter starts an HTTP request), as OpenTSDB's TSD does.
+//! connection (an upper-case letter starts an HTTP request), as OpenTSDB's TSD does; 0x16 (a
+//! TLS ClientHello) starts HTTPS when `[server.tls]` is configured.
 
 pub mod api;
+pub mod auth;
 pub mod graphite_web;
 pub mod http;
 pub mod opentsdb_meta;
 pub mod opentsdb_query;
 pub mod prometheus;
+pub mod refuse;
+pub mod stats_api;
 pub mod telnet;
+pub mod tls;
 
 use crate::ingest::Ingest;
 use crate::query::QueryEngine;
@@ -36,6 +41,10 @@ pub struct AppState {
     pub graphite_index: graphite_web::index::SeriesIndex,
     /// Graphite path ↔ metric + tags (ingest and the graphite-web API).
     pub names: Arc<crate::graphite::names::NameRules>,
+    /// HTTP authentication (`[auth]`); `None` = every endpoint open.
+    pub auth: Option<Arc<auth::Authenticator>>,
+    /// HTTPS on the port (`[server.tls]`).
+    pub tls: Option<Arc<tls::Tls>>,
 }
 
 impl AppState {
@@ -63,6 +72,7 @@ pub async fn accept_loop<F, Fut>(
     F: Fn(Arc<AppState>, TcpStream, watch::Receiver<bool>) -> Fut,
     Fut: std::future::Future<Output = std::io::Result<()>> + Send + 'static,
 {
+    let label = crate::observe::Listener::named(what);
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -76,7 +86,9 @@ pub async fn accept_loop<F, Fut>(
                 };
                 let _ = stream.set_nodelay(true);
                 let fut = conn(state.clone(), stream, shutdown.clone());
+                let open = crate::observe::ConnectionGuard::open(label);
                 tokio::spawn(async move {
+                    let _open = open;
                     if let Err(e) = fut.await {
                         tracing::debug!(%peer, error = %e, listener = what, "connection ended with an error");
                     }
@@ -92,15 +104,25 @@ pub async fn serve(state: Arc<AppState>, listener: TcpListener, shutdown: watch:
     accept_loop("opentsdb", state, listener, shutdown, handle).await
 }
 
+fn peer_of(stream: &TcpStream) -> String {
+    stream.peer_addr().map(|a| a.to_string()).unwrap_or_default()
+}
+
 async fn handle(state: Arc<AppState>, stream: TcpStream, shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
     let mut first = [0u8; 1];
     let n = stream.peek(&mut first).await?;
     if n == 0 {
         return Ok(());
     }
-    if first[0].is_ascii_uppercase() {
-        http::serve_connection(state, stream, shutdown).await
-    } else {
-        telnet::serve_connection(state, stream, shutdown).await
+    const TLS_HANDSHAKE: u8 = 0x16;
+    match (&state.tls, first[0]) {
+        (Some(tls), TLS_HANDSHAKE) => tls.clone().serve(state, stream, shutdown).await,
+        (Some(tls), b) if b.is_ascii_uppercase() && !tls.allow_plaintext => refuse::refuse_plaintext(stream).await,
+        (_, b) if b.is_ascii_uppercase() => {
+            let peer = peer_of(&stream);
+            http::serve_connection(state, stream, peer, shutdown).await
+        }
+        _ if !state.config.telnet_enabled() => refuse::refuse_telnet(stream).await,
+        _ => telnet::serve_connection(state, stream, shutdown).await,
     }
 }

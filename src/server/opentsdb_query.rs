@@ -47,7 +47,6 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, QueryError> +
 }
 
 async fn query(state: &Arc<AppState>, req: Request) -> Reply {
-    crate::stats::Stats::add(&state.stats.queries, 1);
     let now = crate::query::time::now_ms();
     let parsed = match req.method {
         Method::GET => parse::from_params(&req.params(), now),

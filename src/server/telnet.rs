@@ -24,7 +24,6 @@ struct ChunkResult {
 pub const COMMANDS: &[&str] = &["stats", "dropcaches", "version", "exit", "help", "put"];
 
 pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
-    crate::stats::Stats::add(&state.stats.connections, 1);
     let (mut rd, mut wr) = stream.into_split();
     let max = state.config.limits.telnet_line_max;
     let mut buf = BytesMut::with_capacity(READ_CHUNK * 2);
@@ -74,6 +73,7 @@ pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutd
             // Too long without a newline: answer, drop it, keep the connection.
             buf.clear();
             skipping = true;
+            crate::observe::ingest::rejected(crate::observe::Protocol::Telnet, crate::observe::Reason::Limit, 1);
             let msg = too_long(max).into_bytes();
             tasks.push_back(tokio::spawn(async move { ChunkResult { output: msg, exit: false } }));
         }
@@ -121,6 +121,7 @@ async fn process_chunk(state: Arc<AppState>, chunk: Bytes, max: usize) -> ChunkR
     let mut exit = false;
     for line in &lines {
         if line.len() > max {
+            crate::observe::ingest::rejected(crate::observe::Protocol::Telnet, crate::observe::Reason::Limit, 1);
             out.extend_from_slice(too_long(max).as_bytes());
             continue;
         }
@@ -149,7 +150,7 @@ async fn process_chunk(state: Arc<AppState>, chunk: Bytes, max: usize) -> ChunkR
                 }
             }
             Err(e) => {
-                crate::stats::Stats::add(&state.stats.telnet_errors, 1);
+                crate::observe::ingest::rejected(crate::observe::Protocol::Telnet, crate::observe::metrics::message_reason(&e.to_string()), 1);
                 out.extend_from_slice(e.to_string().as_bytes());
                 out.push(b'\n');
             }
@@ -163,11 +164,10 @@ async fn flush_points(state: &AppState, points: &mut Vec<tsgate_opentsdb::DataPo
     if points.is_empty() {
         return;
     }
-    crate::stats::Stats::add(&state.stats.telnet_puts, points.len() as u64);
     let (outcomes, res) = state.ingest.write(points, true).await;
+    crate::observe::ingest::outcomes(crate::observe::Protocol::Telnet, &outcomes, &res);
     for o in outcomes {
         if let Err(e) = o {
-            crate::stats::Stats::add(&state.stats.telnet_errors, 1);
             let line = match e {
                 PointError::Invalid(m) => format!("put: illegal argument: {m}\n"),
                 PointError::UnknownName(m) => format!("put: unknown metric: {m}\n"),

@@ -89,7 +89,9 @@ impl Flusher {
         let compactor = Compactor::new(self.store.clone(), &self.table);
         while let Ok(job) = jobs.recv() {
             let FlushJob { buffer, wal_upto, waiters, last } = job;
+            let (points, started) = (buffer.points, Instant::now());
             let result = self.flush_durably(buffer, wal_upto, &mut pending);
+            crate::observe::write::flushed(points, started);
             if let Err(e) = &result {
                 tracing::error!(error = %e, "flush failed; points stay in the write-ahead log");
             }

@@ -168,6 +168,11 @@ impl Writer {
         Ok(s)
     }
 
+    /// Write batches queued for the shards now (for `/metrics`).
+    pub fn queued(&self) -> usize {
+        self.shards.read().iter().map(|s| s.max_capacity() - s.capacity()).sum()
+    }
+
     /// Stops accepting writes; the shards drain what is queued, flush and stop.
     pub fn close(&self) {
         self.shards.write().clear();

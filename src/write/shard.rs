@@ -103,6 +103,7 @@ pub fn run(
         for (points, ack) in writes {
             let res = match &committed {
                 Ok(_) => {
+                    crate::observe::write::buffered(points.len());
                     for p in points {
                         buffer.insert(p.series, p.base, p.point);
                     }
@@ -127,6 +128,7 @@ pub fn run(
                     continue;
                 }
             };
+            crate::observe::write::handed_to_flusher(buffer.points);
             let job = FlushJob { buffer: std::mem::take(&mut buffer), wal_upto: sealed, waiters, last: !open };
             // Blocks when the flusher is behind: that is the backpressure on writers.
             if jobs.send(job).is_err() {

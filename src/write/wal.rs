@@ -97,7 +97,9 @@ impl Wal {
             return Ok(0);
         }
         let n = self.buf.len();
+        let start = std::time::Instant::now();
         let res = self.file.write_all(&self.buf).and_then(|_| if self.fsync { self.file.sync_data() } else { Ok(()) });
+        crate::observe::write::wal_commit(start, if res.is_ok() { n } else { 0 });
         self.buf.clear();
         res.map(|_| n)
     }

@@ -83,7 +83,6 @@ async fn run(state: &Arc<AppState>, s: Settings, query: String, f: impl FnOnce(&
         Err(e) => return prom_error(e),
     };
     let st = state.clone();
-    crate::stats::Stats::add(&state.stats.queries, 1);
     match tokio::task::spawn_blocking(move || f(&st.query, &expr, s)).await {
         Ok(Ok(r)) => success_raw(&render(&r), &[]),
         Ok(Err(e)) => prom_error(e),

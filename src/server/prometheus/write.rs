@@ -4,6 +4,7 @@
 //! while 2.42 drops a batch on 429 by default).
 
 use crate::ingest::{EncodedPoint, PointError};
+use crate::observe::Reason;
 use crate::prometheus::write::{from_v1, from_v2, Batch};
 use crate::server::http::{Reply, Request};
 use crate::server::AppState;
@@ -66,6 +67,14 @@ fn reply(status: StatusCode, version: Version, written: &Written, msg: &str) -> 
     b.header("content-type", "text/plain; charset=utf-8").body(format!("{msg}\n").into_bytes()).expect("valid")
 }
 
+const RW: crate::observe::Protocol = crate::observe::Protocol::RemoteWrite;
+
+/// Counts a request refused as a whole, and passes its answer on.
+fn rejected(r: Reply) -> Reply {
+    crate::observe::ingest::batch_rejected(RW, &r.status());
+    r
+}
+
 pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
     let header = |n: &str| req.headers.get(n).and_then(|v| v.to_str().ok()).map(str::to_string);
     let nothing = Written { samples: 0, histograms: 0, exemplars: 0 };
@@ -75,8 +84,8 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
     };
     let raw = match snappy::decompress(&req.body, state.config.prometheus.max_decompressed_bytes) {
         Ok(r) => r,
-        Err(e @ snappy::SnappyError::TooLarge { .. }) => return reply(StatusCode::PAYLOAD_TOO_LARGE, version, &nothing, &e.to_string()),
-        Err(e) => return reply(StatusCode::BAD_REQUEST, version, &nothing, &e.to_string()),
+        Err(e @ snappy::SnappyError::TooLarge { .. }) => return rejected(reply(StatusCode::PAYLOAD_TOO_LARGE, version, &nothing, &e.to_string())),
+        Err(e) => return rejected(reply(StatusCode::BAD_REQUEST, version, &nothing, &e.to_string())),
     };
     let max_tags = state.config.prometheus.max_tags;
     // Decoded up front so that the batch may borrow its strings.
@@ -84,15 +93,19 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
     let batch: Batch = match version {
         Version::V1 => match from_v1(&raw, max_tags) {
             Ok(b) => b,
-            Err(e) => return reply(StatusCode::BAD_REQUEST, version, &nothing, &e.to_string()),
+            Err(e) => return rejected(reply(StatusCode::BAD_REQUEST, version, &nothing, &e.to_string())),
         },
         Version::V2 => match &v2_req {
             Ok(r) => from_v2(r, max_tags),
-            Err(e) => return reply(StatusCode::BAD_REQUEST, version, &nothing, &format!("cannot decode io.prometheus.write.v2.Request: {e}")),
+            Err(e) => return rejected(reply(StatusCode::BAD_REQUEST, version, &nothing, &format!("cannot decode io.prometheus.write.v2.Request: {e}"))),
         },
     };
     // Exemplars are accepted and not stored (the 2.0 header reports 0 written).
-    let Batch { series, samples, metadata, mut errors, histograms, exemplars: _ } = batch;
+    let Batch { series, samples, metadata, mut errors, histograms, exemplars: _, refused } = batch;
+    crate::observe::ingest::rejected(RW, Reason::Tags, refused.tags as u64);
+    crate::observe::ingest::rejected(RW, Reason::Parse, refused.labels as u64);
+    crate::observe::ingest::rejected(RW, Reason::Unsupported, histograms as u64);
+    crate::observe::ingest::rejected(RW, Reason::Value, samples.iter().filter(|(_, r)| r.is_err()).count() as u64);
     if histograms > 0 {
         errors.push(format!("{histograms} native histogram samples are not supported and were not stored"));
     }
@@ -110,6 +123,7 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
         .collect();
     let n = points.len();
     let (outcomes, durable) = state.ingest.write_encoded(points, true).await;
+    crate::observe::ingest::outcomes(RW, &outcomes, &durable);
     if let Err(e) = durable {
         return reply(StatusCode::SERVICE_UNAVAILABLE, version, &nothing, &format!("cannot store the samples, retry: {e}"));
     }
@@ -128,7 +142,6 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
         }
     }
     let written = Written { samples: n - failed, histograms: 0, exemplars: 0 };
-    crate::stats::Stats::add(&state.stats.http_puts, written.samples as u64);
     if errors.is_empty() {
         return reply(StatusCode::NO_CONTENT, version, &written, "");
     }

@@ -1,0 +1,59 @@
+//! Per-batch accounting of ingest outcomes: tallied locally, then one atomic add per counter
+//! that moved, so the cost per point is a branch, not an atomic.
+
+use super::metrics::{point_reason, Protocol, Reason};
+use crate::ingest::PointError;
+use crate::write::WriteError;
+
+/// Counts `n` points refused for `reason` before they reached the writer.
+pub fn rejected(p: Protocol, reason: Reason, n: u64) {
+    super::metrics().ingest(p).reject(reason, n);
+    if n > 0 {
+        tracing::debug!(protocol = p.as_str(), reason = reason.as_str(), points = n, "points rejected");
+    }
+}
+
+/// The reason for a refused carbon plaintext line.
+pub fn graphite_line_reason(e: &tsgate_graphite::plaintext::LineError) -> Reason {
+    use tsgate_graphite::plaintext::LineError;
+    match e {
+        LineError::TooLong => Reason::Limit,
+        LineError::Value(_) | LineError::Timestamp(_) | LineError::TimestampRange(_) => Reason::Value,
+        LineError::Fields(_) | LineError::Utf8 => Reason::Parse,
+    }
+}
+
+/// Counts a body or frame refused as a whole.
+pub fn batch_rejected(p: Protocol, error: &dyn std::fmt::Display) {
+    super::metrics().ingest(p).batches_rejected.inc();
+    tracing::debug!(protocol = p.as_str(), error = %error, "batch rejected");
+}
+
+/// Counts what the writer made of a batch: stored points, refused ones by reason, and — when
+/// the batch was not durable — every otherwise good point as a store failure.
+pub fn outcomes(p: Protocol, outcomes: &[Result<(), PointError>], durable: &Result<(), WriteError>) {
+    let mut by_reason = [0u64; Reason::COUNT];
+    let mut ok = 0u64;
+    for o in outcomes {
+        match o {
+            Ok(()) => ok += 1,
+            Err(e) => by_reason[point_reason(e) as usize] += 1,
+        }
+    }
+    if let Err(e) = durable {
+        by_reason[Reason::Store as usize] += ok;
+        if ok > 0 {
+            tracing::debug!(protocol = p.as_str(), points = ok, error = %e, "batch not stored");
+        }
+        ok = 0;
+    }
+    let c = super::metrics().ingest(p);
+    c.stored.add(ok);
+    for r in Reason::ALL {
+        let n = by_reason[*r as usize];
+        if n > 0 {
+            c.reject(*r, n);
+            tracing::debug!(protocol = p.as_str(), reason = r.as_str(), points = n, "points rejected");
+        }
+    }
+}

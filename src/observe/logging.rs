@@ -1,0 +1,34 @@
+//! Log setup: `tracing` to stderr as human-readable text or one JSON object per line.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("invalid log format {0:?}: expected text or json")]
+pub struct BadFormat(pub String);
+
+impl std::str::FromStr for LogFormat {
+    type Err = BadFormat;
+    fn from_str(s: &str) -> Result<Self, BadFormat> {
+        match s {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            other => Err(BadFormat(other.into())),
+        }
+    }
+}
+
+/// Installs the global subscriber (a second call is a no-op). `RUST_LOG` overrides `level`.
+pub fn init(level: &str, format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("tsgate={level},warn")));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        // Fields at the top level, so that `jq .points` works on every line.
+        LogFormat::Json => builder.json().flatten_event(true).with_current_span(false).try_init(),
+    };
+}

@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# Issue 7's table of ratios, tsgate against VictoriaMetrics on this machine, back to back:
+#  - ingest of ../shared/bench/gen.py's default set over graphite, telnet, http and rw, with
+#    ../shared/bench/ingest.sh (points/s until queryable, peak RSS, disk bytes/point);
+#  - three warm queries (median of REPS runs) on the same set: one series for 1 h; avg by dc of
+#    one metric over 1,000 hosts at 60 s steps; sum of rate over all 10,000 series. tsgate answers
+#    each through PromQL, OpenTSDB /api/query and Graphite /render, VictoriaMetrics through PromQL.
+#
+# usage: compat/bench/ratios.sh [DATADIR] [REPS]
+#   DATADIR defaults to /tmp/bench/data and is made with gen.py when it has no meta.json.
+#   Env: SHARED_BENCH (default ../shared/bench beside the checkout), PROTOS (default
+#   "graphite telnet http rw"), SKIP_INGEST=1 / SKIP_QUERY=1 to run one half.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cd "$root"
+d=${1:-/tmp/bench/data}
+reps=${2:-15}
+bench=${SHARED_BENCH:-$root/../shared/bench}
+protos=${PROTOS:-graphite telnet http rw}
+export TSGATE=$root/target/release/tsgate
+source "$root/compat/lib.sh"   # $work, pids+cleanup on exit, port()
+results=$work/results.tsv      # kind, name, tsgate, vm
+: >"$results"
+log() { echo "[$(date +%T)] $*" >&2; }
+
+# --- prerequisites ---------------------------------------------------------------------------
+need_apt=()
+command -v victoria-metrics >/dev/null || need_apt+=(victoria-metrics)
+command -v socat >/dev/null || need_apt+=(socat)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  log "installing ${need_apt[*]}"
+  sudo_=""; [ "$(id -u)" = 0 ] || sudo_=sudo
+  $sudo_ apt-get update -qq && $sudo_ apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+if [ ! -f "$d/meta.json" ]; then
+  python3 -c 'import cramjam' 2>/dev/null || pip install -q cramjam
+  log "generating the data set in $d (about a minute)"
+  python3 "$bench/gen.py" "$d"
+fi
+log "building release"
+cargo build --release -q
+meta() { python3 -c "import json;print(json.load(open('$d/meta.json'))['$1'])"; }
+start=$(meta start); end=$(meta end); pts=$(meta points); series=$(meta series)
+
+# --- ingest: ingest.sh on both targets, back to back -----------------------------------------
+# ingest.sh listens on fixed ports; wait while another run (someone else's) holds them.
+ports_free() {
+  for p in 14242 14243 12003 18428; do
+    [ -z "$(ss -Hltn "sport = :$p" 2>/dev/null)" ] || return 1
+  done
+}
+ingest() {  # TARGET PROTO: appends points/s, peak RSS, bytes/point to $work/ingest.$1.$2
+  for _ in $(seq 300); do ports_free && break; sleep 2; done
+  # timeout signals ingest.sh's whole process group, so its server goes too
+  timeout -k 10 900 bash "$bench/ingest.sh" "$1" "$d" "$2" 2>&1 | tee "$work/ingest.$1.$2.log" >&2 || true
+  python3 - "$work/ingest.$1.$2.log" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+m = re.search(r"([\d,]+) points/s; peak RSS (\d+) MiB; disk [\d.]+ MiB = ([\d.]+) bytes/point", t)
+ok = re.search(r": (\d+) of (\d+) points", t)
+if m and ok and ok[1] == ok[2]:
+    print(m[1].replace(",", ""), m[2], m[3])
+else:
+    print("nan nan nan")   # did not finish: shown as failed in the table
+PY
+}
+if [ "${SKIP_INGEST:-0}" != 1 ]; then
+  for p in $protos; do
+    log "ingest $p: VictoriaMetrics, then tsgate"
+    read -r vp vr vd < <(ingest vm "$p")
+    read -r tp tr td < <(ingest tsgate "$p")
+    printf 'ingest\t%s points/s\t%s\t%s\n' "$p" "$tp" "$vp" >>"$results"
+    printf 'rss\t%s peak RSS MiB\t%s\t%s\n' "$p" "$tr" "$vr" >>"$results"
+    printf 'disk\t%s disk bytes/point\t%s\t%s\n' "$p" "$td" "$vd" >>"$results"
+  done
+fi
+
+# --- queries ---------------------------------------------------------------------------------
+# VictoriaMetrics and tsgate get the telnet set (series cpu.usage_*{dc,host,rack}); a second
+# tsgate gets the Graphite set, whose dotted paths (dc0.host_0.cpu.usage_user) are stored
+# whole by default (README, Name rules), so /render is timed on Graphite's own names without
+# doubling the series the PromQL selectors see.
+H=127.0.0.1
+if [ "${SKIP_QUERY:-0}" != 1 ]; then
+  vm_http=$(port); vm_tel=$(port); ts_http=$(port); gr_http=$(port); gr_carbon=$(port)
+  victoria-metrics -storageDataPath="$work/vm" -retentionPeriod=100y -httpListenAddr=$H:$vm_http \
+    -opentsdbListenAddr=$H:$vm_tel -search.latencyOffset=0s -loggerLevel=ERROR >"$work/vm.log" 2>&1 &
+  pids+=($!)
+  "$TSGATE" serve --data-dir "$work/ts" --listen $H:$ts_http --graphite-listen "" --pickle-listen "" \
+    --log-level warn >"$work/ts.log" 2>&1 &
+  pids+=($!)
+  "$TSGATE" serve --data-dir "$work/gr" --listen $H:$gr_http --graphite-listen $H:$gr_carbon \
+    --pickle-listen "" --log-level warn >"$work/gr.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 150); do
+    curl -sf http://$H:$vm_http/health >/dev/null && curl -sf http://$H:$ts_http/api/version >/dev/null &&
+      curl -sf http://$H:$gr_http/api/version >/dev/null && break
+    sleep 0.2
+  done
+  log "loading the telnet set into VictoriaMetrics and tsgate, the Graphite set into a second tsgate"
+  timeout 600 socat -u FILE:"$d/telnet.txt" TCP:$H:$vm_tel
+  timeout 600 socat -u FILE:"$d/telnet.txt" TCP:$H:$ts_http
+  timeout 600 socat -u FILE:"$d/graphite.txt" TCP:$H:$gr_carbon
+  # queryable when the last metric's points are all counted (lines end with it)
+  last=$(python3 -c "import json;print(json.load(open('$d/meta.json'))['metrics'][-1])")
+  count_prom() {  # BASE: points of cpu.$last
+    curl -s --max-time 60 --data-urlencode "query=sum(count_over_time({__name__=\"cpu.$last\"}[2h]))" \
+      --data-urlencode "time=$((end + 1))" "$1/api/v1/query" |
+      python3 -c "import json,sys
+try: print(int(float(json.load(sys.stdin)['data']['result'][0]['value'][1])))
+except Exception: print(0)"
+  }
+  count_render() {
+    curl -s --max-time 60 --data-urlencode "target=*.*.cpu.$last" --data-urlencode "from=$((start - 1))" \
+      --data-urlencode "until=$((end + 1))" --data-urlencode format=json "http://$H:$gr_http/render" |
+      python3 -c "import json,sys
+try: print(sum(v is not None for s in json.load(sys.stdin) for v, _ in s['datapoints']))
+except Exception: print(0)"
+  }
+  want=$((pts / $(meta metrics | python3 -c 'import sys,ast;print(len(ast.literal_eval(sys.stdin.read())))')))
+  for _ in $(seq 300); do
+    curl -s http://$H:$vm_http/internal/force_flush >/dev/null
+    [ "$(count_prom http://$H:$vm_http)" -ge "$want" ] && [ "$(count_prom http://$H:$ts_http)" -ge "$want" ] &&
+      [ "$(count_render)" -ge "$want" ] && break
+    sleep 1
+  done
+  sleep 6   # let tsgate's compaction of the closed hours (write.compaction_delay_ms) finish
+  end1h=$((start + 3600)); last_step=$((start + 3540))
+
+  # the three queries; PromQL is the same text for tsgate and VictoriaMetrics
+  q_name=("one series 1h" "avg by dc, 1000 hosts, 60s" "sum(rate) all $series series, 60s")
+  promql=('{__name__="cpu.usage_user",host="host_0"}'
+          'avg by (dc) (avg_over_time({__name__="cpu.usage_user"}[1m]))'
+          'sum(rate({__name__=~"cpu\\.usage_.*"}[1m]))')
+  prom_step=(10 60 60); prom_end=("$end" "$last_step" "$last_step")
+  # OpenTSDB: one sub-query per metric for the last one (a query reads one metric), so it
+  # answers 10 sums rather than one
+  otsdb=("{\"start\":$start,\"end\":$end1h,\"queries\":[{\"metric\":\"cpu.usage_user\",\"aggregator\":\"none\",\"tags\":{\"host\":\"host_0\"}}]}"
+         "{\"start\":$start,\"end\":$end1h,\"queries\":[{\"metric\":\"cpu.usage_user\",\"aggregator\":\"avg\",\"downsample\":\"1m-avg\",\"tags\":{\"dc\":\"*\"}}]}"
+         "$(python3 -c "import json
+m=json.load(open('$d/meta.json'))['metrics']
+print(json.dumps({'start':$start,'end':$end1h,'queries':[{'metric':'cpu.'+x,'aggregator':'sum','rate':True,'downsample':'1m-avg'} for x in m]}))")")
+  # Graphite: maxDataPoints=60 consolidates by average, as 1m buckets do
+  render=("dc0.host_0.cpu.usage_user"
+          "groupByNode(*.*.cpu.usage_user,0,'averageSeries')"
+          "sumSeries(perSecond(*.*.cpu.*))")
+  render_mdp=(360 60 60)
+
+  median() { sort -n | awk '{a[NR]=$1} END {if (NR) printf "%.1f\n", a[int((NR+1)/2)] * 1000; else print "nan"}'; }
+  timed() {  # OUT CURL-ARGS…: the request's seconds, or nothing when it failed
+    local out=$1; shift
+    local r; r=$(curl -s --max-time 120 -o "$out" -w '%{http_code} %{time_total}' "$@") || return 0
+    [ "${r%% *}" = 200 ] && echo "${r#* }"
+  }
+  # "series×points" of an answer, so the table shows what each API returned
+  shape() {  # KIND FILE
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+kind, f = sys.argv[1], sys.argv[2]
+try:
+    j = json.load(open(f))
+    if kind == "prom":
+        r = j["data"]["result"]; n = [len(s["values"]) for s in r]
+    elif kind == "otsdb":
+        n = [len(s["dps"]) for s in j]
+    else:
+        n = [sum(v is not None for v, _ in s["datapoints"]) for s in j]
+    print(f"{len(n)}x{max(n) if n else 0}")
+except Exception:
+    print("error")
+PY
+  }
+  run() {  # NAME KIND CURL-ARGS…: warm once, then the median of $reps runs, in ms
+    local name=$1 kind=$2; shift 2
+    timed "$work/q.json" "$@" >/dev/null
+    local ms; ms=$(for _ in $(seq "$reps"); do timed "$work/q.json" "$@"; done | median)
+    echo "$ms $(shape "$kind" "$work/q.json")"
+  }
+  for i in 0 1 2; do
+    log "query: ${q_name[$i]}"
+    prom_args=(--data-urlencode "query=${promql[$i]}" --data-urlencode "start=$start"
+               --data-urlencode "end=${prom_end[$i]}" --data-urlencode "step=${prom_step[$i]}")
+    read -r vm_ms vm_shape < <(run vm prom "${prom_args[@]}" --data-urlencode nocache=1 http://$H:$vm_http/api/v1/query_range)
+    read -r tp_ms tp_shape < <(run ts prom "${prom_args[@]}" http://$H:$ts_http/api/v1/query_range)
+    read -r to_ms to_shape < <(run ts otsdb -X POST -H 'Content-Type: application/json' --data "${otsdb[$i]}" http://$H:$ts_http/api/query)
+    read -r tr_ms tr_shape < <(run ts graphite --data-urlencode "target=${render[$i]}" --data-urlencode "from=$start" \
+      --data-urlencode "until=$end1h" --data-urlencode format=json --data-urlencode "maxDataPoints=${render_mdp[$i]}" \
+      http://$H:$gr_http/render)
+    printf 'query\t%s: PromQL (%s vs %s)\t%s\t%s\n' "${q_name[$i]}" "$tp_shape" "$vm_shape" "$tp_ms" "$vm_ms" >>"$results"
+    printf 'query\t%s: /api/query (%s)\t%s\t%s\n' "${q_name[$i]}" "$to_shape" "$to_ms" "$vm_ms" >>"$results"
+    printf 'query\t%s: /render (%s)\t%s\t%s\n' "${q_name[$i]}" "$tr_shape" "$tr_ms" "$vm_ms" >>"$results"
+  done
+fi
+
+# --- the table -------------------------------------------------------------------------------
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+mem=$(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo)
+vmver=$(dpkg-query -W -f '${Version}' victoria-metrics 2>/dev/null || true)
+echo
+echo "Machine: $(nproc) cores, $cpu, $mem RAM; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "tsgate $(git -C "$root" rev-parse --short HEAD), VictoriaMetrics ${vmver:-?}; data: $pts points, $series series ($d)"
+echo "Ratios are tsgate / VictoriaMetrics; queries: warm median of $reps, milliseconds (series x points returned)."
+echo
+python3 - "$results" <<'PY'
+import math, sys
+# issue 7's targets, as bounds on tsgate / VictoriaMetrics
+target = {"ingest": (">=", 1.5), "rss": ("<=", 1.0), "disk": ("<=", 2.0), "query": ("<=", 1.0)}
+print("| measure | tsgate | VictoriaMetrics | ratio | target | |")
+print("|---|---|---|---|---|---|")
+met = total = 0
+for line in open(sys.argv[1]):
+    kind, name, t, v = line.rstrip("\n").split("\t")
+    t, v = float(t), float(v)
+    op, bound = target[kind]
+    ok = not (math.isnan(t) or math.isnan(v) or v == 0)
+    ratio = t / v if ok else float("nan")
+    ok = ok and (ratio >= bound if op == ">=" else ratio <= bound)
+    met += ok; total += 1
+    fmt = (lambda x: f"{x/1000:,.0f} k") if kind == "ingest" else (lambda x: f"{x:,.1f}")
+    show = lambda x: "failed" if math.isnan(x) else fmt(x)
+    print(f"| {name} | {show(t)} | {show(v)} | {ratio:.2f}x | {op} {bound}x | {'met' if ok else 'not met'} |")
+print(f"\n{met} of {total} targets met")
+PY

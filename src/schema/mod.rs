@@ -6,6 +6,8 @@ pub mod column;
 pub mod compaction;
 pub mod rowkey;
 pub mod uid_table;
+#[cfg(test)]
+mod props;
 
 pub use column::{DataValue, RawPoint};
 pub use rowkey::{KeyLayout, RowKey};

@@ -31,6 +31,8 @@ pub enum SchemaError {
     NotFinite(f64),
     #[error("bad timestamp={0}")]
     BadTimestamp(u64),
+    #[error("Second qualifier {0} is past the end of its hour (offset {1} s)")]
+    BadQualifier(String, u32),
 }
 
 /// Uppercase hex, the way OpenTSDB prints UIDs and TSUIDs.

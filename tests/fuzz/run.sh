@@ -62,7 +62,7 @@ for t in "${targets[@]}"; do
     -max_total_time="$secs" -max_len="$(max_len "$t")" -rss_limit_mb=2048 -malloc_limit_mb=2048 \
     -timeout=10 -print_final_stats=1 >"$log" 2>&1
   rc=$?
-  execs=$(awk -F: '/stat::number_of_executed_units/ { gsub(/ /, "", $2); print $2 }' "$log" | tail -1)
+  execs=$(awk '$1 == "stat::number_of_executed_units:" { print $2 }' "$log" | tail -1)
   if [ "$rc" -eq 0 ]; then
     passed=$((passed + 1))
     echo "fuzz $t ... ok (${execs:-?} runs in ${secs}s)"
@@ -70,7 +70,9 @@ for t in "${targets[@]}"; do
     failed=$((failed + 1))
     failures+=("$t")
     echo "fuzz $t ... FAILED (exit $rc); input and log in tests/fuzz/artifacts/$t/"
-    grep -E "panicked at|ERROR: libFuzzer|SUMMARY|Test unit written" "$log" | head -8 | sed 's/^/    /'
+    # The first lines of what went wrong (cargo-fuzz repeats the log as one long line: cut it).
+    grep -m1 -A1 -E "panicked at|ERROR: libFuzzer" "$log" | cut -c1-300 | sed 's/^/    /'
+    ls artifacts/"$t"/ | grep -v last-run.log | head -3 | sed "s|^|    input: tests/fuzz/artifacts/$t/|"
   fi
 done
 

@@ -6,6 +6,8 @@
 pub mod app;
 pub mod cli;
 pub mod config;
+#[doc(hidden)]
+pub mod fuzz_api;
 pub mod graphite;
 pub mod ingest;
 pub mod meta;

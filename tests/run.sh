@@ -47,6 +47,10 @@ trap 'rm -f "$log"' EXIT
 set +e
 cargo test --release --workspace 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+# Every decoder and parser under libFuzzer for a few seconds each (tests/fuzz/run.sh SECONDS).
+echo "tests/fuzz: each cargo-fuzz target for 3 s, after building them (a few minutes)"
+bash tests/fuzz/run.sh 3 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 # Peer suites against real programs; each closes with a cargo-style `test result:` line.
 echo "compat/prometheus: Debian's Prometheus 2.42 against tsgate (about a minute)"
 bash compat/prometheus/run.sh 30 2>&1 | tee -a "$log"

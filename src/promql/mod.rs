@@ -133,7 +133,12 @@ pub fn parse_match(s: &str) -> Result<Vec<Matcher>, PromError> {
 /// Evaluates `expr` at one time (ms).
 pub fn instant_query(store: &QueryEngine, expr: &Expr, t: i64, settings: Settings) -> Result<QueryResult, PromError> {
     let data = selectors::fetch(store, expr, t, t, settings)?;
-    let ev = eval::Evaluator { data: &data, start: t, end: t, settings };
+    instant_eval(&data, expr, t, settings)
+}
+
+/// Evaluates `expr` at one time (ms) over data already fetched for it.
+pub fn instant_eval(data: &selectors::Data, expr: &Expr, t: i64, settings: Settings) -> Result<QueryResult, PromError> {
+    let ev = eval::Evaluator { data, start: t, end: t, settings };
     Ok(match ev.eval(expr, t)? {
         eval::Value::Scalar(v) => QueryResult::Scalar(t, v),
         eval::Value::Str(s) => QueryResult::Str(t, s),
@@ -148,6 +153,13 @@ pub fn instant_query(store: &QueryEngine, expr: &Expr, t: i64, settings: Setting
 
 /// Evaluates `expr` at `start, start+step, … ≤ end` (ms); the result is sorted by labels.
 pub fn range_query(store: &QueryEngine, expr: &Expr, start: i64, end: i64, step: i64, settings: Settings) -> Result<QueryResult, PromError> {
+    check_range_type(expr)?;
+    let data = selectors::fetch(store, expr, start, end, settings)?;
+    range_eval(&data, expr, start, end, step, settings)
+}
+
+/// A range query must yield an instant vector or a scalar.
+pub fn check_range_type(expr: &Expr) -> Result<(), PromError> {
     match expr.value_type() {
         ValueType::Vector | ValueType::Scalar => {}
         other => {
@@ -159,8 +171,12 @@ pub fn range_query(store: &QueryEngine, expr: &Expr, start: i64, end: i64, step:
             return Err(PromError::BadData(format!("invalid expression type \"{name}\" for range query, must be Scalar or instant Vector")));
         }
     }
-    let data = selectors::fetch(store, expr, start, end, settings)?;
-    let ev = eval::Evaluator { data: &data, start, end, settings };
+    Ok(())
+}
+
+/// The steps of a range query over data already fetched for it.
+pub fn range_eval(data: &selectors::Data, expr: &Expr, start: i64, end: i64, step: i64, settings: Settings) -> Result<QueryResult, PromError> {
+    let ev = eval::Evaluator { data, start, end, settings };
     let mut series: std::collections::HashMap<LabelSet, Vec<(i64, f64)>> = std::collections::HashMap::new();
     let mut t = start;
     while t <= end {

@@ -102,15 +102,15 @@ pub(crate) fn spans(e: &Expr, tmin: i64, tmax: i64, q: (i64, i64), s: &Settings,
     }
 }
 
-/// Builds the fetched data from series given in memory (tests).
-#[cfg(test)]
-pub fn data_from(expr: &Expr, series: &[(Vec<(String, String)>, Vec<(i64, f64)>)], start: i64, end: i64, s: Settings) -> Data {
+/// Builds the fetched data from series given in memory (tests and the fuzz targets).
+pub fn data_from(expr: &Expr, series: &[(Vec<(String, String)>, Vec<(i64, f64)>)], start: i64, end: i64, s: Settings) -> Result<Data, PromError> {
     let mut need = HashMap::new();
     spans(expr, start, end, (start, end), &s, &mut need);
     let mut data = Data::new();
     for (k, (lo, hi, vs)) in need {
+        // SAFETY: the pointer was taken from `expr`, which outlives this call and is not mutated.
         let vs: &VectorSelector = unsafe { &*vs };
-        let ms = selector_matchers(vs).unwrap();
+        let ms = selector_matchers(vs)?;
         let found = series
             .iter()
             .filter(|(l, _)| crate::query::select::labels_match(l, &ms))
@@ -122,7 +122,7 @@ pub fn data_from(expr: &Expr, series: &[(Vec<(String, String)>, Vec<(i64, f64)>)
             .collect();
         data.insert(k, found);
     }
-    data
+    Ok(data)
 }
 
 /// Fetches every selector of `expr` once, for evaluation times `[start, end]`.

@@ -25,7 +25,7 @@ fn fixture() -> Vec<(Vec<(String, String)>, Vec<(i64, f64)>)> {
 fn at(q: &str, t: i64) -> Result<Vec<String>, String> {
     let e = parse(q).map_err(|e| e.to_string())?;
     let s = Settings::default();
-    let data = data_from(&e, &fixture(), t, t, s);
+    let data = data_from(&e, &fixture(), t, t, s).map_err(|e| e.to_string())?;
     let ev = Evaluator { data: &data, start: t, end: t, settings: s };
     let mut out: Vec<String> = match ev.eval(&e, t).map_err(|e| e.to_string())? {
         Value::Scalar(v) => vec![format!("scalar={v}")],

@@ -45,9 +45,12 @@ pub fn parse_downsample(spec: &str) -> Result<Downsample, String> {
         "y" => (365 * 86_400_000, CalUnit::Year),
         _ => return Err(format!("Invalid units in the duration: {unit}")),
     };
+    // Checked, and no longer than the whole time line OpenTSDB stores (10^13 ms): beyond, the
+    // bucket arithmetic would overflow.
+    let interval_ms = n.checked_mul(unit_ms).filter(|&ms| ms <= 10_000_000_000_000).ok_or_else(|| format!("Invalid interval: {iv}"))?;
     Ok(Downsample {
         spec: spec.into(),
-        interval_ms: n * unit_ms,
+        interval_ms,
         all: false,
         calendar: cal.then_some((n, cu)),
         step: (n, cu),
@@ -292,5 +295,14 @@ mod tests {
         assert_eq!(r.len(), 299);
         assert_eq!(r[0].0, 1356998460000);
         assert!((r[0].1.as_f64() - 1.0 / 30.0).abs() < 1e-12);
+    }
+
+    /// Fuzz finding (tests/fuzz, opentsdb_query_string): `1999999999999999999m-avg` overflowed
+    /// the interval in ms.
+    #[test]
+    fn huge_intervals_are_invalid() {
+        assert!(parse_downsample("1999999999999999999m-avg").is_err());
+        assert!(parse_downsample("400y-avg").is_err());
+        assert_eq!(parse_downsample("300y-avg").unwrap().interval_ms, 300 * 365 * 86_400_000);
     }
 }

@@ -61,7 +61,8 @@ pub fn parse_time(s: &str, now: u64) -> Result<u64, String> {
 fn parse_date(s: &str) -> Option<u64> {
     let (date, time) = match s.len() {
         10 => (s, None),
-        16 | 19 => (&s[..10], Some(&s[11..])),
+        // `get`: byte 10 may sit inside a multi-byte character.
+        16 | 19 => (s.get(..10)?, Some(s.get(11..)?)),
         _ => return None,
     };
     let d: Vec<u32> = date.split('/').map(|x| x.parse().ok()).collect::<Option<_>>()?;
@@ -81,7 +82,8 @@ fn parse_date(s: &str) -> Option<u64> {
         return None;
     }
     let days = days_from_civil(y as i64, mo, da);
-    Some(((days * 86400 + (h * 3600 + mi * 60 + se) as i64) * 1000) as u64)
+    // Before 1970 is not a time OpenTSDB can store.
+    u64::try_from((days * 86400 + (h * 3600 + mi * 60 + se) as i64) * 1000).ok()
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date.
@@ -112,5 +114,15 @@ mod tests {
         assert!(parse_time("1355961603.4123", now).is_err());
         assert!(parse_time("-5", now).unwrap_err().contains("Negative"));
         assert!(parse_time("soon", now).is_err());
+    }
+
+    /// Fuzz finding (tests/fuzz, time_grammars and opentsdb_query_string): a 16- or 19-byte
+    /// date with a multi-byte character across byte 10 was sliced inside it.
+    #[test]
+    fn dates_with_multibyte_characters_are_errors() {
+        assert!(parse_time("_0:22d1/0о:103", 0).is_err());
+        assert!(parse_time("2013/01/0é12:00", 0).is_err());
+        assert!(parse_time("0000/01/01", 0).is_err());
+        assert_eq!(parse_time("2013/01/01-00:00", 0).unwrap(), 1356998400000);
     }
 }

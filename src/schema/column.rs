@@ -220,6 +220,11 @@ pub fn column_kind(q: &[u8]) -> ColumnKind {
 /// Decodes a single-point column, applying OpenTSDB's read-side repairs of historic encodings.
 /// Returns the point and whether a repair was needed.
 pub fn decode_single(q: &[u8], v: &[u8]) -> Result<(RawPoint, bool), SchemaError> {
+    // A 2-byte qualifier starting with nibble F (offset ≥ 3840 s) is no second of this hour,
+    // and inside a compacted column it would read as a 4-byte ms qualifier.
+    if q.len() == 2 && q[0] & 0xF0 == 0xF0 {
+        return Err(SchemaError::BadQualifier(super::hex_upper(q), (u16::from_be_bytes([q[0], q[1]]) >> 4) as u32));
+    }
     let flags = q[q.len() - 1] & FLAGS_MASK;
     let mut q2 = [0u8; 4];
     q2[..q.len()].copy_from_slice(q);
@@ -428,6 +433,14 @@ mod tests {
         assert!(fixed);
         assert_eq!(p.value_bytes(), h("40866666"));
         assert!(decode_single(&h("001B"), &h("01000000 40866666")).is_err());
+    }
+
+    /// Fuzz finding (tests/fuzz, schema_columns): a 2-byte qualifier `FF20` was accepted and,
+    /// compacted with another point, made a column that no longer decodes.
+    #[test]
+    fn second_qualifier_past_the_hour_is_refused() {
+        assert_eq!(decode_single(&h("FF20"), &h("2A")), Err(SchemaError::BadQualifier("FF20".into(), 4082)));
+        assert!(decode_single(&h("E0F0"), &h("2A")).is_ok());
     }
 
     #[test]

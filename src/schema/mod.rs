@@ -6,6 +6,8 @@ pub mod column;
 pub mod compaction;
 pub mod rowkey;
 pub mod uid_table;
+#[cfg(test)]
+mod props;
 
 pub use column::{DataValue, RawPoint};
 pub use rowkey::{KeyLayout, RowKey};
@@ -29,6 +31,8 @@ pub enum SchemaError {
     NotFinite(f64),
     #[error("bad timestamp={0}")]
     BadTimestamp(u64),
+    #[error("Second qualifier {0} is past the end of its hour (offset {1} s)")]
+    BadQualifier(String, u32),
 }
 
 /// Uppercase hex, the way OpenTSDB prints UIDs and TSUIDs.

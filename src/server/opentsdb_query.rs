@@ -92,7 +92,7 @@ fn value_string(v: Num) -> String {
 }
 
 /// `metric{k=v,…}` as used by `/api/query/last` and `/api/search/lookup`.
-fn metric_and_tags(s: &str) -> Result<(String, Vec<(String, String)>), String> {
+pub(crate) fn metric_and_tags(s: &str) -> Result<(String, Vec<(String, String)>), String> {
     let Some(open) = s.find('{') else { return Ok((s.to_string(), vec![])) };
     let close = s.rfind('}').filter(|c| *c > open).ok_or_else(|| format!("Missing '}}' at the end of: {s}"))?;
     let mut tags = Vec::new();

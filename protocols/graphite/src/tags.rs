@@ -86,7 +86,13 @@ fn finish<'a>(path: &str, name: &'a str, mut tags: Vec<(Cow<'a, str>, Cow<'a, st
         let b = k2.bytes().chain(std::iter::once(b'=')).chain(v2.bytes());
         a.cmp(b)
     });
-    Ok(TaggedSeries { name: Cow::Borrowed(name), tags })
+    let ts = TaggedSeries { name: Cow::Borrowed(name), tags };
+    // The canonical path must read back as this very series: not with a `;` in the name (the
+    // OpenMetrics form allows one), nor shaped like the OpenMetrics form itself.
+    if name.contains(';') || (ts.tags.last().is_some_and(|(_, v)| v.ends_with("\"}")) && ts.canonical().contains('{')) {
+        return Err(TagError::Malformed(path.into()));
+    }
+    Ok(ts)
 }
 
 /// Parses a tagged path in either syntax.
@@ -182,5 +188,18 @@ mod tests {
         assert!(is_tagged("a;b=c"));
         assert!(is_tagged("a{b=\"c\"}"));
         assert!(!is_tagged("a.b.c"));
+    }
+
+    /// Fuzz finding (tests/fuzz, graphite_tags): an OpenMetrics-form name holding `;` gave a
+    /// canonical path that read back as another series.
+    #[test]
+    fn canonical_path_reads_back_as_the_same_series() {
+        assert!(matches!(parse("a;x=1{k=\"v\"}"), Err(TagError::Malformed(_))));
+        // Canonical `a;k{=v"}` would read back in the OpenMetrics form.
+        assert!(matches!(parse(r#"a{k{="v\"}"}"#), Err(TagError::Malformed(_))));
+        for p in ["a{k=\"v\"}", "a;b=c", "x{b=\"1\",a=\"2\"}"] {
+            let c = parse(p).unwrap().canonical();
+            assert_eq!(parse(&c).unwrap().canonical(), c, "{p}");
+        }
     }
 }

@@ -66,15 +66,16 @@ pub fn encode_xor(samples: &[(i64, f64)]) -> Vec<u8> {
                 w.bits(vb, 64);
             }
             1 => {
-                t_delta = t - t_prev;
+                // Wrapping, as Prometheus' int64 arithmetic does: decode undoes it exactly.
+                t_delta = t.wrapping_sub(t_prev);
                 for b in uvarint_bytes(t_delta as u64) {
                     w.byte(b);
                 }
                 write_value(&mut w, vb, v_prev, &mut leading, &mut trailing);
             }
             _ => {
-                let d = t - t_prev;
-                let dod = d - t_delta;
+                let d = t.wrapping_sub(t_prev);
+                let dod = d.wrapping_sub(t_delta);
                 if dod == 0 {
                     w.bit(false);
                 } else if fits(dod, 14) {
@@ -200,9 +201,10 @@ pub fn decode_xor(data: &[u8]) -> Result<Vec<(i64, f64)>, ChunkError> {
                         3 => sign_extend(r.bits(20)?, 20),
                         _ => r.bits(64)? as i64,
                     };
-                    t_delta += dod;
+                    t_delta = t_delta.wrapping_add(dod);
                 }
-                t += t_delta;
+                // Wrapping, as Prometheus does: a hostile chunk gives odd times, never a panic.
+                t = t.wrapping_add(t_delta);
                 if r.bit()? {
                     if r.bit()? {
                         leading = r.bits(5)? as u8;
@@ -264,5 +266,18 @@ mod tests {
             let back = decode_xor(&encode_xor(&samples)).unwrap();
             prop_assert_eq!(back.iter().map(|(t, v)| (*t, v.to_bits())).collect::<Vec<_>>(), samples.iter().map(|(t, v)| (*t, v.to_bits())).collect::<Vec<_>>());
         }
+    }
+
+    /// Fuzz finding (tests/fuzz, prom_chunks): time deltas overflowed i64 while decoding a
+    /// hostile chunk. They wrap, as in Prometheus, and extreme times still round-trip.
+    #[test]
+    fn extreme_time_deltas_wrap() {
+        let samples = [(i64::MIN, 1.0), (i64::MAX, 2.0), (0, 3.0), (i64::MAX, 4.0)];
+        let back = decode_xor(&encode_xor(&samples)).unwrap();
+        assert_eq!(back, samples);
+        let mut chunk = encode_xor(&[(i64::MAX - 1, 1.0), (i64::MAX, 1.0)]);
+        chunk[1] = 3; // a third sample: one more delta of 1 past i64::MAX
+        chunk.extend_from_slice(&[0, 0, 0]);
+        assert!(decode_xor(&chunk).is_ok());
     }
 }

@@ -41,10 +41,12 @@ pub fn read_frames(mut body: &[u8]) -> Result<Vec<&[u8]>, FrameError> {
                 return Err(FrameError::Truncated);
             }
         }
-        let len = len as usize;
-        if body.len() < i + 4 + len {
+        // Checked: a declared length near 2^64 must not wrap around the bounds check.
+        let end = usize::try_from(len).ok().and_then(|l| l.checked_add(i + 4)).ok_or(FrameError::Truncated)?;
+        if body.len() < end {
             return Err(FrameError::Truncated);
         }
+        let len = end - i - 4;
         let crc = u32::from_be_bytes(body[i..i + 4].try_into().unwrap());
         let msg = &body[i + 4..i + 4 + len];
         if crc32c::crc32c(msg) != crc {
@@ -74,5 +76,13 @@ mod tests {
         bad[5] ^= 1;
         assert_eq!(read_frames(&bad), Err(FrameError::Checksum));
         assert_eq!(read_frames(&out[..20]), Err(FrameError::Truncated));
+    }
+
+    /// Fuzz finding (tests/fuzz, prom_chunks): a declared length near 2^64 overflowed the
+    /// bounds check.
+    #[test]
+    fn huge_declared_length_is_truncated() {
+        let body = [0xf7, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x5f, 0x64, 0xa3, 0x7a, 0xfb];
+        assert_eq!(read_frames(&body), Err(FrameError::Truncated));
     }
 }

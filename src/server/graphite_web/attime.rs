@@ -51,7 +51,8 @@ pub fn parse_offset(s: &str) -> Result<i64, String> {
         if u == 0 || rest[u..].starts_with(|c: char| !c.is_ascii_digit()) {
             return Err(format!("Invalid offset '{s}'"));
         }
-        total += n * unit_seconds(&rest[..u])?;
+        // Checked: a huge count is an invalid offset, not a wrapped one.
+        total = n.checked_mul(unit_seconds(&rest[..u])?).and_then(|x| total.checked_add(x)).ok_or_else(|| format!("Invalid offset '{s}'"))?;
         rest = &rest[u..];
     }
     Ok(sign * total)
@@ -73,10 +74,10 @@ pub fn parse_attime(s: &str, now: i64) -> Result<i64, String> {
         None => (&t[..], None),
     };
     let base = parse_ref(r, now)?;
-    Ok(match off {
-        Some(o) => base + parse_offset(o)?,
-        None => base,
-    })
+    match off {
+        Some(o) => base.checked_add(parse_offset(o)?).ok_or_else(|| format!("Invalid time '{s}'")),
+        None => Ok(base),
+    }
 }
 
 fn parse_ref(r: &str, now: i64) -> Result<i64, String> {
@@ -119,8 +120,9 @@ fn parse_ref(r: &str, now: i64) -> Result<i64, String> {
     let date: NaiveDate = match rest {
         "" => today,
         "today" => today,
-        "yesterday" => today - Duration::days(1),
-        "tomorrow" => today + Duration::days(1),
+        // Checked: a `now` at the end of the calendar has no tomorrow.
+        "yesterday" => today.checked_sub_signed(Duration::days(1)).ok_or_else(bad)?,
+        "tomorrow" => today.checked_add_signed(Duration::days(1)).ok_or_else(bad)?,
         d if d.len() == 8 && d.bytes().all(|b| b.is_ascii_digit()) => NaiveDate::parse_from_str(d, "%Y%m%d").map_err(|_| bad())?,
         d if d.contains('/') => {
             let parts: Vec<&str> = d.split('/').collect();
@@ -144,7 +146,7 @@ fn parse_ref(r: &str, now: i64) -> Result<i64, String> {
             } else if let Some(w) = DAYS.iter().position(|w| d.starts_with(w)) {
                 // The most recent such day; today counts.
                 let back = (today.weekday().num_days_from_monday() as i64 - w as i64).rem_euclid(7);
-                today - Duration::days(back)
+                today.checked_sub_signed(Duration::days(back)).ok_or_else(bad)?
             } else {
                 return Err(bad());
             }
@@ -203,5 +205,18 @@ mod tests {
         assert_eq!(parse_offset("-1d").unwrap(), -86400);
         assert_eq!(parse_offset("1h30min").unwrap(), 5400);
         assert!(parse_offset("5m").is_err());
+    }
+
+    /// Fuzz findings (tests/fuzz, time_grammars): offsets and dates past i64 or the calendar
+    /// overflowed (a panic with overflow checks, a wrapped time without).
+    #[test]
+    fn out_of_range_is_an_error() {
+        assert!(parse_offset("-99999999999999999y").is_err());
+        assert!(parse_offset("9223372036854775807s1s").is_err());
+        assert!(parse_attime("now+9223372036854775807s", NOW).is_err());
+        let last_day = NaiveDate::MAX.and_hms_opt(12, 0, 0).unwrap().and_utc().timestamp();
+        assert!(parse_attime("tomorrow", last_day).is_err());
+        let first_day = NaiveDate::MIN.and_hms_opt(12, 0, 0).unwrap().and_utc().timestamp();
+        assert!(parse_attime("yesterday", first_day).is_err());
     }
 }

@@ -267,11 +267,9 @@ pub enum NodeOrTag {
     Tag(String),
 }
 
-/// A fixed set of series for unit tests.
-#[cfg(test)]
+/// A fixed set of series (unit tests, fuzz targets).
 pub struct MemSource(pub Vec<(String, Vec<(i64, f64)>)>);
 
-#[cfg(test)]
 impl Source for MemSource {
     fn entries(&self) -> R<Arc<Vec<Entry>>> {
         let mut v: Vec<Entry> = self.0.iter().map(|(p, _)| Entry { path: p.clone(), metric: p.clone(), tags: vec![] }).collect();

@@ -27,8 +27,8 @@ pub fn parse(s: &str) -> Result<Expr, String> {
     p.ws();
     let e = p.expression()?;
     p.ws();
-    if p.i != p.s.len() {
-        return Err(format!("unexpected {:?} at position {} in {s:?}", &s[p.i..], p.i));
+    if p.i < p.s.len() {
+        return Err(format!("unexpected {:?} at position {} in {s:?}", String::from_utf8_lossy(&p.s[p.i..]), p.i));
     }
     Ok(e)
 }
@@ -170,7 +170,8 @@ impl P<'_> {
         // Bare words that are values only when a delimiter follows them.
         for (word, v) in [("true", Expr::Bool(true)), ("false", Expr::Bool(false)), ("none", Expr::None), ("inf", Expr::Num(f64::INFINITY))] {
             let end = self.i + word.len();
-            if end <= self.s.len() && self.src[self.i..end].eq_ignore_ascii_case(word) && self.delimited(end) {
+            // Compared as bytes: `end` may fall inside a multi-byte character.
+            if end <= self.s.len() && self.s[self.i..end].eq_ignore_ascii_case(word.as_bytes()) && self.delimited(end) {
                 self.i = end;
                 return Ok(v);
             }
@@ -235,7 +236,8 @@ impl P<'_> {
                 b'}' if depth > 0 => depth -= 1,
                 b',' if depth > 0 => {}
                 b'.' => {}
-                b'\\' => self.i += 1,
+                // An escape takes the next byte whatever it is, but never past the end.
+                b'\\' => self.i = (self.i + 1).min(self.s.len() - 1),
                 c if is_path_char(c) => {}
                 _ => break,
             }
@@ -244,7 +246,7 @@ impl P<'_> {
         if self.i == start || depth > 0 {
             return self.err("expected a path expression or function call");
         }
-        Ok(Expr::Path(self.src[start..self.i.min(self.s.len())].to_string()))
+        Ok(Expr::Path(String::from_utf8_lossy(&self.s[start..self.i]).into_owned()))
     }
 }
 
@@ -287,5 +289,18 @@ mod tests {
         assert_eq!(call(&parse("seriesByTag('name=a.b','dc=~x.*')").unwrap()).text, "seriesByTag('name=a.b','dc=~x.*')");
         assert!(parse("sumSeries(a.b").is_err());
         assert!(parse("").is_err());
+    }
+
+    /// Fuzz findings (tests/fuzz, graphite_target): byte positions that are not character
+    /// boundaries, or past the end, used to slice the target text.
+    #[test]
+    fn multibyte_and_trailing_escape_never_panic() {
+        // A bare word's length ending inside `€` (3 bytes).
+        assert_eq!(call(&parse("f(tr€)").unwrap()).args, vec![Expr::Path("tr€".into())]);
+        assert_eq!(call(&parse("f(TRUE)").unwrap()).args, vec![Expr::Bool(true)]);
+        // A trailing backslash escapes nothing.
+        assert_eq!(parse(r"a.b\").unwrap(), Expr::Path(r"a.b\".into()));
+        assert!(parse("f(a\\").is_err());
+        assert!(parse("a.b)é").unwrap_err().contains("é"));
     }
 }

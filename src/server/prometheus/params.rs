@@ -79,7 +79,8 @@ fn parse_rfc3339(s: &str) -> Option<i64> {
         "Z" | "z" => 0,
         tz if tz.len() == 6 && (tz.starts_with('+') || tz.starts_with('-')) => {
             let sign = if tz.starts_with('-') { -1 } else { 1 };
-            sign * (tz[1..3].parse::<i64>().ok()? * 3600 + tz[4..6].parse::<i64>().ok()? * 60)
+            // `get`: the six bytes may hold a multi-byte character.
+            sign * (tz.get(1..3)?.parse::<i64>().ok()? * 3600 + tz.get(4..6)?.parse::<i64>().ok()? * 60)
         }
         _ => return None,
     };
@@ -158,5 +159,13 @@ mod tests {
         assert_eq!(parse_duration("1h30m").unwrap(), 5_400_000);
         assert_eq!(parse_duration("100ms").unwrap(), 100);
         assert!(parse_duration("5x").is_err());
+    }
+
+    /// Fuzz finding (tests/fuzz, time_grammars): a zone offset holding a multi-byte character
+    /// was sliced inside it.
+    #[test]
+    fn zone_offset_with_multibyte_character() {
+        assert!(parse_time("2015-07-01T22:10:51+aé00").is_err());
+        assert!(parse_time("2015-07-01T22:10:51+0é:0").is_err());
     }
 }

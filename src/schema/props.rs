@@ -1,0 +1,151 @@
+//! Property tests of the schema codec: row keys, qualifiers and values round-trip, and
+//! compaction merges any set of cells into the column that decodes back to the same points.
+
+use super::column::{build_column, decode_compacted, decode_single, DataValue, RawPoint};
+use super::compaction::{merge_columns, plan_compaction, StoredColumn};
+use super::rowkey::{base_time, is_ms, millis, KeyLayout, MAX_TIMESTAMP_MS};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+fn layout() -> impl Strategy<Value = KeyLayout> {
+    (1usize..=8, 1usize..=8, 1usize..=8, 0usize..=3, 1u32..=40).prop_map(|(m, k, v, s, b)| KeyLayout {
+        metric_width: m,
+        tagk_width: k,
+        tagv_width: v,
+        salt_width: s,
+        salt_buckets: b,
+    })
+}
+
+fn value() -> impl Strategy<Value = DataValue> {
+    prop_oneof![
+        any::<i64>().prop_map(DataValue::Int),
+        // Each integer width's edges, where the encoder picks its length.
+        prop_oneof![Just(0i64), Just(127), Just(-128), Just(128), Just(32767), Just(-32769), Just(i32::MAX as i64 + 1), Just(i64::MIN)]
+            .prop_map(DataValue::Int),
+        any::<f32>().prop_filter("finite", |f| f.is_finite()).prop_map(DataValue::F32),
+        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(DataValue::F64),
+    ]
+}
+
+/// Seconds (below 2^32) or milliseconds (OpenTSDB's rule: any upper bit set), up to the max.
+fn timestamp() -> impl Strategy<Value = u64> {
+    prop_oneof![0u64..=u32::MAX as u64, (1u64 << 32)..=MAX_TIMESTAMP_MS]
+}
+
+fn same_value(a: DataValue, b: DataValue) -> bool {
+    match (a, b) {
+        (DataValue::Int(x), DataValue::Int(y)) => x == y,
+        (DataValue::F32(x), DataValue::F32(y)) => x.to_bits() == y.to_bits(),
+        (DataValue::F64(x), DataValue::F64(y)) => x.to_bits() == y.to_bits(),
+        _ => false,
+    }
+}
+
+/// One point of an hour's row: offset in ms (whole seconds when `secs`), and its value.
+fn row_point() -> impl Strategy<Value = (bool, u32, DataValue)> {
+    (any::<bool>(), 0u32..3_600_000, value()).prop_map(|(secs, off, v)| (secs, if secs { off / 1000 * 1000 } else { off }, v))
+}
+
+const BASE: u32 = 1_356_998_400;
+
+/// Encodes a row point as its own single cell, seconds or ms qualifier.
+fn single(secs: bool, off_ms: u32, v: DataValue) -> RawPoint {
+    let ts = if secs { BASE as u64 + (off_ms / 1000) as u64 } else { BASE as u64 * 1000 + off_ms as u64 };
+    RawPoint::encode(ts, BASE, v).unwrap()
+}
+
+proptest! {
+    #[test]
+    fn row_keys_round_trip(l in layout(), metric in prop::collection::vec(any::<u8>(), 8), tags in prop::collection::vec(any::<u8>(), 1..64), npairs in 1usize..5, ts in timestamp()) {
+        let mut tsuid = metric[..l.metric_width].to_vec();
+        for _ in 0..npairs {
+            tsuid.extend(tags.iter().cycle().take(l.tag_width()));
+        }
+        let base = base_time(ts);
+        let key = l.row_key(&tsuid, base);
+        prop_assert_eq!(key.len(), l.salt_width + tsuid.len() + 4);
+        let rk = l.parse(&key).unwrap();
+        let salt = l.salt(&tsuid);
+        prop_assert_eq!(rk.salt, salt.as_slice());
+        prop_assert_eq!(rk.base, base);
+        prop_assert_eq!(rk.tsuid(), tsuid.clone());
+        prop_assert_eq!(rk.tag_pairs().count(), npairs);
+        // Any key that is not whole tag pairs is refused, never misread.
+        let cut = key.len() - 1;
+        prop_assert!(l.parse(&key[..cut]).is_err());
+    }
+
+    #[test]
+    fn qualifiers_and_values_round_trip(ts in timestamp(), v in value()) {
+        let base = base_time(ts);
+        let p = RawPoint::encode(ts, base, v).unwrap();
+        prop_assert_eq!(p.is_ms(), is_ms(ts));
+        prop_assert_eq!(p.qualifier().len(), if is_ms(ts) { 4 } else { 2 });
+        // Offsets within the hour; the wrapped base of late ms times is OpenTSDB's too.
+        prop_assert_eq!(p.offset_ms() as u64, millis(ts) % 3_600_000);
+        if crate::schema::rowkey::seconds(ts) < 1u64 << 32 {
+            prop_assert_eq!(p.timestamp_ms(base), millis(ts));
+        }
+        prop_assert!(same_value(p.value().unwrap(), v), "{:?} != {:?}", p.value(), v);
+        let width = p.value_bytes().len();
+        match v {
+            DataValue::Int(i) => {
+                prop_assert_eq!(p.flags() & 0x8, 0);
+                let smallest = [1usize, 2, 4, 8].into_iter().find(|&n| n == 8 || (i >= -(1i64 << (8 * n - 1)) && i < 1i64 << (8 * n - 1))).unwrap();
+                prop_assert_eq!(width, smallest);
+            }
+            DataValue::F32(_) => prop_assert_eq!((p.flags(), width), (0xB, 4)),
+            DataValue::F64(_) => prop_assert_eq!((p.flags(), width), (0xF, 8)),
+        }
+        // The stored bytes decode back to the same point, with no repair needed.
+        let (back, fixed) = decode_single(p.qualifier(), p.value_bytes()).unwrap();
+        prop_assert_eq!(back, p);
+        prop_assert!(!fixed);
+    }
+
+    #[test]
+    fn compaction_merge_equals_last_write_per_offset(points in prop::collection::vec(row_point(), 1..40), order in prop::collection::vec(any::<u32>(), 40)) {
+        // Cells written in `points` order (cell timestamps 1, 2, …), handed over in any order.
+        let cells: Vec<RawPoint> = points.iter().map(|&(s, off, v)| single(s, off, v)).collect();
+        let mut idx: Vec<usize> = (0..cells.len()).collect();
+        idx.sort_by_key(|&i| order[i]);
+        let owned: Vec<(Vec<u8>, Vec<u8>, u64)> = idx.iter().map(|&i| (cells[i].qualifier().to_vec(), cells[i].value_bytes().to_vec(), i as u64 + 1)).collect();
+        let cols: Vec<StoredColumn> = owned.iter().map(|(q, v, ts)| StoredColumn { qualifier: q, value: v, ts: *ts }).collect();
+
+        // What OpenTSDB keeps: per offset (ms), the newest cell.
+        let mut want: BTreeMap<u32, RawPoint> = BTreeMap::new();
+        for p in &cells {
+            want.insert(p.offset_ms(), *p);
+        }
+        let merged = merge_columns(&cols);
+        prop_assert!(merged.errors.is_empty());
+        prop_assert_eq!(&merged.points, &want.values().copied().collect::<Vec<_>>());
+        prop_assert_eq!(merged.duplicates, cells.len() - want.len());
+
+        // The planned column (or the lone cell left in place) decodes back to the same points.
+        let plan = plan_compaction(&cols).unwrap();
+        let (q, v) = match plan.and_then(|p| p.put) {
+            Some(put) => put,
+            None => build_column(&merged.points),
+        };
+        let mut back = Vec::new();
+        if merged.points.len() == 1 {
+            back.push(decode_single(&q, &v).unwrap().0);
+        } else {
+            decode_compacted(&q, &v, &mut back).unwrap();
+            let mixed = merged.points.iter().any(|p| p.is_ms()) && merged.points.iter().any(|p| !p.is_ms());
+            prop_assert_eq!(*v.last().unwrap(), mixed as u8);
+        }
+        prop_assert_eq!(&back, &merged.points);
+
+        // Compacting again, with newer single cells on top, equals merging everything at once.
+        let extra: Vec<RawPoint> = points.iter().take(3).map(|&(s, off, _)| single(s, off, DataValue::Int(7))).collect();
+        let mut cols2 = vec![StoredColumn { qualifier: &q, value: &v, ts: 1000 }];
+        let extra_owned: Vec<(Vec<u8>, Vec<u8>)> = extra.iter().map(|p| (p.qualifier().to_vec(), p.value_bytes().to_vec())).collect();
+        cols2.extend(extra_owned.iter().enumerate().map(|(i, (q, v))| StoredColumn { qualifier: q, value: v, ts: 2000 + i as u64 }));
+        let mut all = cols.clone();
+        all.extend_from_slice(&cols2[1..]);
+        prop_assert_eq!(merge_columns(&cols2).points, merge_columns(&all).points);
+    }
+}

@@ -77,6 +77,15 @@ pub fn limits(cfg: &Config) -> Limits {
     Limits { max_tags: cfg.limits.max_tags, allow_special: cfg.limits.allow_special_chars.clone() }
 }
 
+pub fn query_limits(cfg: &Config) -> crate::query::QueryLimits {
+    let q = &cfg.query;
+    crate::query::QueryLimits {
+        timeout: (q.timeout_ms > 0).then(|| Duration::from_millis(q.timeout_ms)),
+        max_series: q.max_series,
+        max_points: q.max_points,
+    }
+}
+
 pub fn writer_config(cfg: &Config) -> WriterConfig {
     WriterConfig {
         shards: cfg.shards(),
@@ -119,9 +128,10 @@ impl Node {
             Writer::start(&cfg.data_dir, store.clone(), &table, layout, &wcfg, tokio::runtime::Handle::current())?;
         let prom = crate::prometheus::PromState::open(&cfg.data_dir);
         let names = Arc::new(crate::graphite::names::NameRules::from_config(&cfg).map_err(AppError::NameRules)?);
+        let max_connections = cfg.limits.max_connections;
         let state = Arc::new(AppState {
-            ingest: Ingest { resolver: resolver.clone(), writer },
-            query: QueryEngine { store, uids, layout, table, allow_delete: cfg.query.allow_delete },
+            ingest: Ingest { resolver: resolver.clone(), writer, max_name_length: cfg.limits.max_name_length },
+            query: QueryEngine { store, uids, layout, table, allow_delete: cfg.query.allow_delete, limits: query_limits(&cfg) },
             resolver,
             meta,
             limits: limits(&cfg),
@@ -131,6 +141,7 @@ impl Node {
             prom,
             graphite_index: Default::default(),
             names,
+            connections: Arc::new(tokio::sync::Semaphore::new(max_connections)),
         });
         Ok(Node { state, threads, wal_lock })
     }
@@ -147,22 +158,34 @@ pub async fn serve(cfg: Config) -> Result<(), AppError> {
     let server = tokio::spawn(crate::server::serve(node.state.clone(), listener, rx.clone()));
     let graphite = start_graphite(&node.state, graphite, rx);
     shutdown_signal().await;
-    tracing::info!("shutting down: draining connections and flushing");
-    let _ = tx.send(true);
-    let _ = server.await;
-    for g in graphite {
-        let _ = g.await;
+    let budget = Duration::from_millis(node.state.config.server.shutdown_timeout_ms);
+    tracing::info!(timeout_ms = budget.as_millis() as u64, "shutting down: draining connections and flushing");
+    let drain = async move {
+        let _ = tx.send(true);
+        let _ = server.await;
+        for g in graphite {
+            let _ = g.await;
+        }
+        // Give open connections a moment to finish their current request.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Arc::strong_count(&node.state) > 1 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let Node { state, threads, wal_lock } = node;
+        state.ingest.writer.close();
+        drop(state);
+        tokio::task::spawn_blocking(move || threads.join()).await.ok();
+        drop(wal_lock);
+    };
+    // Bounded: a store that is down would keep the flusher retrying forever. Everything
+    // acknowledged is in the WAL, which the next start replays.
+    tokio::select! {
+        _ = drain => {}
+        _ = tokio::time::sleep(budget) => {
+            tracing::warn!(timeout_ms = budget.as_millis() as u64, "server.shutdown_timeout_ms passed with work left: exiting; the write-ahead log is replayed at the next start");
+            std::process::exit(3);
+        }
     }
-    // Give open connections a moment to finish their current request.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Arc::strong_count(&node.state) > 1 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let Node { state, threads, wal_lock } = node;
-    state.ingest.writer.close();
-    drop(state);
-    tokio::task::spawn_blocking(move || threads.join()).await.ok();
-    drop(wal_lock);
     tracing::info!("stopped cleanly");
     Ok(())
 }

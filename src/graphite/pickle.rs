@@ -9,7 +9,6 @@ use crate::server::AppState;
 use crate::stats::Stats;
 use bytes::BytesMut;
 use std::sync::Arc;
-use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tsgate_graphite::{frame, pickle, plaintext};
@@ -22,6 +21,7 @@ async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: w
     Stats::add(&state.stats.connections, 1);
     let max = state.config.graphite.pickle_max_frame;
     let mut buf = BytesMut::with_capacity(64 * 1024);
+    let idle = std::time::Duration::from_millis(state.config.limits.idle_timeout_ms);
     loop {
         // Every whole frame in the buffer, in order; each awaits the writer (backpressure).
         loop {
@@ -39,7 +39,7 @@ async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: w
             }
         }
         let n = tokio::select! {
-            r = stream.read_buf(&mut buf) => r?,
+            r = crate::server::limits::read_idle(&mut stream, &mut buf, idle) => r?,
             _ = shutdown.changed() => 0,
         };
         if n == 0 {

@@ -94,16 +94,32 @@ pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutd
             async move {
                 crate::stats::Stats::add(&st.stats.http_requests, 1);
                 let limit = st.config.limits.http_body_max;
-                let body = match read_body(Box::pin(body), limit).await {
-                    Ok(b) => b,
-                    Err(r) => return r,
+                let read_timeout = std::time::Duration::from_millis(st.config.limits.read_timeout_ms);
+                // A trickled body is bounded like slow headers: `limits.read_timeout_ms`.
+                let body = match tokio::time::timeout(read_timeout, read_body(Box::pin(body), limit)).await {
+                    Ok(Ok(b)) => b,
+                    Ok(Err(r)) => return r,
+                    Err(_) => {
+                        return error_reply(
+                            StatusCode::REQUEST_TIMEOUT,
+                            "Request body not received in time",
+                            &format!("the limit is limits.read_timeout_ms = {} ms", read_timeout.as_millis()),
+                        )
+                    }
                 };
                 let req = Request { method, path: path.as_str().to_string(), query, headers, body };
                 super::api::route(&st, req).await
             }
         });
     let svc = hyper_util::service::TowerToHyperService::new(warp::service(filter));
-    let conn = hyper::server::conn::http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(stream), svc);
+    let l = &state.config.limits;
+    let stream = super::limits::IdleStream::new(stream, std::time::Duration::from_millis(l.idle_timeout_ms));
+    let conn = hyper::server::conn::http1::Builder::new()
+        .keep_alive(true)
+        // Slowloris: the whole header must arrive within `limits.read_timeout_ms`.
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(std::time::Duration::from_millis(l.read_timeout_ms))
+        .serve_connection(TokioIo::new(stream), svc);
     tokio::pin!(conn);
     tokio::select! {
         r = conn.as_mut() => r.map_err(std::io::Error::other),

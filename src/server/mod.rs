@@ -4,6 +4,7 @@
 pub mod api;
 pub mod graphite_web;
 pub mod http;
+pub mod limits;
 pub mod opentsdb_meta;
 pub mod opentsdb_query;
 pub mod prometheus;
@@ -36,6 +37,8 @@ pub struct AppState {
     pub graphite_index: graphite_web::index::SeriesIndex,
     /// Graphite path ↔ metric + tags (ingest and the graphite-web API).
     pub names: Arc<crate::graphite::names::NameRules>,
+    /// Open connections over every listener (`limits.max_connections` permits).
+    pub connections: Arc<tokio::sync::Semaphore>,
 }
 
 impl AppState {
@@ -75,8 +78,14 @@ pub async fn accept_loop<F, Fut>(
                     }
                 };
                 let _ = stream.set_nodelay(true);
+                let Ok(permit) = state.connections.clone().try_acquire_owned() else {
+                    tracing::warn!(%peer, listener = what, "connection refused: limits.max_connections reached");
+                    tokio::spawn(limits::refuse(what, stream, state.config.limits.max_connections));
+                    continue;
+                };
                 let fut = conn(state.clone(), stream, shutdown.clone());
                 tokio::spawn(async move {
+                    let _permit = permit; // held until the connection ends
                     if let Err(e) = fut.await {
                         tracing::debug!(%peer, error = %e, listener = what, "connection ended with an error");
                     }

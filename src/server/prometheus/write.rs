@@ -93,6 +93,12 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
     };
     // Exemplars are accepted and not stored (the 2.0 header reports 0 written).
     let Batch { series, samples, metadata, mut errors, histograms, exemplars: _ } = batch;
+    let max_points = state.config.limits.max_points_per_request;
+    if samples.len() > max_points {
+        // Never storable as sent: a 4xx, which Prometheus does not retry.
+        let msg = format!("{} samples in one request; the limit is limits.max_points_per_request = {max_points}", samples.len());
+        return reply(StatusCode::PAYLOAD_TOO_LARGE, version, &nothing, &msg);
+    }
     if histograms > 0 {
         errors.push(format!("{histograms} native histogram samples are not supported and were not stored"));
     }
@@ -111,14 +117,16 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
     let n = points.len();
     let (outcomes, durable) = state.ingest.write_encoded(points, true).await;
     if let Err(e) = durable {
-        return reply(StatusCode::SERVICE_UNAVAILABLE, version, &nothing, &format!("cannot store the samples, retry: {e}"));
+        return crate::server::api::retry_later(reply(StatusCode::SERVICE_UNAVAILABLE, version, &nothing, &format!("cannot store the samples, retry: {e}")));
     }
     let mut failed = 0;
     for o in outcomes {
         match o {
             Ok(()) => {}
             // A store failure while assigning UIDs is worth a retry; a refused name is not.
-            Err(PointError::Uid(e)) => return reply(StatusCode::SERVICE_UNAVAILABLE, version, &nothing, &format!("cannot assign UIDs, retry: {e}")),
+            Err(PointError::Uid(e)) => {
+                return crate::server::api::retry_later(reply(StatusCode::SERVICE_UNAVAILABLE, version, &nothing, &format!("cannot assign UIDs, retry: {e}")))
+            }
             Err(e) => {
                 failed += 1;
                 if errors.len() < 10 {

@@ -95,6 +95,15 @@ pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutd
                 crate::stats::Stats::add(&st.stats.http_requests, 1);
                 let limit = st.config.limits.http_body_max;
                 let read_timeout = std::time::Duration::from_millis(st.config.limits.read_timeout_ms);
+                // A declared length over the limit is refused before any of the body is read.
+                let declared = headers.get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
+                if declared.is_some_and(|n| n > limit as u64) {
+                    return error_reply(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        "Request body too large",
+                        &format!("the limit is limits.http_body_max = {limit} bytes"),
+                    );
+                }
                 // A trickled body is bounded like slow headers: `limits.read_timeout_ms`.
                 let body = match tokio::time::timeout(read_timeout, read_body(Box::pin(body), limit)).await {
                     Ok(Ok(b)) => b,

@@ -35,7 +35,7 @@ async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: w
     let mut skipping = false;
     loop {
         let n = tokio::select! {
-            r = crate::server::limits::read_idle(&mut stream, &mut buf, idle) => r?,
+            r = crate::server::limits::read_idle(&mut stream, &mut buf, idle, &state.ingest.writer) => r?,
             _ = shutdown.changed() => 0,
         };
         let eof = n == 0;

@@ -83,6 +83,9 @@ async fn put(state: &Arc<AppState>, req: Request) -> Reply {
     if req.method != Method::POST {
         return method_not_allowed(&req.method);
     }
+    if !state.ingest.writer.store_available() {
+        return retry_later(error_reply(StatusCode::SERVICE_UNAVAILABLE, "Storage unavailable, please retry", "the store refuses writes; nothing was stored"));
+    }
     let body = match body_text(state, &req) {
         Ok(b) => b,
         Err(r) => return r,
@@ -117,6 +120,10 @@ async fn put(state: &Arc<AppState>, req: Request) -> Reply {
     if let Err(e) = durable {
         // Nothing of this request may count as stored: the client must retry.
         return retry_later(error_reply(StatusCode::SERVICE_UNAVAILABLE, "Unable to store the data points, please retry", &e.to_string()));
+    }
+    if let Some(Err(e)) = outcomes.iter().find(|o| matches!(o, Err(crate::ingest::PointError::Uid(_)))) {
+        // UID assignment failed in the store: worth a retry, unlike a refused point.
+        return retry_later(error_reply(StatusCode::SERVICE_UNAVAILABLE, "Unable to assign UIDs, please retry", &e.to_string()));
     }
     for (o, &i) in outcomes.iter().zip(&index) {
         if let Err(e) = o {

@@ -17,7 +17,16 @@ fn idle_error(idle: Duration) -> io::Error {
 
 /// One read of a line-protocol connection that fails with `TimedOut` after `idle` without data.
 /// (While the server does not read — backpressure — no time is counted.)
-pub async fn read_idle<R: AsyncRead + Unpin>(rd: &mut R, buf: &mut bytes::BytesMut, idle: Duration) -> io::Result<usize> {
+///
+/// While the store refuses writes nothing is read at all, so TCP backpressure reaches the
+/// sender instead of points piling up in memory.
+pub async fn read_idle<R: AsyncRead + Unpin>(
+    rd: &mut R,
+    buf: &mut bytes::BytesMut,
+    idle: Duration,
+    writer: &crate::write::Writer,
+) -> io::Result<usize> {
+    writer.wait_store_available().await;
     match tokio::time::timeout(idle, rd.read_buf(buf)).await {
         Ok(r) => r,
         Err(_) => Err(idle_error(idle)),

@@ -36,7 +36,7 @@ pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutd
     while !eof {
         // Read more input, or answer the oldest chunk as soon as it is done.
         let n = tokio::select! {
-            r = super::limits::read_idle(&mut rd, &mut buf, idle) => r?,
+            r = super::limits::read_idle(&mut rd, &mut buf, idle, &state.ingest.writer) => r?,
             done = async { tasks.front_mut().expect("guarded").await }, if !tasks.is_empty() => {
                 tasks.pop_front();
                 let r = done.map_err(std::io::Error::other)?;

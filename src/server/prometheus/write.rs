@@ -73,6 +73,9 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
         Ok(v) => v,
         Err(e) => return reply(StatusCode::UNSUPPORTED_MEDIA_TYPE, Version::V1, &nothing, &e),
     };
+    if !state.ingest.writer.store_available() {
+        return crate::server::api::retry_later(reply(StatusCode::SERVICE_UNAVAILABLE, version, &nothing, "the store refuses writes, retry"));
+    }
     let raw = match snappy::decompress(&req.body, state.config.prometheus.max_decompressed_bytes) {
         Ok(r) => r,
         Err(e @ snappy::SnappyError::TooLarge { .. }) => return reply(StatusCode::PAYLOAD_TOO_LARGE, version, &nothing, &e.to_string()),

@@ -116,7 +116,11 @@ impl Flusher {
         let touched = loop {
             match self.write(&mut buffer) {
                 Ok(t) => {
-                    self.store_ok.store(true, std::sync::atomic::Ordering::Relaxed);
+                    // Only a write that reached the store proves it healthy (an empty flush
+                    // of another shard must not hide a failing one).
+                    if !t.is_empty() {
+                        self.store_ok.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
                     break t;
                 }
                 Err(e) => {

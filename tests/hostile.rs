@@ -387,25 +387,42 @@ fn query_limits_answer_in_each_api_format() {
     assert!(body.contains("\"error\"") && body.contains("query.max_series"), "{body}");
     let (code, body) = s.http("GET", &format!("/api/query?start={T0}&m=sum:ql_m{{h=1|2|3}}"), "");
     assert_eq!(code, 200, "three series are within the limit: {body}");
-    // 5 series × 50 points = 250 ≤ 1000: fine; then the points limit with a smaller budget.
     drop(s);
 
+    // Points: 2 series × 50 = 100 points are within 120, 3 × 50 are not.
     let dir = tempfile::tempdir().unwrap();
-    let (s, _) = start(dir.path(), "[query]\nmax_points = 100\ntimeout_ms = 1\n");
+    let (s, _) = start(dir.path(), "[query]\nmax_points = 120\n");
+    load(&s, 3, 50, 10);
+    assert_eq!(wait_count(&s, "ql_m{h=2}", 50), 50);
+    let (code, body) = s.http("GET", &format!("/api/query?start={T0}&m=sum:ql_m{{h=0|1}}"), "");
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = s.http("GET", &format!("/api/query?start={T0}&m=sum:ql_m"), "");
+    assert_eq!(code, 413, "{body}");
+    assert!(body.contains("\"error\"") && body.contains("query.max_points"), "{body}");
+    drop(s);
+
+    // Time: 1 ms is far too little for 100 series of 400 points, in either API.
+    let dir = tempfile::tempdir().unwrap();
+    let (s, _) = start(dir.path(), "[query]\ntimeout_ms = 1\n");
+    load(&s, 100, 400, 60);
+    std::thread::sleep(Duration::from_millis(500));
+    let (code, body) = s.http("GET", &format!("/api/query?start={T0}&end={}&m=sum:ql_m", T0 + 86400), "");
+    assert_eq!(code, 503, "{body}");
+    assert!(body.contains("\"error\"") && body.contains("query.timeout_ms"), "{body}");
+    let (code, body) = s.http("GET", &format!("/api/v1/query_range?query=sum(rate(ql_m[5m]))&start={T0}&end={}&step=10", T0 + 86400), "");
+    assert_eq!(code, 503, "{body}");
+    assert!(body.contains("\"errorType\":\"timeout\""), "{body}");
+}
+
+/// `series` series `ql_m{h=…}` of `points` points `step` seconds apart, acknowledged.
+fn load(s: &Server, series: u64, points: u64, step: u64) {
     let mut t = s.telnet();
     let mut text = String::new();
-    for h in 0..40 {
-        for i in 0..200 {
-            text.push_str(&format!("put ql_m {} {i} h={h}\n", T0 + i * 60));
+    for h in 0..series {
+        for i in 0..points {
+            text.push_str(&format!("put ql_m {} {i} h={h}\n", T0 + i * step));
         }
     }
     t.send(&text);
     assert!(t.sync().is_empty());
-    std::thread::sleep(Duration::from_millis(500));
-    let (code, body) = s.http("GET", &format!("/api/query?start={T0}&end={}&m=sum:ql_m", T0 + 86400), "");
-    assert!(code == 413 || code == 503, "{code} {body}");
-    assert!(body.contains("query.max_points") || body.contains("query.timeout_ms"), "{body}");
-    let (code, body) = s.http("GET", &format!("/api/v1/query_range?query=sum(rate(ql_m[5m]))&start={T0}&end={}&step=10", T0 + 86400), "");
-    assert_eq!(code, 503, "{body}");
-    assert!(body.contains("\"errorType\":\"timeout\""), "{body}");
 }

@@ -241,6 +241,8 @@ impl QueryEngine {
                 }
             }
         }
+        // The last row's points and series count too.
+        self.check_limits(summary, states.len(), deadline)?;
         if q.flags.delete {
             self.delete_range(&deletes, q.start_ms, q.end_ms)?;
         }

@@ -329,10 +329,11 @@ fn hostile_input_on_every_port_leaves_the_server_up_and_bounded() {
     for c in &mut conns {
         c.write_all(b"\n").unwrap(); // telnet (an empty line is ignored when accepted)
     }
-    std::thread::sleep(Duration::from_millis(1000));
+    // Quick: held connections are closed after limits.idle_timeout_ms (3 s) of silence.
+    std::thread::sleep(Duration::from_millis(500));
     let (mut held, mut refused) = (0, Vec::new());
     for c in &mut conns {
-        c.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        c.set_read_timeout(Some(Duration::from_millis(5))).unwrap();
         let mut buf = [0u8; 256];
         match c.read(&mut buf) {
             Ok(n) if n > 0 => refused.push(String::from_utf8_lossy(&buf[..n]).into_owned()),
@@ -342,10 +343,23 @@ fn hostile_input_on_every_port_leaves_the_server_up_and_bounded() {
     assert!((60..=64).contains(&held), "{held} connections held, {} refused", refused.len());
     assert_eq!(held + refused.len(), 80);
     assert!(refused.iter().all(|r| r == "error: too many connections (limits.max_connections = 64)\n"), "{refused:?}");
-    let (code, body) = raw_http(&a, "GET /api/version HTTP/1.1\r\nHost: x\r\n\r\n", b"");
+    // A slot a lingering earlier connection frees meanwhile is taken up before asking again.
+    let mut extra = Vec::new();
+    let (mut code, mut body) = raw_http(&a, "GET /api/version HTTP/1.1\r\nHost: x\r\n\r\n", b"");
+    for _ in 0..5 {
+        if code == 503 {
+            break;
+        }
+        let mut c = tcp(&a);
+        c.write_all(b"\n").unwrap();
+        extra.push(c);
+        std::thread::sleep(Duration::from_millis(50));
+        (code, body) = raw_http(&a, "GET /api/version HTTP/1.1\r\nHost: x\r\n\r\n", b"");
+    }
     assert_eq!(code, 503, "HTTP over the connection limit: {body}");
     assert!(body.contains("limits.max_connections"), "{body}");
     drop(conns);
+    drop(extra);
     std::thread::sleep(Duration::from_millis(300));
 
     // The server is up, the valid data landed, memory stayed bounded.
@@ -372,16 +386,7 @@ fn hostile_input_on_every_port_leaves_the_server_up_and_bounded() {
 fn query_limits_answer_in_each_api_format() {
     let dir = tempfile::tempdir().unwrap();
     let (s, _) = start(dir.path(), "[query]\nmax_series = 5\nmax_points = 1000\n");
-    let mut t = s.telnet();
-    let mut text = String::new();
-    for h in 0..10 {
-        for i in 0..50 {
-            text.push_str(&format!("put ql_m {} {i} h={h}\n", T0 + i * 10));
-        }
-    }
-    t.send(&text);
-    assert!(t.sync().is_empty());
-    assert_eq!(wait_count(&s, "ql_m{h=0}", 50), 50);
+    load(&s, 10, 50, 10);
     let (code, body) = s.http("GET", &format!("/api/query?start={T0}&m=sum:ql_m"), "");
     assert_eq!(code, 413, "{body}");
     assert!(body.contains("\"error\"") && body.contains("query.max_series"), "{body}");
@@ -393,7 +398,6 @@ fn query_limits_answer_in_each_api_format() {
     let dir = tempfile::tempdir().unwrap();
     let (s, _) = start(dir.path(), "[query]\nmax_points = 120\n");
     load(&s, 3, 50, 10);
-    assert_eq!(wait_count(&s, "ql_m{h=2}", 50), 50);
     let (code, body) = s.http("GET", &format!("/api/query?start={T0}&m=sum:ql_m{{h=0|1}}"), "");
     assert_eq!(code, 200, "{body}");
     let (code, body) = s.http("GET", &format!("/api/query?start={T0}&m=sum:ql_m"), "");
@@ -425,4 +429,7 @@ fn load(s: &Server, series: u64, points: u64, step: u64) {
     }
     t.send(&text);
     assert!(t.sync().is_empty());
+    // `?sync` answers once everything written before it is in the store (every shard).
+    let (code, body) = s.http("POST", "/api/put?sync", &format!(r#"{{"metric":"ql.sync","timestamp":{T0},"value":1,"tags":{{"h":"a"}}}}"#));
+    assert_eq!(code, 204, "{body}");
 }

@@ -28,6 +28,10 @@ pub enum AppError {
     Io(#[from] std::io::Error),
     #[error("invalid graphite.rules: {0}")]
     NameRules(String),
+    #[error("invalid auth config: {0}")]
+    Auth(#[from] crate::server::auth::AuthError),
+    #[error(transparent)]
+    Tls(#[from] crate::server::tls::TlsError),
     #[error("the write-ahead log in {0} is in use by another tsgate process")]
     Locked(String),
 }
@@ -44,7 +48,7 @@ pub fn open_store(cfg: &Config) -> Result<SharedStore, AppError> {
         }
         _ => {
             std::fs::create_dir_all(&cfg.data_dir)?;
-            Ok(Arc::new(EmbeddedStore::open(&cfg.data_dir.join("store"), &specs)?))
+            Ok(Arc::new(EmbeddedStore::open_with_cache(&cfg.data_dir.join("store"), &specs, cfg.storage.cache_mb << 20)?))
         }
     }
 }
@@ -111,6 +115,9 @@ impl Node {
     /// Opens the store, replays the WAL and starts the writer. Needs a tokio runtime.
     pub fn start(cfg: Config) -> Result<Node, AppError> {
         cfg.validate()?;
+        // Secrets and certificates first: a bad one should fail before the store is opened.
+        let auth = crate::server::auth::Authenticator::from_config(&cfg.auth)?;
+        let tls = crate::server::tls::Tls::from_config(&cfg.server.tls)?;
         let wal_lock = lock_wal(&cfg.data_dir)?;
         let store = open_store(&cfg)?;
         let layout = cfg.layout();
@@ -142,6 +149,8 @@ impl Node {
             graphite_index: Default::default(),
             names,
             connections: Arc::new(tokio::sync::Semaphore::new(max_connections)),
+            auth,
+            tls,
         });
         Ok(Node { state, threads, wal_lock })
     }
@@ -153,7 +162,10 @@ pub async fn serve(cfg: Config) -> Result<(), AppError> {
     let listener = tokio::net::TcpListener::bind(&listen).await.map_err(|source| AppError::Listen { addr: listen.clone(), source })?;
     let graphite = bind_graphite(&cfg.server).await?;
     let node = Node::start(cfg)?;
-    tracing::info!(addr = %listener.local_addr()?, data_dir = %node.state.config.data_dir.display(), "tsgate listening (OpenTSDB telnet + HTTP)");
+    let c = &node.state.config;
+    tracing::info!(addr = %listener.local_addr()?, data_dir = %c.data_dir.display(), telnet = c.telnet_enabled(),
+        https = c.server.tls.enabled(), auth = c.auth.enabled, "tsgate listening (OpenTSDB telnet + HTTP)");
+    crate::server::auth::warn_unprotected(c);
     let (tx, rx) = tokio::sync::watch::channel(false);
     let server = tokio::spawn(crate::server::serve(node.state.clone(), listener, rx.clone()));
     let graphite = start_graphite(&node.state, graphite, rx);
@@ -173,8 +185,16 @@ pub async fn serve(cfg: Config) -> Result<(), AppError> {
         }
         let Node { state, threads, wal_lock } = node;
         state.ingest.writer.close();
+        let store = state.query.store.clone();
         drop(state);
-        tokio::task::spawn_blocking(move || threads.join()).await.ok();
+        tokio::task::spawn_blocking(move || {
+            threads.join();
+            if let Err(e) = store.close() {
+                tracing::error!(error = %e, "closing the store failed (the next start recovers it)");
+            }
+        })
+        .await
+        .ok();
         drop(wal_lock);
     };
     // Bounded: a store that is down would keep the flusher retrying forever. Everything

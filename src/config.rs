@@ -21,6 +21,8 @@ pub struct Config {
     pub tree: TreeConfig,
     pub prometheus: PrometheusConfig,
     pub graphite: GraphiteConfig,
+    /// HTTP authentication (`[auth]`, see `server::auth`).
+    pub auth: crate::server::auth::AuthConfig,
 }
 
 /// Graphite ingest (carbon plaintext and pickle) and the name rules that map dotted paths to
@@ -122,6 +124,11 @@ pub struct ServerConfig {
     /// After SIGINT/SIGTERM, how long draining, flushing and compacting may take before the
     /// process exits anyway (acknowledged points are safe in the WAL and replayed at start).
     pub shutdown_timeout_ms: u64,
+    /// Telnet commands on `listen`. Unset: on, unless `auth.enabled` (telnet has no auth, so it
+    /// would bypass it); `true` keeps it on even then.
+    pub telnet: Option<bool>,
+    /// HTTPS on `listen` (`[server.tls]`).
+    pub tls: crate::server::tls::TlsConfig,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -138,6 +145,8 @@ pub struct StorageConfig {
     /// Salt bytes in front of row keys (0 = off), and how many buckets.
     pub salt_width: usize,
     pub salt_buckets: u32,
+    /// Block cache of the embedded engine, in MiB (decompressed blocks of recently read data).
+    pub cache_mb: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -225,6 +234,7 @@ impl Default for Config {
             tree: TreeConfig::default(),
             prometheus: PrometheusConfig::default(),
             graphite: GraphiteConfig::default(),
+            auth: Default::default(),
         }
     }
 }
@@ -236,6 +246,8 @@ impl Default for ServerConfig {
             graphite_listen: "0.0.0.0:2003".into(),
             pickle_listen: "0.0.0.0:2004".into(),
             shutdown_timeout_ms: 30_000,
+            telnet: None,
+            tls: Default::default(),
         }
     }
 }
@@ -251,6 +263,7 @@ impl Default for StorageConfig {
             uid_width_tagv: 3,
             salt_width: 0,
             salt_buckets: 20,
+            cache_mb: 128,
         }
     }
 }
@@ -349,6 +362,11 @@ impl Config {
             return Err(ConfigError::Invalid("write.wal_fsync must be \"always\" or \"never\"".into()));
         }
         Ok(())
+    }
+
+    /// Whether the OpenTSDB port answers telnet commands (see `ServerConfig::telnet`).
+    pub fn telnet_enabled(&self) -> bool {
+        self.server.telnet.unwrap_or(!self.auth.enabled)
     }
 
     pub fn layout(&self) -> KeyLayout {

@@ -12,6 +12,8 @@ command -v nc >/dev/null || need+=(netcat-openbsd)
 command -v prometheus >/dev/null || need+=(prometheus)
 command -v prometheus-node-exporter >/dev/null || need+=(prometheus-node-exporter)
 command -v python3 >/dev/null || need+=(python3)
+# compat/prometheus/auth.sh makes a self-signed certificate for Prometheus' tls_config.
+command -v openssl >/dev/null || need+=(openssl)
 # The Graphite peer suite (compat/graphite) runs Debian's collectd with write_graphite.
 # collectd-core carries every plugin it needs; without recommends it pulls in nothing big
 # (collectd itself would add rrdtool, perl and friends).
@@ -48,6 +50,9 @@ status=${PIPESTATUS[0]}
 # Peer suites against real programs; each closes with a cargo-style `test result:` line.
 echo "compat/prometheus: Debian's Prometheus 2.42 against tsgate (about a minute)"
 bash compat/prometheus/run.sh 30 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+echo "compat/prometheus/auth: Debian's Prometheus remote-writing over HTTPS with basic_auth and tokens (about 15 s)"
+bash compat/prometheus/auth.sh 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 echo "compat/graphite: Debian's collectd (write_graphite) against tsgate (about 10 s)"
 bash compat/graphite/run.sh 2>&1 | tee -a "$log"

@@ -1,5 +1,6 @@
-//! The `tsgate` command line: `serve`, `scan`, `uid`, `import`, `fsck`, `hbase`.
+//! The `tsgate` command line: `serve`, `scan`, `uid`, `import`, `fsck`, `hbase`, `auth`.
 
+pub mod auth;
 pub mod fsck;
 pub mod hbase;
 pub mod import;
@@ -97,6 +98,11 @@ pub enum Command {
         #[command(subcommand)]
         action: hbase::HBaseAction,
     },
+    /// Secrets for `[auth]`: password hashes and bearer tokens.
+    Auth {
+        #[command(subcommand)]
+        action: auth::AuthAction,
+    },
 }
 
 fn init_logging(level: &str) {
@@ -147,6 +153,7 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             init_logging(&common.log_level);
             hbase::run(&common, action)
         }
+        Command::Auth { action } => auth::run(action),
     }
 }
 

@@ -32,6 +32,11 @@ pub struct MergedRow {
 
 pub fn merge_columns(cols: &[StoredColumn<'_>]) -> MergedRow {
     let mut row = MergedRow::default();
+    if let Some(points) = single_sorted_column(cols) {
+        row.data_columns = 1;
+        row.points = points;
+        return row;
+    }
     // (point, cell ts, position): position breaks ties inside one append column (later wins).
     let mut all: Vec<(RawPoint, u64, u32)> = Vec::new();
     let mut buf = Vec::new();
@@ -79,6 +84,18 @@ pub fn merge_columns(cols: &[StoredColumn<'_>]) -> MergedRow {
         row.points.push(p);
     }
     row
+}
+
+/// The common case on reads: the row is compacted, so its one data column already holds its
+/// points in order without duplicates, and the general merge (tagging, sorting) is skipped.
+fn single_sorted_column(cols: &[StoredColumn<'_>]) -> Option<Vec<RawPoint>> {
+    let [c] = cols else { return None };
+    let mut points = Vec::new();
+    match column_kind(c.qualifier) {
+        ColumnKind::Compacted => decode_compacted(c.qualifier, c.value, &mut points).ok()?,
+        _ => return None,
+    }
+    points.windows(2).all(|w| w[0].offset_ms() < w[1].offset_ms()).then_some(points)
 }
 
 /// What to write so that a row holds one compacted column.

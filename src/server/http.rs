@@ -7,7 +7,7 @@ use futures_util::StreamExt;
 use http::{HeaderMap, Method, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use std::sync::Arc;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use warp::Filter;
 
@@ -81,7 +81,11 @@ async fn read_body(
     Ok(out.freeze())
 }
 
-pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
+/// Serves HTTP/1.1 with keep-alive on a plain TCP stream or a TLS session.
+pub async fn serve_connection<S>(state: Arc<AppState>, stream: S, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
     let st = state.clone();
     let filter = warp::any()
         .and(warp::method())
@@ -93,6 +97,14 @@ pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutd
             let st = st.clone();
             async move {
                 crate::stats::Stats::add(&st.stats.http_requests, 1);
+                // Credentials before the body: an unauthenticated client is not read further.
+                let principal = match &st.auth {
+                    Some(a) => match super::auth::admit(a, path.as_str(), &headers).await {
+                        Ok(p) => p,
+                        Err(r) => return r,
+                    },
+                    None => None,
+                };
                 let limit = st.config.limits.http_body_max;
                 let read_timeout = std::time::Duration::from_millis(st.config.limits.read_timeout_ms);
                 // A declared length over the limit is refused before any of the body is read.
@@ -117,6 +129,9 @@ pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutd
                     }
                 };
                 let req = Request { method, path: path.as_str().to_string(), query, headers, body };
+                if let Err(r) = super::auth::authorize(principal.as_ref(), &req) {
+                    return r;
+                }
                 super::api::route(&st, req).await
             }
         });

@@ -1,14 +1,18 @@
 //! The OpenTSDB port: one listener, telnet and HTTP told apart by the first byte of a
-//! connection (an upper-case letter starts an HTTP request), as OpenTSDB's TSD does.
+//! connection (an upper-case letter starts an HTTP request), as OpenTSDB's TSD does; 0x16 (a
+//! TLS ClientHello) starts HTTPS when `[server.tls]` is configured.
 
 pub mod api;
+pub mod auth;
 pub mod graphite_web;
 pub mod http;
 pub mod limits;
 pub mod opentsdb_meta;
 pub mod opentsdb_query;
 pub mod prometheus;
+pub mod refuse;
 pub mod telnet;
+pub mod tls;
 
 use crate::ingest::Ingest;
 use crate::query::QueryEngine;
@@ -39,6 +43,10 @@ pub struct AppState {
     pub names: Arc<crate::graphite::names::NameRules>,
     /// Open connections over every listener (`limits.max_connections` permits).
     pub connections: Arc<tokio::sync::Semaphore>,
+    /// HTTP authentication (`[auth]`); `None` = every endpoint open.
+    pub auth: Option<Arc<auth::Authenticator>>,
+    /// HTTPS on the port (`[server.tls]`).
+    pub tls: Option<Arc<tls::Tls>>,
 }
 
 impl AppState {
@@ -107,9 +115,12 @@ async fn handle(state: Arc<AppState>, stream: TcpStream, shutdown: watch::Receiv
     if n == 0 {
         return Ok(());
     }
-    if first[0].is_ascii_uppercase() {
-        http::serve_connection(state, stream, shutdown).await
-    } else {
-        telnet::serve_connection(state, stream, shutdown).await
+    const TLS_HANDSHAKE: u8 = 0x16;
+    match (&state.tls, first[0]) {
+        (Some(tls), TLS_HANDSHAKE) => tls.clone().serve(state, stream, shutdown).await,
+        (Some(tls), b) if b.is_ascii_uppercase() && !tls.allow_plaintext => refuse::refuse_plaintext(stream).await,
+        (_, b) if b.is_ascii_uppercase() => http::serve_connection(state, stream, shutdown).await,
+        _ if !state.config.telnet_enabled() => refuse::refuse_telnet(stream).await,
+        _ => telnet::serve_connection(state, stream, shutdown).await,
     }
 }

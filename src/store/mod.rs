@@ -104,6 +104,13 @@ pub trait Store: Send + Sync + 'static {
     /// Makes everything written so far durable.
     fn flush(&self) -> StoreResult<()>;
 
+    /// Called once at a clean shutdown, after the last write: leaves the store in its most
+    /// compact on-disk form (the embedded engine writes its memtables out, so its own journal
+    /// is not left holding a second copy of the data).
+    fn close(&self) -> StoreResult<()> {
+        self.flush()
+    }
+
     /// Applies a batch as of cell timestamp `ts` (HBase's `mutateRowsTs`): puts are stored at
     /// `ts` (a cell already holding a newer version keeps it), deletes remove only the versions
     /// written at or before `ts`, so a value written since survives. Puts and deletes are not

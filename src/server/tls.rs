@@ -1,0 +1,93 @@
+//! TLS for HTTP on the OpenTSDB port (rustls with the `ring` provider). The port already tells
+//! telnet from HTTP by the first byte; a TLS ClientHello starts with 0x16 (a handshake record),
+//! which neither a telnet command nor an HTTP method does, so HTTPS shares the port too.
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio_rustls::rustls;
+use tokio_rustls::TlsAcceptor;
+
+/// `[server.tls]`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM certificate chain (leaf first). Empty = TLS off.
+    pub cert: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: PathBuf,
+    /// Also answer plain HTTP on the port. Off: a plain HTTP request gets 400 and is closed.
+    pub allow_plaintext: bool,
+}
+
+impl TlsConfig {
+    pub fn enabled(&self) -> bool {
+        !self.cert.as_os_str().is_empty() || !self.key.as_os_str().is_empty()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("server.tls needs both cert and key")]
+    Incomplete,
+    #[error("cannot read server.tls.{what} {path}: {source}")]
+    Read { what: &'static str, path: PathBuf, source: rustls::pki_types::pem::Error },
+    #[error("server.tls.cert {0} holds no certificate")]
+    NoCert(PathBuf),
+    #[error("server.tls: {0}")]
+    Rustls(#[from] rustls::Error),
+}
+
+/// The TLS side of the port: the acceptor and whether plain HTTP is still served.
+pub struct Tls {
+    pub acceptor: TlsAcceptor,
+    pub allow_plaintext: bool,
+}
+
+/// A ClientHello that has not finished in this time is dropped: a silent client must not hold a
+/// task (and a socket) forever.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl Tls {
+    /// `None` when no certificate is configured. Reads and checks the PEM files.
+    pub fn from_config(cfg: &TlsConfig) -> Result<Option<Arc<Tls>>, TlsError> {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        if !cfg.enabled() {
+            return Ok(None);
+        }
+        if cfg.cert.as_os_str().is_empty() || cfg.key.as_os_str().is_empty() {
+            return Err(TlsError::Incomplete);
+        }
+        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cfg.cert)
+            .and_then(|it| it.collect::<Result<_, _>>())
+            .map_err(|source| TlsError::Read { what: "cert", path: cfg.cert.clone(), source })?;
+        if certs.is_empty() {
+            return Err(TlsError::NoCert(cfg.cert.clone()));
+        }
+        let key = PrivateKeyDer::from_pem_file(&cfg.key).map_err(|source| TlsError::Read { what: "key", path: cfg.key.clone(), source })?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut sc = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_no_client_auth()
+            .with_single_cert(certs, key)?;
+        // hyper serves HTTP/1.1 only.
+        sc.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Some(Arc::new(Tls { acceptor: TlsAcceptor::from(Arc::new(sc)), allow_plaintext: cfg.allow_plaintext })))
+    }
+
+    /// Completes the handshake, then serves HTTP (with keep-alive) inside the session.
+    pub async fn serve(
+        &self,
+        state: Arc<super::AppState>,
+        stream: TcpStream,
+        shutdown: tokio::sync::watch::Receiver<bool>,
+    ) -> std::io::Result<()> {
+        let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, self.acceptor.accept(stream))
+            .await
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
+        super::http::serve_connection(state, tls, shutdown).await
+    }
+}

@@ -311,9 +311,10 @@ fn hostile_input_on_every_port_leaves_the_server_up_and_bounded() {
     let mut idle_t = tcp(&a);
     idle_t.write_all(b"put hostile.half").unwrap(); // half a line, then silence
     let mut idle_g = tcp(&ports.graphite);
+    let mut silent = tcp(&a); // connects and never sends a byte
     let mut idle_h = tcp(&a);
     idle_h.write_all(b"GET /api/version HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-    for c in [&mut idle_t, &mut idle_g, &mut idle_h] {
+    for c in [&mut idle_t, &mut idle_g, &mut idle_h, &mut silent] {
         read_all(c);
     }
     let took = t0.elapsed();

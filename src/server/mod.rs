@@ -111,7 +111,12 @@ pub async fn serve(state: Arc<AppState>, listener: TcpListener, shutdown: watch:
 
 async fn handle(state: Arc<AppState>, stream: TcpStream, shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
     let mut first = [0u8; 1];
-    let n = stream.peek(&mut first).await?;
+    // A peer that connects and stays silent is closed like any idle connection.
+    let idle = std::time::Duration::from_millis(state.config.limits.idle_timeout_ms);
+    let n = match tokio::time::timeout(idle, stream.peek(&mut first)).await {
+        Ok(r) => r?,
+        Err(_) => return Ok(()),
+    };
     if n == 0 {
         return Ok(());
     }

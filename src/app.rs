@@ -161,6 +161,7 @@ pub async fn serve(cfg: Config) -> Result<(), AppError> {
     let listen = cfg.server.listen.clone();
     let listener = tokio::net::TcpListener::bind(&listen).await.map_err(|source| AppError::Listen { addr: listen.clone(), source })?;
     let graphite = bind_graphite(&cfg.server).await?;
+    let signals = ShutdownSignals::install();
     let node = Node::start(cfg)?;
     let c = &node.state.config;
     tracing::info!(addr = %listener.local_addr()?, data_dir = %c.data_dir.display(), telnet = c.telnet_enabled(),
@@ -169,7 +170,7 @@ pub async fn serve(cfg: Config) -> Result<(), AppError> {
     let (tx, rx) = tokio::sync::watch::channel(false);
     let server = tokio::spawn(crate::server::serve(node.state.clone(), listener, rx.clone()));
     let graphite = start_graphite(&node.state, graphite, rx);
-    shutdown_signal().await;
+    signals.recv().await;
     let budget = Duration::from_millis(node.state.config.server.shutdown_timeout_ms);
     tracing::info!(timeout_ms = budget.as_millis() as u64, "shutting down: draining connections and flushing");
     let drain = async move {
@@ -257,10 +258,29 @@ pub fn start_graphite(state: &Arc<AppState>, s: GraphiteSockets, shutdown: tokio
 }
 
 pub async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
+    ShutdownSignals::install().recv().await
+}
+
+/// SIGINT and SIGTERM handlers, installed when created: created before the listeners serve,
+/// so a signal right after start-up takes the clean path instead of killing the process.
+pub struct ShutdownSignals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl ShutdownSignals {
+    pub fn install() -> ShutdownSignals {
+        use tokio::signal::unix::{signal, SignalKind};
+        ShutdownSignals {
+            int: signal(SignalKind::interrupt()).expect("SIGINT handler"),
+            term: signal(SignalKind::terminate()).expect("SIGTERM handler"),
+        }
+    }
+
+    pub async fn recv(mut self) {
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+        }
     }
 }

@@ -81,6 +81,15 @@ pub fn limits(cfg: &Config) -> Limits {
     Limits { max_tags: cfg.limits.max_tags, allow_special: cfg.limits.allow_special_chars.clone() }
 }
 
+pub fn query_limits(cfg: &Config) -> crate::query::QueryLimits {
+    let q = &cfg.query;
+    crate::query::QueryLimits {
+        timeout: (q.timeout_ms > 0).then(|| Duration::from_millis(q.timeout_ms)),
+        max_series: q.max_series,
+        max_points: q.max_points,
+    }
+}
+
 pub fn writer_config(cfg: &Config) -> WriterConfig {
     WriterConfig {
         shards: cfg.shards(),
@@ -127,9 +136,10 @@ impl Node {
             Writer::start(&cfg.data_dir, store.clone(), &table, layout, &wcfg, tokio::runtime::Handle::current())?;
         let prom = crate::prometheus::PromState::open(&cfg.data_dir);
         let names = Arc::new(crate::graphite::names::NameRules::from_config(&cfg).map_err(AppError::NameRules)?);
+        let max_connections = cfg.limits.max_connections;
         let state = Arc::new(AppState {
-            ingest: Ingest { resolver: resolver.clone(), writer },
-            query: QueryEngine { store, uids, layout, table, allow_delete: cfg.query.allow_delete },
+            ingest: Ingest { resolver: resolver.clone(), writer, max_name_length: cfg.limits.max_name_length },
+            query: QueryEngine { store, uids, layout, table, allow_delete: cfg.query.allow_delete, limits: query_limits(&cfg) },
             resolver,
             meta,
             limits: limits(&cfg),
@@ -139,6 +149,7 @@ impl Node {
             prom,
             graphite_index: Default::default(),
             names,
+            connections: Arc::new(tokio::sync::Semaphore::new(max_connections)),
             auth,
             tls,
         });
@@ -151,6 +162,7 @@ pub async fn serve(cfg: Config) -> Result<(), AppError> {
     let listen = cfg.server.listen.clone();
     let listener = tokio::net::TcpListener::bind(&listen).await.map_err(|source| AppError::Listen { addr: listen.clone(), source })?;
     let graphite = bind_graphite(&cfg.server).await?;
+    let signals = ShutdownSignals::install();
     let node = Node::start(cfg)?;
     let c = &node.state.config;
     tracing::info!(addr = %listener.local_addr()?, data_dir = %c.data_dir.display(), backend = %c.storage.backend, telnet = c.telnet_enabled(),
@@ -159,31 +171,43 @@ pub async fn serve(cfg: Config) -> Result<(), AppError> {
     let (tx, rx) = tokio::sync::watch::channel(false);
     let server = tokio::spawn(crate::server::serve(node.state.clone(), listener, rx.clone()));
     let graphite = start_graphite(&node.state, graphite, rx);
-    shutdown_signal().await;
-    tracing::info!(open_connections = crate::observe::metrics().connections_open.iter().map(|g| g.get()).sum::<i64>(), "shutting down: draining connections and flushing");
-    let _ = tx.send(true);
-    let _ = server.await;
-    for g in graphite {
-        let _ = g.await;
-    }
-    // Give open connections a moment to finish their current request.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Arc::strong_count(&node.state) > 1 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let Node { state, threads, wal_lock } = node;
-    state.ingest.writer.close();
-    let store = state.query.store.clone();
-    drop(state);
-    tokio::task::spawn_blocking(move || {
-        threads.join();
-        if let Err(e) = store.close() {
-            tracing::error!(error = %e, "closing the store failed (the next start recovers it)");
+    signals.recv().await;
+    let budget = Duration::from_millis(node.state.config.server.shutdown_timeout_ms);
+    tracing::info!(timeout_ms = budget.as_millis() as u64, "shutting down: draining connections and flushing");
+    let drain = async move {
+        let _ = tx.send(true);
+        let _ = server.await;
+        for g in graphite {
+            let _ = g.await;
         }
-    })
-    .await
-    .ok();
-    drop(wal_lock);
+        // Give open connections a moment to finish their current request.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Arc::strong_count(&node.state) > 1 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let Node { state, threads, wal_lock } = node;
+        state.ingest.writer.close();
+        let store = state.query.store.clone();
+        drop(state);
+        tokio::task::spawn_blocking(move || {
+            threads.join();
+            if let Err(e) = store.close() {
+                tracing::error!(error = %e, "closing the store failed (the next start recovers it)");
+            }
+        })
+        .await
+        .ok();
+        drop(wal_lock);
+    };
+    // Bounded: a store that is down would keep the flusher retrying forever. Everything
+    // acknowledged is in the WAL, which the next start replays.
+    tokio::select! {
+        _ = drain => {}
+        _ = tokio::time::sleep(budget) => {
+            tracing::warn!(timeout_ms = budget.as_millis() as u64, "server.shutdown_timeout_ms passed with work left: exiting; the write-ahead log is replayed at the next start");
+            std::process::exit(3);
+        }
+    }
     tracing::info!("stopped cleanly");
     Ok(())
 }
@@ -235,10 +259,29 @@ pub fn start_graphite(state: &Arc<AppState>, s: GraphiteSockets, shutdown: tokio
 }
 
 pub async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
+    ShutdownSignals::install().recv().await
+}
+
+/// SIGINT and SIGTERM handlers, installed when created: created before the listeners serve,
+/// so a signal right after start-up takes the clean path instead of killing the process.
+pub struct ShutdownSignals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl ShutdownSignals {
+    pub fn install() -> ShutdownSignals {
+        use tokio::signal::unix::{signal, SignalKind};
+        ShutdownSignals {
+            int: signal(SignalKind::interrupt()).expect("SIGINT handler"),
+            term: signal(SignalKind::terminate()).expect("SIGTERM handler"),
+        }
+    }
+
+    pub async fn recv(mut self) {
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+        }
     }
 }

@@ -87,11 +87,23 @@ pub struct GraphiteRule {
     pub filter: String,
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Default)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct QueryConfig {
     /// Honour `delete: true` / DELETE on `/api/query` (OpenTSDB's `tsd.http.query.allow_delete`).
     pub allow_delete: bool,
+    /// Longest a query may run (OpenTSDB, PromQL, graphite-web) before it is answered 503; 0 = none.
+    pub timeout_ms: u64,
+    /// Most series one OpenTSDB sub-query may match; 0 = no limit.
+    pub max_series: usize,
+    /// Most stored points one OpenTSDB query may read; 0 = no limit.
+    pub max_points: u64,
+}
+
+impl Default for QueryConfig {
+    fn default() -> Self {
+        QueryConfig { allow_delete: false, timeout_ms: 120_000, max_series: 100_000, max_points: 50_000_000 }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -124,6 +136,9 @@ pub struct ServerConfig {
     pub graphite_listen: String,
     /// Graphite pickle (carbon-relay's protocol), TCP ("" = off).
     pub pickle_listen: String,
+    /// After SIGINT/SIGTERM, how long draining, flushing and compacting may take before the
+    /// process exits anyway (acknowledged points are safe in the WAL and replayed at start).
+    pub shutdown_timeout_ms: u64,
     /// Telnet commands on `listen`. Unset: on, unless `auth.enabled` (telnet has no auth, so it
     /// would bypass it); `true` keeps it on even then.
     pub telnet: Option<bool>,
@@ -186,6 +201,16 @@ pub struct LimitsConfig {
     pub http_body_max: usize,
     /// Extra characters allowed in names (OpenTSDB's `tsd.core.tag.allow_specialchars`).
     pub allow_special_chars: String,
+    /// Most points in one `/api/put` or remote-write request (413 beyond).
+    pub max_points_per_request: usize,
+    /// Longest metric, tag key or tag value in bytes, on every protocol.
+    pub max_name_length: usize,
+    /// Open connections over all TCP listeners; one more is refused.
+    pub max_connections: usize,
+    /// A connection that sends nothing for this long is closed (telnet, Graphite, HTTP keep-alive).
+    pub idle_timeout_ms: u64,
+    /// Longest an HTTP client may take to send a request's headers, and again its body.
+    pub read_timeout_ms: u64,
 }
 
 /// Metadata writes (OpenTSDB's `tsd.core.meta.*`); all off by default, as in OpenTSDB.
@@ -236,6 +261,7 @@ impl Default for ServerConfig {
             listen: "0.0.0.0:4242".into(),
             graphite_listen: "0.0.0.0:2003".into(),
             pickle_listen: "0.0.0.0:2004".into(),
+            shutdown_timeout_ms: 30_000,
             telnet: None,
             tls: Default::default(),
         }
@@ -284,6 +310,11 @@ impl Default for LimitsConfig {
             telnet_line_max: 1024,
             http_body_max: 64 << 20,
             allow_special_chars: String::new(),
+            max_points_per_request: 1_000_000,
+            max_name_length: 1024,
+            max_connections: 4096,
+            idle_timeout_ms: 300_000,
+            read_timeout_ms: 30_000,
         }
     }
 }
@@ -337,6 +368,12 @@ impl Config {
         }
         if self.prometheus.max_tags < 1 {
             return Err(ConfigError::Invalid("prometheus.max_tags must be >= 1".into()));
+        }
+        let l = &self.limits;
+        if l.max_points_per_request < 1 || l.max_name_length < 1 || l.max_connections < 1 || l.idle_timeout_ms < 1 || l.read_timeout_ms < 1 {
+            return Err(ConfigError::Invalid(
+                "limits.max_points_per_request, max_name_length, max_connections, idle_timeout_ms and read_timeout_ms must be >= 1".into(),
+            ));
         }
         if !matches!(self.write.wal_fsync.as_str(), "always" | "never") {
             return Err(ConfigError::Invalid("write.wal_fsync must be \"always\" or \"never\"".into()));

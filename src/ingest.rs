@@ -43,6 +43,21 @@ pub struct EncodedPoint<'a> {
 pub struct Ingest {
     pub resolver: Arc<SeriesResolver>,
     pub writer: Writer,
+    /// `limits.max_name_length`: longest metric, tag key or tag value, in bytes.
+    pub max_name_length: usize,
+}
+
+/// The first name of a point longer than `max` bytes, as an error naming the limit.
+fn check_name_lengths(metric: &str, tags: &[(&str, &str)], max: usize) -> Result<(), PointError> {
+    let too_long = std::iter::once(metric).chain(tags.iter().flat_map(|(k, v)| [*k, *v])).find(|n| n.len() > max);
+    match too_long {
+        Some(n) => Err(PointError::Invalid(format!(
+            "name too long ({} bytes, limits.max_name_length = {max}): {}...",
+            n.len(),
+            n.chars().take(40).collect::<String>()
+        ))),
+        None => Ok(()),
+    }
 }
 
 fn uid_error(e: UidError) -> PointError {
@@ -74,7 +89,8 @@ impl Ingest {
         let mut stored: Vec<Option<StoredPoint>> = Vec::with_capacity(points.len());
         let mut misses = Vec::new();
         for (i, p) in points.into_iter().enumerate() {
-            let (base, raw) = match p.raw {
+            let raw = p.raw.and_then(|r| check_name_lengths(p.metric, p.tags, self.max_name_length).map(|_| r));
+            let (base, raw) = match raw {
                 Ok(r) => r,
                 Err(e) => {
                     outcomes.push(Err(e));

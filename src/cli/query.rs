@@ -56,6 +56,7 @@ pub fn run(args: &QueryArgs) -> anyhow::Result<i32> {
         layout: cfg.layout(),
         table: cfg.storage.tables.data.clone(),
         allow_delete: false,
+        limits: Default::default(),
     };
     let started = std::time::Instant::now();
     let (series, summary) = engine.run(&q)?;

@@ -9,7 +9,6 @@ use crate::server::AppState;
 use crate::observe::{ingest::rejected, Protocol, Reason};
 use bytes::BytesMut;
 use std::sync::Arc;
-use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tsgate_graphite::{frame, pickle, plaintext};
@@ -21,6 +20,7 @@ pub async fn serve(state: Arc<AppState>, listener: TcpListener, shutdown: watch:
 async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
     let max = state.config.graphite.pickle_max_frame;
     let mut buf = BytesMut::with_capacity(64 * 1024);
+    let idle = std::time::Duration::from_millis(state.config.limits.idle_timeout_ms);
     loop {
         // Every whole frame in the buffer, in order; each awaits the writer (backpressure).
         loop {
@@ -38,7 +38,7 @@ async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: w
             }
         }
         let n = tokio::select! {
-            r = stream.read_buf(&mut buf) => r?,
+            r = crate::server::limits::read_idle(&mut stream, &mut buf, idle, &state.ingest.writer) => r?,
             _ = shutdown.changed() => 0,
         };
         if n == 0 {

@@ -13,7 +13,6 @@ use crate::observe::{ingest::rejected, Protocol, Reason};
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -29,12 +28,13 @@ pub async fn serve_tcp(state: Arc<AppState>, listener: TcpListener, shutdown: wa
 
 async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
     let mut buf = BytesMut::with_capacity(READ_CHUNK * 2);
+    let idle = std::time::Duration::from_millis(state.config.limits.idle_timeout_ms);
     let mut tasks: VecDeque<JoinHandle<()>> = VecDeque::new();
     // While a line is longer than the cap, bytes are dropped until its newline.
     let mut skipping = false;
     loop {
         let n = tokio::select! {
-            r = stream.read_buf(&mut buf) => r?,
+            r = crate::server::limits::read_idle(&mut stream, &mut buf, idle, &state.ingest.writer) => r?,
             _ = shutdown.changed() => 0,
         };
         let eof = n == 0;

@@ -35,6 +35,20 @@ pub enum QueryError {
     Store(#[from] StoreError),
     #[error("{0}")]
     Corrupt(String),
+    /// `query.timeout_ms` passed while the query ran.
+    #[error("{0}")]
+    Timeout(String),
+    /// `query.max_series` / `query.max_points` exceeded.
+    #[error("{0}")]
+    TooLarge(String),
+}
+
+/// Bounds on one query's work (`query.*`); zero means unbounded.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct QueryLimits {
+    pub timeout: Option<std::time::Duration>,
+    pub max_series: usize,
+    pub max_points: u64,
 }
 
 /// One output series: a group of input series aggregated into one.
@@ -68,6 +82,7 @@ pub struct QueryEngine {
     pub table: String,
     /// `tsd.http.query.allow_delete`.
     pub allow_delete: bool,
+    pub limits: QueryLimits,
 }
 
 /// A matched series while it streams in.
@@ -96,8 +111,9 @@ impl QueryEngine {
         };
         let mut out = Vec::new();
         let mut summary = Summary::default();
+        let deadline = self.limits.timeout.map(|t| std::time::Instant::now() + t);
         for sq in &q.queries {
-            let series = self.fetch(q, sq, tz, &mut summary)?;
+            let series = self.fetch(q, sq, tz, &mut summary, deadline)?;
             summary.series += series.len() as u64;
             let groups = group_and_aggregate(sq, series, q.start_ms, q.end_ms);
             summary.emitted += groups.iter().map(|g| g.dps.len() as u64).sum::<u64>();
@@ -107,7 +123,14 @@ impl QueryEngine {
     }
 
     /// Streams the matching rows of one sub-query into per-series pipelines.
-    fn fetch(&self, q: &Query, sq: &SubQuery, tz: chrono_tz::Tz, summary: &mut Summary) -> Result<Vec<Series>, QueryError> {
+    fn fetch(
+        &self,
+        q: &Query,
+        sq: &SubQuery,
+        tz: chrono_tz::Tz,
+        summary: &mut Summary,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<Vec<Series>, QueryError> {
         let (metric_uid, tsuid_set) = if sq.tsuids.is_empty() {
             (self.uids.require_id(UidKind::Metric, &sq.metric)?.into_vec(), None)
         } else {
@@ -144,6 +167,7 @@ impl QueryEngine {
             for row in self.store.scan(&self.table, &scan)? {
                 let row = row?;
                 summary.rows += 1;
+                self.check_limits(summary, states.len(), deadline)?;
                 let Ok(rk) = self.layout.parse(&row.key) else { continue };
                 let tsuid = rk.tsuid();
                 if tsuid_set.as_ref().is_some_and(|s| !s.contains(&tsuid)) {
@@ -217,6 +241,8 @@ impl QueryEngine {
                 }
             }
         }
+        // The last row's points and series count too.
+        self.check_limits(summary, states.len(), deadline)?;
         if q.flags.delete {
             self.delete_range(&deletes, q.start_ms, q.end_ms)?;
         }
@@ -234,6 +260,30 @@ impl QueryEngine {
             })
             .filter(|s| !s.points.is_empty() || !s.notes.is_empty())
             .collect())
+    }
+
+    /// Checked once per row read: the query's deadline, series and points so far.
+    fn check_limits(&self, summary: &Summary, series: usize, deadline: Option<std::time::Instant>) -> Result<(), QueryError> {
+        let l = &self.limits;
+        if l.max_series > 0 && series > l.max_series {
+            return Err(QueryError::TooLarge(format!(
+                "The query matches more than {} series (query.max_series); filter on more tags",
+                l.max_series
+            )));
+        }
+        if l.max_points > 0 && summary.raw_datapoints > l.max_points {
+            return Err(QueryError::TooLarge(format!(
+                "The query would read more than {} data points (query.max_points); filter on more tags or shorten the time range",
+                l.max_points
+            )));
+        }
+        if deadline.is_some_and(|d| std::time::Instant::now() > d) {
+            return Err(QueryError::Timeout(format!(
+                "Query timeout exceeded ({} ms, query.timeout_ms)",
+                l.timeout.map(|t| t.as_millis()).unwrap_or(0)
+            )));
+        }
+        Ok(())
     }
 
     /// A row-key regex that keeps only rows carrying the literal tag values asked for (and the
@@ -354,7 +404,7 @@ impl QueryEngine {
             timezone: None,
             use_calendar: false,
         };
-        let series = self.fetch(&q, &sq, chrono_tz::UTC, &mut Summary::default())?;
+        let series = self.fetch(&q, &sq, chrono_tz::UTC, &mut Summary::default(), self.limits.timeout.map(|t| std::time::Instant::now() + t))?;
         Ok(series.into_iter().filter_map(|s| s.points.last().map(|&(t, v)| (s.tsuid.clone(), t, v))).collect())
     }
 }

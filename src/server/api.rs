@@ -48,6 +48,12 @@ pub async fn route(state: &Arc<AppState>, req: Request) -> Reply {
     }
 }
 
+/// A 503 for a write the client should send again: `Retry-After` says when.
+pub fn retry_later(mut r: Reply) -> Reply {
+    r.headers_mut().insert("retry-after", http::HeaderValue::from_static("1"));
+    r
+}
+
 pub fn method_not_allowed(m: &Method) -> Reply {
     error_reply(
         StatusCode::METHOD_NOT_ALLOWED,
@@ -81,6 +87,9 @@ async fn put(state: &Arc<AppState>, req: Request) -> Reply {
     if req.method != Method::POST {
         return method_not_allowed(&req.method);
     }
+    if !state.ingest.writer.store_available() {
+        return retry_later(error_reply(StatusCode::SERVICE_UNAVAILABLE, "Storage unavailable, please retry", "the store refuses writes; nothing was stored"));
+    }
     let body = match body_text(state, &req) {
         Ok(b) => b,
         Err(r) => {
@@ -95,6 +104,14 @@ async fn put(state: &Arc<AppState>, req: Request) -> Reply {
             return error_reply(StatusCode::BAD_REQUEST, &e.message(), e.details().unwrap_or_default());
         }
     };
+    let max_points = state.config.limits.max_points_per_request;
+    if jps.len() > max_points {
+        return error_reply(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Too many data points in one request",
+            &format!("{} data points; the limit is limits.max_points_per_request = {max_points}", jps.len()),
+        );
+    }
     let (details, summary) = (req.flag("details"), req.flag("summary") || req.flag("details"));
     let mut errors: Vec<(usize, String)> = Vec::new();
     let mut valid = Vec::with_capacity(jps.len());
@@ -115,7 +132,11 @@ async fn put(state: &Arc<AppState>, req: Request) -> Reply {
     crate::observe::ingest::outcomes(crate::observe::Protocol::HttpPut, &outcomes, &durable);
     if let Err(e) = durable {
         // Nothing of this request may count as stored: the client must retry.
-        return error_reply(StatusCode::SERVICE_UNAVAILABLE, "Unable to store the data points, please retry", &e.to_string());
+        return retry_later(error_reply(StatusCode::SERVICE_UNAVAILABLE, "Unable to store the data points, please retry", &e.to_string()));
+    }
+    if let Some(Err(e)) = outcomes.iter().find(|o| matches!(o, Err(crate::ingest::PointError::Uid(_)))) {
+        // UID assignment failed in the store: worth a retry, unlike a refused point.
+        return retry_later(error_reply(StatusCode::SERVICE_UNAVAILABLE, "Unable to assign UIDs, please retry", &e.to_string()));
     }
     for (o, &i) in outcomes.iter().zip(&index) {
         if let Err(e) = o {

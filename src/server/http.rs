@@ -101,9 +101,24 @@ async fn answer(
         },
         None => None,
     };
-    let body = match read_body(Box::pin(body), st.config.limits.http_body_max).await {
-        Ok(b) => b,
-        Err(r) => return r,
+    let limit = st.config.limits.http_body_max;
+    let read_timeout = std::time::Duration::from_millis(st.config.limits.read_timeout_ms);
+    // A declared length over the limit is refused before any of the body is read.
+    let declared = headers.get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return error_reply(StatusCode::PAYLOAD_TOO_LARGE, "Request body too large", &format!("the limit is limits.http_body_max = {limit} bytes"));
+    }
+    // A trickled body is bounded like slow headers: `limits.read_timeout_ms`.
+    let body = match tokio::time::timeout(read_timeout, read_body(Box::pin(body), limit)).await {
+        Ok(Ok(b)) => b,
+        Ok(Err(r)) => return r,
+        Err(_) => {
+            return error_reply(
+                StatusCode::REQUEST_TIMEOUT,
+                "Request body not received in time",
+                &format!("the limit is limits.read_timeout_ms = {} ms", read_timeout.as_millis()),
+            )
+        }
     };
     let track = crate::observe::http::track_query(endpoint, path, &query, &body, peer);
     let req = Request { method, path: path.to_string(), query, headers, body };
@@ -137,7 +152,14 @@ where
             }
         });
     let svc = hyper_util::service::TowerToHyperService::new(warp::service(filter));
-    let conn = hyper::server::conn::http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(stream), svc);
+    let l = &state.config.limits;
+    let stream = super::limits::IdleStream::new(stream, std::time::Duration::from_millis(l.idle_timeout_ms));
+    let conn = hyper::server::conn::http1::Builder::new()
+        .keep_alive(true)
+        // Slowloris: the whole header must arrive within `limits.read_timeout_ms`.
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(std::time::Duration::from_millis(l.read_timeout_ms))
+        .serve_connection(TokioIo::new(stream), svc);
     tokio::pin!(conn);
     tokio::select! {
         r = conn.as_mut() => r.map_err(std::io::Error::other),

@@ -6,6 +6,7 @@ pub mod api;
 pub mod auth;
 pub mod graphite_web;
 pub mod http;
+pub mod limits;
 pub mod opentsdb_meta;
 pub mod opentsdb_query;
 pub mod prometheus;
@@ -41,6 +42,8 @@ pub struct AppState {
     pub graphite_index: graphite_web::index::SeriesIndex,
     /// Graphite path ↔ metric + tags (ingest and the graphite-web API).
     pub names: Arc<crate::graphite::names::NameRules>,
+    /// Open connections over every listener (`limits.max_connections` permits).
+    pub connections: Arc<tokio::sync::Semaphore>,
     /// HTTP authentication (`[auth]`); `None` = every endpoint open.
     pub auth: Option<Arc<auth::Authenticator>>,
     /// HTTPS on the port (`[server.tls]`).
@@ -85,10 +88,16 @@ pub async fn accept_loop<F, Fut>(
                     }
                 };
                 let _ = stream.set_nodelay(true);
+                let Ok(permit) = state.connections.clone().try_acquire_owned() else {
+                    tracing::warn!(%peer, listener = what, "connection refused: limits.max_connections reached");
+                    tokio::spawn(limits::refuse(what, stream, state.config.limits.max_connections));
+                    continue;
+                };
                 let fut = conn(state.clone(), stream, shutdown.clone());
                 let open = crate::observe::ConnectionGuard::open(label);
                 tokio::spawn(async move {
                     let _open = open;
+                    let _permit = permit; // held until the connection ends
                     if let Err(e) = fut.await {
                         tracing::debug!(%peer, error = %e, listener = what, "connection ended with an error");
                     }
@@ -110,7 +119,12 @@ fn peer_of(stream: &TcpStream) -> String {
 
 async fn handle(state: Arc<AppState>, stream: TcpStream, shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
     let mut first = [0u8; 1];
-    let n = stream.peek(&mut first).await?;
+    // A peer that connects and stays silent is closed like any idle connection.
+    let idle = std::time::Duration::from_millis(state.config.limits.idle_timeout_ms);
+    let n = match tokio::time::timeout(idle, stream.peek(&mut first)).await {
+        Ok(r) => r?,
+        Err(_) => return Ok(()),
+    };
     if n == 0 {
         return Ok(());
     }

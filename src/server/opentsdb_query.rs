@@ -33,6 +33,8 @@ fn query_error(e: QueryError) -> Reply {
         QueryError::BadRequest(m) => error_reply(StatusCode::BAD_REQUEST, &m, ""),
         QueryError::Uid(e) => error_reply(StatusCode::BAD_REQUEST, &e.to_string(), ""),
         e @ QueryError::Store(_) => error_reply(StatusCode::FAILED_DEPENDENCY, &e.to_string(), ""),
+        QueryError::Timeout(m) => error_reply(StatusCode::SERVICE_UNAVAILABLE, &m, ""),
+        QueryError::TooLarge(m) => error_reply(StatusCode::PAYLOAD_TOO_LARGE, &m, ""),
         e => error_reply(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string(), ""),
     }
 }

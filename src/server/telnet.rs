@@ -7,7 +7,7 @@ use crate::ingest::PointError;
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -26,6 +26,7 @@ pub const COMMANDS: &[&str] = &["stats", "dropcaches", "version", "exit", "help"
 pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
     let (mut rd, mut wr) = stream.into_split();
     let max = state.config.limits.telnet_line_max;
+    let idle = std::time::Duration::from_millis(state.config.limits.idle_timeout_ms);
     let mut buf = BytesMut::with_capacity(READ_CHUNK * 2);
     let mut tasks: VecDeque<JoinHandle<ChunkResult>> = VecDeque::new();
     // While a line is longer than the limit we drop bytes until its end.
@@ -34,7 +35,7 @@ pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutd
     while !eof {
         // Read more input, or answer the oldest chunk as soon as it is done.
         let n = tokio::select! {
-            r = rd.read_buf(&mut buf) => r?,
+            r = super::limits::read_idle(&mut rd, &mut buf, idle, &state.ingest.writer) => r?,
             done = async { tasks.front_mut().expect("guarded").await }, if !tasks.is_empty() => {
                 tasks.pop_front();
                 let r = done.map_err(std::io::Error::other)?;

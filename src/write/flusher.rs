@@ -33,6 +33,8 @@ pub struct Flusher {
     pub compaction_delay: Duration,
     /// Keeps `ts_ctr` per series: one store call per series per flush, not per point.
     pub ts_counter: Option<std::sync::Arc<crate::meta::counter::TsCounter>>,
+    /// Cleared while store writes fail, set again once one succeeds (see `Writer::store_available`).
+    pub store_ok: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 const MUTATE_CHUNK: usize = 4096;
@@ -115,8 +117,16 @@ impl Flusher {
         let mut delay = Duration::from_millis(100);
         let touched = loop {
             match self.write(&mut buffer) {
-                Ok(t) => break t,
+                Ok(t) => {
+                    // Only a write that reached the store proves it healthy (an empty flush
+                    // of another shard must not hide a failing one).
+                    if !t.is_empty() {
+                        self.store_ok.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    break t;
+                }
                 Err(e) => {
+                    self.store_ok.store(false, std::sync::atomic::Ordering::Relaxed);
                     tracing::error!(error = %e, "store write failed; retrying");
                     std::thread::sleep(delay);
                     delay = (delay * 2).min(Duration::from_secs(5));

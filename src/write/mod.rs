@@ -49,6 +49,8 @@ pub struct WriterConfig {
 pub struct Writer {
     /// Emptied by `close`, which is what lets the shards drain and stop.
     shards: Arc<parking_lot::RwLock<Vec<mpsc::Sender<ShardMsg>>>>,
+    /// False while a flusher's store writes fail (HBase down, disk full).
+    store_ok: Arc<std::sync::atomic::AtomicBool>,
 }
 
 pub struct WriterThreads {
@@ -78,6 +80,7 @@ pub fn recover(data_dir: &Path, store: &SharedStore, table: &str, layout: KeyLay
         wal_dir: root.clone(),
         compaction_delay: Duration::ZERO,
         ts_counter: None,
+        store_ok: Default::default(),
     };
     for dir in dirs {
         let mut buffer = shard::Buffer::default();
@@ -124,6 +127,7 @@ impl Writer {
     ) -> Result<(Writer, WriterThreads), WriteError> {
         let mut senders = Vec::new();
         let mut threads = Vec::new();
+        let store_ok = Arc::new(std::sync::atomic::AtomicBool::new(true));
         for i in 0..cfg.shards.max(1) {
             let dir = wal_root(data_dir).join(format!("shard-{i}"));
             let wal = wal::Wal::open(&dir, cfg.fsync).map_err(|e| WriteError::Wal(format!("{}: {e}", dir.display())))?;
@@ -136,6 +140,7 @@ impl Writer {
                 wal_dir: dir.clone(),
                 compaction_delay: cfg.compaction_delay,
                 ts_counter: cfg.ts_counter.clone(),
+                store_ok: store_ok.clone(),
             };
             let scfg = shard::ShardConfig {
                 flush_interval: cfg.flush_interval,
@@ -157,7 +162,7 @@ impl Writer {
             );
             senders.push(tx);
         }
-        Ok((Writer { shards: Arc::new(parking_lot::RwLock::new(senders)) }, WriterThreads { threads }))
+        Ok((Writer { shards: Arc::new(parking_lot::RwLock::new(senders)), store_ok }, WriterThreads { threads }))
     }
 
     fn senders(&self) -> Result<Vec<mpsc::Sender<ShardMsg>>, WriteError> {
@@ -171,6 +176,19 @@ impl Writer {
     /// Write batches queued for the shards now (for `/metrics`).
     pub fn queued(&self) -> usize {
         self.shards.read().iter().map(|s| s.max_capacity() - s.capacity()).sum()
+    }
+
+    /// Whether the store takes writes. While it does not, HTTP writes are answered 503 and TCP
+    /// listeners stop reading (the WAL keeps what was acknowledged; flushers keep retrying).
+    pub fn store_available(&self) -> bool {
+        self.store_ok.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Waits until the store takes writes again.
+    pub async fn wait_store_available(&self) {
+        while !self.store_available() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// Stops accepting writes; the shards drain what is queued, flush and stop.

@@ -231,6 +231,10 @@ impl Telnet {
         self.stream.write_all(text.as_bytes()).unwrap();
     }
 
+    pub fn send_bytes(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).unwrap();
+    }
+
     pub fn read_line(&mut self) -> String {
         let mut l = String::new();
         self.reader.read_line(&mut l).unwrap();

@@ -34,7 +34,15 @@ pub async fn route(state: &Arc<AppState>, req: super::http::Request) -> Reply {
     let st = state.clone();
     let method = req.method.clone();
     // Everything below may scan the store: keep it off the async threads.
-    let res = tokio::task::spawn_blocking(move || dispatch(&st, &method, &path, &params)).await;
+    let task = tokio::task::spawn_blocking(move || dispatch(&st, &method, &path, &params));
+    // `query.timeout_ms` bounds the answer; the scan itself runs on to its end in the background.
+    let res = match state.config.query.timeout_ms {
+        0 => task.await,
+        ms => match tokio::time::timeout(std::time::Duration::from_millis(ms), task).await {
+            Ok(r) => r,
+            Err(_) => return text_reply(StatusCode::SERVICE_UNAVAILABLE, &format!("query timed out after {ms} ms (query.timeout_ms)")),
+        },
+    };
     match res {
         Ok(r) => r,
         Err(e) => text_reply(StatusCode::INTERNAL_SERVER_ERROR, &format!("internal error: {e}")),

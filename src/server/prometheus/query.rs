@@ -18,6 +18,9 @@ fn settings(state: &AppState, p: &Params) -> Result<Settings, Reply> {
         Some(t) => parse_duration(t).map_err(|e| error(ErrorType::BadData, &format!("invalid parameter \"timeout\": {e}")))?.clamp(0, MAX_TIMEOUT_MS),
         None => MAX_TIMEOUT_MS,
     };
+    // `query.timeout_ms` caps every query (0 = Prometheus' own 2 minutes).
+    let cap = state.config.query.timeout_ms as i64;
+    let timeout = if cap > 0 { timeout.min(cap) } else { timeout };
     let deadline = Some(std::time::Instant::now() + std::time::Duration::from_millis(timeout as u64));
     Ok(Settings { lookback_ms: c.lookback_delta_ms as i64, max_samples: c.max_samples, deadline, ..Settings::default() })
 }

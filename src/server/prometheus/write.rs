@@ -82,6 +82,9 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
         Ok(v) => v,
         Err(e) => return reply(StatusCode::UNSUPPORTED_MEDIA_TYPE, Version::V1, &nothing, &e),
     };
+    if !state.ingest.writer.store_available() {
+        return crate::server::api::retry_later(reply(StatusCode::SERVICE_UNAVAILABLE, version, &nothing, "the store refuses writes, retry"));
+    }
     let raw = match snappy::decompress(&req.body, state.config.prometheus.max_decompressed_bytes) {
         Ok(r) => r,
         Err(e @ snappy::SnappyError::TooLarge { .. }) => return rejected(reply(StatusCode::PAYLOAD_TOO_LARGE, version, &nothing, &e.to_string())),
@@ -106,6 +109,12 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
     crate::observe::ingest::rejected(RW, Reason::Parse, refused.labels as u64);
     crate::observe::ingest::rejected(RW, Reason::Unsupported, histograms as u64);
     crate::observe::ingest::rejected(RW, Reason::Value, samples.iter().filter(|(_, r)| r.is_err()).count() as u64);
+    let max_points = state.config.limits.max_points_per_request;
+    if samples.len() > max_points {
+        // Never storable as sent: a 4xx, which Prometheus does not retry.
+        let msg = format!("{} samples in one request; the limit is limits.max_points_per_request = {max_points}", samples.len());
+        return reply(StatusCode::PAYLOAD_TOO_LARGE, version, &nothing, &msg);
+    }
     if histograms > 0 {
         errors.push(format!("{histograms} native histogram samples are not supported and were not stored"));
     }
@@ -125,14 +134,16 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
     let (outcomes, durable) = state.ingest.write_encoded(points, true).await;
     crate::observe::ingest::outcomes(RW, &outcomes, &durable);
     if let Err(e) = durable {
-        return reply(StatusCode::SERVICE_UNAVAILABLE, version, &nothing, &format!("cannot store the samples, retry: {e}"));
+        return crate::server::api::retry_later(reply(StatusCode::SERVICE_UNAVAILABLE, version, &nothing, &format!("cannot store the samples, retry: {e}")));
     }
     let mut failed = 0;
     for o in outcomes {
         match o {
             Ok(()) => {}
             // A store failure while assigning UIDs is worth a retry; a refused name is not.
-            Err(PointError::Uid(e)) => return reply(StatusCode::SERVICE_UNAVAILABLE, version, &nothing, &format!("cannot assign UIDs, retry: {e}")),
+            Err(PointError::Uid(e)) => {
+                return crate::server::api::retry_later(reply(StatusCode::SERVICE_UNAVAILABLE, version, &nothing, &format!("cannot assign UIDs, retry: {e}")))
+            }
             Err(e) => {
                 failed += 1;
                 if errors.len() < 10 {

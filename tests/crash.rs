@@ -1,0 +1,374 @@
+//! Crash test: writers on every ingest protocol (telnet `put`, `/api/put`, Prometheus remote
+//! write, Graphite plaintext and pickle) run concurrently while the server is killed with
+//! SIGKILL at random moments, many times in a row, and restarted on the same data dir.
+//! At the end every acknowledged point is stored exactly once with the value sent, no point
+//! that was never sent appears, no raw cell holds a timestamp twice, and `tsgate fsck` is clean.
+//!
+//! What counts as acknowledged (README, "Durability and limits"):
+//! - HTTP (`/api/put`, remote write): a 2xx answer.
+//! - telnet: the answer to a `version` sent after a batch of puts (a connection is processed in
+//!   order and a put is answered only once durable, so the answer covers every line before it).
+//! - Graphite plaintext and pickle (no answers in the protocol): the server closing the
+//!   connection after the client half-closed it, observed while that server process was still
+//!   alive (the server closes only after every point read is durable; a FIN caused by the kill
+//!   itself does not count, which is why the writers check the server's epoch under a lock the
+//!   killer holds while killing).
+//! Points without an acknowledgement may or may not be stored, but if stored, exactly once and
+//! with the value sent.
+
+mod common;
+use common::*;
+use prost::Message;
+use std::collections::{BTreeMap, HashMap};
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tsgate_prometheus::proto::{Label, Sample, TimeSeries, WriteRequest};
+use tsgate_prometheus::snappy;
+
+/// First timestamp; every writer's points are one second apart from here, so they span closed
+/// hours and compaction runs (and gets killed) too.
+const T0: u64 = 1356998400;
+const BATCH: u64 = 40;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Proto {
+    Telnet,
+    Put,
+    Prom,
+    Graphite,
+    Pickle,
+}
+
+impl Proto {
+    fn metric(self) -> &'static str {
+        match self {
+            Proto::Telnet => "crash.telnet",
+            Proto::Put => "crash.put",
+            Proto::Prom => "crash.prom",
+            Proto::Graphite => "crash.graphite",
+            Proto::Pickle => "crash.pickle",
+        }
+    }
+}
+
+/// The live server's addresses and its epoch; `alive` is false from the moment the killer
+/// decides to kill it until the next one answers.
+#[derive(Clone, Default)]
+struct Live {
+    epoch: u64,
+    alive: bool,
+    http: String,
+    graphite: String,
+    pickle: String,
+}
+
+/// Per series (proto, writer): ts → value, acknowledged or merely sent.
+#[derive(Default)]
+struct Ledger {
+    acked: BTreeMap<(Proto, u32), BTreeMap<u64, i64>>,
+    sent: BTreeMap<(Proto, u32), BTreeMap<u64, i64>>,
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn value_of(w: u32, seq: u64) -> i64 {
+    (seq as i64) * 10 + w as i64
+}
+
+fn connect(addr: &str) -> Option<TcpStream> {
+    let s = TcpStream::connect_timeout(&addr.parse().ok()?, Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    s.set_write_timeout(Some(Duration::from_secs(10))).ok()?;
+    Some(s)
+}
+
+/// Sends one batch; true when it was acknowledged (per the rules in the module comment).
+fn send_batch(p: Proto, w: u32, addrs: &Live, live: &Mutex<Live>, points: &[(u64, i64)]) -> bool {
+    let metric = p.metric();
+    let confirm = || {
+        // The close/answer we saw came from this server only if it is still the live one.
+        let l = live.lock().unwrap();
+        l.alive && l.epoch == addrs.epoch
+    };
+    match p {
+        Proto::Telnet => {
+            let Some(mut s) = connect(&addrs.http) else { return false };
+            let mut text = String::new();
+            for (ts, v) in points {
+                text.push_str(&format!("put {metric} {ts} {v} w={w}\n"));
+            }
+            text.push_str("version\n");
+            if s.write_all(text.as_bytes()).is_err() {
+                return false;
+            }
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !String::from_utf8_lossy(&got).contains("net.opentsdb") {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => return false,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+            let text = String::from_utf8_lossy(&got);
+            assert!(text.starts_with("net.opentsdb"), "telnet puts answered with errors: {text}");
+            true
+        }
+        Proto::Put => {
+            let body: Vec<serde_json::Value> = points
+                .iter()
+                .map(|(ts, v)| serde_json::json!({"metric": metric, "timestamp": ts, "value": v, "tags": {"w": w.to_string()}}))
+                .collect();
+            let (code, body) = http(&addrs.http, "POST", "/api/put", &serde_json::Value::from(body).to_string(), &[]);
+            assert!(code == 0 || code == 204 || code >= 500, "/api/put answered {code}: {body}");
+            code == 204
+        }
+        Proto::Prom => {
+            let req = WriteRequest {
+                timeseries: vec![TimeSeries {
+                    labels: vec![
+                        Label { name: "__name__".into(), value: metric.into() },
+                        Label { name: "w".into(), value: w.to_string() },
+                    ],
+                    samples: points.iter().map(|&(ts, v)| Sample { value: v as f64, timestamp: ts as i64 * 1000 }).collect(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            };
+            let body = snappy::compress(&req.encode_to_vec());
+            let (code, text) = http_bytes(
+                &addrs.http,
+                "POST",
+                "/api/v1/write",
+                &body,
+                &[("Content-Encoding", "snappy"), ("Content-Type", "application/x-protobuf"), ("X-Prometheus-Remote-Write-Version", "0.1.0")],
+            );
+            assert!(code == 0 || code == 204 || code >= 500, "remote write answered {code}: {}", String::from_utf8_lossy(&text));
+            code == 204
+        }
+        Proto::Graphite | Proto::Pickle => {
+            let addr = if p == Proto::Graphite { &addrs.graphite } else { &addrs.pickle };
+            let Some(mut s) = connect(addr) else { return false };
+            let path = format!("{metric};w={w}"); // a tagged path: metric + tag w
+            let bytes = if p == Proto::Graphite {
+                let mut t = String::new();
+                for (ts, v) in points {
+                    t.push_str(&format!("{path} {v} {ts}\n"));
+                }
+                t.into_bytes()
+            } else {
+                tsgate_graphite::frame::encode(&pickle_list(&path, points))
+            };
+            if s.write_all(&bytes).is_err() || s.shutdown(Shutdown::Write).is_err() {
+                return false;
+            }
+            let mut rest = Vec::new();
+            match s.read_to_end(&mut rest) {
+                Ok(_) => confirm(),
+                Err(_) => false,
+            }
+        }
+    }
+}
+
+/// A protocol-2 pickle of `[(path, (ts, value)), …]`, as carbon-relay sends.
+fn pickle_list(path: &str, points: &[(u64, i64)]) -> Vec<u8> {
+    let mut p = b"\x80\x02]".to_vec();
+    for (ts, v) in points {
+        p.push(b'X');
+        p.extend_from_slice(&(path.len() as u32).to_le_bytes());
+        p.extend_from_slice(path.as_bytes());
+        p.push(b'J');
+        p.extend_from_slice(&(*ts as i32).to_le_bytes());
+        p.push(b'J');
+        p.extend_from_slice(&(*v as i32).to_le_bytes());
+        p.extend_from_slice(b"\x86\x86a");
+    }
+    p.push(b'.');
+    p
+}
+
+fn writer(p: Proto, w: u32, live: Arc<Mutex<Live>>, ledger: Arc<Mutex<Ledger>>, stop: Arc<AtomicBool>) {
+    let mut seq = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let addrs = live.lock().unwrap().clone();
+        if !addrs.alive {
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        }
+        let points: Vec<(u64, i64)> = (seq..seq + BATCH).map(|s| (T0 + s, value_of(w, s))).collect();
+        seq += BATCH;
+        {
+            let mut l = ledger.lock().unwrap();
+            l.sent.entry((p, w)).or_default().extend(points.iter().copied());
+        }
+        if send_batch(p, w, &addrs, &live, &points) {
+            ledger.lock().unwrap().acked.entry((p, w)).or_default().extend(points.iter().copied());
+        }
+    }
+}
+
+fn write_config(path: &Path, graphite: &str, pickle: &str) {
+    std::fs::write(
+        path,
+        format!(
+            "[server]\ngraphite_listen = \"{graphite}\"\npickle_listen = \"{pickle}\"\n\
+             [write]\nflush_interval_ms = 150\ncompaction_delay_ms = 100\nshards = 2\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// `metric timestamp value tag=v…` lines of `tsgate query` → (writer, ts) → value.
+fn stored_points(data: &Path, p: Proto) -> HashMap<(u32, u64), f64> {
+    let q = format!("none:{}{{w=*}}", p.metric());
+    let end = (T0 + 10 * 24 * 3600).to_string();
+    let o = tsgate(&["query", "--data-dir", data.to_str().unwrap(), "--start", &T0.to_string(), "--end", &end, &q]);
+    assert!(o.status.success(), "tsgate query failed: {}", String::from_utf8_lossy(&o.stderr));
+    let mut out = HashMap::new();
+    for line in stdout(&o).lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let ts: u64 = f[1].parse().unwrap();
+        let v: f64 = f[2].parse().unwrap();
+        let w: u32 = f.iter().find_map(|t| t.strip_prefix("w=")).map(|s| s.trim_start_matches('w').parse().unwrap()).expect("w tag");
+        assert!(out.insert((w, ts), v).is_none(), "point {ts} of {} w={w} returned twice", p.metric());
+    }
+    out
+}
+
+/// Offsets of every qualifier in a (possibly compacted) column qualifier.
+fn qualifier_offsets(q: &[u8]) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i + 1 < q.len() {
+        if q[i] & 0xF0 == 0xF0 && i + 3 < q.len() {
+            let v = u32::from_be_bytes([q[i], q[i + 1], q[i + 2], q[i + 3]]);
+            out.push(((v & 0x0FFF_FFC0) >> 6) as u64); // ms offset
+            i += 4;
+        } else {
+            let v = u16::from_be_bytes([q[i], q[i + 1]]);
+            out.push((v >> 4) as u64 * 1000);
+            i += 2;
+        }
+    }
+    out
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+}
+
+#[test]
+fn kill9_many_times_loses_no_acknowledged_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let cfg = dir.path().join("tsgate.toml");
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
+    eprintln!("crash test seed {seed}");
+    let mut rng = Rng(seed);
+    let live = Arc::new(Mutex::new(Live::default()));
+    let ledger = Arc::new(Mutex::new(Ledger::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut threads = Vec::new();
+    for p in [Proto::Telnet, Proto::Put, Proto::Prom, Proto::Graphite, Proto::Pickle] {
+        for w in 0..2 {
+            let (live, ledger, stop) = (live.clone(), ledger.clone(), stop.clone());
+            threads.push(std::thread::spawn(move || writer(p, w, live, ledger, stop)));
+        }
+    }
+    let started = Instant::now();
+    const CYCLES: u32 = 14;
+    for cycle in 0..CYCLES {
+        let (g, pk) = (format!("127.0.0.1:{}", free_port()), format!("127.0.0.1:{}", free_port()));
+        write_config(&cfg, &g, &pk);
+        if cycle % 5 == 4 {
+            // Kill one during start-up (WAL replay, compaction of replayed rows).
+            let mut c = std::process::Command::new(bin())
+                .args(["serve", "--data-dir", data.to_str().unwrap(), "--config", cfg.to_str().unwrap(), "--listen", "127.0.0.1:0", "--log-level", "error"])
+                .spawn()
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(rng.below(300)));
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let server = Server::start_with(&data, Some(&cfg));
+        {
+            let mut l = live.lock().unwrap();
+            *l = Live { epoch: cycle as u64 + 1, alive: true, http: server.addr.clone(), graphite: g, pickle: pk };
+        }
+        std::thread::sleep(Duration::from_millis(300 + rng.below(2500)));
+        // Kill while holding the lock: a writer that sees `alive` saw the server before the kill.
+        let mut l = live.lock().unwrap();
+        l.alive = false;
+        server.kill9();
+        drop(l);
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().unwrap();
+    }
+    // One last start replays the last WAL; a clean stop flushes and compacts.
+    let (g, pk) = (format!("127.0.0.1:{}", free_port()), format!("127.0.0.1:{}", free_port()));
+    write_config(&cfg, &g, &pk);
+    Server::start_with(&data, Some(&cfg)).stop();
+    eprintln!("{CYCLES} kill -9 cycles in {:?}", started.elapsed());
+
+    let ledger = ledger.lock().unwrap();
+    let mut acked_total = 0;
+    for p in [Proto::Telnet, Proto::Put, Proto::Prom, Proto::Graphite, Proto::Pickle] {
+        let stored = stored_points(&data, p);
+        let mut acked_here = 0;
+        for w in 0..2u32 {
+            let acked = ledger.acked.get(&(p, w)).cloned().unwrap_or_default();
+            let sent = ledger.sent.get(&(p, w)).cloned().unwrap_or_default();
+            for (ts, v) in &acked {
+                let got = stored.get(&(w, *ts));
+                assert_eq!(got, Some(&(*v as f64)), "{} w={w}: acknowledged point {ts}={v} lost or altered", p.metric());
+            }
+            acked_here += acked.len();
+            for ((sw, ts), v) in &stored {
+                if *sw == w {
+                    assert_eq!(sent.get(ts).map(|v| *v as f64), Some(*v), "{} w={w}: stored point {ts}={v} was never sent", p.metric());
+                }
+            }
+        }
+        eprintln!("{:?}: {acked_here} acknowledged, {} stored", p, stored.len());
+        assert!(acked_here > 0, "no {p:?} batch was ever acknowledged: the test proves nothing for it");
+        acked_total += acked_here;
+    }
+    assert!(acked_total > 1000, "too few acknowledged points ({acked_total})");
+
+    // Raw cells: no timestamp stored twice within a row (a replay after a compaction, say).
+    let mut offsets: HashMap<String, Vec<u64>> = HashMap::new();
+    for line in scan(&data, "data") {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let q = f[2].strip_prefix("t:").unwrap();
+        if q.len() % 4 != 0 || q.is_empty() {
+            continue; // annotations and other non-point columns
+        }
+        offsets.entry(f[1].to_string()).or_default().extend(qualifier_offsets(&unhex(q)));
+    }
+    for (row, mut offs) in offsets {
+        let n = offs.len();
+        offs.sort_unstable();
+        offs.dedup();
+        assert_eq!(offs.len(), n, "row {row} stores a timestamp in two cells");
+    }
+
+    let o = tsgate(&["fsck", "--data-dir", data.to_str().unwrap()]);
+    assert!(o.status.success(), "fsck found problems:\n{}{}", stdout(&o), String::from_utf8_lossy(&o.stderr));
+}

@@ -30,7 +30,7 @@ metric = "collectd.cpu"
 tags = { host = "{host}", cpu = "{cpu}", state = "{state}" }
 TOML
 "$TSGATE" serve --config "$work/tsgate.toml" >"$work/tsgate.log" 2>&1 & pids+=($!)
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$TS/api/version" >/dev/null && break; sleep 0.1; done
+wait_up "http://127.0.0.1:$TS/api/version"
 
 mkdir -p "$work/collectd"
 cat >"$work/collectd.conf" <<CONF

@@ -26,7 +26,7 @@ pickle_listen = ""
 flush_interval_ms = 200
 TOML
 "$TSGATE" serve --config "$work/tsgate.toml" >"$work/tsgate.log" 2>&1 & pid=$!; pids+=("$pid")
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$TS/api/version" >/dev/null && break; sleep 0.1; done
+wait_up "http://127.0.0.1:$TS/api/version"
 
 status=0
 timeout 120 "$PY" "$here/compare.py" "$work" "$TS" "$GP" || status=$?

@@ -15,7 +15,6 @@ for b in prometheus python3 curl openssl; do
 done
 . "$root/compat/lib.sh"
 TS=$(port); GOOD=$(port); RO=$(port); READ=$(port)
-wait_up() { for _ in $(seq 150); do curl -sf --cacert "$work/cert.pem" "$1" >/dev/null && return 0; sleep 0.2; done; echo "not up: $1" >&2; cat "$work"/*.log >&2; exit 1; }
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=localhost \
   -addext subjectAltName=IP:127.0.0.1 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
@@ -44,7 +43,7 @@ token_file = "$work/read.token"
 rights = ["read"]
 TOML
 "$TSGATE" serve --config "$work/tsgate.toml" >"$work/tsgate.log" 2>&1 & pids+=($!)
-wait_up "https://127.0.0.1:$TS/api/version"
+wait_up "https://127.0.0.1:$TS/api/version" --cacert "$work/cert.pem"
 
 sender() { # name port auth-yaml
   cat >"$work/$1.yml" <<YML
@@ -63,9 +62,7 @@ YML
 }
 sender good "$GOOD" "    basic_auth: {username: prom, password: prom-secret}"
 sender readonly "$RO" "    authorization: {credentials_file: $work/read.token}"
-for p in $GOOD $RO; do
-  for _ in $(seq 150); do curl -sf "http://127.0.0.1:$p/-/ready" >/dev/null && break; sleep 0.2; done
-done
+for p in $GOOD $RO; do wait_up "http://127.0.0.1:$p/-/ready"; done
 sleep 8
 
 cat >"$work/reader.yml" <<YML
@@ -78,7 +75,7 @@ remote_read:
 YML
 prometheus --config.file="$work/reader.yml" --storage.tsdb.path="$work/reader" --web.listen-address=127.0.0.1:$READ \
   >"$work/reader.log" 2>&1 & pids+=($!)
-for _ in $(seq 150); do curl -sf "http://127.0.0.1:$READ/-/ready" >/dev/null && break; sleep 0.2; done
+wait_up "http://127.0.0.1:$READ/-/ready"
 
 passed=0; failed=0
 check() { # name command…

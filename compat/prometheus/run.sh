@@ -18,7 +18,6 @@ for b in prometheus prometheus-node-exporter python3 curl; do
 done
 . "$root/compat/lib.sh"
 TS=$(port); NE=$(port); SEND=$(port); REF=$(port); READ=$(port); IM=$(port)
-wait_up() { for _ in $(seq 150); do curl -sf "$1" >/dev/null && return 0; sleep 0.2; done; echo "not up: $1" >&2; cat "$work"/*.log >&2; exit 1; }
 
 cat >"$work/tsgate.toml" <<TOML
 data_dir = "$work/tsgate"

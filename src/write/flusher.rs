@@ -150,10 +150,10 @@ impl Flusher {
 
     fn compact_ready(&self, compactor: &Compactor, pending: &mut HashMap<Vec<u8>, (u32, Instant)>, all: bool) {
         let now = now_s();
-        let mut ready: Vec<(Vec<u8>, Instant)> = pending
+        let mut ready: Vec<(Vec<u8>, u32, Instant)> = pending
             .iter()
             .filter(|(_, (base, touched))| hour_closed(*base, now) && (all || touched.elapsed() >= self.compaction_delay))
-            .map(|(k, (_, t))| (k.clone(), *t))
+            .map(|(k, (base, t))| (k.clone(), *base, *t))
             .collect();
         if ready.is_empty() {
             return;
@@ -161,23 +161,22 @@ impl Flusher {
         // Oldest first, and (outside shutdown) only as many as fit in the budget: flushing must
         // not starve behind compaction. Rows left waiting gather more points meanwhile, so with
         // many series (a backfill of a million, say) each row is compacted fewer times.
-        ready.sort_by_key(|(_, t)| *t);
+        ready.sort_by_key(|(_, _, t)| *t);
         let started = Instant::now();
         for chunk in ready.chunks(COMPACT_CHUNK) {
             if !all && started.elapsed() >= COMPACT_BUDGET {
                 break;
             }
-            let rows: Vec<Vec<u8>> = chunk.iter().map(|(k, _)| k.clone()).collect();
-            let mut bases = Vec::with_capacity(rows.len());
+            let rows: Vec<Vec<u8>> = chunk.iter().map(|(k, _, _)| k.clone()).collect();
             for row in &rows {
-                bases.push(pending.remove(row).map(|(b, _)| b).unwrap_or(0));
+                pending.remove(row);
             }
             let left = if all { compactor.compact_all(&rows, SETTLE * 3) } else { compactor.compact(&rows) };
             // Rows still settling (or that failed) come back after the settle time.
             let retry_at = Instant::now().checked_sub(self.compaction_delay.saturating_sub(SETTLE)).unwrap_or_else(Instant::now);
-            let base_of: HashMap<&Vec<u8>, u32> = rows.iter().zip(bases).collect();
+            let base_of: HashMap<&[u8], u32> = chunk.iter().map(|(k, base, _)| (&k[..], *base)).collect();
             for row in left {
-                let base = base_of.get(&row).copied().unwrap_or(0);
+                let base = base_of.get(&row[..]).copied().unwrap_or(0);
                 pending.insert(row, (base, retry_at));
             }
         }

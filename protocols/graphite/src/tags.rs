@@ -88,8 +88,10 @@ fn finish<'a>(path: &str, name: &'a str, mut tags: Vec<(Cow<'a, str>, Cow<'a, st
     });
     let ts = TaggedSeries { name: Cow::Borrowed(name), tags };
     // The canonical path must read back as this very series: not with a `;` in the name (the
-    // OpenMetrics form allows one), nor shaped like the OpenMetrics form itself.
-    if name.contains(';') || (ts.tags.last().is_some_and(|(_, v)| v.ends_with("\"}")) && ts.canonical().contains('{')) {
+    // OpenMetrics form allows one), nor shaped like the OpenMetrics form itself (which is how
+    // `parse` tells the two forms apart, whether a tag value or the name makes it so).
+    let c = ts.canonical();
+    if name.contains(';') || (c.ends_with("\"}") && c.contains('{')) {
         return Err(TagError::Malformed(path.into()));
     }
     Ok(ts)
@@ -197,6 +199,8 @@ mod tests {
         assert!(matches!(parse("a;x=1{k=\"v\"}"), Err(TagError::Malformed(_))));
         // Canonical `a;k{=v"}` would read back in the OpenMetrics form.
         assert!(matches!(parse(r#"a{k{="v\"}"}"#), Err(TagError::Malformed(_))));
+        // Second finding: a name shaped like the OpenMetrics form, its only tag being `name`.
+        assert!(matches!(parse("e{r=\"};name=ss{1"), Err(TagError::Malformed(_))));
         for p in ["a{k=\"v\"}", "a;b=c", "x{b=\"1\",a=\"2\"}"] {
             let c = parse(p).unwrap().canonical();
             assert_eq!(parse(&c).unwrap().canonical(), c, "{p}");

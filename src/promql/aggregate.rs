@@ -29,11 +29,13 @@ fn nan_low(a: f64, b: f64) -> std::cmp::Ordering {
 pub fn eval<'a>(ev: &Evaluator<'a>, a: &AggregateExpr, t: i64) -> Result<Value<'a>, PromError> {
     let op = a.op.to_string();
     let input = ev.eval_for_aggregation(&a.expr, t)?;
-    let mut groups: Vec<(Vec<(String, String)>, Vec<Sample>)> = Vec::new();
-    let mut index: HashMap<Vec<(String, String)>, usize> = HashMap::new();
+    let mut groups: Vec<(LabelSet, Vec<Sample>)> = Vec::new();
+    // Group label sets are shared per distinct group (see `Evaluator::group_of`).
+    let mut index: HashMap<usize, usize, ahash::RandomState> = HashMap::default();
+    let agg = a as *const AggregateExpr as usize;
     for s in input {
-        let g = group_labels(&s.labels, &a.modifier);
-        let i = *index.entry(g.clone()).or_insert_with(|| {
+        let g = ev.group_of(agg, &s.labels, |l| group_labels(l, &a.modifier));
+        let i = *index.entry(Arc::as_ptr(&g) as *const u8 as usize).or_insert_with(|| {
             groups.push((g, Vec::new()));
             groups.len() - 1
         });
@@ -69,7 +71,7 @@ pub fn eval<'a>(ev: &Evaluator<'a>, a: &AggregateExpr, t: i64) -> Result<Value<'
             let mut at: HashMap<Vec<(String, String)>, usize> = HashMap::new();
             for (g, members) in groups {
                 for s in members {
-                    let mut l = g.clone();
+                    let mut l = g.to_vec();
                     l.retain(|(k, _)| *k != name);
                     l.push((name.clone(), fmt_float(s.v)));
                     l.sort();
@@ -126,7 +128,7 @@ pub fn eval<'a>(ev: &Evaluator<'a>, a: &AggregateExpr, t: i64) -> Result<Value<'
             "quantile" => quantile(param.unwrap_or(f64::NAN), vals),
             other => return Err(PromError::Execution(format!("aggregation {other} is not supported"))),
         };
-        out.push(Sample { labels: Arc::new(g), v });
+        out.push(Sample { labels: g, v });
     }
     Ok(Value::Vector(out))
 }

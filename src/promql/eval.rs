@@ -6,6 +6,7 @@ use super::selectors::{at_ms, dur_ms, instant_at, key, offset_ms, window, Data};
 use super::{LabelSet, PromError, Settings};
 use promql_parser::parser::{Expr, VectorSelector};
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -19,6 +20,8 @@ pub struct Sample {
 #[derive(Debug, Clone)]
 pub struct RangeSeries<'a> {
     pub labels: LabelSet,
+    /// `labels` without `__name__`.
+    pub no_name: LabelSet,
     pub points: Cow<'a, [(i64, f64)]>,
 }
 
@@ -47,6 +50,49 @@ pub struct Evaluator<'a> {
     pub start: i64,
     pub end: i64,
     pub settings: Settings,
+    memo: Memo,
+}
+
+/// What a range query would otherwise recompute at every step for every series. Keyed by
+/// the address of a label set's allocation, kept alive in the entry so the address is not
+/// reused; the labels of fetched series are the same allocation at every step.
+#[derive(Default)]
+struct Memo {
+    /// (aggregation, labels) → the group's labels, one allocation per distinct group.
+    groups: RefCell<HashMap<(usize, usize), (LabelSet, LabelSet), ahash::RandomState>>,
+    interned: RefCell<HashMap<Vec<(String, String)>, LabelSet, ahash::RandomState>>,
+    /// (selector, series) → its last window's bounds: steps move forward, so the next window
+    /// is found by stepping on from there rather than searching the whole series again.
+    cursors: RefCell<HashMap<usize, Vec<(usize, usize)>, ahash::RandomState>>,
+}
+
+/// Past this many entries a memo starts over (it only saves work; memory stays bounded).
+const MEMO_MAX: usize = 1 << 20;
+
+fn ptr(l: &LabelSet) -> usize {
+    Arc::as_ptr(l) as *const u8 as usize
+}
+
+/// `window` continued from the previous window's bounds, valid when time moved forward.
+fn window_from<'p>(points: &'p [(i64, f64)], lo: i64, hi: i64, cur: &mut (usize, usize)) -> &'p [(i64, f64)] {
+    let (mut a, mut b) = *cur;
+    let n = points.len();
+    if a > n || b > n || (a > 0 && points[a - 1].0 >= lo) || (b > 0 && points[b - 1].0 > hi) {
+        let w = window(points, lo, hi);
+        let a = w.as_ptr() as usize - points.as_ptr() as usize;
+        let a = a / std::mem::size_of::<(i64, f64)>();
+        *cur = (a, a + w.len());
+        return w;
+    }
+    while a < n && points[a].0 < lo {
+        a += 1;
+    }
+    b = b.max(a);
+    while b < n && points[b].0 <= hi {
+        b += 1;
+    }
+    *cur = (a, b);
+    &points[a..b]
 }
 
 /// A range vector with the window it covers, as range functions need it.
@@ -87,6 +133,34 @@ pub fn unwrap_parens(mut e: &Expr) -> &Expr {
 }
 
 impl<'a> Evaluator<'a> {
+    pub fn new(data: &'a Data, start: i64, end: i64, settings: Settings) -> Evaluator<'a> {
+        Evaluator { data, start, end, settings, memo: Memo::default() }
+    }
+
+    /// The labels `group` makes of `l` for aggregation `agg`, computed once per label set and
+    /// shared by every member of the group, so groups can be told apart by address.
+    pub fn group_of(&self, agg: usize, l: &LabelSet, group: impl FnOnce(&LabelSet) -> Vec<(String, String)>) -> LabelSet {
+        let mut m = self.memo.groups.borrow_mut();
+        if let Some((_, g)) = m.get(&(agg, ptr(l))) {
+            return g.clone();
+        }
+        if m.len() > MEMO_MAX {
+            m.clear();
+        }
+        let mut interned = self.memo.interned.borrow_mut();
+        let key = group(l);
+        let g = match interned.get(&key) {
+            Some(g) => g.clone(),
+            None => {
+                let g: LabelSet = Arc::new(key.clone());
+                interned.insert(key, g.clone());
+                g
+            }
+        };
+        m.insert((agg, ptr(l)), (l.clone(), g.clone()));
+        g
+    }
+
     fn series(&self, vs: &VectorSelector) -> &'a [super::selectors::SeriesData] {
         self.data.get(&key(vs)).map(|v| v.as_slice()).unwrap_or(&[])
     }
@@ -113,12 +187,15 @@ impl<'a> Evaluator<'a> {
             Expr::MatrixSelector(ms) => {
                 let te = self.shifted(t, &ms.vs.at, &ms.vs.offset);
                 let r = dur_ms(&ms.range);
-                let series = self
-                    .series(&ms.vs)
+                let all = self.series(&ms.vs);
+                let mut cursors = self.memo.cursors.borrow_mut();
+                let cursors = cursors.entry(key(&ms.vs)).or_insert_with(|| vec![(0, 0); all.len()]);
+                let series = all
                     .iter()
-                    .filter_map(|s| {
-                        let w = window(s.ranged(), te - r, te);
-                        (!w.is_empty()).then(|| RangeSeries { labels: s.labels.clone(), points: Cow::Borrowed(w) })
+                    .zip(cursors.iter_mut())
+                    .filter_map(|(s, cur)| {
+                        let w = window_from(s.ranged(), te - r, te, cur);
+                        (!w.is_empty()).then(|| RangeSeries { labels: s.labels.clone(), no_name: s.no_name.clone(), points: Cow::Borrowed(w) })
                     })
                     .collect();
                 Ok(Ranged { series, end: te, range: r })
@@ -153,7 +230,7 @@ impl<'a> Evaluator<'a> {
                 }
                 let series = order.into_iter().map(|l| {
                     let p = acc.remove(&l).unwrap_or_default();
-                    RangeSeries { labels: l, points: Cow::Owned(p) }
+                    RangeSeries { no_name: drop_name(&l), labels: l, points: Cow::Owned(p) }
                 });
                 Ok(Ranged { series: series.collect(), end: te, range: r })
             }
@@ -215,6 +292,27 @@ impl<'a> Evaluator<'a> {
         match self.eval(e, t)? {
             Value::Vector(v) => Ok(v),
             other => Err(PromError::Execution(format!("expected an instant vector, got {}", other.type_name()))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod window_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn continued_windows_equal_searched_ones(mut ts in prop::collection::vec(-50i64..500, 0..40), asks in prop::collection::vec((-60i64..520, 0i64..80), 1..30)) {
+            ts.sort_unstable();
+            ts.dedup();
+            let points: Vec<(i64, f64)> = ts.iter().map(|&t| (t, t as f64)).collect();
+            let mut cur = (0, 0);
+            // Mostly forward, as steps go, with jumps back (subqueries, offsets) mixed in.
+            for (lo, len) in asks {
+                let hi = lo + len;
+                prop_assert_eq!(window_from(&points, lo, hi, &mut cur), window(&points, lo, hi));
+            }
         }
     }
 }

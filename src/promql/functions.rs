@@ -558,7 +558,7 @@ fn range_fn<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
             _ => None,
         };
         if let Some(v) = v {
-            let labels = if name == "last_over_time" { s.labels.clone() } else { drop_name(&s.labels) };
+            let labels = if name == "last_over_time" { s.labels.clone() } else { s.no_name.clone() };
             out.push(Sample { labels, v });
         }
     }

@@ -138,7 +138,7 @@ pub fn instant_query(store: &QueryEngine, expr: &Expr, t: i64, settings: Setting
 
 /// Evaluates `expr` at one time (ms) over data already fetched for it.
 pub fn instant_eval(data: &selectors::Data, expr: &Expr, t: i64, settings: Settings) -> Result<QueryResult, PromError> {
-    let ev = eval::Evaluator { data, start: t, end: t, settings };
+    let ev = eval::Evaluator::new(data, t, t, settings);
     Ok(match ev.eval(expr, t)? {
         eval::Value::Scalar(v) => QueryResult::Scalar(t, v),
         eval::Value::Str(s) => QueryResult::Str(t, s),
@@ -176,7 +176,7 @@ pub fn check_range_type(expr: &Expr) -> Result<(), PromError> {
 
 /// The steps of a range query over data already fetched for it.
 pub fn range_eval(data: &selectors::Data, expr: &Expr, start: i64, end: i64, step: i64, settings: Settings) -> Result<QueryResult, PromError> {
-    let ev = eval::Evaluator { data, start, end, settings };
+    let ev = eval::Evaluator::new(data, start, end, settings);
     let mut series: std::collections::HashMap<LabelSet, Vec<(i64, f64)>> = std::collections::HashMap::new();
     let mut t = start;
     while t <= end {

@@ -18,6 +18,8 @@ pub struct SeriesData {
     pub all: Vec<(i64, f64)>,
     /// The points without stale markers, when there were any.
     pub nostale: Option<Vec<(i64, f64)>>,
+    /// `labels` without `__name__` (what most functions return), made once per query.
+    pub no_name: LabelSet,
 }
 
 impl SeriesData {
@@ -117,7 +119,8 @@ pub fn data_from(expr: &Expr, series: &[(Vec<(String, String)>, Vec<(i64, f64)>)
             .map(|(l, p)| {
                 let all: Vec<(i64, f64)> = p.iter().copied().filter(|x| x.0 >= lo && x.0 <= hi).collect();
                 let nostale = all.iter().any(|p| is_stale_nan(p.1)).then(|| all.iter().copied().filter(|p| !is_stale_nan(p.1)).collect());
-                SeriesData { labels: Arc::new(l.clone()), all, nostale }
+                let labels = Arc::new(l.clone());
+                SeriesData { no_name: super::eval::drop_name(&labels), labels, all, nostale }
             })
             .collect();
         data.insert(k, found);
@@ -144,7 +147,8 @@ pub fn fetch(store: &QueryEngine, expr: &Expr, start: i64, end: i64, s: Settings
                 return Err(PromError::Execution("query processing would load too many samples into memory in query execution".into()));
             }
             let nostale = f.points.iter().any(|p| is_stale_nan(p.1)).then(|| f.points.iter().copied().filter(|p| !is_stale_nan(p.1)).collect());
-            series.push(SeriesData { labels: Arc::new(f.labels), all: f.points, nostale });
+            let labels = Arc::new(f.labels);
+            series.push(SeriesData { no_name: super::eval::drop_name(&labels), labels, all: f.points, nostale });
         }
         data.insert(k, series);
     }

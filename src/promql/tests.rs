@@ -26,7 +26,7 @@ fn at(q: &str, t: i64) -> Result<Vec<String>, String> {
     let e = parse(q).map_err(|e| e.to_string())?;
     let s = Settings::default();
     let data = data_from(&e, &fixture(), t, t, s).map_err(|e| e.to_string())?;
-    let ev = Evaluator { data: &data, start: t, end: t, settings: s };
+    let ev = Evaluator::new(&data, t, t, s);
     let mut out: Vec<String> = match ev.eval(&e, t).map_err(|e| e.to_string())? {
         Value::Scalar(v) => vec![format!("scalar={v}")],
         Value::Vector(v) => v.iter().map(|s| format!("{}={}", s.labels.iter().map(|(k, v)| format!("{k}:{v}")).collect::<Vec<_>>().join(","), s.v)).collect(),

@@ -318,23 +318,7 @@ impl QueryEngine {
                 });
             }
         }
-        if per_key.is_empty() {
-            return Ok(None);
-        }
-        let esc = |b: &[u8]| b.iter().map(|x| format!("\\x{x:02X}")).collect::<String>();
-        let head = self.layout.salt_width + self.layout.metric_width + 4;
-        let pair = self.layout.tag_width();
-        let vw = self.layout.tagv_width;
-        let mut re = format!("^.{{{head}}}");
-        for (k, vals) in per_key {
-            re.push_str(&format!("(?:.{{{pair}}})*?{}", esc(&k)));
-            match vals {
-                Some(v) => re.push_str(&format!("(?:{})", v.iter().map(|x| esc(x)).collect::<Vec<_>>().join("|"))),
-                None => re.push_str(&format!(".{{{vw}}}")),
-            }
-        }
-        re.push_str(&format!("(?:.{{{pair}}})*$"));
-        Ok(Some(re))
+        Ok(tag_pair_regex(&self.layout, per_key))
     }
 
     /// Removes the points of `[start, end]` from the given rows (`delete: true` queries).
@@ -483,4 +467,27 @@ fn common_tags(members: &[Series]) -> (BTreeMap<String, String>, Vec<String>) {
     }
     agg.sort();
     (tags, agg)
+}
+
+/// A row-key regex (HBase's, over bytes) keeping rows whose tags include, for each tag key
+/// UID, one of the given value UIDs (`None`: any value). OpenTSDB pushes its tag filters into
+/// the scan the same way. `None` when nothing is required.
+pub(crate) fn tag_pair_regex(layout: &KeyLayout, per_key: BTreeMap<Vec<u8>, Option<Vec<Vec<u8>>>>) -> Option<String> {
+    if per_key.is_empty() {
+        return None;
+    }
+    let esc = |b: &[u8]| b.iter().map(|x| format!("\\x{x:02X}")).collect::<String>();
+    let head = layout.salt_width + layout.metric_width + 4;
+    let pair = layout.tag_width();
+    let vw = layout.tagv_width;
+    let mut re = format!("^.{{{head}}}");
+    for (k, vals) in per_key {
+        re.push_str(&format!("(?:.{{{pair}}})*?{}", esc(&k)));
+        match vals {
+            Some(v) => re.push_str(&format!("(?:{})", v.iter().map(|x| esc(x)).collect::<Vec<_>>().join("|"))),
+            None => re.push_str(&format!(".{{{vw}}}")),
+        }
+    }
+    re.push_str(&format!("(?:.{{{pair}}})*$"));
+    Some(re)
 }

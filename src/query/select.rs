@@ -5,12 +5,12 @@
 
 use super::{QueryEngine, QueryError};
 use crate::prometheus::labels::{escape, from_stored, Labels, METRIC_NAME};
-use crate::schema::compaction::{merge_columns, StoredColumn};
+use crate::schema::compaction::{append_ordered, merge_columns, StoredColumn};
 use crate::schema::rowkey::{base_time, ROW_SPAN};
 use crate::schema::uid_table::UidKind;
 use crate::store::Scan;
 use regex::Regex;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 #[derive(Debug, Clone)]
 pub enum MatchOp {
@@ -122,18 +122,45 @@ impl QueryEngine {
             .collect())
     }
 
+    /// The scan filter for the label matchers that name one value (`label="v"`, `v` not
+    /// empty): rows without those tag pairs are skipped by the store before their cells are
+    /// read. `Ok(None)` when a named label or value has no UID, so no series can match.
+    fn required_pairs(&self, label_ms: &[Matcher]) -> Result<Option<Option<String>>, QueryError> {
+        let mut per_key: BTreeMap<Vec<u8>, Option<Vec<Vec<u8>>>> = BTreeMap::new();
+        for m in label_ms {
+            if !matches!(m.op, MatchOp::Eq) || m.value.is_empty() {
+                continue;
+            }
+            let Some(k) = self.uids.get_id(UidKind::Tagk, &escape(&m.name))? else { return Ok(None) };
+            let Some(v) = self.uids.get_id(UidKind::Tagv, &escape(&m.value))? else { return Ok(None) };
+            match per_key.entry(k.into_vec()) {
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(Some(vec![v.into_vec()]));
+                }
+                // Two different values required for one label: nothing matches.
+                std::collections::btree_map::Entry::Occupied(e) => {
+                    if e.get().as_ref().is_some_and(|vs| !vs.contains(&v.to_vec())) {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+        Ok(Some(super::tag_pair_regex(&self.layout, per_key)))
+    }
+
     /// Every series matching `matchers` with points in `[start_ms, end_ms]`. Without
     /// `with_points`, series are those with a row (one hour) overlapping the range, and their
     /// points are left empty (label APIs).
     pub fn select(&self, matchers: &[Matcher], start_ms: i64, end_ms: i64, with_points: bool) -> Result<Vec<Selected>, QueryError> {
         let label_ms: Vec<Matcher> = matchers.iter().filter(|m| m.name != METRIC_NAME).cloned().collect();
         let metrics = self.candidate_metrics(matchers)?;
+        let Some(row_regex) = self.required_pairs(&label_ms)? else { return Ok(Vec::new()) };
         let keep = |metric: &str, tags: &[(String, String)]| {
             let labels = from_stored(metric, tags.iter().map(|(k, v)| (&**k, &**v)));
             labels_match(&labels, &label_ms)
         };
         let mut out: Vec<Selected> = self
-            .select_stored(&metrics, start_ms, end_ms, with_points, &keep)?
+            .select_stored(&metrics, start_ms, end_ms, with_points, row_regex, &keep)?
             .into_iter()
             .map(|s| Selected { labels: from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v))), points: s.points })
             .collect();
@@ -151,6 +178,7 @@ impl QueryEngine {
         start_ms: i64,
         end_ms: i64,
         with_points: bool,
+        row_regex: Option<String>,
         keep: &dyn Fn(&str, &[(String, String)]) -> bool,
     ) -> Result<Vec<StoredSelected>, QueryError> {
         let mut out = Vec::new();
@@ -172,6 +200,7 @@ impl QueryEngine {
                     start: self.layout.metric_start(&salt, &mid, first),
                     stop: self.layout.metric_start(&salt, &mid, last),
                     families: vec![b"t".to_vec()],
+                    row_regex: row_regex.clone(),
                     ..Default::default()
                 };
                 for row in self.store.scan(&self.table, &scan)? {
@@ -200,6 +229,9 @@ impl QueryEngine {
                         continue;
                     }
                     let cols: Vec<StoredColumn> = row.cells.iter().map(|c| StoredColumn { qualifier: &c.qualifier, value: &c.value, ts: c.timestamp }).collect();
+                    if append_ordered(&cols, rk.base, start, end, &mut found[i].points) {
+                        continue;
+                    }
                     let merged = merge_columns(&cols);
                     if let Some((q, e)) = merged.errors.first() {
                         return Err(QueryError::Corrupt(format!("row {} column {}: {e}", crate::schema::hex_upper(&row.key), crate::schema::hex_upper(q))));

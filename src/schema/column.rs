@@ -275,6 +275,37 @@ pub fn decode_compacted(q: &[u8], v: &[u8], out: &mut Vec<RawPoint>) -> Result<(
     }
 }
 
+/// [`decode_compacted`]'s checks in one pass straight to (offset ms, value as f64), for
+/// reads. Stops early when `f` returns false; returns false when the column is malformed or
+/// was stopped (the caller then takes the general path, which reports what is wrong).
+pub fn walk_compacted(q: &[u8], v: &[u8], mut f: impl FnMut(u32, f64) -> bool) -> bool {
+    let (mut qi, mut vi) = (0, 0);
+    while qi < q.len() {
+        let ms = q[qi] & 0xF0 == 0xF0;
+        let ql = if ms { 4 } else { 2 };
+        if qi + ql > q.len() {
+            return false;
+        }
+        let flags = q[qi + ql - 1] & FLAGS_MASK;
+        let vl = (flags & LENGTH_MASK) as usize + 1;
+        if vi + vl > v.len() {
+            return false;
+        }
+        let off = if ms {
+            (u32::from_be_bytes([q[qi], q[qi + 1], q[qi + 2], q[qi + 3]]) & 0x0FFF_FFC0) >> 6
+        } else {
+            (u16::from_be_bytes([q[qi], q[qi + 1]]) >> 4) as u32 * 1000
+        };
+        let Ok(val) = decode_value(flags, &v[vi..vi + vl], vi) else { return false };
+        if !f(off, val.as_f64()) {
+            return false;
+        }
+        qi += ql;
+        vi += vl;
+    }
+    vi + 1 == v.len() && matches!(v[vi], 0 | MS_MIXED_COMPACT)
+}
+
 /// Walks an append column: `q v q v …` in arrival order, no meta byte.
 pub fn decode_append(v: &[u8], out: &mut Vec<RawPoint>) -> Result<(), SchemaError> {
     let mut i = 0;

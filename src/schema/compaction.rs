@@ -1,7 +1,7 @@
 //! Merging a row's columns into OpenTSDB's compacted form (what its compaction writes).
 
 use super::column::{
-    build_column, column_kind, decode_append, decode_compacted, decode_single, ColumnKind, RawPoint,
+    build_column, column_kind, decode_append, decode_compacted, decode_single, walk_compacted, ColumnKind, RawPoint,
 };
 use super::SchemaError;
 
@@ -96,6 +96,45 @@ fn single_sorted_column(cols: &[StoredColumn<'_>]) -> Option<Vec<RawPoint>> {
         _ => return None,
     }
     points.windows(2).all(|w| w[0].offset_ms() < w[1].offset_ms()).then_some(points)
+}
+
+/// The read path's fast lane: appends the row's points inside `[start_ms, end_ms]` as
+/// (ms, value) straight from its columns, when every column holds data points in order and
+/// each starts after the previous one ends. That is a compacted row, and also a row of
+/// in-order ingest not yet compacted (one partial column per flush), so no sort and no
+/// duplicate resolution is needed. Returns false, with `out` as it was, for anything else
+/// (overlaps, appends, annotations, undecodable cells): the caller then takes
+/// [`merge_columns`], which also reports the errors.
+pub fn append_ordered(cols: &[StoredColumn<'_>], base: u32, start_ms: u64, end_ms: u64, out: &mut Vec<(i64, f64)>) -> bool {
+    let mark = out.len();
+    let mut last: Option<u32> = None;
+    let base_ms = base as u64 * 1000;
+    let mut take = |off: u32, v: f64| {
+        if last.is_some_and(|l| off <= l) {
+            return false;
+        }
+        last = Some(off);
+        let ts = base_ms + off as u64;
+        if ts >= start_ms && ts <= end_ms {
+            out.push((ts as i64, v));
+        }
+        true
+    };
+    for c in cols {
+        let ok = match column_kind(c.qualifier) {
+            ColumnKind::Compacted => walk_compacted(c.qualifier, c.value, &mut take),
+            ColumnKind::Single => match decode_single(c.qualifier, c.value) {
+                Ok((p, _)) => p.value().is_ok_and(|v| take(p.offset_ms(), v.as_f64())),
+                Err(_) => false,
+            },
+            _ => false,
+        };
+        if !ok {
+            out.truncate(mark);
+            return false;
+        }
+    }
+    true
 }
 
 /// What to write so that a row holds one compacted column.

@@ -1,8 +1,8 @@
 //! Property tests of the schema codec: row keys, qualifiers and values round-trip, and
 //! compaction merges any set of cells into the column that decodes back to the same points.
 
-use super::column::{build_column, decode_compacted, decode_single, DataValue, RawPoint};
-use super::compaction::{merge_columns, plan_compaction, StoredColumn};
+use super::column::{build_column, decode_compacted, decode_single, walk_compacted, DataValue, RawPoint};
+use super::compaction::{append_ordered, merge_columns, plan_compaction, StoredColumn};
 use super::rowkey::{base_time, is_ms, millis, KeyLayout, MAX_TIMESTAMP_MS};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -147,5 +147,75 @@ proptest! {
         let mut all = cols.clone();
         all.extend_from_slice(&cols2[1..]);
         prop_assert_eq!(merge_columns(&cols2).points, merge_columns(&all).points);
+    }
+
+    #[test]
+    fn ordered_read_lane_equals_the_merge(points in prop::collection::vec(row_point(), 1..60), cuts in prop::collection::vec(any::<u8>(), 0..6), shuffle in any::<bool>(), lo in 0u32..3_600_000, span in 0u32..4_000_000) {
+        // Columns as a flusher writes them: the points of each flush compacted into one column.
+        let cells: Vec<RawPoint> = points.iter().map(|&(s, off, v)| single(s, off, v)).collect();
+        let mut bounds: Vec<usize> = cuts.iter().map(|&c| c as usize % (cells.len() + 1)).collect();
+        bounds.extend([0, cells.len()]);
+        bounds.sort_unstable();
+        bounds.dedup();
+        let mut owned: Vec<(Vec<u8>, Vec<u8>, u64)> = Vec::new();
+        for (n, w) in bounds.windows(2).enumerate() {
+            let mut part: Vec<RawPoint> = cells[w[0]..w[1]].to_vec();
+            if part.is_empty() { continue; }
+            // Within a flush the last write of an offset wins, and the column is sorted.
+            part.reverse();
+            part.sort_by_key(|p| p.offset_ms());
+            part.dedup_by_key(|p| p.offset_ms());
+            let (q, v) = if part.len() == 1 { (part[0].qualifier().to_vec(), part[0].value_bytes().to_vec()) } else { build_column(&part) };
+            owned.push((q, v, n as u64 + 1));
+        }
+        if shuffle { owned.reverse(); }
+        // The store hands cells over in qualifier order.
+        owned.sort_by(|a, b| a.0.cmp(&b.0));
+        let cols: Vec<StoredColumn> = owned.iter().map(|(q, v, ts)| StoredColumn { qualifier: q, value: v, ts: *ts }).collect();
+        let (start, end) = (BASE as u64 * 1000 + lo as u64, BASE as u64 * 1000 + lo as u64 + span as u64);
+        let want: Vec<(i64, f64)> = merge_columns(&cols).points.iter()
+            .map(|p| (p.timestamp_ms(BASE), p.value().unwrap().as_f64()))
+            .filter(|&(t, _)| t >= start && t <= end)
+            .map(|(t, v)| (t as i64, v))
+            .collect();
+        let mut out = vec![(-1i64, 0.5f64)];
+        if append_ordered(&cols, BASE, start, end, &mut out) {
+            prop_assert_eq!(out[0].0, -1);
+            prop_assert_eq!(out[1..].iter().map(|p| (p.0, p.1.to_bits())).collect::<Vec<_>>(), want.iter().map(|p| (p.0, p.1.to_bits())).collect::<Vec<_>>());
+        } else {
+            prop_assert_eq!(out.len(), 1);
+        }
+        // Points written in time order, seconds only, always take the lane.
+        let mut sorted: Vec<(u32, DataValue)> = points.iter().map(|&(_, off, v)| (off / 1000 * 1000, v)).collect();
+        sorted.sort_by_key(|p| p.0);
+        sorted.dedup_by_key(|p| p.0);
+        let cells: Vec<RawPoint> = sorted.iter().map(|&(off, v)| single(true, off, v)).collect();
+        let parts: Vec<(Vec<u8>, Vec<u8>)> = cells.chunks(1 + cuts.len()).map(|c| if c.len() == 1 { (c[0].qualifier().to_vec(), c[0].value_bytes().to_vec()) } else { build_column(c) }).collect();
+        let cols: Vec<StoredColumn> = parts.iter().map(|(q, v)| StoredColumn { qualifier: q, value: v, ts: 1 }).collect();
+        out.clear();
+        prop_assert!(append_ordered(&cols, BASE, 0, u64::MAX, &mut out));
+        prop_assert_eq!(out.len(), cells.len());
+    }
+
+    #[test]
+    fn walking_a_column_agrees_with_decoding_it(points in prop::collection::vec(row_point(), 0..20), noise in prop::collection::vec(any::<u8>(), 0..12), at in any::<usize>(), in_q in any::<bool>()) {
+        let mut cells: Vec<RawPoint> = points.iter().map(|&(s, off, v)| single(s, off, v)).collect();
+        cells.sort_by_key(|p| p.offset_ms());
+        cells.dedup_by_key(|p| p.offset_ms());
+        let (mut q, mut v) = build_column(&cells);
+        // Valid columns, and the same with bytes spliced in somewhere.
+        let target = if in_q { &mut q } else { &mut v };
+        if !noise.is_empty() {
+            let i = at % (target.len() + 1);
+            target.splice(i..i, noise.iter().copied());
+        }
+        let mut want = Vec::new();
+        let decoded = decode_compacted(&q, &v, &mut want).is_ok();
+        let mut got = Vec::new();
+        let walked = walk_compacted(&q, &v, |off, x| { got.push((off, x.to_bits())); true });
+        prop_assert_eq!(walked, decoded);
+        if decoded {
+            prop_assert_eq!(got, want.iter().map(|p| (p.offset_ms(), p.value().unwrap().as_f64().to_bits())).collect::<Vec<_>>());
+        }
     }
 }

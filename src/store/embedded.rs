@@ -173,7 +173,6 @@ impl FamilyRows {
 struct MergedRows {
     sources: Vec<FamilyRows>,
     heads: Vec<Option<Row>>,
-    filter: Option<regex::bytes::Regex>,
     remaining: usize,
     primed: bool,
 }
@@ -199,27 +198,22 @@ impl Iterator for MergedRows {
                 }
             }
         }
-        loop {
-            if self.remaining == 0 {
-                return None;
-            }
-            let min = self.heads.iter().flatten().map(|r| r.key.clone()).min()?;
-            let mut out = Row { key: min.clone(), cells: Vec::new() };
-            for i in 0..self.heads.len() {
-                if self.heads[i].as_ref().is_some_and(|r| r.key == min) {
-                    let r = self.heads[i].take().expect("checked");
-                    out.cells.extend(r.cells);
-                    if let Err(e) = self.fill(i) {
-                        return Some(Err(e));
-                    }
+        if self.remaining == 0 {
+            return None;
+        }
+        let min = self.heads.iter().flatten().map(|r| r.key.clone()).min()?;
+        let mut out = Row { key: min.clone(), cells: Vec::new() };
+        for i in 0..self.heads.len() {
+            if self.heads[i].as_ref().is_some_and(|r| r.key == min) {
+                let r = self.heads[i].take().expect("checked");
+                out.cells.extend(r.cells);
+                if let Err(e) = self.fill(i) {
+                    return Some(Err(e));
                 }
             }
-            if self.filter.as_ref().is_some_and(|f| !f.is_match(&out.key)) {
-                continue;
-            }
-            self.remaining -= 1;
-            return Some(Ok(out));
         }
+        self.remaining -= 1;
+        Some(Ok(out))
     }
 }
 
@@ -292,16 +286,34 @@ impl Store for EmbeddedStore {
                 None => ks.range(start.clone()..),
             };
             let t = table.to_string();
+            // The row filter runs on each key before its value is copied out, and once per
+            // row: a query that keeps one series in a thousand copies one row, not all.
+            let filter = filter.clone();
+            let mut last: Option<(Vec<u8>, bool)> = None;
             let mapped: Box<dyn Iterator<Item = StoreResult<(Vec<u8>, Vec<u8>, u64, Vec<u8>)>> + Send> =
-                Box::new(it.map(move |g| {
-                    let (k, v) = g.into_inner().map_err(|e| StoreError::Engine { op: "scan", table: t.clone(), msg: e.to_string() })?;
-                    let (row, q) = keycodec::decode(&k).ok_or_else(|| StoreError::Engine {
-                        op: "scan",
-                        table: t.clone(),
-                        msg: "undecodable engine key".into(),
-                    })?;
+                Box::new(it.filter_map(move |g| {
+                    let (k, v) = match g.into_inner() {
+                        Ok(kv) => kv,
+                        Err(e) => return Some(Err(StoreError::Engine { op: "scan", table: t.clone(), msg: e.to_string() })),
+                    };
+                    let Some((row, q)) = keycodec::decode(&k) else {
+                        return Some(Err(StoreError::Engine { op: "scan", table: t.clone(), msg: "undecodable engine key".into() }));
+                    };
+                    if let Some(f) = &filter {
+                        let keep = match &last {
+                            Some((r, keep)) if *r == row => *keep,
+                            _ => {
+                                let keep = f.is_match(&row);
+                                last = Some((row.clone(), keep));
+                                keep
+                            }
+                        };
+                        if !keep {
+                            return None;
+                        }
+                    }
                     let (ts, value) = split_value(&v);
-                    Ok((row, q.to_vec(), ts, value))
+                    Some(Ok((row, q.to_vec(), ts, value)))
                 }));
             sources.push(FamilyRows { family: f.to_vec(), iter: mapped.peekable() });
         }
@@ -309,7 +321,6 @@ impl Store for EmbeddedStore {
         Ok(Box::new(MergedRows {
             sources,
             heads: (0..n).map(|_| None).collect(),
-            filter,
             remaining: scan.limit.unwrap_or(usize::MAX),
             primed: false,
         }))

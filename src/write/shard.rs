@@ -20,6 +20,11 @@ pub struct StoredPoint {
     pub point: RawPoint,
 }
 
+/// Input quiet this long ends a burst: the buffer is flushed without waiting for the tick.
+const IDLE_FLUSH: Duration = Duration::from_millis(50);
+/// At most one idle flush per this long.
+const MIN_IDLE_GAP: Duration = Duration::from_millis(250);
+
 pub type Ack = oneshot::Sender<Result<(), WriteError>>;
 
 pub enum ShardMsg {
@@ -56,18 +61,27 @@ pub fn run(
     rt: tokio::runtime::Handle,
 ) {
     let mut buffer = Buffer::default();
-    let mut next_flush = Instant::now() + cfg.flush_interval;
+    let mut last_flush = Instant::now();
+    let mut next_flush = last_flush + cfg.flush_interval;
     let mut open = true;
     while open {
-        let wait = next_flush.saturating_duration_since(Instant::now());
+        let mut wait = next_flush.saturating_duration_since(Instant::now());
+        if buffer.points > 0 {
+            wait = wait.min(IDLE_FLUSH);
+        }
         let first = rt.block_on(async { tokio::time::timeout(wait, rx.recv()).await });
         let mut batch = Vec::new();
         let mut waiters = Vec::new();
         let mut n = 0;
+        // Input went quiet with points buffered: a burst (a batch of remote writes, a file
+        // piped to the telnet port) has ended, so make it queryable now rather than at the
+        // next tick. Not more often than MIN_IDLE_GAP, so that many small bursts don't write
+        // a partial column per burst.
+        let mut quiet = false;
         match first {
             Ok(Some(m)) => batch.push(m),
             Ok(None) => open = false,
-            Err(_) => {}
+            Err(_) => quiet = buffer.points > 0 && last_flush.elapsed() >= MIN_IDLE_GAP,
         }
         // Group commit: take whatever else is already queued.
         while n < cfg.max_batch_points {
@@ -115,9 +129,10 @@ pub fn run(
                 let _ = a.send(res);
             }
         }
-        let due = Instant::now() >= next_flush || buffer.points >= cfg.buffer_max_points || !waiters.is_empty() || !open;
+        let due = quiet || Instant::now() >= next_flush || buffer.points >= cfg.buffer_max_points || !waiters.is_empty() || !open;
         if due {
-            next_flush = Instant::now() + cfg.flush_interval;
+            last_flush = Instant::now();
+            next_flush = last_flush + cfg.flush_interval;
             let sealed = match wal.rotate() {
                 Ok(s) => s,
                 Err(e) => {

@@ -59,7 +59,7 @@ impl Source for StoreSource<'_> {
             let got = self
                 .0
                 .query
-                .select_stored(&[metric.to_string()], (from + 1) * 1000, until * 1000 + 999, true, &keep)
+                .select_stored(&[metric.to_string()], (from + 1) * 1000, until * 1000 + 999, true, None, &keep)
                 .map_err(|e| EvalError(e.to_string()))?;
             for s in got {
                 if let Some(path) = wanted.get(&s.tags[..]) {

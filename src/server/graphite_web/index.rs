@@ -63,7 +63,7 @@ impl SeriesIndex {
 
 fn build(state: &AppState) -> Result<Vec<Entry>, QueryError> {
     let metrics: Vec<String> = state.query.uids.list(UidKind::Metric)?.into_iter().map(|(n, _)| n).collect();
-    let all = state.query.select_stored(&metrics, 0, i64::MAX, false, &|_, _| true)?;
+    let all = state.query.select_stored(&metrics, 0, i64::MAX, false, None, &|_, _| true)?;
     let mut out: Vec<Entry> = all
         .into_iter()
         .map(|s| {

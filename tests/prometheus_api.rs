@@ -282,3 +282,54 @@ fn remote_read_samples_and_streamed_chunks() {
     assert_eq!(read(vec![7], None).0, 400);
     s.stop();
 }
+
+/// `agg(fn(x[r]))` is evaluated metric by metric (src/promql/streamed.rs); `agg(fn(x[r]) * 1)`
+/// takes the step evaluator. Multiplying by one changes no value, so both must answer the same,
+/// bit for bit, over data with several metrics, hours, counter resets, stale markers, a gap,
+/// and a label that sorts before `__name__`.
+#[test]
+fn streamed_aggregations_equal_the_step_evaluator() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let stale = f64::from_bits(0x7ff0_0000_0000_0002);
+    let mut series = Vec::new();
+    for (m, metric) in ["req_total", "err_total", "lat_seconds"].iter().enumerate() {
+        for h in 0..5 {
+            for zone in ["a", "b"] {
+                let samples: Vec<(i64, f64)> = (0..150)
+                    .filter(|i| (i + h) % 17 != 0) // gaps
+                    .map(|i| {
+                        let v = if i == 70 + h { stale } else { ((i * (m as i64 + 1) + h * 7) % 53) as f64 * 1.37 + (i as f64).sqrt() };
+                        (T0 + i * 30_000 + h * 1000, v)
+                    })
+                    .collect();
+                let host = format!("h{h}");
+                series.push(ts(&[("__name__", metric), ("host", &host), ("Zone", zone), ("job", if h % 2 == 0 { "x" } else { "y" })], &samples));
+            }
+        }
+    }
+    let (code, _, body) = write_v1(&s.addr, &WriteRequest { timeseries: series, ..Default::default() });
+    assert_eq!(code, 204, "{body}");
+    let t_end = (T0 + 149 * 30_000) / 1000;
+    wait_series(&s.addr, "{job=~\"x|y\"}", &t_end.to_string(), 30);
+    let (start, end) = ((T0 / 1000 + 100).to_string(), (t_end + 200).to_string());
+    let mut compared = 0;
+    for agg in ["sum", "avg", "count", "min", "max", "group", "stddev", "sum by (job)", "avg without (host)", "max by (Zone, job)"] {
+        for f in ["rate", "increase", "delta", "irate", "deriv", "changes", "resets", "avg_over_time", "sum_over_time", "count_over_time", "last_over_time", "stdvar_over_time", "present_over_time"] {
+            for sel in ["{job=~\"x|y\"}[5m]", "req_total{host=\"h1\"}[3m] offset 2m", "{__name__=~\".+_total\", Zone=\"a\"}[10m]"] {
+                let fast = format!("{agg} ({f}({sel}))");
+                let slow = format!("{agg} ({f}({sel}) * 1)");
+                let (c1, a) = post_form(&s.addr, "/api/v1/query_range", &[("query", &fast), ("start", &start), ("end", &end), ("step", "97")]);
+                let (c2, b) = post_form(&s.addr, "/api/v1/query_range", &[("query", &slow), ("start", &start), ("end", &end), ("step", "97")]);
+                assert_eq!((c1, c2), (200, 200), "{fast}: {a} / {b}");
+                assert_eq!(a["data"], b["data"], "{fast}");
+                let (_, a) = post_form(&s.addr, "/api/v1/query", &[("query", &fast), ("time", &end)]);
+                let (_, b) = post_form(&s.addr, "/api/v1/query", &[("query", &slow), ("time", &end)]);
+                assert_eq!(a["data"], b["data"], "{fast} (instant)");
+                compared += a["data"]["result"].as_array().map_or(0, |r| r.len());
+            }
+        }
+    }
+    assert!(compared > 300, "too few non-empty answers compared: {compared}");
+    s.stop();
+}

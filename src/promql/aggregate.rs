@@ -27,8 +27,13 @@ fn nan_low(a: f64, b: f64) -> std::cmp::Ordering {
 }
 
 pub fn eval<'a>(ev: &Evaluator<'a>, a: &AggregateExpr, t: i64) -> Result<Value<'a>, PromError> {
-    let op = a.op.to_string();
     let input = ev.eval_for_aggregation(&a.expr, t)?;
+    aggregate(ev, a, input, t)
+}
+
+/// Aggregates `input`, the value of `a`'s inner expression at `t`.
+pub fn aggregate<'a>(ev: &Evaluator<'a>, a: &AggregateExpr, input: Vec<Sample>, t: i64) -> Result<Value<'a>, PromError> {
+    let op = a.op.to_string();
     let mut groups: Vec<(LabelSet, Vec<Sample>)> = Vec::new();
     // Group label sets are shared per distinct group (see `Evaluator::group_of`).
     let mut index: HashMap<usize, usize, ahash::RandomState> = HashMap::default();

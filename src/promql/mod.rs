@@ -10,6 +10,7 @@ pub mod binary;
 pub mod eval;
 pub mod functions;
 pub mod selectors;
+pub mod streamed;
 #[cfg(test)]
 mod tests;
 
@@ -132,6 +133,10 @@ pub fn parse_match(s: &str) -> Result<Vec<Matcher>, PromError> {
 
 /// Evaluates `expr` at one time (ms).
 pub fn instant_query(store: &QueryEngine, expr: &Expr, t: i64, settings: Settings) -> Result<QueryResult, PromError> {
+    if let Some(steps) = streamed::eval(store, expr, t, t, 1, settings) {
+        let v = steps?.into_iter().flat_map(|(t, v)| v.into_iter().map(move |s| (s.labels, t, s.v))).collect();
+        return Ok(QueryResult::Vector(v));
+    }
     let data = selectors::fetch(store, expr, t, t, settings)?;
     instant_eval(&data, expr, t, settings)
 }
@@ -154,6 +159,17 @@ pub fn instant_eval(data: &selectors::Data, expr: &Expr, t: i64, settings: Setti
 /// Evaluates `expr` at `start, start+step, … ≤ end` (ms); the result is sorted by labels.
 pub fn range_query(store: &QueryEngine, expr: &Expr, start: i64, end: i64, step: i64, settings: Settings) -> Result<QueryResult, PromError> {
     check_range_type(expr)?;
+    if let Some(steps) = streamed::eval(store, expr, start, end, step, settings) {
+        let mut series: std::collections::HashMap<LabelSet, Vec<(i64, f64)>> = std::collections::HashMap::new();
+        for (t, v) in steps? {
+            for s in v {
+                series.entry(s.labels).or_default().push((t, s.v));
+            }
+        }
+        let mut out: Vec<(LabelSet, Vec<(i64, f64)>)> = series.into_iter().collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        return Ok(QueryResult::Matrix(out));
+    }
     let data = selectors::fetch(store, expr, start, end, settings)?;
     range_eval(&data, expr, start, end, step, settings)
 }

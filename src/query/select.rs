@@ -168,6 +168,38 @@ impl QueryEngine {
         Ok(out)
     }
 
+    /// [`QueryEngine::select`] one metric name at a time: `f` gets each metric's matching
+    /// series (sorted by labels), so a caller that reduces series as it goes holds the points
+    /// of one metric at most. Metrics come in no particular order.
+    pub fn select_each<E: From<QueryError>>(
+        &self,
+        matchers: &[Matcher],
+        start_ms: i64,
+        end_ms: i64,
+        f: &mut dyn FnMut(Vec<Selected>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let label_ms: Vec<Matcher> = matchers.iter().filter(|m| m.name != METRIC_NAME).cloned().collect();
+        let metrics = self.candidate_metrics(matchers)?;
+        let Some(row_regex) = self.required_pairs(&label_ms)? else { return Ok(()) };
+        let keep = |metric: &str, tags: &[(String, String)]| {
+            let labels = from_stored(metric, tags.iter().map(|(k, v)| (&**k, &**v)));
+            labels_match(&labels, &label_ms)
+        };
+        for metric in metrics {
+            let mut batch: Vec<Selected> = self
+                .select_stored(std::slice::from_ref(&metric), start_ms, end_ms, true, row_regex.clone(), &keep)?
+                .into_iter()
+                .map(|s| Selected { labels: from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v))), points: s.points })
+                .collect();
+            if batch.is_empty() {
+                continue;
+            }
+            batch.sort_by(|a, b| a.labels.cmp(&b.labels));
+            f(batch)?;
+        }
+        Ok(())
+    }
+
     /// The series of the given stored metric names (as stored: no label unescaping) that `keep`
     /// accepts, with their stored tags in row-key order and, with `with_points`, their points in
     /// `[start_ms, end_ms]` (series without points are then left out). Shared by the Prometheus

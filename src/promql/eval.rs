@@ -74,7 +74,7 @@ fn ptr(l: &LabelSet) -> usize {
 }
 
 /// `window` continued from the previous window's bounds, valid when time moved forward.
-fn window_from<'p>(points: &'p [(i64, f64)], lo: i64, hi: i64, cur: &mut (usize, usize)) -> &'p [(i64, f64)] {
+pub(super) fn window_from<'p>(points: &'p [(i64, f64)], lo: i64, hi: i64, cur: &mut (usize, usize)) -> &'p [(i64, f64)] {
     let (mut a, mut b) = *cur;
     let n = points.len();
     if a > n || b > n || (a > 0 && points[a - 1].0 >= lo) || (b > 0 && points[b - 1].0 > hi) {

@@ -474,95 +474,100 @@ fn range_fn<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
     let (rstart, rend) = (r.end - r.range, r.end);
     let mut out = Vec::with_capacity(r.series.len());
     for s in &r.series {
-        let p: &[(i64, f64)] = &s.points;
-        let vals = || p.iter().map(|x| x.1);
-        let v = match name {
-            "rate" => extrapolated(p, rstart, rend, r.range, true, true),
-            "increase" => extrapolated(p, rstart, rend, r.range, true, false),
-            "delta" => extrapolated(p, rstart, rend, r.range, false, false),
-            "irate" | "idelta" => {
-                if p.len() < 2 {
-                    None
-                } else {
-                    let (prev, last) = (p[p.len() - 2], p[p.len() - 1]);
-                    let dv = if name == "irate" && last.1 < prev.1 { last.1 } else { last.1 - prev.1 };
-                    let dt = last.0 - prev.0;
-                    if name == "irate" {
-                        if dt == 0 { None } else { Some(dv / (dt as f64 / 1000.0)) }
-                    } else {
-                        Some(dv)
-                    }
-                }
-            }
-            "deriv" => (p.len() >= 2).then(|| linear_regression(p, p[0].0).0),
-            "predict_linear" => (p.len() >= 2).then(|| {
-                let (slope, icpt) = linear_regression(p, t);
-                slope * scalar_args[0] + icpt
-            }),
-            "double_exponential_smoothing" => (p.len() >= 2).then(|| {
-                let (sf, tf) = (scalar_args[0], scalar_args[1]);
-                let (mut s0, mut s1, mut b) = (0.0, p[0].1, p[1].1 - p[0].1);
-                for (i, x) in p.iter().enumerate().skip(1) {
-                    let xs = sf * x.1;
-                    if i > 1 {
-                        b = tf * (s1 - s0) + (1.0 - tf) * b;
-                    }
-                    let y = (1.0 - sf) * (s1 + b);
-                    s0 = s1;
-                    s1 = xs + y;
-                }
-                s1
-            }),
-            "changes" => Some(p.windows(2).filter(|w| w[0].1 != w[1].1 && !(w[0].1.is_nan() && w[1].1.is_nan())).count() as f64),
-            "resets" => Some(p.windows(2).filter(|w| w[1].1 < w[0].1).count() as f64),
-            "avg_over_time" => {
-                let (mut mean, mut comp, mut n) = (0.0f64, 0.0f64, 0.0);
-                for v in vals() {
-                    n += 1.0;
-                    if mean.is_infinite() {
-                        if v.is_infinite() && (mean > 0.0) == (v > 0.0) {
-                            continue;
-                        }
-                        if !v.is_infinite() && !v.is_nan() {
-                            continue;
-                        }
-                    }
-                    (mean, comp) = kahan_inc(v / n - mean / n, mean, comp);
-                }
-                Some(if mean.is_infinite() { mean } else { mean + comp })
-            }
-            "sum_over_time" => {
-                let (mut s, mut comp) = (0.0, 0.0);
-                for v in vals() {
-                    (s, comp) = kahan_inc(v, s, comp);
-                }
-                Some(if s.is_infinite() { s } else { s + comp })
-            }
-            "min_over_time" => Some(vals().skip(1).fold(p[0].1, |m, v| if v < m || m.is_nan() { v } else { m })),
-            "max_over_time" => Some(vals().skip(1).fold(p[0].1, |m, v| if v > m || m.is_nan() { v } else { m })),
-            "count_over_time" => Some(p.len() as f64),
-            "present_over_time" => Some(1.0),
-            "last_over_time" => Some(p[p.len() - 1].1),
-            "quantile_over_time" => Some(quantile(scalar_args[0], vals().collect())),
-            "stddev_over_time" | "stdvar_over_time" => {
-                let (mut n, mut mean, mut cm, mut aux, mut ca) = (0.0, 0.0, 0.0, 0.0, 0.0);
-                for v in vals() {
-                    n += 1.0;
-                    let d = v - (mean + cm);
-                    (mean, cm) = kahan_inc(d / n, mean, cm);
-                    (aux, ca) = kahan_inc(d * (v - (mean + cm)), aux, ca);
-                }
-                let var = (aux + ca) / n;
-                Some(if name == "stddev_over_time" { var.sqrt() } else { var })
-            }
-            _ => None,
-        };
+        let v = range_value(name, &s.points, rstart, rend, r.range, t, &scalar_args);
         if let Some(v) = v {
             let labels = if name == "last_over_time" { s.labels.clone() } else { s.no_name.clone() };
             out.push(Sample { labels, v });
         }
     }
     Ok(Value::Vector(out))
+}
+
+/// A range function's value over one series' window `p` of `[rstart, rend]` (`range` long),
+/// at evaluation time `t`; `None` when it has none.
+pub fn range_value(name: &str, p: &[(i64, f64)], rstart: i64, rend: i64, range: i64, t: i64, scalar_args: &[f64]) -> Option<f64> {
+    let vals = || p.iter().map(|x| x.1);
+    match name {
+        "rate" => extrapolated(p, rstart, rend, range, true, true),
+        "increase" => extrapolated(p, rstart, rend, range, true, false),
+        "delta" => extrapolated(p, rstart, rend, range, false, false),
+        "irate" | "idelta" => {
+            if p.len() < 2 {
+                None
+            } else {
+                let (prev, last) = (p[p.len() - 2], p[p.len() - 1]);
+                let dv = if name == "irate" && last.1 < prev.1 { last.1 } else { last.1 - prev.1 };
+                let dt = last.0 - prev.0;
+                if name == "irate" {
+                    if dt == 0 { None } else { Some(dv / (dt as f64 / 1000.0)) }
+                } else {
+                    Some(dv)
+                }
+            }
+        }
+        "deriv" => (p.len() >= 2).then(|| linear_regression(p, p[0].0).0),
+        "predict_linear" => (p.len() >= 2).then(|| {
+            let (slope, icpt) = linear_regression(p, t);
+            slope * scalar_args[0] + icpt
+        }),
+        "double_exponential_smoothing" => (p.len() >= 2).then(|| {
+            let (sf, tf) = (scalar_args[0], scalar_args[1]);
+            let (mut s0, mut s1, mut b) = (0.0, p[0].1, p[1].1 - p[0].1);
+            for (i, x) in p.iter().enumerate().skip(1) {
+                let xs = sf * x.1;
+                if i > 1 {
+                    b = tf * (s1 - s0) + (1.0 - tf) * b;
+                }
+                let y = (1.0 - sf) * (s1 + b);
+                s0 = s1;
+                s1 = xs + y;
+            }
+            s1
+        }),
+        "changes" => Some(p.windows(2).filter(|w| w[0].1 != w[1].1 && !(w[0].1.is_nan() && w[1].1.is_nan())).count() as f64),
+        "resets" => Some(p.windows(2).filter(|w| w[1].1 < w[0].1).count() as f64),
+        "avg_over_time" => {
+            let (mut mean, mut comp, mut n) = (0.0f64, 0.0f64, 0.0);
+            for v in vals() {
+                n += 1.0;
+                if mean.is_infinite() {
+                    if v.is_infinite() && (mean > 0.0) == (v > 0.0) {
+                        continue;
+                    }
+                    if !v.is_infinite() && !v.is_nan() {
+                        continue;
+                    }
+                }
+                (mean, comp) = kahan_inc(v / n - mean / n, mean, comp);
+            }
+            Some(if mean.is_infinite() { mean } else { mean + comp })
+        }
+        "sum_over_time" => {
+            let (mut s, mut comp) = (0.0, 0.0);
+            for v in vals() {
+                (s, comp) = kahan_inc(v, s, comp);
+            }
+            Some(if s.is_infinite() { s } else { s + comp })
+        }
+        "min_over_time" => Some(vals().skip(1).fold(p[0].1, |m, v| if v < m || m.is_nan() { v } else { m })),
+        "max_over_time" => Some(vals().skip(1).fold(p[0].1, |m, v| if v > m || m.is_nan() { v } else { m })),
+        "count_over_time" => Some(p.len() as f64),
+        "present_over_time" => Some(1.0),
+        "last_over_time" => Some(p[p.len() - 1].1),
+        "quantile_over_time" => Some(quantile(scalar_args[0], vals().collect())),
+        "stddev_over_time" | "stdvar_over_time" => {
+            let (mut n, mut mean, mut cm, mut aux, mut ca) = (0.0, 0.0, 0.0, 0.0, 0.0);
+            for v in vals() {
+                n += 1.0;
+                let d = v - (mean + cm);
+                (mean, cm) = kahan_inc(d / n, mean, cm);
+                (aux, ca) = kahan_inc(d * (v - (mean + cm)), aux, ca);
+            }
+            let var = (aux + ca) / n;
+            Some(if name == "stddev_over_time" { var.sqrt() } else { var })
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]

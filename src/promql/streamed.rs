@@ -7,12 +7,14 @@
 //! the same code, and each step's values are aggregated in the same order, by labels.
 
 use super::aggregate;
-use super::eval::{drop_name, unwrap_parens, Evaluator, Sample, Value};
-use super::selectors::{self, key, Data, SeriesData};
+use super::eval::{drop_name, unwrap_parens, window_from, Evaluator, Sample, Value};
+use super::functions::range_value;
+use super::selectors::{self, at_ms, dur_ms, key, offset_ms, Data};
 use super::{selector_matchers, LabelSet, PromError, Settings};
 use crate::query::QueryEngine;
 use promql_parser::parser::{AggregateExpr, Call, Expr, MatrixSelector};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tsgate_prometheus::is_stale_nan;
 
@@ -68,6 +70,31 @@ pub fn eval(store: &QueryEngine, expr: &Expr, start: i64, end: i64, step: i64, s
     Some(run(store, expr, (a, c, ms), start, end, step, settings))
 }
 
+/// One series' function values at every step (`None` when it has none): what the step
+/// evaluator computes for it (the window at the shifted time, then the function), without
+/// building its per-step vectors.
+fn reduce_series(f: crate::query::select::Selected, name: &str, ms: &MatrixSelector, steps: &[i64], start: i64, end: i64) -> Option<Reduced> {
+    let nostale: Option<Vec<(i64, f64)>> = f.points.iter().any(|p| is_stale_nan(p.1)).then(|| f.points.iter().copied().filter(|p| !is_stale_nan(p.1)).collect());
+    let points = nostale.as_deref().unwrap_or(&f.points);
+    let labels = Arc::new(f.labels);
+    let out = if name == "last_over_time" { labels.clone() } else { drop_name(&labels) };
+    let range = dur_ms(&ms.range);
+    let (at, offset) = (at_ms(&ms.vs.at, start, end), offset_ms(&ms.vs.offset));
+    let mut cursor = (0, 0);
+    let mut values = Vec::new();
+    for (i, &t) in steps.iter().enumerate() {
+        let te = at.unwrap_or(t) - offset;
+        let w = window_from(points, te - range, te, &mut cursor);
+        if w.is_empty() {
+            continue;
+        }
+        if let Some(v) = range_value(name, w, te - range, te, range, t, &[]) {
+            values.push((i as u32, v));
+        }
+    }
+    (!values.is_empty()).then_some(Reduced { labels, out, values })
+}
+
 fn run(
     store: &QueryEngine,
     expr: &Expr,
@@ -82,35 +109,39 @@ fn run(
     let Some(&(lo, hi, _)) = need.get(&key(&ms.vs)) else { return Ok(Vec::new()) };
     let matchers = selector_matchers(&ms.vs)?;
     let steps: Vec<i64> = (0..).map(|i| start + i * step.max(1)).take_while(|&t| t <= end).collect();
-    let mut reduced: Vec<Reduced> = Vec::new();
-    let mut loaded = 0usize;
+    let Some(plan) = store.select_plan(&matchers)? else { return Ok(Vec::new()) };
     settings.check_deadline("query preparation")?;
-    store.select_each(&matchers, lo, hi, &mut |batch| -> Result<(), PromError> {
-        for f in batch {
-            loaded += f.points.len();
-            if loaded > settings.max_samples {
-                return Err(PromError::Execution("query processing would load too many samples into memory in query execution".into()));
-            }
-            let nostale = f.points.iter().any(|p| is_stale_nan(p.1)).then(|| f.points.iter().copied().filter(|p| !is_stale_nan(p.1)).collect());
-            let labels = Arc::new(f.labels);
-            let series = SeriesData { no_name: drop_name(&labels), labels: labels.clone(), all: f.points, nostale };
-            let data: Data = HashMap::from([(key(&ms.vs), vec![series])]);
-            let ev = Evaluator::new(&data, start, end, settings);
-            let mut r = Reduced { labels, out: Arc::new(Vec::new()), values: Vec::new() };
-            for (i, &t) in steps.iter().enumerate() {
-                if let Value::Vector(v) = super::functions::eval(&ev, c, t)? {
-                    if let Some(s) = v.into_iter().next() {
-                        r.out = s.labels;
-                        r.values.push((i as u32, s.v));
-                    }
+    // Metrics are read and reduced on every core; each series' values wait, tagged by its
+    // labels, for the aggregation below.
+    let next_metric = AtomicUsize::new(0);
+    let loaded = AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(plan.metrics.len()).max(1);
+    let reduce = || -> Result<Vec<Reduced>, PromError> {
+        let mut mine = Vec::new();
+        loop {
+            let i = next_metric.fetch_add(1, Ordering::Relaxed);
+            let Some(metric) = plan.metrics.get(i) else { return Ok(mine) };
+            for f in store.select_metric(&plan, metric, lo, hi)? {
+                if loaded.fetch_add(f.points.len(), Ordering::Relaxed) + f.points.len() > settings.max_samples {
+                    return Err(PromError::Execution("query processing would load too many samples into memory in query execution".into()));
+                }
+                if let Some(r) = reduce_series(f, c.func.name, ms, &steps, start, end) {
+                    mine.push(r);
                 }
             }
-            if !r.values.is_empty() {
-                reduced.push(r);
-            }
+            settings.check_deadline("query preparation")?;
         }
-        settings.check_deadline("query preparation")
-    })?;
+    };
+    let mut reduced: Vec<Reduced> = Vec::new();
+    if workers == 1 {
+        reduced = reduce()?;
+    } else {
+        let parts: Vec<Result<Vec<Reduced>, PromError>> =
+            std::thread::scope(|sc| (0..workers).map(|_| sc.spawn(reduce)).collect::<Vec<_>>().into_iter().map(|h| h.join().expect("reducer panicked")).collect());
+        for p in parts {
+            reduced.extend(p?);
+        }
+    }
     // The step evaluator meets series in label order: aggregate in that order too.
     reduced.sort_by(|x, y| x.labels.cmp(&y.labels));
     let empty = Data::new();

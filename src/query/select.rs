@@ -168,36 +168,29 @@ impl QueryEngine {
         Ok(out)
     }
 
-    /// [`QueryEngine::select`] one metric name at a time: `f` gets each metric's matching
-    /// series (sorted by labels), so a caller that reduces series as it goes holds the points
-    /// of one metric at most. Metrics come in no particular order.
-    pub fn select_each<E: From<QueryError>>(
-        &self,
-        matchers: &[Matcher],
-        start_ms: i64,
-        end_ms: i64,
-        f: &mut dyn FnMut(Vec<Selected>) -> Result<(), E>,
-    ) -> Result<(), E> {
+    /// [`QueryEngine::select`] one metric name at a time, for callers that reduce series as
+    /// they go and so hold the points of one metric at most: the candidate metric names, then
+    /// [`QueryEngine::select_metric`] for each (from any thread).
+    pub fn select_plan(&self, matchers: &[Matcher]) -> Result<Option<MetricPlan>, QueryError> {
         let label_ms: Vec<Matcher> = matchers.iter().filter(|m| m.name != METRIC_NAME).cloned().collect();
         let metrics = self.candidate_metrics(matchers)?;
-        let Some(row_regex) = self.required_pairs(&label_ms)? else { return Ok(()) };
+        let Some(row_regex) = self.required_pairs(&label_ms)? else { return Ok(None) };
+        Ok(Some(MetricPlan { metrics, label_ms, row_regex }))
+    }
+
+    /// The matching series of one metric of `plan`, sorted by labels.
+    pub fn select_metric(&self, plan: &MetricPlan, metric: &str, start_ms: i64, end_ms: i64) -> Result<Vec<Selected>, QueryError> {
         let keep = |metric: &str, tags: &[(String, String)]| {
             let labels = from_stored(metric, tags.iter().map(|(k, v)| (&**k, &**v)));
-            labels_match(&labels, &label_ms)
+            labels_match(&labels, &plan.label_ms)
         };
-        for metric in metrics {
-            let mut batch: Vec<Selected> = self
-                .select_stored(std::slice::from_ref(&metric), start_ms, end_ms, true, row_regex.clone(), &keep)?
-                .into_iter()
-                .map(|s| Selected { labels: from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v))), points: s.points })
-                .collect();
-            if batch.is_empty() {
-                continue;
-            }
-            batch.sort_by(|a, b| a.labels.cmp(&b.labels));
-            f(batch)?;
-        }
-        Ok(())
+        let mut batch: Vec<Selected> = self
+            .select_stored(&[metric.to_string()], start_ms, end_ms, true, plan.row_regex.clone(), &keep)?
+            .into_iter()
+            .map(|s| Selected { labels: from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v))), points: s.points })
+            .collect();
+        batch.sort_by(|a, b| a.labels.cmp(&b.labels));
+        Ok(batch)
     }
 
     /// The series of the given stored metric names (as stored: no label unescaping) that `keep`
@@ -293,6 +286,13 @@ impl QueryEngine {
         }
         Ok(out)
     }
+}
+
+/// What [`QueryEngine::select_plan`] found: the metric names to read, and how to filter them.
+pub struct MetricPlan {
+    pub metrics: Vec<String>,
+    label_ms: Vec<Matcher>,
+    row_regex: Option<String>,
 }
 
 /// One selected series in its stored form.

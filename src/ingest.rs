@@ -38,6 +38,15 @@ pub struct EncodedPoint<'a> {
     pub metric: &'a str,
     pub tags: &'a [(&'a str, &'a str)],
     pub raw: Result<(u32, RawPoint), PointError>,
+    /// The protocol's own text for this series (see `SeriesResolver::by_raw`), remembered
+    /// once the point is accepted so the next point with the same text skips its names.
+    pub text: Option<&'a [u8]>,
+}
+
+/// One point of a batch: names still to resolve, or a series its raw text already named.
+pub enum Incoming<'a> {
+    Names(EncodedPoint<'a>),
+    Known(StoredPoint),
 }
 
 pub struct Ingest {
@@ -76,7 +85,7 @@ impl Ingest {
             .map(|p| {
                 let base = base_time(p.timestamp);
                 let raw = RawPoint::encode(p.timestamp, base, to_data_value(p.value)).map(|r| (base, r)).map_err(|e| PointError::Invalid(e.to_string()));
-                EncodedPoint { metric: p.metric, tags: &p.tags, raw }
+                EncodedPoint { metric: p.metric, tags: &p.tags, raw, text: None }
             })
             .collect();
         self.write_encoded(encoded, wait).await
@@ -85,10 +94,23 @@ impl Ingest {
     /// Writes points whose values are already encoded (protocols with their own value rules,
     /// such as Prometheus' non-finite floats). Same outcomes as [`Ingest::write`].
     pub async fn write_encoded(&self, points: Vec<EncodedPoint<'_>>, wait: bool) -> (Vec<Result<(), PointError>>, Result<(), WriteError>) {
+        self.write_incoming(points.into_iter().map(Incoming::Names).collect(), wait).await
+    }
+
+    /// Writes a batch of points named either way, in order. Same outcomes as [`Ingest::write`].
+    pub async fn write_incoming(&self, points: Vec<Incoming<'_>>, wait: bool) -> (Vec<Result<(), PointError>>, Result<(), WriteError>) {
         let mut outcomes: Vec<Result<(), PointError>> = Vec::with_capacity(points.len());
         let mut stored: Vec<Option<StoredPoint>> = Vec::with_capacity(points.len());
         let mut misses = Vec::new();
         for (i, p) in points.into_iter().enumerate() {
+            let p = match p {
+                Incoming::Known(sp) => {
+                    outcomes.push(Ok(()));
+                    stored.push(Some(sp));
+                    continue;
+                }
+                Incoming::Names(p) => p,
+            };
             let raw = p.raw.and_then(|r| check_name_lengths(p.metric, p.tags, self.max_name_length).map(|_| r));
             let (base, raw) = match raw {
                 Ok(r) => r,
@@ -100,10 +122,15 @@ impl Ingest {
             };
             outcomes.push(Ok(()));
             match self.resolver.cached(p.metric, p.tags) {
-                Some(series) => stored.push(Some(StoredPoint { series, base, point: raw })),
+                Some(series) => {
+                    if let Some(t) = p.text {
+                        self.resolver.remember_raw(t, &series);
+                    }
+                    stored.push(Some(StoredPoint { series, base, point: raw }))
+                }
                 None => {
                     let owned = (p.metric.to_string(), p.tags.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>());
-                    misses.push((i, owned, base, raw));
+                    misses.push((i, owned, base, raw, p.text.map(<[u8]>::to_vec)));
                     stored.push(None);
                 }
             }
@@ -114,9 +141,13 @@ impl Ingest {
             let resolved = tokio::task::spawn_blocking(move || {
                 let out: Vec<_> = misses
                     .into_iter()
-                    .map(|(i, (m, tags), base, raw)| {
+                    .map(|(i, (m, tags), base, raw, text)| {
                         let t: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-                        (i, resolver.resolve(&m, &t).map(|series| StoredPoint { series, base, point: raw }))
+                        let series = resolver.resolve(&m, &t);
+                        if let (Ok(s), Some(text)) = (&series, text) {
+                            resolver.remember_raw(&text, s);
+                        }
+                        (i, series.map(|series| StoredPoint { series, base, point: raw }))
                     })
                     .collect();
                 // New UIDs must be durable before a WAL record refers to them.

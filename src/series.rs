@@ -49,8 +49,16 @@ pub struct SeriesResolver {
     uids: Arc<UidCore>,
     /// Canonical series text (metric, then tags sorted by key) → series.
     cache: DashMap<Box<[u8]>, Series, ahash::RandomState>,
+    /// A protocol's own text for a series it sent before (a telnet line's metric and tag
+    /// words, a Graphite path) → series: a hit skips splitting, checking, mapping and
+    /// canonicalising the names. Only texts whose names were accepted are entered.
+    raw: DashMap<Box<[u8]>, Series, ahash::RandomState>,
     new_series: std::sync::OnceLock<NewSeriesHook>,
 }
+
+/// Entries the raw-text memo stops growing at (it only saves work; the canonical cache
+/// still answers for every series).
+const RAW_MAX: usize = 1 << 20;
 
 thread_local! {
     static KEY: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(256));
@@ -88,7 +96,12 @@ fn push_tag(out: &mut Vec<u8>, (k, v): (&str, &str)) {
 
 impl SeriesResolver {
     pub fn new(uids: Arc<UidCore>) -> SeriesResolver {
-        SeriesResolver { uids, cache: DashMap::with_hasher(ahash::RandomState::new()), new_series: std::sync::OnceLock::new() }
+        SeriesResolver {
+            uids,
+            cache: DashMap::with_hasher(ahash::RandomState::new()),
+            raw: DashMap::with_hasher(ahash::RandomState::new()),
+            new_series: std::sync::OnceLock::new(),
+        }
     }
 
     /// Installs the new-series hook (once).
@@ -107,6 +120,18 @@ impl SeriesResolver {
             canonical(metric, tags, &mut k);
             self.cache.get(k.as_slice()).map(|t| t.clone())
         })
+    }
+
+    /// The series a protocol's raw text named before (see `raw`).
+    pub fn by_raw(&self, text: &[u8]) -> Option<Series> {
+        self.raw.get(text).map(|s| s.clone())
+    }
+
+    /// Remembers that `text` names `series` (its names were accepted).
+    pub fn remember_raw(&self, text: &[u8], series: &Series) {
+        if self.raw.len() < RAW_MAX {
+            self.raw.insert(text.into(), series.clone());
+        }
     }
 
     /// Resolves (and if allowed creates) every UID of the series. May do store I/O: call it
@@ -158,6 +183,7 @@ impl SeriesResolver {
 
     pub fn drop_caches(&self) {
         self.cache.clear();
+        self.raw.clear();
         self.uids.drop_caches();
     }
 

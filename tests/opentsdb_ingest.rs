@@ -87,6 +87,49 @@ fn the_last_write_of_a_timestamp_wins(b: &Backend) {
     assert_eq!(v2[0]["dps"]["1356998400"], 2, "before stop: {v}, after: {v2}");
 }
 
+
+/// After a series' line is accepted, later lines with the same metric and tag words take a
+/// shorter path (src/server/telnet.rs): they must still get OpenTSDB's answers for their own
+/// bad timestamps and values, and their good points must land.
+#[test]
+fn remembered_series_text_keeps_every_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let mut t = s.telnet();
+    t.send("put sys.cpu 1356998400 1 host=a dc=x\n");
+    assert!(t.sync().is_empty());
+    t.send("put sys.cpu notatime 42 host=a dc=x\n");
+    t.send("put sys.cpu 1356998400 NaN host=a dc=x\n");
+    t.send("put sys.cpu 1356998400 1e400 host=a dc=x\n");
+    t.send("put sys.cpu 0 1 host=a dc=x\n");
+    t.send("put sys.cpu 99999999999999 1 host=a dc=x\n");
+    t.send("put sys.cpu 1356998410 2 host=a dc=x\n");
+    t.send("put sys.cpu 1356998420.500 3.5 host=a dc=x\n");
+    t.send("put sys.cpu 1356998430 4 dc=x host=a\n");
+    t.send("put sys.cpu 1356998440 5 host=a  dc=x\n");
+    let lines = t.sync();
+    assert_eq!(
+        lines,
+        vec![
+            "put: invalid value: Invalid character 'n' in notatime\n",
+            "put: invalid value: Invalid character 'N' in NaN\n",
+            "put: illegal argument: value is NaN or Infinite: Infinity for metric=sys.cpu timestamp=1356998400\n",
+            "put: illegal argument: invalid timestamp: 0\n",
+        ]
+        .into_iter()
+        .chain(lines.get(4).map(|l| l.as_str()).filter(|l| l.starts_with("put: illegal argument: bad timestamp=99999999999999")))
+        .collect::<Vec<_>>(),
+        "{lines:?}"
+    );
+    assert_eq!(lines.len(), 5, "{lines:?}");
+    // 1 + 2 + 3.5 (ms) + 4 (tags in another order) + 5 (two spaces): all one series.
+    let v = s.wait_points("/api/query?start=1356998400&end=1356998500&m=sum:sys.cpu{host=a}&ms=true", 5);
+    let dps = v[0]["dps"].as_object().unwrap();
+    assert_eq!(dps.len(), 5, "{v}");
+    assert_eq!(dps["1356998420500"], 3.5, "{v}");
+    assert_eq!(dps["1356998440000"], 5);
+}
+
 #[test]
 fn telnet_errors_use_opentsdb_lines_and_keep_the_connection() {
     let dir = tempfile::tempdir().unwrap();

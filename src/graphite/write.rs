@@ -2,7 +2,7 @@
 //! WAL). Shared by the plaintext and pickle listeners.
 
 use crate::graphite::names::{Mapped, PLACEHOLDER_TAG};
-use crate::ingest::EncodedPoint;
+use crate::ingest::{EncodedPoint, Incoming};
 use crate::server::AppState;
 
 /// One point as a listener parsed it.
@@ -28,38 +28,63 @@ pub async fn write_batch(state: &AppState, proto: crate::observe::Protocol, poin
     if points.is_empty() {
         return out;
     }
-    // Mapped names first (owned ones kept here), then borrowed views for the writer.
-    let mut mapped: Vec<(&GPoint, Mapped<'_>)> = Vec::with_capacity(points.len());
+    // A path seen before names its series directly (its mapping and names were accepted);
+    // other paths are mapped by the rules, their owned names kept here, then borrowed views
+    // go to the writer with the path text to remember.
+    enum Item<'p> {
+        Known(crate::write::shard::StoredPoint),
+        Mapped(&'p GPoint<'p>, Mapped<'p>, Vec<u8>),
+    }
+    let mut items: Vec<Item<'_>> = Vec::with_capacity(points.len());
+    let mut key = Vec::with_capacity(128);
     for p in points {
+        key.clear();
+        key.push(b'g');
+        key.extend_from_slice(p.path.as_bytes());
+        if let Some(series) = state.resolver.by_raw(&key) {
+            // An unstorable sample takes the general path for its outcome.
+            if let Ok((base, point)) = crate::prometheus::write::encode_sample(p.ts_ms as i64, p.value) {
+                items.push(Item::Known(crate::write::shard::StoredPoint { series, base, point }));
+                continue;
+            }
+        }
         match state.names.map(p.path) {
             Ok(Mapped::Drop) => out.dropped += 1,
-            Ok(m) => mapped.push((p, m)),
+            Ok(m) => items.push(Item::Mapped(p, m, key.clone())),
             Err(e) => {
                 tracing::debug!(path = p.path, error = %e, "graphite path refused");
                 out.refused += 1;
             }
         }
     }
-    let tag_refs: Vec<Vec<(&str, &str)>> = mapped
+    let tag_refs: Vec<Vec<(&str, &str)>> = items
         .iter()
-        .map(|(_, m)| match m {
-            Mapped::Series(_, t) => t.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
+        .map(|i| match i {
+            Item::Mapped(_, Mapped::Series(_, t), _) => t.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
             _ => Vec::new(),
         })
         .collect();
-    let encoded: Vec<EncodedPoint<'_>> = mapped
+    let encoded: Vec<Incoming<'_>> = items
         .iter()
         .zip(&tag_refs)
-        .map(|((p, m), owned_tags)| {
-            let (metric, tags): (&str, &[(&str, &str)]) = match m {
-                Mapped::Whole(w) => (w, &PLACEHOLDER_TAG),
-                Mapped::Series(name, _) => (name, owned_tags),
-                Mapped::Drop => unreachable!("dropped above"),
-            };
-            EncodedPoint { metric, tags, raw: crate::prometheus::write::encode_sample(p.ts_ms as i64, p.value) }
+        .map(|(item, owned_tags)| match item {
+            Item::Known(sp) => Incoming::Known(sp.clone()),
+            Item::Mapped(p, m, text) => {
+                let (metric, tags): (&str, &[(&str, &str)]) = match m {
+                    Mapped::Whole(w) => (w, &PLACEHOLDER_TAG),
+                    Mapped::Series(name, _) => (name, owned_tags),
+                    Mapped::Drop => unreachable!("dropped above"),
+                };
+                Incoming::Names(EncodedPoint {
+                    metric,
+                    tags,
+                    raw: crate::prometheus::write::encode_sample(p.ts_ms as i64, p.value),
+                    text: Some(text),
+                })
+            }
         })
         .collect();
-    let (outcomes, res) = state.ingest.write_encoded(encoded, true).await;
+    let (outcomes, res) = state.ingest.write_incoming(encoded, true).await;
     crate::observe::ingest::outcomes(proto, &outcomes, &res);
     crate::observe::ingest::rejected(proto, crate::observe::Reason::Unmapped, out.refused);
     crate::observe::ingest::rejected(proto, crate::observe::Reason::Dropped, out.dropped);

@@ -3,7 +3,10 @@
 //! written by its own task, a few in flight at once, and their answers go out in order.
 
 use super::AppState;
-use crate::ingest::PointError;
+use crate::ingest::{to_data_value, EncodedPoint, Incoming, PointError};
+use crate::schema::rowkey::base_time;
+use crate::schema::RawPoint;
+use crate::write::shard::StoredPoint;
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -11,7 +14,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tsgate_opentsdb::telnet::{parse_line, Command};
+use tsgate_opentsdb::telnet::{parse_line, split_put, Command, PutParts};
+use tsgate_opentsdb::DataPoint;
 
 const READ_CHUNK: usize = 64 * 1024;
 const IN_FLIGHT: usize = 4;
@@ -110,6 +114,22 @@ fn decode(line: &[u8]) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// A `put` of a chunk, in line order: its series already known by the line's own metric and
+/// tag words, or parsed (with those words, to remember once it is accepted).
+enum Put<'a> {
+    Known(StoredPoint),
+    Parsed(DataPoint<'a>, Option<Vec<u8>>),
+}
+
+/// The memo key of a `put` line's series: its metric and tag words exactly as written.
+fn series_text(key: &mut Vec<u8>, parts: &PutParts<'_>) {
+    key.clear();
+    key.push(b't');
+    key.extend_from_slice(parts.metric.as_bytes());
+    key.push(b' ');
+    key.extend_from_slice(parts.tags.as_bytes());
+}
+
 async fn process_chunk(state: Arc<AppState>, chunk: Bytes, max: usize) -> ChunkResult {
     let mut out = Vec::new();
     let lines: Vec<std::borrow::Cow<str>> = chunk
@@ -118,16 +138,30 @@ async fn process_chunk(state: Arc<AppState>, chunk: Bytes, max: usize) -> ChunkR
         .filter(|l| !l.is_empty())
         .map(decode)
         .collect();
-    let mut points = Vec::with_capacity(lines.len());
+    let mut points: Vec<Put<'_>> = Vec::with_capacity(lines.len());
     let mut exit = false;
+    let mut key = Vec::with_capacity(128);
     for line in &lines {
         if line.len() > max {
             crate::observe::ingest::rejected(crate::observe::Protocol::Telnet, crate::observe::Reason::Limit, 1);
             out.extend_from_slice(too_long(max).as_bytes());
             continue;
         }
+        // A line whose series text was accepted before needs only its sample read.
+        let mut text = None;
+        if let Some(parts) = split_put(line) {
+            series_text(&mut key, &parts);
+            if let Some(series) = state.resolver.by_raw(&key) {
+                let base = base_time(parts.timestamp);
+                if let Ok(point) = RawPoint::encode(parts.timestamp, base, to_data_value(parts.value)) {
+                    points.push(Put::Known(StoredPoint { series, base, point }));
+                    continue;
+                }
+            }
+            text = Some(key.clone());
+        }
         match parse_line(line, &state.limits) {
-            Ok(Command::Put(p)) => points.push(p),
+            Ok(Command::Put(p)) => points.push(Put::Parsed(p, text)),
             Ok(cmd) => {
                 // Keep answers in line order: write what came before first.
                 flush_points(&state, &mut points, &mut out).await;
@@ -161,11 +195,23 @@ async fn process_chunk(state: Arc<AppState>, chunk: Bytes, max: usize) -> ChunkR
     ChunkResult { output: out, exit }
 }
 
-async fn flush_points(state: &AppState, points: &mut Vec<tsgate_opentsdb::DataPoint<'_>>, out: &mut Vec<u8>) {
+async fn flush_points(state: &AppState, points: &mut Vec<Put<'_>>, out: &mut Vec<u8>) {
     if points.is_empty() {
         return;
     }
-    let (outcomes, res) = state.ingest.write(points, true).await;
+    let incoming: Vec<Incoming<'_>> = points
+        .iter_mut()
+        .map(|p| match p {
+            Put::Known(sp) => Incoming::Known(sp.clone()),
+            Put::Parsed(p, text) => {
+                let raw = RawPoint::encode(p.timestamp, base_time(p.timestamp), to_data_value(p.value))
+                    .map(|r| (base_time(p.timestamp), r))
+                    .map_err(|e| PointError::Invalid(e.to_string()));
+                Incoming::Names(EncodedPoint { metric: p.metric, tags: &p.tags, raw, text: text.as_deref() })
+            }
+        })
+        .collect();
+    let (outcomes, res) = state.ingest.write_incoming(incoming, true).await;
     crate::observe::ingest::outcomes(crate::observe::Protocol::Telnet, &outcomes, &res);
     for o in outcomes {
         if let Err(e) = o {

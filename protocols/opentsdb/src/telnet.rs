@@ -11,7 +11,7 @@ use std::fmt;
 
 use crate::javamap;
 use crate::point::{not_finite_message, validate_point, DataPoint, Limits};
-use crate::value::{parse_long, parse_value, ValueError};
+use crate::value::{parse_long, parse_value, Value, ValueError};
 
 /// A parsed telnet command. Only `put` carries a payload; arguments of the others are ignored,
 /// as OpenTSDB does. Any other first word (including the empty word of an empty line, which
@@ -134,6 +134,43 @@ pub fn parse_import_line<'a>(line: &'a str, limits: &Limits) -> Result<DataPoint
     parse_fields(line.split(' '), limits)
 }
 
+/// A `put` line cut into its series text and its sample, for callers that remember series
+/// texts already accepted: `series` is the metric and the tag words exactly as written, so
+/// two lines with the same `series` bytes name the same series and pass the same name checks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PutParts<'a> {
+    pub metric: &'a str,
+    /// The tag words as written, after the value (may hold extra spaces).
+    pub tags: &'a str,
+    pub timestamp: u64,
+    pub value: Value,
+}
+
+/// Cuts a `put` line when its timestamp and value pass every check [`parse_line`] makes of
+/// them; `None` for anything else (other commands, malformed or rejected samples), which the
+/// caller hands to [`parse_line`] for the answer. When a line with the same metric and tag
+/// words was accepted by [`parse_line`] (with the same `Limits`), this line is accepted too,
+/// with this timestamp and value.
+pub fn split_put(line: &str) -> Option<PutParts<'_>> {
+    let rest = line.strip_prefix("put ")?;
+    let (metric, rest) = rest.split_once(' ')?;
+    let (ts_word, rest) = rest.split_once(' ')?;
+    let (value_word, tags) = rest.split_once(' ')?;
+    if metric.is_empty() || value_word.is_empty() || tags.is_empty() {
+        return None;
+    }
+    let ts = if ts_word.contains('.') { parse_long(&ts_word.replace('.', "")) } else { parse_long(ts_word) }.ok()?;
+    if ts <= 0 {
+        return None;
+    }
+    let value = parse_value(value_word).ok()?;
+    let timestamp = ts as u64;
+    if !value.is_finite() || (crate::point::is_ms_timestamp(timestamp) && timestamp > crate::point::MAX_MS_TIMESTAMP) {
+        return None;
+    }
+    Some(PutParts { metric, tags, timestamp, value })
+}
+
 /// `metric ts value tags...` with OpenTSDB's checks in its order (spec §7.3).
 fn parse_fields<'a>(
     mut words: impl Iterator<Item = &'a str>,
@@ -221,6 +258,33 @@ mod tests {
     use super::*;
     use crate::value::Value;
     use proptest::prelude::*;
+
+    /// Lines near the valid ones: odd spacing, bad numbers, odd tags.
+    fn near_put() -> impl Strategy<Value = String> {
+        let word = prop::sample::select(vec!["", " ", "sys.cpu", "m", "1356998400", "1356998400.250", "1356998400123", "99999999999999", "0", "-5", "42", "4.5e3", "NaN", "Inf", "0x10", "host=a", "host=b", "dc=x", "host=", "=a", "a=b=c", "ho!st=a", "host=a host=b"]);
+        prop::collection::vec(word, 0..8).prop_map(|w| format!("put {}", w.join(" ")))
+    }
+
+    proptest! {
+        #[test]
+        fn split_put_agrees_with_parse_line(line in near_put(), other in near_put()) {
+            let limits = Limits::default();
+            if let Some(parts) = split_put(&line) {
+                // Same series text as an accepted line: accepted with this sample.
+                if let Some(o) = split_put(&other) {
+                    let same = format!("put {} {} {} {}", o.metric, line.split(' ').nth(2).unwrap(), line.split(' ').nth(3).unwrap(), o.tags);
+                    if let Ok(Command::Put(p)) = parse_line(&other, &limits) {
+                        let q = match parse_line(&same, &limits) { Ok(Command::Put(q)) => q, r => panic!("{same}: {r:?} (from {other})") };
+                        prop_assert_eq!((q.metric, q.timestamp, q.value, &q.tags), (p.metric, parts.timestamp, parts.value, &p.tags));
+                    }
+                }
+                // And the line itself parses to the same sample, or fails on its names alone.
+                if let Ok(Command::Put(p)) = parse_line(&line, &limits) {
+                    prop_assert_eq!((p.metric, p.timestamp, p.value), (parts.metric, parts.timestamp, parts.value));
+                }
+            }
+        }
+    }
 
     fn put_err(line: &str) -> String {
         parse_line(line, &Limits::default()).unwrap_err().line()

@@ -128,7 +128,7 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
     let points: Vec<EncodedPoint<'_>> = samples
         .into_iter()
         .filter(|(_, r)| r.is_ok())
-        .map(|(i, raw)| EncodedPoint { metric: &series[i].metric, tags: &tags[i], raw })
+        .map(|(i, raw)| EncodedPoint { metric: &series[i].metric, tags: &tags[i], raw, text: None })
         .collect();
     let n = points.len();
     let (outcomes, durable) = state.ingest.write_encoded(points, true).await;

@@ -172,6 +172,54 @@ tags = { host = "{host}", instance = "{instance}", type_instance = "{type_instan
     g.server.stop();
 }
 
+/// A path accepted once names its series directly afterwards (src/graphite/write.rs): later
+/// points of the same path keep the rule's mapping, NaN is still dropped, and an unstorable
+/// timestamp is still refused.
+#[test]
+fn remembered_paths_keep_their_mapping() {
+    let g = start(
+        r#"
+[[graphite.rules]]
+name = "collectd"
+match = "collectd.{host}.{plugin}-{instance}.{type}-{type_instance}"
+metric = "collectd.{plugin}.{type}"
+tags = { host = "{host}", instance = "{instance}", type_instance = "{type_instance}" }
+"#,
+    );
+    let t = now() - 100;
+    let a = &g.server.addr;
+    let send = |text: String| {
+        let mut s = TcpStream::connect(&g.plain).unwrap();
+        s.write_all(text.as_bytes()).unwrap();
+    };
+    send(format!("collectd.web02.cpu-1.cpu-user 1 {t}\nplain.path 1 {t}\n"));
+    prom(a, "{__name__=\"collectd.cpu.cpu\", host=\"web02\"}", 1);
+    prom(a, "{__name__=\"plain.path\"}", 1);
+    send(format!(
+        "collectd.web02.cpu-1.cpu-user 2 {}\ncollectd.web02.cpu-1.cpu-user nan {}\ncollectd.web02.cpu-1.cpu-user 4 99999999999\nplain.path 3 {}\n",
+        t + 10,
+        t + 20,
+        t + 10
+    ));
+    let q = |m: &str| {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let (_, body) = g.server.http("GET", &format!("/api/query?start={}&end={}&m=sum:{m}", t - 10, t + 60), "");
+            let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+            let n = v[0]["dps"].as_object().map_or(0, |d| d.len());
+            if n >= 2 || Instant::now() > deadline {
+                return v;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let v = q("collectd.cpu.cpu%7Bhost=web02,type_instance=user%7D");
+    assert_eq!(v[0]["dps"], serde_json::json!({t.to_string(): 1, (t + 10).to_string(): 2}), "{v}");
+    let v = q("plain.path");
+    assert_eq!(v[0]["dps"], serde_json::json!({t.to_string(): 1, (t + 10).to_string(): 3}), "{v}");
+    g.server.stop();
+}
+
 #[test]
 fn bad_rules_stop_the_server_from_starting() {
     let dir = tempfile::tempdir().unwrap();

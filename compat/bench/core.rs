@@ -102,6 +102,12 @@ fn bench_caches(c: &mut Criterion) {
     g.throughput(Throughput::Elements(n as u64));
     // What every point of a known series costs on the write path.
     g.bench_function("series_cache_hit", |b| b.iter(|| all.iter().map(|(m, t)| resolver.resolve(black_box(m), &tags_ref(t)).unwrap().hash).fold(0, u64::wrapping_add)));
+    // A Graphite path or telnet line seen before: the raw-text memo in front of it.
+    let texts: Vec<Vec<u8>> = (0..n).map(|i| format!("gdc{}.host_{}.cpu.usage_{}", i % 3, i / 10, i % 10).into_bytes()).collect();
+    for (text, (m, t)) in texts.iter().zip(&all) {
+        resolver.remember_raw(text, &resolver.resolve(m, &tags_ref(t)).unwrap());
+    }
+    g.bench_function("raw_memo_hit", |b| b.iter(|| texts.iter().map(|t| resolver.by_raw(black_box(t)).unwrap().hash).fold(0, u64::wrapping_add)));
     let hosts: Vec<String> = (0..n / 10).map(|h| format!("host_{h}")).collect();
     g.throughput(Throughput::Elements(hosts.len() as u64));
     g.bench_function("uid_cache_hit", |b| b.iter(|| hosts.iter().map(|h| uids.get_id(UidKind::Tagv, black_box(h)).unwrap().unwrap().len()).sum::<usize>()));

@@ -56,9 +56,10 @@ pub struct SeriesResolver {
     new_series: std::sync::OnceLock<NewSeriesHook>,
 }
 
-/// Entries the raw-text memo stops growing at (it only saves work; the canonical cache
-/// still answers for every series).
-const RAW_MAX: usize = 1 << 20;
+/// Entries the raw-text memo stops growing at: it only saves work (the canonical cache still
+/// answers for every series), and each entry holds the text again (~100 bytes), so past this
+/// many series the rest take the longer path rather than the memory.
+const RAW_MAX: usize = 1 << 18;
 
 thread_local! {
     static KEY: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(256));

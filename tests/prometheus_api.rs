@@ -304,7 +304,10 @@ fn streamed_aggregations_equal_the_step_evaluator() {
                     })
                     .collect();
                 let host = format!("h{h}");
-                series.push(ts(&[("__name__", metric), ("host", &host), ("Zone", zone), ("job", if h % 2 == 0 { "x" } else { "y" })], &samples));
+                // `kind` keeps series of different metrics apart once functions drop the name
+                // (the `* 1` form would refuse colliding label sets, as Prometheus does).
+                let kind = m.to_string();
+                series.push(ts(&[("__name__", metric), ("host", &host), ("Zone", zone), ("job", if h % 2 == 0 { "x" } else { "y" }), ("kind", &kind)], &samples));
             }
         }
     }
@@ -331,5 +334,31 @@ fn streamed_aggregations_equal_the_step_evaluator() {
         }
     }
     assert!(compared > 300, "too few non-empty answers compared: {compared}");
+    // Functions drop `__name__` even where a label (`Zone`) sorts before it.
+    let (_, v) = post_form(&s.addr, "/api/v1/query", &[("query", "rate(req_total{host=\"h1\",Zone=\"a\"}[5m])"), ("time", &end)]);
+    assert_eq!(v["data"]["result"][0]["metric"], serde_json::json!({"Zone": "a", "host": "h1", "job": "y", "kind": "0"}), "{v}");
+    s.stop();
+}
+
+/// `label="v"` is pushed into the scan only for values stored as written: a value that
+/// needs escaping may have been stored raw through OpenTSDB's APIs and must still match.
+#[test]
+fn equality_matchers_find_names_stored_raw() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let pts = serde_json::json!([
+        {"metric": "sys.cpu", "timestamp": 1_700_000_000, "value": 1, "tags": {"host": "web_.1"}},
+        {"metric": "sys.cpu", "timestamp": 1_700_000_000, "value": 2, "tags": {"host": "web2"}},
+    ]);
+    let (code, body) = s.http("POST", "/api/put?sync", &pts.to_string());
+    assert_eq!(code, 204, "{body}");
+    let v = wait_series(&s.addr, "{__name__=\"sys.cpu\"}", "1700000010", 2);
+    assert_eq!(v["data"]["result"].as_array().unwrap().len(), 2, "{v}");
+    for (host, want) in [("web_.1", "1"), ("web2", "2")] {
+        let (_, v) = post_form(&s.addr, "/api/v1/query", &[("query", &format!("{{__name__=\"sys.cpu\",host=\"{host}\"}}")), ("time", "1700000010")]);
+        assert_eq!(v["data"]["result"][0]["value"][1], want, "{host}: {v}");
+    }
+    let (_, v) = post_form(&s.addr, "/api/v1/query", &[("query", "{__name__=\"sys.cpu\",host=\"nosuch\"}"), ("time", "1700000010")]);
+    assert_eq!(v["data"]["result"], serde_json::json!([]), "{v}");
     s.stop();
 }

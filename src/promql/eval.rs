@@ -66,8 +66,9 @@ struct Memo {
     cursors: RefCell<HashMap<usize, Vec<(usize, usize)>, ahash::RandomState>>,
 }
 
-/// Past this many entries a memo starts over (it only saves work; memory stays bounded).
-const MEMO_MAX: usize = 1 << 20;
+/// Past this many entries a memo starts over: it only saves work, and its entries keep label
+/// sets alive (per-step ones too, when an expression makes new ones at every step).
+const MEMO_MAX: usize = 1 << 16;
 
 fn ptr(l: &LabelSet) -> usize {
     Arc::as_ptr(l) as *const u8 as usize
@@ -104,10 +105,15 @@ pub struct Ranged<'a> {
 }
 
 pub fn drop_name(l: &LabelSet) -> LabelSet {
-    if l.first().is_some_and(|(k, _)| k == "__name__") {
-        Arc::new(l[1..].to_vec())
-    } else {
-        l.clone()
+    // Labels are sorted by name, and names such as `Zone` sort before `__name__`.
+    match l.binary_search_by(|(k, _)| k.as_str().cmp("__name__")) {
+        Ok(i) => {
+            let mut out = Vec::with_capacity(l.len() - 1);
+            out.extend_from_slice(&l[..i]);
+            out.extend_from_slice(&l[i + 1..]);
+            Arc::new(out)
+        }
+        Err(_) => l.clone(),
     }
 }
 

@@ -115,6 +115,9 @@ fn run(
     // labels, for the aggregation below.
     let next_metric = AtomicUsize::new(0);
     let loaded = AtomicUsize::new(0);
+    // The values kept per series and step are held to the same limit as loaded points: with
+    // many more steps than points they could otherwise outgrow what the step evaluator holds.
+    let kept = AtomicUsize::new(0);
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(plan.metrics.len()).max(1);
     let reduce = || -> Result<Vec<Reduced>, PromError> {
         let mut mine = Vec::new();
@@ -126,6 +129,9 @@ fn run(
                     return Err(PromError::Execution("query processing would load too many samples into memory in query execution".into()));
                 }
                 if let Some(r) = reduce_series(f, c.func.name, ms, &steps, start, end) {
+                    if kept.fetch_add(r.values.len(), Ordering::Relaxed) + r.values.len() > settings.max_samples {
+                        return Err(PromError::Execution("query processing would load too many samples into memory in query execution".into()));
+                    }
                     mine.push(r);
                 }
             }

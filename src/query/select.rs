@@ -10,6 +10,7 @@ use crate::schema::rowkey::{base_time, ROW_SPAN};
 use crate::schema::uid_table::UidKind;
 use crate::store::Scan;
 use regex::Regex;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 #[derive(Debug, Clone)]
@@ -123,16 +124,20 @@ impl QueryEngine {
     }
 
     /// The scan filter for the label matchers that name one value (`label="v"`, `v` not
-    /// empty): rows without those tag pairs are skipped by the store before their cells are
-    /// read. `Ok(None)` when a named label or value has no UID, so no series can match.
+    /// empty and stored as written): rows without those tag pairs are skipped by the store
+    /// before their cells are read. `Ok(None)` when such a label or value has no UID, so no
+    /// series can match.
     fn required_pairs(&self, label_ms: &[Matcher]) -> Result<Option<Option<String>>, QueryError> {
         let mut per_key: BTreeMap<Vec<u8>, Option<Vec<Vec<u8>>>> = BTreeMap::new();
         for m in label_ms {
             if !matches!(m.op, MatchOp::Eq) || m.value.is_empty() {
                 continue;
             }
-            let Some(k) = self.uids.get_id(UidKind::Tagk, &escape(&m.name))? else { return Ok(None) };
-            let Some(v) = self.uids.get_id(UidKind::Tagv, &escape(&m.value))? else { return Ok(None) };
+            // Only names stored as written: a name that needs escaping may also have been
+            // stored raw (telnet, /api/put), which the label comparison would still match.
+            let (Cow::Borrowed(k), Cow::Borrowed(v)) = (escape(&m.name), escape(&m.value)) else { continue };
+            let Some(k) = self.uids.get_id(UidKind::Tagk, k)? else { return Ok(None) };
+            let Some(v) = self.uids.get_id(UidKind::Tagv, v)? else { return Ok(None) };
             match per_key.entry(k.into_vec()) {
                 std::collections::btree_map::Entry::Vacant(e) => {
                     e.insert(Some(vec![v.into_vec()]));

@@ -22,8 +22,9 @@ pub struct StoredPoint {
 
 /// Input quiet this long ends a burst: the buffer is flushed without waiting for the tick.
 const IDLE_FLUSH: Duration = Duration::from_millis(50);
-/// At most one idle flush per this long.
-const MIN_IDLE_GAP: Duration = Duration::from_millis(250);
+/// At most one idle flush per this fraction of `write.flush_interval_ms`: a longer interval,
+/// chosen for fewer partial columns, keeps most of its effect.
+const IDLE_GAP_DIVISOR: u32 = 4;
 
 pub type Ack = oneshot::Sender<Result<(), WriteError>>;
 
@@ -75,13 +76,13 @@ pub fn run(
         let mut n = 0;
         // Input went quiet with points buffered: a burst (a batch of remote writes, a file
         // piped to the telnet port) has ended, so make it queryable now rather than at the
-        // next tick. Not more often than MIN_IDLE_GAP, so that many small bursts don't write
+        // next tick. Not more often than a quarter interval, so that many small bursts don't write
         // a partial column per burst.
         let mut quiet = false;
         match first {
             Ok(Some(m)) => batch.push(m),
             Ok(None) => open = false,
-            Err(_) => quiet = buffer.points > 0 && last_flush.elapsed() >= MIN_IDLE_GAP,
+            Err(_) => quiet = buffer.points > 0 && last_flush.elapsed() >= cfg.flush_interval / IDLE_GAP_DIVISOR,
         }
         // Group commit: take whatever else is already queued.
         while n < cfg.max_batch_points {

@@ -15,6 +15,8 @@ use tsgate_prometheus::v2;
 #[derive(Debug, Default)]
 pub struct Batch<'a> {
     pub series: Vec<StoredSeries<'a>>,
+    /// Per entry of `series`: what its raw label bytes say (see [`Memo`]).
+    pub memo: Vec<Memo>,
     /// (index into `series`, row base, encoded cell)
     pub samples: Vec<(usize, Result<(u32, RawPoint), PointError>)>,
     pub metadata: Vec<(String, Meta)>,
@@ -24,6 +26,17 @@ pub struct Batch<'a> {
     pub exemplars: usize,
     /// Samples not kept because their series' labels were refused.
     pub refused: Refused,
+}
+
+/// A series' standing in the raw-label memo (`SeriesResolver::by_raw`).
+#[derive(Debug)]
+pub enum Memo {
+    /// Not remembered (2.0 requests; labels not adjacent on the wire).
+    None,
+    /// Named before by the same label bytes: its `series` entry is left empty.
+    Known(crate::series::Series),
+    /// To remember under this key once the series is accepted.
+    Remember(Vec<u8>),
 }
 
 /// Samples dropped with their series, by why (for the ingest metrics).
@@ -68,15 +81,27 @@ fn meta_kind(t: i32) -> &'static str {
 }
 
 /// Decodes and normalises a (decompressed) 1.0 body; names borrow from it.
-pub fn from_v1(raw: &[u8], max_tags: usize) -> Result<Batch<'_>, DecodeError> {
+/// `known` answers which series a memo key (`p` + the raw label bytes) named before.
+pub fn from_v1<'a>(raw: &'a [u8], max_tags: usize, known: &dyn Fn(&[u8]) -> Option<crate::series::Series>) -> Result<Batch<'a>, DecodeError> {
     let mut b = Batch::default();
     let mut metadata = Vec::new();
+    let mut key = Vec::with_capacity(256);
     tsgate_prometheus::v1_borrowed::decode(
         raw,
         |s| {
             b.histograms += s.histograms;
             b.exemplars += s.exemplars;
-            add_series(&mut b, &s.labels, s.samples.iter().copied(), max_tags);
+            let mut memo = Memo::None;
+            if let Some(labels_raw) = s.labels_raw {
+                key.clear();
+                key.push(b'p');
+                key.extend_from_slice(labels_raw);
+                memo = match known(&key) {
+                    Some(series) => Memo::Known(series),
+                    None => Memo::Remember(key.clone()),
+                };
+            }
+            add_series(&mut b, &s.labels, s.samples.iter().copied(), max_tags, memo);
         },
         |m| metadata.push((m.metric_family_name, Meta { kind: meta_kind(m.r#type).into(), help: m.help, unit: m.unit })),
     )?;
@@ -110,16 +135,22 @@ pub fn from_v2(req: &v2::Request, max_tags: usize) -> Batch<'_> {
                 }
             }
         }
-        add_series(&mut b, &labels, ts.samples.iter().map(|s| (s.timestamp, s.value)), max_tags);
+        add_series(&mut b, &labels, ts.samples.iter().map(|s| (s.timestamp, s.value)), max_tags, Memo::None);
     }
     b
 }
 
-fn add_series<'a>(b: &mut Batch<'a>, labels: &[(&'a str, &'a str)], samples: impl ExactSizeIterator<Item = (i64, f64)>, max_tags: usize) {
+fn add_series<'a>(b: &mut Batch<'a>, labels: &[(&'a str, &'a str)], samples: impl ExactSizeIterator<Item = (i64, f64)>, max_tags: usize, memo: Memo) {
     if samples.len() == 0 {
         return;
     }
-    let stored = match to_stored(labels, max_tags) {
+    // Labels accepted before, byte for byte: accepted again, without converting them.
+    let stored = if matches!(memo, Memo::Known(_)) {
+        Ok(StoredSeries { metric: "".into(), tags: Vec::new() })
+    } else {
+        to_stored(labels, max_tags)
+    };
+    let stored = match stored {
         Ok(s) => s,
         Err(e) => {
             match e {
@@ -132,6 +163,7 @@ fn add_series<'a>(b: &mut Batch<'a>, labels: &[(&'a str, &'a str)], samples: imp
     };
     let idx = b.series.len();
     b.series.push(stored);
+    b.memo.push(memo);
     for (ts, v) in samples {
         let r = encode_sample(ts, v);
         if let Err(e) = &r {
@@ -183,7 +215,7 @@ mod tests {
             metadata: vec![],
         };
         let raw = req.encode_to_vec();
-        let b = from_v1(&raw, 8).unwrap();
+        let b = from_v1(&raw, 8, &|_| None).unwrap();
         assert_eq!((b.series.len(), b.samples.len()), (1, 1));
         assert_eq!(b.errors.len(), 1);
         assert!(b.errors[0].contains("nameless") && b.errors[0].contains("no __name__"), "{}", b.errors[0]);

@@ -14,6 +14,10 @@ pub struct DecodeError(pub String);
 #[derive(Debug, Default)]
 pub struct SeriesRef<'a> {
     pub labels: Vec<(&'a str, &'a str)>,
+    /// The label fields exactly as encoded, when they are adjacent in the message (senders
+    /// write them first, together): equal bytes mean equal labels, so a receiver can
+    /// remember a series by them.
+    pub labels_raw: Option<&'a [u8]>,
     pub samples: Vec<(i64, f64)>,
     pub exemplars: usize,
     pub histograms: usize,
@@ -123,9 +127,21 @@ pub fn decode<'a>(buf: &'a [u8], mut series: impl FnMut(&SeriesRef<'a>), mut met
                 s.samples.clear();
                 s.exemplars = 0;
                 s.histograms = 0;
+                let (mut span, mut split): (Option<(usize, usize)>, bool) = (None, false);
                 while !ts.done() {
+                    let at = ts.pos;
                     match ts.key()? {
-                        (1, 2) => s.labels.push(label(ts.bytes()?)?),
+                        (1, 2) => {
+                            s.labels.push(label(ts.bytes()?)?);
+                            span = match span {
+                                None => Some((at, ts.pos)),
+                                Some((a, e)) if e == at => Some((a, ts.pos)),
+                                other => {
+                                    split = true;
+                                    other
+                                }
+                            };
+                        }
                         (2, 2) => s.samples.push(sample(ts.bytes()?)?),
                         (3, 2) => {
                             ts.bytes()?;
@@ -138,6 +154,7 @@ pub fn decode<'a>(buf: &'a [u8], mut series: impl FnMut(&SeriesRef<'a>), mut met
                         (_, w) => ts.skip(w)?,
                     }
                 }
+                s.labels_raw = if split { None } else { span.map(|(a, e)| &ts.b[a..e]) };
                 series(&s);
             }
             (3, 2) => metadata(MetricMetadata::decode(r.bytes()?).map_err(|e| DecodeError(e.to_string()))?),
@@ -169,6 +186,26 @@ mod tests {
             decode(&bytes, |s| got.push((s.labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>(), s.samples.iter().map(|(t, v)| (*t, v.to_bits())).collect::<Vec<_>>())), |_| {}).unwrap();
             let want: Vec<_> = req.timeseries.iter().map(|t| (t.labels.iter().map(|l| (l.name.clone(), l.value.clone())).collect::<Vec<_>>(), t.samples.iter().map(|s| (s.timestamp, s.value.to_bits())).collect::<Vec<_>>())).collect();
             prop_assert_eq!(got, want);
+        }
+
+        #[test]
+        fn raw_labels_name_the_labels(req in arb_request()) {
+            // prost writes labels first and together: every series with labels has its span,
+            // and the span alone, read as a series, gives back the same labels.
+            let bytes = req.encode_to_vec();
+            let mut seen = Vec::new();
+            decode(&bytes, |s| seen.push((s.labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>(), s.labels_raw.map(<[u8]>::to_vec))), |_| {}).unwrap();
+            for (labels, raw) in &seen {
+                prop_assert_eq!(raw.is_some(), !labels.is_empty());
+                if let Some(raw) = raw {
+                    let mut body = vec![0x0A];
+                    prost::encoding::encode_varint(raw.len() as u64, &mut body);
+                    body.extend_from_slice(raw);
+                    let mut back = Vec::new();
+                    decode(&body, |s| back.push(s.labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>()), |_| {}).unwrap();
+                    prop_assert_eq!(&back[0], labels);
+                }
+            }
         }
 
         #[test]

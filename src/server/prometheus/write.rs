@@ -3,9 +3,10 @@
 //! unknown message type or encoding; 503 when tsgate must push back (Prometheus retries 5xx,
 //! while 2.42 drops a batch on 429 by default).
 
-use crate::ingest::{EncodedPoint, PointError};
+use crate::ingest::{EncodedPoint, Incoming, PointError};
+use crate::write::shard::StoredPoint;
 use crate::observe::Reason;
-use crate::prometheus::write::{from_v1, from_v2, Batch};
+use crate::prometheus::write::{from_v1, from_v2, Batch, Memo};
 use crate::server::http::{Reply, Request};
 use crate::server::AppState;
 use http::StatusCode;
@@ -94,7 +95,7 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
     // Decoded up front so that the batch may borrow its strings.
     let v2_req = if version == Version::V2 { v2::Request::decode(raw.as_slice()) } else { Ok(v2::Request::default()) };
     let batch: Batch = match version {
-        Version::V1 => match from_v1(&raw, max_tags) {
+        Version::V1 => match from_v1(&raw, max_tags, &|key| state.resolver.by_raw(key)) {
             Ok(b) => b,
             Err(e) => return rejected(reply(StatusCode::BAD_REQUEST, version, &nothing, &e.to_string())),
         },
@@ -104,7 +105,7 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
         },
     };
     // Exemplars are accepted and not stored (the 2.0 header reports 0 written).
-    let Batch { series, samples, metadata, mut errors, histograms, exemplars: _, refused } = batch;
+    let Batch { series, memo, samples, metadata, mut errors, histograms, exemplars: _, refused } = batch;
     crate::observe::ingest::rejected(RW, Reason::Tags, refused.tags as u64);
     crate::observe::ingest::rejected(RW, Reason::Parse, refused.labels as u64);
     crate::observe::ingest::rejected(RW, Reason::Unsupported, histograms as u64);
@@ -125,13 +126,21 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
         }
     }
     let tags: Vec<Vec<(&str, &str)>> = series.iter().map(|s| s.tags.iter().map(|(k, v)| (&**k, &**v)).collect()).collect();
-    let points: Vec<EncodedPoint<'_>> = samples
+    let points: Vec<Incoming<'_>> = samples
         .into_iter()
-        .filter(|(_, r)| r.is_ok())
-        .map(|(i, raw)| EncodedPoint { metric: &series[i].metric, tags: &tags[i], raw, text: None })
+        .filter_map(|(i, raw)| {
+            let raw = raw.ok()?;
+            Some(match &memo[i] {
+                Memo::Known(series) => Incoming::Known(StoredPoint { series: series.clone(), base: raw.0, point: raw.1 }),
+                m => {
+                    let text = if let Memo::Remember(k) = m { Some(k.as_slice()) } else { None };
+                    Incoming::Names(EncodedPoint { metric: &series[i].metric, tags: &tags[i], raw: Ok(raw), text })
+                }
+            })
+        })
         .collect();
     let n = points.len();
-    let (outcomes, durable) = state.ingest.write_encoded(points, true).await;
+    let (outcomes, durable) = state.ingest.write_incoming(points, true).await;
     crate::observe::ingest::outcomes(RW, &outcomes, &durable);
     if let Err(e) = durable {
         return crate::server::api::retry_later(reply(StatusCode::SERVICE_UNAVAILABLE, version, &nothing, &format!("cannot store the samples, retry: {e}")));

@@ -88,9 +88,6 @@ pub fn resolve<'a>(entries: &'a [Entry], expr: &str) -> Result<Vec<&'a Entry>, S
     Ok(entries
         .iter()
         .filter(|e| !e.is_tagged())
-        .filter(|e| {
-            let nodes: Vec<&str> = e.path.split('.').collect();
-            nodes.len() == glob.elements.len() && glob.matches_prefix(&nodes)
-        })
+        .filter(|e| glob.matches_path(&e.path))
         .collect())
 }

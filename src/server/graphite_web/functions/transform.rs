@@ -203,19 +203,11 @@ fn non_negative(l: Vec<Series>, max: Option<f64>, min: Option<f64>, per_second: 
         .map(|mut s| {
             let mut prev = None;
             let step = s.step as f64;
-            s.values = s
-                .values
-                .iter()
-                .map(|v| {
-                    let (d, p) = delta(*v, prev, max, min);
-                    prev = p;
-                    if per_second {
-                        d.map(|d| ((d / step) * 1e6).round() / 1e6)
-                    } else {
-                        d
-                    }
-                })
-                .collect();
+            for v in &mut s.values {
+                let (d, p) = delta(*v, prev, max, min);
+                prev = p;
+                *v = if per_second { d.map(|d| ((d / step) * 1e6).round() / 1e6) } else { d };
+            }
             let n = format!("{}({})", if per_second { "perSecond" } else { "nonNegativeDerivative" }, s.name);
             s.rename(n);
             s

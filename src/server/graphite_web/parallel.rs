@@ -12,8 +12,18 @@ const MIN_PARALLEL: usize = 64;
 /// used), results in `items`' order. Workers take chunks in turn, so an uneven item (a metric
 /// with many series) does not hold the others up.
 pub fn map<T: Send, U: Send>(items: Vec<T>, f: impl Fn(T) -> U + Sync) -> Vec<U> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if cores <= 1 || items.len() < MIN_PARALLEL {
+    map_from(items, MIN_PARALLEL, f)
+}
+
+/// How many parts of comparable size to split work into: one per core.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// [`map`] for items that are each big enough to be worth a thread from `min` of them on.
+pub fn map_from<T: Send, U: Send>(items: Vec<T>, min: usize, f: impl Fn(T) -> U + Sync) -> Vec<U> {
+    let cores = cores();
+    if cores <= 1 || items.len() < min.max(2) {
         return items.into_iter().map(f).collect();
     }
     let size = (items.len() / (cores * 8)).max(1);

@@ -232,20 +232,34 @@ impl<'a> Grid<'a> {
         ((self.end - self.start) / self.step).max(0) as usize
     }
 
-    /// Calls `f(row, value)` for every non-null value, series by series in input order: what a
-    /// row of [`normalize`] holds, visited by column.
-    pub fn each_value(&self, mut f: impl FnMut(usize, f64)) {
-        let n = self.len();
+    /// Calls `f(row, value)` for every non-null value of rows `rows`, series by series in
+    /// input order: what those rows of [`normalize`] hold, visited by column.
+    pub fn each_value(&self, rows: std::ops::Range<usize>, mut f: impl FnMut(usize, f64)) {
+        let n = self.len().min(rows.end);
         for s in &self.cons {
+            if s.step == self.step {
+                // On the grid's step (always, once consolidated): row = index + offset.
+                let d = s.start - self.start;
+                if d % self.step != 0 {
+                    continue;
+                }
+                let off = d / self.step;
+                let (a, b) = ((rows.start as i64).max(off), (n as i64).min(off + s.values.len() as i64));
+                for i in a..b.max(a) {
+                    if let Some(v) = s.values[(i - off) as usize] {
+                        f(i as usize, v);
+                    }
+                }
+                continue;
+            }
             for (j, v) in s.values.iter().enumerate() {
                 let Some(v) = *v else { continue };
-                let t = s.start + j as i64 * s.step;
-                let d = t - self.start;
+                let d = s.start + j as i64 * s.step - self.start;
                 if d < 0 || d % self.step != 0 {
                     continue;
                 }
                 let i = (d / self.step) as usize;
-                if i < n {
+                if i >= rows.start && i < n {
                     f(i, v);
                 }
             }
@@ -264,34 +278,56 @@ pub fn is_foldable(func: &str) -> bool {
 /// the rows: sums add in the same order as `Iterator::sum` does over a row.
 pub fn fold_rows(g: &Grid, func: &str, xff: f64) -> Vec<Option<f64>> {
     let n = g.len();
+    // Wide grids split their rows over the cores; each row still adds its series in order.
+    let parts = if n * g.cons.len() >= 100_000 { super::parallel::cores() } else { 1 };
+    let per = n.div_ceil(parts.max(1)).max(1);
+    let ranges: Vec<std::ops::Range<usize>> = (0..n).step_by(per).map(|lo| lo..(lo + per).min(n)).collect();
+    super::parallel::map_from(ranges, 2, |r| fold_range(g, func, xff, r)).into_iter().flatten().collect()
+}
+
+#[derive(Clone, Copy)]
+enum Fold {
+    Add,
+    Min,
+    Max,
+}
+
+fn fold_range(g: &Grid, func: &str, xff: f64, rows: std::ops::Range<usize>) -> Vec<Option<f64>> {
     let zero: f64 = std::iter::empty::<f64>().sum();
-    let init = match func {
-        "min" => f64::INFINITY,
-        "max" => f64::NEG_INFINITY,
-        _ => zero,
+    let (op, init) = match func {
+        "min" => (Fold::Min, f64::INFINITY),
+        "max" => (Fold::Max, f64::NEG_INFINITY),
+        _ => (Fold::Add, zero),
     };
-    let mut acc = vec![init; n];
-    let mut count = vec![0usize; n];
-    g.each_value(|i, v| {
-        count[i] += 1;
-        acc[i] = match func {
-            "min" => f64::min(acc[i], v),
-            "max" => f64::max(acc[i], v),
-            _ => acc[i] + v,
+    let lo = rows.start;
+    let mut acc = vec![init; rows.len()];
+    let mut count = vec![0usize; rows.len()];
+    g.each_value(rows.clone(), |i, v| {
+        let k = i - lo;
+        count[k] += 1;
+        acc[k] = match op {
+            Fold::Min => f64::min(acc[k], v),
+            Fold::Max => f64::max(acc[k], v),
+            Fold::Add => acc[k] + v,
         };
     });
     let width = g.cons.len();
-    (0..n)
-        .map(|i| {
-            let nn = count[i];
+    let mean = matches!(func, "average" | "avg");
+    let counting = func == "count";
+    acc.into_iter()
+        .zip(count)
+        .map(|(a, nn)| {
             if width > 0 && (nn as f64) / (width as f64) < xff {
                 return None;
             }
-            match func {
-                "count" => Some(nn as f64),
-                _ if nn == 0 => None,
-                "average" | "avg" => Some(acc[i] / nn as f64),
-                _ => Some(acc[i]),
+            if counting {
+                Some(nn as f64)
+            } else if nn == 0 {
+                None
+            } else if mean {
+                Some(a / nn as f64)
+            } else {
+                Some(a)
             }
         })
         .collect()
@@ -376,7 +412,13 @@ mod tests {
                     if !r.is_empty() && (nn as f64) / (r.len() as f64) < xff { None } else { aggregate(f, r) }
                 }.map(f64::to_bits)).collect();
                 let got: Vec<Option<u64>> = fold_rows(&grid, f, xff).into_iter().map(|v| v.map(f64::to_bits)).collect();
-                proptest::prop_assert_eq!(got, want, "{}", f);
+                proptest::prop_assert_eq!(&got, &want, "{}", f);
+                // Rows split in parts (as wide grids are, over the cores) give the same.
+                let n = grid.len();
+                for per in 1..=3 {
+                    let parts: Vec<Option<u64>> = (0..n).step_by(per).flat_map(|lo| fold_range(&grid, f, xff, lo..(lo + per).min(n))).map(|v| v.map(f64::to_bits)).collect();
+                    proptest::prop_assert_eq!(&parts, &want, "{} by {}", f, per);
+                }
             }
         }
     }

@@ -227,7 +227,7 @@ impl QueryEngine {
         let last = (base_time(q.end_ms / 1000) as u64 + ROW_SPAN).min(u32::MAX as u64);
         let mut states: Vec<SeriesState> = Vec::new();
         // TSUID → index in `states`, or None when its tags fail the filters.
-        let mut seen: HashMap<Vec<u8>, Option<usize>> = HashMap::new();
+        let mut seen: HashMap<Vec<u8>, Option<usize>, ahash::RandomState> = HashMap::default();
         let mut deletes = Vec::new();
         let filter_keys: Vec<&str> = sq.filters.iter().map(|f| f.tagk.as_str()).collect();
         // One row's points on their way into a downsampler (reused: no allocation per row).

@@ -150,10 +150,14 @@ pub fn to_grid(name: &str, points: &[(i64, f64)], step: i64, from: i64, until: i
     }
     let n = ((end - start) / step) as usize;
     let mut values = vec![None; n];
+    // `start` is a step multiple, so a point's bucket is at or after it exactly when the
+    // point is: one division per point finds its slot.
     for &(t, v) in points {
-        let b = t - t.rem_euclid(step);
-        if b >= start && b < end {
-            values[((b - start) / step) as usize] = if v.is_nan() { None } else { Some(v) };
+        if t < start {
+            continue;
+        }
+        if let Some(slot) = values.get_mut(((t - start) / step) as usize) {
+            *slot = if v.is_nan() { None } else { Some(v) };
         }
     }
     Series::new(name, start, step, values)
@@ -326,6 +330,24 @@ impl Source for MemSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// Each point lands in the bucket its timestamp rounds down to (whisper's rule), the
+        /// last one winning, NaN as a gap.
+        #[test]
+        fn points_land_in_their_bucket(ts in proptest::collection::vec(-100i64..400, 0..40), step in proptest::prop_oneof![proptest::strategy::Just(1i64), proptest::strategy::Just(7), proptest::strategy::Just(10), proptest::strategy::Just(60)], from in -50i64..200, span in 1i64..300) {
+            let pts: Vec<(i64, f64)> = ts.iter().enumerate().map(|(i, &t)| (t, if i % 5 == 4 { f64::NAN } else { i as f64 })).collect();
+            let s = to_grid("x", &pts, step, from, from + span);
+            let mut want = vec![None; s.values.len()];
+            for &(t, v) in &pts {
+                let b = t - t.rem_euclid(step);
+                if b >= s.start && b < s.end {
+                    want[((b - s.start) / step) as usize] = if v.is_nan() { None } else { Some(v) };
+                }
+            }
+            proptest::prop_assert_eq!(s.values, want);
+        }
+    }
 
     #[test]
     fn grid_is_from_exclusive_until_inclusive() {

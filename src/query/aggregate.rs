@@ -143,7 +143,14 @@ impl Aggregator {
     /// Double path: NaN values are skipped; nothing left gives NaN (count gives 0).
     pub fn reduce_f64(self, vals: &[f64]) -> f64 {
         use Aggregator::*;
-        let v: Vec<f64> = vals.iter().copied().filter(|x| !x.is_nan()).collect();
+        // Without NaNs (the common case) the values are used as they are, not copied.
+        let filtered: Vec<f64>;
+        let v: &[f64] = if vals.iter().any(|x| x.is_nan()) {
+            filtered = vals.iter().copied().filter(|x| !x.is_nan()).collect();
+            &filtered
+        } else {
+            vals
+        };
         if v.is_empty() {
             return if self == Count { 0.0 } else { f64::NAN };
         }
@@ -152,9 +159,9 @@ impl Aggregator {
             Avg => v.iter().sum::<f64>() / v.len() as f64,
             Min | Mimmin => v.iter().copied().fold(f64::INFINITY, f64::min),
             Max | Mimmax => v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            Dev => dev(&v),
+            Dev => dev(v),
             Median => {
-                let mut s = v.clone();
+                let mut s = v.to_vec();
                 s.sort_by(f64::total_cmp);
                 s[s.len() / 2]
             }
@@ -165,7 +172,7 @@ impl Aggregator {
             Last => v[v.len() - 1],
             SquareSum => v.iter().map(|x| x * x).sum(),
             // OpenTSDB's double path ignores the estimation (a quirk of its code).
-            Pct(p, _) => percentile(&v, p, Estimation::Legacy),
+            Pct(p, _) => percentile(v, p, Estimation::Legacy),
         }
     }
 }
@@ -254,12 +261,12 @@ pub fn aggregate(agg: Aggregator, inputs: &[&[(u64, Num)]]) -> Vec<(u64, Num)> {
             return one.to_vec();
         }
     }
-    let mut times: Vec<u64> = inputs.iter().flat_map(|s| s.iter().map(|p| p.0)).collect();
-    times.sort_unstable();
-    times.dedup();
+    let times = union_times(inputs);
     let mut cursors = vec![0usize; inputs.len()];
     let mut out = Vec::with_capacity(times.len());
     let mut vals: Vec<Num> = Vec::with_capacity(inputs.len());
+    // Each timestamp's values on one path, in buffers reused across timestamps.
+    let (mut ints, mut fl): (Vec<i64>, Vec<f64>) = (Vec::new(), Vec::new());
     let interp = agg.interp();
     for &t in &times {
         vals.clear();
@@ -294,15 +301,32 @@ pub fn aggregate(agg: Aggregator, inputs: &[&[(u64, Num)]]) -> Vec<(u64, Num)> {
             continue;
         }
         let v = if vals.iter().all(|v| matches!(v, Num::Int(_))) {
-            let ints: Vec<i64> = vals.iter().map(|v| if let Num::Int(i) = v { *i } else { 0 }).collect();
+            ints.clear();
+            ints.extend(vals.iter().map(|v| if let Num::Int(i) = v { *i } else { 0 }));
             Num::Int(agg.reduce_i64(&ints))
         } else {
-            let fl: Vec<f64> = vals.iter().map(|v| v.as_f64()).collect();
+            fl.clear();
+            fl.extend(vals.iter().map(|v| v.as_f64()));
             Num::Float(agg.reduce_f64(&fl))
         };
         out.push((t, v));
     }
     out
+}
+
+/// Every input's timestamps, sorted and distinct. Series downsampled alike share theirs,
+/// which is checked in one pass instead of sorting them all.
+fn union_times(inputs: &[&[(u64, Num)]]) -> Vec<u64> {
+    let first = inputs.iter().max_by_key(|s| s.len()).copied().unwrap_or(&[]);
+    let strictly_increasing = first.windows(2).all(|w| w[0].0 < w[1].0);
+    let shared = strictly_increasing && inputs.iter().all(|s| s.len() == first.len() && s.iter().zip(first).all(|(a, b)| a.0 == b.0));
+    if shared {
+        return first.iter().map(|p| p.0).collect();
+    }
+    let mut times: Vec<u64> = inputs.iter().flat_map(|s| s.iter().map(|p| p.0)).collect();
+    times.sort_unstable();
+    times.dedup();
+    times
 }
 
 fn lerp(t: u64, (t0, v0): (u64, Num), (t1, v1): (u64, Num)) -> Num {
@@ -362,6 +386,24 @@ mod tests {
         assert_eq!(out[598].0, 1357007400000);
         for (i, x) in v.iter().enumerate().take(599).skip(1) {
             assert_eq!(*x, if i % 2 == 1 { 301 } else { 302 }, "at {i}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The union of timestamps is the sorted, distinct set however the inputs overlap
+        /// (all alike, shifted, different lengths, repeated timestamps).
+        #[test]
+        fn union_times_is_sorted_and_distinct(base in proptest::collection::vec(0u64..50, 0..20), shifts in proptest::collection::vec(0u64..3, 1..5), cut in proptest::collection::vec(0usize..20, 1..5)) {
+            let mut base = base;
+            base.sort_unstable();
+            let inputs: Vec<Vec<(u64, Num)>> = shifts.iter().zip(cut.iter().cycle()).map(|(&d, &c)| {
+                base.iter().take(if d == 0 { base.len() } else { c }).map(|&t| (t + d, Num::Int(1))).collect()
+            }).collect();
+            let refs: Vec<&[(u64, Num)]> = inputs.iter().map(Vec::as_slice).collect();
+            let mut want: Vec<u64> = refs.iter().flat_map(|s| s.iter().map(|p| p.0)).collect();
+            want.sort_unstable();
+            want.dedup();
+            proptest::prop_assert_eq!(union_times(&refs), want);
         }
     }
 

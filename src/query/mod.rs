@@ -13,7 +13,7 @@ pub mod select;
 pub mod spec;
 pub mod time;
 
-use crate::schema::compaction::{merge_columns, StoredColumn};
+use crate::schema::compaction::{append_ordered_by, merge_columns, StoredColumn};
 use crate::schema::rowkey::{base_time, ROW_SPAN};
 use crate::schema::uid_table::UidKind;
 use crate::schema::KeyLayout;
@@ -23,6 +23,7 @@ use aggregate::{Aggregator, Num};
 use downsample::{Buckets, Downsampler};
 use spec::{Query, SubQuery};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 #[derive(Debug, thiserror::Error)]
@@ -75,6 +76,28 @@ pub struct Summary {
     pub emitted: u64,
 }
 
+impl Summary {
+    fn add(&mut self, o: &Summary) {
+        self.raw_datapoints += o.raw_datapoints;
+        self.rows += o.rows;
+        self.series += o.series;
+        self.emitted += o.emitted;
+    }
+}
+
+/// What a query may still spend, shared by its sub-queries (which may run on several
+/// threads): its deadline and the points read so far, against `query.*` limits.
+struct Budget {
+    deadline: Option<std::time::Instant>,
+    points: AtomicU64,
+}
+
+impl Budget {
+    fn new(deadline: Option<std::time::Instant>) -> Budget {
+        Budget { deadline, points: AtomicU64::new(0) }
+    }
+}
+
 pub struct QueryEngine {
     pub store: SharedStore,
     pub uids: Arc<UidCore>,
@@ -109,17 +132,68 @@ impl QueryEngine {
             Some(z) => z.parse().map_err(|_| QueryError::BadRequest(format!("Invalid timezone: {z}")))?,
             None => chrono_tz::UTC,
         };
+        let budget = Budget::new(self.limits.timeout.map(|t| std::time::Instant::now() + t));
         let mut out = Vec::new();
         let mut summary = Summary::default();
-        let deadline = self.limits.timeout.map(|t| std::time::Instant::now() + t);
-        for sq in &q.queries {
-            let series = self.fetch(q, sq, tz, &mut summary, deadline)?;
-            summary.series += series.len() as u64;
-            let groups = group_and_aggregate(sq, series, q.start_ms, q.end_ms);
-            summary.emitted += groups.iter().map(|g| g.dps.len() as u64).sum::<u64>();
+        for r in self.run_subqueries(q, tz, &budget) {
+            let (groups, s) = r?;
+            summary.add(&s);
             out.extend(groups);
         }
         Ok((out, summary))
+    }
+
+    /// Every sub-query's groups and counts, in request order. Sub-queries read different
+    /// metrics, so they run on every core; a deleting query stays on one thread. After a
+    /// failure no further sub-query starts: the first error in request order is the one a
+    /// sequential run would report (all earlier ones were started before it).
+    fn run_subqueries(&self, q: &Query, tz: chrono_tz::Tz, budget: &Budget) -> Vec<Result<(Vec<ResultSeries>, Summary), QueryError>> {
+        let one = |sq: &SubQuery| -> Result<(Vec<ResultSeries>, Summary), QueryError> {
+            let mut summary = Summary::default();
+            let series = self.fetch(q, sq, tz, &mut summary, budget)?;
+            summary.series = series.len() as u64;
+            let groups = group_and_aggregate(sq, series, q.start_ms, q.end_ms);
+            summary.emitted = groups.iter().map(|g| g.dps.len() as u64).sum::<u64>();
+            Ok((groups, summary))
+        };
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let workers = cores.min(q.queries.len());
+        if workers <= 1 || q.flags.delete {
+            let mut out = Vec::new();
+            for sq in &q.queries {
+                let r = one(sq);
+                let failed = r.is_err();
+                out.push(r);
+                if failed {
+                    break;
+                }
+            }
+            return out;
+        }
+        let next = AtomicUsize::new(0);
+        let failed = AtomicBool::new(false);
+        let mut done: Vec<(usize, Result<(Vec<ResultSeries>, Summary), QueryError>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut mine = Vec::new();
+                        while !failed.load(Ordering::SeqCst) {
+                            let i = next.fetch_add(1, Ordering::SeqCst);
+                            let Some(sq) = q.queries.get(i) else { break };
+                            let r = one(sq);
+                            if r.is_err() {
+                                failed.store(true, Ordering::SeqCst);
+                            }
+                            mine.push((i, r));
+                        }
+                        mine
+                    })
+                })
+                .collect();
+            handles.into_iter().flat_map(|h| h.join().expect("sub-query worker panicked")).collect()
+        });
+        done.sort_by_key(|(i, _)| *i);
+        done.into_iter().map(|(_, r)| r).collect()
     }
 
     /// Streams the matching rows of one sub-query into per-series pipelines.
@@ -129,7 +203,7 @@ impl QueryEngine {
         sq: &SubQuery,
         tz: chrono_tz::Tz,
         summary: &mut Summary,
-        deadline: Option<std::time::Instant>,
+        budget: &Budget,
     ) -> Result<Vec<Series>, QueryError> {
         let (metric_uid, tsuid_set) = if sq.tsuids.is_empty() {
             (self.uids.require_id(UidKind::Metric, &sq.metric)?.into_vec(), None)
@@ -153,9 +227,11 @@ impl QueryEngine {
         let last = (base_time(q.end_ms / 1000) as u64 + ROW_SPAN).min(u32::MAX as u64);
         let mut states: Vec<SeriesState> = Vec::new();
         // TSUID → index in `states`, or None when its tags fail the filters.
-        let mut seen: HashMap<Vec<u8>, Option<usize>> = HashMap::new();
+        let mut seen: HashMap<Vec<u8>, Option<usize>, ahash::RandomState> = HashMap::default();
         let mut deletes = Vec::new();
         let filter_keys: Vec<&str> = sq.filters.iter().map(|f| f.tagk.as_str()).collect();
+        // One row's points on their way into a downsampler (reused: no allocation per row).
+        let mut scratch: Vec<(u64, Num)> = Vec::new();
         for salt in self.layout.salt_prefixes() {
             let scan = Scan {
                 start: self.layout.metric_start(&salt, &metric_uid, first),
@@ -167,7 +243,7 @@ impl QueryEngine {
             for row in self.store.scan(&self.table, &scan)? {
                 let row = row?;
                 summary.rows += 1;
-                self.check_limits(summary, states.len(), deadline)?;
+                self.check_limits(budget, states.len())?;
                 let Ok(rk) = self.layout.parse(&row.key) else { continue };
                 let tsuid = rk.tsuid();
                 if tsuid_set.as_ref().is_some_and(|s| !s.contains(&tsuid)) {
@@ -205,44 +281,58 @@ impl QueryEngine {
                 let Some(idx) = idx else { continue };
                 let cols: Vec<StoredColumn> =
                     row.cells.iter().map(|c| StoredColumn { qualifier: &c.qualifier, value: &c.value, ts: c.timestamp }).collect();
-                let merged = merge_columns(&cols);
-                if let Some((qual, e)) = merged.errors.first() {
-                    return Err(QueryError::Corrupt(format!(
-                        "row {} column {}: {e}",
-                        crate::schema::hex_upper(&row.key),
-                        crate::schema::hex_upper(qual)
-                    )));
-                }
                 let st = &mut states[idx];
-                // Annotations live in the same rows: read them on the way (OpenTSDB does too).
-                for (_, v) in &merged.annotations {
-                    if let Ok(a) = crate::meta::annotation::Annotation::from_storage(v) {
-                        if (q.start_ms..=q.end_ms).contains(&a.start_ms()) {
-                            st.notes.push(a);
+                // Rows of ordered columns (compacted, or in-order ingest) decode straight to
+                // points; anything else takes the general merge, which also reports errors.
+                // A series without a downsampler takes its points directly.
+                let sink = if st.ds.is_some() {
+                    scratch.clear();
+                    &mut scratch
+                } else {
+                    &mut st.raw
+                };
+                let mark = sink.len();
+                if !append_ordered_by(&cols, rk.base, q.start_ms, q.end_ms, sink, |ts, v| (ts, Num::from(v))) {
+                    let merged = merge_columns(&cols);
+                    if let Some((qual, e)) = merged.errors.first() {
+                        return Err(QueryError::Corrupt(format!(
+                            "row {} column {}: {e}",
+                            crate::schema::hex_upper(&row.key),
+                            crate::schema::hex_upper(qual)
+                        )));
+                    }
+                    // Annotations live in the same rows: read them on the way (OpenTSDB does too).
+                    for (_, v) in &merged.annotations {
+                        if let Ok(a) = crate::meta::annotation::Annotation::from_storage(v) {
+                            if (q.start_ms..=q.end_ms).contains(&a.start_ms()) {
+                                st.notes.push(a);
+                            }
                         }
                     }
-                }
-                let mut in_range = 0;
-                for p in &merged.points {
-                    let ts = p.timestamp_ms(rk.base);
-                    if ts < q.start_ms || ts > q.end_ms {
-                        continue;
+                    for p in &merged.points {
+                        let ts = p.timestamp_ms(rk.base);
+                        if ts < q.start_ms || ts > q.end_ms {
+                            continue;
+                        }
+                        let v: Num = p.value().map_err(|e| QueryError::Corrupt(e.to_string()))?.into();
+                        sink.push((ts, v));
                     }
-                    in_range += 1;
-                    let v: Num = p.value().map_err(|e| QueryError::Corrupt(e.to_string()))?.into();
-                    match &mut st.ds {
-                        Some(d) => d.push(ts, v),
-                        None => st.raw.push((ts, v)),
+                }
+                let in_range = (sink.len() - mark) as u64;
+                if let Some(d) = &mut st.ds {
+                    for &(ts, v) in scratch.iter() {
+                        d.push(ts, v);
                     }
                 }
                 summary.raw_datapoints += in_range;
+                budget.points.fetch_add(in_range, Ordering::Relaxed);
                 if q.flags.delete && in_range > 0 {
                     deletes.push((row.key.clone(), rk.base));
                 }
             }
         }
         // The last row's points and series count too.
-        self.check_limits(summary, states.len(), deadline)?;
+        self.check_limits(budget, states.len())?;
         if q.flags.delete {
             self.delete_range(&deletes, q.start_ms, q.end_ms)?;
         }
@@ -262,8 +352,9 @@ impl QueryEngine {
             .collect())
     }
 
-    /// Checked once per row read: the query's deadline, series and points so far.
-    fn check_limits(&self, summary: &Summary, series: usize, deadline: Option<std::time::Instant>) -> Result<(), QueryError> {
+    /// Checked once per row read: the query's deadline, the sub-query's series and the
+    /// query's points so far.
+    fn check_limits(&self, budget: &Budget, series: usize) -> Result<(), QueryError> {
         let l = &self.limits;
         if l.max_series > 0 && series > l.max_series {
             return Err(QueryError::TooLarge(format!(
@@ -271,13 +362,13 @@ impl QueryEngine {
                 l.max_series
             )));
         }
-        if l.max_points > 0 && summary.raw_datapoints > l.max_points {
+        if l.max_points > 0 && budget.points.load(Ordering::Relaxed) > l.max_points {
             return Err(QueryError::TooLarge(format!(
                 "The query would read more than {} data points (query.max_points); filter on more tags or shorten the time range",
                 l.max_points
             )));
         }
-        if deadline.is_some_and(|d| std::time::Instant::now() > d) {
+        if budget.deadline.is_some_and(|d| std::time::Instant::now() > d) {
             return Err(QueryError::Timeout(format!(
                 "Query timeout exceeded ({} ms, query.timeout_ms)",
                 l.timeout.map(|t| t.as_millis()).unwrap_or(0)
@@ -388,7 +479,8 @@ impl QueryEngine {
             timezone: None,
             use_calendar: false,
         };
-        let series = self.fetch(&q, &sq, chrono_tz::UTC, &mut Summary::default(), self.limits.timeout.map(|t| std::time::Instant::now() + t))?;
+        let budget = Budget::new(self.limits.timeout.map(|t| std::time::Instant::now() + t));
+        let series = self.fetch(&q, &sq, chrono_tz::UTC, &mut Summary::default(), &budget)?;
         Ok(series.into_iter().filter_map(|s| s.points.last().map(|&(t, v)| (s.tsuid.clone(), t, v))).collect())
     }
 }

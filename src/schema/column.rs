@@ -275,10 +275,10 @@ pub fn decode_compacted(q: &[u8], v: &[u8], out: &mut Vec<RawPoint>) -> Result<(
     }
 }
 
-/// [`decode_compacted`]'s checks in one pass straight to (offset ms, value as f64), for
-/// reads. Stops early when `f` returns false; returns false when the column is malformed or
-/// was stopped (the caller then takes the general path, which reports what is wrong).
-pub fn walk_compacted(q: &[u8], v: &[u8], mut f: impl FnMut(u32, f64) -> bool) -> bool {
+/// [`decode_compacted`]'s checks in one pass straight to (offset ms, value), for reads.
+/// Stops early when `f` returns false; returns false when the column is malformed or was
+/// stopped (the caller then takes the general path, which reports what is wrong).
+pub fn walk_compacted(q: &[u8], v: &[u8], mut f: impl FnMut(u32, DataValue) -> bool) -> bool {
     let (mut qi, mut vi) = (0, 0);
     while qi < q.len() {
         let ms = q[qi] & 0xF0 == 0xF0;
@@ -297,7 +297,7 @@ pub fn walk_compacted(q: &[u8], v: &[u8], mut f: impl FnMut(u32, f64) -> bool) -
             (u16::from_be_bytes([q[qi], q[qi + 1]]) >> 4) as u32 * 1000
         };
         let Ok(val) = decode_value(flags, &v[vi..vi + vl], vi) else { return false };
-        if !f(off, val.as_f64()) {
+        if !f(off, val) {
             return false;
         }
         qi += ql;

@@ -1,7 +1,7 @@
 //! Merging a row's columns into OpenTSDB's compacted form (what its compaction writes).
 
 use super::column::{
-    build_column, column_kind, decode_append, decode_compacted, decode_single, walk_compacted, ColumnKind, RawPoint,
+    build_column, column_kind, decode_append, decode_compacted, decode_single, qualifier_len_at, walk_compacted, ColumnKind, DataValue, RawPoint,
 };
 use super::SchemaError;
 
@@ -106,17 +106,33 @@ fn single_sorted_column(cols: &[StoredColumn<'_>]) -> Option<Vec<RawPoint>> {
 /// (overlaps, appends, annotations, undecodable cells): the caller then takes
 /// [`merge_columns`], which also reports the errors.
 pub fn append_ordered(cols: &[StoredColumn<'_>], base: u32, start_ms: u64, end_ms: u64, out: &mut Vec<(i64, f64)>) -> bool {
+    append_ordered_by(cols, base, start_ms, end_ms, out, |ts, v| (ts as i64, v.as_f64()))
+}
+
+/// [`append_ordered`] for any point shape: `point` turns (ms, stored value) into what `out`
+/// holds (OpenTSDB queries keep integers apart from floats).
+pub fn append_ordered_by<P>(
+    cols: &[StoredColumn<'_>],
+    base: u32,
+    start_ms: u64,
+    end_ms: u64,
+    out: &mut Vec<P>,
+    point: impl Fn(u64, DataValue) -> P,
+) -> bool {
     let mark = out.len();
+    // Reserving the row's point count up front spares a series the copies of a vector grown
+    // point by point.
+    out.reserve(cols.iter().map(|c| qualifier_count(c.qualifier)).sum());
     let mut last: Option<u32> = None;
     let base_ms = base as u64 * 1000;
-    let mut take = |off: u32, v: f64| {
+    let mut take = |off: u32, v: DataValue| {
         if last.is_some_and(|l| off <= l) {
             return false;
         }
         last = Some(off);
         let ts = base_ms + off as u64;
         if ts >= start_ms && ts <= end_ms {
-            out.push((ts as i64, v));
+            out.push(point(ts, v));
         }
         true
     };
@@ -124,7 +140,7 @@ pub fn append_ordered(cols: &[StoredColumn<'_>], base: u32, start_ms: u64, end_m
         let ok = match column_kind(c.qualifier) {
             ColumnKind::Compacted => walk_compacted(c.qualifier, c.value, &mut take),
             ColumnKind::Single => match decode_single(c.qualifier, c.value) {
-                Ok((p, _)) => p.value().is_ok_and(|v| take(p.offset_ms(), v.as_f64())),
+                Ok((p, _)) => p.value().is_ok_and(|v| take(p.offset_ms(), v)),
                 Err(_) => false,
             },
             _ => false,
@@ -135,6 +151,22 @@ pub fn append_ordered(cols: &[StoredColumn<'_>], base: u32, start_ms: u64, end_m
         }
     }
     true
+}
+
+/// How many points a data column's qualifier holds (0 for other columns).
+fn qualifier_count(q: &[u8]) -> usize {
+    match column_kind(q) {
+        ColumnKind::Single => 1,
+        ColumnKind::Compacted => {
+            let (mut i, mut n) = (0, 0);
+            while i < q.len() {
+                i += qualifier_len_at(q[i]);
+                n += 1;
+            }
+            n
+        }
+        _ => 0,
+    }
 }
 
 /// What to write so that a row holds one compacted column.

@@ -212,7 +212,7 @@ proptest! {
         let mut want = Vec::new();
         let decoded = decode_compacted(&q, &v, &mut want).is_ok();
         let mut got = Vec::new();
-        let walked = walk_compacted(&q, &v, |off, x| { got.push((off, x.to_bits())); true });
+        let walked = walk_compacted(&q, &v, |off, x| { got.push((off, x.as_f64().to_bits())); true });
         prop_assert_eq!(walked, decoded);
         if decoded {
             prop_assert_eq!(got, want.iter().map(|p| (p.offset_ms(), p.value().unwrap().as_f64().to_bits())).collect::<Vec<_>>());

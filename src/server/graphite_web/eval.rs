@@ -3,10 +3,11 @@
 //! that need other windows (timeShift, moving*, smartSummarize) re-evaluate their argument.
 
 use super::index::{self, Entry};
+use super::parallel;
 use super::parser::{Call, Expr};
 use super::series::Series;
 use crate::server::AppState;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 /// An evaluation error: graphite-web answers these with 400.
@@ -34,37 +35,59 @@ pub const STEP_LOOKBACK: i64 = 3600;
 /// Where series come from: the store (requests) or a fixed set (unit tests).
 pub trait Source: Sync {
     fn entries(&self) -> R<Arc<Vec<Entry>>>;
-    /// Raw points `(seconds, value)` in `(from, until]` for each entry, keyed by path.
-    fn points(&self, entries: &[&Entry], from: i64, until: i64) -> R<HashMap<String, Vec<(i64, f64)>>>;
+    /// Raw points `(seconds, value)` in `(from, until]` of each entry, in `entries`' order
+    /// (empty when an entry has none).
+    fn points(&self, entries: &[&Entry], from: i64, until: i64) -> R<Vec<Vec<(i64, f64)>>>;
 }
 
 pub struct StoreSource<'a>(pub &'a AppState);
+
+/// Metrics with more wanted series than this look them up by hash rather than one by one.
+const LINEAR_LOOKUP_MAX: usize = 8;
 
 impl Source for StoreSource<'_> {
     fn entries(&self) -> R<Arc<Vec<Entry>>> {
         self.0.graphite_index.snapshot(self.0).map_err(|e| EvalError(e.to_string()))
     }
 
-    fn points(&self, entries: &[&Entry], from: i64, until: i64) -> R<HashMap<String, Vec<(i64, f64)>>> {
-        // metric → (stored tags → path) of the wanted series.
-        type Wanted<'e> = HashMap<&'e [(String, String)], &'e str>;
-        let mut by_metric: BTreeMap<&str, Wanted> = BTreeMap::new();
-        for e in entries {
-            by_metric.entry(&e.metric).or_default().insert(&e.tags, &e.path);
+    fn points(&self, entries: &[&Entry], from: i64, until: i64) -> R<Vec<Vec<(i64, f64)>>> {
+        // metric → the positions of its wanted series in `entries`.
+        let mut by_metric: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (i, e) in entries.iter().enumerate() {
+            by_metric.entry(&e.metric).or_default().push(i);
         }
-        let mut out = HashMap::new();
-        for (metric, wanted) in by_metric {
-            let keys: HashSet<&[(String, String)]> = wanted.keys().copied().collect();
-            let keep = |_: &str, tags: &[(String, String)]| keys.contains(tags);
+        let metrics: Vec<(&str, Vec<usize>)> = by_metric.into_iter().collect();
+        // One scan per metric; a graphite path is a metric of its own, so an expression such
+        // as `*.*.cpu.*` reads thousands of them, on every core.
+        let read = parallel::map(metrics, |(metric, wanted)| -> R<Vec<(usize, Vec<(i64, f64)>)>> {
+            let by_tags: Option<HashMap<&[(String, String)], usize, ahash::RandomState>> =
+                (wanted.len() > LINEAR_LOOKUP_MAX).then(|| wanted.iter().map(|&i| (&entries[i].tags[..], i)).collect());
+            let find = |tags: &[(String, String)]| match &by_tags {
+                Some(m) => m.get(tags).copied(),
+                None => wanted.iter().copied().find(|&i| entries[i].tags[..] == *tags),
+            };
+            let keep = |_: &str, tags: &[(String, String)]| find(tags).is_some();
             let got = self
                 .0
                 .query
                 .select_stored(&[metric.to_string()], (from + 1) * 1000, until * 1000 + 999, true, None, &keep)
                 .map_err(|e| EvalError(e.to_string()))?;
-            for s in got {
-                if let Some(path) = wanted.get(&s.tags[..]) {
-                    out.insert(path.to_string(), s.points.iter().map(|(ms, v)| (ms.div_euclid(1000), *v)).collect());
-                }
+            Ok(got
+                .into_iter()
+                .filter_map(|s| {
+                    let i = find(&s.tags)?;
+                    let mut points = s.points;
+                    for p in &mut points {
+                        p.0 = p.0.div_euclid(1000);
+                    }
+                    Some((i, points))
+                })
+                .collect())
+        });
+        let mut out = vec![Vec::new(); entries.len()];
+        for r in read {
+            for (i, points) in r? {
+                out[i] = points;
             }
         }
         Ok(out)
@@ -90,13 +113,27 @@ pub fn derive_step(points: &[(i64, f64)]) -> i64 {
 /// series gets its siblings' resolution rather than the width of its gaps. Ties go to the
 /// smaller gap.
 pub fn derive_step_pooled(series: &[&[(i64, f64)]]) -> i64 {
-    let mut counts: BTreeMap<i64, usize> = BTreeMap::new();
+    // Runs of one gap (regular data is one run per series) are counted before they touch the
+    // map, which then holds one entry per distinct gap.
+    let mut counts: HashMap<i64, usize, ahash::RandomState> = HashMap::default();
     for points in series {
+        let mut run: Option<(i64, usize)> = None;
         for w in points.windows(2) {
             let d = w[1].0 - w[0].0;
-            if d > 0 {
-                *counts.entry(d).or_default() += 1;
+            if d <= 0 {
+                continue;
             }
+            match &mut run {
+                Some((g, n)) if *g == d => *n += 1,
+                _ => {
+                    if let Some((g, n)) = run.replace((d, 1)) {
+                        *counts.entry(g).or_default() += n;
+                    }
+                }
+            }
+        }
+        if let Some((g, n)) = run {
+            *counts.entry(g).or_default() += n;
         }
     }
     counts.into_iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map(|(d, _)| d).unwrap_or(DEFAULT_STEP)
@@ -113,10 +150,14 @@ pub fn to_grid(name: &str, points: &[(i64, f64)], step: i64, from: i64, until: i
     }
     let n = ((end - start) / step) as usize;
     let mut values = vec![None; n];
+    // `start` is a step multiple, so a point's bucket is at or after it exactly when the
+    // point is: one division per point finds its slot.
     for &(t, v) in points {
-        let b = t - t.rem_euclid(step);
-        if b >= start && b < end {
-            values[((b - start) / step) as usize] = if v.is_nan() { None } else { Some(v) };
+        if t < start {
+            continue;
+        }
+        if let Some(slot) = values.get_mut(((t - start) / step) as usize) {
+            *slot = if v.is_nan() { None } else { Some(v) };
         }
     }
     Series::new(name, start, step, values)
@@ -144,26 +185,25 @@ impl Ctx<'_> {
 
     pub fn fetch_entries(&self, matched: &[&Entry], path_expr: &str) -> R<Vec<Series>> {
         let pts = self.source.points(matched, self.from, self.until)?;
-        let all: Vec<&[(i64, f64)]> = pts.values().map(Vec::as_slice).collect();
+        let all: Vec<&[(i64, f64)]> = pts.iter().map(Vec::as_slice).collect();
         let mut step = derive_step_pooled(&all);
         if !matched.is_empty() && all.iter().all(|p| p.len() < 2) {
             // Too few points in a short window to see the resolution: learn it from the hour
             // before (one more bounded scan, only in this case).
             let wider = self.source.points(matched, self.from - STEP_LOOKBACK, self.until)?;
-            let w: Vec<&[(i64, f64)]> = wider.values().map(Vec::as_slice).collect();
+            let w: Vec<&[(i64, f64)]> = wider.iter().map(Vec::as_slice).collect();
             step = derive_step_pooled(&w);
         }
-        let mut out: Vec<Series> = matched
-            .iter()
-            .map(|e| {
-                let p = pts.get(&e.path).map(Vec::as_slice).unwrap_or(&[]);
-                let mut s = to_grid(&e.path, p, step, self.from, self.until);
-                s.tags = e.graphite_tags();
-                s.path_expr = path_expr.to_string();
-                s.xff = self.xff;
-                s
-            })
-            .collect();
+        // Each series' points are dropped once gridded: the grids reuse their memory.
+        let each: Vec<(&Entry, Vec<(i64, f64)>)> = matched.iter().copied().zip(pts).collect();
+        let mut out: Vec<Series> = parallel::map(each, |(e, p)| {
+            let mut s = to_grid(&e.path, &p, step, self.from, self.until);
+            drop(p);
+            s.tags = e.graphite_tags();
+            s.path_expr = path_expr.to_string();
+            s.xff = self.xff;
+            s
+        });
         out.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(out)
     }
@@ -276,11 +316,13 @@ impl Source for MemSource {
         v.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(Arc::new(v))
     }
-    fn points(&self, entries: &[&Entry], from: i64, until: i64) -> R<HashMap<String, Vec<(i64, f64)>>> {
+    fn points(&self, entries: &[&Entry], from: i64, until: i64) -> R<Vec<Vec<(i64, f64)>>> {
         Ok(entries
             .iter()
-            .filter_map(|e| self.0.iter().find(|(p, _)| *p == e.path))
-            .map(|(p, pts)| (p.clone(), pts.iter().filter(|(t, _)| *t > from && *t <= until).copied().collect()))
+            .map(|e| match self.0.iter().find(|(p, _)| *p == e.path) {
+                Some((_, pts)) => pts.iter().filter(|(t, _)| *t > from && *t <= until).copied().collect(),
+                None => Vec::new(),
+            })
             .collect())
     }
 }
@@ -288,6 +330,24 @@ impl Source for MemSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// Each point lands in the bucket its timestamp rounds down to (whisper's rule), the
+        /// last one winning, NaN as a gap.
+        #[test]
+        fn points_land_in_their_bucket(ts in proptest::collection::vec(-100i64..400, 0..40), step in proptest::prop_oneof![proptest::strategy::Just(1i64), proptest::strategy::Just(7), proptest::strategy::Just(10), proptest::strategy::Just(60)], from in -50i64..200, span in 1i64..300) {
+            let pts: Vec<(i64, f64)> = ts.iter().enumerate().map(|(i, &t)| (t, if i % 5 == 4 { f64::NAN } else { i as f64 })).collect();
+            let s = to_grid("x", &pts, step, from, from + span);
+            let mut want = vec![None; s.values.len()];
+            for &(t, v) in &pts {
+                let b = t - t.rem_euclid(step);
+                if b >= s.start && b < s.end {
+                    want[((b - s.start) / step) as usize] = if v.is_nan() { None } else { Some(v) };
+                }
+            }
+            proptest::prop_assert_eq!(s.values, want);
+        }
+    }
 
     #[test]
     fn grid_is_from_exclusive_until_inclusive() {
@@ -301,5 +361,11 @@ mod tests {
         assert_eq!(s.start, 600);
         assert_eq!(derive_step(&pts), 60);
         assert_eq!(derive_step(&[]), DEFAULT_STEP);
+        // Counted over runs and series alike; ties go to the smaller gap.
+        let a: Vec<(i64, f64)> = [0, 10, 20, 30, 35, 40].iter().map(|&t| (t, 0.0)).collect();
+        let b: Vec<(i64, f64)> = [0, 5, 10, 15, 15, 25].iter().map(|&t| (t, 0.0)).collect();
+        assert_eq!(derive_step_pooled(&[&a]), 10);
+        assert_eq!(derive_step_pooled(&[&a, &b]), 5);
+        assert_eq!(derive_step_pooled(&[&a[..4], &b[..3]]), 10);
     }
 }

@@ -71,19 +71,55 @@ pub fn element_regex(pat: &str) -> Result<Regex, String> {
     Regex::new(&re).map_err(|e| format!("invalid glob {pat:?}: {e}"))
 }
 
+/// One element's matcher. An expression such as `*.*.cpu.usage_user` is matched against
+/// every series' path, so its plain shapes skip the regex.
+pub enum Element {
+    /// `*`: what `^(?:.*)$` matches, any node without a line break.
+    Any,
+    /// No glob character: the node itself.
+    Literal(String),
+    Pattern(Regex),
+}
+
+impl Element {
+    pub fn new(pat: &str) -> Result<Element, String> {
+        Ok(if pat == "*" {
+            Element::Any
+        } else if !has_glob(pat) {
+            Element::Literal(pat.to_string())
+        } else {
+            Element::Pattern(element_regex(pat)?)
+        })
+    }
+
+    pub fn is_match(&self, node: &str) -> bool {
+        match self {
+            Element::Any => !node.contains('\n'),
+            Element::Literal(l) => node == l,
+            Element::Pattern(r) => r.is_match(node),
+        }
+    }
+}
+
 /// A compiled multi-element pattern.
 pub struct PathGlob {
-    pub elements: Vec<Regex>,
+    pub elements: Vec<Element>,
 }
 
 impl PathGlob {
     pub fn new(q: &str) -> Result<PathGlob, String> {
-        Ok(PathGlob { elements: split_elements(q).iter().map(|e| element_regex(e)).collect::<Result<_, _>>()? })
+        Ok(PathGlob { elements: split_elements(q).iter().map(|e| Element::new(e)).collect::<Result<_, _>>()? })
     }
 
     /// Whether the first `elements.len()` nodes of `nodes` match.
     pub fn matches_prefix(&self, nodes: &[&str]) -> bool {
         nodes.len() >= self.elements.len() && self.elements.iter().zip(nodes).all(|(r, n)| r.is_match(n))
+    }
+
+    /// Whether a dotted path has exactly one node per element, each matching.
+    pub fn matches_path(&self, path: &str) -> bool {
+        let mut nodes = path.split('.');
+        self.elements.iter().all(|e| nodes.next().is_some_and(|n| e.is_match(n))) && nodes.next().is_none()
     }
 }
 
@@ -102,5 +138,19 @@ mod tests {
         assert!(m("{a,b{c,d}}", "bd"));
         assert!(m("a.b", "a.b") && !m("a.b", "axb"));
         assert_eq!(split_elements("demo.{a.b,c}.x[.]"), vec!["demo", "{a.b,c}", "x[.]"]);
+    }
+
+    #[test]
+    fn plain_elements_match_as_their_regex_does() {
+        let nodes = ["", "a", "ab", "a\nb", "\n", "x]", "a,b", "}", "web01", "a\\b"];
+        for pat in ["*", "a", "ab", "x]", "a,b", "}", "web01", "a\\b"] {
+            let (e, r) = (Element::new(pat).unwrap(), element_regex(pat).unwrap());
+            assert!(!matches!(e, Element::Pattern(_)), "{pat}");
+            for n in nodes {
+                assert_eq!(e.is_match(n), r.is_match(n), "{pat:?} on {n:?}");
+            }
+        }
+        let g = PathGlob::new("a.*.c").unwrap();
+        assert!(g.matches_path("a.b.c") && !g.matches_path("a.b.c.d") && !g.matches_path("a.b") && !g.matches_path("a.b.d"));
     }
 }

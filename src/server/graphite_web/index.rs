@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 /// New series become visible to browsing within this delay.
 pub const TTL: Duration = Duration::from_secs(5);
 
+/// Metrics read per task while building a snapshot.
+const METRICS_PER_CHUNK: usize = 256;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
     pub path: String,
@@ -63,14 +66,23 @@ impl SeriesIndex {
 
 fn build(state: &AppState) -> Result<Vec<Entry>, QueryError> {
     let metrics: Vec<String> = state.query.uids.list(UidKind::Metric)?.into_iter().map(|(n, _)| n).collect();
-    let all = state.query.select_stored(&metrics, 0, i64::MAX, false, None, &|_, _| true)?;
-    let mut out: Vec<Entry> = all
-        .into_iter()
-        .map(|s| {
-            let path = naming::to_path(state, &s.metric, &s.tags);
-            Entry { path, metric: s.metric, tags: s.tags }
-        })
-        .collect();
+    // One scan per metric, and graphite writes a metric per path: the metrics are read in
+    // chunks on every core (a request that finds the snapshot stale waits for this).
+    let chunks: Vec<&[String]> = metrics.chunks(METRICS_PER_CHUNK).collect();
+    let read = super::parallel::map_from(chunks, 2, |c| -> Result<Vec<Entry>, QueryError> {
+        let all = state.query.select_stored(c, 0, i64::MAX, false, None, &|_, _| true)?;
+        Ok(all
+            .into_iter()
+            .map(|s| {
+                let path = naming::to_path(state, &s.metric, &s.tags);
+                Entry { path, metric: s.metric, tags: s.tags }
+            })
+            .collect())
+    });
+    let mut out: Vec<Entry> = Vec::new();
+    for r in read {
+        out.extend(r?);
+    }
     out.sort_by(|a, b| a.path.cmp(&b.path));
     out.dedup_by(|a, b| a.path == b.path);
     Ok(out)
@@ -88,9 +100,6 @@ pub fn resolve<'a>(entries: &'a [Entry], expr: &str) -> Result<Vec<&'a Entry>, S
     Ok(entries
         .iter()
         .filter(|e| !e.is_tagged())
-        .filter(|e| {
-            let nodes: Vec<&str> = e.path.split('.').collect();
-            nodes.len() == glob.elements.len() && glob.matches_prefix(&nodes)
-        })
+        .filter(|e| glob.matches_path(&e.path))
         .collect())
 }

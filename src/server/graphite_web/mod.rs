@@ -10,6 +10,7 @@ pub mod glob;
 pub mod index;
 pub mod meta;
 pub mod naming;
+pub mod parallel;
 pub mod parser;
 pub mod render;
 pub mod series;

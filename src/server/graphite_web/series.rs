@@ -180,19 +180,13 @@ pub struct Normalized {
 }
 
 pub fn normalize(series: &[Series]) -> Option<Normalized> {
-    let step = series.iter().map(|s| s.step).fold(0, lcm);
-    if series.is_empty() || step <= 0 {
-        return None;
-    }
-    let cons: Vec<Series> = series.iter().map(|s| s.consolidate((step / s.step) as usize)).collect();
-    let start = cons.iter().map(|s| s.start).min()?;
-    let mut end = cons.iter().map(|s| s.end).max()?;
-    end -= (end - start) % step;
-    let n = ((end - start) / step).max(0) as usize;
+    let g = Grid::new(series)?;
+    let n = g.len();
     let rows = (0..n)
         .map(|i| {
-            let t = start + i as i64 * step;
-            cons.iter()
+            let t = g.start + i as i64 * g.step;
+            g.cons
+                .iter()
                 .map(|s| {
                     let d = t - s.start;
                     if d < 0 || d % s.step != 0 {
@@ -203,7 +197,140 @@ pub fn normalize(series: &[Series]) -> Option<Normalized> {
                 .collect()
         })
         .collect();
-    Some(Normalized { start, end, step, rows })
+    Some(Normalized { start: g.start, end: g.end, step: g.step, rows })
+}
+
+/// [`normalize`]'s grid without its rows: the series consolidated to the common step (borrowed
+/// when already on it, which is the usual case) and the rows' span.
+pub struct Grid<'a> {
+    pub start: i64,
+    pub end: i64,
+    pub step: i64,
+    pub cons: Vec<std::borrow::Cow<'a, Series>>,
+}
+
+impl<'a> Grid<'a> {
+    pub fn new(series: &'a [Series]) -> Option<Grid<'a>> {
+        let step = series.iter().map(|s| s.step).fold(0, lcm);
+        if series.is_empty() || step <= 0 {
+            return None;
+        }
+        let cons: Vec<std::borrow::Cow<Series>> = series
+            .iter()
+            .map(|s| match (step / s.step) as usize {
+                n if n <= 1 => std::borrow::Cow::Borrowed(s),
+                n => std::borrow::Cow::Owned(s.consolidate(n)),
+            })
+            .collect();
+        let start = cons.iter().map(|s| s.start).min()?;
+        let mut end = cons.iter().map(|s| s.end).max()?;
+        end -= (end - start) % step;
+        Some(Grid { start, end, step, cons })
+    }
+
+    pub fn len(&self) -> usize {
+        ((self.end - self.start) / self.step).max(0) as usize
+    }
+
+    /// Calls `f(row, value)` for every non-null value of rows `rows`, series by series in
+    /// input order: what those rows of [`normalize`] hold, visited by column.
+    pub fn each_value(&self, rows: std::ops::Range<usize>, mut f: impl FnMut(usize, f64)) {
+        let n = self.len().min(rows.end);
+        for s in &self.cons {
+            if s.step == self.step {
+                // On the grid's step (always, once consolidated): row = index + offset.
+                let d = s.start - self.start;
+                if d % self.step != 0 {
+                    continue;
+                }
+                let off = d / self.step;
+                let (a, b) = ((rows.start as i64).max(off), (n as i64).min(off + s.values.len() as i64));
+                for i in a..b.max(a) {
+                    if let Some(v) = s.values[(i - off) as usize] {
+                        f(i as usize, v);
+                    }
+                }
+                continue;
+            }
+            for (j, v) in s.values.iter().enumerate() {
+                let Some(v) = *v else { continue };
+                let d = s.start + j as i64 * s.step - self.start;
+                if d < 0 || d % self.step != 0 {
+                    continue;
+                }
+                let i = (d / self.step) as usize;
+                if i >= rows.start && i < n {
+                    f(i, v);
+                }
+            }
+        }
+    }
+}
+
+/// The aggregation functions whose value can be built up one series at a time, in input
+/// order, giving what [`aggregate`] gives on the row.
+pub fn is_foldable(func: &str) -> bool {
+    matches!(func, "sum" | "total" | "average" | "avg" | "min" | "max" | "count")
+}
+
+/// [`aggregate`] of every row of the grid for a foldable function, with graphite's
+/// xFilesFactor (a row with fewer than `xff` of its series non-null is null), without building
+/// the rows: sums add in the same order as `Iterator::sum` does over a row.
+pub fn fold_rows(g: &Grid, func: &str, xff: f64) -> Vec<Option<f64>> {
+    let n = g.len();
+    // Wide grids split their rows over the cores; each row still adds its series in order.
+    let parts = if n * g.cons.len() >= 100_000 { super::parallel::cores() } else { 1 };
+    let per = n.div_ceil(parts.max(1)).max(1);
+    let ranges: Vec<std::ops::Range<usize>> = (0..n).step_by(per).map(|lo| lo..(lo + per).min(n)).collect();
+    super::parallel::map_from(ranges, 2, |r| fold_range(g, func, xff, r)).into_iter().flatten().collect()
+}
+
+#[derive(Clone, Copy)]
+enum Fold {
+    Add,
+    Min,
+    Max,
+}
+
+fn fold_range(g: &Grid, func: &str, xff: f64, rows: std::ops::Range<usize>) -> Vec<Option<f64>> {
+    let zero: f64 = std::iter::empty::<f64>().sum();
+    let (op, init) = match func {
+        "min" => (Fold::Min, f64::INFINITY),
+        "max" => (Fold::Max, f64::NEG_INFINITY),
+        _ => (Fold::Add, zero),
+    };
+    let lo = rows.start;
+    let mut acc = vec![init; rows.len()];
+    let mut count = vec![0usize; rows.len()];
+    g.each_value(rows.clone(), |i, v| {
+        let k = i - lo;
+        count[k] += 1;
+        acc[k] = match op {
+            Fold::Min => f64::min(acc[k], v),
+            Fold::Max => f64::max(acc[k], v),
+            Fold::Add => acc[k] + v,
+        };
+    });
+    let width = g.cons.len();
+    let mean = matches!(func, "average" | "avg");
+    let counting = func == "count";
+    acc.into_iter()
+        .zip(count)
+        .map(|(a, nn)| {
+            if width > 0 && (nn as f64) / (width as f64) < xff {
+                return None;
+            }
+            if counting {
+                Some(nn as f64)
+            } else if nn == 0 {
+                None
+            } else if mean {
+                Some(a / nn as f64)
+            } else {
+                Some(a)
+            }
+        })
+        .collect()
 }
 
 /// Python's `%g`-like short rendering used in generated names (`scale(x,0.5)`, `100.0` for
@@ -266,6 +393,34 @@ mod tests {
         assert_eq!(s.consolidate(2).values, vec![Some(1.0), Some(3.0)]);
         s.xff = 0.6;
         assert_eq!(s.consolidate(2).values, vec![None, None]);
+    }
+
+    proptest::proptest! {
+        /// The combiners' column-wise fold gives, bit for bit, what aggregating each row of
+        /// the normalised grid gives (steps, alignments, nulls, signed zeros, xFilesFactor).
+        #[test]
+        fn folded_rows_equal_the_rows_aggregated(
+            series in proptest::collection::vec((0i64..7, proptest::prop_oneof![proptest::strategy::Just(10i64), proptest::strategy::Just(20), proptest::strategy::Just(30)],
+                proptest::collection::vec(proptest::option::of(proptest::prop_oneof![-1e3f64..1e3, proptest::strategy::Just(-0.0), proptest::strategy::Just(0.0)]), 0..14)), 1..6),
+            xff in proptest::prop_oneof![proptest::strategy::Just(0.0), proptest::strategy::Just(0.5), proptest::strategy::Just(1.0)],
+        ) {
+            let list: Vec<Series> = series.iter().enumerate().map(|(i, (start, step, vals))| Series::new(format!("s{i}"), start * 10, *step, vals.clone())).collect();
+            let (Some(norm), Some(grid)) = (normalize(&list), Grid::new(&list)) else { return Ok(()) };
+            for f in ["sum", "total", "average", "avg", "min", "max", "count"] {
+                let want: Vec<Option<u64>> = norm.rows.iter().map(|r| {
+                    let nn = r.iter().filter(|v| v.is_some()).count();
+                    if !r.is_empty() && (nn as f64) / (r.len() as f64) < xff { None } else { aggregate(f, r) }
+                }.map(f64::to_bits)).collect();
+                let got: Vec<Option<u64>> = fold_rows(&grid, f, xff).into_iter().map(|v| v.map(f64::to_bits)).collect();
+                proptest::prop_assert_eq!(&got, &want, "{}", f);
+                // Rows split in parts (as wide grids are, over the cores) give the same.
+                let n = grid.len();
+                for per in 1..=3 {
+                    let parts: Vec<Option<u64>> = (0..n).step_by(per).flat_map(|lo| fold_range(&grid, f, xff, lo..(lo + per).min(n))).map(|v| v.map(f64::to_bits)).collect();
+                    proptest::prop_assert_eq!(&parts, &want, "{} by {}", f, per);
+                }
+            }
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use super::super::eval::{err, Args, Ctx, EvalError, NodeOrTag, R};
 use super::super::parser::{parse, Expr};
-use super::super::series::{aggregate, fmt_g, is_agg_func, normalize, percentile, Series};
+use super::super::series::{aggregate, fmt_g, fold_rows, is_agg_func, is_foldable, normalize, percentile, Grid, Series};
 use super::alias::node_or_tag_value;
 use super::map_values;
 use std::collections::BTreeMap;
@@ -96,20 +96,27 @@ fn common_tags(list: &[Series], name: &str, func: &str) -> BTreeMap<String, Stri
 }
 
 pub fn combine(list: &[Series], func: &str, fname: &str, xff: f64) -> Option<Series> {
-    let norm = normalize(list)?;
+    let (start, step, values) = if is_foldable(func) {
+        // Sums, means and extremes build up series by series: no row vectors.
+        let g = Grid::new(list)?;
+        (g.start, g.step, fold_rows(&g, func, xff))
+    } else {
+        let norm = normalize(list)?;
+        let values = norm
+            .rows
+            .iter()
+            .map(|r| {
+                let nn = r.iter().filter(|v| v.is_some()).count();
+                if !r.is_empty() && (nn as f64) / (r.len() as f64) < xff {
+                    return None;
+                }
+                aggregate(func, r)
+            })
+            .collect();
+        (norm.start, norm.step, values)
+    };
     let name = combined_name(fname, list);
-    let values = norm
-        .rows
-        .iter()
-        .map(|r| {
-            let nn = r.iter().filter(|v| v.is_some()).count();
-            if !r.is_empty() && (nn as f64) / (r.len() as f64) < xff {
-                return None;
-            }
-            aggregate(func, r)
-        })
-        .collect();
-    let mut s = Series::new(name.clone(), norm.start, norm.step, values);
+    let mut s = Series::new(name.clone(), start, step, values);
     s.tags = common_tags(list, &name, func);
     s.consolidation = list[0].consolidation.clone();
     Some(s)

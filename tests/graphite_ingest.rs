@@ -147,17 +147,18 @@ fn pickle_from_python_with_a_malicious_frame() {
     g.server.stop();
 }
 
-#[test]
-fn rules_map_to_metric_and_tags_and_back() {
-    let g = start(
-        r#"
+/// collectd's write_graphite names mapped to metric + tags.
+const COLLECTD_RULE: &str = r#"
 [[graphite.rules]]
 name = "collectd"
 match = "collectd.{host}.{plugin}-{instance}.{type}-{type_instance}"
 metric = "collectd.{plugin}.{type}"
 tags = { host = "{host}", instance = "{instance}", type_instance = "{type_instance}" }
-"#,
-    );
+"#;
+
+#[test]
+fn rules_map_to_metric_and_tags_and_back() {
+    let g = start(COLLECTD_RULE);
     let t = now();
     let mut s = TcpStream::connect(&g.plain).unwrap();
     s.write_all(format!("collectd.web01.cpu-0.cpu-idle 97 {t}\ncollectd.web01.load.load.shortterm 0.5 {t}\n").as_bytes()).unwrap();
@@ -177,15 +178,7 @@ tags = { host = "{host}", instance = "{instance}", type_instance = "{type_instan
 /// timestamp is still refused.
 #[test]
 fn remembered_paths_keep_their_mapping() {
-    let g = start(
-        r#"
-[[graphite.rules]]
-name = "collectd"
-match = "collectd.{host}.{plugin}-{instance}.{type}-{type_instance}"
-metric = "collectd.{plugin}.{type}"
-tags = { host = "{host}", instance = "{instance}", type_instance = "{type_instance}" }
-"#,
-    );
+    let g = start(COLLECTD_RULE);
     let t = now() - 100;
     let a = &g.server.addr;
     let send = |text: String| {

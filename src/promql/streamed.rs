@@ -14,7 +14,7 @@ use super::{selector_matchers, LabelSet, PromError, Settings};
 use crate::query::QueryEngine;
 use promql_parser::parser::{AggregateExpr, Call, Expr, MatrixSelector};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use tsgate_prometheus::is_stale_nan;
 
@@ -119,11 +119,13 @@ fn run(
     // many more steps than points they could otherwise outgrow what the step evaluator holds.
     let kept = AtomicUsize::new(0);
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(plan.metrics.len()).max(1);
-    let reduce = || -> Result<Vec<Reduced>, PromError> {
+    // Set by the first worker to fail, so the others stop instead of reading on.
+    let failed = AtomicBool::new(false);
+    let work = || -> Result<Vec<Reduced>, PromError> {
         let mut mine = Vec::new();
-        loop {
+        while !failed.load(Ordering::Relaxed) {
             let i = next_metric.fetch_add(1, Ordering::Relaxed);
-            let Some(metric) = plan.metrics.get(i) else { return Ok(mine) };
+            let Some(metric) = plan.metrics.get(i) else { break };
             for f in store.select_metric(&plan, metric, lo, hi)? {
                 if loaded.fetch_add(f.points.len(), Ordering::Relaxed) + f.points.len() > settings.max_samples {
                     return Err(PromError::Execution("query processing would load too many samples into memory in query execution".into()));
@@ -137,6 +139,14 @@ fn run(
             }
             settings.check_deadline("query preparation")?;
         }
+        Ok(mine)
+    };
+    let reduce = || {
+        let r = work();
+        if r.is_err() {
+            failed.store(true, Ordering::Relaxed);
+        }
+        r
     };
     let mut reduced: Vec<Reduced> = Vec::new();
     if workers == 1 {

@@ -27,7 +27,7 @@ fn main() {
     let t = std::time::Instant::now();
     let mut n = 0;
     for r in &raws {
-        n += tsgate::prometheus::write::from_v1(r, 32).unwrap().samples.len();
+        n += tsgate::prometheus::write::from_v1(r, 32, &|_| None).unwrap().samples.len();
     }
     println!("borrowed decode + normalise {:?} ({n} samples)", t.elapsed());
 }

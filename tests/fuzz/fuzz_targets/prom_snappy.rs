@@ -12,7 +12,7 @@ const LIMIT: usize = 1 << 20;
 fuzz_target!(|data: &[u8]| {
     let Ok(raw) = snappy::decompress(data, LIMIT) else { return };
     assert!(raw.len() <= LIMIT, "decompressed past the cap");
-    let _ = from_v1(&raw, 32);
+    let _ = from_v1(&raw, 32, &|_| None);
     if let Ok(r) = v2::Request::decode(raw.as_slice()) {
         let _ = from_v2(&r, 32);
     }

@@ -107,8 +107,8 @@ pub fn aggregate(func: &str, vals: &[Option<f64>]) -> Option<f64> {
     Some(match func {
         "average" | "avg" => nn.iter().sum::<f64>() / nn.len() as f64,
         "sum" | "total" => nn.iter().sum(),
-        "min" => nn.iter().copied().fold(f64::INFINITY, f64::min),
-        "max" => nn.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        "min" => nn.iter().copied().fold(f64::INFINITY, first_min),
+        "max" => nn.iter().copied().fold(f64::NEG_INFINITY, first_max),
         "median" => {
             // graphite's safeMedian: the middle value, or the mean of the two middle ones.
             let mut v = nn.clone();
@@ -285,6 +285,17 @@ pub fn fold_rows(g: &Grid, func: &str, xff: f64) -> Vec<Option<f64>> {
     super::parallel::map_from(ranges, 2, |r| fold_range(g, func, xff, r)).into_iter().flatten().collect()
 }
 
+/// `f64::min` with the earlier value kept on a tie, as Python's `min` does: `f64::min` may
+/// return either zero for `-0.0` and `0.0`, and did differently in two code paths.
+fn first_min(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b < a { b } else { a }
+}
+
+/// See [`first_min`].
+fn first_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b > a { b } else { a }
+}
+
 #[derive(Clone, Copy)]
 enum Fold {
     Add,
@@ -306,8 +317,8 @@ fn fold_range(g: &Grid, func: &str, xff: f64, rows: std::ops::Range<usize>) -> V
         let k = i - lo;
         count[k] += 1;
         acc[k] = match op {
-            Fold::Min => f64::min(acc[k], v),
-            Fold::Max => f64::max(acc[k], v),
+            Fold::Min => first_min(acc[k], v),
+            Fold::Max => first_max(acc[k], v),
             Fold::Add => acc[k] + v,
         };
     });

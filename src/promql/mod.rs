@@ -160,15 +160,11 @@ pub fn instant_eval(data: &selectors::Data, expr: &Expr, t: i64, settings: Setti
 pub fn range_query(store: &QueryEngine, expr: &Expr, start: i64, end: i64, step: i64, settings: Settings) -> Result<QueryResult, PromError> {
     check_range_type(expr)?;
     if let Some(steps) = streamed::eval(store, expr, start, end, step, settings) {
-        let mut series: std::collections::HashMap<LabelSet, Vec<(i64, f64)>> = std::collections::HashMap::new();
+        let mut m = Matrix::default();
         for (t, v) in steps? {
-            for s in v {
-                series.entry(s.labels).or_default().push((t, s.v));
-            }
+            m.add(t, v);
         }
-        let mut out: Vec<(LabelSet, Vec<(i64, f64)>)> = series.into_iter().collect();
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        return Ok(QueryResult::Matrix(out));
+        return Ok(m.sorted());
     }
     let data = selectors::fetch(store, expr, start, end, settings)?;
     range_eval(&data, expr, start, end, step, settings)
@@ -193,22 +189,35 @@ pub fn check_range_type(expr: &Expr) -> Result<(), PromError> {
 /// The steps of a range query over data already fetched for it.
 pub fn range_eval(data: &selectors::Data, expr: &Expr, start: i64, end: i64, step: i64, settings: Settings) -> Result<QueryResult, PromError> {
     let ev = eval::Evaluator::new(data, start, end, settings);
-    let mut series: std::collections::HashMap<LabelSet, Vec<(i64, f64)>> = std::collections::HashMap::new();
+    let mut m = Matrix::default();
     let mut t = start;
     while t <= end {
         settings.check_deadline("expression evaluation")?;
         match ev.eval(expr, t)? {
-            eval::Value::Scalar(v) => series.entry(Arc::new(Vec::new())).or_default().push((t, v)),
-            eval::Value::Vector(v) => {
-                for s in v {
-                    series.entry(s.labels).or_default().push((t, s.v));
-                }
-            }
+            eval::Value::Scalar(v) => m.add(t, vec![eval::Sample { labels: Arc::new(Vec::new()), v }]),
+            eval::Value::Vector(v) => m.add(t, v),
             _ => return Err(PromError::Execution("range query step did not yield a vector or scalar".into())),
         }
         t += step;
     }
-    let mut out: Vec<(LabelSet, Vec<(i64, f64)>)> = series.into_iter().collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(QueryResult::Matrix(out))
+    Ok(m.sorted())
+}
+
+/// A range query's answer built step by step: each label set's (time, value) points.
+#[derive(Default)]
+struct Matrix(std::collections::HashMap<LabelSet, Vec<(i64, f64)>>);
+
+impl Matrix {
+    fn add(&mut self, t: i64, step: Vec<eval::Sample>) {
+        for s in step {
+            self.0.entry(s.labels).or_default().push((t, s.v));
+        }
+    }
+
+    /// The series sorted by labels.
+    fn sorted(self) -> QueryResult {
+        let mut out: Vec<(LabelSet, Vec<(i64, f64)>)> = self.0.into_iter().collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        QueryResult::Matrix(out)
+    }
 }

@@ -15,8 +15,10 @@ pub struct EmbeddedStore {
     tables: HashMap<String, Vec<(Vec<u8>, Keyspace)>>,
     /// Read-modify-write operations (increment, check-and-put, timestamped mutations) hold it
     /// exclusively, plain batches shared: a put can't slip between an operation's read and write.
-    rmw: RwLock<()>,
+    /// Inside it (so `close` can take it exclusively): set by `close`, after which writes fail.
+    rmw: RwLock<bool>,
     clock: AtomicU64,
+    dir: std::path::PathBuf,
 }
 
 /// Every level's data blocks are LZ4-compressed (the engine's default leaves the first two
@@ -41,6 +43,14 @@ fn keyspace_options() -> KeyspaceCreateOptions {
     KeyspaceCreateOptions::default()
         .data_block_compression_policy(fjall::config::CompressionPolicy::all(fjall::CompressionType::Lz4))
         .data_block_size_policy(fjall::config::BlockSizePolicy::new([SMALL_BLOCK, SMALL_BLOCK, SMALL_BLOCK, BLOCK_SIZE]))
+}
+
+/// Writes after `close` are refused: `close` may have removed the engine's journal.
+fn open_for_writes(closed: bool, table: &str) -> StoreResult<()> {
+    if closed {
+        return Err(StoreError::Engine { op: "write", table: table.to_string(), msg: "the store is closed".into() });
+    }
+    Ok(())
 }
 
 fn engine_err<'a>(op: &'static str, table: &'a str) -> impl Fn(fjall::Error) -> StoreError + 'a {
@@ -71,7 +81,7 @@ impl EmbeddedStore {
             fams.sort_by(|a, b| a.0.cmp(&b.0));
             map.insert(t.name.clone(), fams);
         }
-        Ok(EmbeddedStore { db, tables: map, rmw: RwLock::new(()), clock: AtomicU64::new(0) })
+        Ok(EmbeddedStore { db, tables: map, rmw: RwLock::new(false), clock: AtomicU64::new(0), dir: dir.to_path_buf() })
     }
 
     /// A strictly increasing ms clock: cell timestamps order writes made by this process.
@@ -88,6 +98,19 @@ impl EmbeddedStore {
                 Err(p) => prev = p,
             }
         }
+    }
+
+    fn empty_journal(&self) -> std::io::Result<()> {
+        let journals: Vec<_> = std::fs::read_dir(&self.dir)?
+            .map(|e| e.map(|e| e.path()))
+            .filter(|p| p.as_ref().map_or(true, |p| p.extension().is_some_and(|x| x == "jnl")))
+            .collect::<Result<_, _>>()?;
+        if let [active] = journals.as_slice() {
+            let f = std::fs::OpenOptions::new().write(true).open(active)?;
+            f.set_len(0)?;
+            f.sync_all()?;
+        }
+        Ok(())
     }
 
     fn families(&self, table: &str) -> StoreResult<&Vec<(Vec<u8>, Keyspace)>> {
@@ -241,7 +264,8 @@ impl Store for EmbeddedStore {
     }
 
     fn mutate(&self, table: &str, batch: Vec<RowMutations>) -> StoreResult<()> {
-        let _shared = self.rmw.read();
+        let shared = self.rmw.read();
+        open_for_writes(*shared, table)?;
         // One timestamp for the whole batch, as HBase's mutateRows gives (a clock ticking per
         // cell would run ahead of the wall clock on large batches).
         let ts = self.now();
@@ -328,7 +352,8 @@ impl Store for EmbeddedStore {
 
     fn increment(&self, table: &str, row: &[u8], family: &[u8], qualifier: &[u8], delta: i64) -> StoreResult<i64> {
         let ks = self.family(table, family)?;
-        let _g = self.rmw.write();
+        let g = self.rmw.write();
+        open_for_writes(*g, table)?;
         let cur = match self.read_cell(table, ks, row, qualifier)? {
             None => 0,
             Some(v) => crate::schema::uid_table::decode_counter(&v)
@@ -349,7 +374,8 @@ impl Store for EmbeddedStore {
         value: &[u8],
     ) -> StoreResult<bool> {
         let ks = self.family(table, family)?;
-        let _g = self.rmw.write();
+        let g = self.rmw.write();
+        open_for_writes(*g, table)?;
         let cur = self.read_cell(table, ks, row, qualifier)?;
         if cur.as_deref() != expected {
             return Ok(false);
@@ -388,11 +414,23 @@ impl Store for EmbeddedStore {
         while self.db.journal_count() > 1 && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        self.flush()
+        self.flush()?;
+        let mut closed = self.rmw.write();
+        *closed = true;
+        // The engine keeps its active journal until it grows past 64 MB, whatever it holds; once
+        // every memtable is written out it holds nothing the tables don't, and would stay on
+        // disk as a second copy of everything ingested since. Emptied, not removed: the engine
+        // recovers its sequence numbers from the tables only when it finds a journal to replay
+        // (without one, new writes would sort below the old ones).
+        if self.db.write_buffer_size() == 0 && self.db.outstanding_flushes() == 0 && self.db.journal_count() == 1 {
+            self.empty_journal().map_err(|e| StoreError::Engine { op: "close", table: "*".into(), msg: e.to_string() })?;
+        }
+        Ok(())
     }
 
     fn mutate_at(&self, table: &str, batch: Vec<RowMutations>, ts: u64) -> StoreResult<()> {
-        let _g = self.rmw.write();
+        let g = self.rmw.write();
+        open_for_writes(*g, table)?;
         let mut wb = self.db.batch();
         let version = |ks: &Keyspace, key: &[u8]| -> StoreResult<Option<u64>> {
             Ok(ks.get(key).map_err(engine_err("mutate_at", table))?.map(|v| split_value(&v).0))

@@ -41,6 +41,7 @@ macro_rules! store_suite {
             #[test] fn atomics() { let (_g, s) = super::$backend(); conformance::atomics(&s); }
             #[test] fn timestamped_mutations() { let (_g, s) = super::$backend(); conformance::timestamped_mutations(&s); }
             #[test] fn multi_get() { let (_g, s) = super::$backend(); conformance::multi_get(&s); }
+            #[test] fn seeking_scans() { let (_g, s) = super::$backend(); conformance::seeking_scans(&s); }
             #[test] fn uid_assignment_is_unique_across_nodes() { let (_g, s) = super::$backend(); super::uids_across_nodes(s); }
             #[test] fn compaction_keeps_a_concurrent_overwrite() { let (_g, s) = super::$backend(); super::compaction_race(s); }
         }

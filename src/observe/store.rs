@@ -111,6 +111,10 @@ impl Store for InstrumentedStore {
         self.inner.shared()
     }
 
+    fn atomic_batches(&self) -> bool {
+        self.inner.atomic_batches()
+    }
+
     fn counters(&self) -> Vec<(&'static str, u64)> {
         self.inner.counters()
     }

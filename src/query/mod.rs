@@ -9,6 +9,7 @@ pub mod filter;
 pub mod numfmt;
 pub mod parse;
 pub mod render;
+pub mod seek;
 pub mod select;
 pub mod spec;
 pub mod time;
@@ -222,7 +223,7 @@ impl QueryEngine {
             }
             (m, Some(set))
         };
-        let row_regex = self.pushdown_regex(sq)?;
+        let row_filter = self.pushdown(sq)?;
         let first = base_time(q.start_ms / 1000);
         let last = (base_time(q.end_ms / 1000) as u64 + ROW_SPAN).min(u32::MAX as u64);
         let mut states: Vec<SeriesState> = Vec::new();
@@ -237,8 +238,9 @@ impl QueryEngine {
                 start: self.layout.metric_start(&salt, &metric_uid, first),
                 stop: self.layout.metric_start(&salt, &metric_uid, last as u32),
                 families: vec![b"t".to_vec()],
-                row_regex: row_regex.clone(),
+                row_regex: row_filter.regex.clone(),
                 limit: None,
+                seek: row_filter.seek.clone(),
             };
             for row in self.store.scan(&self.table, &scan)? {
                 let row = row?;
@@ -377,9 +379,9 @@ impl QueryEngine {
         Ok(())
     }
 
-    /// A row-key regex that keeps only rows carrying the literal tag values asked for (and the
-    /// tag keys other filters need), so non-matching rows are skipped by the scan itself.
-    fn pushdown_regex(&self, sq: &SubQuery) -> Result<Option<String>, QueryError> {
+    /// Row filters that keep only rows carrying the literal tag values asked for (and the tag
+    /// keys other filters need), so non-matching rows are skipped by the scan itself.
+    fn pushdown(&self, sq: &SubQuery) -> Result<seek::RowFilter, QueryError> {
         let mut per_key: BTreeMap<Vec<u8>, Option<Vec<Vec<u8>>>> = BTreeMap::new();
         for f in &sq.filters {
             if f.kind == filter::FilterType::NotKey {
@@ -409,7 +411,7 @@ impl QueryEngine {
                 });
             }
         }
-        Ok(tag_pair_regex(&self.layout, per_key))
+        Ok(seek::RowFilter::for_pairs(&self.layout, per_key))
     }
 
     /// Removes the points of `[start, end]` from the given rows (`delete: true` queries).

@@ -3,6 +3,7 @@
 //! regexes), with its points in a time range decoded to `(ms, f64)`. A missing label counts as
 //! the empty string, as in Prometheus.
 
+use super::seek::RowFilter;
 use super::{QueryEngine, QueryError};
 use crate::prometheus::labels::{escape, from_stored, Labels, METRIC_NAME};
 use crate::schema::compaction::{append_ordered, merge_columns, StoredColumn};
@@ -127,7 +128,7 @@ impl QueryEngine {
     /// empty and stored as written): rows without those tag pairs are skipped by the store
     /// before their cells are read. `Ok(None)` when such a label or value has no UID, so no
     /// series can match.
-    fn required_pairs(&self, label_ms: &[Matcher]) -> Result<Option<Option<String>>, QueryError> {
+    fn required_pairs(&self, label_ms: &[Matcher]) -> Result<Option<RowFilter>, QueryError> {
         let mut per_key: BTreeMap<Vec<u8>, Option<Vec<Vec<u8>>>> = BTreeMap::new();
         for m in label_ms {
             if !matches!(m.op, MatchOp::Eq) || m.value.is_empty() {
@@ -150,7 +151,7 @@ impl QueryEngine {
                 }
             }
         }
-        Ok(Some(super::tag_pair_regex(&self.layout, per_key)))
+        Ok(Some(RowFilter::for_pairs(&self.layout, per_key)))
     }
 
     /// Every series matching `matchers` with points in `[start_ms, end_ms]`. Without
@@ -159,13 +160,13 @@ impl QueryEngine {
     pub fn select(&self, matchers: &[Matcher], start_ms: i64, end_ms: i64, with_points: bool) -> Result<Vec<Selected>, QueryError> {
         let label_ms: Vec<Matcher> = matchers.iter().filter(|m| m.name != METRIC_NAME).cloned().collect();
         let metrics = self.candidate_metrics(matchers)?;
-        let Some(row_regex) = self.required_pairs(&label_ms)? else { return Ok(Vec::new()) };
+        let Some(row_filter) = self.required_pairs(&label_ms)? else { return Ok(Vec::new()) };
         let keep = |metric: &str, tags: &[(String, String)]| {
             let labels = from_stored(metric, tags.iter().map(|(k, v)| (&**k, &**v)));
             labels_match(&labels, &label_ms)
         };
         let mut out: Vec<Selected> = self
-            .select_stored(&metrics, start_ms, end_ms, with_points, row_regex, &keep)?
+            .select_stored(&metrics, start_ms, end_ms, with_points, row_filter, &keep)?
             .into_iter()
             .map(|s| Selected { labels: from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v))), points: s.points })
             .collect();
@@ -179,8 +180,8 @@ impl QueryEngine {
     pub fn select_plan(&self, matchers: &[Matcher]) -> Result<Option<MetricPlan>, QueryError> {
         let label_ms: Vec<Matcher> = matchers.iter().filter(|m| m.name != METRIC_NAME).cloned().collect();
         let metrics = self.candidate_metrics(matchers)?;
-        let Some(row_regex) = self.required_pairs(&label_ms)? else { return Ok(None) };
-        Ok(Some(MetricPlan { metrics, label_ms, row_regex }))
+        let Some(row_filter) = self.required_pairs(&label_ms)? else { return Ok(None) };
+        Ok(Some(MetricPlan { metrics, label_ms, row_filter }))
     }
 
     /// The matching series of one metric of `plan`, sorted by labels.
@@ -190,7 +191,7 @@ impl QueryEngine {
             labels_match(&labels, &plan.label_ms)
         };
         let mut batch: Vec<Selected> = self
-            .select_stored(&[metric.to_string()], start_ms, end_ms, true, plan.row_regex.clone(), &keep)?
+            .select_stored(&[metric.to_string()], start_ms, end_ms, true, plan.row_filter.clone(), &keep)?
             .into_iter()
             .map(|s| Selected { labels: from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v))), points: s.points })
             .collect();
@@ -208,7 +209,7 @@ impl QueryEngine {
         start_ms: i64,
         end_ms: i64,
         with_points: bool,
-        row_regex: Option<String>,
+        row_filter: RowFilter,
         keep: &dyn Fn(&str, &[(String, String)]) -> bool,
     ) -> Result<Vec<StoredSelected>, QueryError> {
         let mut out = Vec::new();
@@ -230,7 +231,8 @@ impl QueryEngine {
                     start: self.layout.metric_start(&salt, &mid, first),
                     stop: self.layout.metric_start(&salt, &mid, last),
                     families: vec![b"t".to_vec()],
-                    row_regex: row_regex.clone(),
+                    row_regex: row_filter.regex.clone(),
+                    seek: row_filter.seek.clone(),
                     ..Default::default()
                 };
                 for row in self.store.scan(&self.table, &scan)? {
@@ -297,7 +299,7 @@ impl QueryEngine {
 pub struct MetricPlan {
     pub metrics: Vec<String>,
     label_ms: Vec<Matcher>,
-    row_regex: Option<String>,
+    row_filter: RowFilter,
 }
 
 /// One selected series in its stored form.

@@ -2,7 +2,7 @@
 //! One engine keyspace per table:family; keys keep HBase's order (see `keycodec`); every
 //! value carries its 8-byte cell timestamp in front.
 
-use super::{keycodec, Cell, Mutation, Row, RowMutations, RowStream, Scan, Store, StoreError, StoreResult, TableSpec};
+use super::{keycodec, Cell, Mutation, Row, RowMutations, RowSeek, RowStream, Scan, Store, StoreError, StoreResult, TableSpec};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use parking_lot::RwLock;
 use std::collections::HashMap;
@@ -168,6 +168,82 @@ fn split_value(v: &[u8]) -> (u64, Vec<u8>) {
     (u64::from_be_bytes(v[..8].try_into().expect("8 bytes")), v[8..].to_vec())
 }
 
+fn range(ks: &Keyspace, from: Vec<u8>, stop: Option<&Vec<u8>>) -> fjall::Iter {
+    match stop {
+        Some(s) => ks.range(from..s.clone()),
+        None => ks.range(from..),
+    }
+}
+
+/// One family's cells in key order, with the scan's row filters applied to each key before its
+/// value is copied out, once per row: a query that keeps one series in a thousand copies one
+/// row, not all. A row seeker's `SeekTo` reopens the range further on.
+struct FamilyCells {
+    /// None once a seeker said no later row can match.
+    it: Option<fjall::Iter>,
+    ks: Keyspace,
+    stop: Option<Vec<u8>>,
+    filter: Option<regex::bytes::Regex>,
+    seek: Option<super::RowSeeker>,
+    /// The last row judged, and whether it is kept.
+    last: Option<(Vec<u8>, bool)>,
+    table: String,
+}
+
+impl FamilyCells {
+    fn err(&self, msg: String) -> StoreError {
+        StoreError::Engine { op: "scan", table: self.table.clone(), msg }
+    }
+}
+
+impl Iterator for FamilyCells {
+    type Item = StoreResult<(Vec<u8>, Vec<u8>, u64, Vec<u8>)>;
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let (k, v) = match self.it.as_mut()?.next()?.into_inner() {
+                Ok(kv) => kv,
+                Err(e) => return Some(Err(self.err(e.to_string()))),
+            };
+            let Some((row, q)) = keycodec::decode(&k) else {
+                return Some(Err(self.err("undecodable engine key".into())));
+            };
+            let keep = match &self.last {
+                Some((r, keep)) if *r == row => *keep,
+                _ => {
+                    let verdict = self.seek.as_ref().map_or(RowSeek::Take, |s| (s.0)(&row));
+                    let keep = match verdict {
+                        RowSeek::Take => self.filter.as_ref().is_none_or(|f| f.is_match(&row)),
+                        RowSeek::Skip => false,
+                        RowSeek::Done => {
+                            self.it = None;
+                            return None;
+                        }
+                        // A target at or before this row would loop: read on instead.
+                        RowSeek::SeekTo(to) if to.as_slice() > row.as_slice() => {
+                            let from = keycodec::row_bound(&to);
+                            if self.stop.as_ref().is_some_and(|s| from >= *s) {
+                                self.it = None;
+                                return None;
+                            }
+                            self.it = Some(range(&self.ks, from, self.stop.as_ref()));
+                            self.last = None;
+                            continue;
+                        }
+                        RowSeek::SeekTo(_) => false,
+                    };
+                    self.last = Some((row.clone(), keep));
+                    keep
+                }
+            };
+            if !keep {
+                continue;
+            }
+            let (ts, value) = split_value(&v);
+            return Some(Ok((row, q.to_vec(), ts, value)));
+        }
+    }
+}
+
 /// Groups one family's key/value stream into rows.
 struct FamilyRows {
     family: Vec<u8>,
@@ -305,41 +381,17 @@ impl Store for EmbeddedStore {
         let filter = scan.row_regex.as_deref().map(compile_row_regex).transpose()?;
         let mut sources = Vec::new();
         for (f, ks) in self.selected(table, &scan.families)? {
-            let it: fjall::Iter = match &stop {
-                Some(s) => ks.range(start.clone()..s.clone()),
-                None => ks.range(start.clone()..),
+            let cells = FamilyCells {
+                it: Some(range(ks, start.clone(), stop.as_ref())),
+                ks: ks.clone(),
+                stop: stop.clone(),
+                filter: filter.clone(),
+                seek: scan.seek.clone(),
+                last: None,
+                table: table.to_string(),
             };
-            let t = table.to_string();
-            // The row filter runs on each key before its value is copied out, and once per
-            // row: a query that keeps one series in a thousand copies one row, not all.
-            let filter = filter.clone();
-            let mut last: Option<(Vec<u8>, bool)> = None;
-            let mapped: Box<dyn Iterator<Item = StoreResult<(Vec<u8>, Vec<u8>, u64, Vec<u8>)>> + Send> =
-                Box::new(it.filter_map(move |g| {
-                    let (k, v) = match g.into_inner() {
-                        Ok(kv) => kv,
-                        Err(e) => return Some(Err(StoreError::Engine { op: "scan", table: t.clone(), msg: e.to_string() })),
-                    };
-                    let Some((row, q)) = keycodec::decode(&k) else {
-                        return Some(Err(StoreError::Engine { op: "scan", table: t.clone(), msg: "undecodable engine key".into() }));
-                    };
-                    if let Some(f) = &filter {
-                        let keep = match &last {
-                            Some((r, keep)) if *r == row => *keep,
-                            _ => {
-                                let keep = f.is_match(&row);
-                                last = Some((row.clone(), keep));
-                                keep
-                            }
-                        };
-                        if !keep {
-                            return None;
-                        }
-                    }
-                    let (ts, value) = split_value(&v);
-                    Some(Ok((row, q.to_vec(), ts, value)))
-                }));
-            sources.push(FamilyRows { family: f.to_vec(), iter: mapped.peekable() });
+            let boxed: Box<dyn Iterator<Item = StoreResult<(Vec<u8>, Vec<u8>, u64, Vec<u8>)>> + Send> = Box::new(cells);
+            sources.push(FamilyRows { family: f.to_vec(), iter: boxed.peekable() });
         }
         let n = sources.len();
         Ok(Box::new(MergedRows {
@@ -426,6 +478,10 @@ impl Store for EmbeddedStore {
             self.empty_journal().map_err(|e| StoreError::Engine { op: "close", table: "*".into(), msg: e.to_string() })?;
         }
         Ok(())
+    }
+
+    fn atomic_batches(&self) -> bool {
+        true
     }
 
     fn mutate_at(&self, table: &str, batch: Vec<RowMutations>, ts: u64) -> StoreResult<()> {

@@ -57,6 +57,33 @@ pub struct Scan {
     pub families: Vec<Vec<u8>>,
     pub row_regex: Option<String>,
     pub limit: Option<usize>,
+    /// A skip-scan hint for stores that can seek cheaply (the embedded engine); others ignore
+    /// it and rely on `row_regex`, so it may only reject rows the regex rejects too.
+    pub seek: Option<RowSeeker>,
+}
+
+/// What a [`RowSeeker`] says of one row key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RowSeek {
+    /// Return the row (if the regex accepts it too).
+    Take,
+    /// Reject the row; the next one may match.
+    Skip,
+    /// Reject every row before this key (which sorts after the current row).
+    SeekTo(Vec<u8>),
+    /// No later row can match.
+    Done,
+}
+
+/// Judges row keys one at a time, so a store can jump over runs of rows its caller would
+/// reject instead of reading them (as HBase's FuzzyRowFilter seeks).
+#[derive(Clone)]
+pub struct RowSeeker(pub Arc<dyn Fn(&[u8]) -> RowSeek + Send + Sync>);
+
+impl std::fmt::Debug for RowSeeker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RowSeeker")
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -127,6 +154,12 @@ pub trait Store: Send + Sync + 'static {
     /// Whether other processes may write the same tables at the same time (a shared HBase
     /// cluster): the compactor then guards against concurrent writers (see `write::compactor`).
     fn shared(&self) -> bool {
+        false
+    }
+
+    /// Whether a `mutate_at` batch lands all or nothing, even across a crash (the embedded
+    /// engine's write batches do; HBase's gateway applies it in pieces).
+    fn atomic_batches(&self) -> bool {
         false
     }
 

@@ -146,7 +146,16 @@ impl Compactor {
     }
 
     /// The compacted columns first, then the deletes, all at `ts` (see the module comment).
+    /// A store whose batches are atomic takes both in one batch: no crash can then leave a
+    /// row holding its points twice (no later pass would see that row again).
     fn write(&self, ts: u64, writes: Vec<RowWrite>) -> Result<(), StoreError> {
+        if self.store.atomic_batches() {
+            let batch = writes
+                .into_iter()
+                .map(|(row, put, delete)| RowMutations { row, mutations: put.into_iter().chain(delete).collect() })
+                .collect();
+            return self.store.mutate_at(&self.table, batch, ts);
+        }
         let mut puts = Vec::new();
         let mut deletes = Vec::new();
         for (row, put, delete) in writes {

@@ -70,7 +70,7 @@ impl Source for StoreSource<'_> {
             let got = self
                 .0
                 .query
-                .select_stored(&[metric.to_string()], (from + 1) * 1000, until * 1000 + 999, true, None, &keep)
+                .select_stored(&[metric.to_string()], (from + 1) * 1000, until * 1000 + 999, true, Default::default(), &keep)
                 .map_err(|e| EvalError(e.to_string()))?;
             Ok(got
                 .into_iter()

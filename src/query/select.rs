@@ -154,6 +154,28 @@ impl QueryEngine {
         Ok(Some(RowFilter::for_pairs(&self.layout, per_key)))
     }
 
+    /// The scan filter for reading a few known series of one metric (their stored tags): the
+    /// tag keys all of them carry, each with the values they have. A superset of those series
+    /// passes; the caller still picks its own.
+    pub fn series_filter(&self, series: &[&[(String, String)]]) -> Result<RowFilter, QueryError> {
+        let Some((first, rest)) = series.split_first() else { return Ok(RowFilter::default()) };
+        let mut per_key: BTreeMap<Vec<u8>, Option<Vec<Vec<u8>>>> = BTreeMap::new();
+        for (k, _) in first.iter() {
+            if !rest.iter().all(|s| s.iter().any(|(k2, _)| k2 == k)) {
+                continue;
+            }
+            let Some(kid) = self.uids.get_id(UidKind::Tagk, k)? else { return Ok(RowFilter::default()) };
+            let mut vals = Vec::new();
+            for s in series {
+                let v = &s.iter().find(|(k2, _)| k2 == k).expect("every series has the key").1;
+                let Some(vid) = self.uids.get_id(UidKind::Tagv, v)? else { return Ok(RowFilter::default()) };
+                vals.push(vid.into_vec());
+            }
+            per_key.insert(kid.into_vec(), Some(vals));
+        }
+        Ok(RowFilter::for_pairs(&self.layout, per_key))
+    }
+
     /// Every series matching `matchers` with points in `[start_ms, end_ms]`. Without
     /// `with_points`, series are those with a row (one hour) overlapping the range, and their
     /// points are left empty (label APIs).

@@ -34,6 +34,7 @@ pub const STEP_LOOKBACK: i64 = 3600;
 
 /// Where series come from: the store (requests) or a fixed set (unit tests).
 pub trait Source: Sync {
+    /// Every series, sorted by path.
     fn entries(&self) -> R<Arc<Vec<Entry>>>;
     /// Raw points `(seconds, value)` in `(from, until]` of each entry, in `entries`' order
     /// (empty when an entry has none).
@@ -67,10 +68,17 @@ impl Source for StoreSource<'_> {
                 None => wanted.iter().copied().find(|&i| entries[i].tags[..] == *tags),
             };
             let keep = |_: &str, tags: &[(String, String)]| find(tags).is_some();
+            // A few series of a metric: the scan seeks to their rows instead of reading all.
+            let filter = if wanted.len() <= LINEAR_LOOKUP_MAX {
+                let tags: Vec<&[(String, String)]> = wanted.iter().map(|&i| &entries[i].tags[..]).collect();
+                self.0.query.series_filter(&tags).map_err(|e| EvalError(e.to_string()))?
+            } else {
+                Default::default()
+            };
             let got = self
                 .0
                 .query
-                .select_stored(&[metric.to_string()], (from + 1) * 1000, until * 1000 + 999, true, Default::default(), &keep)
+                .select_stored(&[metric.to_string()], (from + 1) * 1000, until * 1000 + 999, true, filter, &keep)
                 .map_err(|e| EvalError(e.to_string()))?;
             Ok(got
                 .into_iter()

@@ -116,6 +116,20 @@ impl PathGlob {
         nodes.len() >= self.elements.len() && self.elements.iter().zip(nodes).all(|(r, n)| r.is_match(n))
     }
 
+    /// What every matching path starts with: the leading literal elements, each followed by
+    /// its dot when more elements follow (the whole path when all are literal).
+    pub fn literal_prefix(&self) -> String {
+        let mut out = String::new();
+        for (i, e) in self.elements.iter().enumerate() {
+            let Element::Literal(l) = e else { break };
+            out.push_str(l);
+            if i + 1 < self.elements.len() {
+                out.push('.');
+            }
+        }
+        out
+    }
+
     /// Whether a dotted path has exactly one node per element, each matching.
     pub fn matches_path(&self, path: &str) -> bool {
         let mut nodes = path.split('.');
@@ -152,5 +166,9 @@ mod tests {
         }
         let g = PathGlob::new("a.*.c").unwrap();
         assert!(g.matches_path("a.b.c") && !g.matches_path("a.b.c.d") && !g.matches_path("a.b") && !g.matches_path("a.b.d"));
+        assert_eq!(g.literal_prefix(), "a.");
+        assert_eq!(PathGlob::new("a.b.c").unwrap().literal_prefix(), "a.b.c");
+        assert_eq!(PathGlob::new("*.b").unwrap().literal_prefix(), "");
+        assert_eq!(PathGlob::new("a.b{1,2}.c").unwrap().literal_prefix(), "a.");
     }
 }

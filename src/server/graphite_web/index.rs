@@ -97,8 +97,13 @@ pub fn resolve<'a>(entries: &'a [Entry], expr: &str) -> Result<Vec<&'a Entry>, S
         return Ok(entries.iter().filter(|e| e.path == canon).collect());
     }
     let glob = PathGlob::new(expr)?;
-    Ok(entries
+    // Entries are sorted by path: only those starting with the expression's literal head can
+    // match (a literal path is one binary search, not a pass over every series).
+    let prefix = glob.literal_prefix();
+    let from = entries.partition_point(|e| e.path.as_str() < prefix.as_str());
+    Ok(entries[from..]
         .iter()
+        .take_while(|e| e.path.starts_with(&prefix))
         .filter(|e| !e.is_tagged())
         .filter(|e| glob.matches_path(&e.path))
         .collect())

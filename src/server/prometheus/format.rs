@@ -55,7 +55,30 @@ pub fn timestamp(ms: i64) -> String {
 
 /// The `[ts, "value"]` pair of vectors and matrices, as raw JSON.
 pub fn point(ms: i64, v: f64) -> String {
-    format!("[{},\"{}\"]", timestamp(ms), sample_value(v))
+    let mut s = String::new();
+    push_point(&mut s, ms, v);
+    s
+}
+
+/// [`point`] appended to `out` (a matrix writes thousands: no string per point).
+pub fn push_point(out: &mut String, ms: i64, v: f64) {
+    use std::fmt::Write;
+    out.push('[');
+    let a = ms.unsigned_abs();
+    if ms < 0 {
+        out.push('-');
+    }
+    let _ = match a % 1000 {
+        0 => write!(out, "{}", a / 1000),
+        frac => write!(out, "{}.{frac:03}", a / 1000),
+    };
+    out.push_str(",\"");
+    if v.is_finite() && (v == 0.0 || (1e-6..1e21).contains(&v.abs())) {
+        let _ = write!(out, "{v}");
+    } else {
+        out.push_str(&sample_value(v));
+    }
+    out.push_str("\"]");
 }
 
 pub fn json_reply(status: StatusCode, body: String) -> Reply {
@@ -102,6 +125,19 @@ pub fn error(kind: ErrorType, msg: &str) -> Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// The appending form writes what the timestamp and value formatters write.
+        #[test]
+        fn push_point_matches_the_formatters(ms in proptest::prelude::any::<i64>(), v in proptest::prelude::any::<f64>(),
+                                             small in -2_000_000i64..2_000_000, w in -1e7f64..1e7) {
+            for (ms, v) in [(ms, v), (small, w), (small, v), (ms, 0.0), (ms, -0.0), (small, 1e-7), (small, 1e21)] {
+                let mut out = String::from("x");
+                push_point(&mut out, ms, v);
+                proptest::prop_assert_eq!(&out[1..], format!("[{},\"{}\"]", timestamp(ms), sample_value(v)));
+            }
+        }
+    }
 
     #[test]
     fn go_float_formatting() {

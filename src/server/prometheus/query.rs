@@ -1,7 +1,7 @@
 //! `/api/v1/query` and `/api/v1/query_range`: PromQL evaluated off the async threads,
 //! answered in Prometheus' JSON with its number formatting.
 
-use super::format::{error, point, scalar_value, success_raw, ErrorType};
+use super::format::{error, point, push_point, scalar_value, success_raw, ErrorType};
 use super::params::{parse_duration, parse_time, Params};
 use crate::promql::{self, PromError, QueryResult, Settings};
 use crate::server::http::{Reply, Request};
@@ -61,7 +61,7 @@ pub fn render(r: &QueryResult) -> String {
                     if j > 0 {
                         s.push(',');
                     }
-                    s.push_str(&point(*t, *v));
+                    push_point(&mut s, *t, *v);
                 }
                 s.push_str("]}");
             }

@@ -63,8 +63,8 @@ impl PairSeeker {
 
     pub fn judge(&self, row: &[u8]) -> RowSeek {
         if row.len() < self.head || (row.len() - self.head) % self.pair != 0 {
-            // Not a data row key: leave it to the caller's parsing.
-            return RowSeek::Take;
+            // Not a data row key (the regex's `^.{head}(?:.{pair})*$` rejects it too).
+            return RowSeek::Skip;
         }
         let mut want = self.required.iter().peekable();
         for start in (self.head..row.len()).step_by(self.pair) {
@@ -182,7 +182,15 @@ mod tests {
             let s = PairSeeker::new(&layout(), req.clone());
             let want: Vec<Vec<u8>> = rows.iter().filter(|r| matches(r, &req)).cloned().collect();
             let (got, _) = skip_scan(&rows, &s);
-            prop_assert_eq!(got, want);
+            prop_assert_eq!(&got, &want);
+            // A seeking store drops the regex: the seeker must take exactly what it accepts.
+            let re = crate::store::embedded::compile_row_regex(&super::super::tag_pair_regex(&layout(), req.clone()).unwrap()).unwrap();
+            for r in &rows {
+                prop_assert_eq!(s.judge(r) == RowSeek::Take, re.is_match(r), "row {:?}", r);
+            }
+            for short in [&[7u8, 0, 0][..], &[7, 0, 0, 0, 0, 1]] {
+                prop_assert_eq!(s.judge(short) == RowSeek::Take, re.is_match(short));
+            }
         }
     }
 

@@ -378,7 +378,12 @@ impl Store for EmbeddedStore {
     fn scan(&self, table: &str, scan: &Scan) -> StoreResult<RowStream> {
         let start = keycodec::row_bound(&scan.start);
         let stop = (!scan.stop.is_empty()).then(|| keycodec::row_bound(&scan.stop));
-        let filter = scan.row_regex.as_deref().map(compile_row_regex).transpose()?;
+        // A seeker takes exactly the rows the regex accepts: with one, the regex (and its
+        // compilation, per scan) is not needed.
+        let filter = match scan.seek {
+            Some(_) => None,
+            None => scan.row_regex.as_deref().map(compile_row_regex).transpose()?,
+        };
         let mut sources = Vec::new();
         for (f, ks) in self.selected(table, &scan.families)? {
             let cells = FamilyCells {

@@ -57,8 +57,9 @@ pub struct Scan {
     pub families: Vec<Vec<u8>>,
     pub row_regex: Option<String>,
     pub limit: Option<usize>,
-    /// A skip-scan hint for stores that can seek cheaply (the embedded engine); others ignore
-    /// it and rely on `row_regex`, so it may only reject rows the regex rejects too.
+    /// A skip-scan hint for stores that can seek cheaply (the embedded engine), which then
+    /// use it instead of `row_regex`; others ignore it. It must take exactly the rows the
+    /// regex accepts.
     pub seek: Option<RowSeeker>,
 }
 

@@ -14,6 +14,7 @@ on_both_backends!(
     delete_only_when_allowed,
     annotations_come_back_with_query_results,
     calendar_downsampling_in_a_time_zone,
+    many_series_read_in_shares_come_back_once,
 );
 
 fn put(s: &Server, pts: &[(&str, u64, &str, &[(&str, &str)])]) {
@@ -272,4 +273,45 @@ fn calendar_downsampling_in_a_time_zone(b: &Backend) {
     let (code, body) = s.http("POST", "/api/query", &json!({"start": B, "timezone": "Mars/Olympus", "useCalendar": true,
         "queries": [{"aggregator": "sum", "metric": "cal", "downsample": "1d-count"}]}).to_string());
     assert_eq!(code, 400, "{body}");
+}
+
+/// A metric of many series over two hours (read on several cores in shares of its series
+/// where the store seeks): every series comes back once, with all its points, and group
+/// sums are exact, through /api/query and PromQL alike.
+fn many_series_read_in_shares_come_back_once(b: &Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start_on(b, dir.path(), None);
+    let hosts: Vec<String> = (0..60).map(|i| format!("h{i:02}")).collect();
+    let dcs = ["d0", "d1", "d2"];
+    let mut pts: Vec<(&str, u64, String, Vec<(&str, &str)>)> = Vec::new();
+    for (i, h) in hosts.iter().enumerate() {
+        for t in [B + 10, B + 3610] {
+            // Some hosts only start in the second hour.
+            if i % 7 == 0 && t == B + 10 {
+                continue;
+            }
+            pts.push(("sh", t, (i + 1).to_string(), vec![("host", h.as_str()), ("dc", dcs[i % 3])]));
+        }
+    }
+    let borrowed: Vec<(&str, u64, &str, &[(&str, &str)])> = pts.iter().map(|(m, t, v, tags)| (*m, *t, v.as_str(), &tags[..])).collect();
+    put(&s, &borrowed);
+    let none = post(&s, json!({"start": B, "end": B + 7200, "queries": [{"metric": "sh", "aggregator": "none"}]}));
+    let mut seen: Vec<String> = none.as_array().unwrap().iter().map(|r| r["tags"]["host"].as_str().unwrap().to_string()).collect();
+    let points: usize = none.as_array().unwrap().iter().map(|r| r["dps"].as_object().unwrap().len()).sum();
+    seen.sort();
+    assert_eq!(seen, hosts, "every series once");
+    assert_eq!(points, pts.len());
+    let by_dc = post(&s, json!({"start": B, "end": B + 7200, "queries": [{"metric": "sh", "aggregator": "sum", "tags": {"dc": "*"}}]}));
+    for r in by_dc.as_array().unwrap() {
+        let d = dcs.iter().position(|d| r["tags"]["dc"] == *d).unwrap();
+        let want: u64 = (0..60).filter(|i| i % 3 == d).map(|i| i as u64 + 1).sum();
+        assert_eq!(r["dps"][(B + 3610).to_string()].as_f64().unwrap() as u64, want, "dc {d} at the second hour");
+    }
+    let q = format!("/api/v1/query?query=count(last_over_time(sh[2h]))&time={}", B + 3700);
+    assert_eq!(get(&s, &q)["data"]["result"][0]["value"][1], "60");
+    let q = format!("/api/v1/query?query=sum%20by%20(dc)%20(sum_over_time(sh[2h]))&time={}", B + 3700);
+    let r = get(&s, &q);
+    let total: f64 = r["data"]["result"].as_array().unwrap().iter().map(|x| x["value"][1].as_str().unwrap().parse::<f64>().unwrap()).sum();
+    let want: u64 = pts.iter().map(|p| p.2.parse::<u64>().unwrap()).sum();
+    assert_eq!(total as u64, want);
 }

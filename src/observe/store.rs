@@ -115,6 +115,10 @@ impl Store for InstrumentedStore {
         self.inner.atomic_batches()
     }
 
+    fn seeks(&self) -> bool {
+        self.inner.seeks()
+    }
+
     fn counters(&self) -> Vec<(&'static str, u64)> {
         self.inner.counters()
     }

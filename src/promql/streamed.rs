@@ -118,15 +118,19 @@ fn run(
     // The values kept per series and step are held to the same limit as loaded points: with
     // many more steps than points they could otherwise outgrow what the step evaluator holds.
     let kept = AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(plan.metrics.len()).max(1);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Fewer metrics than cores: each metric is read as several shares of its series.
+    let parts = if plan.metrics.len() < cores { store.plan_shares(&plan, cores) } else { 1 };
+    let units = plan.metrics.len() * parts;
+    let workers = cores.min(units).max(1);
     // Set by the first worker to fail, so the others stop instead of reading on.
     let failed = AtomicBool::new(false);
     let work = || -> Result<Vec<Reduced>, PromError> {
         let mut mine = Vec::new();
         while !failed.load(Ordering::Relaxed) {
             let i = next_metric.fetch_add(1, Ordering::Relaxed);
-            let Some(metric) = plan.metrics.get(i) else { break };
-            for f in store.select_metric(&plan, metric, lo, hi)? {
+            let Some(metric) = plan.metrics.get(i / parts) else { break };
+            for f in store.select_metric_share(&plan, metric, lo, hi, i % parts, parts)? {
                 if loaded.fetch_add(f.points.len(), Ordering::Relaxed) + f.points.len() > settings.max_samples {
                     return Err(PromError::Execution("query processing would load too many samples into memory in query execution".into()));
                 }

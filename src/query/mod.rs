@@ -149,15 +149,17 @@ impl QueryEngine {
     /// failure no further sub-query starts: the first error in request order is the one a
     /// sequential run would report (all earlier ones were started before it).
     fn run_subqueries(&self, q: &Query, tz: chrono_tz::Tz, budget: &Budget) -> Vec<Result<(Vec<ResultSeries>, Summary), QueryError>> {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        // One sub-query (the commonest request) reads its metric as shares on every core.
+        let parts = if q.queries.len() == 1 && !q.flags.delete { self.shares(cores) } else { 1 };
         let one = |sq: &SubQuery| -> Result<(Vec<ResultSeries>, Summary), QueryError> {
             let mut summary = Summary::default();
-            let series = self.fetch(q, sq, tz, &mut summary, budget)?;
+            let series = self.fetch_shares(q, sq, tz, &mut summary, budget, parts)?;
             summary.series = series.len() as u64;
             let groups = group_and_aggregate(sq, series, q.start_ms, q.end_ms);
             summary.emitted = groups.iter().map(|g| g.dps.len() as u64).sum::<u64>();
             Ok((groups, summary))
         };
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let workers = cores.min(q.queries.len());
         if workers <= 1 || q.flags.delete {
             let mut out = Vec::new();
@@ -197,7 +199,49 @@ impl QueryEngine {
         done.into_iter().map(|(_, r)| r).collect()
     }
 
-    /// Streams the matching rows of one sub-query into per-series pipelines.
+    /// [`QueryEngine::fetch`] as `parts` shares read on as many threads, in TSUID order either
+    /// way (so a group's members are aggregated in the same order however many cores read).
+    fn fetch_shares(
+        &self,
+        q: &Query,
+        sq: &SubQuery,
+        tz: chrono_tz::Tz,
+        summary: &mut Summary,
+        budget: &Budget,
+        parts: usize,
+    ) -> Result<Vec<Series>, QueryError> {
+        let parts = if self.pushdown(sq)?.narrow { 1 } else { parts };
+        let mut series = if parts <= 1 {
+            self.fetch(q, sq, tz, summary, budget, 0, 1)?
+        } else {
+            let read: Vec<Result<(Vec<Series>, Summary), QueryError>> = std::thread::scope(|sc| {
+                let handles: Vec<_> = (0..parts)
+                    .map(|part| {
+                        sc.spawn(move || {
+                            let mut s = Summary::default();
+                            self.fetch(q, sq, tz, &mut s, budget, part, parts).map(|v| (v, s))
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().expect("share reader panicked")).collect()
+            });
+            let mut all = Vec::new();
+            for r in read {
+                let (v, s) = r?;
+                summary.add(&s);
+                all.extend(v);
+            }
+            // Each share checked its own series; the limit is on their sum.
+            self.check_limits(budget, all.len())?;
+            all
+        };
+        series.sort_by(|a, b| a.tsuid.cmp(&b.tsuid));
+        Ok(series)
+    }
+
+    /// Streams the matching rows of one sub-query (share `part` of `parts` of its series)
+    /// into per-series pipelines.
+    #[allow(clippy::too_many_arguments)]
     fn fetch(
         &self,
         q: &Query,
@@ -205,6 +249,8 @@ impl QueryEngine {
         tz: chrono_tz::Tz,
         summary: &mut Summary,
         budget: &Budget,
+        part: usize,
+        parts: usize,
     ) -> Result<Vec<Series>, QueryError> {
         let (metric_uid, tsuid_set) = if sq.tsuids.is_empty() {
             (self.uids.require_id(UidKind::Metric, &sq.metric)?.into_vec(), None)
@@ -223,7 +269,7 @@ impl QueryEngine {
             }
             (m, Some(set))
         };
-        let row_filter = self.pushdown(sq)?;
+        let row_filter = self.pushdown(sq)?.share(&self.layout, part, parts);
         let first = base_time(q.start_ms / 1000);
         let last = (base_time(q.end_ms / 1000) as u64 + ROW_SPAN).min(u32::MAX as u64);
         let mut states: Vec<SeriesState> = Vec::new();
@@ -482,7 +528,7 @@ impl QueryEngine {
             use_calendar: false,
         };
         let budget = Budget::new(self.limits.timeout.map(|t| std::time::Instant::now() + t));
-        let series = self.fetch(&q, &sq, chrono_tz::UTC, &mut Summary::default(), &budget)?;
+        let series = self.fetch(&q, &sq, chrono_tz::UTC, &mut Summary::default(), &budget, 0, 1)?;
         Ok(series.into_iter().filter_map(|s| s.points.last().map(|&(t, v)| (s.tsuid.clone(), t, v))).collect())
     }
 }

@@ -16,17 +16,51 @@ pub type RequiredPairs = BTreeMap<Vec<u8>, Option<Vec<Vec<u8>>>>;
 pub struct RowFilter {
     pub regex: Option<String>,
     pub seek: Option<RowSeeker>,
+    /// Some tag must have one of a few given values: few rows to read, not worth sharing
+    /// among threads.
+    pub narrow: bool,
 }
 
 impl RowFilter {
     pub fn for_pairs(layout: &KeyLayout, required: RequiredPairs) -> RowFilter {
+        let narrow = required.values().any(|v| v.is_some());
         let regex = super::tag_pair_regex(layout, required.clone());
         let seek = (!required.is_empty()).then(|| {
             let s = PairSeeker::new(layout, required);
             RowSeeker(Arc::new(move |row: &[u8]| s.judge(row)))
         });
-        RowFilter { regex, seek }
+        RowFilter { regex, seek, narrow }
     }
+}
+
+impl RowFilter {
+    /// This filter narrowed to one of `parts` disjoint shares of the series (by a hash of the
+    /// row's tags, so all rows of a series fall in one share): readers of one metric on
+    /// several cores each take a share. Only for stores that seek (others ignore seekers).
+    pub fn share(&self, layout: &KeyLayout, part: usize, parts: usize) -> RowFilter {
+        if parts <= 1 {
+            return self.clone();
+        }
+        let head = layout.salt_width + layout.metric_width + 4;
+        let inner = self.seek.clone();
+        let seek = RowSeeker(Arc::new(move |row: &[u8]| {
+            let verdict = inner.as_ref().map_or(RowSeek::Take, |s| (s.0)(row));
+            if verdict != RowSeek::Take {
+                return verdict;
+            }
+            match tags_share(row.get(head..).unwrap_or_default(), parts) == part {
+                true => RowSeek::Take,
+                false => RowSeek::Skip,
+            }
+        }));
+        RowFilter { regex: self.regex.clone(), seek: Some(seek), narrow: self.narrow }
+    }
+}
+
+/// FNV-1a of a row's tag bytes, reduced to a share number.
+fn tags_share(tags: &[u8], parts: usize) -> usize {
+    let h = tags.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+    (h % parts as u64) as usize
 }
 
 /// Judges a row key against required tag pairs, and says where the next candidate row is.
@@ -207,6 +241,39 @@ mod tests {
         let (got, seeks) = skip_scan(&rows, &PairSeeker::new(&layout(), req));
         assert_eq!(got, vec![row(7, 0, &[(1, 0), (2, 0)]), row(7, 1, &[(1, 0), (2, 0)])]);
         assert!(seeks <= 8, "{seeks} seeks for 400 rows");
+    }
+
+    #[test]
+    fn shares_partition_the_rows_and_keep_the_pair_filter() {
+        let mut rows = std::collections::BTreeSet::new();
+        for base in 0..3u8 {
+            for host in 0..100u8 {
+                rows.insert(row(7, base, &[(1, host % 3), (2, host)]));
+            }
+        }
+        let req: RequiredPairs = [(vec![1], Some(vec![vec![1], vec![2]]))].into_iter().collect();
+        let f = RowFilter::for_pairs(&layout(), req.clone());
+        let all: Vec<Vec<u8>> = rows.iter().filter(|r| matches(r, &req)).cloned().collect();
+        let judge = |f: &RowFilter, r: &[u8]| (f.seek.as_ref().unwrap().0)(r);
+        let mut got: Vec<Vec<u8>> = Vec::new();
+        for part in 0..3 {
+            let share = f.share(&layout(), part, 3);
+            let mine: Vec<Vec<u8>> = rows.iter().filter(|r| judge(&share, r) == RowSeek::Take).cloned().collect();
+            assert!(mine.len() > all.len() / 6, "share {part} holds {} of {} rows", mine.len(), all.len());
+            // Every hour's row of a series lands in the same share.
+            for r in &mine {
+                for base in 0..3u8 {
+                    let mut other = r.clone();
+                    other[4] = base;
+                    assert_eq!(judge(&share, &other), RowSeek::Take);
+                }
+            }
+            got.extend(mine);
+        }
+        got.sort();
+        assert_eq!(got, all);
+        let unfiltered = RowFilter::default().share(&layout(), 1, 2);
+        assert!(rows.iter().any(|r| judge(&unfiltered, r) == RowSeek::Take) && rows.iter().any(|r| judge(&unfiltered, r) == RowSeek::Skip));
     }
 
     #[test]

@@ -208,12 +208,29 @@ impl QueryEngine {
 
     /// The matching series of one metric of `plan`, sorted by labels.
     pub fn select_metric(&self, plan: &MetricPlan, metric: &str, start_ms: i64, end_ms: i64) -> Result<Vec<Selected>, QueryError> {
+        self.select_metric_share(plan, metric, start_ms, end_ms, 0, 1)
+    }
+
+    /// How many disjoint shares readers on `cores` cores should split one metric into (1 when
+    /// the store can't seek, which a share needs).
+    pub fn shares(&self, cores: usize) -> usize {
+        if self.store.seeks() { cores.max(1) } else { 1 }
+    }
+
+    /// [`QueryEngine::shares`] for a plan: 1 when it names a few series.
+    pub fn plan_shares(&self, plan: &MetricPlan, cores: usize) -> usize {
+        if plan.row_filter.narrow { 1 } else { self.shares(cores) }
+    }
+
+    /// Share `part` of `parts` (see [`QueryEngine::shares`]) of [`QueryEngine::select_metric`]:
+    /// the shares together hold each series exactly once.
+    pub fn select_metric_share(&self, plan: &MetricPlan, metric: &str, start_ms: i64, end_ms: i64, part: usize, parts: usize) -> Result<Vec<Selected>, QueryError> {
         let keep = |metric: &str, tags: &[(String, String)]| {
             let labels = from_stored(metric, tags.iter().map(|(k, v)| (&**k, &**v)));
             labels_match(&labels, &plan.label_ms)
         };
         let mut batch: Vec<Selected> = self
-            .select_stored(&[metric.to_string()], start_ms, end_ms, true, plan.row_filter.clone(), &keep)?
+            .select_stored(&[metric.to_string()], start_ms, end_ms, true, plan.row_filter.share(&self.layout, part, parts), &keep)?
             .into_iter()
             .map(|s| Selected { labels: from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v))), points: s.points })
             .collect();

@@ -489,6 +489,10 @@ impl Store for EmbeddedStore {
         true
     }
 
+    fn seeks(&self) -> bool {
+        true
+    }
+
     fn mutate_at(&self, table: &str, batch: Vec<RowMutations>, ts: u64) -> StoreResult<()> {
         let g = self.rmw.write();
         open_for_writes(*g, table)?;

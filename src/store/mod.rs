@@ -158,6 +158,11 @@ pub trait Store: Send + Sync + 'static {
         false
     }
 
+    /// Whether scans use their [`RowSeeker`] (in place of the regex).
+    fn seeks(&self) -> bool {
+        false
+    }
+
     /// Whether a `mutate_at` batch lands all or nothing, even across a crash (the embedded
     /// engine's write batches do; HBase's gateway applies it in pieces).
     fn atomic_batches(&self) -> bool {

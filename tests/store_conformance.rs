@@ -115,6 +115,9 @@ impl Store for RacingStore {
     fn shared(&self) -> bool {
         self.inner.shared()
     }
+    fn atomic_batches(&self) -> bool {
+        self.inner.atomic_batches()
+    }
     fn mutate_at(&self, t: &str, b: Vec<RowMutations>, ts: u64) -> StoreResult<()> {
         if !self.raced.swap(true, std::sync::atomic::Ordering::SeqCst) {
             (self.race)(&self.inner);

@@ -120,7 +120,7 @@ fn run(
     let kept = AtomicUsize::new(0);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     // Fewer metrics than cores: each metric is read as several shares of its series.
-    let parts = if plan.metrics.len() < cores { store.plan_shares(&plan, cores) } else { 1 };
+    let parts = if plan.metrics.len() < cores { store.plan_shares(&plan, cores.div_ceil(plan.metrics.len().max(1))) } else { 1 };
     let units = plan.metrics.len() * parts;
     let workers = cores.min(units).max(1);
     // Set by the first worker to fail, so the others stop instead of reading on.

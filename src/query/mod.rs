@@ -210,16 +210,21 @@ impl QueryEngine {
         budget: &Budget,
         parts: usize,
     ) -> Result<Vec<Series>, QueryError> {
-        let parts = if self.pushdown(sq)?.narrow { 1 } else { parts };
+        // A failing pushdown (an unknown tag) takes the one-thread path, which reports it in
+        // OpenTSDB's order (an unknown metric first).
+        let parts = if parts > 1 && self.pushdown(sq).map_or(true, |f| f.narrow) { 1 } else { parts };
+        // Series matched so far, across the shares: `query.max_series` holds for their sum.
+        let matched = AtomicUsize::new(0);
+        let matched = &matched;
         let mut series = if parts <= 1 {
-            self.fetch(q, sq, tz, summary, budget, 0, 1)?
+            self.fetch(q, sq, tz, summary, budget, 0, 1, matched)?
         } else {
             let read: Vec<Result<(Vec<Series>, Summary), QueryError>> = std::thread::scope(|sc| {
                 let handles: Vec<_> = (0..parts)
                     .map(|part| {
                         sc.spawn(move || {
                             let mut s = Summary::default();
-                            self.fetch(q, sq, tz, &mut s, budget, part, parts).map(|v| (v, s))
+                            self.fetch(q, sq, tz, &mut s, budget, part, parts, matched).map(|v| (v, s))
                         })
                     })
                     .collect();
@@ -231,8 +236,6 @@ impl QueryEngine {
                 summary.add(&s);
                 all.extend(v);
             }
-            // Each share checked its own series; the limit is on their sum.
-            self.check_limits(budget, all.len())?;
             all
         };
         series.sort_by(|a, b| a.tsuid.cmp(&b.tsuid));
@@ -251,6 +254,7 @@ impl QueryEngine {
         budget: &Budget,
         part: usize,
         parts: usize,
+        matched: &AtomicUsize,
     ) -> Result<Vec<Series>, QueryError> {
         let (metric_uid, tsuid_set) = if sq.tsuids.is_empty() {
             (self.uids.require_id(UidKind::Metric, &sq.metric)?.into_vec(), None)
@@ -291,7 +295,7 @@ impl QueryEngine {
             for row in self.store.scan(&self.table, &scan)? {
                 let row = row?;
                 summary.rows += 1;
-                self.check_limits(budget, states.len())?;
+                self.check_limits(budget, matched.load(Ordering::Relaxed))?;
                 let Ok(rk) = self.layout.parse(&row.key) else { continue };
                 let tsuid = rk.tsuid();
                 if tsuid_set.as_ref().is_some_and(|s| !s.contains(&tsuid)) {
@@ -320,6 +324,7 @@ impl QueryEngine {
                                     Downsampler::new(Buckets::new(d, tz, q.start_ms))
                                 }),
                             });
+                            matched.fetch_add(1, Ordering::Relaxed);
                             states.len() - 1
                         });
                         seen.insert(tsuid, i);
@@ -380,7 +385,7 @@ impl QueryEngine {
             }
         }
         // The last row's points and series count too.
-        self.check_limits(budget, states.len())?;
+        self.check_limits(budget, matched.load(Ordering::Relaxed))?;
         if q.flags.delete {
             self.delete_range(&deletes, q.start_ms, q.end_ms)?;
         }
@@ -528,7 +533,7 @@ impl QueryEngine {
             use_calendar: false,
         };
         let budget = Budget::new(self.limits.timeout.map(|t| std::time::Instant::now() + t));
-        let series = self.fetch(&q, &sq, chrono_tz::UTC, &mut Summary::default(), &budget, 0, 1)?;
+        let series = self.fetch(&q, &sq, chrono_tz::UTC, &mut Summary::default(), &budget, 0, 1, &AtomicUsize::new(0))?;
         Ok(series.into_iter().filter_map(|s| s.points.last().map(|&(t, v)| (s.tsuid.clone(), t, v))).collect())
     }
 }

@@ -173,10 +173,14 @@ mod tests {
 
     /// The rows a seeking store returns: walk the sorted rows, jumping where the seeker says.
     fn skip_scan(rows: &std::collections::BTreeSet<Vec<u8>>, s: &PairSeeker) -> (Vec<Vec<u8>>, usize) {
+        seek_scan(rows, &|r| s.judge(r))
+    }
+
+    fn seek_scan(rows: &std::collections::BTreeSet<Vec<u8>>, judge: &dyn Fn(&[u8]) -> RowSeek) -> (Vec<Vec<u8>>, usize) {
         let (mut out, mut seeks) = (Vec::new(), 0);
         let mut it = rows.range::<Vec<u8>, _>(..);
         while let Some(r) = it.next() {
-            match s.judge(r) {
+            match judge(r) {
                 RowSeek::Take => out.push(r.clone()),
                 RowSeek::Skip => {}
                 RowSeek::Done => break,

@@ -182,4 +182,14 @@ pub fn seeking_scans(store: &SharedStore) {
     assert_eq!(keys(store, &scan(b"s\x05", b"s\x05\x07", vec![])), want(5, 5));
     let rows: Vec<_> = store.scan(TABLE, &scan(b"s\x02", b"s\x04", vec![])).expect("scan").map(|r| r.expect("row")).collect();
     assert!(rows.iter().all(|r| r.cells.len() == 2), "both families' cells of each row");
+    // Far jumps (past many rows) and near ones alike.
+    let far = RowSeeker(std::sync::Arc::new(|row: &[u8]| match row {
+        [b's', a, 7] if *a % 5 == 0 => RowSeek::Take,
+        [b's', a, b] if *a % 5 == 0 && *b < 7 => RowSeek::SeekTo(vec![b's', *a, 7]),
+        [b's', a, _] if *a >= 15 => RowSeek::Done,
+        [b's', a, _] => RowSeek::SeekTo(vec![b's', (*a / 5 + 1) * 5]),
+        _ => RowSeek::Skip,
+    }));
+    let s = Scan { start: b"s".to_vec(), stop: b"t".to_vec(), row_regex: Some("^s(?:\x00|\x05|\x0A|\x0F)\x07$".into()), seek: Some(far), ..Default::default() };
+    assert_eq!(keys(store, &s), [0u8, 5, 10, 15].iter().map(|a| vec![b's', *a, 7]).collect::<Vec<_>>());
 }

@@ -187,8 +187,14 @@ struct FamilyCells {
     seek: Option<super::RowSeeker>,
     /// The last row judged, and whether it is kept.
     last: Option<(Vec<u8>, bool)>,
+    /// A seek target (engine key) being walked to, and how many more keys to step over
+    /// before reopening the range there instead (reopening costs a seek in every table).
+    ahead: Option<(Vec<u8>, usize)>,
     table: String,
 }
+
+/// Keys stepped over toward a near seek target before the range is reopened at it.
+const STEP_BEFORE_SEEK: usize = 16;
 
 impl FamilyCells {
     fn err(&self, msg: String) -> StoreError {
@@ -204,6 +210,18 @@ impl Iterator for FamilyCells {
                 Ok(kv) => kv,
                 Err(e) => return Some(Err(self.err(e.to_string()))),
             };
+            if let Some((to, left)) = &mut self.ahead {
+                if *k < **to {
+                    if *left == 0 {
+                        let from = self.ahead.take().expect("set").0;
+                        self.it = Some(range(&self.ks, from, self.stop.as_ref()));
+                    } else {
+                        *left -= 1;
+                    }
+                    continue;
+                }
+                self.ahead = None;
+            }
             let Some((row, q)) = keycodec::decode(&k) else {
                 return Some(Err(self.err("undecodable engine key".into())));
             };
@@ -225,7 +243,7 @@ impl Iterator for FamilyCells {
                                 self.it = None;
                                 return None;
                             }
-                            self.it = Some(range(&self.ks, from, self.stop.as_ref()));
+                            self.ahead = Some((from, STEP_BEFORE_SEEK));
                             self.last = None;
                             continue;
                         }
@@ -393,6 +411,7 @@ impl Store for EmbeddedStore {
                 filter: filter.clone(),
                 seek: scan.seek.clone(),
                 last: None,
+                ahead: None,
                 table: table.to_string(),
             };
             let boxed: Box<dyn Iterator<Item = StoreResult<(Vec<u8>, Vec<u8>, u64, Vec<u8>)>> + Send> = Box::new(cells);

@@ -60,6 +60,8 @@ impl Stats {
         v.push(("tsd.wal.commits", m.wal_commits.get(), None));
         v.push(("tsd.write.buffered_points", m.buffered_points.get().max(0) as u64, None));
         v.push(("tsd.write.flushing_points", m.flushing_points.get().max(0) as u64, None));
+        // OpenTSDB's name for its compaction queue's length.
+        v.push(("tsd.compaction.queue.size", m.compaction_queue.get().max(0) as u64, None));
         v
     }
 }

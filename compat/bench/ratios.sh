@@ -125,7 +125,16 @@ except Exception: print(0)"
       [ "$(count_render)" -ge "$want" ] && break
     sleep 1
   done
-  sleep 6   # let tsgate's compaction of the closed hours (write.compaction_delay_ms) finish
+  # "warm": both tsgates have compacted the closed hours (write.compaction_delay_ms after the
+  # last write, then ~2 s of work on this set): queries are not timed against that work
+  settled() {  # BASE: tsgate's compaction queue is empty
+    curl -s "$1/api/stats" | python3 -c "import json,sys
+print(sum(m['value'] for m in json.load(sys.stdin) if m['metric'] == 'tsd.compaction.queue.size'))"
+  }
+  for _ in $(seq 120); do
+    [ "$(settled http://$H:$ts_http)" = 0 ] && [ "$(settled http://$H:$gr_http)" = 0 ] && break
+    sleep 0.5
+  done
   end1h=$((start + 3600)); last_step=$((start + 3540))
 
   # the three queries; PromQL is the same text for tsgate and VictoriaMetrics

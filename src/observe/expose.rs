@@ -62,6 +62,7 @@ pub fn render(m: &Metrics, live: &Live) -> String {
     e.single("tsgate_wal_replayed_points_total", "Points replayed from the write-ahead log at startup.", Kind::Counter, m.wal_replayed_points.get());
     e.single("tsgate_write_buffered_points", "Acknowledged points buffered in memory, waiting for the next flush.", Kind::Gauge, m.buffered_points.get());
     e.single("tsgate_write_flushing_points", "Points handed to the flushers and not yet in the store.", Kind::Gauge, m.flushing_points.get());
+    e.single("tsgate_compaction_queue_rows", "Data rows written since their last compaction (the open hour's included).", Kind::Gauge, m.compaction_queue.get());
     e.single("tsgate_write_queued_batches", "Write batches queued for the shards (bounded; writers wait when full).", Kind::Gauge, live.queued_batches);
     e.family("tsgate_flush_duration_seconds", "Time to write one flush of buffered points to the store.", Kind::Histogram);
     e.histogram("tsgate_flush_duration_seconds", &[], &m.flush_duration);

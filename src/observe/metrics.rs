@@ -147,6 +147,8 @@ pub struct Metrics {
     pub buffered_points: Gauge,
     /// Points handed to the flushers, not yet in the store.
     pub flushing_points: Gauge,
+    /// `tsdb` rows written since their last compaction (the open hour's included).
+    pub compaction_queue: Gauge,
     pub flush_duration: Histogram,
     pub uid: [UidCounters; UidKindLabel::COUNT],
     pub store: [Histogram; StoreOp::COUNT],

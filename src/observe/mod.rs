@@ -68,6 +68,11 @@ pub mod write {
         super::metrics().buffered_points.add(points as i64);
     }
 
+    /// A flusher's count of rows waiting for compaction went from `before` to `after`.
+    pub fn compaction_queue(before: usize, after: usize) {
+        super::metrics().compaction_queue.add(after as i64 - before as i64);
+    }
+
     /// A shard's buffer handed to its flusher.
     pub fn handed_to_flusher(points: usize) {
         let m = super::metrics();

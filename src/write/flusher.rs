@@ -91,7 +91,7 @@ impl Flusher {
         let compactor = Compactor::new(self.store.clone(), &self.table);
         while let Ok(job) = jobs.recv() {
             let FlushJob { buffer, wal_upto, waiters, last } = job;
-            let (points, started) = (buffer.points, Instant::now());
+            let (points, started, queued) = (buffer.points, Instant::now(), pending.len());
             let result = self.flush_durably(buffer, wal_upto, &mut pending);
             crate::observe::write::flushed(points, started);
             if let Err(e) = &result {
@@ -101,6 +101,7 @@ impl Flusher {
                 let _ = w.send(result.clone());
             }
             self.compact_ready(&compactor, &mut pending, last);
+            crate::observe::write::compaction_queue(queued, pending.len());
         }
     }
 

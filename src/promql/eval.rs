@@ -176,6 +176,32 @@ impl<'a> Evaluator<'a> {
         at_ms(at, self.start, self.end).unwrap_or(t) - offset_ms(off)
     }
 
+    /// A range query of a bare instant selector: each series' value at every step, walked
+    /// once per series instead of a vector built per step. `None` when two series share a
+    /// label set (the step path's merging then decides what the answer is).
+    pub fn selector_steps(&self, vs: &VectorSelector, step: i64) -> Option<Vec<(LabelSet, Vec<(i64, f64)>)>> {
+        let lb = self.settings.lookback_ms;
+        let mut out: Vec<(LabelSet, Vec<(i64, f64)>)> = Vec::new();
+        for s in self.series(vs) {
+            let mut pts = Vec::new();
+            let mut t = self.start;
+            while t <= self.end {
+                if let Some((_, v)) = instant_at(&s.all, self.shifted(t, &vs.at, &vs.offset), lb) {
+                    pts.push((t, v));
+                }
+                t += step;
+            }
+            if !pts.is_empty() {
+                out.push((s.labels.clone(), pts));
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        if out.windows(2).any(|w| w[0].0 == w[1].0) {
+            return None;
+        }
+        Some(out)
+    }
+
     /// An instant selector; with `own_ts`, values are the samples' timestamps in seconds
     /// (what `timestamp()` of a selector returns).
     pub fn select_instant(&self, vs: &VectorSelector, t: i64, own_ts: bool) -> Vec<Sample> {

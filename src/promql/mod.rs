@@ -189,6 +189,11 @@ pub fn check_range_type(expr: &Expr) -> Result<(), PromError> {
 /// The steps of a range query over data already fetched for it.
 pub fn range_eval(data: &selectors::Data, expr: &Expr, start: i64, end: i64, step: i64, settings: Settings) -> Result<QueryResult, PromError> {
     let ev = eval::Evaluator::new(data, start, end, settings);
+    if let Expr::VectorSelector(vs) = eval::unwrap_parens(expr) {
+        if let Some(m) = ev.selector_steps(vs, step.max(1)) {
+            return Ok(QueryResult::Matrix(m));
+        }
+    }
     let mut m = Matrix::default();
     let mut t = start;
     while t <= end {

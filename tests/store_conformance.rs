@@ -208,3 +208,48 @@ fn embedded_close_drops_the_journal_and_reopens_whole() {
         assert_eq!(get(&s), vec![value.to_vec()], "round {round}: and still does after a restart");
     }
 }
+
+/// `tidy` after many deletes (a compaction pass) rewrites the embedded tables (writing out the
+/// memtable first) and changes no answer, then or after a restart. (What it saves is read
+/// time, measured by compat/bench/ratios.sh.)
+#[test]
+fn embedded_tidy_keeps_every_answer() {
+    let d = tempfile::tempdir().unwrap();
+    let specs = TableNames::default().specs();
+    let row = |i: u32| i.to_be_bytes().to_vec();
+    let check = |s: &SharedStore| {
+        let rows: Vec<_> = s.scan("tsdb", &Scan::default()).unwrap().map(|r| r.unwrap()).collect();
+        assert_eq!(rows.len(), 2000);
+        assert!(rows.iter().all(|r| r.cells.len() == 1 && r.cells[0].value == [1]), "only the compacted cell is left");
+    };
+    {
+        let s: SharedStore = Arc::new(tsgate::store::embedded::EmbeddedStore::open(d.path(), &specs).unwrap());
+        // 2,000 rows of 60 cells; then each row's cells replaced by one (as a compaction does).
+        for chunk in (0..2000u32).collect::<Vec<_>>().chunks(200) {
+            let batch = chunk.iter().map(|&i| RowMutations {
+                row: row(i),
+                mutations: (0..60u16).map(|q| tsgate::store::Mutation::Put { family: b"t".to_vec(), qualifier: q.to_be_bytes().to_vec(), value: vec![7; 16] }).collect(),
+            }).collect();
+            s.mutate("tsdb", batch).unwrap();
+        }
+        s.tidy().unwrap(); // no deletes yet: nothing to do
+        let ts = u64::MAX / 2;
+        for chunk in (0..2000u32).collect::<Vec<_>>().chunks(200) {
+            let batch = chunk.iter().map(|&i| RowMutations {
+                row: row(i),
+                mutations: std::iter::once(tsgate::store::Mutation::Put { family: b"t".to_vec(), qualifier: vec![0xFF, 0xFF, 0xFF, 0xFF], value: vec![1] })
+                    .chain((0..60u16).map(|q| tsgate::store::Mutation::Delete { family: b"t".to_vec(), qualifier: q.to_be_bytes().to_vec() }))
+                    .collect(),
+            }).collect();
+            s.mutate_at("tsdb", batch, ts).unwrap();
+        }
+        s.tidy().unwrap();
+        check(&s);
+        s.mutate("tsdb", vec![RowMutations::put(row(5000), b"t", vec![1], vec![1])]).unwrap();
+        s.tidy().unwrap(); // counter reset: nothing to do
+        s.mutate("tsdb", vec![RowMutations { row: row(5000), mutations: vec![tsgate::store::Mutation::DeleteRow] }]).unwrap();
+        check(&s);
+    }
+    let s: SharedStore = Arc::new(tsgate::store::embedded::EmbeddedStore::open(d.path(), &specs).unwrap());
+    check(&s);
+}

@@ -129,7 +129,7 @@ except Exception: print(0)"
   # last write, then ~2 s of work on this set): queries are not timed against that work
   settled() {  # BASE: tsgate's compaction queue is empty
     curl -s "$1/api/stats" | python3 -c "import json,sys
-print(sum(m['value'] for m in json.load(sys.stdin) if m['metric'] == 'tsd.compaction.queue.size'))"
+print(sum(int(m['value']) for m in json.load(sys.stdin) if m['metric'] == 'tsd.compaction.queue.size'))"
   }
   for _ in $(seq 120); do
     [ "$(settled http://$H:$ts_http)" = 0 ] && [ "$(settled http://$H:$gr_http)" = 0 ] && break

@@ -119,6 +119,10 @@ impl Store for InstrumentedStore {
         self.inner.seeks()
     }
 
+    fn tidy(&self) -> StoreResult<()> {
+        self.inner.tidy()
+    }
+
     fn counters(&self) -> Vec<(&'static str, u64)> {
         self.inner.counters()
     }

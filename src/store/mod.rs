@@ -158,6 +158,13 @@ pub trait Store: Send + Sync + 'static {
         false
     }
 
+    /// Called when the compaction of closed hours has caught up: a store may reclaim what its
+    /// deletes left behind (tombstones every read steps over until the engine merges them
+    /// away), when that is cheap enough to do now.
+    fn tidy(&self) -> StoreResult<()> {
+        Ok(())
+    }
+
     /// Whether scans use their [`RowSeeker`] (in place of the regex).
     fn seeks(&self) -> bool {
         false

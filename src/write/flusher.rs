@@ -185,6 +185,11 @@ impl Flusher {
             if let Err(e) = self.store.flush() {
                 tracing::error!(error = %e, "store flush after compaction failed");
             }
+        } else if pending.values().all(|(base, _)| !hour_closed(*base, now)) {
+            // Caught up with the closed hours: the store may clear what the deletes left.
+            if let Err(e) = self.store.tidy() {
+                tracing::warn!(error = %e, "store tidy after compaction failed");
+            }
         }
     }
 }

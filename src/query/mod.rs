@@ -433,7 +433,7 @@ impl QueryEngine {
     /// Row filters that keep only rows carrying the literal tag values asked for (and the tag
     /// keys other filters need), so non-matching rows are skipped by the scan itself.
     fn pushdown(&self, sq: &SubQuery) -> Result<seek::RowFilter, QueryError> {
-        let mut per_key: BTreeMap<Vec<u8>, Option<Vec<Vec<u8>>>> = BTreeMap::new();
+        let mut per_key = seek::RequiredPairs::new();
         for f in &sq.filters {
             if f.kind == filter::FilterType::NotKey {
                 continue;
@@ -617,12 +617,12 @@ fn common_tags(members: &[Series]) -> (BTreeMap<String, String>, Vec<String>) {
 /// A row-key regex (HBase's, over bytes) keeping rows whose tags include, for each tag key
 /// UID, one of the given value UIDs (`None`: any value). OpenTSDB pushes its tag filters into
 /// the scan the same way. `None` when nothing is required.
-pub(crate) fn tag_pair_regex(layout: &KeyLayout, per_key: BTreeMap<Vec<u8>, Option<Vec<Vec<u8>>>>) -> Option<String> {
+pub(crate) fn tag_pair_regex(layout: &KeyLayout, per_key: seek::RequiredPairs) -> Option<String> {
     if per_key.is_empty() {
         return None;
     }
     let esc = |b: &[u8]| b.iter().map(|x| format!("\\x{x:02X}")).collect::<String>();
-    let head = layout.salt_width + layout.metric_width + 4;
+    let head = layout.head_width();
     let pair = layout.tag_width();
     let vw = layout.tagv_width;
     let mut re = format!("^.{{{head}}}");

@@ -31,9 +31,7 @@ impl RowFilter {
         });
         RowFilter { regex, seek, narrow }
     }
-}
 
-impl RowFilter {
     /// This filter narrowed to one of `parts` disjoint shares of the series (by a hash of the
     /// row's tags, so all rows of a series fall in one share): readers of one metric on
     /// several cores each take a share. Only for stores that seek (others ignore seekers).
@@ -41,7 +39,7 @@ impl RowFilter {
         if parts <= 1 {
             return self.clone();
         }
-        let head = layout.salt_width + layout.metric_width + 4;
+        let head = layout.head_width();
         let inner = self.seek.clone();
         let seek = RowSeeker(Arc::new(move |row: &[u8]| {
             let verdict = inner.as_ref().map_or(RowSeek::Take, |s| (s.0)(row));
@@ -88,7 +86,7 @@ impl PairSeeker {
             })
             .collect();
         PairSeeker {
-            head: layout.salt_width + layout.metric_width + 4,
+            head: layout.head_width(),
             kw: layout.tagk_width,
             pair: layout.tag_width(),
             required,

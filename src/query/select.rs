@@ -3,7 +3,7 @@
 //! regexes), with its points in a time range decoded to `(ms, f64)`. A missing label counts as
 //! the empty string, as in Prometheus.
 
-use super::seek::RowFilter;
+use super::seek::{RequiredPairs, RowFilter};
 use super::{QueryEngine, QueryError};
 use crate::prometheus::labels::{escape, from_stored, Labels, METRIC_NAME};
 use crate::schema::compaction::{append_ordered, merge_columns, StoredColumn};
@@ -12,7 +12,7 @@ use crate::schema::uid_table::UidKind;
 use crate::store::Scan;
 use regex::Regex;
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 #[derive(Debug, Clone)]
 pub enum MatchOp {
@@ -129,7 +129,7 @@ impl QueryEngine {
     /// before their cells are read. `Ok(None)` when such a label or value has no UID, so no
     /// series can match.
     fn required_pairs(&self, label_ms: &[Matcher]) -> Result<Option<RowFilter>, QueryError> {
-        let mut per_key: BTreeMap<Vec<u8>, Option<Vec<Vec<u8>>>> = BTreeMap::new();
+        let mut per_key = RequiredPairs::new();
         for m in label_ms {
             if !matches!(m.op, MatchOp::Eq) || m.value.is_empty() {
                 continue;
@@ -159,7 +159,7 @@ impl QueryEngine {
     /// passes; the caller still picks its own.
     pub fn series_filter(&self, series: &[&[(String, String)]]) -> Result<RowFilter, QueryError> {
         let Some((first, rest)) = series.split_first() else { return Ok(RowFilter::default()) };
-        let mut per_key: BTreeMap<Vec<u8>, Option<Vec<Vec<u8>>>> = BTreeMap::new();
+        let mut per_key = RequiredPairs::new();
         for (k, _) in first.iter() {
             if !rest.iter().all(|s| s.iter().any(|(k2, _)| k2 == k)) {
                 continue;

@@ -112,8 +112,13 @@ impl KeyLayout {
             .collect()
     }
 
+    /// Bytes before a row key's tag pairs: salt, metric UID, base time.
+    pub fn head_width(&self) -> usize {
+        self.salt_width + self.metric_width + TIMESTAMP_BYTES
+    }
+
     pub fn parse<'a>(&self, key: &'a [u8]) -> Result<RowKey<'a>, SchemaError> {
-        let head = self.salt_width + self.metric_width + TIMESTAMP_BYTES;
+        let head = self.head_width();
         let tw = self.tag_width();
         if key.len() <= head || (key.len() - head) % tw != 0 {
             return Err(SchemaError::BadRowKey(super::hex_upper(key)));

@@ -54,7 +54,7 @@ fn keyspace_options() -> KeyspaceCreateOptions {
         .data_block_size_policy(fjall::config::BlockSizePolicy::new([SMALL_BLOCK, SMALL_BLOCK, SMALL_BLOCK, BLOCK_SIZE]))
 }
 
-/// Writes after `close` are refused: `close` may have removed the engine's journal.
+/// Writes after `close` are refused: `close` may have emptied the engine's journal.
 fn open_for_writes(closed: bool, table: &str) -> StoreResult<()> {
     if closed {
         return Err(StoreError::Engine { op: "write", table: table.to_string(), msg: "the store is closed".into() });
@@ -107,6 +107,30 @@ impl EmbeddedStore {
                 Err(p) => prev = p,
             }
         }
+    }
+
+    /// Every table's every family.
+    fn keyspaces(&self) -> impl Iterator<Item = &Keyspace> {
+        self.tables.values().flat_map(|f| f.iter().map(|(_, ks)| ks))
+    }
+
+    /// Writes the memtables of `keyspaces` out (waiting up to `patience`), then rewrites each
+    /// whose tables then hold at most `max_bytes` into a single sorted run: the row rewrites of
+    /// compaction (partial columns replaced by compacted ones) leave their old versions and
+    /// tombstones in the engine until then, and the newest tombstones are in the memtable.
+    fn write_out_and_rewrite(&self, keyspaces: &[&Keyspace], patience: std::time::Duration, max_bytes: u64, op: &'static str) -> StoreResult<()> {
+        for ks in keyspaces {
+            ks.rotate_memtable().map_err(engine_err(op, "*"))?;
+        }
+        let deadline = std::time::Instant::now() + patience;
+        let settled = || self.db.outstanding_flushes() == 0 && keyspaces.iter().all(|k| k.sealed_memtable_count() == 0);
+        while !settled() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        for ks in keyspaces.iter().filter(|k| k.disk_space() <= max_bytes) {
+            ks.major_compact().map_err(engine_err(op, "*"))?;
+        }
+        Ok(())
     }
 
     fn empty_journal(&self) -> std::io::Result<()> {
@@ -477,23 +501,10 @@ impl Store for EmbeddedStore {
         self.flush()?;
         // Memtables to tables: the engine's journal is then dropped instead of being kept (and
         // replayed) as a second copy of everything written since the last memtable flush.
-        let keyspaces: Vec<&Keyspace> = self.tables.values().flat_map(|f| f.iter().map(|(_, ks)| ks)).collect();
-        for ks in &keyspaces {
-            ks.rotate_memtable().map_err(engine_err("close", "*"))?;
-        }
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        let settled = || self.db.outstanding_flushes() == 0 && keyspaces.iter().all(|k| k.sealed_memtable_count() == 0);
-        while !settled() && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        // Rewrite each table once into a single sorted run: the row rewrites of compaction
-        // (partial columns replaced by compacted ones) leave their old versions and
-        // tombstones in the engine until then.
+        let keyspaces: Vec<&Keyspace> = self.keyspaces().collect();
         // Bounded by size so that shutdown stays quick on a large store, where the engine's own
         // leveled compaction does this work as data ages.
-        for ks in keyspaces.iter().filter(|k| k.disk_space() <= MAJOR_COMPACT_ON_CLOSE_MAX) {
-            ks.major_compact().map_err(engine_err("close", "*"))?;
-        }
+        self.write_out_and_rewrite(&keyspaces, std::time::Duration::from_secs(30), MAJOR_COMPACT_ON_CLOSE_MAX, "close")?;
         // Journals are released by the engine's flush workers just after their last flush.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
         while self.db.journal_count() > 1 && std::time::Instant::now() < deadline {
@@ -529,19 +540,8 @@ impl Store for EmbeddedStore {
         if self.deletes.swap(0, Ordering::Relaxed) < TIDY_MIN_DELETES {
             return Ok(());
         }
-        for (table, fams) in &self.tables {
-            for (_, ks) in fams.iter().filter(|(_, k)| k.disk_space() <= TIDY_MAX) {
-                // The newest tombstones are still in the memtable: write it out first, so the
-                // rewrite meets them and the values they delete.
-                ks.rotate_memtable().map_err(engine_err("tidy", table))?;
-                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-                while ks.sealed_memtable_count() > 0 && std::time::Instant::now() < deadline {
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                }
-                ks.major_compact().map_err(engine_err("tidy", table))?;
-            }
-        }
-        Ok(())
+        let small: Vec<&Keyspace> = self.keyspaces().filter(|k| k.disk_space() <= TIDY_MAX).collect();
+        self.write_out_and_rewrite(&small, std::time::Duration::from_secs(10), u64::MAX, "tidy")
     }
 
     fn mutate_at(&self, table: &str, batch: Vec<RowMutations>, ts: u64) -> StoreResult<()> {

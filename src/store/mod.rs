@@ -66,7 +66,7 @@ pub struct Scan {
 /// What a [`RowSeeker`] says of one row key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RowSeek {
-    /// Return the row (if the regex accepts it too).
+    /// Return the row.
     Take,
     /// Reject the row; the next one may match.
     Skip,

@@ -6,17 +6,22 @@ use http::StatusCode;
 /// A sample value in a vector or matrix: Go's `'f'` format, switching to `'e'` below 1e-6 and
 /// at 1e21 and above; `+Inf`, `-Inf`, `NaN`.
 pub fn sample_value(v: f64) -> String {
+    let mut s = String::new();
+    push_sample_value(&mut s, v);
+    s
+}
+
+/// [`sample_value`] appended to `out`.
+fn push_sample_value(out: &mut String, v: f64) {
+    use std::fmt::Write;
     if v.is_nan() {
-        return "NaN".into();
-    }
-    if v.is_infinite() {
-        return if v > 0.0 { "+Inf".into() } else { "-Inf".into() };
-    }
-    let a = v.abs();
-    if v != 0.0 && !(1e-6..1e21).contains(&a) {
-        go_exp(v)
+        out.push_str("NaN");
+    } else if v.is_infinite() {
+        out.push_str(if v > 0.0 { "+Inf" } else { "-Inf" });
+    } else if v != 0.0 && !(1e-6..1e21).contains(&v.abs()) {
+        out.push_str(&go_exp(v));
     } else {
-        format!("{v}")
+        let _ = write!(out, "{v}");
     }
 }
 
@@ -42,15 +47,22 @@ fn go_exp(v: f64) -> String {
 
 /// A vector/matrix timestamp: seconds, with `.` and exactly 3 digits when ms are non-zero.
 pub fn timestamp(ms: i64) -> String {
-    let neg = ms < 0;
-    let a = ms.unsigned_abs();
-    let (s, frac) = (a / 1000, a % 1000);
-    let sign = if neg { "-" } else { "" };
-    if frac == 0 {
-        format!("{sign}{s}")
-    } else {
-        format!("{sign}{s}.{frac:03}")
+    let mut s = String::new();
+    push_timestamp(&mut s, ms);
+    s
+}
+
+/// [`timestamp`] appended to `out`.
+fn push_timestamp(out: &mut String, ms: i64) {
+    use std::fmt::Write;
+    if ms < 0 {
+        out.push('-');
     }
+    let a = ms.unsigned_abs();
+    let _ = match a % 1000 {
+        0 => write!(out, "{}", a / 1000),
+        frac => write!(out, "{}.{frac:03}", a / 1000),
+    };
 }
 
 /// The `[ts, "value"]` pair of vectors and matrices, as raw JSON.
@@ -62,22 +74,10 @@ pub fn point(ms: i64, v: f64) -> String {
 
 /// [`point`] appended to `out` (a matrix writes thousands: no string per point).
 pub fn push_point(out: &mut String, ms: i64, v: f64) {
-    use std::fmt::Write;
     out.push('[');
-    let a = ms.unsigned_abs();
-    if ms < 0 {
-        out.push('-');
-    }
-    let _ = match a % 1000 {
-        0 => write!(out, "{}", a / 1000),
-        frac => write!(out, "{}.{frac:03}", a / 1000),
-    };
+    push_timestamp(out, ms);
     out.push_str(",\"");
-    if v.is_finite() && (v == 0.0 || (1e-6..1e21).contains(&v.abs())) {
-        let _ = write!(out, "{v}");
-    } else {
-        out.push_str(&sample_value(v));
-    }
+    push_sample_value(out, v);
     out.push_str("\"]");
 }
 

@@ -272,6 +272,21 @@ fn unhex(s: &str) -> Vec<u8> {
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }
 
+/// Starts a server whose Graphite and pickle ports are new each time; when one of them was taken
+/// before the server bound it, the server exits and this tries other ports.
+fn start_with_fresh_ports(data: &std::path::Path, cfg: &std::path::Path) -> (Server, String, String) {
+    let mut last = None;
+    for _ in 0..5 {
+        let (g, pk) = (format!("127.0.0.1:{}", free_port()), format!("127.0.0.1:{}", free_port()));
+        write_config(cfg, &g, &pk);
+        match Server::try_start_with(data, Some(cfg)) {
+            Ok(s) => return (s, g, pk),
+            Err(status) => last = Some(status),
+        }
+    }
+    panic!("tsgate did not start on five sets of ports: {last:?}");
+}
+
 #[test]
 fn kill9_many_times_loses_no_acknowledged_point() {
     let dir = tempfile::tempdir().unwrap();
@@ -293,9 +308,9 @@ fn kill9_many_times_loses_no_acknowledged_point() {
     let started = Instant::now();
     const CYCLES: u32 = 14;
     for cycle in 0..CYCLES {
-        let (g, pk) = (format!("127.0.0.1:{}", free_port()), format!("127.0.0.1:{}", free_port()));
-        write_config(&cfg, &g, &pk);
         if cycle % 5 == 4 {
+            let (g, pk) = (format!("127.0.0.1:{}", free_port()), format!("127.0.0.1:{}", free_port()));
+            write_config(&cfg, &g, &pk);
             // Kill one during start-up (WAL replay, compaction of replayed rows).
             let mut c = std::process::Command::new(bin())
                 .args(["serve", "--data-dir", data.to_str().unwrap(), "--config", cfg.to_str().unwrap(), "--listen", "127.0.0.1:0", "--log-level", "error"])
@@ -305,7 +320,7 @@ fn kill9_many_times_loses_no_acknowledged_point() {
             let _ = c.kill();
             let _ = c.wait();
         }
-        let server = Server::start_with(&data, Some(&cfg));
+        let (server, g, pk) = start_with_fresh_ports(&data, &cfg);
         {
             let mut l = live.lock().unwrap();
             *l = Live { epoch: cycle as u64 + 1, alive: true, http: server.addr.clone(), graphite: g, pickle: pk };
@@ -322,9 +337,7 @@ fn kill9_many_times_loses_no_acknowledged_point() {
         t.join().unwrap();
     }
     // One last start replays the last WAL; a clean stop flushes and compacts.
-    let (g, pk) = (format!("127.0.0.1:{}", free_port()), format!("127.0.0.1:{}", free_port()));
-    write_config(&cfg, &g, &pk);
-    Server::start_with(&data, Some(&cfg)).stop();
+    start_with_fresh_ports(&data, &cfg).0.stop();
     eprintln!("{CYCLES} kill -9 cycles in {:?}", started.elapsed());
 
     let ledger = ledger.lock().unwrap();

@@ -24,7 +24,29 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_tsgate")
 }
 
+/// A loopback port nothing listens on, picked below the kernel's ephemeral range: a port the
+/// kernel handed out by `bind(:0)` can be reused at once as the source port of any outgoing
+/// connection (the crash test's writers make thousands), and then the server cannot bind it.
 pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse::<u32>().ok()))
+        .unwrap_or(32768);
+    const FLOOR: u32 = 10_000;
+    if low > FLOOR + 1000 {
+        let span = low - FLOOR;
+        // Each test process starts at its own offset, so parallel test binaries rarely meet.
+        let start = (std::process::id().wrapping_mul(2_654_435_761)) % span;
+        for _ in 0..span {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let port = (FLOOR + (start + n.wrapping_mul(7)) % span) as u16;
+            if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+                return port;
+            }
+        }
+    }
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
@@ -90,7 +112,26 @@ impl Server {
         Self::start_on(&Backend::embedded(), data, config)
     }
 
+    /// Starts a server and waits until it answers HTTP; picks another HTTP port when the
+    /// chosen one was taken between `free_port` and the server's bind.
     pub fn start_on(backend: &Backend, data: &Path, config: Option<&Path>) -> Server {
+        let mut last = None;
+        for _ in 0..5 {
+            match Self::try_start_on(backend, data, config) {
+                Ok(s) => return s,
+                Err(status) => last = Some(status),
+            }
+        }
+        panic!("tsgate did not start: it exited with {last:?} on five ports");
+    }
+
+    /// Like `start_with`, but reports a server that exited at start-up (a port in use, say)
+    /// instead of panicking, so the caller can retry with other ports.
+    pub fn try_start_with(data: &Path, config: Option<&Path>) -> Result<Server, std::process::ExitStatus> {
+        Self::try_start_on(&Backend::embedded(), data, config)
+    }
+
+    pub fn try_start_on(backend: &Backend, data: &Path, config: Option<&Path>) -> Result<Server, std::process::ExitStatus> {
         let addr = format!("127.0.0.1:{}", free_port());
         let mut cmd = Command::new(bin());
         cmd.args(["serve", "--data-dir"]).arg(data).args(["--listen", &addr, "--log-level", "warn"]);
@@ -103,11 +144,15 @@ impl Server {
             cmd.arg("--config").arg(c);
         }
         let child = cmd.stdout(Stdio::null()).stderr(Stdio::inherit()).spawn().expect("spawn tsgate");
-        let s = Server { child: Some(child), addr, data: data.to_path_buf(), config: config.map(|c| c.to_path_buf()) };
+        let mut s = Server { child: Some(child), addr, data: data.to_path_buf(), config: config.map(|c| c.to_path_buf()) };
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             if http(&s.addr, "GET", "/api/version", "", &[]).0 == 200 {
-                return s;
+                return Ok(s);
+            }
+            if let Some(status) = s.child.as_mut().unwrap().try_wait().unwrap() {
+                s.child = None;
+                return Err(status);
             }
             std::thread::sleep(Duration::from_millis(50));
         }

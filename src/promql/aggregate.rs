@@ -8,7 +8,7 @@ use promql_parser::parser::{AggregateExpr, LabelModifier};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-fn group_labels(l: &LabelSet, m: &Option<LabelModifier>) -> Vec<(String, String)> {
+pub(crate) fn group_labels(l: &LabelSet, m: &Option<LabelModifier>) -> Vec<(String, String)> {
     match m {
         None => Vec::new(),
         Some(LabelModifier::Include(ls)) => l.iter().filter(|(k, _)| ls.labels.iter().any(|n| n == k)).cloned().collect(),
@@ -97,43 +97,53 @@ pub fn aggregate<'a>(ev: &Evaluator<'a>, a: &AggregateExpr, input: Vec<Sample>, 
     };
     for (g, members) in groups {
         let vals: Vec<f64> = members.iter().map(|s| s.v).collect();
-        let v = match op.as_str() {
-            "sum" => vals.iter().sum(),
-            "avg" => {
-                let mut mean = vals[0];
-                let mut n = 1.0;
-                for &v in &vals[1..] {
-                    n += 1.0;
-                    if mean.is_infinite() {
-                        if v.is_infinite() && (mean > 0.0) == (v > 0.0) {
-                            continue;
-                        }
-                        if !v.is_infinite() && !v.is_nan() {
-                            continue;
-                        }
-                    }
-                    mean += v / n - mean / n;
-                }
-                mean
-            }
-            "count" => vals.len() as f64,
-            "group" => 1.0,
-            "min" => vals[1..].iter().fold(vals[0], |m, &v| if m > v || m.is_nan() { v } else { m }),
-            "max" => vals[1..].iter().fold(vals[0], |m, &v| if m < v || m.is_nan() { v } else { m }),
-            "stddev" | "stdvar" => {
-                let (mut n, mut mean, mut acc) = (0.0, 0.0, 0.0);
-                for &v in &vals {
-                    n += 1.0;
-                    let d = v - mean;
-                    mean += d / n;
-                    acc += d * (v - mean);
-                }
-                if op == "stddev" { (acc / n).sqrt() } else { acc / n }
-            }
-            "quantile" => quantile(param.unwrap_or(f64::NAN), vals),
-            other => return Err(PromError::Execution(format!("aggregation {other} is not supported"))),
-        };
+        let v = combine(&op, &vals, param)?;
         out.push(Sample { labels: g, v });
     }
     Ok(Value::Vector(out))
+}
+
+/// One group's value for an operator without a vector result: `vals` are its members' values
+/// in input order (the order decides the float result, as in Prometheus).
+pub(crate) fn combine(op: &str, vals: &[f64], param: Option<f64>) -> Result<f64, PromError> {
+    Ok(match op {
+        "sum" => vals.iter().sum(),
+        "avg" => {
+            let mut mean = vals[0];
+            let mut n = 1.0;
+            for &v in &vals[1..] {
+                n += 1.0;
+                if mean.is_infinite() {
+                    if v.is_infinite() && (mean > 0.0) == (v > 0.0) {
+                        continue;
+                    }
+                    if !v.is_infinite() && !v.is_nan() {
+                        continue;
+                    }
+                }
+                mean += v / n - mean / n;
+            }
+            mean
+        }
+        "count" => vals.len() as f64,
+        "group" => 1.0,
+        "min" => vals[1..].iter().fold(vals[0], |m, &v| if m > v || m.is_nan() { v } else { m }),
+        "max" => vals[1..].iter().fold(vals[0], |m, &v| if m < v || m.is_nan() { v } else { m }),
+        "stddev" | "stdvar" => {
+            let (mut n, mut mean, mut acc) = (0.0, 0.0, 0.0);
+            for &v in vals {
+                n += 1.0;
+                let d = v - mean;
+                mean += d / n;
+                acc += d * (v - mean);
+            }
+            if op == "stddev" {
+                (acc / n).sqrt()
+            } else {
+                acc / n
+            }
+        }
+        "quantile" => quantile(param.unwrap_or(f64::NAN), vals.to_vec()),
+        other => return Err(PromError::Execution(format!("aggregation {other} is not supported"))),
+    })
 }

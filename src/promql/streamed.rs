@@ -7,9 +7,9 @@
 //! the same code, and each step's values are aggregated in the same order, by labels.
 
 use super::aggregate;
-use super::eval::{drop_name, unwrap_parens, window_from, Evaluator, Sample, Value};
+use super::eval::{drop_name, unwrap_parens, window_from, Sample};
 use super::functions::range_value;
-use super::selectors::{self, at_ms, dur_ms, key, offset_ms, Data};
+use super::selectors::{self, at_ms, dur_ms, key, offset_ms};
 use super::{selector_matchers, LabelSet, PromError, Settings};
 use crate::query::QueryEngine;
 use promql_parser::parser::{AggregateExpr, Call, Expr, MatrixSelector};
@@ -164,27 +164,46 @@ fn run(
     }
     // The step evaluator meets series in label order: aggregate in that order too.
     reduced.sort_by(|x, y| x.labels.cmp(&y.labels));
-    let empty = Data::new();
-    let ev = Evaluator::new(&empty, start, end, settings);
+    // Each series' group is found once; then every step adds its members' values to their
+    // groups in series order and combines each group as `aggregate` would, in the order the
+    // groups first appear at that step.
+    let op = a.op.to_string();
+    let mut groups: Vec<LabelSet> = Vec::new();
+    let mut group_at: HashMap<Vec<(String, String)>, usize, ahash::RandomState> = HashMap::default();
+    let gid: Vec<usize> = reduced
+        .iter()
+        .map(|r| {
+            let key = aggregate::group_labels(&r.out, &a.modifier);
+            *group_at.entry(key).or_insert_with_key(|k| {
+                groups.push(Arc::new(k.clone()));
+                groups.len() - 1
+            })
+        })
+        .collect();
+    let mut members: Vec<Vec<f64>> = vec![Vec::new(); groups.len()];
+    let mut order: Vec<usize> = Vec::with_capacity(groups.len());
     let mut next = vec![0usize; reduced.len()];
     let mut out = Vec::with_capacity(steps.len());
     for (i, &t) in steps.iter().enumerate() {
         settings.check_deadline("expression evaluation")?;
-        let input: Vec<Sample> = reduced
-            .iter()
-            .zip(next.iter_mut())
-            .filter_map(|(r, n)| {
-                let &(at, v) = r.values.get(*n)?;
-                (at == i as u32).then(|| {
+        order.clear();
+        for ((r, n), &g) in reduced.iter().zip(next.iter_mut()).zip(&gid) {
+            if let Some(&(at, v)) = r.values.get(*n) {
+                if at == i as u32 {
                     *n += 1;
-                    Sample { labels: r.out.clone(), v }
-                })
-            })
-            .collect();
-        match aggregate::aggregate(&ev, a, input, t)? {
-            Value::Vector(v) => out.push((t, v)),
-            other => return Err(PromError::Execution(format!("aggregation yielded a {}", other.type_name()))),
+                    if members[g].is_empty() {
+                        order.push(g);
+                    }
+                    members[g].push(v);
+                }
+            }
         }
+        let mut samples = Vec::with_capacity(order.len());
+        for &g in &order {
+            samples.push(Sample { labels: groups[g].clone(), v: aggregate::combine(&op, &members[g], None)? });
+            members[g].clear();
+        }
+        out.push((t, samples));
     }
     Ok(out)
 }

@@ -201,11 +201,11 @@ fn split_value(v: &[u8]) -> (u64, Vec<u8>) {
     (u64::from_be_bytes(v[..8].try_into().expect("8 bytes")), v[8..].to_vec())
 }
 
-fn range(ks: &Keyspace, from: Vec<u8>, stop: Option<&Vec<u8>>) -> fjall::Iter {
-    match stop {
-        Some(s) => ks.range(from..s.clone()),
-        None => ks.range(from..),
-    }
+/// The keys from `from` on. The scan's stop is checked by the caller, key by key: an upper
+/// bound here would make the engine seek it in every table when the range opens, which costs
+/// as much as the lower seek, while a short scan usually ends inside a block already read.
+fn range(ks: &Keyspace, from: Vec<u8>) -> fjall::Iter {
+    ks.range(from..)
 }
 
 /// One family's cells in key order, with the scan's row filters applied to each key before its
@@ -243,11 +243,15 @@ impl Iterator for FamilyCells {
                 Ok(kv) => kv,
                 Err(e) => return Some(Err(self.err(e.to_string()))),
             };
+            if self.stop.as_ref().is_some_and(|s| *k >= **s) {
+                self.it = None;
+                return None;
+            }
             if let Some((to, left)) = &mut self.ahead {
                 if *k < **to {
                     if *left == 0 {
                         let from = self.ahead.take().expect("set").0;
-                        self.it = Some(range(&self.ks, from, self.stop.as_ref()));
+                        self.it = Some(range(&self.ks, from));
                     } else {
                         *left -= 1;
                     }
@@ -438,7 +442,7 @@ impl Store for EmbeddedStore {
         let mut sources = Vec::new();
         for (f, ks) in self.selected(table, &scan.families)? {
             let cells = FamilyCells {
-                it: Some(range(ks, start.clone(), stop.as_ref())),
+                it: Some(range(ks, start.clone())),
                 ks: ks.clone(),
                 stop: stop.clone(),
                 filter: filter.clone(),

@@ -69,7 +69,13 @@ impl Source for StoreSource<'_> {
             };
             let keep = |_: &str, tags: &[(String, String)]| find(tags).is_some();
             // A few series of a metric: the scan seeks to their rows instead of reading all.
-            let filter = if wanted.len() <= LINEAR_LOOKUP_MAX {
+            // Not for a path stored whole: its metric holds that one series (`keep` still
+            // checks), and a seeker would only cost its UID look-ups and set-up per metric.
+            let whole = wanted.len() == 1 && entries[wanted[0]].tags.len() == 1 && {
+                let (k, v) = &entries[wanted[0]].tags[0];
+                (k.as_str(), v.as_str()) == crate::graphite::names::PLACEHOLDER_TAG[0]
+            };
+            let filter = if !whole && wanted.len() <= LINEAR_LOOKUP_MAX {
                 let tags: Vec<&[(String, String)]> = wanted.iter().map(|&i| &entries[i].tags[..]).collect();
                 self.0.query.series_filter(&tags).map_err(|e| EvalError(e.to_string()))?
             } else {

@@ -130,6 +130,20 @@ impl PathGlob {
         out
     }
 
+    /// What every matching path ends with: the trailing literal elements, each preceded by
+    /// its dot when elements come before (empty when the last element is a pattern).
+    pub fn literal_suffix(&self) -> String {
+        let tail: Vec<&str> = self.elements.iter().rev().map_while(|e| if let Element::Literal(l) = e { Some(l.as_str()) } else { None }).collect();
+        let mut out = String::new();
+        for (i, l) in tail.iter().rev().enumerate() {
+            if i > 0 || tail.len() < self.elements.len() {
+                out.push('.');
+            }
+            out.push_str(l);
+        }
+        out
+    }
+
     /// Whether a dotted path has exactly one node per element, each matching.
     pub fn matches_path(&self, path: &str) -> bool {
         let mut nodes = path.split('.');
@@ -140,6 +154,19 @@ impl PathGlob {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn literal_ends() {
+        let ends = |q: &str| {
+            let g = PathGlob::new(q).unwrap();
+            (g.literal_prefix(), g.literal_suffix())
+        };
+        assert_eq!(ends("*.*.cpu.usage_user"), ("".into(), ".cpu.usage_user".into()));
+        assert_eq!(ends("a.b"), ("a.b".into(), "a.b".into()));
+        assert_eq!(ends("a.*.c"), ("a.".into(), ".c".into()));
+        assert_eq!(ends("a.*"), ("a.".into(), "".into()));
+        assert_eq!(ends("{x,y}"), ("".into(), "".into()));
+    }
 
     #[test]
     fn globs() {

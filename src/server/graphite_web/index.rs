@@ -100,11 +100,41 @@ pub fn resolve<'a>(entries: &'a [Entry], expr: &str) -> Result<Vec<&'a Entry>, S
     // Entries are sorted by path: only those starting with the expression's literal head can
     // match (a literal path is one binary search, not a pass over every series).
     let prefix = glob.literal_prefix();
+    // Likewise its literal tail (`.cpu.usage_user` of `*.*.cpu.usage_user`) rejects most
+    // other paths with one comparison.
+    let suffix = glob.literal_suffix();
     let from = entries.partition_point(|e| e.path.as_str() < prefix.as_str());
     Ok(entries[from..]
         .iter()
         .take_while(|e| e.path.starts_with(&prefix))
-        .filter(|e| !e.is_tagged())
+        .filter(|e| e.path.ends_with(&suffix) && !e.is_tagged())
         .filter(|e| glob.matches_path(&e.path))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn entry(path: &str) -> Entry {
+        Entry { path: path.to_string(), metric: path.to_string(), tags: Vec::new() }
+    }
+
+    proptest! {
+        /// The binary search on the literal head and the check of the literal tail only skip
+        /// work: the same entries come back as a plain pass matching every path.
+        #[test]
+        fn resolve_is_a_plain_pass(
+            paths in proptest::collection::btree_set("[ab]{1,2}(\\.[ab]{1,2}){0,3}", 0..40),
+            elems in proptest::collection::vec(prop_oneof!["[ab]{1,2}", Just("*".to_string()), Just("a*".to_string()), Just("{a,b}".to_string())], 1..5),
+        ) {
+            let entries: Vec<Entry> = paths.iter().map(|p| entry(p)).collect();
+            let expr = elems.join(".");
+            let glob = PathGlob::new(&expr).unwrap();
+            let want: Vec<&str> = entries.iter().filter(|e| glob.matches_path(&e.path)).map(|e| e.path.as_str()).collect();
+            let got: Vec<&str> = resolve(&entries, &expr).unwrap().into_iter().map(|e| e.path.as_str()).collect();
+            prop_assert_eq!(got, want);
+        }
+    }
 }

@@ -84,7 +84,29 @@ pub enum QueryResult {
 
 /// Parses a query as Prometheus 2.42 would. `holt_winters` is 2.42's name of what the parser
 /// calls `double_exponential_smoothing` (3.x's name, unknown to 2.42).
+/// Expressions parsed lately, by their text: dashboards send the same few expressions on every
+/// refresh, and cloning a parsed tree costs far less than parsing it again.
+static PARSED: std::sync::LazyLock<parking_lot::Mutex<std::collections::HashMap<String, Expr>>> = std::sync::LazyLock::new(Default::default);
+const PARSED_MAX: usize = 512;
+/// Longer texts are parsed every time rather than kept.
+const PARSED_TEXT_MAX: usize = 4096;
+
 pub fn parse(q: &str) -> Result<Expr, PromError> {
+    if let Some(e) = PARSED.lock().get(q) {
+        return Ok(e.clone());
+    }
+    let e = parse_text(q)?;
+    if q.len() <= PARSED_TEXT_MAX {
+        let mut m = PARSED.lock();
+        if m.len() >= PARSED_MAX {
+            m.clear();
+        }
+        m.insert(q.to_string(), e.clone());
+    }
+    Ok(e)
+}
+
+fn parse_text(q: &str) -> Result<Expr, PromError> {
     static HW: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     static DEXP: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let dexp = DEXP.get_or_init(|| regex::Regex::new(r"\bdouble_exponential_smoothing\s*\(").unwrap());

@@ -101,3 +101,17 @@ fn range_functions_and_subqueries() {
     // …but an aggregation over colliding function results is accepted (the bench's count query).
     assert_eq!(at("sum(count_over_time({__name__=~\"req|info\"}[1m]))", 150_000).unwrap(), ["=25"]);
 }
+
+#[test]
+fn a_repeated_expression_parses_to_the_same_tree_and_errors_stay_errors() {
+    for q in ["sum by (job) (rate(req[1m]))", "holt_winters(req[1m], 0.5, 0.5)", "req offset 5m"] {
+        let fresh = super::parse_text(q).unwrap();
+        assert_eq!(format!("{:?}", parse(q).unwrap()), format!("{fresh:?}"));
+        // The second call is answered from the cache.
+        assert_eq!(format!("{:?}", parse(q).unwrap()), format!("{fresh:?}"));
+    }
+    for q in ["sum(", "double_exponential_smoothing(req[1m], 0.5, 0.5)"] {
+        assert!(parse(q).is_err());
+        assert!(parse(q).is_err());
+    }
+}

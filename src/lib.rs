@@ -23,3 +23,11 @@ pub mod uid;
 pub mod write;
 pub mod prometheus;
 pub mod promql;
+
+/// The cores this process may run on, read once: the standard library reads the affinity
+/// mask and the cgroup's CPU quota files on every call, tens of microseconds a query paid
+/// several times over.
+pub fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}

@@ -54,6 +54,12 @@ pub struct SeriesResolver {
     /// canonicalising the names. Only texts whose names were accepted are entered.
     raw: DashMap<Box<[u8]>, Series, ahash::RandomState>,
     new_series: std::sync::OnceLock<NewSeriesHook>,
+    /// Bumped whenever a series enters the cache (new, or first seen since the cache was
+    /// emptied): views built over the stored series (the graphite path index) are current
+    /// while it is unchanged, as far as this process's writes go.
+    generation: std::sync::atomic::AtomicU64,
+    /// When `generation` last changed (ms since the epoch).
+    changed_ms: std::sync::atomic::AtomicU64,
 }
 
 /// Entries the raw-text memo stops growing at: it only saves work (the canonical cache still
@@ -102,6 +108,8 @@ impl SeriesResolver {
             cache: DashMap::with_hasher(ahash::RandomState::new()),
             raw: DashMap::with_hasher(ahash::RandomState::new()),
             new_series: std::sync::OnceLock::new(),
+            generation: std::sync::atomic::AtomicU64::new(0),
+            changed_ms: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -157,6 +165,7 @@ impl SeriesResolver {
         let mut key = Vec::new();
         canonical(metric, tags, &mut key);
         self.cache.insert(key.into_boxed_slice(), series.clone());
+        self.bump();
         if let Some(hook) = self.new_series.get() {
             hook(&series.tsuid);
         }
@@ -182,9 +191,21 @@ impl SeriesResolver {
         Ok(tsuid.into())
     }
 
+    fn bump(&self) {
+        self.changed_ms.store(crate::query::time::now_ms(), std::sync::atomic::Ordering::Release);
+        self.generation.fetch_add(1, std::sync::atomic::Ordering::Release);
+    }
+
+    /// See `generation`: its value, and when it last changed (ms since the epoch).
+    pub fn generation(&self) -> (u64, u64) {
+        let g = self.generation.load(std::sync::atomic::Ordering::Acquire);
+        (g, self.changed_ms.load(std::sync::atomic::Ordering::Acquire))
+    }
+
     pub fn drop_caches(&self) {
         self.cache.clear();
         self.raw.clear();
+        self.bump();
         self.uids.drop_caches();
     }
 

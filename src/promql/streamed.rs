@@ -118,7 +118,7 @@ fn run(
     // The values kept per series and step are held to the same limit as loaded points: with
     // many more steps than points they could otherwise outgrow what the step evaluator holds.
     let kept = AtomicUsize::new(0);
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = crate::cores();
     // Fewer metrics than cores: each metric is read as several shares of its series.
     let parts = if plan.metrics.len() < cores { store.plan_shares(&plan, cores.div_ceil(plan.metrics.len().max(1))) } else { 1 };
     let units = plan.metrics.len() * parts;

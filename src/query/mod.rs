@@ -149,7 +149,7 @@ impl QueryEngine {
     /// failure no further sub-query starts: the first error in request order is the one a
     /// sequential run would report (all earlier ones were started before it).
     fn run_subqueries(&self, q: &Query, tz: chrono_tz::Tz, budget: &Budget) -> Vec<Result<(Vec<ResultSeries>, Summary), QueryError>> {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = crate::cores();
         // One sub-query (the commonest request) reads its metric as shares on every core.
         let parts = if q.queries.len() == 1 && !q.flags.delete { self.shares(cores) } else { 1 };
         let one = |sq: &SubQuery| -> Result<(Vec<ResultSeries>, Summary), QueryError> {

@@ -53,7 +53,7 @@ fn jvm() -> Reply {
     let start_ms = (p.start_time_seconds * 1000.0) as u64;
     let now = crate::query::time::now_ms();
     let load = std::fs::read_to_string("/proc/loadavg").ok().and_then(|l| l.split_whitespace().next().and_then(|v| v.parse::<f64>().ok()));
-    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cpus = crate::cores();
     let body = json!({
         "runtime": {"startTime": start_ms, "uptime": now.saturating_sub(start_ms), "vmName": "tsgate", "vmVendor": "tsgate", "vmVersion": env!("CARGO_PKG_VERSION")},
         "memory": {"residentBytes": p.resident_bytes, "virtualBytes": p.virtual_bytes},

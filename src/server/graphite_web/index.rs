@@ -1,7 +1,10 @@
 //! The series index graphite browsing and path expressions resolve against: the Graphite path
 //! (`naming::to_path`) of every stored series, whichever API wrote it. Built from the UID table
-//! (metric names) and a key-only walk of the data table's rows; cached in memory and rebuilt at
-//! most every `TTL` when a request needs it, so browsing costs one scan per TTL window at most.
+//! (metric names) and a key-only walk of the data table's rows; cached in memory and rebuilt
+//! when a request needs it and it may be stale: this process created a series since it was
+//! built, or `TTL` passed since then (another node may have, on a shared HBase; a series
+//! created just before the build may not have been in the store yet). A snapshot built well
+//! after this process's last new series, on the embedded store, lives up to `TTL_QUIET`.
 
 use super::glob::PathGlob;
 use super::naming;
@@ -14,6 +17,11 @@ use std::time::{Duration, Instant};
 
 /// New series become visible to browsing within this delay.
 pub const TTL: Duration = Duration::from_secs(5);
+/// How long a snapshot lives when nothing suggests it is stale (see the module comment).
+const TTL_QUIET: Duration = Duration::from_secs(60);
+/// A series this process created this long before a build is in the store by then (its first
+/// points flushed, `write.flush_interval_ms` added on top).
+const SETTLED: Duration = Duration::from_secs(5);
 
 /// Metrics read per task while building a snapshot.
 const METRICS_PER_CHUNK: usize = 256;
@@ -41,21 +49,35 @@ impl Entry {
 
 #[derive(Default)]
 pub struct SeriesIndex {
-    cached: Mutex<Option<(Instant, Arc<Vec<Entry>>)>>,
+    /// The snapshot, when it was built, and the series generation it was built at.
+    cached: Mutex<Option<Snapshot>>,
+}
+
+struct Snapshot {
+    at: Instant,
+    generation: u64,
+    /// Nothing changed for a while before the build, and no other process writes the store.
+    quiet: bool,
+    entries: Arc<Vec<Entry>>,
 }
 
 impl SeriesIndex {
     /// The current snapshot, sorted by path (blocking: call off the async threads).
     pub fn snapshot(&self, state: &AppState) -> Result<Arc<Vec<Entry>>, QueryError> {
         let mut g = self.cached.lock();
-        if let Some((at, snap)) = g.as_ref() {
-            if at.elapsed() < TTL {
-                return Ok(snap.clone());
+        let (generation, changed_ms) = state.resolver.generation();
+        if let Some(s) = g.as_ref() {
+            let ttl = if s.quiet { TTL_QUIET } else { TTL };
+            if s.generation == generation && s.at.elapsed() < ttl {
+                return Ok(s.entries.clone());
             }
         }
-        let snap = Arc::new(build(state)?);
-        *g = Some((Instant::now(), snap.clone()));
-        Ok(snap)
+        let settled = SETTLED + Duration::from_millis(state.config.write.flush_interval_ms);
+        let since_change = crate::query::time::now_ms().saturating_sub(changed_ms);
+        let quiet = state.config.storage.backend == "embedded" && since_change >= settled.as_millis() as u64;
+        let entries = Arc::new(build(state)?);
+        *g = Some(Snapshot { at: Instant::now(), generation, quiet, entries: entries.clone() });
+        Ok(entries)
     }
 
     /// Forgets the snapshot (after `/tags/delSeries`, or when a test wants fresh data).

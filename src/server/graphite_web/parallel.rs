@@ -17,7 +17,7 @@ pub fn map<T: Send, U: Send>(items: Vec<T>, f: impl Fn(T) -> U + Sync) -> Vec<U>
 
 /// How many parts of comparable size to split work into: one per core.
 pub fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    crate::cores()
 }
 
 /// [`map`] for items that are each big enough to be worth a thread from `min` of them on.

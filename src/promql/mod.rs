@@ -86,22 +86,25 @@ pub enum QueryResult {
 /// calls `double_exponential_smoothing` (3.x's name, unknown to 2.42).
 /// Expressions parsed lately, by their text: dashboards send the same few expressions on every
 /// refresh, and cloning a parsed tree costs far less than parsing it again.
-static PARSED: std::sync::LazyLock<parking_lot::Mutex<std::collections::HashMap<String, Expr>>> = std::sync::LazyLock::new(Default::default);
+static PARSED: std::sync::LazyLock<parking_lot::Mutex<std::collections::HashMap<String, std::sync::Arc<Expr>>>> = std::sync::LazyLock::new(Default::default);
 const PARSED_MAX: usize = 512;
 /// Longer texts are parsed every time rather than kept.
 const PARSED_TEXT_MAX: usize = 4096;
 
 pub fn parse(q: &str) -> Result<Expr, PromError> {
-    if let Some(e) = PARSED.lock().get(q) {
-        return Ok(e.clone());
+    // The tree is copied outside the lock: queries on other threads only wait for a look-up.
+    let hit = PARSED.lock().get(q).cloned();
+    if let Some(e) = hit {
+        return Ok((*e).clone());
     }
     let e = parse_text(q)?;
     if q.len() <= PARSED_TEXT_MAX {
+        let shared = std::sync::Arc::new(e.clone());
         let mut m = PARSED.lock();
         if m.len() >= PARSED_MAX {
             m.clear();
         }
-        m.insert(q.to_string(), e.clone());
+        m.insert(q.to_string(), shared);
     }
     Ok(e)
 }

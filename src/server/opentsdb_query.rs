@@ -68,6 +68,10 @@ async fn query(state: &Arc<AppState>, req: Request) -> Reply {
     let started = std::time::Instant::now();
     let res = blocking(move || {
         let (series, summary) = st.query.run(&q)?;
+        if q.flags.delete {
+            // Deleted series must leave the graphite index now, not when it next expires.
+            st.graphite_index.invalidate();
+        }
         let mut extras = Extras::default();
         if q.flags.global_annotations {
             let e = &st.query;

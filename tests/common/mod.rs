@@ -148,6 +148,13 @@ impl Server {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             if http(&s.addr, "GET", "/api/version", "", &[]).0 == 200 {
+                // Another test's server may hold the port and have answered: ours, failing to
+                // bind, exits right after start-up.
+                std::thread::sleep(Duration::from_millis(100));
+                if let Some(status) = s.child.as_mut().unwrap().try_wait().unwrap() {
+                    s.child = None;
+                    return Err(status);
+                }
                 return Ok(s);
             }
             if let Some(status) = s.child.as_mut().unwrap().try_wait().unwrap() {

@@ -1,10 +1,10 @@
 //! The series index graphite browsing and path expressions resolve against: the Graphite path
 //! (`naming::to_path`) of every stored series, whichever API wrote it. Built from the UID table
 //! (metric names) and a key-only walk of the data table's rows; cached in memory and rebuilt
-//! when a request needs it and it may be stale: this process created a series since it was
-//! built, or `TTL` passed since then (another node may have, on a shared HBase; a series
-//! created just before the build may not have been in the store yet). A snapshot built well
-//! after this process's last new series, on the embedded store, lives up to `TTL_QUIET`.
+//! at most every `TTL` when a request needs it, so browsing costs one scan per TTL window at
+//! most. A snapshot built well after this process's last new series, on the embedded store
+//! (no other process writes it), lives on past `TTL`, up to `TTL_QUIET`, until this process
+//! creates a series.
 
 use super::glob::PathGlob;
 use super::naming;
@@ -67,8 +67,10 @@ impl SeriesIndex {
         let mut g = self.cached.lock();
         let (generation, changed_ms) = state.resolver.generation();
         if let Some(s) = g.as_ref() {
-            let ttl = if s.quiet { TTL_QUIET } else { TTL };
-            if s.generation == generation && s.at.elapsed() < ttl {
+            // Never rebuilt more often than every TTL (series arriving all the time, or all
+            // written again after a restart, would otherwise rebuild it on every request).
+            let age = s.at.elapsed();
+            if age < TTL || (s.quiet && s.generation == generation && age < TTL_QUIET) {
                 return Ok(s.entries.clone());
             }
         }

@@ -8,7 +8,7 @@
 
 use super::aggregate;
 use super::eval::{drop_name, unwrap_parens, window_from, Sample};
-use super::functions::range_value;
+use super::functions::{avg_over_time_each, range_value};
 use super::selectors::{self, at_ms, dur_ms, key, offset_ms};
 use super::{selector_matchers, LabelSet, PromError, Settings};
 use crate::query::QueryEngine;
@@ -82,6 +82,21 @@ fn reduce_series(f: crate::query::select::Selected, name: &str, ms: &MatrixSelec
     let (at, offset) = (at_ms(&ms.vs.at, start, end), offset_ms(&ms.vs.offset));
     let mut cursor = (0, 0);
     let mut values = Vec::new();
+    if name == "avg_over_time" {
+        // The windows first, then their means together (see `avg_over_time_each`).
+        let mut idx = Vec::new();
+        let mut windows = Vec::new();
+        for (i, &t) in steps.iter().enumerate() {
+            let te = at.unwrap_or(t) - offset;
+            let w = window_from(points, te - range, te, &mut cursor);
+            if !w.is_empty() {
+                idx.push(i as u32);
+                windows.push(w);
+            }
+        }
+        values = idx.into_iter().zip(avg_over_time_each(&windows)).collect();
+        return (!values.is_empty()).then_some(Reduced { labels, out, values });
+    }
     for (i, &t) in steps.iter().enumerate() {
         let te = at.unwrap_or(t) - offset;
         let w = window_from(points, te - range, te, &mut cursor);

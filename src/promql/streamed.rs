@@ -80,33 +80,24 @@ fn reduce_series(f: crate::query::select::Selected, name: &str, ms: &MatrixSelec
     let out = if name == "last_over_time" { labels.clone() } else { drop_name(&labels) };
     let range = dur_ms(&ms.range);
     let (at, offset) = (at_ms(&ms.vs.at, start, end), offset_ms(&ms.vs.offset));
+    // The windows first (step index, window end, step time), then the function over them.
     let mut cursor = (0, 0);
-    let mut values = Vec::new();
-    if name == "avg_over_time" {
-        // The windows first, then their means together (see `avg_over_time_each`).
-        let mut idx = Vec::new();
-        let mut windows = Vec::new();
-        for (i, &t) in steps.iter().enumerate() {
-            let te = at.unwrap_or(t) - offset;
-            let w = window_from(points, te - range, te, &mut cursor);
-            if !w.is_empty() {
-                idx.push(i as u32);
-                windows.push(w);
-            }
-        }
-        values = idx.into_iter().zip(avg_over_time_each(&windows)).collect();
-        return (!values.is_empty()).then_some(Reduced { labels, out, values });
-    }
+    let mut at_steps: Vec<(u32, i64, i64)> = Vec::new();
+    let mut windows: Vec<&[(i64, f64)]> = Vec::new();
     for (i, &t) in steps.iter().enumerate() {
         let te = at.unwrap_or(t) - offset;
         let w = window_from(points, te - range, te, &mut cursor);
-        if w.is_empty() {
-            continue;
-        }
-        if let Some(v) = range_value(name, w, te - range, te, range, t, &[]) {
-            values.push((i as u32, v));
+        if !w.is_empty() {
+            at_steps.push((i as u32, te, t));
+            windows.push(w);
         }
     }
+    let values: Vec<(u32, f64)> = if name == "avg_over_time" {
+        // Several windows' means at once (see `avg_over_time_each`).
+        at_steps.iter().map(|s| s.0).zip(avg_over_time_each(&windows)).collect()
+    } else {
+        at_steps.iter().zip(&windows).filter_map(|(&(i, te, t), w)| Some((i, range_value(name, w, te - range, te, range, t, &[])?))).collect()
+    };
     (!values.is_empty()).then_some(Reduced { labels, out, values })
 }
 

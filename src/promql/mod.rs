@@ -82,8 +82,6 @@ pub enum QueryResult {
     Matrix(Vec<(LabelSet, Vec<(i64, f64)>)>),
 }
 
-/// Parses a query as Prometheus 2.42 would. `holt_winters` is 2.42's name of what the parser
-/// calls `double_exponential_smoothing` (3.x's name, unknown to 2.42).
 /// Expressions parsed lately, by their text: dashboards send the same few expressions on every
 /// refresh, and cloning a parsed tree costs far less than parsing it again.
 static PARSED: std::sync::LazyLock<parking_lot::Mutex<std::collections::HashMap<String, std::sync::Arc<Expr>>>> = std::sync::LazyLock::new(Default::default);
@@ -91,6 +89,8 @@ const PARSED_MAX: usize = 512;
 /// Longer texts are parsed every time rather than kept.
 const PARSED_TEXT_MAX: usize = 4096;
 
+/// Parses a query as Prometheus 2.42 would. `holt_winters` is 2.42's name of what the parser
+/// calls `double_exponential_smoothing` (3.x's name, unknown to 2.42).
 pub fn parse(q: &str) -> Result<Expr, PromError> {
     // The tree is copied outside the lock: queries on other threads only wait for a look-up.
     let hit = PARSED.lock().get(q).cloned();

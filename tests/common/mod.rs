@@ -145,21 +145,25 @@ impl Server {
         }
         let child = cmd.stdout(Stdio::null()).stderr(Stdio::inherit()).spawn().expect("spawn tsgate");
         let mut s = Server { child: Some(child), addr, data: data.to_path_buf(), config: config.map(|c| c.to_path_buf()) };
+        // The exit status of a server that already stopped (it is then no longer ours to kill).
+        let exited = |s: &mut Server| {
+            let status = s.child.as_mut().unwrap().try_wait().unwrap()?;
+            s.child = None;
+            Some(status)
+        };
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
+            if let Some(status) = exited(&mut s) {
+                return Err(status);
+            }
             if http(&s.addr, "GET", "/api/version", "", &[]).0 == 200 {
                 // Another test's server may hold the port and have answered: ours, failing to
                 // bind, exits right after start-up.
                 std::thread::sleep(Duration::from_millis(100));
-                if let Some(status) = s.child.as_mut().unwrap().try_wait().unwrap() {
-                    s.child = None;
-                    return Err(status);
-                }
-                return Ok(s);
-            }
-            if let Some(status) = s.child.as_mut().unwrap().try_wait().unwrap() {
-                s.child = None;
-                return Err(status);
+                return match exited(&mut s) {
+                    Some(status) => Err(status),
+                    None => Ok(s),
+                };
             }
             std::thread::sleep(Duration::from_millis(50));
         }

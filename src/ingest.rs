@@ -124,7 +124,7 @@ impl Ingest {
             match self.resolver.cached(p.metric, p.tags) {
                 Some(series) => {
                     if let Some(t) = p.text {
-                        self.resolver.remember_raw(t, &series);
+                        self.resolver.remember_raw(t, series);
                     }
                     stored.push(Some(StoredPoint { series, base, point: raw }))
                 }

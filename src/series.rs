@@ -17,13 +17,31 @@ pub struct SeriesKey {
     pub tsuid: Box<[u8]>,
 }
 
-pub type Series = Arc<SeriesKey>;
+/// Series keys live as long as the process (one per TSUID, see `SeriesKey::new`): a plain
+/// reference is copied per point without the shared reference count an `Arc` would bounce
+/// between the cores that parse and the cores that buffer.
+pub type Series = &'static SeriesKey;
+
+/// Every series key this process made, by TSUID: resolving a series again (after
+/// `drop_caches`, in WAL replay) finds the same key instead of leaking another.
+static INTERNED: std::sync::LazyLock<parking_lot::Mutex<hashbrown::HashTable<Series>>> =
+    std::sync::LazyLock::new(Default::default);
 
 impl SeriesKey {
+    /// The process's one key for these TSUID bytes (made on first use, never freed: bounded
+    /// by the series the process has seen, like the caches in front of it).
     pub fn new(tsuid: &[u8]) -> Series {
         // FNV-1a: stable across processes, so routing by it is too.
         let hash = tsuid.iter().fold(0xcbf29ce484222325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100000001b3));
-        Arc::new(SeriesKey { hash, tsuid: tsuid.into() })
+        let mut table = INTERNED.lock();
+        match table.entry(hash, |k| *k.tsuid == *tsuid, |k| k.hash) {
+            hashbrown::hash_table::Entry::Occupied(e) => e.get(),
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                let key: Series = Box::leak(Box::new(SeriesKey { hash, tsuid: tsuid.into() }));
+                e.insert(key);
+                key
+            }
+        }
     }
 }
 
@@ -52,7 +70,7 @@ pub struct SeriesResolver {
     /// A protocol's own text for a series it sent before (a telnet line's metric and tag
     /// words, a Graphite path) → series: a hit skips splitting, checking, mapping and
     /// canonicalising the names. Only texts whose names were accepted are entered.
-    raw: DashMap<Box<[u8]>, Series, ahash::RandomState>,
+    raw: RawMemo,
     new_series: std::sync::OnceLock<NewSeriesHook>,
     /// Bumped whenever a series enters the cache (new, or first seen since the cache was
     /// emptied): views built over the stored series (the graphite path index) are current
@@ -60,6 +78,52 @@ pub struct SeriesResolver {
     generation: std::sync::atomic::AtomicU64,
     /// When `generation` last changed (ms since the epoch).
     changed_ms: std::sync::atomic::AtomicU64,
+}
+
+/// The raw-text memo. A hit reads a 16-byte table slot and one allocation holding the
+/// series and the text together (a separate text allocation was a second cache miss per
+/// point, a tenth of the ingest CPU).
+#[derive(Default)]
+struct RawMemo {
+    hasher: ahash::RandomState,
+    table: parking_lot::RwLock<hashbrown::HashTable<RawEntry>>,
+}
+
+/// The series' address (8 bytes, native order), then the text.
+struct RawEntry(Box<[u8]>);
+
+const ADDR: usize = std::mem::size_of::<usize>();
+
+impl RawEntry {
+    fn new(series: Series, text: &[u8]) -> RawEntry {
+        let mut b = Vec::with_capacity(ADDR + text.len());
+        b.extend_from_slice(&(series as *const SeriesKey as usize).to_ne_bytes());
+        b.extend_from_slice(text);
+        RawEntry(b.into_boxed_slice())
+    }
+
+    fn text(&self) -> &[u8] {
+        &self.0[ADDR..]
+    }
+
+    fn series(&self) -> Series {
+        let addr = usize::from_ne_bytes(self.0[..ADDR].try_into().expect("address prefix"));
+        // SAFETY: written by `new` from a `&'static SeriesKey`; series keys are never freed.
+        unsafe { &*(addr as *const SeriesKey) }
+    }
+}
+
+/// The raw-text memo held for reading (see `SeriesResolver::raw_reader`).
+pub struct RawReader<'a> {
+    hasher: &'a ahash::RandomState,
+    table: parking_lot::RwLockReadGuard<'a, hashbrown::HashTable<RawEntry>>,
+}
+
+impl RawReader<'_> {
+    pub fn get(&self, text: &[u8]) -> Option<Series> {
+        let hash = self.hasher.hash_one(text);
+        self.table.find(hash, |e| e.text() == text).map(RawEntry::series)
+    }
 }
 
 /// Entries the raw-text memo stops growing at: it only saves work (the canonical cache still
@@ -106,7 +170,7 @@ impl SeriesResolver {
         SeriesResolver {
             uids,
             cache: DashMap::with_hasher(ahash::RandomState::new()),
-            raw: DashMap::with_hasher(ahash::RandomState::new()),
+            raw: RawMemo::default(),
             new_series: std::sync::OnceLock::new(),
             generation: std::sync::atomic::AtomicU64::new(0),
             changed_ms: std::sync::atomic::AtomicU64::new(0),
@@ -127,19 +191,31 @@ impl SeriesResolver {
         KEY.with(|k| {
             let mut k = k.borrow_mut();
             canonical(metric, tags, &mut k);
-            self.cache.get(k.as_slice()).map(|t| t.clone())
+            self.cache.get(k.as_slice()).map(|t| *t)
         })
     }
 
     /// The series a protocol's raw text named before (see `raw`).
     pub fn by_raw(&self, text: &[u8]) -> Option<Series> {
-        self.raw.get(text).map(|s| s.clone())
+        self.raw_reader().get(text)
+    }
+
+    /// Reads the raw-text memo for a whole batch under one lock (one shared-counter update
+    /// per batch rather than per point). Drop it before awaiting, and take no other reader or
+    /// `remember_raw` while holding it.
+    pub fn raw_reader(&self) -> RawReader<'_> {
+        RawReader { hasher: &self.raw.hasher, table: self.raw.table.read() }
     }
 
     /// Remembers that `text` names `series` (its names were accepted).
-    pub fn remember_raw(&self, text: &[u8], series: &Series) {
-        if self.raw.len() < RAW_MAX {
-            self.raw.insert(text.into(), series.clone());
+    pub fn remember_raw(&self, text: &[u8], series: Series) {
+        let hasher = &self.raw.hasher;
+        let hash = hasher.hash_one(text);
+        let mut table = self.raw.table.write();
+        if table.len() < RAW_MAX {
+            if let hashbrown::hash_table::Entry::Vacant(e) = table.entry(hash, |e| e.text() == text, |e| hasher.hash_one(e.text())) {
+                e.insert(RawEntry::new(series, text));
+            }
         }
     }
 
@@ -164,7 +240,7 @@ impl SeriesResolver {
         let series = SeriesKey::new(&tsuid);
         let mut key = Vec::new();
         canonical(metric, tags, &mut key);
-        self.cache.insert(key.into_boxed_slice(), series.clone());
+        self.cache.insert(key.into_boxed_slice(), series);
         self.bump();
         if let Some(hook) = self.new_series.get() {
             hook(&series.tsuid);
@@ -204,7 +280,7 @@ impl SeriesResolver {
 
     pub fn drop_caches(&self) {
         self.cache.clear();
-        self.raw.clear();
+        self.raw.table.write().clear();
         self.bump();
         self.uids.drop_caches();
     }

@@ -105,7 +105,7 @@ fn bench_caches(c: &mut Criterion) {
     // A Graphite path or telnet line seen before: the raw-text memo in front of it.
     let texts: Vec<Vec<u8>> = (0..n).map(|i| format!("gdc{}.host_{}.cpu.usage_{}", i % 3, i / 10, i % 10).into_bytes()).collect();
     for (text, (m, t)) in texts.iter().zip(&all) {
-        resolver.remember_raw(text, &resolver.resolve(m, &tags_ref(t)).unwrap());
+        resolver.remember_raw(text, resolver.resolve(m, &tags_ref(t)).unwrap());
     }
     g.bench_function("raw_memo_hit", |b| b.iter(|| texts.iter().map(|t| resolver.by_raw(black_box(t)).unwrap().hash).fold(0, u64::wrapping_add)));
     let hosts: Vec<String> = (0..n / 10).map(|h| format!("host_{h}")).collect();

@@ -35,27 +35,61 @@ pub async fn write_batch(state: &AppState, proto: crate::observe::Protocol, poin
         Known(crate::write::shard::StoredPoint),
         Mapped(&'p GPoint<'p>, Mapped<'p>, Vec<u8>),
     }
-    let mut items: Vec<Item<'_>> = Vec::with_capacity(points.len());
+    // Points whose paths are all known go to the writer as they are (the common case once
+    // the senders' series are known); the first other point turns the batch into items.
+    let mut known: Vec<crate::write::shard::StoredPoint> = Vec::with_capacity(points.len());
+    let mut items: Vec<Item<'_>> = Vec::new();
     let mut key = Vec::with_capacity(128);
-    for p in points {
-        key.clear();
-        key.push(b'g');
-        key.extend_from_slice(p.path.as_bytes());
-        if let Some(series) = state.resolver.by_raw(&key) {
-            // An unstorable sample takes the general path for its outcome.
-            if let Ok((base, point)) = crate::prometheus::write::encode_sample(p.ts_ms as i64, p.value) {
-                items.push(Item::Known(crate::write::shard::StoredPoint { series, base, point }));
-                continue;
+    {
+        let memo = state.resolver.raw_reader();
+        for p in points {
+            key.clear();
+            key.push(b'g');
+            key.extend_from_slice(p.path.as_bytes());
+            if let Some(series) = memo.get(&key) {
+                // An unstorable sample takes the general path for its outcome.
+                if let Ok((base, point)) = crate::prometheus::write::encode_sample(p.ts_ms as i64, p.value) {
+                    let sp = crate::write::shard::StoredPoint { series, base, point };
+                    if items.is_empty() {
+                        known.push(sp);
+                    } else {
+                        items.push(Item::Known(sp));
+                    }
+                    continue;
+                }
             }
+            let item = match state.names.map(p.path) {
+                Ok(Mapped::Drop) => {
+                    out.dropped += 1;
+                    continue;
+                }
+                Ok(m) => Item::Mapped(p, m, key.clone()),
+                Err(e) => {
+                    tracing::debug!(path = p.path, error = %e, "graphite path refused");
+                    out.refused += 1;
+                    continue;
+                }
+            };
+            if items.is_empty() {
+                items.extend(known.drain(..).map(Item::Known));
+            }
+            items.push(item);
         }
-        match state.names.map(p.path) {
-            Ok(Mapped::Drop) => out.dropped += 1,
-            Ok(m) => items.push(Item::Mapped(p, m, key.clone())),
+    }
+    if items.is_empty() {
+        let n = known.len() as u64;
+        let res = if known.is_empty() { Ok(()) } else { state.ingest.writer.write(known, true).await };
+        crate::observe::ingest::stored(proto, n, &res);
+        crate::observe::ingest::rejected(proto, crate::observe::Reason::Unmapped, out.refused);
+        crate::observe::ingest::rejected(proto, crate::observe::Reason::Dropped, out.dropped);
+        match res {
+            Ok(()) => out.stored = n,
             Err(e) => {
-                tracing::debug!(path = p.path, error = %e, "graphite path refused");
-                out.refused += 1;
+                tracing::warn!(error = %e, "graphite batch not written");
+                out.refused += n;
             }
         }
+        return out;
     }
     let tag_refs: Vec<Vec<(&str, &str)>> = items
         .iter()

@@ -141,25 +141,36 @@ async fn process_chunk(state: Arc<AppState>, chunk: Bytes, max: usize) -> ChunkR
     let mut points: Vec<Put<'_>> = Vec::with_capacity(lines.len());
     let mut exit = false;
     let mut key = Vec::with_capacity(128);
-    for line in &lines {
+    // A line whose series text was accepted before needs only its sample read. The memo is
+    // read for the whole chunk at once, before any await.
+    let mut known: Vec<Option<StoredPoint>> = {
+        let memo = state.resolver.raw_reader();
+        lines
+            .iter()
+            .map(|line| {
+                let parts = split_put(line).filter(|_| line.len() <= max)?;
+                series_text(&mut key, &parts);
+                let series = memo.get(&key)?;
+                let base = base_time(parts.timestamp);
+                let point = RawPoint::encode(parts.timestamp, base, to_data_value(parts.value)).ok()?;
+                Some(StoredPoint { series, base, point })
+            })
+            .collect()
+    };
+    for (line, known) in lines.iter().zip(known.iter_mut()) {
+        if let Some(sp) = known.take() {
+            points.push(Put::Known(sp));
+            continue;
+        }
         if line.len() > max {
             crate::observe::ingest::rejected(crate::observe::Protocol::Telnet, crate::observe::Reason::Limit, 1);
             out.extend_from_slice(too_long(max).as_bytes());
             continue;
         }
-        // A line whose series text was accepted before needs only its sample read.
-        let mut text = None;
-        if let Some(parts) = split_put(line) {
+        let text = split_put(line).map(|parts| {
             series_text(&mut key, &parts);
-            if let Some(series) = state.resolver.by_raw(&key) {
-                let base = base_time(parts.timestamp);
-                if let Ok(point) = RawPoint::encode(parts.timestamp, base, to_data_value(parts.value)) {
-                    points.push(Put::Known(StoredPoint { series, base, point }));
-                    continue;
-                }
-            }
-            text = Some(key.clone());
-        }
+            key.clone()
+        });
         match parse_line(line, &state.limits) {
             Ok(Command::Put(p)) => points.push(Put::Parsed(p, text)),
             Ok(cmd) => {
@@ -197,6 +208,20 @@ async fn process_chunk(state: Arc<AppState>, chunk: Bytes, max: usize) -> ChunkR
 
 async fn flush_points(state: &AppState, points: &mut Vec<Put<'_>>, out: &mut Vec<u8>) {
     if points.is_empty() {
+        return;
+    }
+    if points.iter().all(|p| matches!(p, Put::Known(_))) {
+        // Every series known: straight to the writer, with nothing to answer but a failure.
+        let batch: Vec<StoredPoint> = points.drain(..).map(|p| match p {
+            Put::Known(sp) => sp,
+            Put::Parsed(..) => unreachable!("all known"),
+        }).collect();
+        let n = batch.len() as u64;
+        let res = state.ingest.writer.write(batch, true).await;
+        crate::observe::ingest::stored(crate::observe::Protocol::Telnet, n, &res);
+        if let Err(e) = res {
+            out.extend_from_slice(format!("put: HBase error: {e}\n").as_bytes());
+        }
         return;
     }
     let incoming: Vec<Incoming<'_>> = points

@@ -59,7 +59,7 @@ pub fn hour_closed(base: u32, now: u64) -> bool {
 fn series_counts(buffer: &Buffer) -> Vec<(crate::series::Series, u64)> {
     let mut m: HashMap<crate::series::Series, u64, ahash::RandomState> = HashMap::default();
     for ((series, _), points) in &buffer.rows {
-        *m.entry(series.clone()).or_default() += points.len() as u64;
+        *m.entry(*series).or_default() += points.len() as u64;
     }
     m.into_iter().collect()
 }

@@ -84,11 +84,7 @@ pub fn recover(data_dir: &Path, store: &SharedStore, table: &str, layout: KeyLay
     };
     for dir in dirs {
         let mut buffer = shard::Buffer::default();
-        let mut seen: std::collections::HashMap<Vec<u8>, crate::series::Series> = std::collections::HashMap::new();
-        let stats = wal::replay(&dir, |tsuid, base, p| {
-            let s = seen.entry(tsuid.to_vec()).or_insert_with(|| crate::series::SeriesKey::new(tsuid)).clone();
-            buffer.insert(s, base, p)
-        })
+        let stats = wal::replay(&dir, |tsuid, base, p| buffer.insert(crate::series::SeriesKey::new(tsuid), base, p))
             .map_err(|e| WriteError::Wal(format!("{}: {e}", dir.display())))?;
         if stats.points > 0 {
             tracing::info!(dir = %dir.display(), points = stats.points, records = stats.records, "replaying write-ahead log");

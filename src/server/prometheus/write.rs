@@ -95,10 +95,17 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
     // Decoded up front so that the batch may borrow its strings.
     let v2_req = if version == Version::V2 { v2::Request::decode(raw.as_slice()) } else { Ok(v2::Request::default()) };
     let batch: Batch = match version {
-        Version::V1 => match from_v1(&raw, max_tags, &|key| state.resolver.by_raw(key)) {
-            Ok(b) => b,
-            Err(e) => return rejected(reply(StatusCode::BAD_REQUEST, version, &nothing, &e.to_string())),
-        },
+        Version::V1 => {
+            // The memo read for the whole request under one lock, released before any await.
+            let decoded = {
+                let memo = state.resolver.raw_reader();
+                from_v1(&raw, max_tags, &|key| memo.get(key))
+            };
+            match decoded {
+                Ok(b) => b,
+                Err(e) => return rejected(reply(StatusCode::BAD_REQUEST, version, &nothing, &e.to_string())),
+            }
+        }
         Version::V2 => match &v2_req {
             Ok(r) => from_v2(r, max_tags),
             Err(e) => return rejected(reply(StatusCode::BAD_REQUEST, version, &nothing, &format!("cannot decode io.prometheus.write.v2.Request: {e}"))),
@@ -131,7 +138,7 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
         .filter_map(|(i, raw)| {
             let raw = raw.ok()?;
             Some(match &memo[i] {
-                Memo::Known(series) => Incoming::Known(StoredPoint { series: series.clone(), base: raw.0, point: raw.1 }),
+                Memo::Known(series) => Incoming::Known(StoredPoint { series: *series, base: raw.0, point: raw.1 }),
                 m => {
                     let text = if let Memo::Remember(k) = m { Some(k.as_slice()) } else { None };
                     Incoming::Names(EncodedPoint { metric: &series[i].metric, tags: &tags[i], raw: Ok(raw), text })

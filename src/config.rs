@@ -182,7 +182,7 @@ pub struct WriteConfig {
     pub flush_interval_ms: u64,
     /// `always`: every acknowledged write is fsynced (group commit). `never`: left to the OS.
     pub wal_fsync: String,
-    /// Largest WAL group written by one fsync.
+    /// Most points a shard appends to its WAL in one write.
     pub wal_max_batch_points: usize,
     /// Points buffered per shard before a flush is forced.
     pub buffer_max_points: usize,
@@ -294,7 +294,7 @@ impl Default for WriteConfig {
     fn default() -> Self {
         WriteConfig {
             shards: 0,
-            flush_interval_ms: 1000,
+            flush_interval_ms: 500,
             wal_fsync: "always".into(),
             wal_max_batch_points: 200_000,
             buffer_max_points: 2_000_000,

@@ -18,8 +18,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tsgate_graphite::plaintext::{parse_line, MAX_LINE};
 
-const READ_CHUNK: usize = 64 * 1024;
-const IN_FLIGHT: usize = 4;
+const READ_CHUNK: usize = 256 * 1024;
+const IN_FLIGHT: usize = 8;
 
 /// Accepts plaintext TCP connections until shutdown.
 pub async fn serve_tcp(state: Arc<AppState>, listener: TcpListener, shutdown: watch::Receiver<bool>) {

@@ -17,8 +17,8 @@ use tokio::task::JoinHandle;
 use tsgate_opentsdb::telnet::{parse_line, split_put, Command, PutParts};
 use tsgate_opentsdb::DataPoint;
 
-const READ_CHUNK: usize = 64 * 1024;
-const IN_FLIGHT: usize = 4;
+const READ_CHUNK: usize = 256 * 1024;
+const IN_FLIGHT: usize = 8;
 
 struct ChunkResult {
     output: Vec<u8>,

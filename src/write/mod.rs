@@ -144,6 +144,17 @@ impl Writer {
                 buffer_max_points: cfg.buffer_max_points,
             };
             let handle = rt.clone();
+            let (sync_tx, sync_rx) = std::sync::mpsc::channel();
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("wal-sync-{i}"))
+                    .spawn(move || {
+                        wal::Syncer::run(sync_rx, |ack: shard::Ack, res| {
+                            let _ = ack.send(res.map_err(|e| WriteError::Wal(e.to_string())));
+                        })
+                    })
+                    .map_err(|e| WriteError::Wal(e.to_string()))?,
+            );
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("flush-{i}"))
@@ -153,7 +164,7 @@ impl Writer {
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("shard-{i}"))
-                    .spawn(move || shard::run(rx, wal, jobs_tx, scfg, handle))
+                    .spawn(move || shard::run(rx, wal, jobs_tx, sync_tx, scfg, handle))
                     .map_err(|e| WriteError::Wal(e.to_string()))?,
             );
             senders.push(tx);

@@ -1,9 +1,10 @@
 //! One write shard: a thread that owns a WAL and an in-memory buffer of points per
-//! series-hour. Writes are logged (group commit), buffered, and acknowledged; every flush
-//! interval the buffer is handed to the shard's flusher and the WAL segment rotated.
+//! series-hour. Writes are logged, buffered, and acknowledged once the shard's syncer has
+//! fsynced them (group commit); every flush interval the buffer is handed to the shard's
+//! flusher and the WAL segment rotated.
 
 use super::flusher::FlushJob;
-use super::wal::Wal;
+use super::wal::{SyncRequest, Wal};
 use super::WriteError;
 use crate::schema::RawPoint;
 use crate::series::Series;
@@ -58,6 +59,7 @@ pub fn run(
     mut rx: mpsc::Receiver<ShardMsg>,
     mut wal: Wal,
     jobs: SyncSender<FlushJob>,
+    sync: std::sync::mpsc::Sender<SyncRequest<Ack>>,
     cfg: ShardConfig,
     rt: tokio::runtime::Handle,
 ) {
@@ -114,20 +116,40 @@ pub fn run(
                 ShardMsg::Flush(w) => waiters.push(w),
             }
         }
-        let committed = wal.commit();
+        // Written now, durable once the syncer's fsync ends; buffered now too (a flush that
+        // stores these points before that fsync only makes them durable sooner). Writers hear
+        // back after the fsync.
+        let start = Instant::now();
+        let written = if writes.is_empty() { Ok(None) } else { wal.write().map(Some) };
+        let mut waiting = Vec::with_capacity(writes.len());
         for (points, ack) in writes {
-            let res = match &committed {
+            match &written {
                 Ok(_) => {
                     crate::observe::write::buffered(points.len());
                     for p in points {
                         buffer.insert(p.series, p.base, p.point);
                     }
-                    Ok(())
+                    waiting.extend(ack);
                 }
-                Err(e) => Err(WriteError::Wal(e.to_string())),
-            };
-            if let Some(a) = ack {
-                let _ = a.send(res);
+                Err(e) => {
+                    if let Some(a) = ack {
+                        let _ = a.send(Err(WriteError::Wal(e.to_string())));
+                    }
+                }
+            }
+        }
+        if let Ok(Some((bytes, file))) = written {
+            if wal.fsync() {
+                if let Err(std::sync::mpsc::SendError(req)) = sync.send(SyncRequest { file, bytes, waiters: waiting }) {
+                    for a in req.waiters {
+                        let _ = a.send(Err(WriteError::ShuttingDown));
+                    }
+                }
+            } else {
+                crate::observe::write::wal_commit(start, bytes);
+                for a in waiting {
+                    let _ = a.send(Ok(()));
+                }
             }
         }
         let due = quiet || Instant::now() >= next_flush || buffer.points >= cfg.buffer_max_points || !waiters.is_empty() || !open;

@@ -2,6 +2,10 @@
 //! only after its record is on disk (group commit: one fsync covers every write queued meanwhile).
 //! Segments are deleted once the store holds, durably, every point they contain.
 //!
+//! A shard writes groups with `write` and hands the fsync to its [`Syncer`] thread, so that it
+//! encodes and buffers the next groups while the disk works; the syncer's next fsync covers
+//! everything written meanwhile.
+//!
 //! Record: `[u32 LE payload length][u32 LE crc32c(payload)][payload]`; payload entries:
 //! `[u16 LE tsuid len][tsuid][u32 BE row base][u8 qualifier len][qualifier][u8 value len][value]`.
 
@@ -9,6 +13,8 @@ use crate::schema::RawPoint;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
 
 const HEADER: usize = 8;
 /// Refuse absurd record lengths when replaying a damaged file.
@@ -16,7 +22,7 @@ const MAX_RECORD: usize = 256 << 20;
 
 pub struct Wal {
     dir: PathBuf,
-    file: File,
+    file: Arc<File>,
     seq: u64,
     fsync: bool,
     buf: Vec<u8>,
@@ -53,7 +59,7 @@ impl Wal {
     pub fn open(dir: &Path, fsync: bool) -> io::Result<Wal> {
         fs::create_dir_all(dir)?;
         let seq = segments(dir)?.last().map_or(1, |s| s + 1);
-        let file = OpenOptions::new().create_new(true).append(true).open(segment_path(dir, seq))?;
+        let file = Arc::new(OpenOptions::new().create_new(true).append(true).open(segment_path(dir, seq))?);
         sync_dir(dir)?;
         Ok(Wal { dir: dir.to_path_buf(), file, seq, fsync, buf: Vec::with_capacity(1 << 20), record_start: 0 })
     }
@@ -91,28 +97,82 @@ impl Wal {
         self.buf[self.record_start + 4..self.record_start + 8].copy_from_slice(&crc.to_le_bytes());
     }
 
-    /// Writes the pending group and makes it durable (one fsync for all of it).
-    pub fn commit(&mut self) -> io::Result<usize> {
-        if self.buf.is_empty() {
-            return Ok(0);
-        }
-        let n = self.buf.len();
-        let start = std::time::Instant::now();
-        let res = self.file.write_all(&self.buf).and_then(|_| if self.fsync { self.file.sync_data() } else { Ok(()) });
-        crate::observe::write::wal_commit(start, if res.is_ok() { n } else { 0 });
-        self.buf.clear();
-        res.map(|_| n)
+    /// Whether acknowledged writes must be fsynced (`write.wal_fsync = always`).
+    pub fn fsync(&self) -> bool {
+        self.fsync
     }
 
-    /// Starts a new segment; returns the number of the one sealed.
+    /// Writes the pending group to the current segment, not yet durable: returns its size and
+    /// the segment's file for the fsync that will make it so.
+    pub fn write(&mut self) -> io::Result<(usize, Arc<File>)> {
+        let n = self.buf.len();
+        let res = if n == 0 { Ok(()) } else { (&*self.file).write_all(&self.buf) };
+        self.buf.clear();
+        res.map(|_| (n, self.file.clone()))
+    }
+
+    /// Writes the pending group and makes it durable (one fsync for all of it).
+    pub fn commit(&mut self) -> io::Result<usize> {
+        let start = Instant::now();
+        let res = self.write().and_then(|(n, file)| if self.fsync { file.sync_data().map(|_| n) } else { Ok(n) });
+        crate::observe::write::wal_commit(start, *res.as_ref().unwrap_or(&0));
+        res
+    }
+
+    /// Starts a new segment; returns the number of the one sealed. Groups written to the sealed
+    /// segment are made durable by the fsyncs already asked for them.
     pub fn rotate(&mut self) -> io::Result<u64> {
-        self.commit()?;
+        let (n, _) = self.write()?;
+        if n > 0 && self.fsync {
+            self.file.sync_data()?;
+        }
         let sealed = self.seq;
         let next = sealed + 1;
-        self.file = OpenOptions::new().create_new(true).append(true).open(segment_path(&self.dir, next))?;
+        self.file = Arc::new(OpenOptions::new().create_new(true).append(true).open(segment_path(&self.dir, next))?);
         sync_dir(&self.dir)?;
         self.seq = next;
         Ok(sealed)
+    }
+}
+
+/// A written group waiting for its fsync, and who to tell.
+pub struct SyncRequest<T> {
+    pub file: Arc<File>,
+    pub bytes: usize,
+    pub waiters: Vec<T>,
+}
+
+/// A shard's fsync thread: takes every request queued, fsyncs each segment file they name
+/// once (in order), then answers them all.
+pub struct Syncer;
+
+impl Syncer {
+    pub fn run<T>(rx: std::sync::mpsc::Receiver<SyncRequest<T>>, answer: impl Fn(T, io::Result<()>)) {
+        while let Ok(first) = rx.recv() {
+            let mut reqs = vec![first];
+            reqs.extend(rx.try_iter());
+            let start = Instant::now();
+            let mut synced: Vec<(Arc<File>, Option<io::ErrorKind>, String)> = Vec::with_capacity(1);
+            let mut bytes = 0;
+            for r in &reqs {
+                if !synced.iter().any(|(f, ..)| Arc::ptr_eq(f, &r.file)) {
+                    let res = r.file.sync_data();
+                    synced.push((r.file.clone(), res.as_ref().err().map(io::Error::kind), res.err().map(|e| e.to_string()).unwrap_or_default()));
+                }
+                bytes += r.bytes;
+            }
+            let failed = synced.iter().any(|(_, k, _)| k.is_some());
+            crate::observe::write::wal_commit(start, if failed { 0 } else { bytes });
+            for r in reqs {
+                let (_, kind, msg) = synced.iter().find(|(f, ..)| Arc::ptr_eq(f, &r.file)).expect("synced above");
+                for w in r.waiters {
+                    answer(w, match kind {
+                        None => Ok(()),
+                        Some(k) => Err(io::Error::new(*k, msg.clone())),
+                    });
+                }
+            }
+        }
     }
 }
 
@@ -220,7 +280,7 @@ mod tests {
         w.end();
         w.commit().unwrap();
         // A torn third record: header promising more bytes than were written.
-        w.file.write_all(&[50, 0, 0, 0, 1, 2, 3, 4, 9]).unwrap();
+        (&*w.file).write_all(&[50, 0, 0, 0, 1, 2, 3, 4, 9]).unwrap();
         drop(w);
 
         let mut got = Vec::new();

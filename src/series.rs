@@ -211,6 +211,13 @@ impl SeriesResolver {
     pub fn remember_raw(&self, text: &[u8], series: Series) {
         let hasher = &self.raw.hasher;
         let hash = hasher.hash_one(text);
+        {
+            // Full, or already there: no write lock (readers hold the lock a batch at a time).
+            let table = self.raw.table.read();
+            if table.len() >= RAW_MAX || table.find(hash, |e| e.text() == text).is_some() {
+                return;
+            }
+        }
         let mut table = self.raw.table.write();
         if table.len() < RAW_MAX {
             if let hashbrown::hash_table::Entry::Vacant(e) = table.entry(hash, |e| e.text() == text, |e| hasher.hash_one(e.text())) {

@@ -55,11 +55,15 @@ impl Drop for ConnectionGuard {
 pub mod write {
     use std::time::Instant;
 
-    /// A group commit that started at `start` and appended `bytes` (0 if it failed).
-    pub fn wal_commit(start: Instant, bytes: usize) {
+    /// `bytes` appended to a WAL segment (not yet fsynced).
+    pub fn wal_appended(bytes: usize) {
+        super::metrics().wal_bytes.add(bytes as u64);
+    }
+
+    /// A group commit: an fsync that started at `start` (with `wal_fsync = "never"`, a write).
+    pub fn wal_commit(start: Instant) {
         let m = super::metrics();
         m.wal_fsync.since(start);
-        m.wal_bytes.add(bytes as u64);
         m.wal_commits.inc();
     }
 

@@ -145,10 +145,21 @@ async fn process_chunk(state: Arc<AppState>, chunk: Bytes, max: usize) -> ChunkR
     // read for the whole chunk at once, before any await.
     let mut known: Vec<Option<StoredPoint>> = {
         let memo = state.resolver.raw_reader();
+        // Lines after a command (a `dropcaches` may come) are not read from the memo.
+        let mut commands = false;
         lines
             .iter()
             .map(|line| {
-                let parts = split_put(line).filter(|_| line.len() <= max)?;
+                if commands {
+                    return None;
+                }
+                let Some(parts) = split_put(line) else {
+                    commands |= !line.starts_with("put ");
+                    return None;
+                };
+                if line.len() > max {
+                    return None;
+                }
                 series_text(&mut key, &parts);
                 let series = memo.get(&key)?;
                 let base = base_time(parts.timestamp);

@@ -197,7 +197,7 @@ impl Flusher {
 /// Rows compacted per store round trip.
 const COMPACT_CHUNK: usize = 512;
 
-/// Compaction time per flush cycle (the cycle is `write.flush_interval_ms`, 1 s by default).
+/// Compaction time per flush cycle (the cycle is `write.flush_interval_ms`, 0.5 s by default).
 const COMPACT_BUDGET: Duration = Duration::from_millis(300);
 
 #[cfg(test)]

@@ -144,12 +144,15 @@ impl Writer {
                 buffer_max_points: cfg.buffer_max_points,
             };
             let handle = rt.clone();
+            // Unbounded, but each request has writers waiting on it (every caller waits).
             let (sync_tx, sync_rx) = std::sync::mpsc::channel();
+            let poisoned = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let syncer = wal::Syncer { poisoned: poisoned.clone() };
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("wal-sync-{i}"))
                     .spawn(move || {
-                        wal::Syncer::run(sync_rx, |ack: shard::Ack, res| {
+                        syncer.run(sync_rx, |ack: shard::Ack, res| {
                             let _ = ack.send(res.map_err(|e| WriteError::Wal(e.to_string())));
                         })
                     })
@@ -164,7 +167,7 @@ impl Writer {
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("shard-{i}"))
-                    .spawn(move || shard::run(rx, wal, jobs_tx, sync_tx, scfg, handle))
+                    .spawn(move || shard::run(rx, wal, jobs_tx, sync_tx, poisoned, scfg, handle))
                     .map_err(|e| WriteError::Wal(e.to_string()))?,
             );
             senders.push(tx);

@@ -60,6 +60,7 @@ pub fn run(
     mut wal: Wal,
     jobs: SyncSender<FlushJob>,
     sync: std::sync::mpsc::Sender<SyncRequest<Ack>>,
+    poisoned: std::sync::Arc<std::sync::atomic::AtomicBool>,
     cfg: ShardConfig,
     rt: tokio::runtime::Handle,
 ) {
@@ -119,8 +120,19 @@ pub fn run(
         // Written now, durable once the syncer's fsync ends; buffered now too (a flush that
         // stores these points before that fsync only makes them durable sooner). Writers hear
         // back after the fsync.
+        if poisoned.swap(false, std::sync::atomic::Ordering::AcqRel) {
+            // An fsync of this segment failed (see `Syncer`): continue in a fresh one.
+            if let Err(e) = wal.rotate() {
+                tracing::error!(error = %e, "cannot rotate the write-ahead log after a failed fsync");
+            }
+        }
         let start = Instant::now();
         let written = if writes.is_empty() { Ok(None) } else { wal.write().map(Some) };
+        if let Err(e) = &written {
+            // A failed write may have left a torn record: later groups go to a fresh segment.
+            tracing::error!(error = %e, "write-ahead log write failed; moving to a new segment");
+            let _ = wal.rotate();
+        }
         let mut waiting = Vec::with_capacity(writes.len());
         for (points, ack) in writes {
             match &written {
@@ -138,15 +150,15 @@ pub fn run(
                 }
             }
         }
-        if let Ok(Some((bytes, file))) = written {
+        if let Ok(Some((_, file))) = written {
             if wal.fsync() {
-                if let Err(std::sync::mpsc::SendError(req)) = sync.send(SyncRequest { file, bytes, waiters: waiting }) {
+                if let Err(std::sync::mpsc::SendError(req)) = sync.send(SyncRequest { file, waiters: waiting }) {
                     for a in req.waiters {
                         let _ = a.send(Err(WriteError::ShuttingDown));
                     }
                 }
             } else {
-                crate::observe::write::wal_commit(start, bytes);
+                crate::observe::write::wal_commit(start);
                 for a in waiting {
                     let _ = a.send(Ok(()));
                 }

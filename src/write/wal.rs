@@ -104,28 +104,36 @@ impl Wal {
 
     /// Writes the pending group to the current segment, not yet durable: returns its size and
     /// the segment's file for the fsync that will make it so.
+    /// A failed write may leave a torn record mid-segment, and replay stops at the first bad
+    /// record: the shard then rotates (see `Syncer::run` for failed fsyncs), so that later
+    /// groups go to a fresh segment.
     pub fn write(&mut self) -> io::Result<(usize, Arc<File>)> {
         let n = self.buf.len();
         let res = if n == 0 { Ok(()) } else { (&*self.file).write_all(&self.buf) };
         self.buf.clear();
+        if res.is_ok() {
+            crate::observe::write::wal_appended(n);
+        }
         res.map(|_| (n, self.file.clone()))
     }
 
     /// Writes the pending group and makes it durable (one fsync for all of it).
     pub fn commit(&mut self) -> io::Result<usize> {
-        let start = Instant::now();
-        let res = self.write().and_then(|(n, file)| if self.fsync { file.sync_data().map(|_| n) } else { Ok(n) });
-        crate::observe::write::wal_commit(start, *res.as_ref().unwrap_or(&0));
-        res
+        let (n, file) = self.write()?;
+        if self.fsync && n > 0 {
+            let start = Instant::now();
+            file.sync_data()?;
+            crate::observe::write::wal_commit(start);
+        }
+        Ok(n)
     }
 
     /// Starts a new segment; returns the number of the one sealed. Groups written to the sealed
-    /// segment are made durable by the fsyncs already asked for them.
+    /// segment are made durable by the fsyncs already asked for them (the shard writes its
+    /// pending group before rotating; one left over would be committed here).
     pub fn rotate(&mut self) -> io::Result<u64> {
-        let (n, _) = self.write()?;
-        if n > 0 && self.fsync {
-            self.file.sync_data()?;
-        }
+        debug_assert!(self.buf.is_empty(), "a group pending at rotation");
+        self.commit()?;
         let sealed = self.seq;
         let next = sealed + 1;
         self.file = Arc::new(OpenOptions::new().create_new(true).append(true).open(segment_path(&self.dir, next))?);
@@ -138,40 +146,56 @@ impl Wal {
 /// A written group waiting for its fsync, and who to tell.
 pub struct SyncRequest<T> {
     pub file: Arc<File>,
-    pub bytes: usize,
     pub waiters: Vec<T>,
 }
 
 /// A shard's fsync thread: takes every request queued, fsyncs each segment file they name
 /// once (in order), then answers them all.
-pub struct Syncer;
+///
+/// After a failed fsync the kernel may have dropped that file's dirty pages, and a later fsync
+/// of it can succeed without them, while replay stops at the first bad record: every later
+/// request naming that file fails too, and `poisoned` tells the shard to rotate to a fresh
+/// segment.
+pub struct Syncer {
+    pub poisoned: Arc<std::sync::atomic::AtomicBool>,
+}
 
 impl Syncer {
-    pub fn run<T>(rx: std::sync::mpsc::Receiver<SyncRequest<T>>, answer: impl Fn(T, io::Result<()>)) {
+    pub fn run<T>(self, rx: std::sync::mpsc::Receiver<SyncRequest<T>>, answer: impl Fn(T, io::Result<()>)) {
+        // Files whose fsync failed (kept alive so their addresses stay theirs).
+        let mut failed: Vec<(Arc<File>, io::ErrorKind, String)> = Vec::new();
         while let Ok(first) = rx.recv() {
             let mut reqs = vec![first];
             reqs.extend(rx.try_iter());
-            let start = Instant::now();
-            let mut synced: Vec<(Arc<File>, Option<io::ErrorKind>, String)> = Vec::with_capacity(1);
-            let mut bytes = 0;
+            let mut synced: Vec<Arc<File>> = Vec::with_capacity(1);
             for r in &reqs {
-                if !synced.iter().any(|(f, ..)| Arc::ptr_eq(f, &r.file)) {
-                    let res = r.file.sync_data();
-                    synced.push((r.file.clone(), res.as_ref().err().map(io::Error::kind), res.err().map(|e| e.to_string()).unwrap_or_default()));
+                // One fsync per file covers every request naming it.
+                if synced.iter().chain(failed.iter().map(|(f, ..)| f)).any(|f| Arc::ptr_eq(f, &r.file)) {
+                    continue;
                 }
-                bytes += r.bytes;
+                let start = Instant::now();
+                let res = r.file.sync_data();
+                crate::observe::write::wal_commit(start);
+                match res {
+                    Ok(()) => synced.push(r.file.clone()),
+                    Err(e) => {
+                        tracing::error!(error = %e, "write-ahead log fsync failed; the shard moves to a new segment");
+                        failed.push((r.file.clone(), e.kind(), e.to_string()));
+                        self.poisoned.store(true, std::sync::atomic::Ordering::Release);
+                    }
+                }
             }
-            let failed = synced.iter().any(|(_, k, _)| k.is_some());
-            crate::observe::write::wal_commit(start, if failed { 0 } else { bytes });
             for r in reqs {
-                let (_, kind, msg) = synced.iter().find(|(f, ..)| Arc::ptr_eq(f, &r.file)).expect("synced above");
+                let err = failed.iter().find(|(f, ..)| Arc::ptr_eq(f, &r.file)).map(|(_, k, m)| (*k, m.clone()));
                 for w in r.waiters {
-                    answer(w, match kind {
+                    answer(w, match &err {
                         None => Ok(()),
-                        Some(k) => Err(io::Error::new(*k, msg.clone())),
+                        Some((k, m)) => Err(io::Error::new(*k, m.clone())),
                     });
                 }
             }
+            // A failed file is only ever named again by requests already queued behind it.
+            failed.retain(|(f, ..)| Arc::strong_count(f) > 1);
         }
     }
 }
@@ -298,6 +322,25 @@ mod tests {
         assert_eq!(sealed, 2);
         remove_upto(dir.path(), sealed).unwrap();
         assert_eq!(segments(dir.path()).unwrap(), vec![3]);
+    }
+
+    #[test]
+    fn the_syncer_answers_each_request_by_its_file_and_flags_a_failed_fsync() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = Arc::new(File::create(dir.path().join("a")).unwrap());
+        // fdatasync of a pipe fails (EINVAL): a stand-in for a disk error.
+        let (_r, w) = std::io::pipe().unwrap();
+        let bad = Arc::new(File::from(std::os::fd::OwnedFd::from(w)));
+        let (tx, rx) = std::sync::mpsc::channel();
+        for (file, id) in [(&bad, 1), (&good, 2), (&bad, 3), (&good, 4)] {
+            tx.send(SyncRequest { file: file.clone(), waiters: vec![id] }).unwrap();
+        }
+        drop(tx);
+        let poisoned = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let answers = std::sync::Mutex::new(Vec::new());
+        Syncer { poisoned: poisoned.clone() }.run(rx, |id, res| answers.lock().unwrap().push((id, res.is_ok())));
+        assert_eq!(answers.into_inner().unwrap(), vec![(1, false), (2, true), (3, false), (4, true)]);
+        assert!(poisoned.load(std::sync::atomic::Ordering::Acquire));
     }
 
     #[test]

@@ -97,6 +97,15 @@ impl Ingest {
         self.write_incoming(points.into_iter().map(Incoming::Names).collect(), wait).await
     }
 
+    /// Writes points whose series are all known (a protocol's raw-text memo named them) and
+    /// counts them for `proto`: the batch's durability result is every point's outcome.
+    pub async fn write_known(&self, proto: crate::observe::Protocol, points: Vec<StoredPoint>) -> Result<(), WriteError> {
+        let n = points.len() as u64;
+        let res = self.writer.write(points, true).await;
+        crate::observe::ingest::stored(proto, n, &res);
+        res
+    }
+
     /// Writes a batch of points named either way, in order. Same outcomes as [`Ingest::write`].
     pub async fn write_incoming(&self, points: Vec<Incoming<'_>>, wait: bool) -> (Vec<Result<(), PointError>>, Result<(), WriteError>) {
         let mut outcomes: Vec<Result<(), PointError>> = Vec::with_capacity(points.len());

@@ -78,8 +78,7 @@ pub async fn write_batch(state: &AppState, proto: crate::observe::Protocol, poin
     }
     if items.is_empty() {
         let n = known.len() as u64;
-        let res = if known.is_empty() { Ok(()) } else { state.ingest.writer.write(known, true).await };
-        crate::observe::ingest::stored(proto, n, &res);
+        let res = state.ingest.write_known(proto, known).await;
         crate::observe::ingest::rejected(proto, crate::observe::Reason::Unmapped, out.refused);
         crate::observe::ingest::rejected(proto, crate::observe::Reason::Dropped, out.dropped);
         match res {

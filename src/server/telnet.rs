@@ -223,14 +223,14 @@ async fn flush_points(state: &AppState, points: &mut Vec<Put<'_>>, out: &mut Vec
     }
     if points.iter().all(|p| matches!(p, Put::Known(_))) {
         // Every series known: straight to the writer, with nothing to answer but a failure.
-        let batch: Vec<StoredPoint> = points.drain(..).map(|p| match p {
-            Put::Known(sp) => sp,
-            Put::Parsed(..) => unreachable!("all known"),
-        }).collect();
-        let n = batch.len() as u64;
-        let res = state.ingest.writer.write(batch, true).await;
-        crate::observe::ingest::stored(crate::observe::Protocol::Telnet, n, &res);
-        if let Err(e) = res {
+        let batch: Vec<StoredPoint> = points
+            .drain(..)
+            .filter_map(|p| match p {
+                Put::Known(sp) => Some(sp),
+                Put::Parsed(..) => None,
+            })
+            .collect();
+        if let Err(e) = state.ingest.write_known(crate::observe::Protocol::Telnet, batch).await {
             out.extend_from_slice(format!("put: HBase error: {e}\n").as_bytes());
         }
         return;

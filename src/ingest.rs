@@ -38,7 +38,7 @@ pub struct EncodedPoint<'a> {
     pub metric: &'a str,
     pub tags: &'a [(&'a str, &'a str)],
     pub raw: Result<(u32, RawPoint), PointError>,
-    /// The protocol's own text for this series (see `SeriesResolver::by_raw`), remembered
+    /// The protocol's own text for this series (see `SeriesResolver::raw_reader`), remembered
     /// once the point is accepted so the next point with the same text skips its names.
     pub text: Option<&'a [u8]>,
 }

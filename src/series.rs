@@ -195,14 +195,9 @@ impl SeriesResolver {
         })
     }
 
-    /// The series a protocol's raw text named before (see `raw`).
-    pub fn by_raw(&self, text: &[u8]) -> Option<Series> {
-        self.raw_reader().get(text)
-    }
-
-    /// Reads the raw-text memo for a whole batch under one lock (one shared-counter update
-    /// per batch rather than per point). Drop it before awaiting, and take no other reader or
-    /// `remember_raw` while holding it.
+    /// Reads the raw-text memo (the series a protocol's raw text named before, see `raw`) for
+    /// a whole batch under one lock: one shared-counter update per batch, not per point. Drop
+    /// it before awaiting, and take no other reader or `remember_raw` while holding it.
     pub fn raw_reader(&self) -> RawReader<'_> {
         RawReader { hasher: &self.raw.hasher, table: self.raw.table.read() }
     }

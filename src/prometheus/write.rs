@@ -28,7 +28,7 @@ pub struct Batch<'a> {
     pub refused: Refused,
 }
 
-/// A series' standing in the raw-label memo (`SeriesResolver::by_raw`).
+/// A series' standing in the raw-label memo (`SeriesResolver::raw_reader`).
 #[derive(Debug)]
 pub enum Memo {
     /// Not remembered (2.0 requests; labels not adjacent on the wire).

@@ -104,6 +104,7 @@ impl Wal {
 
     /// Writes the pending group to the current segment, not yet durable: returns its size and
     /// the segment's file for the fsync that will make it so.
+    ///
     /// A failed write may leave a torn record mid-segment, and replay stops at the first bad
     /// record: the shard then rotates (see `Syncer::run` for failed fsyncs), so that later
     /// groups go to a fresh segment.

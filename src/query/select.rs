@@ -9,7 +9,8 @@ use crate::prometheus::labels::{escape, from_stored, Labels, METRIC_NAME};
 use crate::schema::compaction::{append_ordered, merge_columns, StoredColumn};
 use crate::schema::rowkey::{base_time, ROW_SPAN};
 use crate::schema::uid_table::UidKind;
-use crate::store::Scan;
+use crate::store::{RowSeek, RowSeeker, Scan};
+use std::sync::Arc;
 use regex::Regex;
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -260,78 +261,209 @@ impl QueryEngine {
         let end = (end_ms as u64).min(u32::MAX as u64 * 1000);
         for metric in metrics {
             let Some(mid) = self.uids.get_id(UidKind::Metric, metric)? else { continue };
-            // Per TSUID: None = rejected, Some(i) = index in `found`.
-            let mut seen: HashMap<Vec<u8>, Option<usize>> = HashMap::new();
-            let mut found: Vec<StoredSelected> = Vec::new();
             let first = base_time(start / 1000);
             let last = (base_time(end / 1000) as u64 + ROW_SPAN).min(u32::MAX as u64) as u32;
-            for salt in self.layout.salt_prefixes() {
-                let scan = Scan {
+            let scans: Vec<Scan> = self
+                .layout
+                .salt_prefixes()
+                .into_iter()
+                .map(|salt| Scan {
                     start: self.layout.metric_start(&salt, &mid, first),
                     stop: self.layout.metric_start(&salt, &mid, last),
                     families: vec![b"t".to_vec()],
                     row_regex: row_filter.regex.clone(),
                     seek: row_filter.seek.clone(),
                     ..Default::default()
-                };
-                for row in self.store.scan(&self.table, &scan)? {
-                    let row = row?;
-                    let Ok(rk) = self.layout.parse(&row.key) else { continue };
-                    let tsuid = rk.tsuid();
-                    let slot = match seen.get(&tsuid) {
-                        Some(s) => *s,
-                        None => {
-                            let mut tags = Vec::new();
-                            for (k, v) in rk.tag_pairs() {
-                                tags.push((self.uids.get_name(UidKind::Tagk, k)?.into(), self.uids.get_name(UidKind::Tagv, v)?.into()));
-                            }
-                            let s = if keep(metric, &tags) {
-                                found.push(StoredSelected { metric: metric.clone(), tags, points: Vec::new() });
-                                Some(found.len() - 1)
-                            } else {
-                                None
-                            };
-                            seen.insert(tsuid, s);
-                            s
-                        }
-                    };
-                    let Some(i) = slot else { continue };
-                    if !with_points {
-                        continue;
-                    }
-                    let cols: Vec<StoredColumn> = row.cells.iter().map(|c| StoredColumn { qualifier: &c.qualifier, value: &c.value, ts: c.timestamp }).collect();
-                    if append_ordered(&cols, rk.base, start, end, &mut found[i].points) {
-                        continue;
-                    }
-                    let merged = merge_columns(&cols);
-                    if let Some((q, e)) = merged.errors.first() {
-                        return Err(QueryError::Corrupt(format!("row {} column {}: {e}", crate::schema::hex_upper(&row.key), crate::schema::hex_upper(q))));
-                    }
-                    let pts = &mut found[i].points;
-                    for p in merged.points {
-                        let ts = p.timestamp_ms(rk.base);
-                        if ts >= start && ts <= end {
-                            let v = p.value().map_err(|e| QueryError::Corrupt(e.to_string()))?;
-                            pts.push((ts as i64, v.as_f64()));
-                        }
-                    }
-                }
-            }
-            for mut s in found {
-                if with_points {
-                    if s.points.is_empty() {
-                        continue;
-                    }
-                    // Rows come in time order per salt; with salting, series spread over buckets.
-                    if s.points.windows(2).any(|w| w[0].0 > w[1].0) {
-                        s.points.sort_by_key(|p| p.0);
-                    }
-                }
-                out.push(s);
-            }
+                })
+                .collect();
+            self.collect_rows(&scans, &|_| Some(metric.as_str()), start, end, with_points, keep, &mut out)?;
         }
         Ok(out)
     }
+
+    /// The metrics of `names` that exist, with their UIDs, sorted by UID (so by row key): what
+    /// [`QueryEngine::select_stored_span`] reads, whole or in consecutive slices.
+    pub fn metric_ids(&self, names: &[String]) -> Result<Vec<MetricId>, QueryError> {
+        let mut out = Vec::with_capacity(names.len());
+        for name in names {
+            if let Some(uid) = self.uids.get_id(UidKind::Metric, name)? {
+                out.push(MetricId { uid: uid.into_vec(), name: name.clone() });
+            }
+        }
+        out.sort_by(|a, b| a.uid.cmp(&b.uid));
+        out.dedup_by(|a, b| a.uid == b.uid);
+        Ok(out)
+    }
+
+    /// [`QueryEngine::select_stored`] with points for many metrics (sorted by UID, as
+    /// [`QueryEngine::metric_ids`] gives them) and no row filter, in one scan per salt over the
+    /// span of their keys: a seeker hops from each metric's last wanted hour to the next wanted
+    /// metric. Opening a range costs a seek in every table of the engine, and a Graphite path
+    /// stored whole is a metric of its own, one or two rows an hour, so `*.*.cpu.*` would
+    /// otherwise open thousands. A store that cannot seek reads metric by metric instead.
+    pub fn select_stored_span(
+        &self,
+        metrics: &[MetricId],
+        start_ms: i64,
+        end_ms: i64,
+        keep: &dyn Fn(&str, &[(String, String)]) -> bool,
+    ) -> Result<Vec<StoredSelected>, QueryError> {
+        if !self.store.seeks() || metrics.len() < 2 {
+            let names: Vec<String> = metrics.iter().map(|m| m.name.clone()).collect();
+            return self.select_stored(&names, start_ms, end_ms, true, RowFilter::default(), keep);
+        }
+        let mut out = Vec::new();
+        if end_ms < 0 || end_ms < start_ms {
+            return Ok(out);
+        }
+        let start = start_ms.max(0) as u64;
+        let end = (end_ms as u64).min(u32::MAX as u64 * 1000);
+        let first = base_time(start / 1000);
+        let last = (base_time(end / 1000) as u64 + ROW_SPAN).min(u32::MAX as u64) as u32;
+        let uids: Arc<Vec<Vec<u8>>> = Arc::new(metrics.iter().map(|m| m.uid.clone()).collect());
+        let (salt_w, metric_w) = (self.layout.salt_width, self.layout.metric_width);
+        let position = |uids: &[Vec<u8>], metric: &[u8]| uids.binary_search_by(|u| u.as_slice().cmp(metric));
+        let scans: Vec<Scan> = self
+            .layout
+            .salt_prefixes()
+            .into_iter()
+            .map(|salt| {
+                let uids = uids.clone();
+                let key = move |metric: &[u8], base: u32| {
+                    let mut k = salt.clone();
+                    k.extend_from_slice(metric);
+                    k.extend_from_slice(&base.to_be_bytes());
+                    k
+                };
+                let start = key(&uids[0], first);
+                let stop = key(uids.last().expect("two or more"), last);
+                let seek = move |row: &[u8]| {
+                    let Some(metric) = row.get(salt_w..salt_w + metric_w) else { return RowSeek::Skip };
+                    let Some(base) = row.get(salt_w + metric_w..salt_w + metric_w + 4) else { return RowSeek::Skip };
+                    let base = u32::from_be_bytes(base.try_into().expect("four bytes"));
+                    let next = match position(&uids, metric) {
+                        Ok(i) if base < first => return RowSeek::SeekTo(key(&uids[i], first)),
+                        Ok(i) if base >= last => i + 1,
+                        Ok(_) => return RowSeek::Take,
+                        Err(i) => i,
+                    };
+                    match uids.get(next) {
+                        Some(m) => RowSeek::SeekTo(key(m, first)),
+                        None => RowSeek::Done,
+                    }
+                };
+                Scan { start, stop, families: vec![b"t".to_vec()], seek: Some(RowSeeker(Arc::new(seek))), ..Default::default() }
+            })
+            .collect();
+        let name_of = |metric: &[u8]| position(&uids, metric).ok().map(|i| metrics[i].name.as_str());
+        self.collect_rows(&scans, &name_of, start, end, true, keep, &mut out)?;
+        Ok(out)
+    }
+
+    /// The series in the rows of `scans` whose metric `name_of` names and `keep` accepts, each
+    /// once however many rows and salts it spans, onto `out`; with `with_points`, their points in
+    /// `[start, end]` ms, in time order, and only those with points.
+    #[allow(clippy::too_many_arguments)]
+    fn collect_rows<'m>(
+        &self,
+        scans: &[Scan],
+        name_of: &dyn Fn(&[u8]) -> Option<&'m str>,
+        start: u64,
+        end: u64,
+        with_points: bool,
+        keep: &dyn Fn(&str, &[(String, String)]) -> bool,
+        out: &mut Vec<StoredSelected>,
+    ) -> Result<(), QueryError> {
+        // Per TSUID: None = rejected, Some(i) = index in `found`.
+        let mut seen: HashMap<Vec<u8>, Option<usize>> = HashMap::new();
+        let mut found: Vec<StoredSelected> = Vec::new();
+        for scan in scans {
+            for row in self.store.scan(&self.table, scan)? {
+                let row = row?;
+                let Ok(rk) = self.layout.parse(&row.key) else { continue };
+                let Some(metric) = name_of(rk.metric) else { continue };
+                let tsuid = rk.tsuid();
+                let slot = match seen.get(&tsuid) {
+                    Some(s) => *s,
+                    None => {
+                        let mut tags = Vec::new();
+                        for (k, v) in rk.tag_pairs() {
+                            tags.push((self.uids.get_name(UidKind::Tagk, k)?.into(), self.uids.get_name(UidKind::Tagv, v)?.into()));
+                        }
+                        let s = if keep(metric, &tags) {
+                            found.push(StoredSelected { metric: metric.to_string(), tags, points: Vec::new() });
+                            Some(found.len() - 1)
+                        } else {
+                            None
+                        };
+                        seen.insert(tsuid, s);
+                        s
+                    }
+                };
+                let Some(i) = slot else { continue };
+                if !with_points {
+                    continue;
+                }
+                let cols: Vec<StoredColumn> = row.cells.iter().map(|c| StoredColumn { qualifier: &c.qualifier, value: &c.value, ts: c.timestamp }).collect();
+                if append_ordered(&cols, rk.base, start, end, &mut found[i].points) {
+                    continue;
+                }
+                let merged = merge_columns(&cols);
+                if let Some((q, e)) = merged.errors.first() {
+                    return Err(QueryError::Corrupt(format!("row {} column {}: {e}", crate::schema::hex_upper(&row.key), crate::schema::hex_upper(q))));
+                }
+                let pts = &mut found[i].points;
+                for p in merged.points {
+                    let ts = p.timestamp_ms(rk.base);
+                    if ts >= start && ts <= end {
+                        let v = p.value().map_err(|e| QueryError::Corrupt(e.to_string()))?;
+                        pts.push((ts as i64, v.as_f64()));
+                    }
+                }
+            }
+        }
+        for mut s in found {
+            if with_points {
+                if s.points.is_empty() {
+                    continue;
+                }
+                // Rows come in time order per salt; with salting, series spread over buckets.
+                if s.points.windows(2).any(|w| w[0].0 > w[1].0) {
+                    s.points.sort_by_key(|p| p.0);
+                }
+            }
+            out.push(s);
+        }
+        Ok(())
+    }
+}
+
+/// A metric's name and UID (see [`QueryEngine::metric_ids`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricId {
+    pub uid: Vec<u8>,
+    pub name: String,
+}
+
+/// Most metrics a span may step over between two it reads: stepping over a row costs about
+/// what opening a range does, so sparser sets read metric by metric.
+const SPAN_GAP_MAX: u64 = 1;
+
+/// `ids` (sorted by UID) cut into runs for [`QueryEngine::select_stored_span`]: at most
+/// `max_len` metrics each, and cut wherever more than [`SPAN_GAP_MAX`] metrics not wanted lie
+/// between two that are (a run of one is read on its own).
+pub fn span_runs(ids: &[MetricId], max_len: usize) -> Vec<&[MetricId]> {
+    let value = |uid: &[u8]| uid.iter().fold(0u64, |n, &b| n << 8 | b as u64);
+    let mut runs = Vec::new();
+    let mut from = 0;
+    for i in 1..=ids.len() {
+        let cut = i == ids.len() || i - from >= max_len.max(1) || value(&ids[i].uid) - value(&ids[i - 1].uid) > SPAN_GAP_MAX + 1;
+        if cut {
+            runs.push(&ids[from..i]);
+            from = i;
+        }
+    }
+    runs
 }
 
 /// What [`QueryEngine::select_plan`] found: the metric names to read, and how to filter them.
@@ -352,6 +484,78 @@ pub struct StoredSelected {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An engine over a fresh embedded store holding metrics m00…m19 (UIDs in that order),
+    /// each with one series (tag `t=v`), one point every 20 minutes over four hours: two of
+    /// them compacted rows, the others single columns (each row read in one of the two ways).
+    fn engine_with_metrics(dir: &std::path::Path) -> QueryEngine {
+        use crate::schema::column::{build_column, DataValue, RawPoint};
+        use crate::store::{embedded::EmbeddedStore, RowMutations, TableNames};
+        let store: crate::store::SharedStore = Arc::new(EmbeddedStore::open(dir, &TableNames::default().specs()).unwrap());
+        let uids = Arc::new(crate::uid::UidCore::new(store.clone(), "tsdb-uid".into(), [3, 3, 3], [true; 3]));
+        let layout = crate::schema::rowkey::KeyLayout::default();
+        let (k, v) = (uids.assign(UidKind::Tagk, "t").unwrap(), uids.assign(UidKind::Tagv, "v").unwrap());
+        let mut rows = Vec::new();
+        for m in 0..20 {
+            let mut tsuid = uids.assign(UidKind::Metric, &format!("m{m:02}")).unwrap().into_vec();
+            tsuid.extend_from_slice(&k);
+            tsuid.extend_from_slice(&v);
+            for hour in 0..4u32 {
+                let base = 3600 * (1000 + hour);
+                let pts: Vec<RawPoint> = (0..3u64).map(|i| RawPoint::encode(base as u64 + i * 1200, base, DataValue::Int(m * 100 + hour as i64 * 10 + i as i64)).unwrap()).collect();
+                if hour % 2 == 0 {
+                    let (q, val) = build_column(&pts);
+                    rows.push(RowMutations::put(layout.row_key(&tsuid, base), b"t", q, val));
+                } else {
+                    for p in &pts {
+                        rows.push(RowMutations::put(layout.row_key(&tsuid, base), b"t", p.qualifier().to_vec(), p.value_bytes().to_vec()));
+                    }
+                }
+            }
+        }
+        store.mutate("tsdb", rows).unwrap();
+        QueryEngine { store, uids, layout, table: "tsdb".into(), allow_delete: false, limits: Default::default() }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
+        /// One scan over a span of metrics gives what reading them one by one gives, for any
+        /// subset (runs and gaps alike), any window (cutting rows or not) and a `keep` that
+        /// rejects some.
+        #[test]
+        fn a_span_reads_what_metric_by_metric_reads(
+            wanted in proptest::collection::btree_set(0u32..22, 0..22),
+            from in 0i64..(4 * 3600 + 600),
+            len in 1i64..(4 * 3600),
+            reject in 0u32..22,
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let q = engine_with_metrics(dir.path());
+            let names: Vec<String> = wanted.iter().map(|m| format!("m{m:02}")).collect();
+            let start = (3600 * 1000 + from) * 1000;
+            let end = start + len * 1000;
+            let keep = |metric: &str, _: &[(String, String)]| metric != format!("m{reject:02}");
+            let ids = q.metric_ids(&names).unwrap();
+            proptest::prop_assert!(ids.windows(2).all(|w| w[0].uid < w[1].uid));
+            let mut got = Vec::new();
+            for run in span_runs(&ids, 5) {
+                got.extend(q.select_stored_span(run, start, end, &keep).unwrap());
+            }
+            let want = q.select_stored(&names, start, end, true, RowFilter::default(), &keep).unwrap();
+            proptest::prop_assert!(want.iter().all(|s| !s.points.is_empty()));
+            proptest::prop_assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn span_runs_cut_at_gaps_and_length() {
+        let ids: Vec<MetricId> = [1u8, 2, 3, 5, 6, 9, 10, 11, 12].iter().map(|&u| MetricId { uid: vec![0, 0, u], name: format!("m{u}") }).collect();
+        let runs = |max: usize| -> Vec<Vec<u8>> { span_runs(&ids, max).iter().map(|r| r.iter().map(|m| m.uid[2]).collect()).collect() };
+        // 3→5 steps over one metric (read across); 6→9 over two (cut).
+        assert_eq!(runs(5), vec![vec![1, 2, 3, 5, 6], vec![9, 10, 11, 12]]);
+        assert_eq!(runs(2), vec![vec![1, 2], vec![3, 5], vec![6], vec![9, 10], vec![11, 12]]);
+        assert!(span_runs(&[], 3).is_empty());
+    }
 
     #[test]
     fn regexes_are_anchored_and_ascii_classed() {

@@ -6,6 +6,7 @@ use super::index::{self, Entry};
 use super::parallel;
 use super::parser::{Call, Expr};
 use super::series::Series;
+use crate::query::select::{span_runs, MetricId};
 use crate::server::AppState;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -57,9 +58,33 @@ impl Source for StoreSource<'_> {
         for (i, e) in entries.iter().enumerate() {
             by_metric.entry(&e.metric).or_default().push(i);
         }
-        let metrics: Vec<(&str, Vec<usize>)> = by_metric.into_iter().collect();
-        // One scan per metric; a graphite path is a metric of its own, so an expression such
-        // as `*.*.cpu.*` reads thousands of them, on every core.
+        // A path stored whole is a metric holding that one series: those are read together,
+        // in consecutive runs of their UIDs, one scan per run (see `select_stored_span`).
+        let is_whole = |wanted: &[usize]| {
+            wanted.len() == 1 && entries[wanted[0]].tags.len() == 1 && {
+                let (k, v) = &entries[wanted[0]].tags[0];
+                (k.as_str(), v.as_str()) == crate::graphite::names::PLACEHOLDER_TAG[0]
+            }
+        };
+        let (whole, metrics): (Vec<(&str, Vec<usize>)>, Vec<(&str, Vec<usize>)>) =
+            by_metric.into_iter().partition(|(_, wanted)| is_whole(wanted));
+        let whole_at: HashMap<&str, usize, ahash::RandomState> = whole.iter().map(|(m, w)| (*m, w[0])).collect();
+        let names: Vec<String> = whole.iter().map(|(m, _)| m.to_string()).collect();
+        let ids = self.0.query.metric_ids(&names).map_err(|e| EvalError(e.to_string()))?;
+        // Runs small enough that every core gets several (an uneven run does not hold the
+        // others up), large enough that a scan's set-up is paid rarely.
+        let run = ids.len().div_ceil(parallel::cores() * 8).max(256);
+        let runs: Vec<&[MetricId]> = span_runs(&ids, run);
+        let read_whole = parallel::map_from(runs, 2, |ids| -> R<Vec<(usize, Vec<(i64, f64)>)>> {
+            let keep = |metric: &str, tags: &[(String, String)]| whole_at.get(metric).is_some_and(|&i| entries[i].tags[..] == *tags);
+            let got = self
+                .0
+                .query
+                .select_stored_span(ids, (from + 1) * 1000, until * 1000 + 999, &keep)
+                .map_err(|e| EvalError(e.to_string()))?;
+            Ok(got.into_iter().filter_map(|s| Some((*whole_at.get(s.metric.as_str())?, seconds(s.points)))).collect())
+        });
+        // One scan per other metric; a few series of one seek to their rows.
         let read = parallel::map(metrics, |(metric, wanted)| -> R<Vec<(usize, Vec<(i64, f64)>)>> {
             let by_tags: Option<HashMap<&[(String, String)], usize, ahash::RandomState>> =
                 (wanted.len() > LINEAR_LOOKUP_MAX).then(|| wanted.iter().map(|&i| (&entries[i].tags[..], i)).collect());
@@ -68,14 +93,7 @@ impl Source for StoreSource<'_> {
                 None => wanted.iter().copied().find(|&i| entries[i].tags[..] == *tags),
             };
             let keep = |_: &str, tags: &[(String, String)]| find(tags).is_some();
-            // A few series of a metric: the scan seeks to their rows instead of reading all.
-            // Not for a path stored whole: its metric holds that one series (`keep` still
-            // checks), and a seeker would only cost its UID look-ups and set-up per metric.
-            let whole = wanted.len() == 1 && entries[wanted[0]].tags.len() == 1 && {
-                let (k, v) = &entries[wanted[0]].tags[0];
-                (k.as_str(), v.as_str()) == crate::graphite::names::PLACEHOLDER_TAG[0]
-            };
-            let filter = if !whole && wanted.len() <= LINEAR_LOOKUP_MAX {
+            let filter = if wanted.len() <= LINEAR_LOOKUP_MAX {
                 let tags: Vec<&[(String, String)]> = wanted.iter().map(|&i| &entries[i].tags[..]).collect();
                 self.0.query.series_filter(&tags).map_err(|e| EvalError(e.to_string()))?
             } else {
@@ -86,26 +104,24 @@ impl Source for StoreSource<'_> {
                 .query
                 .select_stored(&[metric.to_string()], (from + 1) * 1000, until * 1000 + 999, true, filter, &keep)
                 .map_err(|e| EvalError(e.to_string()))?;
-            Ok(got
-                .into_iter()
-                .filter_map(|s| {
-                    let i = find(&s.tags)?;
-                    let mut points = s.points;
-                    for p in &mut points {
-                        p.0 = p.0.div_euclid(1000);
-                    }
-                    Some((i, points))
-                })
-                .collect())
+            Ok(got.into_iter().filter_map(|s| Some((find(&s.tags)?, seconds(s.points)))).collect())
         });
         let mut out = vec![Vec::new(); entries.len()];
-        for r in read {
+        for r in read_whole.into_iter().chain(read) {
             for (i, points) in r? {
                 out[i] = points;
             }
         }
         Ok(out)
     }
+}
+
+/// Stored milliseconds to Graphite's seconds, in place.
+fn seconds(mut points: Vec<(i64, f64)>) -> Vec<(i64, f64)> {
+    for p in &mut points {
+        p.0 = p.0.div_euclid(1000);
+    }
+    points
 }
 
 #[derive(Clone)]
@@ -127,6 +143,21 @@ pub fn derive_step(points: &[(i64, f64)]) -> i64 {
 /// series gets its siblings' resolution rather than the width of its gaps. Ties go to the
 /// smaller gap.
 pub fn derive_step_pooled(series: &[&[(i64, f64)]]) -> i64 {
+    // Counted in parts on every core (thousands of series) and the parts' counts added: each
+    // series is counted whole within one part, so the totals are the same.
+    let per = series.len().div_ceil(parallel::cores() * 4).max(512);
+    let parts: Vec<&[&[(i64, f64)]]> = series.chunks(per).collect();
+    let mut counts: HashMap<i64, usize, ahash::RandomState> = HashMap::default();
+    for part in parallel::map_from(parts, 2, gap_counts) {
+        for (g, n) in part {
+            *counts.entry(g).or_default() += n;
+        }
+    }
+    counts.into_iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map(|(d, _)| d).unwrap_or(DEFAULT_STEP)
+}
+
+/// How often each gap between consecutive points occurs in `series`.
+fn gap_counts(series: &[&[(i64, f64)]]) -> HashMap<i64, usize, ahash::RandomState> {
     // Runs of one gap (regular data is one run per series) are counted before they touch the
     // map, which then holds one entry per distinct gap.
     let mut counts: HashMap<i64, usize, ahash::RandomState> = HashMap::default();
@@ -150,7 +181,7 @@ pub fn derive_step_pooled(series: &[&[(i64, f64)]]) -> i64 {
             *counts.entry(g).or_default() += n;
         }
     }
-    counts.into_iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map(|(d, _)| d).unwrap_or(DEFAULT_STEP)
+    counts
 }
 
 /// Puts raw points on whisper's grid for the window `(from, until]`: `start` is the first step
@@ -192,12 +223,23 @@ impl Ctx<'_> {
 
     /// Every series of a path expression, sorted by name.
     pub fn fetch(&self, expr: &str) -> R<Vec<Series>> {
+        self.fetch_mapped(expr, &|s| s)
+    }
+
+    /// [`Ctx::fetch`] with `then` applied to each series as soon as it is gridded, on the
+    /// core that gridded it: a transform over thousands of series (`perSecond(*.*.cpu.*)`)
+    /// then finds each in cache rather than making one more pass over them all.
+    pub fn fetch_mapped(&self, expr: &str, then: &(dyn Fn(Series) -> Series + Sync)) -> R<Vec<Series>> {
         let entries = self.source.entries()?;
         let matched = index::resolve(&entries, expr).map_err(EvalError)?;
-        self.fetch_entries(&matched, expr)
+        self.fetch_entries_mapped(&matched, expr, then)
     }
 
     pub fn fetch_entries(&self, matched: &[&Entry], path_expr: &str) -> R<Vec<Series>> {
+        self.fetch_entries_mapped(matched, path_expr, &|s| s)
+    }
+
+    fn fetch_entries_mapped(&self, matched: &[&Entry], path_expr: &str, then: &(dyn Fn(Series) -> Series + Sync)) -> R<Vec<Series>> {
         let pts = self.source.points(matched, self.from, self.until)?;
         let all: Vec<&[(i64, f64)]> = pts.iter().map(Vec::as_slice).collect();
         let mut step = derive_step_pooled(&all);
@@ -208,18 +250,18 @@ impl Ctx<'_> {
             let w: Vec<&[(i64, f64)]> = wider.iter().map(Vec::as_slice).collect();
             step = derive_step_pooled(&w);
         }
-        // Each series' points are dropped once gridded: the grids reuse their memory.
-        let each: Vec<(&Entry, Vec<(i64, f64)>)> = matched.iter().copied().zip(pts).collect();
-        let mut out: Vec<Series> = parallel::map(each, |(e, p)| {
+        // Each series' points are dropped once gridded: the grids reuse their memory. Sorted
+        // by name (the path) before `then`, which may rename.
+        let mut each: Vec<(&Entry, Vec<(i64, f64)>)> = matched.iter().copied().zip(pts).collect();
+        each.sort_by(|a, b| a.0.path.cmp(&b.0.path));
+        Ok(parallel::map(each, |(e, p)| {
             let mut s = to_grid(&e.path, &p, step, self.from, self.until);
             drop(p);
             s.tags = e.graphite_tags();
             s.path_expr = path_expr.to_string();
             s.xff = self.xff;
-            s
-        });
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(out)
+            then(s)
+        }))
     }
 
     /// The same context over another window.
@@ -242,6 +284,16 @@ impl<'c> Args<'c> {
     pub fn series(&self, ctx: &Ctx, i: usize, name: &str) -> R<Vec<Series>> {
         match self.get(i, name) {
             Some(e) => ctx.eval(e),
+            None => err(format!("{}: missing argument {name}", self.call.name)),
+        }
+    }
+
+    /// [`Args::series`] with `f` applied to each series on every core; a path expression's
+    /// series each as it is read (see [`Ctx::fetch_mapped`]).
+    pub fn series_each(&self, ctx: &Ctx, i: usize, name: &str, f: &(dyn Fn(Series) -> Series + Sync)) -> R<Vec<Series>> {
+        match self.get(i, name) {
+            Some(Expr::Path(p)) => ctx.fetch_mapped(p, f),
+            Some(e) => Ok(parallel::map(ctx.eval(e)?, f)),
             None => err(format!("{}: missing argument {name}", self.call.name)),
         }
     }

@@ -235,36 +235,65 @@ impl<'a> Grid<'a> {
     /// Calls `f(row, value)` for every non-null value of rows `rows`, series by series in
     /// input order: what those rows of [`normalize`] hold, visited by column.
     pub fn each_value(&self, rows: std::ops::Range<usize>, mut f: impl FnMut(usize, f64)) {
-        let n = self.len().min(rows.end);
         for s in &self.cons {
-            if s.step == self.step {
-                // On the grid's step (always, once consolidated): row = index + offset.
-                let d = s.start - self.start;
-                if d % self.step != 0 {
-                    continue;
-                }
-                let off = d / self.step;
-                let (a, b) = ((rows.start as i64).max(off), (n as i64).min(off + s.values.len() as i64));
-                for i in a..b.max(a) {
-                    if let Some(v) = s.values[(i - off) as usize] {
-                        f(i as usize, v);
+            match self.aligned(s, &rows) {
+                Aligned::Slice(first, values) => {
+                    for (i, v) in values.iter().enumerate() {
+                        if let Some(v) = *v {
+                            f(first + i, v);
+                        }
                     }
                 }
-                continue;
-            }
-            for (j, v) in s.values.iter().enumerate() {
-                let Some(v) = *v else { continue };
-                let d = s.start + j as i64 * s.step - self.start;
-                if d < 0 || d % self.step != 0 {
-                    continue;
-                }
-                let i = (d / self.step) as usize;
-                if i >= rows.start && i < n {
-                    f(i, v);
-                }
+                Aligned::Outside => {}
+                Aligned::No => self.each_value_of(s, &rows, &mut f),
             }
         }
     }
+
+    /// Where a series on the grid's step falls in rows `rows`: the first row and the values
+    /// from it (row = index + offset).
+    fn aligned<'s>(&self, s: &'s Series, rows: &std::ops::Range<usize>) -> Aligned<'s> {
+        if s.step != self.step {
+            return Aligned::No;
+        }
+        let d = s.start - self.start;
+        if d % self.step != 0 {
+            return Aligned::Outside;
+        }
+        let n = self.len().min(rows.end) as i64;
+        let off = d / self.step;
+        let (a, b) = ((rows.start as i64).max(off), n.min(off + s.values.len() as i64));
+        if b <= a {
+            return Aligned::Outside;
+        }
+        Aligned::Slice(a as usize, &s.values[(a - off) as usize..(b - off) as usize])
+    }
+
+    /// [`Grid::each_value`] for one series off the grid's step.
+    fn each_value_of(&self, s: &Series, rows: &std::ops::Range<usize>, f: &mut impl FnMut(usize, f64)) {
+        let n = self.len().min(rows.end);
+        for (j, v) in s.values.iter().enumerate() {
+            let Some(v) = *v else { continue };
+            let d = s.start + j as i64 * s.step - self.start;
+            if d < 0 || d % self.step != 0 {
+                continue;
+            }
+            let i = (d / self.step) as usize;
+            if i >= rows.start && i < n {
+                f(i, v);
+            }
+        }
+    }
+}
+
+/// A series against a grid's rows (see [`Grid::aligned`]).
+enum Aligned<'s> {
+    /// On the step: its values for rows `first..first + len`.
+    Slice(usize, &'s [Option<f64>]),
+    /// On the step but off the grid's phase, or no value within the rows: nothing to visit.
+    Outside,
+    /// On another step (never once consolidated): visited value by value.
+    No,
 }
 
 /// The aggregation functions whose value can be built up one series at a time, in input
@@ -313,15 +342,46 @@ fn fold_range(g: &Grid, func: &str, xff: f64, rows: std::ops::Range<usize>) -> V
     let lo = rows.start;
     let mut acc = vec![init; rows.len()];
     let mut count = vec![0usize; rows.len()];
-    g.each_value(rows.clone(), |i, v| {
-        let k = i - lo;
+    let add = |k: usize, v: f64, acc: &mut [f64], count: &mut [usize]| {
         count[k] += 1;
         acc[k] = match op {
             Fold::Min => first_min(acc[k], v),
             Fold::Max => first_max(acc[k], v),
             Fold::Add => acc[k] + v,
         };
-    });
+    };
+    for s in &g.cons {
+        match g.aligned(s, &rows) {
+            // The usual case, a slice against a slice: one loop per operation, no index checks.
+            Aligned::Slice(first, values) => {
+                let k = first - lo;
+                let (acc, count) = (&mut acc[k..k + values.len()], &mut count[k..k + values.len()]);
+                let cells = acc.iter_mut().zip(count.iter_mut()).zip(values);
+                match op {
+                    Fold::Add => cells.for_each(|((a, c), v)| {
+                        if let Some(v) = *v {
+                            *a += v;
+                            *c += 1;
+                        }
+                    }),
+                    Fold::Min => cells.for_each(|((a, c), v)| {
+                        if let Some(v) = *v {
+                            *a = first_min(*a, v);
+                            *c += 1;
+                        }
+                    }),
+                    Fold::Max => cells.for_each(|((a, c), v)| {
+                        if let Some(v) = *v {
+                            *a = first_max(*a, v);
+                            *c += 1;
+                        }
+                    }),
+                }
+            }
+            Aligned::Outside => {}
+            Aligned::No => g.each_value_of(s, &rows, &mut |i, v| add(i - lo, v, &mut acc, &mut count)),
+        }
+    }
     let width = g.cons.len();
     let mean = matches!(func, "average" | "avg");
     let counting = func == "count";

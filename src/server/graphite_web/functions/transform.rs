@@ -4,7 +4,7 @@
 use super::super::attime::parse_offset;
 use super::super::eval::{err, Args, Ctx, EvalError, R};
 use super::super::series::{aggregate, fmt_g, Series};
-use super::{finite, map_values};
+use super::{finite, map_values, round_half_away};
 use super::combine::agg_name;
 
 pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
@@ -53,11 +53,12 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
         }),
         "nonNegativeDerivative" => (|| {
             let (max, min) = (a.opt_num(1, "maxValue")?, a.opt_num(2, "minValue")?);
-            Ok(tagged(non_negative(list()?, max, min, false), "nonNegativeDerivative", "1"))
+            let l = a.series_each(ctx, 0, "seriesList", &|s| non_negative(s, max, min, false))?;
+            Ok(tagged(l, "nonNegativeDerivative", "1"))
         })(),
         "perSecond" => (|| {
             let (max, min) = (a.opt_num(1, "maxValue")?, a.opt_num(2, "minValue")?);
-            Ok(tagged(non_negative(list()?, max, min, true), "perSecond", "1"))
+            Ok(tagged(a.series_each(ctx, 0, "seriesList", &|s| non_negative(s, max, min, true))?, "perSecond", "1"))
         })(),
         "integral" => list().map(|l| {
             let l = l.into_iter().map(|mut s| {
@@ -198,20 +199,33 @@ fn delta(v: Option<f64>, prev: Option<f64>, max: Option<f64>, min: Option<f64>) 
     (None, Some(x))
 }
 
-fn non_negative(l: Vec<Series>, max: Option<f64>, min: Option<f64>, per_second: bool) -> Vec<Series> {
-    // Each series on its own: thousands of them (`perSecond(*.*.cpu.*)`) share the cores.
-    super::super::parallel::map(l, |mut s| {
-        let mut prev = None;
-        let step = s.step as f64;
+/// One series of `nonNegativeDerivative` or `perSecond` (thousands of them, as with
+/// `perSecond(*.*.cpu.*)`, share the cores: see [`Args::series_each`]).
+fn non_negative(mut s: Series, max: Option<f64>, min: Option<f64>, per_second: bool) -> Series {
+    let mut prev = None;
+    let step = s.step as f64;
+    let scaled = |d: f64| if per_second { round_half_away((d / step) * 1e6) / 1e6 } else { d };
+    if max.is_none() && min.is_none() {
+        // `delta` without bounds, with no branch on whether a value went down (for a gauge,
+        // as random as the data): the value is worked out either way, then kept or not.
+        for v in &mut s.values {
+            let cur = *v;
+            *v = match (cur, prev) {
+                (Some(x), Some(p)) => (x >= p).then_some(scaled(x - p)),
+                _ => None,
+            };
+            prev = cur;
+        }
+    } else {
         for v in &mut s.values {
             let (d, p) = delta(*v, prev, max, min);
             prev = p;
-            *v = if per_second { d.map(|d| ((d / step) * 1e6).round() / 1e6) } else { d };
+            *v = d.map(scaled);
         }
-        let n = format!("{}({})", if per_second { "perSecond" } else { "nonNegativeDerivative" }, s.name);
-        s.rename(n);
-        s
-    })
+    }
+    let n = format!("{}({})", if per_second { "perSecond" } else { "nonNegativeDerivative" }, s.name);
+    s.rename(n);
+    s
 }
 
 /// Fills runs of nulls no longer than `limit` with the value before them (graphite's rules:
@@ -451,6 +465,30 @@ fn hitcount(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
 mod tests {
     use super::super::testutil::*;
     use super::keep_last;
+
+    proptest::proptest! {
+        /// Without bounds, `non_negative`'s branch-free loop gives what `delta` gives, point by
+        /// point (gaps, decreases, equal values, infinities).
+        #[test]
+        fn unbounded_non_negative_is_delta(
+            vals in proptest::collection::vec(proptest::option::weighted(0.8, proptest::prop_oneof![-1e3f64..1e3, proptest::strategy::Just(f64::INFINITY), proptest::strategy::Just(0.0)]), 0..40),
+            per_second: bool,
+        ) {
+            let s = super::super::super::series::Series::new("x", 0, 10, vals.clone());
+            let got = super::non_negative(s, None, None, per_second).values;
+            let mut prev = None;
+            let want: Vec<Option<f64>> = vals
+                .iter()
+                .map(|v| {
+                    let (d, p) = super::delta(*v, prev, None, None);
+                    prev = p;
+                    if per_second { d.map(|d| ((d / 10.0) * 1e6).round() / 1e6) } else { d }
+                })
+                .collect();
+            let bits = |v: &[Option<f64>]| v.iter().map(|x| x.map(f64::to_bits)).collect::<Vec<_>>();
+            proptest::prop_assert_eq!(bits(&got), bits(&want));
+        }
+    }
 
     #[test]
     fn point_wise() {

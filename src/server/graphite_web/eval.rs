@@ -251,9 +251,12 @@ impl Ctx<'_> {
             step = derive_step_pooled(&w);
         }
         // Each series' points are dropped once gridded: the grids reuse their memory. Sorted
-        // by name (the path) before `then`, which may rename.
+        // by name (the path) before `then`, which may rename; a path expression's entries
+        // come sorted already.
         let mut each: Vec<(&Entry, Vec<(i64, f64)>)> = matched.iter().copied().zip(pts).collect();
-        each.sort_by(|a, b| a.0.path.cmp(&b.0.path));
+        if !each.is_sorted_by(|a, b| a.0.path <= b.0.path) {
+            each.sort_by(|a, b| a.0.path.cmp(&b.0.path));
+        }
         Ok(parallel::map(each, |(e, p)| {
             let mut s = to_grid(&e.path, &p, step, self.from, self.until);
             drop(p);

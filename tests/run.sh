@@ -42,8 +42,8 @@ if ((${#need[@]})) || ((need_collectd)) || ((need_graphite_web)); then
 fi
 
 # Disk: a CI machine may have little room. The test build leaves out debug info (the release
-# profile keeps line tables for profiling; ~110 MB a binary with them), and the fuzz build runs
-# first and is deleted before the main build, so the two never take space at once.
+# profile keeps some for profiling, `debug = 1`: ~110 MB a binary with it), and the fuzz build
+# runs first and is deleted before the main build, so the two never take space at once.
 export CARGO_PROFILE_RELEASE_DEBUG=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -55,7 +55,11 @@ bash tests/fuzz/run.sh 3 2>&1 | tee "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 rm -rf tests/fuzz/target
 cargo build --release --workspace 2>&1 | tee -a "$log"
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+if [ "${PIPESTATUS[0]}" -ne 0 ]; then
+  # Nothing below can run without the build (the peer suites would take a stale binary).
+  echo "tests: the build failed"
+  exit 1
+fi
 cargo test --release --workspace 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 # Peer suites against real programs; each closes with a cargo-style `test result:` line.

@@ -66,13 +66,15 @@ impl Source for StoreSource<'_> {
                 (k.as_str(), v.as_str()) == crate::graphite::names::PLACEHOLDER_TAG[0]
             }
         };
+        // A store that cannot seek (HBase) reads every metric on its own, on every core.
+        let seeks = self.0.query.store.seeks();
         let (whole, metrics): (Vec<(&str, Vec<usize>)>, Vec<(&str, Vec<usize>)>) =
-            by_metric.into_iter().partition(|(_, wanted)| is_whole(wanted));
+            by_metric.into_iter().partition(|(_, wanted)| seeks && is_whole(wanted));
         let whole_at: HashMap<&str, usize, ahash::RandomState> = whole.iter().map(|(m, w)| (*m, w[0])).collect();
         let names: Vec<String> = whole.iter().map(|(m, _)| m.to_string()).collect();
         let ids = self.0.query.metric_ids(&names).map_err(|e| EvalError(e.to_string()))?;
-        // Runs small enough that every core gets several (an uneven run does not hold the
-        // others up), large enough that a scan's set-up is paid rarely.
+        // Runs of 256 metrics or more (a scan's set-up is paid rarely), and for large sets
+        // about eight per core (an uneven run does not hold the others up).
         let run = ids.len().div_ceil(parallel::cores() * 8).max(256);
         let runs: Vec<&[MetricId]> = span_runs(&ids, run);
         let read_whole = parallel::map_from(runs, 2, |ids| -> R<Vec<(usize, Vec<(i64, f64)>)>> {

@@ -232,24 +232,6 @@ impl<'a> Grid<'a> {
         ((self.end - self.start) / self.step).max(0) as usize
     }
 
-    /// Calls `f(row, value)` for every non-null value of rows `rows`, series by series in
-    /// input order: what those rows of [`normalize`] hold, visited by column.
-    pub fn each_value(&self, rows: std::ops::Range<usize>, mut f: impl FnMut(usize, f64)) {
-        for s in &self.cons {
-            match self.aligned(s, &rows) {
-                Aligned::Slice(first, values) => {
-                    for (i, v) in values.iter().enumerate() {
-                        if let Some(v) = *v {
-                            f(first + i, v);
-                        }
-                    }
-                }
-                Aligned::Outside => {}
-                Aligned::No => self.each_value_of(s, &rows, &mut f),
-            }
-        }
-    }
-
     /// Where a series on the grid's step falls in rows `rows`: the first row and the values
     /// from it (row = index + offset).
     fn aligned<'s>(&self, s: &'s Series, rows: &std::ops::Range<usize>) -> Aligned<'s> {
@@ -269,7 +251,8 @@ impl<'a> Grid<'a> {
         Aligned::Slice(a as usize, &s.values[(a - off) as usize..(b - off) as usize])
     }
 
-    /// [`Grid::each_value`] for one series off the grid's step.
+    /// Calls `f(row, value)` for every non-null value in rows `rows` of one series off the
+    /// grid's step.
     fn each_value_of(&self, s: &Series, rows: &std::ops::Range<usize>, f: &mut impl FnMut(usize, f64)) {
         let n = self.len().min(rows.end);
         for (j, v) in s.values.iter().enumerate() {
@@ -290,7 +273,7 @@ impl<'a> Grid<'a> {
 enum Aligned<'s> {
     /// On the step: its values for rows `first..first + len`.
     Slice(usize, &'s [Option<f64>]),
-    /// On the step but off the grid's phase, or no value within the rows: nothing to visit.
+    /// On the step but off the grid's phase, or no index within the rows: nothing to visit.
     Outside,
     /// On another step (never once consolidated): visited value by value.
     No,

@@ -86,8 +86,12 @@ impl Source for StoreSource<'_> {
                 .map_err(|e| EvalError(e.to_string()))?;
             Ok(got.into_iter().filter_map(|s| Some((*whole_at.get(s.metric.as_str())?, seconds(s.points)))).collect())
         });
-        // One scan per other metric; a few series of one seek to their rows.
-        let read = parallel::map(metrics, |(metric, wanted)| -> R<Vec<(usize, Vec<(i64, f64)>)>> {
+        // One scan per other metric; a few series of one seek to their rows. The work is in
+        // the series, not the metrics: name rules put thousands of paths in a few metrics
+        // (`cpu.usage_*{dc,host}`), each then worth a core of its own.
+        let series: usize = metrics.iter().map(|(_, wanted)| wanted.len()).sum();
+        let min = if series >= parallel::MIN_PARALLEL { 2 } else { usize::MAX };
+        let read = parallel::map_from(metrics, min, |(metric, wanted)| -> R<Vec<(usize, Vec<(i64, f64)>)>> {
             let by_tags: Option<HashMap<&[(String, String)], usize, ahash::RandomState>> =
                 (wanted.len() > LINEAR_LOOKUP_MAX).then(|| wanted.iter().map(|&i| (&entries[i].tags[..], i)).collect());
             let find = |tags: &[(String, String)]| match &by_tags {

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Below this many items the work runs on the calling thread (a thread costs more than it
 /// saves on a handful of series).
-const MIN_PARALLEL: usize = 64;
+pub const MIN_PARALLEL: usize = 64;
 
 /// `f` over `items` (taken by value, so each item's memory can be freed as soon as it is
 /// used), results in `items`' order. Workers take chunks in turn, so an uneven item (a metric

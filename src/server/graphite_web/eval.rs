@@ -86,9 +86,9 @@ impl Source for StoreSource<'_> {
                 .map_err(|e| EvalError(e.to_string()))?;
             Ok(got.into_iter().filter_map(|s| Some((*whole_at.get(s.metric.as_str())?, seconds(s.points)))).collect())
         });
-        // One scan per other metric; a few series of one seek to their rows. The work is in
-        // the series, not the metrics: name rules put thousands of paths in a few metrics
-        // (`cpu.usage_*{dc,host}`), each then worth a core of its own.
+        // One scan per other metric. The work is in the series, not the metrics: name rules put
+        // thousands of paths in a few metrics (`cpu.usage_*{dc,host}`), each then worth a core
+        // of its own.
         let series: usize = metrics.iter().map(|(_, wanted)| wanted.len()).sum();
         let min = if series >= parallel::MIN_PARALLEL { 2 } else { usize::MAX };
         let read = parallel::map_from(metrics, min, |(metric, wanted)| -> R<Vec<(usize, Vec<(i64, f64)>)>> {
@@ -99,7 +99,11 @@ impl Source for StoreSource<'_> {
                 None => wanted.iter().copied().find(|&i| entries[i].tags[..] == *tags),
             };
             let keep = |_: &str, tags: &[(String, String)]| find(tags).is_some();
-            let filter = if wanted.len() <= LINEAR_LOOKUP_MAX {
+            // A few series of a metric: the scan seeks to their rows instead of reading all.
+            // Not for a path stored whole (read here when the store cannot seek): its metric
+            // holds that one series (`keep` still checks), and a filter would only cost its UID
+            // look-ups and set-up per metric.
+            let filter = if wanted.len() <= LINEAR_LOOKUP_MAX && !is_whole(&wanted) {
                 let tags: Vec<&[(String, String)]> = wanted.iter().map(|&i| &entries[i].tags[..]).collect();
                 self.0.query.series_filter(&tags).map_err(|e| EvalError(e.to_string()))?
             } else {

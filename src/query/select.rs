@@ -253,16 +253,9 @@ impl QueryEngine {
         keep: &dyn Fn(&str, &[(String, String)]) -> bool,
     ) -> Result<Vec<StoredSelected>, QueryError> {
         let mut out = Vec::new();
-        if end_ms < 0 || end_ms < start_ms {
-            return Ok(out);
-        }
-        let start = start_ms.max(0) as u64;
-        // Row base times are 32-bit seconds: clamp "forever" to the last representable hour.
-        let end = (end_ms as u64).min(u32::MAX as u64 * 1000);
+        let Some(Window { start, end, first, last }) = Window::new(start_ms, end_ms) else { return Ok(out) };
         for metric in metrics {
             let Some(mid) = self.uids.get_id(UidKind::Metric, metric)? else { continue };
-            let first = base_time(start / 1000);
-            let last = (base_time(end / 1000) as u64 + ROW_SPAN).min(u32::MAX as u64) as u32;
             let scans: Vec<Scan> = self
                 .layout
                 .salt_prefixes()
@@ -316,37 +309,23 @@ impl QueryEngine {
             return self.select_stored(&names, start_ms, end_ms, true, RowFilter::default(), keep);
         }
         let mut out = Vec::new();
-        if end_ms < 0 || end_ms < start_ms {
-            return Ok(out);
-        }
-        let start = start_ms.max(0) as u64;
-        let end = (end_ms as u64).min(u32::MAX as u64 * 1000);
-        let first = base_time(start / 1000);
-        let last = (base_time(end / 1000) as u64 + ROW_SPAN).min(u32::MAX as u64) as u32;
+        let Some(Window { start, end, first, last }) = Window::new(start_ms, end_ms) else { return Ok(out) };
         let uids: Arc<Vec<Vec<u8>>> = Arc::new(metrics.iter().map(|m| m.uid.clone()).collect());
-        let (salt_w, metric_w) = (self.layout.salt_width, self.layout.metric_width);
+        let layout = self.layout;
         let position = |uids: &[Vec<u8>], metric: &[u8]| uids.binary_search_by(|u| u.as_slice().cmp(metric));
-        let scans: Vec<Scan> = self
-            .layout
+        let scans: Vec<Scan> = layout
             .salt_prefixes()
             .into_iter()
             .map(|salt| {
                 let uids = uids.clone();
-                let key = move |metric: &[u8], base: u32| {
-                    let mut k = salt.clone();
-                    k.extend_from_slice(metric);
-                    k.extend_from_slice(&base.to_be_bytes());
-                    k
-                };
+                let key = move |metric: &[u8], base: u32| layout.metric_start(&salt, metric, base);
                 let start = key(&uids[0], first);
                 let stop = key(uids.last().expect("two or more"), last);
                 let seek = move |row: &[u8]| {
-                    let Some(metric) = row.get(salt_w..salt_w + metric_w) else { return RowSeek::Skip };
-                    let Some(base) = row.get(salt_w + metric_w..salt_w + metric_w + 4) else { return RowSeek::Skip };
-                    let base = u32::from_be_bytes(base.try_into().expect("four bytes"));
-                    let next = match position(&uids, metric) {
-                        Ok(i) if base < first => return RowSeek::SeekTo(key(&uids[i], first)),
-                        Ok(i) if base >= last => i + 1,
+                    let Ok(rk) = layout.parse(row) else { return RowSeek::Skip };
+                    let next = match position(&uids, rk.metric) {
+                        Ok(i) if rk.base < first => return RowSeek::SeekTo(key(&uids[i], first)),
+                        Ok(i) if rk.base >= last => i + 1,
                         Ok(_) => return RowSeek::Take,
                         Err(i) => i,
                     };
@@ -438,6 +417,29 @@ impl QueryEngine {
             out.push(s);
         }
         Ok(())
+    }
+}
+
+/// A read's time window: points in `[start, end]` ms, rows from hour `first` to before `last`.
+struct Window {
+    start: u64,
+    end: u64,
+    first: u32,
+    last: u32,
+}
+
+impl Window {
+    /// None for an empty window.
+    fn new(start_ms: i64, end_ms: i64) -> Option<Window> {
+        if end_ms < 0 || end_ms < start_ms {
+            return None;
+        }
+        let start = start_ms.max(0) as u64;
+        // Row base times are 32-bit seconds: clamp "forever" to the last representable hour.
+        let end = (end_ms as u64).min(u32::MAX as u64 * 1000);
+        let first = base_time(start / 1000);
+        let last = (base_time(end / 1000) as u64 + ROW_SPAN).min(u32::MAX as u64) as u32;
+        Some(Window { start, end, first, last })
     }
 }
 

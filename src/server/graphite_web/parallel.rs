@@ -58,6 +58,35 @@ pub fn map_from<T: Send, U: Send>(items: Vec<T>, min: usize, f: impl Fn(T) -> U 
     parts.into_iter().flat_map(|p| p.1).collect()
 }
 
+/// `items` folded chunk by chunk: each chunk (a contiguous run of `items`) into a part of its
+/// own, made by `new` and grown by `add` on whichever core took the chunk. The parts come back
+/// in `items`' order, so a caller merging them in turn combines `items` in order (up to the
+/// grouping of the chunks).
+pub fn fold<T: Send, P: Send>(items: Vec<T>, new: impl Fn() -> P + Sync, add: impl Fn(&mut P, T) + Sync) -> Vec<P> {
+    let chunks = if cores() <= 1 || items.len() < MIN_PARALLEL { vec![items] } else { chunked(items, cores() * 8) };
+    map_from(chunks, 2, |chunk| {
+        let mut part = new();
+        for item in chunk {
+            add(&mut part, item);
+        }
+        part
+    })
+}
+
+/// `items` cut into about `n` contiguous chunks.
+fn chunked<T>(items: Vec<T>, n: usize) -> Vec<Vec<T>> {
+    let size = items.len().div_ceil(n.max(1)).max(1);
+    let mut out = Vec::new();
+    let mut rest = items.into_iter();
+    loop {
+        let c: Vec<T> = rest.by_ref().take(size).collect();
+        if c.is_empty() {
+            break out;
+        }
+        out.push(c);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,6 +96,16 @@ mod tests {
         for n in [0, 1, MIN_PARALLEL - 1, MIN_PARALLEL, 1000, 10_007] {
             let items: Vec<usize> = (0..n).collect();
             assert_eq!(map(items.clone(), |x| x * 2), items.iter().map(|x| x * 2).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn fold_parts_come_in_order() {
+        for n in [0, 1, MIN_PARALLEL - 1, MIN_PARALLEL, 1000, 10_007] {
+            let items: Vec<usize> = (0..n).collect();
+            let parts = fold(items.clone(), Vec::new, |p: &mut Vec<usize>, x| p.push(x));
+            assert!(!parts.is_empty());
+            assert_eq!(parts.concat(), items);
         }
     }
 }

@@ -308,7 +308,7 @@ fn first_max(a: f64, b: f64) -> f64 {
     if a.is_nan() || b > a { b } else { a }
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 enum Fold {
     Add,
     Min,
@@ -316,75 +316,124 @@ enum Fold {
 }
 
 fn fold_range(g: &Grid, func: &str, xff: f64, rows: std::ops::Range<usize>) -> Vec<Option<f64>> {
-    let zero: f64 = std::iter::empty::<f64>().sum();
-    let (op, init) = match func {
-        "min" => (Fold::Min, f64::INFINITY),
-        "max" => (Fold::Max, f64::NEG_INFINITY),
-        _ => (Fold::Add, zero),
-    };
     let lo = rows.start;
-    let mut acc = vec![init; rows.len()];
-    let mut count = vec![0usize; rows.len()];
-    let add = |k: usize, v: f64, acc: &mut [f64], count: &mut [usize]| {
-        count[k] += 1;
-        acc[k] = match op {
-            Fold::Min => first_min(acc[k], v),
-            Fold::Max => first_max(acc[k], v),
-            Fold::Add => acc[k] + v,
-        };
-    };
+    let mut f = RowFold::new(func, rows.len());
     for s in &g.cons {
         match g.aligned(s, &rows) {
-            // The usual case, a slice against a slice: one loop per operation, no index checks.
-            Aligned::Slice(first, values) => {
-                let k = first - lo;
-                let (acc, count) = (&mut acc[k..k + values.len()], &mut count[k..k + values.len()]);
-                let cells = acc.iter_mut().zip(count.iter_mut()).zip(values);
-                match op {
-                    Fold::Add => cells.for_each(|((a, c), v)| {
-                        if let Some(v) = *v {
-                            *a += v;
-                            *c += 1;
-                        }
-                    }),
-                    Fold::Min => cells.for_each(|((a, c), v)| {
-                        if let Some(v) = *v {
-                            *a = first_min(*a, v);
-                            *c += 1;
-                        }
-                    }),
-                    Fold::Max => cells.for_each(|((a, c), v)| {
-                        if let Some(v) = *v {
-                            *a = first_max(*a, v);
-                            *c += 1;
-                        }
-                    }),
-                }
-            }
+            Aligned::Slice(first, values) => f.add_slice(first - lo, values),
             Aligned::Outside => {}
-            Aligned::No => g.each_value_of(s, &rows, &mut |i, v| add(i - lo, v, &mut acc, &mut count)),
+            Aligned::No => g.each_value_of(s, &rows, &mut |i, v| f.add(i - lo, v)),
         }
     }
-    let width = g.cons.len();
-    let mean = matches!(func, "average" | "avg");
-    let counting = func == "count";
-    acc.into_iter()
-        .zip(count)
-        .map(|(a, nn)| {
-            if width > 0 && (nn as f64) / (width as f64) < xff {
-                return None;
+    f.finish(func, g.cons.len(), xff)
+}
+
+/// Rows of a foldable function ([`is_foldable`]) built up series by series: each row's value
+/// so far and how many non-null values made it.
+#[derive(Clone, Debug)]
+pub struct RowFold {
+    op: Fold,
+    acc: Vec<f64>,
+    count: Vec<usize>,
+}
+
+impl RowFold {
+    pub fn new(func: &str, rows: usize) -> RowFold {
+        // What `Iterator::sum` starts from, so an all-null row sums as a row of no values does.
+        let zero: f64 = std::iter::empty::<f64>().sum();
+        let (op, init) = match func {
+            "min" => (Fold::Min, f64::INFINITY),
+            "max" => (Fold::Max, f64::NEG_INFINITY),
+            _ => (Fold::Add, zero),
+        };
+        RowFold { op, acc: vec![init; rows], count: vec![0; rows] }
+    }
+
+    pub fn rows(&self) -> usize {
+        self.acc.len()
+    }
+
+    /// One non-null value into row `k`.
+    pub fn add(&mut self, k: usize, v: f64) {
+        self.count[k] += 1;
+        self.acc[k] = match self.op {
+            Fold::Min => first_min(self.acc[k], v),
+            Fold::Max => first_max(self.acc[k], v),
+            Fold::Add => self.acc[k] + v,
+        };
+    }
+
+    /// A series' values into rows `k..k + values.len()`: the usual case, a slice against a
+    /// slice, one loop per operation and no index checks.
+    pub fn add_slice(&mut self, k: usize, values: &[Option<f64>]) {
+        let (acc, count) = (&mut self.acc[k..k + values.len()], &mut self.count[k..k + values.len()]);
+        let cells = acc.iter_mut().zip(count.iter_mut()).zip(values);
+        match self.op {
+            // Without a branch: a null adds -0.0, which leaves every sum as it was (-0.0 + 0.0
+            // is 0.0, -0.0 + -0.0 is -0.0), and counts nothing.
+            Fold::Add => cells.for_each(|((a, c), v)| {
+                *a += v.unwrap_or(-0.0);
+                *c += v.is_some() as usize;
+            }),
+            Fold::Min => cells.for_each(|((a, c), v)| {
+                if let Some(v) = *v {
+                    *a = first_min(*a, v);
+                    *c += 1;
+                }
+            }),
+            Fold::Max => cells.for_each(|((a, c), v)| {
+                if let Some(v) = *v {
+                    *a = first_max(*a, v);
+                    *c += 1;
+                }
+            }),
+        }
+    }
+
+    /// Folds in the rows of series that come after this fold's (same function, same rows).
+    /// Sums then add in two groups rather than one by one, which may differ in the last bit.
+    pub fn merge(&mut self, later: &RowFold) {
+        for (((a, c), b), n) in self.acc.iter_mut().zip(self.count.iter_mut()).zip(&later.acc).zip(&later.count) {
+            if *n == 0 {
+                continue;
             }
-            if counting {
-                Some(nn as f64)
-            } else if nn == 0 {
-                None
-            } else if mean {
-                Some(a / nn as f64)
+            *a = if *c == 0 {
+                *b
             } else {
-                Some(a)
-            }
-        })
-        .collect()
+                match self.op {
+                    Fold::Min => first_min(*a, *b),
+                    Fold::Max => first_max(*a, *b),
+                    Fold::Add => *a + *b,
+                }
+            };
+            *c += n;
+        }
+    }
+
+    /// The rows' values, for `width` series in all: null where fewer than `xff` of them had
+    /// a value.
+    pub fn finish(self, func: &str, width: usize, xff: f64) -> Vec<Option<f64>> {
+        let mean = matches!(func, "average" | "avg");
+        let counting = func == "count";
+        self.acc
+            .into_iter()
+            .zip(self.count)
+            .map(|(a, nn)| {
+                if width > 0 && (nn as f64) / (width as f64) < xff {
+                    return None;
+                }
+                if counting {
+                    Some(nn as f64)
+                } else if nn == 0 {
+                    None
+                } else if mean {
+                    Some(a / nn as f64)
+                } else {
+                    Some(a)
+                }
+            })
+            .collect()
+    }
 }
 
 /// Python's `%g`-like short rendering used in generated names (`scale(x,0.5)`, `100.0` for

@@ -3,13 +3,16 @@
 
 use super::super::eval::{err, Args, Ctx, EvalError, NodeOrTag, R};
 use super::super::parser::{parse, Expr};
-use super::super::series::{aggregate, fmt_g, fold_rows, is_agg_func, is_foldable, normalize, percentile, Grid, Series};
+use super::super::series::{aggregate, fmt_g, fold_rows, is_agg_func, is_foldable, normalize, percentile, Grid, RowFold, Series};
 use super::alias::node_or_tag_value;
 use super::map_values;
 use std::collections::BTreeMap;
 
 pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
     let simple = |func: &str, fname: &str| -> R<Vec<Series>> {
+        if let Some(r) = folded(ctx, a, func, fname) {
+            return r;
+        }
         let list = a.series_rest(ctx, 0)?;
         Ok(combine(&list, func, fname, ctx.xff).into_iter().collect())
     };
@@ -120,6 +123,113 @@ pub fn combine(list: &[Series], func: &str, fname: &str, xff: f64) -> Option<Ser
     s.tags = common_tags(list, &name, func);
     s.consolidation = list[0].consolidation.clone();
     Some(s)
+}
+
+/// `func` of a call's one list argument, when that is a stream ([`Ctx::stream`]) and `func`
+/// builds up series by series ([`is_foldable`]): each series is folded into its core's rows as
+/// it is read, so `sumSeries(perSecond(*.*.cpu.*))` never holds its thousands of series at
+/// once. `None` when the call is not of that shape. The answer is `combine`'s, except that
+/// from `parallel::MIN_PARALLEL` series on, sums add in groups of series (one per chunk of
+/// work), which may change the last bit of a sum.
+fn folded(ctx: &Ctx, a: &Args, func: &str, fname: &str) -> Option<R<Vec<Series>>> {
+    let [arg] = &a.call.args[..] else { return None };
+    if !a.call.kwargs.is_empty() || !is_foldable(func) {
+        return None;
+    }
+    let stream = match ctx.stream(arg) {
+        Ok(Some(s)) => s,
+        Ok(None) => return None,
+        Err(e) => return Some(Err(e)),
+    };
+    Some((|| {
+        let parts = ctx.fold_stream(&stream, Combined::default, |p, s| p.add(func, s))?;
+        let all = parts.into_iter().fold(Combined::default(), |mut all, p| {
+            all.merge(p);
+            all
+        });
+        Ok(all.finish(func, fname, ctx.xff)?.into_iter().collect())
+    })())
+}
+
+/// A combiner's state over the series folded so far (see [`folded`]): what `combine` reads
+/// from its whole list.
+#[derive(Default)]
+struct Combined {
+    /// The grid's start and step, and its rows so far.
+    rows: Option<(i64, i64, RowFold)>,
+    /// How many series were folded.
+    width: usize,
+    /// Their path expressions, consecutive repeats left out.
+    exprs: Vec<String>,
+    /// The tags all of them share.
+    tags: Option<BTreeMap<String, String>>,
+    /// The first one's consolidation.
+    consolidation: Option<String>,
+    /// A series was off the first one's grid (never for one path expression's series).
+    off_grid: bool,
+}
+
+impl Combined {
+    fn add(&mut self, func: &str, mut s: Series) {
+        self.width += 1;
+        match &mut self.rows {
+            None => {
+                let mut f = RowFold::new(func, s.values.len());
+                f.add_slice(0, &s.values);
+                self.rows = Some((s.start, s.step, f));
+            }
+            Some((start, step, f)) if (*start, *step, f.rows()) == (s.start, s.step, s.values.len()) => f.add_slice(0, &s.values),
+            Some(_) => self.off_grid = true,
+        }
+        if self.exprs.last() != Some(&s.path_expr) {
+            self.exprs.push(std::mem::take(&mut s.path_expr));
+        }
+        match &mut self.tags {
+            None => self.tags = Some(std::mem::take(&mut s.tags)),
+            Some(t) => t.retain(|k, v| s.tags.get(k) == Some(v)),
+        }
+        if self.consolidation.is_none() {
+            self.consolidation = Some(std::mem::take(&mut s.consolidation));
+        }
+    }
+
+    /// Folds in the state of the series that come after this one's.
+    fn merge(&mut self, later: Combined) {
+        self.width += later.width;
+        self.off_grid |= later.off_grid;
+        match (&mut self.rows, later.rows) {
+            (_, None) => {}
+            (None, r) => self.rows = r,
+            (Some((start, step, f)), Some((s, st, g))) if (*start, *step, f.rows()) == (s, st, g.rows()) => f.merge(&g),
+            (Some(_), Some(_)) => self.off_grid = true,
+        }
+        self.exprs.extend(later.exprs);
+        match (&mut self.tags, later.tags) {
+            (_, None) => {}
+            (None, t) => self.tags = t,
+            (Some(t), Some(u)) => t.retain(|k, v| u.get(k) == Some(v)),
+        }
+        if self.consolidation.is_none() {
+            self.consolidation = later.consolidation;
+        }
+    }
+
+    fn finish(mut self, func: &str, fname: &str, xff: f64) -> R<Option<Series>> {
+        if self.off_grid {
+            return err(format!("{fname}: series of one path expression on different grids"));
+        }
+        let Some((start, step, rows)) = self.rows else { return Ok(None) };
+        self.exprs.sort();
+        self.exprs.dedup();
+        let name = format!("{fname}({})", self.exprs.join(","));
+        let mut s = Series::new(name.clone(), start, step, rows.finish(func, self.width, xff));
+        let mut tags = self.tags.unwrap_or_default();
+        tags.entry("name".into()).or_insert(name);
+        tags.insert("aggregatedBy".into(), func.to_string());
+        s.tags = tags;
+        s.consolidation = self.consolidation.unwrap_or_default();
+        Ok(Some(s))
+    }
 }
 
 fn count_series(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
@@ -316,7 +426,51 @@ fn apply_by_node(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::super::eval::{Ctx, MemSource};
+    use super::super::super::parser::parse;
     use super::super::testutil::*;
+
+    /// `target` over `(0, 60*n]` with graphite's xFilesFactor `xff`.
+    fn eval_xff(src: &MemSource, target: &str, n: i64, xff: f64) -> Vec<super::Series> {
+        let ctx = Ctx { source: src, from: 0, until: 60 * n, now: 60 * n, xff };
+        ctx.eval(&parse(target).unwrap()).unwrap()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// A combiner over a path (or per-series functions of one) folds each series as it is
+        /// read; over `group(…)` of the same it combines the whole list. Same series, names,
+        /// tags and grid; the same values, sums up to their grouping (a few series, and
+        /// extremes, exactly).
+        #[test]
+        fn folding_as_read_is_combining_the_list(
+            series in proptest::collection::vec(proptest::collection::vec(proptest::option::weighted(0.8, -1e3f64..1e3), 6), 0..150),
+            func in proptest::sample::select(vec!["sumSeries", "averageSeries", "maxSeries", "minSeries"]),
+            wrap in proptest::sample::select(vec!["{}", "perSecond({})", "nonNegativeDerivative({}, 500)", "perSecond(nonNegativeDerivative({}))"]),
+            xff in proptest::sample::select(vec![0.0, 0.5, 1.0]),
+        ) {
+            let names: Vec<String> = (0..series.len()).map(|i| format!("h.n{i:03}.cpu")).collect();
+            let src = mem(&names.iter().map(String::as_str).zip(series.iter().map(Vec::as_slice)).collect::<Vec<_>>());
+            let inner = wrap.replace("{}", "h.*.cpu");
+            let folded = eval_xff(&src, &format!("{func}({inner})"), 6, xff);
+            let listed = eval_xff(&src, &format!("{func}(group({inner}))"), 6, xff);
+            proptest::prop_assert_eq!(folded.len(), listed.len());
+            for (f, l) in folded.iter().zip(&listed) {
+                proptest::prop_assert_eq!(&f.name, &l.name);
+                proptest::prop_assert_eq!(&f.tags, &l.tags);
+                proptest::prop_assert_eq!((f.start, f.step, f.end), (l.start, l.step, l.end));
+                proptest::prop_assert_eq!(&f.consolidation, &l.consolidation);
+                let exact = func == "maxSeries" || func == "minSeries" || series.len() < super::super::super::parallel::MIN_PARALLEL;
+                for (a, b) in f.values.iter().zip(&l.values) {
+                    match (a, b) {
+                        (Some(a), Some(b)) if exact => proptest::prop_assert_eq!(a.to_bits(), b.to_bits()),
+                        (Some(a), Some(b)) => proptest::prop_assert!((a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0), "{} vs {}", a, b),
+                        (a, b) => proptest::prop_assert_eq!(a, b),
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn sum_average_and_names() {

@@ -28,6 +28,12 @@ pub fn call(ctx: &Ctx, c: &Call) -> R<Vec<Series>> {
     err(format!("Received request for unknown function: {}", c.name))
 }
 
+/// The per-series step of a call whose output series are each made from one series of its
+/// argument (see [`Ctx::stream`]); `None` for other functions.
+pub fn per_series(c: &Call) -> Option<R<super::eval::PerSeries>> {
+    transform::per_series(&c.name, &Args { call: c })
+}
+
 /// Applies `f` to every value, renaming each series with `name(series_name)`.
 pub fn map_values(list: Vec<Series>, name: impl Fn(&Series) -> String, f: impl Fn(Option<f64>) -> Option<f64>) -> Vec<Series> {
     list.into_iter()

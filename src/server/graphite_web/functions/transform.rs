@@ -2,7 +2,7 @@
 //! (summarize, smartSummarize, hitcount). Filter Data's removeBelow/AboveValue live here too.
 
 use super::super::attime::parse_offset;
-use super::super::eval::{err, Args, Ctx, EvalError, R};
+use super::super::eval::{err, Args, Ctx, EvalError, PerSeries, R};
 use super::super::series::{aggregate, fmt_g, Series};
 use super::{finite, map_values, round_half_away};
 use super::combine::agg_name;
@@ -51,14 +51,9 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             }).collect();
             tagged(l, "derivative", "1")
         }),
-        "nonNegativeDerivative" => (|| {
-            let (max, min) = (a.opt_num(1, "maxValue")?, a.opt_num(2, "minValue")?);
-            let l = a.series_each(ctx, 0, "seriesList", &|s| non_negative(s, max, min, false))?;
-            Ok(tagged(l, "nonNegativeDerivative", "1"))
-        })(),
-        "perSecond" => (|| {
-            let (max, min) = (a.opt_num(1, "maxValue")?, a.opt_num(2, "minValue")?);
-            Ok(tagged(a.series_each(ctx, 0, "seriesList", &|s| non_negative(s, max, min, true))?, "perSecond", "1"))
+        "nonNegativeDerivative" | "perSecond" => (|| {
+            let each = per_series(name, a).expect("a per-series function")?;
+            a.series_each(ctx, each.arg, each.arg_name, &*each.f)
         })(),
         "integral" => list().map(|l| {
             let l = l.into_iter().map(|mut s| {
@@ -170,6 +165,26 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
         "hitcount" => hitcount(ctx, a),
         _ => return None,
     })
+}
+
+/// The functions of this family that make each output series from one input series alone,
+/// keeping its grid: what a combiner may apply to each series as it is read (see
+/// [`Ctx::stream`]). `None` for any other function.
+pub fn per_series(name: &str, a: &Args) -> Option<R<PerSeries>> {
+    let per_second = match name {
+        "perSecond" => true,
+        "nonNegativeDerivative" => false,
+        _ => return None,
+    };
+    Some((|| {
+        let (max, min) = (a.opt_num(1, "maxValue")?, a.opt_num(2, "minValue")?);
+        let f = move |s| {
+            let mut s = non_negative(s, max, min, per_second);
+            s.set_tag(if per_second { "perSecond" } else { "nonNegativeDerivative" }, "1");
+            s
+        };
+        Ok(PerSeries { arg: 0, arg_name: "seriesList", f: Box::new(f) })
+    })())
 }
 
 fn tagged(mut l: Vec<Series>, k: &str, v: &str) -> Vec<Series> {

@@ -38,9 +38,21 @@ pub trait Source: Sync {
     /// Every series, sorted by path.
     fn entries(&self) -> R<Arc<Vec<Entry>>>;
     /// Raw points `(seconds, value)` in `(from, until]` of each entry, in `entries`' order
-    /// (empty when an entry has none).
-    fn points(&self, entries: &[&Entry], from: i64, until: i64) -> R<Vec<Vec<(i64, f64)>>>;
+    /// (empty when an entry has none), and the gaps between them.
+    fn points(&self, entries: &[&Entry], from: i64, until: i64) -> R<Points>;
 }
+
+/// What a [`Source`] read: each entry's points, and how often each gap between consecutive
+/// points occurs over them all (counted as each series is read, while it is in cache; the
+/// commonest is the step, see [`derive_step_pooled`]).
+#[derive(Default)]
+pub struct Points {
+    pub series: Vec<Vec<(i64, f64)>>,
+    pub gaps: Gaps,
+}
+
+/// How often each gap between consecutive points occurs.
+pub type Gaps = HashMap<i64, usize, ahash::RandomState>;
 
 pub struct StoreSource<'a>(pub &'a AppState);
 
@@ -52,7 +64,7 @@ impl Source for StoreSource<'_> {
         self.0.graphite_index.snapshot(self.0).map_err(|e| EvalError(e.to_string()))
     }
 
-    fn points(&self, entries: &[&Entry], from: i64, until: i64) -> R<Vec<Vec<(i64, f64)>>> {
+    fn points(&self, entries: &[&Entry], from: i64, until: i64) -> R<Points> {
         // metric → the positions of its wanted series in `entries`.
         let mut by_metric: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for (i, e) in entries.iter().enumerate() {
@@ -77,21 +89,23 @@ impl Source for StoreSource<'_> {
         // about eight per core (an uneven run does not hold the others up).
         let run = ids.len().div_ceil(parallel::cores() * 8).max(256);
         let runs: Vec<&[MetricId]> = span_runs(&ids, run);
-        let read_whole = parallel::map_from(runs, 2, |ids| -> R<Vec<(usize, Vec<(i64, f64)>)>> {
+        let read_whole = parallel::map_from(runs, 2, |ids| -> R<(Vec<(usize, Vec<(i64, f64)>)>, Gaps)> {
             let keep = |metric: &str, tags: &[(String, String)]| whole_at.get(metric).is_some_and(|&i| entries[i].tags[..] == *tags);
             let got = self
                 .0
                 .query
                 .select_stored_span(ids, (from + 1) * 1000, until * 1000 + 999, &keep)
                 .map_err(|e| EvalError(e.to_string()))?;
-            Ok(got.into_iter().filter_map(|s| Some((*whole_at.get(s.metric.as_str())?, seconds(s.points)))).collect())
+            let mut gaps = Gaps::default();
+            let got = got.into_iter().filter_map(|s| Some((*whole_at.get(s.metric.as_str())?, seconds(s.points, &mut gaps)))).collect();
+            Ok((got, gaps))
         });
         // One scan per other metric. The work is in the series, not the metrics: name rules put
         // thousands of paths in a few metrics (`cpu.usage_*{dc,host}`), each then worth a core
         // of its own.
         let series: usize = metrics.iter().map(|(_, wanted)| wanted.len()).sum();
         let min = if series >= parallel::MIN_PARALLEL { 2 } else { usize::MAX };
-        let read = parallel::map_from(metrics, min, |(metric, wanted)| -> R<Vec<(usize, Vec<(i64, f64)>)>> {
+        let read = parallel::map_from(metrics, min, |(metric, wanted)| -> R<(Vec<(usize, Vec<(i64, f64)>)>, Gaps)> {
             let by_tags: Option<HashMap<&[(String, String)], usize, ahash::RandomState>> =
                 (wanted.len() > LINEAR_LOOKUP_MAX).then(|| wanted.iter().map(|&i| (&entries[i].tags[..], i)).collect());
             let find = |tags: &[(String, String)]| match &by_tags {
@@ -114,23 +128,31 @@ impl Source for StoreSource<'_> {
                 .query
                 .select_stored(&[metric.to_string()], (from + 1) * 1000, until * 1000 + 999, true, filter, &keep)
                 .map_err(|e| EvalError(e.to_string()))?;
-            Ok(got.into_iter().filter_map(|s| Some((find(&s.tags)?, seconds(s.points)))).collect())
+            let mut gaps = Gaps::default();
+            let got = got.into_iter().filter_map(|s| Some((find(&s.tags)?, seconds(s.points, &mut gaps)))).collect();
+            Ok((got, gaps))
         });
-        let mut out = vec![Vec::new(); entries.len()];
+        let mut out = Points { series: vec![Vec::new(); entries.len()], gaps: Gaps::default() };
         for r in read_whole.into_iter().chain(read) {
-            for (i, points) in r? {
-                out[i] = points;
+            let (got, gaps) = r?;
+            for (i, points) in got {
+                out.series[i] = points;
+            }
+            for (g, n) in gaps {
+                *out.gaps.entry(g).or_default() += n;
             }
         }
         Ok(out)
     }
 }
 
-/// Stored milliseconds to Graphite's seconds, in place.
-fn seconds(mut points: Vec<(i64, f64)>) -> Vec<(i64, f64)> {
+/// Stored milliseconds to Graphite's seconds, in place, with the gaps between them counted
+/// into `gaps` in the same pass.
+fn seconds(mut points: Vec<(i64, f64)>, gaps: &mut Gaps) -> Vec<(i64, f64)> {
     for p in &mut points {
         p.0 = p.0.div_euclid(1000);
     }
+    count_gaps(&points, gaps);
     points
 }
 
@@ -166,45 +188,40 @@ pub fn derive_step(points: &[(i64, f64)]) -> i64 {
 /// series gets its siblings' resolution rather than the width of its gaps. Ties go to the
 /// smaller gap.
 pub fn derive_step_pooled(series: &[&[(i64, f64)]]) -> i64 {
-    // Counted in parts on every core (thousands of series) and the parts' counts added: each
-    // series is counted whole within one part, so the totals are the same.
-    let per = series.len().div_ceil(parallel::cores() * 4).max(512);
-    let parts: Vec<&[&[(i64, f64)]]> = series.chunks(per).collect();
-    let mut counts: HashMap<i64, usize, ahash::RandomState> = HashMap::default();
-    for part in parallel::map_from(parts, 2, gap_counts) {
-        for (g, n) in part {
-            *counts.entry(g).or_default() += n;
-        }
+    let mut gaps = Gaps::default();
+    for points in series {
+        count_gaps(points, &mut gaps);
     }
-    counts.into_iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map(|(d, _)| d).unwrap_or(DEFAULT_STEP)
+    commonest_gap(&gaps)
 }
 
-/// How often each gap between consecutive points occurs in `series`.
-fn gap_counts(series: &[&[(i64, f64)]]) -> HashMap<i64, usize, ahash::RandomState> {
+/// The commonest gap counted (the smaller on a tie), or [`DEFAULT_STEP`] for none.
+pub fn commonest_gap(gaps: &Gaps) -> i64 {
+    gaps.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(d, _)| *d).unwrap_or(DEFAULT_STEP)
+}
+
+/// Counts each gap between consecutive points of one series into `gaps`.
+fn count_gaps(points: &[(i64, f64)], gaps: &mut Gaps) {
     // Runs of one gap (regular data is one run per series) are counted before they touch the
     // map, which then holds one entry per distinct gap.
-    let mut counts: HashMap<i64, usize, ahash::RandomState> = HashMap::default();
-    for points in series {
-        let mut run: Option<(i64, usize)> = None;
-        for w in points.windows(2) {
-            let d = w[1].0 - w[0].0;
-            if d <= 0 {
-                continue;
-            }
-            match &mut run {
-                Some((g, n)) if *g == d => *n += 1,
-                _ => {
-                    if let Some((g, n)) = run.replace((d, 1)) {
-                        *counts.entry(g).or_default() += n;
-                    }
+    let mut run: Option<(i64, usize)> = None;
+    for w in points.windows(2) {
+        let d = w[1].0 - w[0].0;
+        if d <= 0 {
+            continue;
+        }
+        match &mut run {
+            Some((g, n)) if *g == d => *n += 1,
+            _ => {
+                if let Some((g, n)) = run.replace((d, 1)) {
+                    *gaps.entry(g).or_default() += n;
                 }
             }
         }
-        if let Some((g, n)) = run {
-            *counts.entry(g).or_default() += n;
-        }
     }
-    counts
+    if let Some((g, n)) = run {
+        *gaps.entry(g).or_default() += n;
+    }
 }
 
 /// Puts raw points on whisper's grid for the window `(from, until]`: `start` is the first step
@@ -310,15 +327,12 @@ impl Ctx<'_> {
     /// Each matched series' raw points, sorted by path, and the step they are gridded on.
     #[allow(clippy::type_complexity)]
     fn read<'m>(&self, matched: &[&'m Entry]) -> R<(i64, Vec<(&'m Entry, Vec<(i64, f64)>)>)> {
-        let pts = self.source.points(matched, self.from, self.until)?;
-        let all: Vec<&[(i64, f64)]> = pts.iter().map(Vec::as_slice).collect();
-        let mut step = derive_step_pooled(&all);
-        if !matched.is_empty() && all.iter().all(|p| p.len() < 2) {
+        let Points { series: pts, gaps } = self.source.points(matched, self.from, self.until)?;
+        let mut step = commonest_gap(&gaps);
+        if !matched.is_empty() && pts.iter().all(|p| p.len() < 2) {
             // Too few points in a short window to see the resolution: learn it from the hour
             // before (one more bounded scan, only in this case).
-            let wider = self.source.points(matched, self.from - STEP_LOOKBACK, self.until)?;
-            let w: Vec<&[(i64, f64)]> = wider.iter().map(Vec::as_slice).collect();
-            step = derive_step_pooled(&w);
+            step = commonest_gap(&self.source.points(matched, self.from - STEP_LOOKBACK, self.until)?.gaps);
         }
         // Sorted by name (the path) before any function renames them; a path expression's
         // entries come sorted already.
@@ -458,14 +472,19 @@ impl Source for MemSource {
         v.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(Arc::new(v))
     }
-    fn points(&self, entries: &[&Entry], from: i64, until: i64) -> R<Vec<Vec<(i64, f64)>>> {
-        Ok(entries
+    fn points(&self, entries: &[&Entry], from: i64, until: i64) -> R<Points> {
+        let series: Vec<Vec<(i64, f64)>> = entries
             .iter()
             .map(|e| match self.0.iter().find(|(p, _)| *p == e.path) {
                 Some((_, pts)) => pts.iter().filter(|(t, _)| *t > from && *t <= until).copied().collect(),
                 None => Vec::new(),
             })
-            .collect())
+            .collect();
+        let mut gaps = Gaps::default();
+        for s in &series {
+            count_gaps(s, &mut gaps);
+        }
+        Ok(Points { series, gaps })
     }
 }
 

@@ -36,12 +36,24 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
         "divideSeries" => divide_series(ctx, a),
         "asPercent" | "pct" => as_percent(ctx, a),
         "groupByNode" => (|| {
+            if let (Some(node), Ok(cb)) = (a.get(1, "nodeNum").map(Args::node_or_tag), a.opt_str(2, "callback")) {
+                let cb = cb.unwrap_or_else(|| "average".into());
+                if let Some(r) = group_folded(ctx, a.get(0, "seriesList"), std::slice::from_ref(&node), &cb) {
+                    return r;
+                }
+            }
             let list = a.series(ctx, 0, "seriesList")?;
             let node = a.get(1, "nodeNum").map(Args::node_or_tag).ok_or_else(|| EvalError("groupByNode: missing nodeNum".into()))?;
             let cb = a.opt_str(2, "callback")?.unwrap_or_else(|| "average".into());
             group_by(ctx, list, &[node], &cb)
         })(),
         "groupByNodes" => (|| {
+            if let Ok(cb) = a.string(1, "callback") {
+                let nodes: Vec<NodeOrTag> = a.call.args.iter().skip(2).map(Args::node_or_tag).collect();
+                if let Some(r) = group_folded(ctx, a.get(0, "seriesList"), &nodes, &cb) {
+                    return r;
+                }
+            }
             let list = a.series(ctx, 0, "seriesList")?;
             let cb = a.string(1, "callback")?;
             let nodes: Vec<NodeOrTag> = a.call.args.iter().skip(2).map(Args::node_or_tag).collect();
@@ -149,6 +161,64 @@ fn folded(ctx: &Ctx, a: &Args, func: &str, fname: &str) -> Option<R<Vec<Series>>
         });
         Ok(all.finish(func, fname, ctx.xff)?.into_iter().collect())
     })())
+}
+
+/// `groupByNode(s)` of a list argument that is a stream ([`Ctx::stream`]) with a foldable
+/// callback: each series is folded into its group's rows on the core that read it (see
+/// [`folded`]). Groups come in the order of their first series, as `group_by` gives them.
+/// `None` when the call is not of that shape.
+fn group_folded(ctx: &Ctx, arg: Option<&Expr>, nodes: &[NodeOrTag], cb: &str) -> Option<R<Vec<Series>>> {
+    let func = agg_name(cb).ok().filter(|f| is_foldable(f))?;
+    let stream = match ctx.stream(arg?) {
+        Ok(Some(s)) => s,
+        Ok(None) => return None,
+        Err(e) => return Some(Err(e)),
+    };
+    let fname = if cb.ends_with("Series") { cb.to_string() } else { format!("{func}Series") };
+    Some((|| {
+        let key = |s: &Series| nodes.iter().map(|n| node_or_tag_value(s, n)).collect::<Vec<_>>().join(".");
+        let parts = ctx.fold_stream(&stream, Groups::default, |g, s| g.add(&func, key(&s), s))?;
+        let all = parts.into_iter().fold(Groups::default(), |mut all, p| {
+            all.merge(p);
+            all
+        });
+        let mut out = Vec::with_capacity(all.groups.len());
+        for (key, c) in all.groups {
+            if let Some(mut s) = c.finish(&func, &fname, ctx.xff)? {
+                s.name = key;
+                out.push(s);
+            }
+        }
+        Ok(out)
+    })())
+}
+
+/// Combiners' states by group key, in the order of each group's first series.
+#[derive(Default)]
+struct Groups {
+    groups: Vec<(String, Combined)>,
+    at: std::collections::HashMap<String, usize>,
+}
+
+impl Groups {
+    fn group(&mut self, key: String) -> &mut Combined {
+        let i = *self.at.entry(key.clone()).or_insert_with(|| {
+            self.groups.push((key, Combined::default()));
+            self.groups.len() - 1
+        });
+        &mut self.groups[i].1
+    }
+
+    fn add(&mut self, func: &str, key: String, s: Series) {
+        self.group(key).add(func, s);
+    }
+
+    /// Folds in the groups of the series that come after this one's.
+    fn merge(&mut self, later: Groups) {
+        for (key, c) in later.groups {
+            self.group(key).merge(c);
+        }
+    }
 }
 
 /// A combiner's state over the series folded so far (see [`folded`]): what `combine` reads
@@ -438,8 +508,8 @@ mod tests {
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
-        /// A combiner over a path (or per-series functions of one) folds each series as it is
-        /// read; over `group(…)` of the same it combines the whole list. Same series, names,
+        /// A combiner (or a grouping by node) over a path, or per-series functions of one, folds
+        /// each series as it is read; over `group(…)` of the same it combines the whole list. Same series, names,
         /// tags and grid; the same values, sums up to their grouping (a few series, and
         /// extremes, exactly).
         #[test]
@@ -448,12 +518,19 @@ mod tests {
             func in proptest::sample::select(vec!["sumSeries", "averageSeries", "maxSeries", "minSeries"]),
             wrap in proptest::sample::select(vec!["{}", "perSecond({})", "nonNegativeDerivative({}, 500)", "perSecond(nonNegativeDerivative({}))"]),
             xff in proptest::sample::select(vec![0.0, 0.5, 1.0]),
+            groups in 0usize..4,
         ) {
-            let names: Vec<String> = (0..series.len()).map(|i| format!("h.n{i:03}.cpu")).collect();
+            let names: Vec<String> = (0..series.len()).map(|i| format!("h.g{}.n{i:03}.cpu", i % groups.max(1))).collect();
             let src = mem(&names.iter().map(String::as_str).zip(series.iter().map(Vec::as_slice)).collect::<Vec<_>>());
-            let inner = wrap.replace("{}", "h.*.cpu");
-            let folded = eval_xff(&src, &format!("{func}({inner})"), 6, xff);
-            let listed = eval_xff(&src, &format!("{func}(group({inner}))"), 6, xff);
+            let inner = wrap.replace("{}", "h.*.*.cpu");
+            // With groups, by node 1 (`groupByNode`, or `groupByNodes` over nodes 0 and 1).
+            let target = |list: &str| match groups {
+                0 => format!("{func}({list})"),
+                1 => format!("groupByNodes({list}, '{func}', 0, 1)"),
+                _ => format!("groupByNode({list}, 1, '{func}')"),
+            };
+            let folded = eval_xff(&src, &target(&inner), 6, xff);
+            let listed = eval_xff(&src, &target(&format!("group({inner})")), 6, xff);
             proptest::prop_assert_eq!(folded.len(), listed.len());
             for (f, l) in folded.iter().zip(&listed) {
                 proptest::prop_assert_eq!(&f.name, &l.name);

@@ -297,7 +297,7 @@ impl Default for WriteConfig {
             flush_interval_ms: 500,
             wal_fsync: "always".into(),
             wal_max_batch_points: 200_000,
-            buffer_max_points: 2_000_000,
+            buffer_max_points: 500_000,
             compaction_delay_ms: 5_000,
         }
     }

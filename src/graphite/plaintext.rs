@@ -38,6 +38,9 @@ async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: w
             _ = shutdown.changed() => 0,
         };
         let eof = n == 0;
+        if !eof {
+            crate::server::limits::read_ready(&mut buf, READ_CHUNK, |b| stream.try_read_buf(b))?;
+        }
         if skipping {
             match buf.iter().position(|&b| b == b'\n') {
                 Some(i) => {

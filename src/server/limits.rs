@@ -33,6 +33,22 @@ pub async fn read_idle<R: AsyncRead + Unpin>(
     }
 }
 
+/// After a read: what else the socket holds already, without waiting, until `buf` has `upto`
+/// bytes. A fast sender's stream is then cut into a few large chunks (each a task, a write and
+/// a WAL group commit) instead of one per 64 KB read. End of input is left for the next read.
+pub fn read_ready(buf: &mut bytes::BytesMut, upto: usize, mut try_read: impl FnMut(&mut bytes::BytesMut) -> io::Result<usize>) -> io::Result<()> {
+    while buf.len() < upto {
+        buf.reserve(upto - buf.len());
+        match try_read(buf) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// A stream whose reads fail with `TimedOut` once a read has waited `idle` for data: closes
 /// idle HTTP keep-alive connections and half-open peers. Writes pass through.
 pub struct IdleStream<S> {

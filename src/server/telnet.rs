@@ -53,6 +53,8 @@ pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutd
         };
         if n == 0 {
             eof = true;
+        } else {
+            super::limits::read_ready(&mut buf, READ_CHUNK, |b| rd.try_read_buf(b))?;
         }
         let mut chunk_end = None;
         if skipping {

@@ -37,10 +37,9 @@ async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: w
             r = crate::server::limits::read_idle(&mut stream, &mut buf, idle, &state.ingest.writer) => r?,
             _ = shutdown.changed() => 0,
         };
-        let eof = n == 0;
-        if !eof {
-            crate::server::limits::read_ready(&mut buf, READ_CHUNK, |b| stream.try_read_buf(b))?;
-        }
+        // A failed read after data arrived (a reset) ends the input once that data is handled.
+        let failed = if n > 0 { crate::server::limits::read_ready(&mut buf, READ_CHUNK, |b| stream.try_read_buf(b)) } else { None };
+        let eof = n == 0 || failed.is_some();
         if skipping {
             match buf.iter().position(|&b| b == b'\n') {
                 Some(i) => {
@@ -67,6 +66,9 @@ async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: w
         }
         while tasks.len() > IN_FLIGHT || (eof && !tasks.is_empty()) {
             let _ = tasks.pop_front().expect("non-empty").await;
+        }
+        if let Some(e) = failed {
+            return Err(e);
         }
         if eof {
             return Ok(());

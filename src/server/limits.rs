@@ -33,20 +33,22 @@ pub async fn read_idle<R: AsyncRead + Unpin>(
     }
 }
 
-/// After a read: what else the socket holds already, without waiting, until `buf` has `upto`
-/// bytes. A fast sender's stream is then cut into a few large chunks (each a task, a write and
-/// a WAL group commit) instead of one per 64 KB read. End of input is left for the next read.
-pub fn read_ready(buf: &mut bytes::BytesMut, upto: usize, mut try_read: impl FnMut(&mut bytes::BytesMut) -> io::Result<usize>) -> io::Result<()> {
+/// After a read: what else the socket holds already, without waiting, until `buf` holds at
+/// least `upto` bytes (a read may fill all of `buf`'s spare capacity). A fast sender's stream is
+/// then cut into a few large chunks (each a task, a write and a WAL group commit) instead of
+/// one per 64 KB read. End of input is left for the next read. An error (a reset) is returned
+/// rather than raised, for the caller to raise once what `buf` already holds is handled.
+pub fn read_ready(buf: &mut bytes::BytesMut, upto: usize, mut try_read: impl FnMut(&mut bytes::BytesMut) -> io::Result<usize>) -> Option<io::Error> {
     while buf.len() < upto {
         buf.reserve(upto - buf.len());
         match try_read(buf) {
             Ok(0) => break,
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-            Err(e) => return Err(e),
+            Err(e) => return Some(e),
         }
     }
-    Ok(())
+    None
 }
 
 /// A stream whose reads fail with `TimedOut` once a read has waited `idle` for data: closes
@@ -129,4 +131,43 @@ pub async fn refuse(what: &'static str, mut stream: TcpStream, max: usize) {
     // Read what the client sent so that closing does not reset the answer away.
     let mut sink = [0u8; 4096];
     let _ = tokio::time::timeout(Duration::from_millis(200), stream.read(&mut sink)).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_ready;
+    use std::io;
+
+    /// Reads a script of results into `buf`: each `Ok(n)` appends n bytes.
+    fn scripted(mut script: Vec<io::Result<usize>>) -> impl FnMut(&mut bytes::BytesMut) -> io::Result<usize> {
+        script.reverse();
+        move |buf| {
+            let r = script.pop().unwrap_or(Err(io::ErrorKind::WouldBlock.into()));
+            if let Ok(n) = r {
+                buf.extend(std::iter::repeat_n(b'x', n));
+            }
+            r
+        }
+    }
+
+    #[test]
+    fn drains_until_would_block_or_enough() {
+        let mut buf = bytes::BytesMut::new();
+        assert!(read_ready(&mut buf, 100, scripted(vec![Ok(10), Ok(20)])).is_none());
+        assert_eq!(buf.len(), 30, "stops at WouldBlock");
+        let mut buf = bytes::BytesMut::new();
+        assert!(read_ready(&mut buf, 25, scripted(vec![Ok(10), Ok(20), Ok(40)])).is_none());
+        assert_eq!(buf.len(), 30, "stops once `upto` bytes are held");
+        let mut buf = bytes::BytesMut::new();
+        assert!(read_ready(&mut buf, 100, scripted(vec![Ok(10), Ok(0), Ok(40)])).is_none());
+        assert_eq!(buf.len(), 10, "end of input is left for the next read");
+    }
+
+    #[test]
+    fn a_reset_keeps_what_was_read() {
+        let mut buf = bytes::BytesMut::from(&b"put a 1 1 h=x\n"[..]);
+        let e = read_ready(&mut buf, 1000, scripted(vec![Ok(5), Err(io::ErrorKind::ConnectionReset.into())]));
+        assert_eq!(e.map(|e| e.kind()), Some(io::ErrorKind::ConnectionReset));
+        assert_eq!(buf.len(), 14 + 5, "the bytes before the error are still there to be handled");
+    }
 }

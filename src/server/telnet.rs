@@ -36,6 +36,8 @@ pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutd
     // While a line is longer than the limit we drop bytes until its end.
     let mut skipping = false;
     let mut eof = false;
+    // A read that failed after data arrived (a reset): raised once that data is answered.
+    let mut failed = None;
     while !eof {
         // Read more input, or answer the oldest chunk as soon as it is done.
         let n = tokio::select! {
@@ -51,10 +53,11 @@ pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutd
             }
             _ = shutdown.changed() => 0,
         };
-        if n == 0 {
+        if n > 0 {
+            failed = super::limits::read_ready(&mut buf, READ_CHUNK, |b| rd.try_read_buf(b));
+        }
+        if n == 0 || failed.is_some() {
             eof = true;
-        } else {
-            super::limits::read_ready(&mut buf, READ_CHUNK, |b| rd.try_read_buf(b))?;
         }
         let mut chunk_end = None;
         if skipping {
@@ -93,7 +96,10 @@ pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutd
             }
         }
     }
-    Ok(())
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 fn too_long(max: usize) -> String {

@@ -44,7 +44,7 @@ pub trait Source: Sync {
 
 /// What a [`Source`] read: each entry's points, and how often each gap between consecutive
 /// points occurs over them all (counted as each series is read, while it is in cache; the
-/// commonest is the step, see [`derive_step_pooled`]).
+/// commonest is the step, see [`commonest_gap`]).
 #[derive(Default)]
 pub struct Points {
     pub series: Vec<Vec<(i64, f64)>>,
@@ -296,9 +296,10 @@ impl Ctx<'_> {
     }
 
     /// The series of a list expression that [`Ctx::stream`] accepted, folded as they are made:
-    /// each is gridded, put through the stream's functions and handed to `add` on the core
-    /// that read it, so that thousands of them are never all held at once. Returns the parts
-    /// (see [`parallel::fold`]) in the order of the series' names.
+    /// once all raw points are read, each series is gridded, put through the stream's
+    /// functions and handed to `add` on the core that gridded it, so that thousands of grids
+    /// are never all held at once. Returns the parts (see [`parallel::fold`]) in the order of
+    /// the series' names.
     pub fn fold_stream<P: Send>(&self, stream: &Stream, new: impl Fn() -> P + Sync, add: impl Fn(&mut P, Series) + Sync) -> R<Vec<P>> {
         let entries = self.source.entries()?;
         let matched = index::resolve(&entries, stream.path).map_err(EvalError)?;

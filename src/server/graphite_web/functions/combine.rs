@@ -139,8 +139,8 @@ pub fn combine(list: &[Series], func: &str, fname: &str, xff: f64) -> Option<Ser
 
 /// `func` of a call's one list argument, when that is a stream ([`Ctx::stream`]) and `func`
 /// builds up series by series ([`is_foldable`]): each series is folded into its core's rows as
-/// it is read, so `sumSeries(perSecond(*.*.cpu.*))` never holds its thousands of series at
-/// once. `None` when the call is not of that shape. The answer is `combine`'s, except that
+/// soon as it is gridded, so `sumSeries(perSecond(*.*.cpu.*))` never holds its thousands of
+/// grids at once. `None` when the call is not of that shape. The answer is `combine`'s, except that
 /// from `parallel::MIN_PARALLEL` series on, sums add in groups of series (one per chunk of
 /// work), which may change the last bit of a sum.
 fn folded(ctx: &Ctx, a: &Args, func: &str, fname: &str) -> Option<R<Vec<Series>>> {
@@ -164,7 +164,7 @@ fn folded(ctx: &Ctx, a: &Args, func: &str, fname: &str) -> Option<R<Vec<Series>>
 }
 
 /// `groupByNode(s)` of a list argument that is a stream ([`Ctx::stream`]) with a foldable
-/// callback: each series is folded into its group's rows on the core that read it (see
+/// callback: each series is folded into its group's rows on the core that gridded it (see
 /// [`folded`]). Groups come in the order of their first series, as `group_by` gives them.
 /// `None` when the call is not of that shape.
 fn group_folded(ctx: &Ctx, arg: Option<&Expr>, nodes: &[NodeOrTag], cb: &str) -> Option<R<Vec<Series>>> {

@@ -80,15 +80,35 @@ impl Ingest {
     /// Writes a batch of validated points. Returns one outcome per point, and the batch's
     /// durability result (with `wait`, `Ok` means the accepted points are in the WAL).
     pub async fn write(&self, points: &[DataPoint<'_>], wait: bool) -> (Vec<Result<(), PointError>>, Result<(), WriteError>) {
-        let encoded: Vec<EncodedPoint<'_>> = points
-            .iter()
-            .map(|p| {
-                let base = base_time(p.timestamp);
-                let raw = RawPoint::encode(p.timestamp, base, to_data_value(p.value)).map(|r| (base, r)).map_err(|e| PointError::Invalid(e.to_string()));
-                EncodedPoint { metric: p.metric, tags: &p.tags, raw, text: None }
-            })
-            .collect();
-        self.write_encoded(encoded, wait).await
+        // Each point's names as one memo text (`names_text`), all in one buffer: a series seen
+        // before is then found under the memo's lock taken once for the batch, rather than by a
+        // look-up in the shared name cache per point.
+        let mut texts = Vec::with_capacity(points.len() * 64);
+        let mut ends = Vec::with_capacity(points.len());
+        for p in points {
+            crate::series::names_text(p.metric, &p.tags, &mut texts);
+            ends.push(texts.len());
+        }
+        let incoming: Vec<Incoming<'_>> = {
+            let memo = self.resolver.raw_reader();
+            let mut start = 0;
+            points
+                .iter()
+                .zip(&ends)
+                .map(|(p, &end)| {
+                    let text = &texts[start..end];
+                    start = end;
+                    let base = base_time(p.timestamp);
+                    let raw = RawPoint::encode(p.timestamp, base, to_data_value(p.value)).map(|r| (base, r)).map_err(|e| PointError::Invalid(e.to_string()));
+                    match (raw, memo.get(text)) {
+                        // Remembered only once accepted, so its names passed every check.
+                        (Ok((base, point)), Some(series)) => Incoming::Known(StoredPoint { series, base, point }),
+                        (raw, _) => Incoming::Names(EncodedPoint { metric: p.metric, tags: &p.tags, raw, text: Some(text) }),
+                    }
+                })
+                .collect()
+        };
+        self.write_incoming(incoming, wait).await
     }
 
     /// Writes points whose values are already encoded (protocols with their own value rules,

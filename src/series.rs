@@ -138,6 +138,17 @@ thread_local! {
 /// Writes the canonical key of a series; validated names never contain `\0`, the separator.
 fn canonical(metric: &str, tags: &[(&str, &str)], out: &mut Vec<u8>) {
     out.clear();
+    append_canonical(metric, tags, out);
+}
+
+/// The raw-text memo's key for a series named by metric and tags (protocols whose points come
+/// as names, not as text of their own: `/api/put` JSON): `c` and the canonical key, appended.
+pub fn names_text(metric: &str, tags: &[(&str, &str)], out: &mut Vec<u8>) {
+    out.push(b'c');
+    append_canonical(metric, tags, out);
+}
+
+fn append_canonical(metric: &str, tags: &[(&str, &str)], out: &mut Vec<u8>) {
     out.extend_from_slice(metric.as_bytes());
     let mut order: [usize; 32] = [0; 32];
     let n = tags.len();

@@ -21,6 +21,8 @@ pub struct EmbeddedStore {
     dir: std::path::PathBuf,
     /// Cells deleted since the last `tidy`.
     deletes: AtomicU64,
+    /// When a cell was last deleted (ms since the epoch), for `tidy`.
+    last_delete_ms: AtomicU64,
 }
 
 /// Every level's data blocks are LZ4-compressed (the engine's default leaves the first two
@@ -44,6 +46,12 @@ pub const DEFAULT_CACHE_BYTES: u64 = 64 << 20;
 /// (10–35 % of a scan's time on the bench set). Larger tables are left to the engine.
 const TIDY_MAX: u64 = 64 << 20;
 const TIDY_MIN_DELETES: u64 = 10_000;
+/// ... and once no cell was deleted for this long (see `tidy`).
+const TIDY_QUIET_MS: u64 = 1_000;
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
 
 /// Tables up to this size are rewritten into one sorted run at a clean shutdown.
 const MAJOR_COMPACT_ON_CLOSE_MAX: u64 = 1 << 30;
@@ -90,7 +98,7 @@ impl EmbeddedStore {
             fams.sort_by(|a, b| a.0.cmp(&b.0));
             map.insert(t.name.clone(), fams);
         }
-        Ok(EmbeddedStore { db, tables: map, rmw: RwLock::new(false), clock: AtomicU64::new(0), dir: dir.to_path_buf(), deletes: AtomicU64::new(0) })
+        Ok(EmbeddedStore { db, tables: map, rmw: RwLock::new(false), clock: AtomicU64::new(0), dir: dir.to_path_buf(), deletes: AtomicU64::new(0), last_delete_ms: AtomicU64::new(0) })
     }
 
     /// A strictly increasing ms clock: cell timestamps order writes made by this process.
@@ -131,6 +139,12 @@ impl EmbeddedStore {
             ks.major_compact().map_err(engine_err(op, "*"))?;
         }
         Ok(())
+    }
+
+    /// How many engine tables hold `table`'s families now (diagnostics and tests: a `tidy`
+    /// leaves one per family).
+    pub fn engine_tables(&self, table: &str) -> StoreResult<usize> {
+        Ok(self.families(table)?.iter().map(|(_, ks)| ks.table_count()).sum())
     }
 
     fn empty_journal(&self) -> std::io::Result<()> {
@@ -537,7 +551,11 @@ impl Store for EmbeddedStore {
     }
 
     fn tidy(&self) -> StoreResult<()> {
-        if self.deletes.load(Ordering::Relaxed) < TIDY_MIN_DELETES {
+        // Several flushers compact at once and each asks as it catches up: the first to ask
+        // would rewrite the tables while the others still delete. Only once no delete has come
+        // for a while is the work over, and one rewrite then covers it all.
+        let quiet = now_ms().saturating_sub(self.last_delete_ms.load(Ordering::Relaxed)) >= TIDY_QUIET_MS;
+        if !quiet || self.deletes.load(Ordering::Relaxed) < TIDY_MIN_DELETES {
             return Ok(());
         }
         // Claimed by one caller (several flushers may ask at once).
@@ -571,6 +589,7 @@ impl Store for EmbeddedStore {
                     if version(ks, &key)?.is_some_and(|cur| cur <= ts) {
                         wb.remove(ks, key);
                         self.deletes.fetch_add(1, Ordering::Relaxed);
+                        self.last_delete_ms.store(now_ms(), Ordering::Relaxed);
                     }
                 }
                 Mutation::DeleteRow => {

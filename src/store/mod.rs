@@ -158,7 +158,8 @@ pub trait Store: Send + Sync + 'static {
         false
     }
 
-    /// Called when the compaction of closed hours has caught up: a store may reclaim what its
+    /// Called when the compaction of closed hours has caught up, and again at each flush tick
+    /// while it stays so (cheap when there is nothing to do): a store may reclaim what its
     /// deletes left behind (tombstones every read steps over until the engine merges them
     /// away), when that is cheap enough to do now.
     fn tidy(&self) -> StoreResult<()> {

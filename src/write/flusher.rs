@@ -157,6 +157,11 @@ impl Flusher {
             .map(|(k, (base, t))| (k.clone(), *base, *t))
             .collect();
         if ready.is_empty() {
+            // Caught up (flush ticks keep coming while ingest is quiet): the store may clear
+            // what the deletes left, once they have stopped (see `Store::tidy`).
+            if !all && pending.values().all(|(base, _)| !hour_closed(*base, now)) {
+                self.tidy();
+            }
             return;
         }
         // Oldest first, and (outside shutdown) only as many as fit in the budget: flushing must
@@ -187,9 +192,13 @@ impl Flusher {
             }
         } else if pending.values().all(|(base, _)| !hour_closed(*base, now)) {
             // Caught up with the closed hours: the store may clear what the deletes left.
-            if let Err(e) = self.store.tidy() {
-                tracing::warn!(error = %e, "store tidy after compaction failed");
-            }
+            self.tidy();
+        }
+    }
+
+    fn tidy(&self) {
+        if let Err(e) = self.store.tidy() {
+            tracing::warn!(error = %e, "store tidy after compaction failed");
         }
     }
 }

@@ -49,6 +49,9 @@ pub enum Incoming<'a> {
     Known(StoredPoint),
 }
 
+/// Points looked up in the raw-text memo under one hold of its lock (see `Ingest::write`).
+const MEMO_BATCH: usize = 4096;
+
 pub struct Ingest {
     pub resolver: Arc<SeriesResolver>,
     pub writer: Writer,
@@ -89,25 +92,24 @@ impl Ingest {
             crate::series::names_text(p.metric, &p.tags, &mut texts);
             ends.push(texts.len());
         }
-        let incoming: Vec<Incoming<'_>> = {
+        let mut incoming: Vec<Incoming<'_>> = Vec::with_capacity(points.len());
+        let mut start = 0;
+        // The memo's lock is held for a few thousand points at a time, so that a writer to it
+        // (a new series) does not wait behind a request of a million.
+        for (ps, es) in points.chunks(MEMO_BATCH).zip(ends.chunks(MEMO_BATCH)) {
             let memo = self.resolver.raw_reader();
-            let mut start = 0;
-            points
-                .iter()
-                .zip(&ends)
-                .map(|(p, &end)| {
-                    let text = &texts[start..end];
-                    start = end;
-                    let base = base_time(p.timestamp);
-                    let raw = RawPoint::encode(p.timestamp, base, to_data_value(p.value)).map(|r| (base, r)).map_err(|e| PointError::Invalid(e.to_string()));
-                    match (raw, memo.get(text)) {
-                        // Remembered only once accepted, so its names passed every check.
-                        (Ok((base, point)), Some(series)) => Incoming::Known(StoredPoint { series, base, point }),
-                        (raw, _) => Incoming::Names(EncodedPoint { metric: p.metric, tags: &p.tags, raw, text: Some(text) }),
-                    }
-                })
-                .collect()
-        };
+            for (p, &end) in ps.iter().zip(es) {
+                let text = &texts[start..end];
+                start = end;
+                let base = base_time(p.timestamp);
+                let raw = RawPoint::encode(p.timestamp, base, to_data_value(p.value)).map(|r| (base, r)).map_err(|e| PointError::Invalid(e.to_string()));
+                incoming.push(match (raw, memo.get(text)) {
+                    // Remembered only once accepted, so its names passed every check.
+                    (Ok((base, point)), Some(series)) => Incoming::Known(StoredPoint { series, base, point }),
+                    (raw, _) => Incoming::Names(EncodedPoint { metric: p.metric, tags: &p.tags, raw, text: Some(text) }),
+                });
+            }
+        }
         self.write_incoming(incoming, wait).await
     }
 

@@ -46,11 +46,17 @@ pub const DEFAULT_CACHE_BYTES: u64 = 64 << 20;
 /// (10–35 % of a scan's time on the bench set). Larger tables are left to the engine.
 const TIDY_MAX: u64 = 64 << 20;
 const TIDY_MIN_DELETES: u64 = 10_000;
-/// ... and once no cell was deleted for this long (see `tidy`).
+/// ... and once no cell was deleted for this long (see `tidy`): twice the default flush tick,
+/// at each of which every flusher compacts for at most 300 ms. (With a much longer
+/// `write.flush_interval_ms` a tidy may come between two flushers' passes, as it always could
+/// before: the later deletes then wait for the next tidy or the engine's compaction.)
 const TIDY_QUIET_MS: u64 = 1_000;
 
+/// Milliseconds on a monotonic clock (a wall clock stepped back would hold a tidy back).
 fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    static START: std::sync::LazyLock<std::time::Instant> = std::sync::LazyLock::new(std::time::Instant::now);
+    // Plus one: a store that never deleted (0) is quiet from the start.
+    START.elapsed().as_millis() as u64 + TIDY_QUIET_MS + 1
 }
 
 /// Tables up to this size are rewritten into one sorted run at a clean shutdown.
@@ -558,8 +564,10 @@ impl Store for EmbeddedStore {
         if !quiet || self.deletes.load(Ordering::Relaxed) < TIDY_MIN_DELETES {
             return Ok(());
         }
-        // Claimed by one caller (several flushers may ask at once).
-        if self.deletes.swap(0, Ordering::Relaxed) < TIDY_MIN_DELETES {
+        // Claimed by one caller (several flushers may ask at once); one that loses the race, or
+        // sees deletes arrive meanwhile, leaves the count for the next tick.
+        let n = self.deletes.load(Ordering::Relaxed);
+        if n < TIDY_MIN_DELETES || self.deletes.compare_exchange(n, 0, Ordering::Relaxed, Ordering::Relaxed).is_err() {
             return Ok(());
         }
         let small: Vec<&Keyspace> = self.keyspaces().filter(|k| k.disk_space() <= TIDY_MAX).collect();

@@ -54,6 +54,9 @@ pub struct Points {
 /// How often each gap between consecutive points occurs.
 pub type Gaps = HashMap<i64, usize, ahash::RandomState>;
 
+/// What one read task found: the points of entries (by position) and their gaps.
+type ReadPart = (Vec<(usize, Vec<(i64, f64)>)>, Gaps);
+
 pub struct StoreSource<'a>(pub &'a AppState);
 
 /// Metrics with more wanted series than this look them up by hash rather than one by one.
@@ -89,7 +92,7 @@ impl Source for StoreSource<'_> {
         // about eight per core (an uneven run does not hold the others up).
         let run = ids.len().div_ceil(parallel::cores() * 8).max(256);
         let runs: Vec<&[MetricId]> = span_runs(&ids, run);
-        let read_whole = parallel::map_from(runs, 2, |ids| -> R<(Vec<(usize, Vec<(i64, f64)>)>, Gaps)> {
+        let read_whole = parallel::map_from(runs, 2, |ids| -> R<ReadPart> {
             let keep = |metric: &str, tags: &[(String, String)]| whole_at.get(metric).is_some_and(|&i| entries[i].tags[..] == *tags);
             let got = self
                 .0
@@ -105,7 +108,7 @@ impl Source for StoreSource<'_> {
         // of its own.
         let series: usize = metrics.iter().map(|(_, wanted)| wanted.len()).sum();
         let min = if series >= parallel::MIN_PARALLEL { 2 } else { usize::MAX };
-        let read = parallel::map_from(metrics, min, |(metric, wanted)| -> R<(Vec<(usize, Vec<(i64, f64)>)>, Gaps)> {
+        let read = parallel::map_from(metrics, min, |(metric, wanted)| -> R<ReadPart> {
             let by_tags: Option<HashMap<&[(String, String)], usize, ahash::RandomState>> =
                 (wanted.len() > LINEAR_LOOKUP_MAX).then(|| wanted.iter().map(|&i| (&entries[i].tags[..], i)).collect());
             let find = |tags: &[(String, String)]| match &by_tags {

@@ -181,24 +181,20 @@ pub struct Ctx<'a> {
     pub xff: f64,
 }
 
-/// The most frequent gap between consecutive points: the stored data's resolution (the shared
-/// bench data is every 10 s). Irregular data gets its commonest interval.
-pub fn derive_step(points: &[(i64, f64)]) -> i64 {
-    derive_step_pooled(&[points])
-}
-
-/// The commonest gap pooled over several series (those of one path expression), so a sparse
-/// series gets its siblings' resolution rather than the width of its gaps. Ties go to the
-/// smaller gap.
-pub fn derive_step_pooled(series: &[&[(i64, f64)]]) -> i64 {
+/// How often each gap between consecutive points occurs over several series (those of one
+/// path expression): pooled, so that a sparse series gets its siblings' resolution rather than
+/// the width of its gaps (see [`commonest_gap`]).
+pub fn gaps_in<'s>(series: impl IntoIterator<Item = &'s [(i64, f64)]>) -> Gaps {
     let mut gaps = Gaps::default();
     for points in series {
         count_gaps(points, &mut gaps);
     }
-    commonest_gap(&gaps)
+    gaps
 }
 
-/// The commonest gap counted (the smaller on a tie), or [`DEFAULT_STEP`] for none.
+/// The commonest gap counted, the stored data's resolution (the shared bench data is every
+/// 10 s; irregular data gets its commonest interval): the smaller on a tie, or
+/// [`DEFAULT_STEP`] for none.
 pub fn commonest_gap(gaps: &Gaps) -> i64 {
     gaps.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(d, _)| *d).unwrap_or(DEFAULT_STEP)
 }
@@ -484,10 +480,7 @@ impl Source for MemSource {
                 None => Vec::new(),
             })
             .collect();
-        let mut gaps = Gaps::default();
-        for s in &series {
-            count_gaps(s, &mut gaps);
-        }
+        let gaps = gaps_in(series.iter().map(Vec::as_slice));
         Ok(Points { series, gaps })
     }
 }
@@ -528,13 +521,14 @@ mod tests {
         assert_eq!(s.values, vec![Some(1.0), Some(2.0), Some(3.0), Some(4.0), Some(5.0)]);
         let s = to_grid("x", &pts, 60, 599, 900);
         assert_eq!(s.start, 600);
-        assert_eq!(derive_step(&pts), 60);
-        assert_eq!(derive_step(&[]), DEFAULT_STEP);
+        let step = |series: &[&[(i64, f64)]]| commonest_gap(&gaps_in(series.iter().copied()));
+        assert_eq!(step(&[&pts]), 60);
+        assert_eq!(step(&[&[]]), DEFAULT_STEP);
         // Counted over runs and series alike; ties go to the smaller gap.
         let a: Vec<(i64, f64)> = [0, 10, 20, 30, 35, 40].iter().map(|&t| (t, 0.0)).collect();
         let b: Vec<(i64, f64)> = [0, 5, 10, 15, 15, 25].iter().map(|&t| (t, 0.0)).collect();
-        assert_eq!(derive_step_pooled(&[&a]), 10);
-        assert_eq!(derive_step_pooled(&[&a, &b]), 5);
-        assert_eq!(derive_step_pooled(&[&a[..4], &b[..3]]), 10);
+        assert_eq!(step(&[&a]), 10);
+        assert_eq!(step(&[&a, &b]), 5);
+        assert_eq!(step(&[&a[..4], &b[..3]]), 10);
     }
 }

@@ -148,9 +148,8 @@ fn folded(ctx: &Ctx, a: &Args, func: &str, fname: &str) -> Option<R<Vec<Series>>
     if !a.call.kwargs.is_empty() || !is_foldable(func) {
         return None;
     }
-    let stream = match ctx.stream(arg) {
-        Ok(Some(s)) => s,
-        Ok(None) => return None,
+    let stream = match ctx.stream(arg).transpose()? {
+        Ok(s) => s,
         Err(e) => return Some(Err(e)),
     };
     Some((|| {
@@ -169,12 +168,11 @@ fn folded(ctx: &Ctx, a: &Args, func: &str, fname: &str) -> Option<R<Vec<Series>>
 /// `None` when the call is not of that shape.
 fn group_folded(ctx: &Ctx, arg: Option<&Expr>, nodes: &[NodeOrTag], cb: &str) -> Option<R<Vec<Series>>> {
     let func = agg_name(cb).ok().filter(|f| is_foldable(f))?;
-    let stream = match ctx.stream(arg?) {
-        Ok(Some(s)) => s,
-        Ok(None) => return None,
+    let stream = match ctx.stream(arg?).transpose()? {
+        Ok(s) => s,
         Err(e) => return Some(Err(e)),
     };
-    let fname = if cb.ends_with("Series") { cb.to_string() } else { format!("{func}Series") };
+    let fname = group_fname(cb, &func);
     Some((|| {
         let key = |s: &Series| nodes.iter().map(|n| node_or_tag_value(s, n)).collect::<Vec<_>>().join(".");
         let parts = ctx.fold_stream(&stream, Groups::default, |g, s| g.add(&func, key(&s), s))?;
@@ -410,6 +408,11 @@ fn as_percent(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
 
 /// Groups by the key the nodes/tags form (first-seen order), and applies the callback (an
 /// aggregation or a combining function's name) to each group, named by its key.
+/// The combiner name a grouping's callback gives its groups (`average` → `averageSeries`).
+fn group_fname(cb: &str, func: &str) -> String {
+    if cb.ends_with("Series") { cb.to_string() } else { format!("{func}Series") }
+}
+
 fn group_by(ctx: &Ctx, list: Vec<Series>, nodes: &[NodeOrTag], cb: &str) -> R<Vec<Series>> {
     let func = agg_name(cb)?;
     let mut groups: Vec<(String, Vec<Series>)> = Vec::new();
@@ -420,7 +423,7 @@ fn group_by(ctx: &Ctx, list: Vec<Series>, nodes: &[NodeOrTag], cb: &str) -> R<Ve
             None => groups.push((key, vec![s])),
         }
     }
-    let fname = if cb.ends_with("Series") { cb.to_string() } else { format!("{func}Series") };
+    let fname = group_fname(cb, &func);
     Ok(groups
         .into_iter()
         .filter_map(|(key, g)| {
@@ -452,7 +455,7 @@ fn group_by_tags(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
         });
         groups.entry(key).or_default().push(s.clone());
     }
-    let fname = if cb.ends_with("Series") { cb.clone() } else { format!("{func}Series") };
+    let fname = group_fname(&cb, &func);
     Ok(groups
         .into_iter()
         .filter_map(|(key, g)| {

@@ -157,10 +157,10 @@ impl Flusher {
             .map(|(k, (base, t))| (k.clone(), *base, *t))
             .collect();
         if ready.is_empty() {
-            // Caught up (flush ticks keep coming while ingest is quiet): the store may clear
-            // what the deletes left, once they have stopped (see `Store::tidy`).
-            if !all && pending.values().all(|(base, _)| !hour_closed(*base, now)) {
-                self.tidy();
+            // Flush ticks keep coming while ingest is quiet: a store waiting for the deletes to
+            // stop hears again that compaction is caught up (see `Store::tidy`).
+            if !all {
+                self.tidy_if_caught_up(pending, now);
             }
             return;
         }
@@ -190,15 +190,17 @@ impl Flusher {
             if let Err(e) = self.store.flush() {
                 tracing::error!(error = %e, "store flush after compaction failed");
             }
-        } else if pending.values().all(|(base, _)| !hour_closed(*base, now)) {
-            // Caught up with the closed hours: the store may clear what the deletes left.
-            self.tidy();
+        } else {
+            self.tidy_if_caught_up(pending, now);
         }
     }
 
-    fn tidy(&self) {
-        if let Err(e) = self.store.tidy() {
-            tracing::warn!(error = %e, "store tidy after compaction failed");
+    /// Caught up with the closed hours: the store may clear what the deletes left.
+    fn tidy_if_caught_up(&self, pending: &HashMap<Vec<u8>, (u32, Instant)>, now: u64) {
+        if pending.values().all(|(base, _)| !hour_closed(*base, now)) {
+            if let Err(e) = self.store.tidy() {
+                tracing::warn!(error = %e, "store tidy after compaction failed");
+            }
         }
     }
 }

@@ -27,15 +27,7 @@ pub fn map_from<T: Send, U: Send>(items: Vec<T>, min: usize, f: impl Fn(T) -> U 
         return items.into_iter().map(f).collect();
     }
     let size = (items.len() / (cores * 8)).max(1);
-    let mut chunks: Vec<Mutex<Vec<T>>> = Vec::new();
-    let mut rest = items.into_iter();
-    loop {
-        let c: Vec<T> = rest.by_ref().take(size).collect();
-        if c.is_empty() {
-            break;
-        }
-        chunks.push(Mutex::new(c));
-    }
+    let chunks: Vec<Mutex<Vec<T>>> = chunked(items, size).into_iter().map(Mutex::new).collect();
     let next = AtomicUsize::new(0);
     let mut parts: Vec<(usize, Vec<U>)> = std::thread::scope(|s| {
         let work = || {
@@ -63,7 +55,12 @@ pub fn map_from<T: Send, U: Send>(items: Vec<T>, min: usize, f: impl Fn(T) -> U 
 /// in `items`' order, so a caller merging them in turn combines `items` in order (up to the
 /// grouping of the chunks).
 pub fn fold<T: Send, P: Send>(items: Vec<T>, new: impl Fn() -> P + Sync, add: impl Fn(&mut P, T) + Sync) -> Vec<P> {
-    let chunks = if cores() <= 1 || items.len() < MIN_PARALLEL { vec![items] } else { chunked(items, cores() * 8) };
+    let chunks = if cores() <= 1 || items.len() < MIN_PARALLEL {
+        vec![items]
+    } else {
+        let size = items.len().div_ceil(cores() * 8);
+        chunked(items, size)
+    };
     map_from(chunks, 2, |chunk| {
         let mut part = new();
         for item in chunk {
@@ -73,9 +70,9 @@ pub fn fold<T: Send, P: Send>(items: Vec<T>, new: impl Fn() -> P + Sync, add: im
     })
 }
 
-/// `items` cut into about `n` contiguous chunks.
-fn chunked<T>(items: Vec<T>, n: usize) -> Vec<Vec<T>> {
-    let size = items.len().div_ceil(n.max(1)).max(1);
+/// `items` cut into contiguous chunks of `size` (the last one shorter).
+fn chunked<T>(items: Vec<T>, size: usize) -> Vec<Vec<T>> {
+    let size = size.max(1);
     let mut out = Vec::new();
     let mut rest = items.into_iter();
     loop {

@@ -6,7 +6,7 @@
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use std::hint::black_box;
 use std::sync::Arc;
-use tsgate::schema::compaction::{plan_compaction, StoredColumn};
+use tsgate::schema::compaction::{append_ordered, plan_compaction, StoredColumn};
 use tsgate::schema::column::build_column;
 use tsgate::schema::uid_table::UidKind;
 use tsgate::schema::{DataValue, KeyLayout, RawPoint};
@@ -87,6 +87,26 @@ fn bench_schema(c: &mut Criterion) {
         let cols: Vec<StoredColumn> = cells.iter().enumerate().map(|(i, (q, v))| StoredColumn { qualifier: q, value: v, ts: i as u64 + 1 }).collect();
         g.bench_function(name, |b| b.iter(|| plan_compaction(black_box(&cols)).unwrap().unwrap().put.unwrap().0.len()));
     }
+    // Reading a compacted 1-hour row back, gen.py's mix: 4-byte floats and integers of 1 to
+    // 4 bytes (what every query does per row).
+    let mixed: Vec<RawPoint> = (0..360u64)
+        .map(|k| {
+            let r = rng(&mut x) % 10_000;
+            let v = if k % 2 == 0 { DataValue::F32(r as f32 / 100.0) } else { DataValue::Int((r * r * (k as u64 % 7)) as i64) };
+            RawPoint::encode(BASE as u64 + k * 10, BASE, v).unwrap()
+        })
+        .collect();
+    let (q, v) = build_column(&mixed);
+    let col = [StoredColumn { qualifier: &q, value: &v, ts: 1 }];
+    let mut out = Vec::new();
+    let (from, to) = (BASE as u64 * 1000, BASE as u64 * 1000 + 3_600_000);
+    g.bench_function("read_1h_compacted_row", |b| {
+        b.iter(|| {
+            out.clear();
+            assert!(append_ordered(black_box(&col), BASE, from, to, &mut out));
+            out.len()
+        })
+    });
     g.finish();
 }
 

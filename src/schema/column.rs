@@ -165,19 +165,22 @@ pub fn encode_value(value: DataValue) -> Result<(u8, [u8; 8], u8), SchemaError> 
 /// Decodes value bytes under `flags`; `at` is the position reported in errors.
 pub fn decode_value(flags: u8, v: &[u8], at: usize) -> Result<DataValue, SchemaError> {
     let len = (flags & LENGTH_MASK) as usize + 1;
+    // Each width read as its own type: a copy of a variable length into an 8-byte buffer
+    // is a call to memmove per point, a third of a row's decoding.
     if flags & FLAG_FLOAT != 0 {
-        match (len, v.len()) {
-            (4, 4) => Ok(DataValue::F32(f32::from_be_bytes([v[0], v[1], v[2], v[3]]))),
-            (8, 8) => Ok(DataValue::F64(f64::from_be_bytes(v.try_into().unwrap()))),
+        match (len, v) {
+            (4, &[a, b, c, d]) => Ok(DataValue::F32(f32::from_be_bytes([a, b, c, d]))),
+            (8, &[a, b, c, d, e, f, g, h]) => Ok(DataValue::F64(f64::from_be_bytes([a, b, c, d, e, f, g, h]))),
             _ => Err(SchemaError::BadFloatLength(at)),
         }
     } else {
-        if !matches!(len, 1 | 2 | 4 | 8) || v.len() != len {
-            return Err(SchemaError::BadIntLength(at));
+        match (len, v) {
+            (1, &[a]) => Ok(DataValue::Int(a as i8 as i64)),
+            (2, &[a, b]) => Ok(DataValue::Int(i16::from_be_bytes([a, b]) as i64)),
+            (4, &[a, b, c, d]) => Ok(DataValue::Int(i32::from_be_bytes([a, b, c, d]) as i64)),
+            (8, &[a, b, c, d, e, f, g, h]) => Ok(DataValue::Int(i64::from_be_bytes([a, b, c, d, e, f, g, h]))),
+            _ => Err(SchemaError::BadIntLength(at)),
         }
-        let mut b = if v[0] & 0x80 != 0 { [0xFFu8; 8] } else { [0u8; 8] };
-        b[8 - len..].copy_from_slice(v);
-        Ok(DataValue::Int(i64::from_be_bytes(b)))
     }
 }
 

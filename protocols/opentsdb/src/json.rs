@@ -87,6 +87,11 @@ impl<'a> Parser<'a> {
         self.b.get(self.pos).copied()
     }
 
+    /// Consumes the byte `peek` showed.
+    pub(crate) fn bump(&mut self) {
+        self.pos += 1;
+    }
+
     /// Consumes `c` (after whitespace) or fails.
     pub(crate) fn expect(&mut self, c: u8, expecting: &str) -> PResult<()> {
         self.ws();
@@ -130,13 +135,37 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// A string at `"` without escapes or control characters, consumed; `None`, with nothing
+    /// consumed, for any other (`string` reads those). Two words back instead of a
+    /// `PResult<Cow>`, for the short plain strings that make up most bodies.
+    #[inline]
+    pub(crate) fn plain_string(&mut self) -> Option<&'a str> {
+        let start = self.pos + 1;
+        let len = self.b.get(start..)?.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+        if self.b[start + len] != b'"' {
+            return None;
+        }
+        self.pos = start + len + 1;
+        // Both ends are ASCII bytes of a str: char boundaries.
+        Some(&self.s[start..start + len])
+    }
+
+    /// A string at `"`, plain or not.
+    #[inline]
+    pub(crate) fn any_string(&mut self) -> PResult<Cow<'a, str>> {
+        match self.plain_string() {
+            Some(s) => Ok(Cow::Borrowed(s)),
+            None => self.string(),
+        }
+    }
+
     /// An object key and its `:`.
     pub(crate) fn key(&mut self) -> PResult<Cow<'a, str>> {
         self.ws();
         if self.peek() != Some(b'"') {
             return Err(self.unexpected("double-quote to start field name"));
         }
-        let k = self.string()?;
+        let k = self.any_string()?;
         self.expect(b':', "a colon to separate field name and value")?;
         Ok(k)
     }
@@ -166,7 +195,7 @@ impl<'a> Parser<'a> {
                 self.pos += 1;
                 Ok(Token::StartArray)
             }
-            Some(b'"') => Ok(Token::Str(self.string()?)),
+            Some(b'"') => Ok(Token::Str(self.any_string()?)),
             Some(b't') => Ok(Token::Bool(self.literal("true")?)),
             Some(b'f') => Ok(Token::Bool(self.literal("false")?)),
             Some(b'n') => self.literal("null").map(|_| Token::Null),
@@ -205,7 +234,7 @@ impl<'a> Parser<'a> {
         self.pos - start
     }
 
-    fn number(&mut self) -> PResult<Token<'a>> {
+    pub(crate) fn number(&mut self) -> PResult<Token<'a>> {
         let start = self.pos;
         if self.peek() == Some(b'-') {
             self.pos += 1;
@@ -267,7 +296,7 @@ impl<'a> Parser<'a> {
 
     /// A string at `"`. Borrows unless it contains escapes. Lone surrogates from `\u` escapes
     /// (legal in Java strings) become U+FFFD.
-    fn string(&mut self) -> PResult<Cow<'a, str>> {
+    pub(crate) fn string(&mut self) -> PResult<Cow<'a, str>> {
         self.pos += 1;
         let start = self.pos;
         let mut owned: Option<String> = None;

@@ -21,7 +21,15 @@ fn main() {
     let t = std::time::Instant::now();
     let mut n = 0;
     for r in &raws {
-        tsgate_prometheus::v1_borrowed::decode(r, |s| n += s.samples.len(), |_| {}).unwrap();
+        tsgate_prometheus::v1_borrowed::decode(
+            r,
+            |s| {
+                n += s.samples.len();
+                Ok(())
+            },
+            |_| {},
+        )
+        .unwrap();
     }
     println!("borrowed decode only {:?} ({n} samples)", t.elapsed());
     let t = std::time::Instant::now();

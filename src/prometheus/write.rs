@@ -101,7 +101,12 @@ pub fn from_v1<'a>(raw: &'a [u8], max_tags: usize, known: &dyn Fn(&[u8]) -> Opti
                     None => Memo::Remember(key.clone()),
                 };
             }
-            add_series(&mut b, &s.labels, s.samples.iter().copied(), max_tags, memo);
+            // A known series' labels are not even decoded (the same bytes decoded before),
+            // unless a sample's error message needs them.
+            let labels = if matches!(memo, Memo::Known(_)) { Vec::new() } else { s.labels()? };
+            let describe = || s.labels().map(|l| super::labels::display(&l)).unwrap_or_default();
+            add_series(&mut b, &labels, s.samples.iter().copied(), max_tags, memo, &describe);
+            Ok(())
         },
         |m| metadata.push((m.metric_family_name, Meta { kind: meta_kind(m.r#type).into(), help: m.help, unit: m.unit })),
     )?;
@@ -135,12 +140,20 @@ pub fn from_v2(req: &v2::Request, max_tags: usize) -> Batch<'_> {
                 }
             }
         }
-        add_series(&mut b, &labels, ts.samples.iter().map(|s| (s.timestamp, s.value)), max_tags, Memo::None);
+        add_series(&mut b, &labels, ts.samples.iter().map(|s| (s.timestamp, s.value)), max_tags, Memo::None, &|| super::labels::display(&labels));
     }
     b
 }
 
-fn add_series<'a>(b: &mut Batch<'a>, labels: &[(&'a str, &'a str)], samples: impl ExactSizeIterator<Item = (i64, f64)>, max_tags: usize, memo: Memo) {
+/// `labels` may be empty for a `Memo::Known` series; `describe` names the series in errors.
+fn add_series<'a>(
+    b: &mut Batch<'a>,
+    labels: &[(&'a str, &'a str)],
+    samples: impl ExactSizeIterator<Item = (i64, f64)>,
+    max_tags: usize,
+    memo: Memo,
+    describe: &dyn Fn() -> String,
+) {
     if samples.len() == 0 {
         return;
     }
@@ -167,7 +180,7 @@ fn add_series<'a>(b: &mut Batch<'a>, labels: &[(&'a str, &'a str)], samples: imp
     for (ts, v) in samples {
         let r = encode_sample(ts, v);
         if let Err(e) = &r {
-            b.errors.push(format!("{}: {e}", super::labels::display(labels)));
+            b.errors.push(format!("{}: {e}", describe()));
         }
         b.samples.push((idx, r));
     }
@@ -219,5 +232,25 @@ mod tests {
         assert_eq!((b.series.len(), b.samples.len()), (1, 1));
         assert_eq!(b.errors.len(), 1);
         assert!(b.errors[0].contains("nameless") && b.errors[0].contains("no __name__"), "{}", b.errors[0]);
+    }
+
+    #[test]
+    fn known_series_skip_their_labels_but_errors_still_name_them() {
+        let req = WriteRequest { timeseries: vec![series(&[("__name__", "up"), ("job", "a")], &[(1_700_000_000_000, 1.0), (-5, 2.0)])], metadata: vec![] };
+        let raw = req.encode_to_vec();
+        let known = crate::series::SeriesKey::new(b"known-series-test");
+        let b = from_v1(&raw, 8, &|key| (key.first() == Some(&b'p')).then_some(known)).unwrap();
+        assert!(matches!(b.memo[..], [Memo::Known(s)] if std::ptr::eq(s, known)));
+        // The labels were not converted (the memo's series stands for them)...
+        assert_eq!(b.series[0].metric, "");
+        // ...yet the bad sample's error names the series from the bytes.
+        assert_eq!(b.errors.len(), 1);
+        assert!(b.errors[0].starts_with("up{job=\"a\"}: timestamp -5 ms"), "{}", b.errors[0]);
+
+        // A label that is not UTF-8 fails the whole body when the series is not known.
+        let mut bad = raw.clone();
+        let at = bad.windows(2).position(|w| w == b"up").unwrap();
+        bad[at] = 0xFF;
+        assert!(from_v1(&bad, 8, &|_| None).is_err());
     }
 }

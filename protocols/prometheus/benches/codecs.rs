@@ -101,7 +101,15 @@ fn bench_remote_write(c: &mut Criterion) {
     g.bench_function("rw1_decode_zero_copy_2000", |b| {
         b.iter(|| {
             let mut n = 0;
-            v1_borrowed::decode(black_box(&raw), |s| n += s.samples.len() + s.labels.len(), |_| {}).unwrap();
+            v1_borrowed::decode(
+                black_box(&raw),
+                |s| {
+                    n += s.samples.len() + s.labels()?.len();
+                    Ok(())
+                },
+                |_| {},
+            )
+            .unwrap();
             n
         })
     });

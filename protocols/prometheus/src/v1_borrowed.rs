@@ -10,10 +10,13 @@ use prost::Message;
 #[error("cannot decode prometheus.WriteRequest: {0}")]
 pub struct DecodeError(pub String);
 
-/// One series as the callback sees it; the vectors are reused between calls.
+/// One series as the callback sees it; its vectors are reused between calls (`labels` makes a
+/// new one per call).
 #[derive(Debug, Default)]
 pub struct SeriesRef<'a> {
-    pub labels: Vec<(&'a str, &'a str)>,
+    /// Each label message as encoded, in wire order: decoded by [`SeriesRef::labels`] only
+    /// when asked, since a receiver that knows `labels_raw` from before has no use for them.
+    label_fields: Vec<&'a [u8]>,
     /// The label fields exactly as encoded, when they are adjacent in the message (senders
     /// write them first, together): equal bytes mean equal labels, so a receiver can
     /// remember a series by them.
@@ -21,6 +24,14 @@ pub struct SeriesRef<'a> {
     pub samples: Vec<(i64, f64)>,
     pub exemplars: usize,
     pub histograms: usize,
+}
+
+impl<'a> SeriesRef<'a> {
+    /// The labels (name, value), in wire order. Fails on a malformed label message or one
+    /// that is not UTF-8; bytes equal to a `labels_raw` that decoded before cannot fail.
+    pub fn labels(&self) -> Result<Vec<(&'a str, &'a str)>, DecodeError> {
+        self.label_fields.iter().map(|f| label(f)).collect()
+    }
 }
 
 struct Reader<'a> {
@@ -115,15 +126,20 @@ fn sample(b: &[u8]) -> Result<(i64, f64), DecodeError> {
 }
 
 /// Walks a `WriteRequest`, calling `series` for every time series and `metadata` for every
-/// metadata entry, in wire order.
-pub fn decode<'a>(buf: &'a [u8], mut series: impl FnMut(&SeriesRef<'a>), mut metadata: impl FnMut(MetricMetadata)) -> Result<(), DecodeError> {
+/// metadata entry, in wire order. An error from `series` (say, from [`SeriesRef::labels`])
+/// ends the walk and is returned.
+pub fn decode<'a>(
+    buf: &'a [u8],
+    mut series: impl FnMut(&SeriesRef<'a>) -> Result<(), DecodeError>,
+    mut metadata: impl FnMut(MetricMetadata),
+) -> Result<(), DecodeError> {
     let mut r = Reader { b: buf, pos: 0 };
     let mut s = SeriesRef::default();
     while !r.done() {
         match r.key()? {
             (1, 2) => {
                 let mut ts = Reader { b: r.bytes()?, pos: 0 };
-                s.labels.clear();
+                s.label_fields.clear();
                 s.samples.clear();
                 s.exemplars = 0;
                 s.histograms = 0;
@@ -132,7 +148,7 @@ pub fn decode<'a>(buf: &'a [u8], mut series: impl FnMut(&SeriesRef<'a>), mut met
                     let at = ts.pos;
                     match ts.key()? {
                         (1, 2) => {
-                            s.labels.push(label(ts.bytes()?)?);
+                            s.label_fields.push(ts.bytes()?);
                             span = match span {
                                 None => Some((at, ts.pos)),
                                 Some((a, e)) if e == at => Some((a, ts.pos)),
@@ -155,7 +171,7 @@ pub fn decode<'a>(buf: &'a [u8], mut series: impl FnMut(&SeriesRef<'a>), mut met
                     }
                 }
                 s.labels_raw = if split { None } else { span.map(|(a, e)| &ts.b[a..e]) };
-                series(&s);
+                series(&s)?;
             }
             (3, 2) => metadata(MetricMetadata::decode(r.bytes()?).map_err(|e| DecodeError(e.to_string()))?),
             (_, w) => r.skip(w)?,
@@ -183,7 +199,10 @@ mod tests {
         fn agrees_with_prost(req in arb_request()) {
             let bytes = req.encode_to_vec();
             let mut got = Vec::new();
-            decode(&bytes, |s| got.push((s.labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>(), s.samples.iter().map(|(t, v)| (*t, v.to_bits())).collect::<Vec<_>>())), |_| {}).unwrap();
+            decode(&bytes, |s| {
+                got.push((s.labels()?.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>(), s.samples.iter().map(|(t, v)| (*t, v.to_bits())).collect::<Vec<_>>()));
+                Ok(())
+            }, |_| {}).unwrap();
             let want: Vec<_> = req.timeseries.iter().map(|t| (t.labels.iter().map(|l| (l.name.clone(), l.value.clone())).collect::<Vec<_>>(), t.samples.iter().map(|s| (s.timestamp, s.value.to_bits())).collect::<Vec<_>>())).collect();
             prop_assert_eq!(got, want);
         }
@@ -194,7 +213,10 @@ mod tests {
             // and the span alone, read as a series, gives back the same labels.
             let bytes = req.encode_to_vec();
             let mut seen = Vec::new();
-            decode(&bytes, |s| seen.push((s.labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>(), s.labels_raw.map(<[u8]>::to_vec))), |_| {}).unwrap();
+            decode(&bytes, |s| {
+                seen.push((s.labels()?.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>(), s.labels_raw.map(<[u8]>::to_vec)));
+                Ok(())
+            }, |_| {}).unwrap();
             for (labels, raw) in &seen {
                 prop_assert_eq!(raw.is_some(), !labels.is_empty());
                 if let Some(raw) = raw {
@@ -202,7 +224,10 @@ mod tests {
                     prost::encoding::encode_varint(raw.len() as u64, &mut body);
                     body.extend_from_slice(raw);
                     let mut back = Vec::new();
-                    decode(&body, |s| back.push(s.labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>()), |_| {}).unwrap();
+                    decode(&body, |s| {
+                        back.push(s.labels()?.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>());
+                        Ok(())
+                    }, |_| {}).unwrap();
                     prop_assert_eq!(&back[0], labels);
                 }
             }
@@ -210,7 +235,7 @@ mod tests {
 
         #[test]
         fn garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
-            let _ = decode(&bytes, |_| {}, |_| {});
+            let _ = decode(&bytes, |s| s.labels().map(|_| ()), |_| {});
         }
     }
 
@@ -223,8 +248,8 @@ mod tests {
         let mut bytes = req.encode_to_vec();
         bytes.extend_from_slice(&[0x10, 0x05]); // field 2 (reserved), varint
         let mut metas = Vec::new();
-        decode(&bytes, |_| {}, |m| metas.push(m)).unwrap();
+        decode(&bytes, |_| Ok(()), |m| metas.push(m)).unwrap();
         assert_eq!(metas, req.metadata);
-        assert!(decode(&[0x0a, 0x05, 0x0a], |_| {}, |_| {}).is_err());
+        assert!(decode(&[0x0a, 0x05, 0x0a], |_| Ok(()), |_| {}).is_err());
     }
 }

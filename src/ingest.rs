@@ -8,7 +8,8 @@ use crate::uid::UidError;
 use crate::write::shard::StoredPoint;
 use crate::write::{WriteError, Writer};
 use std::sync::Arc;
-use tsgate_opentsdb::{DataPoint, Value};
+use tsgate_opentsdb::put_json::JsonPoint;
+use tsgate_opentsdb::{DataPoint, Limits, Value};
 
 /// Why one point of a batch was not written.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -47,6 +48,15 @@ pub struct EncodedPoint<'a> {
 pub enum Incoming<'a> {
     Names(EncodedPoint<'a>),
     Known(StoredPoint),
+}
+
+/// What [`Ingest::write_json`] did with a batch.
+pub struct JsonWrite {
+    /// Points refused by validation: position in the batch, `JsonPoint::validate`'s text.
+    pub invalid: Vec<(usize, String)>,
+    /// The other points: position in the batch, write outcome.
+    pub written: Vec<(usize, Result<(), PointError>)>,
+    pub durable: Result<(), WriteError>,
 }
 
 /// Points looked up in the raw-text memo under one hold of its lock (see `Ingest::write`).
@@ -111,6 +121,69 @@ impl Ingest {
             }
         }
         self.write_incoming(incoming, wait).await
+    }
+
+    /// Validates and writes `/api/put` points. A point whose metric and tags object (as sent)
+    /// the raw-text memo knows (`series::json_text`) only has its timestamp and value checked
+    /// (`JsonPoint::validate_known`), and skips its names' checks and canonical text; any
+    /// other is validated in full and written as [`Ingest::write`] would, and remembered by
+    /// that text once accepted. Returns each point's validation error (`Err` text, as
+    /// `JsonPoint::validate` gives it) or, for the points written, its position in `jps` and
+    /// write outcome; and the batch's durability result.
+    pub async fn write_json(&self, jps: &[JsonPoint<'_>], limits: &Limits, wait: bool) -> JsonWrite {
+        let mut texts = Vec::with_capacity(jps.len() * 96);
+        let mut ends = Vec::with_capacity(jps.len());
+        for jp in jps {
+            if let (Some(m), Some(t)) = (jp.metric.as_deref(), jp.tags_raw) {
+                crate::series::json_text(m, t, &mut texts);
+            }
+            ends.push(texts.len());
+        }
+        let text = |i: usize| {
+            let start = if i == 0 { 0 } else { ends[i - 1] };
+            (ends[i] > start).then(|| &texts[start..ends[i]])
+        };
+        // What each point is: known (its series and encoded cell), or to validate.
+        let mut known: Vec<Option<StoredPoint>> = Vec::with_capacity(jps.len());
+        for (c, chunk) in jps.chunks(MEMO_BATCH).enumerate() {
+            let memo = self.resolver.raw_reader();
+            for (j, jp) in chunk.iter().enumerate() {
+                let series = text(c * MEMO_BATCH + j).and_then(|t| memo.get(t));
+                known.push(series.and_then(|series| {
+                    let (ts, v) = jp.validate_known()?;
+                    let base = base_time(ts);
+                    let point = RawPoint::encode(ts, base, to_data_value(v)).ok()?;
+                    Some(StoredPoint { series, base, point })
+                }));
+            }
+        }
+        let mut invalid = Vec::new();
+        let mut valid = Vec::new();
+        for (i, jp) in jps.iter().enumerate() {
+            if known[i].is_none() {
+                match jp.validate(limits) {
+                    Ok(p) => valid.push((i, p)),
+                    Err(e) => invalid.push((i, e)),
+                }
+            }
+        }
+        // In the order of `jps`: the known points, and the valid ones by name.
+        let mut incoming = Vec::with_capacity(jps.len() - invalid.len());
+        let mut index = Vec::with_capacity(incoming.capacity());
+        let mut next = valid.iter().peekable();
+        for (i, k) in known.into_iter().enumerate() {
+            if let Some(sp) = k {
+                incoming.push(Incoming::Known(sp));
+                index.push(i);
+            } else if let Some((_, p)) = next.next_if(|(j, _)| *j == i) {
+                let base = base_time(p.timestamp);
+                let raw = RawPoint::encode(p.timestamp, base, to_data_value(p.value)).map(|r| (base, r)).map_err(|e| PointError::Invalid(e.to_string()));
+                incoming.push(Incoming::Names(EncodedPoint { metric: p.metric, tags: &p.tags, raw, text: text(i) }));
+                index.push(i);
+            }
+        }
+        let (outcomes, durable) = self.write_incoming(incoming, wait).await;
+        JsonWrite { invalid, written: index.into_iter().zip(outcomes).collect(), durable }
     }
 
     /// Writes points whose values are already encoded (protocols with their own value rules,

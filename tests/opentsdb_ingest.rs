@@ -130,6 +130,42 @@ fn remembered_series_text_keeps_every_answer() {
     assert_eq!(dps["1356998440000"], 5);
 }
 
+/// `/api/put` remembers a series by its metric and tags object as sent: the same request
+/// sent again (every series then known) gets the same answer, point for point.
+#[test]
+fn remembered_json_tags_keep_every_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let tags = r#"{"host":"a","dc":"x"}"#;
+    let body = format!(
+        "[{}]",
+        [
+            format!(r#"{{"metric":"sys.mem","timestamp":1356998400,"value":1,"tags":{tags}}}"#),
+            format!(r#"{{"metric":"sys.mem","timestamp":0,"value":1,"tags":{tags}}}"#),
+            format!(r#"{{"metric":"sys.mem","timestamp":1356998410,"value":"NaN","tags":{tags}}}"#),
+            format!(r#"{{"metric":"sys.mem","timestamp":1356998420,"value":"","tags":{tags}}}"#),
+            format!(r#"{{"metric":"sys.mem","timestamp":1356998430,"value":"x1","tags":{tags}}}"#),
+            format!(r#"{{"metric":"sys.mem","timestamp":99999999999999,"value":1,"tags":{tags}}}"#),
+            format!(r#"{{"metric":"sys.mem","timestamp":1356998440500,"value":2.5,"tags":{tags}}}"#),
+            r#"{"metric":"sys.mem","timestamp":1356998450,"value":3,"tags":{"host":"a","dc":"x","bad tag":"v"}}"#.to_string(),
+            format!(r#"{{"metric":"sys mem","timestamp":1356998450,"value":3,"tags":{tags}}}"#),
+            r#"{"metric":"sys.mem","timestamp":1356998460,"value":4,"tags":{"dc":"x","host":"a"}}"#.to_string(),
+        ]
+        .join(",")
+    );
+    let first = s.http("POST", "/api/put?details", &body);
+    assert_eq!(first.0, 400, "{first:?}");
+    let answer: serde_json::Value = serde_json::from_str(&first.1).unwrap();
+    assert_eq!((answer["success"].as_u64(), answer["failed"].as_u64()), (Some(3), Some(7)), "{answer}");
+    for _ in 0..2 {
+        assert_eq!(s.http("POST", "/api/put?details", &body), first);
+    }
+    let v = s.wait_points("/api/query?start=1356998400&end=1356998500&m=sum:sys.mem{host=a}&ms=true", 3);
+    let dps = v[0]["dps"].as_object().unwrap();
+    assert_eq!(dps.len(), 3, "{v}");
+    assert_eq!((&dps["1356998400000"], &dps["1356998440500"], &dps["1356998460000"]), (&1.into(), &2.5.into(), &4.into()), "{v}");
+}
+
 #[test]
 fn telnet_errors_use_opentsdb_lines_and_keep_the_connection() {
     let dir = tempfile::tempdir().unwrap();

@@ -113,22 +113,11 @@ async fn put(state: &Arc<AppState>, req: Request) -> Reply {
         );
     }
     let (details, summary) = (req.flag("details"), req.flag("summary") || req.flag("details"));
-    let mut errors: Vec<(usize, String)> = Vec::new();
-    let mut valid = Vec::with_capacity(jps.len());
-    let mut index = Vec::with_capacity(jps.len());
-    for (i, jp) in jps.iter().enumerate() {
-        match jp.validate(&state.limits) {
-            Ok(p) => {
-                valid.push(p);
-                index.push(i);
-            }
-            Err(e) => errors.push((i, e)),
-        }
-    }
+    let crate::ingest::JsonWrite { invalid: mut errors, written, durable } = state.ingest.write_json(&jps, &state.limits, true).await;
     for (_, e) in &errors {
         crate::observe::ingest::rejected(crate::observe::Protocol::HttpPut, crate::observe::metrics::message_reason(e), 1);
     }
-    let (outcomes, durable) = state.ingest.write(&valid, true).await;
+    let (index, outcomes): (Vec<usize>, Vec<Result<(), crate::ingest::PointError>>) = written.into_iter().unzip();
     crate::observe::ingest::outcomes(crate::observe::Protocol::HttpPut, &outcomes, &durable);
     if let Err(e) = durable {
         // Nothing of this request may count as stored: the client must retry.

@@ -87,6 +87,16 @@ impl<'a> Parser<'a> {
         self.b.get(self.pos).copied()
     }
 
+    /// Where the parser is (a byte offset), for [`Parser::since`].
+    pub(crate) fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// The text read since offset `from`.
+    pub(crate) fn since(&self, from: usize) -> &'a str {
+        &self.s[from..self.pos]
+    }
+
     /// Consumes the byte `peek` showed.
     pub(crate) fn bump(&mut self) {
         self.pos += 1;

@@ -22,8 +22,8 @@ use serde::Serialize;
 
 use crate::javamap;
 use crate::json::{PResult, Parser, Token};
-use crate::point::{check_parts, not_finite_message, DataPoint, Limits};
-use crate::value::{java_trim, parse_value, ValueError};
+use crate::point::{check_parts, is_ms_timestamp, not_finite_message, DataPoint, Limits, MAX_MS_TIMESTAMP};
+use crate::value::{java_trim, parse_value, Value, ValueError};
 
 /// A whole-body failure (HTTP 400 with this message / details).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,6 +79,9 @@ pub struct JsonPoint<'a> {
     pub tags: Option<JsonTags<'a>>,
     /// Accepted and echoed back like OpenTSDB does; otherwise unused.
     pub tsuid: Option<Cow<'a, str>>,
+    /// The `tags` object exactly as sent (from `{` to `}`), when `tags` holds one: the same
+    /// text with the same metric is the same series, already checked (see `validate_known`).
+    pub tags_raw: Option<&'a str>,
     /// A `null` element of the array (OpenTSDB reports it per point).
     pub is_null: bool,
 }
@@ -99,8 +102,22 @@ impl JsonPoint<'_> {
                     .collect()
             }),
             tsuid: self.tsuid.map(owned),
+            tags_raw: None,
             is_null: self.is_null,
         }
+    }
+
+    /// For a point whose metric and `tags_raw` were accepted before: its timestamp and value
+    /// when [`JsonPoint::validate`] would accept it, without checking the names again (the
+    /// same text passed those checks); `None` when it would not (`validate` says why).
+    pub fn validate_known(&self) -> Option<(u64, Value)> {
+        if self.is_null || self.timestamp <= 0 {
+            return None;
+        }
+        let value = parse_value(self.value.as_deref().filter(|v| !v.is_empty())?).ok()?;
+        let ts = self.timestamp as u64;
+        // `check_parts`' checks that do not depend on the names.
+        (value.is_finite() && !(is_ms_timestamp(ts) && ts > MAX_MS_TIMESTAMP)).then_some((ts, value))
     }
 
     /// OpenTSDB's per-point checks, in order; `Err` is the `error` text of the `details` entry.
@@ -417,8 +434,10 @@ fn point<'a>(p: &mut Parser<'a>) -> PResult<JsonPoint<'a>> {
                 dp.timestamp = long_field(p, t)?;
             }
             ("tags", Some(b'{')) => {
+                let from = p.pos();
                 p.bump();
                 dp.tags = tags_field(p, Token::StartObject)?;
+                dp.tags_raw = Some(p.since(from));
             }
             _ => {
                 let t = p.token()?;
@@ -426,7 +445,10 @@ fn point<'a>(p: &mut Parser<'a>) -> PResult<JsonPoint<'a>> {
                     "metric" => dp.metric = string_field(p, "metric", t)?,
                     "timestamp" => dp.timestamp = long_field(p, t)?,
                     "value" => dp.value = string_field(p, "value", t)?,
-                    "tags" => dp.tags = tags_field(p, t)?,
+                    "tags" => {
+                        dp.tags = tags_field(p, t)?;
+                        dp.tags_raw = None;
+                    }
                     "tsuid" => dp.tsuid = string_field(p, "tsuid", t)?,
                     _ => {
                         if matches!(t, Token::StartObject | Token::StartArray) {
@@ -686,6 +708,17 @@ mod tests {
     }
 
     #[test]
+    fn tags_raw_is_the_last_tags_object() {
+        assert_eq!(one(r#"{"metric":"m","tags":{"a":"b"}}"#).tags_raw, Some(r#"{"a":"b"}"#));
+        assert_eq!(one(r#"{"tags":{"a":"b"},"tags":{ "c" : "d" }}"#).tags_raw, Some(r#"{ "c" : "d" }"#));
+        assert_eq!(one(r#"{"tags":{"a":"b"},"tags":null}"#).tags_raw, None);
+        assert_eq!(one(r#"{"metric":"m"}"#).tags_raw, None);
+        // A body decoded lossily owns its text: no raw tags to remember it by.
+        let lossy = parse_body(b"[{\"metric\":\"m\xff\",\"tags\":{\"a\":\"b\"}}]").unwrap();
+        assert_eq!(lossy[0].tags_raw, None);
+    }
+
+    #[test]
     fn many_tags_indexed() {
         let mut body = String::from(r#"{"metric":"m","timestamp":1,"value":1,"tags":{"#);
         for i in 0..200 {
@@ -735,6 +768,29 @@ mod tests {
             prop_assert_eq!(d.timestamp, ts as u64);
             prop_assert_eq!(d.value, Value::Int(v));
             prop_assert_eq!(d.tags.len(), tags.len());
+        }
+
+        /// `validate_known` agrees with `validate` on every point whose names are valid, and
+        /// `tags_raw` is the tags object as sent.
+        #[test]
+        fn validate_known_is_validate_for_known_names(
+            ts in prop_oneof![any::<i64>(), 1i64..=10_000_000_000_000, Just(0i64), Just(9_999_999_999_999), Just(10_000_000_000_000)],
+            value in prop_oneof!["-?[0-9]{1,20}", "-?[0-9]{1,5}\\.[0-9]{0,5}(e-?[0-9]{1,3})?", Just("NaN".to_string()), Just("Infinity".to_string()), Just("".to_string()), "[a-z0-9.]{0,4}"],
+            spaced in any::<bool>(),
+        ) {
+            let tags = if spaced { r#"{ "host" : "a", "dc":"b" }"# } else { r#"{"host":"a","dc":"b"}"# };
+            let body = format!(r#"{{"metric":"sys.cpu","timestamp":{ts},"value":"{value}","tags":{tags}}}"#);
+            let pts = parse_body(body.as_bytes()).unwrap();
+            let p = &pts[0];
+            prop_assert_eq!(p.tags_raw, Some(tags));
+            match (p.validate(&Limits::default()), p.validate_known()) {
+                (Ok(d), Some((t, v))) => {
+                    prop_assert_eq!(d.timestamp, t);
+                    prop_assert_eq!(d.value, v);
+                }
+                (Err(_), None) => {}
+                (a, b) => prop_assert!(false, "validate {:?} but validate_known {:?}", a.map(|d| d.timestamp), b),
+            }
         }
 
         #[test]

@@ -131,6 +131,11 @@ impl RawReader<'_> {
 /// many series the rest take the longer path rather than the memory.
 const RAW_MAX: usize = 1 << 18;
 
+/// Longest text the memo remembers. Texts are bounded by the protocols' limits on lines and
+/// names, but `/api/put`'s is a tags object as sent, whose whitespace and repeated keys only a
+/// request's size bounds: past this, a series takes the longer path every time.
+const RAW_TEXT_MAX: usize = 512;
+
 thread_local! {
     static KEY: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(256));
 }
@@ -225,6 +230,9 @@ impl SeriesResolver {
 
     /// Remembers that `text` names `series` (its names were accepted).
     pub fn remember_raw(&self, text: &[u8], series: Series) {
+        if text.len() > RAW_TEXT_MAX {
+            return;
+        }
         let hasher = &self.raw.hasher;
         let hash = hasher.hash_one(text);
         {
@@ -329,5 +337,19 @@ mod tests {
         assert_eq!(a, b);
         canonical("m", &[("dc", "xhost")], &mut b);
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn the_memo_keeps_no_text_longer_than_its_cap() {
+        let d = tempfile::tempdir().unwrap();
+        let store = Arc::new(crate::store::embedded::EmbeddedStore::open(d.path(), &crate::store::TableNames::default().specs()).unwrap());
+        let r = SeriesResolver::new(Arc::new(UidCore::new(store, "tsdb-uid".into(), [3, 3, 3], [true, true, true])));
+        let series = SeriesKey::new(b"memo-cap-test");
+        let (short, long) = (vec![b'j'; RAW_TEXT_MAX], vec![b'j'; RAW_TEXT_MAX + 1]);
+        r.remember_raw(&short, series);
+        r.remember_raw(&long, series);
+        let memo = r.raw_reader();
+        assert!(memo.get(&short).is_some_and(|s| std::ptr::eq(s, series)));
+        assert!(memo.get(&long).is_none());
     }
 }

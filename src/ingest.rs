@@ -82,6 +82,12 @@ fn check_name_lengths(metric: &str, tags: &[(&str, &str)], max: usize) -> Result
     }
 }
 
+/// A point's row base hour and encoded cell.
+fn encode_point(ts: u64, v: Value) -> Result<(u32, RawPoint), PointError> {
+    let base = base_time(ts);
+    RawPoint::encode(ts, base, to_data_value(v)).map(|r| (base, r)).map_err(|e| PointError::Invalid(e.to_string()))
+}
+
 fn uid_error(e: UidError) -> PointError {
     match e {
         UidError::NoSuchName { .. } => PointError::UnknownName(e.to_string()),
@@ -111,8 +117,7 @@ impl Ingest {
             for (p, &end) in ps.iter().zip(es) {
                 let text = &texts[start..end];
                 start = end;
-                let base = base_time(p.timestamp);
-                let raw = RawPoint::encode(p.timestamp, base, to_data_value(p.value)).map(|r| (base, r)).map_err(|e| PointError::Invalid(e.to_string()));
+                let raw = encode_point(p.timestamp, p.value);
                 incoming.push(match (raw, memo.get(text)) {
                     // Remembered only once accepted, so its names passed every check.
                     (Ok((base, point)), Some(series)) => Incoming::Known(StoredPoint { series, base, point }),
@@ -151,8 +156,7 @@ impl Ingest {
                 let series = text(c * MEMO_BATCH + j).and_then(|t| memo.get(t));
                 known.push(series.and_then(|series| {
                     let (ts, v) = jp.validate_known()?;
-                    let base = base_time(ts);
-                    let point = RawPoint::encode(ts, base, to_data_value(v)).ok()?;
+                    let (base, point) = encode_point(ts, v).ok()?;
                     Some(StoredPoint { series, base, point })
                 }));
             }
@@ -176,8 +180,7 @@ impl Ingest {
                 incoming.push(Incoming::Known(sp));
                 index.push(i);
             } else if let Some((_, p)) = next.next_if(|(j, _)| *j == i) {
-                let base = base_time(p.timestamp);
-                let raw = RawPoint::encode(p.timestamp, base, to_data_value(p.value)).map(|r| (base, r)).map_err(|e| PointError::Invalid(e.to_string()));
+                let raw = encode_point(p.timestamp, p.value);
                 incoming.push(Incoming::Names(EncodedPoint { metric: p.metric, tags: &p.tags, raw, text: text(i) }));
                 index.push(i);
             }

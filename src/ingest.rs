@@ -3,7 +3,7 @@
 
 use crate::schema::rowkey::base_time;
 use crate::schema::{DataValue, RawPoint};
-use crate::series::SeriesResolver;
+use crate::series::{Series, SeriesResolver};
 use crate::uid::UidError;
 use crate::write::shard::StoredPoint;
 use crate::write::{WriteError, Writer};
@@ -82,6 +82,33 @@ fn check_name_lengths(metric: &str, tags: &[(&str, &str)], max: usize) -> Result
     }
 }
 
+/// The memo texts of a batch's points, one after another in one buffer.
+struct Texts {
+    buf: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Texts {
+    fn with_capacity(points: usize, bytes_each: usize) -> Texts {
+        Texts { buf: Vec::with_capacity(points * bytes_each), ends: Vec::with_capacity(points) }
+    }
+
+    /// The next point's text, as `write` appends it (nothing: the point has none).
+    fn push(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
+        write(&mut self.buf);
+        self.ends.push(self.buf.len());
+    }
+
+    fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn get(&self, i: usize) -> Option<&[u8]> {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        (self.ends[i] > start).then(|| &self.buf[start..self.ends[i]])
+    }
+}
+
 /// A point's row base hour and encoded cell.
 fn encode_point(ts: u64, v: Value) -> Result<(u32, RawPoint), PointError> {
     let base = base_time(ts);
@@ -99,32 +126,24 @@ impl Ingest {
     /// Writes a batch of validated points. Returns one outcome per point, and the batch's
     /// durability result (with `wait`, `Ok` means the accepted points are in the WAL).
     pub async fn write(&self, points: &[DataPoint<'_>], wait: bool) -> (Vec<Result<(), PointError>>, Result<(), WriteError>) {
-        // Each point's names as one memo text (`names_text`), all in one buffer: a series seen
-        // before is then found under the memo's lock taken once for the batch, rather than by a
+        // Each point's names as one memo text (`names_text`): a series seen before is then
+        // found under the memo's lock taken once per few thousand points, rather than by a
         // look-up in the shared name cache per point.
-        let mut texts = Vec::with_capacity(points.len() * 64);
-        let mut ends = Vec::with_capacity(points.len());
+        let mut texts = Texts::with_capacity(points.len(), 64);
         for p in points {
-            crate::series::names_text(p.metric, &p.tags, &mut texts);
-            ends.push(texts.len());
+            texts.push(|buf| crate::series::names_text(p.metric, &p.tags, buf));
         }
-        let mut incoming: Vec<Incoming<'_>> = Vec::with_capacity(points.len());
-        let mut start = 0;
-        // The memo's lock is held for a few thousand points at a time, so that a writer to it
-        // (a new series) does not wait behind a request of a million.
-        for (ps, es) in points.chunks(MEMO_BATCH).zip(ends.chunks(MEMO_BATCH)) {
-            let memo = self.resolver.raw_reader();
-            for (p, &end) in ps.iter().zip(es) {
-                let text = &texts[start..end];
-                start = end;
-                let raw = encode_point(p.timestamp, p.value);
-                incoming.push(match (raw, memo.get(text)) {
-                    // Remembered only once accepted, so its names passed every check.
-                    (Ok((base, point)), Some(series)) => Incoming::Known(StoredPoint { series, base, point }),
-                    (raw, _) => Incoming::Names(EncodedPoint { metric: p.metric, tags: &p.tags, raw, text: Some(text) }),
-                });
-            }
-        }
+        let known = self.remembered(&texts);
+        let incoming = points
+            .iter()
+            .zip(known)
+            .enumerate()
+            .map(|(i, (p, series))| match (encode_point(p.timestamp, p.value), series) {
+                // Remembered only once accepted, so its names passed every check.
+                (Ok((base, point)), Some(series)) => Incoming::Known(StoredPoint { series, base, point }),
+                (raw, _) => Incoming::Names(EncodedPoint { metric: p.metric, tags: &p.tags, raw, text: texts.get(i) }),
+            })
+            .collect();
         self.write_incoming(incoming, wait).await
     }
 
@@ -136,57 +155,61 @@ impl Ingest {
     /// `JsonPoint::validate` gives it) or, for the points written, its position in `jps` and
     /// write outcome; and the batch's durability result.
     pub async fn write_json(&self, jps: &[JsonPoint<'_>], limits: &Limits, wait: bool) -> JsonWrite {
-        let mut texts = Vec::with_capacity(jps.len() * 96);
-        let mut ends = Vec::with_capacity(jps.len());
+        let mut texts = Texts::with_capacity(jps.len(), 96);
         for jp in jps {
-            if let (Some(m), Some(t)) = (jp.metric.as_deref(), jp.tags_raw) {
-                crate::series::json_text(m, t, &mut texts);
-            }
-            ends.push(texts.len());
-        }
-        let text = |i: usize| {
-            let start = if i == 0 { 0 } else { ends[i - 1] };
-            (ends[i] > start).then(|| &texts[start..ends[i]])
-        };
-        // What each point is: known (its series and encoded cell), or to validate.
-        let mut known: Vec<Option<StoredPoint>> = Vec::with_capacity(jps.len());
-        for (c, chunk) in jps.chunks(MEMO_BATCH).enumerate() {
-            let memo = self.resolver.raw_reader();
-            for (j, jp) in chunk.iter().enumerate() {
-                let series = text(c * MEMO_BATCH + j).and_then(|t| memo.get(t));
-                known.push(series.and_then(|series| {
-                    let (ts, v) = jp.validate_known()?;
-                    let (base, point) = encode_point(ts, v).ok()?;
-                    Some(StoredPoint { series, base, point })
-                }));
-            }
+            texts.push(|buf| {
+                if let (Some(m), Some(t)) = (jp.metric.as_deref(), jp.tags_raw) {
+                    crate::series::json_text(m, t, buf);
+                }
+            });
         }
         let mut invalid = Vec::new();
-        let mut valid = Vec::new();
-        for (i, jp) in jps.iter().enumerate() {
-            if known[i].is_none() {
-                match jp.validate(limits) {
-                    Ok(p) => valid.push((i, p)),
-                    Err(e) => invalid.push((i, e)),
-                }
-            }
+        // Per point: known (its series and encoded cell), else validated in full.
+        let mut known: Vec<Option<StoredPoint>> = Vec::with_capacity(jps.len());
+        let mut valid: Vec<Option<DataPoint<'_>>> = Vec::with_capacity(jps.len());
+        for (i, (jp, series)) in jps.iter().zip(self.remembered(&texts)).enumerate() {
+            let k = series.and_then(|series| {
+                let (ts, v) = jp.validate_known()?;
+                let (base, point) = encode_point(ts, v).ok()?;
+                Some(StoredPoint { series, base, point })
+            });
+            valid.push(match k {
+                Some(_) => None,
+                None => match jp.validate(limits) {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        invalid.push((i, e));
+                        None
+                    }
+                },
+            });
+            known.push(k);
         }
         // In the order of `jps`: the known points, and the valid ones by name.
         let mut incoming = Vec::with_capacity(jps.len() - invalid.len());
         let mut index = Vec::with_capacity(incoming.capacity());
-        let mut next = valid.iter().peekable();
-        for (i, k) in known.into_iter().enumerate() {
-            if let Some(sp) = k {
-                incoming.push(Incoming::Known(sp));
-                index.push(i);
-            } else if let Some((_, p)) = next.next_if(|(j, _)| *j == i) {
-                let raw = encode_point(p.timestamp, p.value);
-                incoming.push(Incoming::Names(EncodedPoint { metric: p.metric, tags: &p.tags, raw, text: text(i) }));
-                index.push(i);
-            }
+        for (i, (k, p)) in known.into_iter().zip(&valid).enumerate() {
+            incoming.push(match (k, p) {
+                (Some(sp), _) => Incoming::Known(sp),
+                (None, Some(p)) => Incoming::Names(EncodedPoint { metric: p.metric, tags: &p.tags, raw: encode_point(p.timestamp, p.value), text: texts.get(i) }),
+                (None, None) => continue,
+            });
+            index.push(i);
         }
         let (outcomes, durable) = self.write_incoming(incoming, wait).await;
         JsonWrite { invalid, written: index.into_iter().zip(outcomes).collect(), durable }
+    }
+
+    /// The series the raw-text memo remembers for each text (`None` where a point has none).
+    /// The memo's lock is held for a few thousand points at a time, so that a writer to it (a
+    /// new series) does not wait behind a request of a million.
+    fn remembered(&self, texts: &Texts) -> Vec<Option<Series>> {
+        let mut out = Vec::with_capacity(texts.len());
+        for start in (0..texts.len()).step_by(MEMO_BATCH) {
+            let memo = self.resolver.raw_reader();
+            out.extend((start..texts.len().min(start + MEMO_BATCH)).map(|i| texts.get(i).and_then(|t| memo.get(t))));
+        }
+        out
     }
 
     /// Writes points whose values are already encoded (protocols with their own value rules,

@@ -12,7 +12,7 @@ use tsgate::schema::uid_table::UidKind;
 use tsgate::schema::{DataValue, KeyLayout, RawPoint};
 use tsgate::series::SeriesResolver;
 use tsgate::store::embedded::EmbeddedStore;
-use tsgate::store::TableNames;
+use tsgate::store::{RowMutations, Scan, Store, TableNames};
 use tsgate::uid::UidCore;
 use tsgate::write::wal::{remove_upto, Wal};
 
@@ -187,5 +187,56 @@ fn bench_wal(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_schema, bench_caches, bench_wal);
+/// Reading stored rows back: 1,000 series of a 10,000-series hour, each an hour's compacted
+/// column (360 points of 8-byte floats), one range per series as a Graphite path stored whole
+/// is read. Rows returned (`scan`, each copied out) against rows lent (`scan_rows`).
+fn bench_store(c: &mut Criterion) {
+    let d = tempfile::tempdir().unwrap();
+    let store = EmbeddedStore::open(d.path(), &TableNames::default().specs()).unwrap();
+    let layout = KeyLayout::default();
+    let points: Vec<RawPoint> = (0..360u64).map(|k| RawPoint::encode(BASE as u64 + k * 10, BASE, DataValue::F64(k as f64 * 0.37)).unwrap()).collect();
+    let (q, v) = build_column(&points);
+    let rows: Vec<Vec<u8>> = (0..10_000).map(|i| layout.row_key(&tsuid(i), BASE)).collect();
+    for chunk in rows.chunks(1000) {
+        store.mutate("tsdb", chunk.iter().map(|r| RowMutations::put(r.clone(), b"t", q.clone(), v.clone())).collect()).unwrap();
+    }
+    // One sorted run, as a tidied or reopened store holds settled hours.
+    store.close().unwrap();
+    // Every tenth row: one metric of each host.
+    let scans: Vec<Scan> = rows
+        .iter()
+        .step_by(10)
+        .map(|r| Scan { start: r.clone(), stop: [&r[..], &[0][..]].concat(), families: vec![b"t".to_vec()], ..Default::default() })
+        .collect();
+    let mut g = c.benchmark_group("store");
+    g.throughput(Throughput::Elements(scans.len() as u64));
+    g.bench_function("scan_1000_rows_copied", |b| {
+        b.iter(|| {
+            let mut n = 0;
+            for s in &scans {
+                for row in store.scan("tsdb", black_box(s)).unwrap() {
+                    n += row.unwrap().cells[0].value.len();
+                }
+            }
+            n
+        })
+    });
+    g.bench_function("scan_1000_rows_lent", |b| {
+        b.iter(|| {
+            let mut n = 0;
+            for s in &scans {
+                store
+                    .scan_rows("tsdb", black_box(s), &mut |_, cells| {
+                        n += cells[0].value.len();
+                        Ok(true)
+                    })
+                    .unwrap();
+            }
+            n
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench_schema, bench_caches, bench_wal, bench_store);
 criterion_main!(benches);

@@ -75,6 +75,10 @@ impl Store for InstrumentedStore {
         }
     }
 
+    fn scan_rows(&self, table: &str, scan: &Scan, visit: &mut crate::store::RowVisitor<'_>) -> StoreResult<()> {
+        timed(StoreOp::Scan, || self.inner.scan_rows(table, scan, visit))
+    }
+
     fn increment(&self, table: &str, row: &[u8], family: &[u8], qualifier: &[u8], delta: i64) -> StoreResult<i64> {
         timed(StoreOp::Increment, || self.inner.increment(table, row, family, qualifier, delta))
     }

@@ -18,7 +18,7 @@ use crate::schema::compaction::{append_ordered_by, merge_columns, StoredColumn};
 use crate::schema::rowkey::{base_time, ROW_SPAN};
 use crate::schema::uid_table::UidKind;
 use crate::schema::KeyLayout;
-use crate::store::{Scan, SharedStore, StoreError};
+use crate::store::{CellRef, Scan, SharedStore, StoreError, StoreResult};
 use crate::uid::{UidCore, UidError};
 use aggregate::{Aggregator, Num};
 use downsample::{Buckets, Downsampler};
@@ -292,14 +292,15 @@ impl QueryEngine {
                 limit: None,
                 seek: row_filter.seek.clone(),
             };
-            for row in self.store.scan(&self.table, &scan)? {
-                let row = row?;
+            // What went wrong inside the visitor, which can only stop the scan.
+            let mut failed: Option<QueryError> = None;
+            let mut row_body = |key: &[u8], cells: &[CellRef]| -> Result<(), QueryError> {
                 summary.rows += 1;
                 self.check_limits(budget, matched.load(Ordering::Relaxed))?;
-                let Ok(rk) = self.layout.parse(&row.key) else { continue };
+                let Ok(rk) = self.layout.parse(key) else { return Ok(()) };
                 let tsuid = rk.tsuid();
                 if tsuid_set.as_ref().is_some_and(|s| !s.contains(&tsuid)) {
-                    continue;
+                    return Ok(());
                 }
                 let idx = match seen.get(&tsuid) {
                     Some(i) => *i,
@@ -331,9 +332,9 @@ impl QueryEngine {
                         i
                     }
                 };
-                let Some(idx) = idx else { continue };
+                let Some(idx) = idx else { return Ok(()) };
                 let cols: Vec<StoredColumn> =
-                    row.cells.iter().map(|c| StoredColumn { qualifier: &c.qualifier, value: &c.value, ts: c.timestamp }).collect();
+                    cells.iter().map(|c| StoredColumn { qualifier: c.qualifier, value: c.value, ts: c.timestamp }).collect();
                 let st = &mut states[idx];
                 // Rows of ordered columns (compacted, or in-order ingest) decode straight to
                 // points; anything else takes the general merge, which also reports errors.
@@ -350,7 +351,7 @@ impl QueryEngine {
                     if let Some((qual, e)) = merged.errors.first() {
                         return Err(QueryError::Corrupt(format!(
                             "row {} column {}: {e}",
-                            crate::schema::hex_upper(&row.key),
+                            crate::schema::hex_upper(key),
                             crate::schema::hex_upper(qual)
                         )));
                     }
@@ -380,8 +381,22 @@ impl QueryEngine {
                 summary.raw_datapoints += in_range;
                 budget.points.fetch_add(in_range, Ordering::Relaxed);
                 if q.flags.delete && in_range > 0 {
-                    deletes.push((row.key.clone(), rk.base));
+                    deletes.push((key.to_vec(), rk.base));
                 }
+                Ok(())
+            };
+            let mut visit = |key: &[u8], cells: &[CellRef]| -> StoreResult<bool> {
+                match row_body(key, cells) {
+                    Ok(()) => Ok(true),
+                    Err(e) => {
+                        failed = Some(e);
+                        Ok(false)
+                    }
+                }
+            };
+            self.store.scan_rows(&self.table, &scan, &mut visit)?;
+            if let Some(e) = failed {
+                return Err(e);
             }
         }
         // The last row's points and series count too.

@@ -9,7 +9,7 @@ use crate::prometheus::labels::{escape, from_stored, Labels, METRIC_NAME};
 use crate::schema::compaction::{append_ordered, merge_columns, StoredColumn};
 use crate::schema::rowkey::{base_time, ROW_SPAN};
 use crate::schema::uid_table::UidKind;
-use crate::store::{RowSeek, RowSeeker, Scan};
+use crate::store::{CellRef, RowSeek, RowSeeker, Scan, StoreResult};
 use std::sync::Arc;
 use regex::Regex;
 use std::borrow::Cow;
@@ -252,24 +252,46 @@ impl QueryEngine {
         row_filter: RowFilter,
         keep: &dyn Fn(&str, &[(String, String)]) -> bool,
     ) -> Result<Vec<StoredSelected>, QueryError> {
+        if Window::new(start_ms, end_ms).is_none() {
+            return Ok(Vec::new());
+        }
+        let mut ids = Vec::with_capacity(metrics.len());
+        for metric in metrics {
+            if let Some(uid) = self.uids.get_id(UidKind::Metric, metric)? {
+                ids.push(MetricId { uid: uid.into_vec(), name: metric.clone() });
+            }
+        }
+        self.select_ids(&ids, start_ms, end_ms, with_points, row_filter, keep)
+    }
+
+    /// [`QueryEngine::select_stored`] of metrics whose UIDs are known, one scan per metric (and
+    /// salt bucket).
+    fn select_ids(
+        &self,
+        metrics: &[MetricId],
+        start_ms: i64,
+        end_ms: i64,
+        with_points: bool,
+        row_filter: RowFilter,
+        keep: &dyn Fn(&str, &[(String, String)]) -> bool,
+    ) -> Result<Vec<StoredSelected>, QueryError> {
         let mut out = Vec::new();
         let Some(Window { start, end, first, last }) = Window::new(start_ms, end_ms) else { return Ok(out) };
-        for metric in metrics {
-            let Some(mid) = self.uids.get_id(UidKind::Metric, metric)? else { continue };
+        for MetricId { uid, name } in metrics {
             let scans: Vec<Scan> = self
                 .layout
                 .salt_prefixes()
                 .into_iter()
                 .map(|salt| Scan {
-                    start: self.layout.metric_start(&salt, &mid, first),
-                    stop: self.layout.metric_start(&salt, &mid, last),
+                    start: self.layout.metric_start(&salt, uid, first),
+                    stop: self.layout.metric_start(&salt, uid, last),
                     families: vec![b"t".to_vec()],
                     row_regex: row_filter.regex.clone(),
                     seek: row_filter.seek.clone(),
                     ..Default::default()
                 })
                 .collect();
-            self.collect_rows(&scans, &|_| Some(metric.as_str()), start, end, with_points, keep, &mut out)?;
+            self.collect_rows(&scans, &|_| Some(name.as_str()), start, end, with_points, keep, &mut out)?;
         }
         Ok(out)
     }
@@ -305,8 +327,7 @@ impl QueryEngine {
         keep: &dyn Fn(&str, &[(String, String)]) -> bool,
     ) -> Result<Vec<StoredSelected>, QueryError> {
         if !self.store.seeks() || metrics.len() < 2 {
-            let names: Vec<String> = metrics.iter().map(|m| m.name.clone()).collect();
-            return self.select_stored(&names, start_ms, end_ms, true, RowFilter::default(), keep);
+            return self.select_ids(metrics, start_ms, end_ms, true, RowFilter::default(), keep);
         }
         let mut out = Vec::new();
         let Some(Window { start, end, first, last }) = Window::new(start_ms, end_ms) else { return Ok(out) };
@@ -359,18 +380,29 @@ impl QueryEngine {
         // Per TSUID: None = rejected, Some(i) = index in `found`.
         let mut seen: HashMap<Vec<u8>, Option<usize>> = HashMap::new();
         let mut found: Vec<StoredSelected> = Vec::new();
+        let mut tsuid = Vec::new();
+        // What went wrong inside the visitor, which can only stop the scan.
+        let mut failed: Option<QueryError> = None;
         for scan in scans {
-            for row in self.store.scan(&self.table, scan)? {
-                let row = row?;
-                let Ok(rk) = self.layout.parse(&row.key) else { continue };
-                let Some(metric) = name_of(rk.metric) else { continue };
-                let tsuid = rk.tsuid();
-                let slot = match seen.get(&tsuid) {
+            let mut visit = |key: &[u8], cells: &[CellRef]| -> StoreResult<bool> {
+                let Ok(rk) = self.layout.parse(key) else { return Ok(true) };
+                let Some(metric) = name_of(rk.metric) else { return Ok(true) };
+                tsuid.clear();
+                tsuid.extend_from_slice(rk.metric);
+                tsuid.extend_from_slice(rk.tags);
+                let slot = match seen.get(tsuid.as_slice()) {
                     Some(s) => *s,
                     None => {
                         let mut tags = Vec::new();
                         for (k, v) in rk.tag_pairs() {
-                            tags.push((self.uids.get_name(UidKind::Tagk, k)?.into(), self.uids.get_name(UidKind::Tagv, v)?.into()));
+                            let named = self.uids.get_name(UidKind::Tagk, k).and_then(|k| Ok((k, self.uids.get_name(UidKind::Tagv, v)?)));
+                            match named {
+                                Ok((k, v)) => tags.push((k.into(), v.into())),
+                                Err(e) => {
+                                    failed = Some(e.into());
+                                    return Ok(false);
+                                }
+                            }
                         }
                         let s = if keep(metric, &tags) {
                             found.push(StoredSelected { metric: metric.to_string(), tags, points: Vec::new() });
@@ -378,30 +410,41 @@ impl QueryEngine {
                         } else {
                             None
                         };
-                        seen.insert(tsuid, s);
+                        seen.insert(tsuid.clone(), s);
                         s
                     }
                 };
-                let Some(i) = slot else { continue };
+                let Some(i) = slot else { return Ok(true) };
                 if !with_points {
-                    continue;
+                    return Ok(true);
                 }
-                let cols: Vec<StoredColumn> = row.cells.iter().map(|c| StoredColumn { qualifier: &c.qualifier, value: &c.value, ts: c.timestamp }).collect();
+                let cols: Vec<StoredColumn> = cells.iter().map(|c| StoredColumn { qualifier: c.qualifier, value: c.value, ts: c.timestamp }).collect();
                 if append_ordered(&cols, rk.base, start, end, &mut found[i].points) {
-                    continue;
+                    return Ok(true);
                 }
                 let merged = merge_columns(&cols);
                 if let Some((q, e)) = merged.errors.first() {
-                    return Err(QueryError::Corrupt(format!("row {} column {}: {e}", crate::schema::hex_upper(&row.key), crate::schema::hex_upper(q))));
+                    failed = Some(QueryError::Corrupt(format!("row {} column {}: {e}", crate::schema::hex_upper(key), crate::schema::hex_upper(q))));
+                    return Ok(false);
                 }
                 let pts = &mut found[i].points;
                 for p in merged.points {
                     let ts = p.timestamp_ms(rk.base);
                     if ts >= start && ts <= end {
-                        let v = p.value().map_err(|e| QueryError::Corrupt(e.to_string()))?;
-                        pts.push((ts as i64, v.as_f64()));
+                        match p.value() {
+                            Ok(v) => pts.push((ts as i64, v.as_f64())),
+                            Err(e) => {
+                                failed = Some(QueryError::Corrupt(e.to_string()));
+                                return Ok(false);
+                            }
+                        }
                     }
                 }
+                Ok(true)
+            };
+            self.store.scan_rows(&self.table, scan, &mut visit)?;
+            if let Some(e) = failed {
+                return Err(e);
             }
         }
         for mut s in found {

@@ -202,6 +202,23 @@ impl EmbeddedStore {
         Ok(v.map(|v| v[8.min(v.len())..].to_vec()))
     }
 
+    /// A scan's cell stream in each family it reads.
+    fn family_cells<'a>(&'a self, table: &str, scan: &Scan) -> StoreResult<Vec<(&'a [u8], FamilyCells)>> {
+        let start = keycodec::row_bound(&scan.start);
+        let stop = (!scan.stop.is_empty()).then(|| keycodec::row_bound(&scan.stop));
+        // A seeker takes exactly the rows the regex accepts: with one, the regex (and its
+        // compilation, per scan) is not needed.
+        let filter = match scan.seek {
+            Some(_) => None,
+            None => scan.row_regex.as_deref().map(compile_row_regex).transpose()?,
+        };
+        Ok(self
+            .selected(table, &scan.families)?
+            .into_iter()
+            .map(|(f, ks)| (f, FamilyCells::new(ks, table, &start, stop.clone(), filter.clone(), scan.seek.clone())))
+            .collect())
+    }
+
     fn stamp(&self, value: &[u8]) -> Vec<u8> {
         stamp_at(self.now(), value)
     }
@@ -214,11 +231,12 @@ fn stamp_at(ts: u64, value: &[u8]) -> Vec<u8> {
     v
 }
 
-fn split_value(v: &[u8]) -> (u64, Vec<u8>) {
-    if v.len() < 8 {
-        return (0, v.to_vec());
+/// A stored value's cell timestamp and value (a value too short to carry a stamp is all value).
+fn split_stamp(v: &[u8]) -> (u64, &[u8]) {
+    match v.split_first_chunk::<8>() {
+        Some((ts, value)) => (u64::from_be_bytes(*ts), value),
+        None => (0, v),
     }
-    (u64::from_be_bytes(v[..8].try_into().expect("8 bytes")), v[8..].to_vec())
 }
 
 /// The keys from `from` on. The scan's stop is checked by the caller, key by key: an upper
@@ -238,8 +256,12 @@ struct FamilyCells {
     stop: Option<Vec<u8>>,
     filter: Option<regex::bytes::Regex>,
     seek: Option<super::RowSeeker>,
-    /// The last row judged, and whether it is kept.
-    last: Option<(Vec<u8>, bool)>,
+    /// The last row judged (if `judged_any`): as encoded in its keys, decoded, and whether it
+    /// is kept. Its later keys are told by their encoded prefix, without decoding them.
+    judged: Vec<u8>,
+    judged_any: bool,
+    row: Vec<u8>,
+    keep: bool,
     /// A seek target (engine key) being walked to, and how many more keys to step over
     /// before reopening the range there instead (reopening costs a seek in every table).
     ahead: Option<(Vec<u8>, usize)>,
@@ -249,15 +271,51 @@ struct FamilyCells {
 /// Keys stepped over toward a near seek target before the range is reopened at it.
 const STEP_BEFORE_SEEK: usize = 16;
 
-impl FamilyCells {
-    fn err(&self, msg: String) -> StoreError {
-        StoreError::Engine { op: "scan", table: self.table.clone(), msg }
+/// A cell as the engine holds it: its key (encoded row, terminator, qualifier) and its stamped
+/// value, both in the engine's own buffers.
+struct RawCell {
+    key: fjall::Slice,
+    value: fjall::Slice,
+    /// Where the qualifier starts in `key`.
+    qualifier_at: usize,
+}
+
+impl RawCell {
+    fn lend<'a>(&'a self, family: &'a [u8]) -> super::CellRef<'a> {
+        let (timestamp, value) = split_stamp(&self.value);
+        super::CellRef { family, qualifier: &self.key[self.qualifier_at..], value, timestamp }
+    }
+
+    fn to_cell(&self, family: &[u8]) -> Cell {
+        let c = self.lend(family);
+        Cell { family: family.to_vec(), qualifier: c.qualifier.to_vec(), value: c.value.to_vec(), timestamp: c.timestamp }
     }
 }
 
-impl Iterator for FamilyCells {
-    type Item = StoreResult<(Vec<u8>, Vec<u8>, u64, Vec<u8>)>;
-    fn next(&mut self) -> Option<Self::Item> {
+impl FamilyCells {
+    fn new(ks: &Keyspace, table: &str, start: &[u8], stop: Option<Vec<u8>>, filter: Option<regex::bytes::Regex>, seek: Option<super::RowSeeker>) -> FamilyCells {
+        FamilyCells {
+            it: Some(range(ks, start.to_vec())),
+            ks: ks.clone(),
+            stop,
+            filter,
+            seek,
+            judged: Vec::new(),
+            judged_any: false,
+            row: Vec::new(),
+            keep: false,
+            ahead: None,
+            table: table.to_string(),
+        }
+    }
+
+    fn err(&self, msg: String) -> StoreError {
+        StoreError::Engine { op: "scan", table: self.table.clone(), msg }
+    }
+
+    /// The next cell of a kept row, and whether it is the first of its row (`self.row` is then
+    /// that row).
+    fn next_cell(&mut self) -> Option<StoreResult<(RawCell, bool)>> {
         loop {
             let (k, v) = match self.it.as_mut()?.next()?.into_inner() {
                 Ok(kv) => kv,
@@ -279,67 +337,85 @@ impl Iterator for FamilyCells {
                 }
                 self.ahead = None;
             }
-            let Some((row, q)) = keycodec::decode(&k) else {
+            let Some(end) = keycodec::row_end(&k) else {
                 return Some(Err(self.err("undecodable engine key".into())));
             };
-            let keep = match &self.last {
-                Some((r, keep)) if *r == row => *keep,
-                _ => {
-                    let verdict = self.seek.as_ref().map_or(RowSeek::Take, |s| (s.0)(&row));
-                    let keep = match verdict {
-                        RowSeek::Take => self.filter.as_ref().is_none_or(|f| f.is_match(&row)),
-                        RowSeek::Skip => false,
-                        RowSeek::Done => {
-                            self.it = None;
-                            return None;
-                        }
-                        // A target at or before this row would loop: read on instead.
-                        RowSeek::SeekTo(to) if to.as_slice() > row.as_slice() => {
-                            let from = keycodec::row_bound(&to);
-                            if self.stop.as_ref().is_some_and(|s| from >= *s) {
-                                self.it = None;
-                                return None;
-                            }
-                            self.ahead = Some((from, STEP_BEFORE_SEEK));
-                            self.last = None;
-                            continue;
-                        }
-                        RowSeek::SeekTo(_) => false,
-                    };
-                    self.last = Some((row.clone(), keep));
-                    keep
+            if self.judged_any && k[..end] == self.judged[..] {
+                if self.keep {
+                    return Some(Ok((RawCell { qualifier_at: end + 2, key: k, value: v }, false)));
                 }
-            };
-            if !keep {
                 continue;
             }
-            let (ts, value) = split_value(&v);
-            return Some(Ok((row, q.to_vec(), ts, value)));
+            keycodec::unescape_row(&k[..end], &mut self.row);
+            let verdict = self.seek.as_ref().map_or(RowSeek::Take, |s| (s.0)(&self.row));
+            self.keep = match verdict {
+                RowSeek::Take => self.filter.as_ref().is_none_or(|f| f.is_match(&self.row)),
+                RowSeek::Skip => false,
+                RowSeek::Done => {
+                    self.it = None;
+                    return None;
+                }
+                // A target at or before this row would loop: read on instead.
+                RowSeek::SeekTo(to) if to.as_slice() > self.row.as_slice() => {
+                    let from = keycodec::row_bound(&to);
+                    if self.stop.as_ref().is_some_and(|s| from >= *s) {
+                        self.it = None;
+                        return None;
+                    }
+                    self.ahead = Some((from, STEP_BEFORE_SEEK));
+                    self.judged_any = false;
+                    continue;
+                }
+                RowSeek::SeekTo(_) => false,
+            };
+            self.judged.clear();
+            self.judged.extend_from_slice(&k[..end]);
+            self.judged_any = true;
+            if self.keep {
+                return Some(Ok((RawCell { qualifier_at: end + 2, key: k, value: v }, true)));
+            }
         }
     }
 }
 
-/// Groups one family's key/value stream into rows.
+/// Groups one family's cells into rows.
 struct FamilyRows {
     family: Vec<u8>,
-    iter: std::iter::Peekable<Box<dyn Iterator<Item = StoreResult<(Vec<u8>, Vec<u8>, u64, Vec<u8>)>> + Send>>,
+    cells: FamilyCells,
+    /// The first cell of the next row (with its row), read while ending the previous one.
+    next: Option<(Vec<u8>, RawCell)>,
+    /// An error met while ending the previous row: the next row's turn reports it.
+    failed: Option<StoreError>,
 }
 
 impl FamilyRows {
     fn next_row(&mut self) -> Option<StoreResult<Row>> {
-        let (row, q, ts, v) = match self.iter.next()? {
-            Ok(x) => x,
-            Err(e) => return Some(Err(e)),
-        };
-        let mut cells = vec![Cell { family: self.family.clone(), qualifier: q, value: v, timestamp: ts }];
-        while let Some(Ok((r, _, _, _))) = self.iter.peek() {
-            if *r != row {
-                break;
-            }
-            let (_, q, ts, v) = self.iter.next().expect("peeked").expect("peeked ok");
-            cells.push(Cell { family: self.family.clone(), qualifier: q, value: v, timestamp: ts });
+        if let Some(e) = self.failed.take() {
+            return Some(Err(e));
         }
-        Some(Ok(Row { key: row, cells }))
+        let (key, first) = match self.next.take() {
+            Some(n) => n,
+            None => match self.cells.next_cell()? {
+                Ok((c, _)) => (self.cells.row.clone(), c),
+                Err(e) => return Some(Err(e)),
+            },
+        };
+        let mut cells = vec![first.to_cell(&self.family)];
+        loop {
+            match self.cells.next_cell() {
+                None => break,
+                Some(Ok((c, false))) => cells.push(c.to_cell(&self.family)),
+                Some(Ok((c, true))) => {
+                    self.next = Some((self.cells.row.clone(), c));
+                    break;
+                }
+                Some(Err(e)) => {
+                    self.failed = Some(e);
+                    break;
+                }
+            }
+        }
+        Some(Ok(Row { key, cells }))
     }
 }
 
@@ -407,8 +483,8 @@ impl Store for EmbeddedStore {
         for (f, ks) in self.selected(table, families)? {
             for g in ks.prefix(&prefix) {
                 let (k, v) = g.into_inner().map_err(engine_err("get", table))?;
-                let (ts, value) = split_value(&v);
-                cells.push(Cell { family: f.to_vec(), qualifier: k[prefix.len()..].to_vec(), value, timestamp: ts });
+                let (ts, value) = split_stamp(&v);
+                cells.push(Cell { family: f.to_vec(), qualifier: k[prefix.len()..].to_vec(), value: value.to_vec(), timestamp: ts });
             }
         }
         Ok(cells)
@@ -451,29 +527,11 @@ impl Store for EmbeddedStore {
     }
 
     fn scan(&self, table: &str, scan: &Scan) -> StoreResult<RowStream> {
-        let start = keycodec::row_bound(&scan.start);
-        let stop = (!scan.stop.is_empty()).then(|| keycodec::row_bound(&scan.stop));
-        // A seeker takes exactly the rows the regex accepts: with one, the regex (and its
-        // compilation, per scan) is not needed.
-        let filter = match scan.seek {
-            Some(_) => None,
-            None => scan.row_regex.as_deref().map(compile_row_regex).transpose()?,
-        };
-        let mut sources = Vec::new();
-        for (f, ks) in self.selected(table, &scan.families)? {
-            let cells = FamilyCells {
-                it: Some(range(ks, start.clone())),
-                ks: ks.clone(),
-                stop: stop.clone(),
-                filter: filter.clone(),
-                seek: scan.seek.clone(),
-                last: None,
-                ahead: None,
-                table: table.to_string(),
-            };
-            let boxed: Box<dyn Iterator<Item = StoreResult<(Vec<u8>, Vec<u8>, u64, Vec<u8>)>> + Send> = Box::new(cells);
-            sources.push(FamilyRows { family: f.to_vec(), iter: boxed.peekable() });
-        }
+        let sources: Vec<FamilyRows> = self
+            .family_cells(table, scan)?
+            .into_iter()
+            .map(|(f, cells)| FamilyRows { family: f.to_vec(), cells, next: None, failed: None })
+            .collect();
         let n = sources.len();
         Ok(Box::new(MergedRows {
             sources,
@@ -481,6 +539,44 @@ impl Store for EmbeddedStore {
             remaining: scan.limit.unwrap_or(usize::MAX),
             primed: false,
         }))
+    }
+
+    fn scan_rows(&self, table: &str, scan: &Scan, visit: &mut super::RowVisitor<'_>) -> StoreResult<()> {
+        let mut families = self.family_cells(table, scan)?;
+        if families.len() != 1 {
+            // Rows spread over several families are merged (and copied) by `scan`.
+            return super::visit_rows(self.scan(table, scan)?, visit);
+        }
+        let (family, mut cells) = families.pop().expect("one family");
+        let mut left = scan.limit.unwrap_or(usize::MAX);
+        // The row being gathered: its key and its cells, lent to `visit` once it is complete.
+        let mut row: Vec<u8> = Vec::new();
+        let mut raw: Vec<RawCell> = Vec::new();
+        while left > 0 {
+            let next = cells.next_cell();
+            if !matches!(next, Some(Ok((_, false)))) && !raw.is_empty() {
+                let lent: Vec<super::CellRef> = raw.iter().map(|c| c.lend(family)).collect();
+                if !visit(&row, &lent)? {
+                    return Ok(());
+                }
+                raw.clear();
+                left -= 1;
+                if left == 0 {
+                    break;
+                }
+            }
+            match next {
+                None => break,
+                Some(Err(e)) => return Err(e),
+                Some(Ok((c, first))) => {
+                    if first {
+                        row.clone_from(&cells.row);
+                    }
+                    raw.push(c);
+                }
+            }
+        }
+        Ok(())
     }
 
     fn increment(&self, table: &str, row: &[u8], family: &[u8], qualifier: &[u8], delta: i64) -> StoreResult<i64> {
@@ -579,7 +675,7 @@ impl Store for EmbeddedStore {
         open_for_writes(*g, table)?;
         let mut wb = self.db.batch();
         let version = |ks: &Keyspace, key: &[u8]| -> StoreResult<Option<u64>> {
-            Ok(ks.get(key).map_err(engine_err("mutate_at", table))?.map(|v| split_value(&v).0))
+            Ok(ks.get(key).map_err(engine_err("mutate_at", table))?.map(|v| split_stamp(&v).0))
         };
         for RowMutations { row, mutations } in &batch {
           for m in mutations {
@@ -605,7 +701,7 @@ impl Store for EmbeddedStore {
                     for (_, ks) in self.families(table)? {
                         for g in ks.prefix(&prefix) {
                             let (k, v) = g.into_inner().map_err(engine_err("mutate_at", table))?;
-                            if split_value(&v).0 <= ts {
+                            if split_stamp(&v).0 <= ts {
                                 wb.remove(ks, k);
                             }
                         }

@@ -40,25 +40,36 @@ pub fn row_bound(row: &[u8]) -> Vec<u8> {
 
 /// Splits an engine key back into (row, qualifier).
 pub fn decode(key: &[u8]) -> Option<(Vec<u8>, &[u8])> {
-    let mut row = Vec::with_capacity(key.len());
+    let end = row_end(key)?;
+    let mut row = Vec::with_capacity(end);
+    unescape_row(&key[..end], &mut row);
+    Some((row, &key[end + 2..]))
+}
+
+/// Where an engine key's row ends: the index of its terminator (`00 01`), so `key[..end]` is
+/// the row as encoded (equal encodings, equal rows) and the qualifier starts at `end + 2`.
+pub fn row_end(key: &[u8]) -> Option<usize> {
     let mut i = 0;
-    while i < key.len() {
-        let b = key[i];
-        if b == 0 {
-            match key.get(i + 1) {
-                Some(&ESC) => {
-                    row.push(0);
-                    i += 2;
-                }
-                Some(&TERM) => return Some((row, &key[i + 2..])),
-                _ => return None,
-            }
-        } else {
-            row.push(b);
-            i += 1;
+    while let Some(at) = key[i..].iter().position(|&b| b == 0) {
+        let z = i + at;
+        match key.get(z + 1) {
+            Some(&ESC) => i = z + 2,
+            Some(&TERM) => return Some(z),
+            _ => return None,
         }
     }
     None
+}
+
+/// Replaces `out` with the row `encoded` (a key's bytes before [`row_end`]) stands for.
+pub fn unescape_row(encoded: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    let mut i = 0;
+    while i < encoded.len() {
+        out.push(encoded[i]);
+        // An escaped zero is `00 FF`: the FF is not part of the row.
+        i += if encoded[i] == 0 { 2 } else { 1 };
+    }
 }
 
 #[cfg(test)]
@@ -83,6 +94,9 @@ mod tests {
             // bounds: row_bound(x) <= keys of rows >= x, > keys of rows < x
             let ka = encode(&a, &qa);
             prop_assert_eq!(ka.as_slice() >= row_bound(&b).as_slice(), a >= b);
+            // a key's row as encoded tells rows apart without decoding them
+            let kb = encode(&b, &qb);
+            prop_assert_eq!(ka[..row_end(&ka).unwrap()] == kb[..row_end(&kb).unwrap()], a == b);
         }
     }
 }

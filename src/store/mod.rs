@@ -18,6 +18,25 @@ pub struct Cell {
     pub timestamp: u64,
 }
 
+/// A cell lent to a [`RowVisitor`] for one call: what a scan reads, without copying it out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CellRef<'a> {
+    pub family: &'a [u8],
+    pub qualifier: &'a [u8],
+    pub value: &'a [u8],
+    pub timestamp: u64,
+}
+
+impl<'a> From<&'a Cell> for CellRef<'a> {
+    fn from(c: &'a Cell) -> Self {
+        CellRef { family: &c.family, qualifier: &c.qualifier, value: &c.value, timestamp: c.timestamp }
+    }
+}
+
+/// Sees a scan's rows in order (row key, its cells as [`Row`] holds them); returns false to end
+/// the scan there.
+pub type RowVisitor<'a> = dyn FnMut(&[u8], &[CellRef<'_>]) -> StoreResult<bool> + 'a;
+
 /// A row and its cells, sorted by family then qualifier.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
@@ -117,6 +136,11 @@ pub trait Store: Send + Sync + 'static {
     /// Applies a batch of row mutations.
     fn mutate(&self, table: &str, batch: Vec<RowMutations>) -> StoreResult<()>;
     fn scan(&self, table: &str, scan: &Scan) -> StoreResult<RowStream>;
+    /// The rows of [`Store::scan`], lent to `visit` one at a time instead of returned: a store
+    /// that can lend cells from its own buffers saves a copy of every row a query reads.
+    fn scan_rows(&self, table: &str, scan: &Scan, visit: &mut RowVisitor<'_>) -> StoreResult<()> {
+        visit_rows(self.scan(table, scan)?, visit)
+    }
     /// Atomically adds `delta` to an 8-byte big-endian counter (absent = 0); returns the new value.
     fn increment(&self, table: &str, row: &[u8], family: &[u8], qualifier: &[u8], delta: i64) -> StoreResult<i64>;
     /// Puts `value` only if the cell currently holds `expected` (`None` = absent). True if put.
@@ -184,6 +208,18 @@ pub trait Store: Send + Sync + 'static {
 }
 
 pub type SharedStore = Arc<dyn Store>;
+
+/// [`Store::scan_rows`] over rows already returned.
+pub fn visit_rows(rows: RowStream, visit: &mut RowVisitor<'_>) -> StoreResult<()> {
+    for row in rows {
+        let row = row?;
+        let cells: Vec<CellRef> = row.cells.iter().map(CellRef::from).collect();
+        if !visit(&row.key, &cells)? {
+            break;
+        }
+    }
+    Ok(())
+}
 
 /// A table and its column families, as `create 'tsdb', {NAME => 't'}` would make it.
 #[derive(Debug, Clone)]

@@ -15,6 +15,7 @@ on_both_backends!(
     kill_dash_nine_after_a_2xx_loses_nothing,
     uid_assign_endpoint,
     telnet_commands_and_small_endpoints,
+    a_query_reads_every_acknowledged_point,
 );
 
 const ROW: &str = "00000150e22700000001000001";
@@ -197,6 +198,34 @@ fn telnet_errors_use_opentsdb_lines_and_keep_the_connection() {
     // The good line after all that landed.
     let v = s.wait_points("/api/query?start=1356998400&end=1356998500&m=sum:sys.cpu{host=a}", 1);
     assert_eq!(v[0]["dps"]["1356998460"], 7);
+}
+
+/// A query sees every point taken in before it, from whichever protocol, though no flush
+/// tick has come (the interval is a minute and a shard's quiet-input flush comes at most every
+/// quarter of it): the query has the shards write out what they hold first.
+fn a_query_reads_every_acknowledged_point(b: &Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("tsgate.toml");
+    std::fs::write(&cfg, "[write]\nflush_interval_ms = 60000\n").unwrap();
+    let s = Server::start_on(b, &dir.path().join("data"), Some(&cfg));
+    let mut t = s.telnet();
+    t.send("put ryw.telnet 1356998400 1 host=a\n");
+    assert!(t.sync().is_empty());
+    let (code, _) = s.http("POST", "/api/put", r#"{"metric":"ryw.http","timestamp":1356998400,"value":2,"tags":{"host":"a"}}"#);
+    assert_eq!(code, 204);
+    for (metric, want) in [("ryw.telnet", 1.0), ("ryw.http", 2.0)] {
+        let (code, body) = s.http("GET", &format!("/api/query?start=1356998000&end=1356999000&m=sum:{metric}"), "");
+        assert_eq!(code, 200, "{body}");
+        let j: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(j[0]["dps"]["1356998400"], want, "{metric}: {body}");
+    }
+    let (code, body) = s.http("GET", "/api/v1/query?query=%7B__name__%3D%22ryw.http%22%7D&time=1356998401", "");
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains(r#""value":[1356998401,"2"]"#), "{body}");
+    let (code, body) = s.http("GET", "/api/v1/series?match[]=%7B__name__%3D~%22ryw%5C%5C..*%22%7D", "");
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("ryw.telnet") && body.contains("ryw.http"), "{body}");
+    s.stop();
 }
 
 fn api_put_answers_like_opentsdb(b: &Backend) {

@@ -125,9 +125,35 @@ async fn answer(
     if let Err(r) = super::auth::authorize(principal.as_ref(), &req) {
         return r;
     }
+    if reads_data(endpoint) {
+        read_your_writes(st).await;
+    }
     let r = super::api::route(st, req).await;
     track.finish(r.status());
     r
+}
+
+/// Endpoints that read stored points or series: a query, remote read, Prometheus' series and
+/// labels.
+fn reads_data(e: crate::observe::metrics::Endpoint) -> bool {
+    crate::observe::http::query_api(e).is_some() || e == crate::observe::metrics::Endpoint::PromMeta
+}
+
+/// Before a query reads: waits until the points taken in so far can be read (see
+/// `Writer::publish`), at most `write.flush_interval_ms` (by then a flush tick would have made
+/// them readable anyway). Not while the store refuses writes: the query reads what it can.
+async fn read_your_writes(st: &AppState) {
+    let writer = &st.ingest.writer;
+    if !writer.store_available() {
+        return;
+    }
+    let patience = std::time::Duration::from_millis(st.config.write.flush_interval_ms.max(1));
+    match tokio::time::timeout(patience, writer.publish()).await {
+        Ok(Ok(())) => {}
+        // The shards log their own failures; a query only reads without the latest points.
+        Ok(Err(e)) => tracing::debug!(error = %e, "a query reads without waiting for the latest writes"),
+        Err(_) => tracing::debug!("a query reads without waiting longer for the latest writes"),
+    }
 }
 
 /// Serves HTTP/1.1 with keep-alive on a plain TCP stream or a TLS session.

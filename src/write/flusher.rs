@@ -17,9 +17,13 @@ use tokio::sync::oneshot;
 
 pub struct FlushJob {
     pub buffer: Buffer,
-    /// WAL segments up to this one are covered by this job and every earlier one.
-    pub wal_upto: u64,
+    /// WAL segments up to this one are covered by this job and every earlier one; None for a
+    /// job only readers asked for (see `ShardMsg::Publish`): its points are stored but left to
+    /// the next job to make durable, and compaction waits for that job too.
+    pub wal_upto: Option<u64>,
     pub waiters: Vec<oneshot::Sender<Result<(), WriteError>>>,
+    /// Told once the buffer is in the store, before it is made durable there.
+    pub readers: Vec<oneshot::Sender<Result<(), WriteError>>>,
     /// The shard is stopping: compact every closed row now.
     pub last: bool,
 }
@@ -35,6 +39,8 @@ pub struct Flusher {
     pub ts_counter: Option<std::sync::Arc<crate::meta::counter::TsCounter>>,
     /// Cleared while store writes fail, set again once one succeeds (see `Writer::store_available`).
     pub store_ok: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Counts the jobs whose points are in the store (see `shard::InFlight`).
+    pub in_flight: std::sync::Arc<super::shard::InFlight>,
 }
 
 const MUTATE_CHUNK: usize = 4096;
@@ -90,15 +96,18 @@ impl Flusher {
         let mut pending: HashMap<Vec<u8>, (u32, Instant)> = HashMap::new();
         let compactor = Compactor::new(self.store.clone(), &self.table);
         while let Ok(job) = jobs.recv() {
-            let FlushJob { buffer, wal_upto, waiters, last } = job;
+            let FlushJob { buffer, wal_upto, waiters, readers, last } = job;
             let (points, started, queued) = (buffer.points, Instant::now(), pending.len());
-            let result = self.flush_durably(buffer, wal_upto, &mut pending);
+            let result = self.flush_durably(buffer, wal_upto, &mut pending, readers);
             crate::observe::write::flushed(points, started);
             if let Err(e) = &result {
                 tracing::error!(error = %e, "flush failed; points stay in the write-ahead log");
             }
             for w in waiters {
                 let _ = w.send(result.clone());
+            }
+            if wal_upto.is_none() {
+                continue;
             }
             self.compact_ready(&compactor, &mut pending, last);
             crate::observe::write::compaction_queue(queued, pending.len());
@@ -108,8 +117,9 @@ impl Flusher {
     fn flush_durably(
         &self,
         mut buffer: Buffer,
-        wal_upto: u64,
+        wal_upto: Option<u64>,
         pending: &mut HashMap<Vec<u8>, (u32, Instant)>,
+        readers: Vec<oneshot::Sender<Result<(), WriteError>>>,
     ) -> Result<(), WriteError> {
         let now = Instant::now();
         let counts = self.ts_counter.as_ref().map(|_| series_counts(&buffer));
@@ -134,6 +144,11 @@ impl Flusher {
                 }
             }
         };
+        // Readable now: the jobs before this one were written first.
+        self.in_flight.written.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        for r in readers {
+            let _ = r.send(Ok(()));
+        }
         for (row, base) in touched {
             pending.insert(row, (base, now));
         }
@@ -144,8 +159,10 @@ impl Flusher {
                 tracing::warn!(error = %e, "ts_ctr update failed");
             }
         }
-        self.store.flush()?;
-        super::wal::remove_upto(&self.wal_dir, wal_upto).map_err(|e| WriteError::Wal(e.to_string()))?;
+        if let Some(upto) = wal_upto {
+            self.store.flush()?;
+            super::wal::remove_upto(&self.wal_dir, upto).map_err(|e| WriteError::Wal(e.to_string()))?;
+        }
         Ok(())
     }
 

@@ -81,6 +81,7 @@ pub fn recover(data_dir: &Path, store: &SharedStore, table: &str, layout: KeyLay
         compaction_delay: Duration::ZERO,
         ts_counter: None,
         store_ok: Default::default(),
+        in_flight: Default::default(),
     };
     for dir in dirs {
         let mut buffer = shard::Buffer::default();
@@ -129,6 +130,7 @@ impl Writer {
             let wal = wal::Wal::open(&dir, cfg.fsync).map_err(|e| WriteError::Wal(format!("{}: {e}", dir.display())))?;
             let (tx, rx) = mpsc::channel(cfg.queue_depth);
             let (jobs_tx, jobs_rx) = std::sync::mpsc::sync_channel(1);
+            let in_flight = Arc::new(shard::InFlight::default());
             let flusher = flusher::Flusher {
                 store: store.clone(),
                 table: table.to_string(),
@@ -137,6 +139,7 @@ impl Writer {
                 compaction_delay: cfg.compaction_delay,
                 ts_counter: cfg.ts_counter.clone(),
                 store_ok: store_ok.clone(),
+                in_flight: in_flight.clone(),
             };
             let scfg = shard::ShardConfig {
                 flush_interval: cfg.flush_interval,
@@ -167,7 +170,7 @@ impl Writer {
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("shard-{i}"))
-                    .spawn(move || shard::run(rx, wal, jobs_tx, sync_tx, poisoned, scfg, handle))
+                    .spawn(move || shard::run(rx, wal, jobs_tx, sync_tx, poisoned, in_flight, scfg, handle))
                     .map_err(|e| WriteError::Wal(e.to_string()))?,
             );
             senders.push(tx);
@@ -245,16 +248,33 @@ impl Writer {
 
     /// Returns once everything written before the call is in the store (and so queryable).
     pub async fn flush(&self) -> Result<(), WriteError> {
+        self.ask_shards(ShardMsg::Flush).await
+    }
+
+    /// Returns once everything acknowledged before the call can be read: at once when the
+    /// shards hold nothing, else after their flushers have written it (not waiting for the
+    /// store to make it durable; the WAL already has). Queries call it before they read.
+    pub async fn publish(&self) -> Result<(), WriteError> {
+        self.ask_shards(ShardMsg::Publish).await
+    }
+
+    /// Sends `msg` to every shard and waits for every answer (one shard failing does not cut
+    /// the wait for the others short); the first failure is the result.
+    async fn ask_shards(&self, msg: fn(oneshot::Sender<Result<(), WriteError>>) -> ShardMsg) -> Result<(), WriteError> {
         let mut acks = Vec::new();
+        let mut result = Ok(());
         for s in self.senders()?.iter() {
             let (t, r) = oneshot::channel();
-            s.send(ShardMsg::Flush(t)).await.map_err(|_| WriteError::ShuttingDown)?;
-            acks.push(r);
+            match s.send(msg(t)).await {
+                Ok(()) => acks.push(r),
+                Err(_) => result = result.and(Err(WriteError::ShuttingDown)),
+            }
         }
         for a in acks {
-            a.await.map_err(|_| WriteError::ShuttingDown)??;
+            let answer = a.await.unwrap_or(Err(WriteError::ShuttingDown));
+            result = result.and(answer);
         }
-        Ok(())
+        result
     }
 }
 

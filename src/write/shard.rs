@@ -33,6 +33,9 @@ pub enum ShardMsg {
     Write { points: Vec<StoredPoint>, ack: Option<Ack> },
     /// Acknowledged once everything written before it is in the store.
     Flush(oneshot::Sender<Result<(), WriteError>>),
+    /// Acknowledged once everything written before it can be read: in the store, though
+    /// perhaps not yet durable there (the WAL holds it). What a query asks before it reads.
+    Publish(oneshot::Sender<Result<(), WriteError>>),
 }
 
 /// Points per series-hour, in arrival order.
@@ -55,12 +58,29 @@ pub struct ShardConfig {
     pub buffer_max_points: usize,
 }
 
+/// Flush jobs a shard has handed its flusher, and how many the flusher has written: while
+/// they differ, points the buffer no longer holds are not in the store yet.
+#[derive(Default)]
+pub struct InFlight {
+    pub sent: std::sync::atomic::AtomicU64,
+    pub written: std::sync::atomic::AtomicU64,
+}
+
+impl InFlight {
+    fn idle(&self) -> bool {
+        use std::sync::atomic::Ordering::Acquire;
+        self.written.load(Acquire) == self.sent.load(Acquire)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     mut rx: mpsc::Receiver<ShardMsg>,
     mut wal: Wal,
     jobs: SyncSender<FlushJob>,
     sync: std::sync::mpsc::Sender<SyncRequest<Ack>>,
     poisoned: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    in_flight: std::sync::Arc<InFlight>,
     cfg: ShardConfig,
     rt: tokio::runtime::Handle,
 ) {
@@ -76,6 +96,7 @@ pub fn run(
         let first = rt.block_on(async { tokio::time::timeout(wait, rx.recv()).await });
         let mut batch = Vec::new();
         let mut waiters = Vec::new();
+        let mut readers = Vec::new();
         let mut n = 0;
         // Input went quiet with points buffered: a burst (a batch of remote writes, a file
         // piped to the telnet port) has ended, so make it queryable now rather than at the
@@ -115,6 +136,7 @@ pub fn run(
                     writes.push((points, ack));
                 }
                 ShardMsg::Flush(w) => waiters.push(w),
+                ShardMsg::Publish(r) => readers.push(r),
             }
         }
         // Written now, durable once the syncer's fsync ends; buffered now too (a flush that
@@ -164,22 +186,37 @@ pub fn run(
                 }
             }
         }
+        // A reader with nothing buffered or on its way to the store has nothing to wait for.
+        if !readers.is_empty() && buffer.points == 0 && in_flight.idle() {
+            for r in readers.drain(..) {
+                let _ = r.send(Ok(()));
+            }
+        }
         let due = quiet || Instant::now() >= next_flush || buffer.points >= cfg.buffer_max_points || !waiters.is_empty() || !open;
-        if due {
+        let job = if due {
             last_flush = Instant::now();
             next_flush = last_flush + cfg.flush_interval;
             let sealed = match wal.rotate() {
                 Ok(s) => s,
                 Err(e) => {
                     tracing::error!(error = %e, "cannot rotate the write-ahead log; flush postponed");
-                    for w in waiters {
+                    for w in waiters.into_iter().chain(readers) {
                         let _ = w.send(Err(WriteError::Wal(e.to_string())));
                     }
                     continue;
                 }
             };
-            crate::observe::write::handed_to_flusher(buffer.points);
-            let job = FlushJob { buffer: std::mem::take(&mut buffer), wal_upto: sealed, waiters, last: !open };
+            FlushJob { buffer: std::mem::take(&mut buffer), wal_upto: Some(sealed), waiters, readers, last: !open }
+        } else if !readers.is_empty() {
+            // Only readers ask: the buffer goes to the store now, but the WAL keeps its segment
+            // (and the tick its schedule); the next flush covers these points durably.
+            FlushJob { buffer: std::mem::take(&mut buffer), wal_upto: None, waiters, readers, last: false }
+        } else {
+            continue;
+        };
+        {
+            crate::observe::write::handed_to_flusher(job.buffer.points);
+            in_flight.sent.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
             // Blocks when the flusher is behind: that is the backpressure on writers.
             if jobs.send(job).is_err() {
                 tracing::error!("flusher is gone; stopping shard");

@@ -145,7 +145,7 @@ impl Flusher {
             }
         };
         // Readable now: the jobs before this one were written first.
-        self.in_flight.written.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        self.in_flight.written.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         for r in readers {
             let _ = r.send(Ok(()));
         }

@@ -51,6 +51,8 @@ pub struct Writer {
     shards: Arc<parking_lot::RwLock<Vec<mpsc::Sender<ShardMsg>>>>,
     /// False while a flusher's store writes fail (HBase down, disk full).
     store_ok: Arc<std::sync::atomic::AtomicBool>,
+    /// Each shard's input not yet in the store (see `Writer::publish`).
+    in_flight: Arc<Vec<Arc<shard::InFlight>>>,
 }
 
 pub struct WriterThreads {
@@ -124,6 +126,7 @@ impl Writer {
     ) -> Result<(Writer, WriterThreads), WriteError> {
         let mut senders = Vec::new();
         let mut threads = Vec::new();
+        let mut in_flights = Vec::new();
         let store_ok = Arc::new(std::sync::atomic::AtomicBool::new(true));
         for i in 0..cfg.shards.max(1) {
             let dir = wal_root(data_dir).join(format!("shard-{i}"));
@@ -131,6 +134,7 @@ impl Writer {
             let (tx, rx) = mpsc::channel(cfg.queue_depth);
             let (jobs_tx, jobs_rx) = std::sync::mpsc::sync_channel(1);
             let in_flight = Arc::new(shard::InFlight::default());
+            in_flights.push(in_flight.clone());
             let flusher = flusher::Flusher {
                 store: store.clone(),
                 table: table.to_string(),
@@ -175,7 +179,7 @@ impl Writer {
             );
             senders.push(tx);
         }
-        Ok((Writer { shards: Arc::new(parking_lot::RwLock::new(senders)), store_ok }, WriterThreads { threads }))
+        Ok((Writer { shards: Arc::new(parking_lot::RwLock::new(senders)), store_ok, in_flight: Arc::new(in_flights) }, WriterThreads { threads }))
     }
 
     fn senders(&self) -> Result<Vec<mpsc::Sender<ShardMsg>>, WriteError> {
@@ -255,6 +259,10 @@ impl Writer {
     /// shards hold nothing, else after their flushers have written it (not waiting for the
     /// store to make it durable; the WAL already has). Queries call it before they read.
     pub async fn publish(&self) -> Result<(), WriteError> {
+        // Nothing held anywhere (a query between bursts): no round trip to the shards.
+        if self.in_flight.iter().all(|f| f.all_stored()) {
+            return Ok(());
+        }
         self.ask_shards(ShardMsg::Publish).await
     }
 

@@ -58,18 +58,28 @@ pub struct ShardConfig {
     pub buffer_max_points: usize,
 }
 
-/// Flush jobs a shard has handed its flusher, and how many the flusher has written: while
-/// they differ, points the buffer no longer holds are not in the store yet.
+/// What of a shard's input may not be readable yet: points in its buffer, and flush jobs it
+/// has handed its flusher against those the flusher has written to the store.
 #[derive(Default)]
 pub struct InFlight {
+    pub buffered: std::sync::atomic::AtomicU64,
     pub sent: std::sync::atomic::AtomicU64,
     pub written: std::sync::atomic::AtomicU64,
 }
 
 impl InFlight {
+    /// No job between the shard and the store.
     fn idle(&self) -> bool {
-        use std::sync::atomic::Ordering::Acquire;
-        self.written.load(Acquire) == self.sent.load(Acquire)
+        use std::sync::atomic::Ordering::SeqCst;
+        self.written.load(SeqCst) == self.sent.load(SeqCst)
+    }
+
+    /// Everything the shard took in before the call is in the store. Read in this order: the
+    /// shard counts a job sent before it empties its buffer count, and the flusher counts it
+    /// written only after storing it, so an empty buffer seen here has every earlier job counted.
+    pub fn all_stored(&self) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.buffered.load(SeqCst) == 0 && self.idle()
     }
 }
 
@@ -172,6 +182,8 @@ pub fn run(
                 }
             }
         }
+        // Before any of these points is acknowledged (see `InFlight::all_stored`).
+        in_flight.buffered.store(buffer.points as u64, std::sync::atomic::Ordering::SeqCst);
         if let Ok(Some((_, file))) = written {
             if wal.fsync() {
                 if let Err(std::sync::mpsc::SendError(req)) = sync.send(SyncRequest { file, waiters: waiting }) {
@@ -216,7 +228,8 @@ pub fn run(
         };
         {
             crate::observe::write::handed_to_flusher(job.buffer.points);
-            in_flight.sent.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+            in_flight.sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            in_flight.buffered.store(0, std::sync::atomic::Ordering::SeqCst);
             // Blocks when the flusher is behind: that is the backpressure on writers.
             if jobs.send(job).is_err() {
                 tracing::error!("flusher is gone; stopping shard");

@@ -138,8 +138,11 @@ impl Wal {
         let sealed = self.seq;
         let next = sealed + 1;
         self.file = Arc::new(OpenOptions::new().create_new(true).append(true).open(segment_path(&self.dir, next))?);
-        sync_dir(&self.dir)?;
+        // Writes go to the new segment from here on, whatever the directory's fsync says: a
+        // failed one must not leave `seq` behind, or every later rotation would try to create
+        // this segment again and fail.
         self.seq = next;
+        sync_dir(&self.dir)?;
         Ok(sealed)
     }
 }

@@ -18,7 +18,7 @@ use crate::schema::compaction::{append_ordered_by, merge_columns, StoredColumn};
 use crate::schema::rowkey::{base_time, ROW_SPAN};
 use crate::schema::uid_table::UidKind;
 use crate::schema::KeyLayout;
-use crate::store::{CellRef, Scan, SharedStore, StoreError, StoreResult};
+use crate::store::{CellRef, Scan, SharedStore, StoreError};
 use crate::uid::{UidCore, UidError};
 use aggregate::{Aggregator, Num};
 use downsample::{Buckets, Downsampler};
@@ -385,17 +385,8 @@ impl QueryEngine {
                 }
                 Ok(())
             };
-            let mut visit = |key: &[u8], cells: &[CellRef]| -> StoreResult<bool> {
-                match row_body(key, cells) {
-                    Ok(()) => Ok(true),
-                    Err(e) => {
-                        failed = Some(e);
-                        Ok(false)
-                    }
-                }
-            };
-            self.store.scan_rows(&self.table, &scan, &mut visit)?;
-            if let Some(e) = failed {
+            self.store.scan_rows(&self.table, &scan, &mut select::stop_on_error(&mut row_body, &mut failed))?;
+            if let Some(e) = failed.take() {
                 return Err(e);
             }
         }

@@ -384,9 +384,9 @@ impl QueryEngine {
         // What went wrong inside the visitor, which can only stop the scan.
         let mut failed: Option<QueryError> = None;
         for scan in scans {
-            let mut visit = |key: &[u8], cells: &[CellRef]| -> StoreResult<bool> {
-                let Ok(rk) = self.layout.parse(key) else { return Ok(true) };
-                let Some(metric) = name_of(rk.metric) else { return Ok(true) };
+            let mut row_body = |key: &[u8], cells: &[CellRef]| -> Result<(), QueryError> {
+                let Ok(rk) = self.layout.parse(key) else { return Ok(()) };
+                let Some(metric) = name_of(rk.metric) else { return Ok(()) };
                 tsuid.clear();
                 tsuid.extend_from_slice(rk.metric);
                 tsuid.extend_from_slice(rk.tags);
@@ -395,14 +395,7 @@ impl QueryEngine {
                     None => {
                         let mut tags = Vec::new();
                         for (k, v) in rk.tag_pairs() {
-                            let named = self.uids.get_name(UidKind::Tagk, k).and_then(|k| Ok((k, self.uids.get_name(UidKind::Tagv, v)?)));
-                            match named {
-                                Ok((k, v)) => tags.push((k.into(), v.into())),
-                                Err(e) => {
-                                    failed = Some(e.into());
-                                    return Ok(false);
-                                }
-                            }
+                            tags.push((self.uids.get_name(UidKind::Tagk, k)?.into(), self.uids.get_name(UidKind::Tagv, v)?.into()));
                         }
                         let s = if keep(metric, &tags) {
                             found.push(StoredSelected { metric: metric.to_string(), tags, points: Vec::new() });
@@ -414,36 +407,30 @@ impl QueryEngine {
                         s
                     }
                 };
-                let Some(i) = slot else { return Ok(true) };
+                let Some(i) = slot else { return Ok(()) };
                 if !with_points {
-                    return Ok(true);
+                    return Ok(());
                 }
                 let cols: Vec<StoredColumn> = cells.iter().map(|c| StoredColumn { qualifier: c.qualifier, value: c.value, ts: c.timestamp }).collect();
                 if append_ordered(&cols, rk.base, start, end, &mut found[i].points) {
-                    return Ok(true);
+                    return Ok(());
                 }
                 let merged = merge_columns(&cols);
                 if let Some((q, e)) = merged.errors.first() {
-                    failed = Some(QueryError::Corrupt(format!("row {} column {}: {e}", crate::schema::hex_upper(key), crate::schema::hex_upper(q))));
-                    return Ok(false);
+                    return Err(QueryError::Corrupt(format!("row {} column {}: {e}", crate::schema::hex_upper(key), crate::schema::hex_upper(q))));
                 }
                 let pts = &mut found[i].points;
                 for p in merged.points {
                     let ts = p.timestamp_ms(rk.base);
                     if ts >= start && ts <= end {
-                        match p.value() {
-                            Ok(v) => pts.push((ts as i64, v.as_f64())),
-                            Err(e) => {
-                                failed = Some(QueryError::Corrupt(e.to_string()));
-                                return Ok(false);
-                            }
-                        }
+                        let v = p.value().map_err(|e| QueryError::Corrupt(e.to_string()))?;
+                        pts.push((ts as i64, v.as_f64()));
                     }
                 }
-                Ok(true)
+                Ok(())
             };
-            self.store.scan_rows(&self.table, scan, &mut visit)?;
-            if let Some(e) = failed {
+            self.store.scan_rows(&self.table, scan, &mut stop_on_error(&mut row_body, &mut failed))?;
+            if let Some(e) = failed.take() {
                 return Err(e);
             }
         }
@@ -460,6 +447,21 @@ impl QueryEngine {
             out.push(s);
         }
         Ok(())
+    }
+}
+
+/// A store visitor running `body` on each row until it fails; the failure goes to `failed` (a
+/// visitor can only stop the scan) for the caller to return once the scan is over.
+pub(crate) fn stop_on_error<'a>(
+    body: &'a mut impl FnMut(&[u8], &[CellRef]) -> Result<(), QueryError>,
+    failed: &'a mut Option<QueryError>,
+) -> impl FnMut(&[u8], &[CellRef]) -> StoreResult<bool> + 'a {
+    move |key, cells| match body(key, cells) {
+        Ok(()) => Ok(true),
+        Err(e) => {
+            *failed = Some(e);
+            Ok(false)
+        }
     }
 }
 

@@ -542,12 +542,11 @@ impl Store for EmbeddedStore {
     }
 
     fn scan_rows(&self, table: &str, scan: &Scan, visit: &mut super::RowVisitor<'_>) -> StoreResult<()> {
-        let mut families = self.family_cells(table, scan)?;
-        if families.len() != 1 {
+        if self.selected(table, &scan.families)?.len() != 1 {
             // Rows spread over several families are merged (and copied) by `scan`.
             return super::visit_rows(self.scan(table, scan)?, visit);
         }
-        let (family, mut cells) = families.pop().expect("one family");
+        let (family, mut cells) = self.family_cells(table, scan)?.pop().expect("one family");
         let mut left = scan.limit.unwrap_or(usize::MAX);
         // The row being gathered: its key and its cells, lent to `visit` once it is complete.
         let mut row: Vec<u8> = Vec::new();

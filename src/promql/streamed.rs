@@ -162,8 +162,7 @@ fn run(
     if workers == 1 {
         reduced = reduce()?;
     } else {
-        let parts: Vec<Result<Vec<Reduced>, PromError>> =
-            std::thread::scope(|sc| (0..workers).map(|_| sc.spawn(reduce)).collect::<Vec<_>>().into_iter().map(|h| h.join().expect("reducer panicked")).collect());
+        let parts: Vec<Result<Vec<Reduced>, PromError>> = crate::pool::on_workers(workers, |_| reduce());
         for p in parts {
             reduced.extend(p?);
         }

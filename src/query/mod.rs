@@ -175,26 +175,22 @@ impl QueryEngine {
         }
         let next = AtomicUsize::new(0);
         let failed = AtomicBool::new(false);
-        let mut done: Vec<(usize, Result<(Vec<ResultSeries>, Summary), QueryError>)> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..workers)
-                .map(|_| {
-                    s.spawn(|| {
-                        let mut mine = Vec::new();
-                        while !failed.load(Ordering::SeqCst) {
-                            let i = next.fetch_add(1, Ordering::SeqCst);
-                            let Some(sq) = q.queries.get(i) else { break };
-                            let r = one(sq);
-                            if r.is_err() {
-                                failed.store(true, Ordering::SeqCst);
-                            }
-                            mine.push((i, r));
-                        }
-                        mine
-                    })
-                })
-                .collect();
-            handles.into_iter().flat_map(|h| h.join().expect("sub-query worker panicked")).collect()
-        });
+        let mut done: Vec<(usize, Result<(Vec<ResultSeries>, Summary), QueryError>)> = crate::pool::on_workers(workers, |_| {
+            let mut mine = Vec::new();
+            while !failed.load(Ordering::SeqCst) {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(sq) = q.queries.get(i) else { break };
+                let r = one(sq);
+                if r.is_err() {
+                    failed.store(true, Ordering::SeqCst);
+                }
+                mine.push((i, r));
+            }
+            mine
+        })
+        .into_iter()
+        .flatten()
+        .collect();
         done.sort_by_key(|(i, _)| *i);
         done.into_iter().map(|(_, r)| r).collect()
     }
@@ -219,16 +215,9 @@ impl QueryEngine {
         let mut series = if parts <= 1 {
             self.fetch(q, sq, tz, summary, budget, 0, 1, matched)?
         } else {
-            let read: Vec<Result<(Vec<Series>, Summary), QueryError>> = std::thread::scope(|sc| {
-                let handles: Vec<_> = (0..parts)
-                    .map(|part| {
-                        sc.spawn(move || {
-                            let mut s = Summary::default();
-                            self.fetch(q, sq, tz, &mut s, budget, part, parts, matched).map(|v| (v, s))
-                        })
-                    })
-                    .collect();
-                handles.into_iter().map(|h| h.join().expect("share reader panicked")).collect()
+            let read: Vec<Result<(Vec<Series>, Summary), QueryError>> = crate::pool::on_workers(parts, |part| {
+                let mut s = Summary::default();
+                self.fetch(q, sq, tz, &mut s, budget, part, parts, matched).map(|v| (v, s))
             });
             let mut all = Vec::new();
             for r in read {

@@ -29,23 +29,16 @@ pub fn map_from<T: Send, U: Send>(items: Vec<T>, min: usize, f: impl Fn(T) -> U 
     let size = (items.len() / (cores * 8)).max(1);
     let chunks: Vec<Mutex<Vec<T>>> = chunked(items, size).into_iter().map(Mutex::new).collect();
     let next = AtomicUsize::new(0);
-    let mut parts: Vec<(usize, Vec<U>)> = std::thread::scope(|s| {
-        let work = || {
-            let mut mine = Vec::new();
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(c) = chunks.get(i) else { break mine };
-                let c = std::mem::take(&mut *c.lock());
-                mine.push((i, c.into_iter().map(&f).collect::<Vec<U>>()));
-            }
-        };
-        let helpers: Vec<_> = (1..cores).map(|_| s.spawn(work)).collect();
-        let mut all = work();
-        for h in helpers {
-            all.extend(h.join().expect("graphite worker panicked"));
+    let work = |_| {
+        let mut mine = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(c) = chunks.get(i) else { break mine };
+            let c = std::mem::take(&mut *c.lock());
+            mine.push((i, c.into_iter().map(&f).collect::<Vec<U>>()));
         }
-        all
-    });
+    };
+    let mut parts: Vec<(usize, Vec<U>)> = crate::pool::on_workers(cores, work).into_iter().flatten().collect();
     parts.sort_by_key(|p| p.0);
     parts.into_iter().flat_map(|p| p.1).collect()
 }

@@ -305,10 +305,7 @@ impl QueryEngine {
                 out.push(MetricId { uid: uid.into_vec(), name: name.clone() });
             }
         }
-        out.sort_by(|a, b| a.uid.cmp(&b.uid));
-        // Two names for one UID only come from a damaged UID table: the first is read.
-        out.dedup_by(|a, b| a.uid == b.uid);
-        Ok(out)
+        Ok(by_uid(out))
     }
 
     /// [`QueryEngine::select_stored`]'s series, with points, of many metrics (sorted by UID, as
@@ -493,6 +490,14 @@ impl Window {
 pub struct MetricId {
     pub uid: Vec<u8>,
     pub name: String,
+}
+
+/// `ids` sorted by UID, as [`QueryEngine::select_stored_span`] reads them. Two names for one
+/// UID only come from a damaged UID table: the first is read.
+pub fn by_uid(mut ids: Vec<MetricId>) -> Vec<MetricId> {
+    ids.sort_by(|a, b| a.uid.cmp(&b.uid));
+    ids.dedup_by(|a, b| a.uid == b.uid);
+    ids
 }
 
 /// Most metrics a span may step over between two it reads: stepping over a row costs about

@@ -86,8 +86,15 @@ impl Source for StoreSource<'_> {
         let (whole, metrics): (Vec<(&str, Vec<usize>)>, Vec<(&str, Vec<usize>)>) =
             by_metric.into_iter().partition(|(_, wanted)| seeks && is_whole(wanted));
         let whole_at: HashMap<&str, usize, ahash::RandomState> = whole.iter().map(|(m, w)| (*m, w[0])).collect();
-        let names: Vec<String> = whole.iter().map(|(m, _)| m.to_string()).collect();
-        let ids = self.0.query.metric_ids(&names).map_err(|e| EvalError(e.to_string()))?;
+        // UIDs as the index snapshot found them; a name without one is looked up.
+        let (known, unknown): (Vec<_>, Vec<_>) = whole.iter().partition(|(_, w)| entries[w[0]].metric_uid.is_some());
+        let mut ids: Vec<MetricId> = known
+            .iter()
+            .map(|(m, w)| MetricId { uid: entries[w[0]].metric_uid.as_deref().unwrap_or_default().to_vec(), name: m.to_string() })
+            .collect();
+        let names: Vec<String> = unknown.iter().map(|(m, _)| m.to_string()).collect();
+        ids.extend(self.0.query.metric_ids(&names).map_err(|e| EvalError(e.to_string()))?);
+        let ids = crate::query::select::by_uid(ids);
         // Runs of 256 metrics or more (a scan's set-up is paid rarely), and for large sets
         // about eight per core (an uneven run does not hold the others up).
         let run = ids.len().div_ceil(parallel::cores() * 8).max(256);
@@ -468,7 +475,7 @@ pub struct MemSource(pub Vec<(String, Vec<(i64, f64)>)>);
 
 impl Source for MemSource {
     fn entries(&self) -> R<Arc<Vec<Entry>>> {
-        let mut v: Vec<Entry> = self.0.iter().map(|(p, _)| Entry { path: p.clone(), metric: p.clone(), tags: vec![] }).collect();
+        let mut v: Vec<Entry> = self.0.iter().map(|(p, _)| Entry { path: p.clone(), metric: p.clone(), tags: vec![], metric_uid: None }).collect();
         v.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(Arc::new(v))
     }

@@ -31,6 +31,9 @@ pub struct Entry {
     pub path: String,
     pub metric: String,
     pub tags: Vec<(String, String)>,
+    /// The metric's UID as the snapshot found it (none for entries not read from the store):
+    /// a render over a thousand paths stored whole then looks up no names.
+    pub metric_uid: Option<Box<[u8]>>,
 }
 
 impl Entry {
@@ -89,7 +92,9 @@ impl SeriesIndex {
 }
 
 fn build(state: &AppState) -> Result<Vec<Entry>, QueryError> {
-    let metrics: Vec<String> = state.query.uids.list(UidKind::Metric)?.into_iter().map(|(n, _)| n).collect();
+    let listed = state.query.uids.list(UidKind::Metric)?;
+    let uid_of: std::collections::HashMap<&str, &[u8], ahash::RandomState> = listed.iter().map(|(n, u)| (n.as_str(), &u[..])).collect();
+    let metrics: Vec<String> = listed.iter().map(|(n, _)| n.clone()).collect();
     // One scan per metric, and graphite writes a metric per path: the metrics are read in
     // chunks on every core (a request that finds the snapshot stale waits for this).
     let chunks: Vec<&[String]> = metrics.chunks(METRICS_PER_CHUNK).collect();
@@ -99,7 +104,8 @@ fn build(state: &AppState) -> Result<Vec<Entry>, QueryError> {
             .into_iter()
             .map(|s| {
                 let path = naming::to_path(state, &s.metric, &s.tags);
-                Entry { path, metric: s.metric, tags: s.tags }
+                let metric_uid = uid_of.get(s.metric.as_str()).map(|u| Box::from(*u));
+                Entry { path, metric: s.metric, tags: s.tags, metric_uid }
             })
             .collect())
     });
@@ -128,13 +134,23 @@ pub fn resolve<'a>(entries: &'a [Entry], expr: &str) -> Result<Vec<&'a Entry>, S
     // other paths with one comparison.
     let suffix = glob.literal_suffix();
     let from = entries.partition_point(|e| e.path.as_str() < prefix.as_str());
-    Ok(entries[from..]
-        .iter()
-        .take_while(|e| e.path.starts_with(&prefix))
-        .filter(|e| e.path.ends_with(&suffix) && !e.is_tagged())
-        .filter(|e| glob.matches_path(&e.path))
-        .collect())
+    let to = from + entries[from..].partition_point(|e| e.path.starts_with(&prefix));
+    let pick = |part: &'a [Entry]| -> Vec<&'a Entry> {
+        part.iter().filter(|e| e.path.ends_with(&suffix) && !e.is_tagged() && glob.matches_path(&e.path)).collect()
+    };
+    let candidates = &entries[from..to];
+    if candidates.len() < RESOLVE_PARALLEL_MIN {
+        return Ok(pick(candidates));
+    }
+    // Tens of thousands of paths (`*.*.cpu.usage_user` has no literal head): each costs a
+    // cache miss or two, so the pass is split over the cores, in order.
+    let n = crate::cores();
+    let size = candidates.len().div_ceil(n);
+    Ok(crate::pool::on_workers(n, |i| pick(candidates.get(i * size..((i + 1) * size).min(candidates.len())).unwrap_or(&[]))).concat())
 }
+
+/// Candidate paths from which [`resolve`] splits its pass over the cores.
+const RESOLVE_PARALLEL_MIN: usize = 4096;
 
 #[cfg(test)]
 mod tests {
@@ -142,7 +158,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn entry(path: &str) -> Entry {
-        Entry { path: path.to_string(), metric: path.to_string(), tags: Vec::new() }
+        Entry { path: path.to_string(), metric: path.to_string(), tags: Vec::new(), metric_uid: None }
     }
 
     proptest! {

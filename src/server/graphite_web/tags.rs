@@ -210,7 +210,7 @@ mod tests {
     use super::*;
 
     fn e(p: &str) -> Entry {
-        Entry { path: p.into(), metric: p.into(), tags: vec![] }
+        Entry { path: p.into(), metric: p.into(), tags: vec![], metric_uid: None }
     }
 
     #[test]

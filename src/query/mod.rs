@@ -14,7 +14,7 @@ pub mod select;
 pub mod spec;
 pub mod time;
 
-use crate::schema::compaction::{append_ordered_by, merge_columns, StoredColumn};
+use crate::schema::compaction::{append_merged_by, append_ordered_by, merge_columns, StoredColumn};
 use crate::schema::rowkey::{base_time, ROW_SPAN};
 use crate::schema::uid_table::UidKind;
 use crate::schema::KeyLayout;
@@ -335,7 +335,8 @@ impl QueryEngine {
                     &mut st.raw
                 };
                 let mark = sink.len();
-                if !append_ordered_by(&cols, rk.base, q.start_ms, q.end_ms, sink, |ts, v| (ts, Num::from(v))) {
+                let point = |ts, v| (ts, Num::from(v));
+                if !append_ordered_by(&cols, rk.base, q.start_ms, q.end_ms, sink, point) && !append_merged_by(&cols, rk.base, q.start_ms, q.end_ms, sink, point) {
                     let merged = merge_columns(&cols);
                     if let Some((qual, e)) = merged.errors.first() {
                         return Err(QueryError::Corrupt(format!(

@@ -6,7 +6,7 @@
 use super::seek::{RequiredPairs, RowFilter};
 use super::{QueryEngine, QueryError};
 use crate::prometheus::labels::{escape, from_stored, Labels, METRIC_NAME};
-use crate::schema::compaction::{append_ordered, merge_columns, StoredColumn};
+use crate::schema::compaction::{append_merged_by, append_ordered, merge_columns, StoredColumn};
 use crate::schema::rowkey::{base_time, ROW_SPAN};
 use crate::schema::uid_table::UidKind;
 use crate::store::{CellRef, RowSeek, RowSeeker, Scan, StoreResult};
@@ -409,7 +409,8 @@ impl QueryEngine {
                     return Ok(());
                 }
                 let cols: Vec<StoredColumn> = cells.iter().map(|c| StoredColumn { qualifier: c.qualifier, value: c.value, ts: c.timestamp }).collect();
-                if append_ordered(&cols, rk.base, start, end, &mut found[i].points) {
+                let pts = &mut found[i].points;
+                if append_ordered(&cols, rk.base, start, end, pts) || append_merged_by(&cols, rk.base, start, end, pts, |ts, v| (ts as i64, v.as_f64())) {
                     return Ok(());
                 }
                 let merged = merge_columns(&cols);

@@ -109,6 +109,113 @@ pub fn append_ordered(cols: &[StoredColumn<'_>], base: u32, start_ms: u64, end_m
     append_ordered_by(cols, base, start_ms, end_ms, out, |ts, v| (ts as i64, v.as_f64()))
 }
 
+/// Most columns [`append_merged_by`] merges; a row with more takes [`merge_columns`].
+const MERGE_WAYS_MAX: usize = 16;
+
+thread_local! {
+    /// [`append_merged_by`]'s decoded points, kept between rows.
+    static MERGE_SCRATCH: std::cell::RefCell<Vec<(u32, DataValue)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The read path's second lane, for rows whose columns are each in order but overlap in time:
+/// partial columns of flushes whose inputs interleaved (several connections each sending a
+/// share of the series, or batches handed to the store out of order). A merge of the sorted
+/// columns, offset by offset, keeping at a repeated offset what [`merge_columns`] keeps: the
+/// newest cell's point (on equal cell timestamps the one later in its column, then the
+/// earlier column). Returns false, with `out` as it was, for a column out of order, one that
+/// is no data column, or more than [`MERGE_WAYS_MAX`] columns.
+pub fn append_merged_by<P>(
+    cols: &[StoredColumn<'_>],
+    base: u32,
+    start_ms: u64,
+    end_ms: u64,
+    out: &mut Vec<P>,
+    point: impl Fn(u64, DataValue) -> P,
+) -> bool {
+    if cols.len() > MERGE_WAYS_MAX {
+        return false;
+    }
+    MERGE_SCRATCH.with_borrow_mut(|pts| {
+        pts.clear();
+        // Per column: its points' range in `pts`, its cell timestamp, and its next point.
+        let mut runs = [(0usize, 0usize, 0u64); MERGE_WAYS_MAX];
+        let mut heads = [0usize; MERGE_WAYS_MAX];
+        for (n, c) in cols.iter().enumerate() {
+            let from = pts.len();
+            let mut last: Option<u32> = None;
+            let mut take = |off: u32, v: DataValue| {
+                if last.is_some_and(|l| off <= l) {
+                    return false;
+                }
+                last = Some(off);
+                pts.push((off, v));
+                true
+            };
+            let ok = match column_kind(c.qualifier) {
+                ColumnKind::Compacted => walk_compacted(c.qualifier, c.value, &mut take),
+                ColumnKind::Single => match decode_single(c.qualifier, c.value) {
+                    Ok((p, _)) => p.value().is_ok_and(|v| take(p.offset_ms(), v)),
+                    Err(_) => false,
+                },
+                _ => false,
+            };
+            if !ok {
+                return false;
+            }
+            runs[n] = (from, pts.len(), c.ts);
+            heads[n] = from;
+        }
+        let (runs, heads) = (&runs[..cols.len()], &mut heads[..cols.len()]);
+        let base_ms = base as u64 * 1000;
+        out.reserve(pts.len());
+        let mut emit = |off: u32, v: DataValue| {
+            let ts = base_ms + off as u64;
+            if ts >= start_ms && ts <= end_ms {
+                out.push(point(ts, v));
+            }
+        };
+        loop {
+            // The column whose next point comes first; at a shared offset, the one that wins.
+            let mut best: Option<usize> = None;
+            for (i, &(from, to, ts)) in runs.iter().enumerate() {
+                if heads[i] == to {
+                    continue;
+                }
+                let Some(b) = best else {
+                    best = Some(i);
+                    continue;
+                };
+                let (off, off_b) = (pts[heads[i]].0, pts[heads[b]].0);
+                let later_in_column = heads[i] - from > heads[b] - runs[b].0;
+                if off < off_b || (off == off_b && (ts > runs[b].2 || (ts == runs[b].2 && later_in_column))) {
+                    best = Some(i);
+                }
+            }
+            let Some(b) = best else { break };
+            // Up to the next offset another column holds, its points are nobody else's: taken
+            // in a run (flushes overlap at their edges, so this is most of a row).
+            let limit = (0..runs.len()).filter(|&i| i != b && heads[i] < runs[i].1).map(|i| pts[heads[i]].0).min().unwrap_or(u32::MAX);
+            let (off, v) = pts[heads[b]];
+            if off < limit {
+                while heads[b] < runs[b].1 && pts[heads[b]].0 < limit {
+                    let (off, v) = pts[heads[b]];
+                    emit(off, v);
+                    heads[b] += 1;
+                }
+                continue;
+            }
+            // A repeated offset: the winner's point, and every column moves past it.
+            emit(off, v);
+            for (i, r) in runs.iter().enumerate() {
+                if heads[i] < r.1 && pts[heads[i]].0 == off {
+                    heads[i] += 1;
+                }
+            }
+        }
+        true
+    })
+}
+
 /// [`append_ordered`] for any point shape: `point` turns (ms, stored value) into what `out`
 /// holds (OpenTSDB queries keep integers apart from floats).
 pub fn append_ordered_by<P>(
@@ -270,5 +377,24 @@ mod tests {
         let cols = [StoredColumn { qualifier: &q, value: &v, ts: 1 }];
         assert!(plan_compaction(&cols).is_err());
         assert_eq!(merge_columns(&cols).errors.len(), 1);
+    }
+
+    #[test]
+    fn the_merged_lane_leaves_what_it_cannot_merge_to_merge_columns() {
+        // Two overlapping columns (0 s, 20 s) and (10 s, 30 s), integers 1..4: merged in order.
+        let (q1, v1) = (h("0000 0140"), h("01 03 00"));
+        let (q2, v2) = (h("00A0 01E0"), h("02 04 00"));
+        let cols = [StoredColumn { qualifier: &q1, value: &v1, ts: 1 }, StoredColumn { qualifier: &q2, value: &v2, ts: 2 }];
+        let mut out = Vec::new();
+        assert!(append_merged_by(&cols, 0, 0, u64::MAX, &mut out, |t, v| (t, v.as_f64())));
+        assert_eq!(out, vec![(0, 1.0), (10_000, 2.0), (20_000, 3.0), (30_000, 4.0)]);
+        // A column out of order, an annotation, a corrupt column: `out` is left as it was.
+        let (qd, vd) = (h("0140 0000"), h("03 01 00"));
+        let (qa, va) = (h("01 0000"), b"{}".to_vec());
+        for bad in [StoredColumn { qualifier: &qd, value: &vd, ts: 3 }, StoredColumn { qualifier: &qa, value: &va, ts: 3 }, StoredColumn { qualifier: &q1, value: &v1[..2], ts: 3 }] {
+            let mut out = vec![(7, 7.0)];
+            assert!(!append_merged_by(&[cols[0], bad], 0, 0, u64::MAX, &mut out, |t, v| (t, v.as_f64())));
+            assert_eq!(out, vec![(7, 7.0)]);
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! compaction merges any set of cells into the column that decodes back to the same points.
 
 use super::column::{build_column, decode_compacted, decode_single, walk_compacted, DataValue, RawPoint};
-use super::compaction::{append_ordered, merge_columns, plan_compaction, StoredColumn};
+use super::compaction::{append_merged_by, append_ordered, merge_columns, plan_compaction, StoredColumn};
 use super::rowkey::{base_time, is_ms, millis, KeyLayout, MAX_TIMESTAMP_MS};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -147,6 +147,39 @@ proptest! {
         let mut all = cols.clone();
         all.extend_from_slice(&cols2[1..]);
         prop_assert_eq!(merge_columns(&cols2).points, merge_columns(&all).points);
+    }
+
+    #[test]
+    fn merged_read_lane_equals_the_merge(points in prop::collection::vec(row_point(), 1..80), cuts in prop::collection::vec(any::<u8>(), 0..10), stamps in prop::collection::vec(0u64..3, 12), lo in 0u32..3_600_000, span in 0u32..4_000_000) {
+        // Columns as flushers write them, each sorted, overlapping in time (the points'
+        // offsets are random), with cell timestamps that often tie.
+        let cells: Vec<RawPoint> = points.iter().map(|&(s, off, v)| single(s, off, v)).collect();
+        let mut bounds: Vec<usize> = cuts.iter().map(|&c| c as usize % (cells.len() + 1)).collect();
+        bounds.extend([0, cells.len()]);
+        bounds.sort_unstable();
+        bounds.dedup();
+        let mut owned: Vec<(Vec<u8>, Vec<u8>, u64)> = Vec::new();
+        for (n, w) in bounds.windows(2).enumerate() {
+            let mut part: Vec<RawPoint> = cells[w[0]..w[1]].to_vec();
+            if part.is_empty() { continue; }
+            part.reverse();
+            part.sort_by_key(|p| p.offset_ms());
+            part.dedup_by_key(|p| p.offset_ms());
+            let (q, v) = if part.len() == 1 { (part[0].qualifier().to_vec(), part[0].value_bytes().to_vec()) } else { build_column(&part) };
+            owned.push((q, v, stamps[n % stamps.len()]));
+        }
+        owned.sort_by(|a, b| a.0.cmp(&b.0));
+        let cols: Vec<StoredColumn> = owned.iter().map(|(q, v, ts)| StoredColumn { qualifier: q, value: v, ts: *ts }).collect();
+        let (start, end) = (BASE as u64 * 1000 + lo as u64, BASE as u64 * 1000 + lo as u64 + span as u64);
+        let want: Vec<(i64, u64)> = merge_columns(&cols).points.iter()
+            .map(|p| (p.timestamp_ms(BASE), p.value().unwrap().as_f64()))
+            .filter(|&(t, _)| t >= start && t <= end)
+            .map(|(t, v)| (t as i64, v.to_bits()))
+            .collect();
+        let mut out = vec![(-1i64, 0u64)];
+        prop_assert!(append_merged_by(&cols, BASE, start, end, &mut out, |t, v| (t as i64, v.as_f64().to_bits())));
+        prop_assert_eq!(out[0].0, -1);
+        prop_assert_eq!(&out[1..], &want[..]);
     }
 
     #[test]

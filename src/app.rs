@@ -138,7 +138,7 @@ impl Node {
         let names = Arc::new(crate::graphite::names::NameRules::from_config(&cfg).map_err(AppError::NameRules)?);
         let max_connections = cfg.limits.max_connections;
         let state = Arc::new(AppState {
-            ingest: Ingest { resolver: resolver.clone(), writer, max_name_length: cfg.limits.max_name_length },
+            ingest: Ingest { resolver: resolver.clone(), writer, max_name_length: cfg.limits.max_name_length, received: Default::default() },
             query: QueryEngine { store, uids, layout, table, allow_delete: cfg.query.allow_delete, limits: query_limits(&cfg) },
             resolver,
             meta,

@@ -24,6 +24,7 @@ pub mod write;
 pub mod prometheus;
 pub mod promql;
 pub mod pool;
+pub mod received;
 
 /// The cores this process may run on, read once: the standard library reads the affinity
 /// mask and the cgroup's CPU quota files on every call, tens of microseconds a query paid

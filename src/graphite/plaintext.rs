@@ -56,7 +56,12 @@ async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: w
         };
         if let Some(e) = end {
             let chunk = buf.split_to(e).freeze();
-            tasks.push_back(tokio::spawn(process_chunk(state.clone(), chunk)));
+            let receipt = state.ingest.received.receipt();
+            let st = state.clone();
+            tasks.push_back(tokio::spawn(async move {
+                process_chunk(st, chunk).await;
+                drop(receipt);
+            }));
         }
         if !skipping && buf.len() > MAX_LINE {
             buf.clear();

@@ -148,7 +148,12 @@ async fn read_your_writes(st: &AppState) {
         return;
     }
     let patience = std::time::Duration::from_millis(st.config.write.flush_interval_ms.max(1));
-    match tokio::time::timeout(patience, writer.publish()).await {
+    // Telnet and plaintext input that arrived before the query is handed to the writer first.
+    let handed_then_published = async {
+        st.ingest.received.handed_over().await;
+        writer.publish().await
+    };
+    match tokio::time::timeout(patience, handed_then_published).await {
         Ok(Ok(())) => {}
         // The shards log their own failures; a query only reads without the latest points.
         Ok(Err(e)) => tracing::debug!(error = %e, "a query reads without waiting for the latest writes"),

@@ -77,7 +77,12 @@ pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutd
         let chunk = chunk_end.map(|e| buf.split_to(e).freeze());
         if let Some(chunk) = chunk {
             let st = state.clone();
-            tasks.push_back(tokio::spawn(process_chunk(st, chunk, max)));
+            let receipt = state.ingest.received.receipt();
+            tasks.push_back(tokio::spawn(async move {
+                let r = process_chunk(st, chunk, max).await;
+                drop(receipt);
+                r
+            }));
         }
         if !skipping && buf.len() > max {
             // Too long without a newline: answer, drop it, keep the connection.

@@ -241,7 +241,11 @@ impl Writer {
             } else {
                 (None, None)
             };
+            // Counted before the shard can take it (see `InFlight::all_stored`); uncounted
+            // again if it never gets there (shutdown, or this future dropped while waiting).
+            let queued = Queued::count(&self.in_flight[i].queued, part.len() as u64);
             shards[i].send(ShardMsg::Write { points: part, ack }).await.map_err(|_| WriteError::ShuttingDown)?;
+            queued.sent();
             acks.extend(rx);
         }
         for a in acks {
@@ -286,6 +290,27 @@ impl Writer {
     }
 }
 
+/// Points counted as queued for a shard while they are being sent to it.
+struct Queued<'a>(&'a std::sync::atomic::AtomicU64, u64);
+
+impl<'a> Queued<'a> {
+    fn count(queued: &'a std::sync::atomic::AtomicU64, n: u64) -> Self {
+        queued.fetch_add(n, std::sync::atomic::Ordering::SeqCst);
+        Queued(queued, n)
+    }
+
+    /// The shard has them: it uncounts them once it takes them.
+    fn sent(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(self.1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 impl WriterThreads {
     /// Waits for the shards to drain, flush and compact. Every `Writer` clone must be dropped
     /// first (that is what closes the shards' queues).
@@ -293,5 +318,44 @@ impl WriterThreads {
         for t in self.threads {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Points sent without waiting (telnet, plaintext) are readable after `publish` even while
+    /// they still sit in a shard's queue: the fast path that skips asking the shards must not
+    /// take queued points for stored ones.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn publish_covers_points_still_queued_for_a_shard() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = crate::store::TableNames::default();
+        let store: SharedStore = Arc::new(crate::store::embedded::EmbeddedStore::open(&dir.path().join("store"), &names.specs()).unwrap());
+        let cfg = WriterConfig {
+            shards: 1,
+            flush_interval: Duration::from_secs(60),
+            fsync: false,
+            max_batch_points: 1024,
+            buffer_max_points: 1 << 20,
+            compaction_delay: Duration::from_secs(60),
+            queue_depth: 64,
+            ts_counter: None,
+        };
+        let layout = KeyLayout::default();
+        let (writer, threads) = Writer::start(dir.path(), store.clone(), &names.data, layout, &cfg, tokio::runtime::Handle::current()).unwrap();
+        for round in 0..20u32 {
+            let series = crate::series::SeriesKey::new(&[0, 0, 1, 0, 0, 1, 0, 0, 2 + round as u8]);
+            let (base, point) = crate::prometheus::write::encode_sample(1_356_998_400_000, round as f64).unwrap();
+            writer.write(vec![StoredPoint { series, base, point }], false).await.unwrap();
+            writer.publish().await.unwrap();
+            let row = layout.row_key(&series.tsuid, base);
+            let cells = store.get(&names.data, &row, &[b"t"]).unwrap();
+            assert_eq!(cells.len(), 1, "round {round}: the point is readable once publish returns");
+        }
+        writer.close();
+        drop(writer);
+        threads.join();
     }
 }

@@ -58,10 +58,12 @@ pub struct ShardConfig {
     pub buffer_max_points: usize,
 }
 
-/// What of a shard's input may not be readable yet: points in its buffer, and flush jobs it
-/// has handed its flusher against those the flusher has written to the store.
+/// What of a shard's input may not be readable yet: points queued for it (sent without
+/// waiting, as telnet and plaintext input is), points in its buffer, and flush jobs it has
+/// handed its flusher against those the flusher has written to the store.
 #[derive(Default)]
 pub struct InFlight {
+    pub queued: std::sync::atomic::AtomicU64,
     pub buffered: std::sync::atomic::AtomicU64,
     pub sent: std::sync::atomic::AtomicU64,
     pub written: std::sync::atomic::AtomicU64,
@@ -74,12 +76,13 @@ impl InFlight {
         self.written.load(SeqCst) == self.sent.load(SeqCst)
     }
 
-    /// Everything the shard took in before the call is in the store. Read in this order: the
-    /// shard counts a job sent before it empties its buffer count, and the flusher counts it
-    /// written only after storing it, so an empty buffer seen here has every earlier job counted.
+    /// Everything sent to the shard before the call is in the store. Read in the order points
+    /// move on: the shard counts points buffered before it uncounts them queued, and a job sent
+    /// before it empties its buffer count, and the flusher counts a job written only after
+    /// storing it; so each count seen empty here has the earlier points counted further on.
     pub fn all_stored(&self) -> bool {
         use std::sync::atomic::Ordering::SeqCst;
-        self.buffered.load(SeqCst) == 0 && self.idle()
+        self.queued.load(SeqCst) == 0 && self.buffered.load(SeqCst) == 0 && self.idle()
     }
 }
 
@@ -135,9 +138,11 @@ pub fn run(
             }
         }
         let mut writes = Vec::new();
+        let mut taken = 0;
         for m in batch {
             match m {
                 ShardMsg::Write { points, ack } => {
+                    taken += points.len() as u64;
                     wal.begin();
                     for p in &points {
                         wal.push(&p.series.tsuid, p.base, &p.point);
@@ -184,6 +189,7 @@ pub fn run(
         }
         // Before any of these points is acknowledged (see `InFlight::all_stored`).
         in_flight.buffered.store(buffer.points as u64, std::sync::atomic::Ordering::SeqCst);
+        in_flight.queued.fetch_sub(taken, std::sync::atomic::Ordering::SeqCst);
         if let Ok(Some((_, file))) = written {
             if wal.fsync() {
                 if let Err(std::sync::mpsc::SendError(req)) = sync.send(SyncRequest { file, waiters: waiting }) {

@@ -151,15 +151,7 @@ pub fn append_merged_by<P>(
                 pts.push((off, v));
                 true
             };
-            let ok = match column_kind(c.qualifier) {
-                ColumnKind::Compacted => walk_compacted(c.qualifier, c.value, &mut take),
-                ColumnKind::Single => match decode_single(c.qualifier, c.value) {
-                    Ok((p, _)) => p.value().is_ok_and(|v| take(p.offset_ms(), v)),
-                    Err(_) => false,
-                },
-                _ => false,
-            };
-            if !ok {
+            if !walk_data_column(c, &mut take) {
                 return false;
             }
             runs[n] = (from, pts.len(), c.ts);
@@ -244,20 +236,25 @@ pub fn append_ordered_by<P>(
         true
     };
     for c in cols {
-        let ok = match column_kind(c.qualifier) {
-            ColumnKind::Compacted => walk_compacted(c.qualifier, c.value, &mut take),
-            ColumnKind::Single => match decode_single(c.qualifier, c.value) {
-                Ok((p, _)) => p.value().is_ok_and(|v| take(p.offset_ms(), v)),
-                Err(_) => false,
-            },
-            _ => false,
-        };
-        if !ok {
+        if !walk_data_column(c, &mut take) {
             out.truncate(mark);
             return false;
         }
     }
     true
+}
+
+/// A data column's points in stored order to `take` (offset ms, value), a compacted column's
+/// or a single cell's; false for any other column, an undecodable one, or when `take` stops.
+fn walk_data_column(c: &StoredColumn<'_>, take: &mut impl FnMut(u32, DataValue) -> bool) -> bool {
+    match column_kind(c.qualifier) {
+        ColumnKind::Compacted => walk_compacted(c.qualifier, c.value, take),
+        ColumnKind::Single => match decode_single(c.qualifier, c.value) {
+            Ok((p, _)) => p.value().is_ok_and(|v| take(p.offset_ms(), v)),
+            Err(_) => false,
+        },
+        _ => false,
+    }
 }
 
 /// About how many points a data column's qualifier holds (0 for other columns).

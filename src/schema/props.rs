@@ -55,6 +55,28 @@ fn single(secs: bool, off_ms: u32, v: DataValue) -> RawPoint {
     RawPoint::encode(ts, BASE, v).unwrap()
 }
 
+/// `cells` (in write order) cut at `cuts` into flushes, each stored as a flusher does: the last
+/// write of an offset wins, sorted, one column (or a single cell); with each flush's number.
+fn flush_columns(cells: &[RawPoint], cuts: &[u8]) -> Vec<(Vec<u8>, Vec<u8>, usize)> {
+    let mut bounds: Vec<usize> = cuts.iter().map(|&c| c as usize % (cells.len() + 1)).collect();
+    bounds.extend([0, cells.len()]);
+    bounds.sort_unstable();
+    bounds.dedup();
+    let mut out = Vec::new();
+    for (n, w) in bounds.windows(2).enumerate() {
+        let mut part: Vec<RawPoint> = cells[w[0]..w[1]].to_vec();
+        if part.is_empty() {
+            continue;
+        }
+        part.reverse();
+        part.sort_by_key(|p| p.offset_ms());
+        part.dedup_by_key(|p| p.offset_ms());
+        let (q, v) = if part.len() == 1 { (part[0].qualifier().to_vec(), part[0].value_bytes().to_vec()) } else { build_column(&part) };
+        out.push((q, v, n));
+    }
+    out
+}
+
 proptest! {
     #[test]
     fn row_keys_round_trip(l in layout(), metric in prop::collection::vec(any::<u8>(), 8), tags in prop::collection::vec(any::<u8>(), 1..64), npairs in 1usize..5, ts in timestamp()) {
@@ -154,20 +176,8 @@ proptest! {
         // Columns as flushers write them, each sorted, overlapping in time (the points'
         // offsets are random), with cell timestamps that often tie.
         let cells: Vec<RawPoint> = points.iter().map(|&(s, off, v)| single(s, off, v)).collect();
-        let mut bounds: Vec<usize> = cuts.iter().map(|&c| c as usize % (cells.len() + 1)).collect();
-        bounds.extend([0, cells.len()]);
-        bounds.sort_unstable();
-        bounds.dedup();
-        let mut owned: Vec<(Vec<u8>, Vec<u8>, u64)> = Vec::new();
-        for (n, w) in bounds.windows(2).enumerate() {
-            let mut part: Vec<RawPoint> = cells[w[0]..w[1]].to_vec();
-            if part.is_empty() { continue; }
-            part.reverse();
-            part.sort_by_key(|p| p.offset_ms());
-            part.dedup_by_key(|p| p.offset_ms());
-            let (q, v) = if part.len() == 1 { (part[0].qualifier().to_vec(), part[0].value_bytes().to_vec()) } else { build_column(&part) };
-            owned.push((q, v, stamps[n % stamps.len()]));
-        }
+        let mut owned: Vec<(Vec<u8>, Vec<u8>, u64)> =
+            flush_columns(&cells, &cuts).into_iter().map(|(q, v, n)| (q, v, stamps[n % stamps.len()])).collect();
         owned.sort_by(|a, b| a.0.cmp(&b.0));
         let cols: Vec<StoredColumn> = owned.iter().map(|(q, v, ts)| StoredColumn { qualifier: q, value: v, ts: *ts }).collect();
         let (start, end) = (BASE as u64 * 1000 + lo as u64, BASE as u64 * 1000 + lo as u64 + span as u64);
@@ -186,21 +196,7 @@ proptest! {
     fn ordered_read_lane_equals_the_merge(points in prop::collection::vec(row_point(), 1..60), cuts in prop::collection::vec(any::<u8>(), 0..6), shuffle in any::<bool>(), lo in 0u32..3_600_000, span in 0u32..4_000_000) {
         // Columns as a flusher writes them: the points of each flush compacted into one column.
         let cells: Vec<RawPoint> = points.iter().map(|&(s, off, v)| single(s, off, v)).collect();
-        let mut bounds: Vec<usize> = cuts.iter().map(|&c| c as usize % (cells.len() + 1)).collect();
-        bounds.extend([0, cells.len()]);
-        bounds.sort_unstable();
-        bounds.dedup();
-        let mut owned: Vec<(Vec<u8>, Vec<u8>, u64)> = Vec::new();
-        for (n, w) in bounds.windows(2).enumerate() {
-            let mut part: Vec<RawPoint> = cells[w[0]..w[1]].to_vec();
-            if part.is_empty() { continue; }
-            // Within a flush the last write of an offset wins, and the column is sorted.
-            part.reverse();
-            part.sort_by_key(|p| p.offset_ms());
-            part.dedup_by_key(|p| p.offset_ms());
-            let (q, v) = if part.len() == 1 { (part[0].qualifier().to_vec(), part[0].value_bytes().to_vec()) } else { build_column(&part) };
-            owned.push((q, v, n as u64 + 1));
-        }
+        let mut owned: Vec<(Vec<u8>, Vec<u8>, u64)> = flush_columns(&cells, &cuts).into_iter().map(|(q, v, n)| (q, v, n as u64 + 1)).collect();
         if shuffle { owned.reverse(); }
         // The store hands cells over in qualifier order.
         owned.sort_by(|a, b| a.0.cmp(&b.0));

@@ -6,12 +6,18 @@
 
 use parking_lot::Mutex;
 
-/// The pool: one worker per core, started on first use.
+/// Workers per core. A query's parts each take one; some wait on the network (HBase reads),
+/// and concurrent queries each bring theirs, so the pool has more workers than cores (they
+/// share the cores as threads started per query did) rather than queueing one query's parts
+/// behind another's. Idle workers sleep.
+const WORKERS_PER_CORE: usize = 4;
+
+/// The pool, started on first use.
 fn pool() -> &'static rayon_core::ThreadPool {
     static POOL: std::sync::OnceLock<rayon_core::ThreadPool> = std::sync::OnceLock::new();
     POOL.get_or_init(|| {
         rayon_core::ThreadPoolBuilder::new()
-            .num_threads(crate::cores())
+            .num_threads((crate::cores() * WORKERS_PER_CORE).max(8))
             .thread_name(|i| format!("query-{i}"))
             .build()
             .expect("the query worker threads start")

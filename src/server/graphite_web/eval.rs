@@ -87,12 +87,13 @@ impl Source for StoreSource<'_> {
             by_metric.into_iter().partition(|(_, wanted)| seeks && is_whole(wanted));
         let whole_at: HashMap<&str, usize, ahash::RandomState> = whole.iter().map(|(m, w)| (*m, w[0])).collect();
         // UIDs as the index snapshot found them; a name without one is looked up.
-        let (known, unknown): (Vec<_>, Vec<_>) = whole.iter().partition(|(_, w)| entries[w[0]].metric_uid.is_some());
-        let mut ids: Vec<MetricId> = known
-            .iter()
-            .map(|(m, w)| MetricId { uid: entries[w[0]].metric_uid.as_deref().unwrap_or_default().to_vec(), name: m.to_string() })
-            .collect();
-        let names: Vec<String> = unknown.iter().map(|(m, _)| m.to_string()).collect();
+        let (mut ids, mut names) = (Vec::with_capacity(whole.len()), Vec::new());
+        for (m, w) in &whole {
+            match &entries[w[0]].metric_uid {
+                Some(uid) => ids.push(MetricId { uid: uid.to_vec(), name: m.to_string() }),
+                None => names.push(m.to_string()),
+            }
+        }
         ids.extend(self.0.query.metric_ids(&names).map_err(|e| EvalError(e.to_string()))?);
         let ids = crate::query::select::by_uid(ids);
         // Runs of 256 metrics or more (a scan's set-up is paid rarely), and for large sets

@@ -161,6 +161,18 @@ mod tests {
         Entry { path: path.to_string(), metric: path.to_string(), tags: Vec::new(), metric_uid: None }
     }
 
+    #[test]
+    fn a_pass_split_over_the_cores_keeps_every_match_in_order() {
+        // More candidates than RESOLVE_PARALLEL_MIN, no literal head: the split pass.
+        let mut entries: Vec<Entry> = (0..3 * RESOLVE_PARALLEL_MIN + 7).map(|i| entry(&format!("dc{}.host_{i:05}.cpu.m{}", i % 3, i % 10))).collect();
+        entries.sort_by(|a, b| a.path.cmp(&b.path));
+        let glob = PathGlob::new("*.*.cpu.m3").unwrap();
+        let want: Vec<&str> = entries.iter().filter(|e| glob.matches_path(&e.path)).map(|e| e.path.as_str()).collect();
+        let got: Vec<&str> = resolve(&entries, "*.*.cpu.m3").unwrap().into_iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(got.len(), (3 * RESOLVE_PARALLEL_MIN + 7) / 10 + 1);
+        assert_eq!(got, want);
+    }
+
     proptest! {
         /// The binary search on the literal head and the check of the literal tail only skip
         /// work: the same entries come back as a plain pass matching every path.

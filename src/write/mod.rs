@@ -214,7 +214,8 @@ impl Writer {
     }
 
     /// Logs the points durably and buffers them. With `wait`, returns once the WAL holds them;
-    /// without, returns once they are queued (telnet: no acknowledgement exists to wait for).
+    /// without, returns once they are queued (every protocol waits today: telnet and plaintext
+    /// for backpressure and error lines, HTTP for its acknowledgement).
     pub async fn write(&self, points: Vec<StoredPoint>, wait: bool) -> Result<(), WriteError> {
         if points.is_empty() {
             return Ok(());

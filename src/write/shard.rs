@@ -58,8 +58,8 @@ pub struct ShardConfig {
     pub buffer_max_points: usize,
 }
 
-/// What of a shard's input may not be readable yet: points queued for it (sent without
-/// waiting, as telnet and plaintext input is), points in its buffer, and flush jobs it has
+/// What of a shard's input may not be readable yet: points queued for it by a write that
+/// does not wait for them (see `Writer::write`), points in its buffer, and flush jobs it has
 /// handed its flusher against those the flusher has written to the store.
 #[derive(Default)]
 pub struct InFlight {

@@ -22,7 +22,7 @@ fn keys(store: &SharedStore, scan: &Scan) -> Vec<Vec<u8>> {
         let mut lent = Vec::new();
         store
             .scan_rows(TABLE, &s, &mut |key, cells| {
-                let cells = cells.iter().map(|c| Cell { family: c.family.to_vec(), qualifier: c.qualifier.to_vec(), value: c.value.to_vec(), timestamp: c.timestamp }).collect();
+                let cells = cells.iter().map(|&c| Cell::from(c)).collect();
                 lent.push(Row { key: key.to_vec(), cells });
                 Ok(true)
             })

@@ -287,8 +287,7 @@ impl RawCell {
     }
 
     fn to_cell(&self, family: &[u8]) -> Cell {
-        let c = self.lend(family);
-        Cell { family: family.to_vec(), qualifier: c.qualifier.to_vec(), value: c.value.to_vec(), timestamp: c.timestamp }
+        self.lend(family).into()
     }
 }
 

@@ -33,6 +33,12 @@ impl<'a> From<&'a Cell> for CellRef<'a> {
     }
 }
 
+impl From<CellRef<'_>> for Cell {
+    fn from(c: CellRef<'_>) -> Self {
+        Cell { family: c.family.to_vec(), qualifier: c.qualifier.to_vec(), value: c.value.to_vec(), timestamp: c.timestamp }
+    }
+}
+
 /// Sees a scan's rows in order (row key, its cells as [`Row`] holds them); returns false to end
 /// the scan there.
 pub type RowVisitor<'a> = dyn FnMut(&[u8], &[CellRef<'_>]) -> StoreResult<bool> + 'a;

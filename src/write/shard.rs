@@ -232,15 +232,13 @@ pub fn run(
         } else {
             continue;
         };
-        {
-            crate::observe::write::handed_to_flusher(job.buffer.points);
-            in_flight.sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            in_flight.buffered.store(0, std::sync::atomic::Ordering::SeqCst);
-            // Blocks when the flusher is behind: that is the backpressure on writers.
-            if jobs.send(job).is_err() {
-                tracing::error!("flusher is gone; stopping shard");
-                return;
-            }
+        crate::observe::write::handed_to_flusher(job.buffer.points);
+        in_flight.sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        in_flight.buffered.store(0, std::sync::atomic::Ordering::SeqCst);
+        // Blocks when the flusher is behind: that is the backpressure on writers.
+        if jobs.send(job).is_err() {
+            tracing::error!("flusher is gone; stopping shard");
+            return;
         }
     }
 }

@@ -111,6 +111,12 @@ impl Flusher {
             }
             self.compact_ready(&compactor, &mut pending, last);
             crate::observe::write::compaction_queue(queued, pending.len());
+            if last && result.is_ok() {
+                // Kept for reuse while running; a stopped node does not need them.
+                if let Err(e) = super::wal::remove_free(&self.wal_dir) {
+                    tracing::warn!(error = %e, "cannot delete the write-ahead log's free files");
+                }
+            }
         }
     }
 

@@ -359,4 +359,55 @@ mod tests {
         drop(writer);
         threads.join();
     }
+
+    /// Retired segments are written over by later ones while the node runs, and deleted by a
+    /// clean stop.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn free_wal_files_are_reused_while_running_and_gone_after_a_clean_stop() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = crate::store::TableNames::default();
+        let store: SharedStore = Arc::new(crate::store::embedded::EmbeddedStore::open(&dir.path().join("store"), &names.specs()).unwrap());
+        let cfg = WriterConfig {
+            shards: 1,
+            flush_interval: Duration::from_secs(60),
+            fsync: true,
+            max_batch_points: 1024,
+            buffer_max_points: 1 << 20,
+            compaction_delay: Duration::from_secs(60),
+            queue_depth: 64,
+            ts_counter: None,
+        };
+        let (writer, threads) = Writer::start(dir.path(), store.clone(), &names.data, KeyLayout::default(), &cfg, tokio::runtime::Handle::current()).unwrap();
+        let shard_dir = wal_root(dir.path()).join("shard-0");
+        let files = |suffix: &str| {
+            let mut v: Vec<String> = std::fs::read_dir(&shard_dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| n.ends_with(suffix)).collect();
+            v.sort();
+            v
+        };
+        let inode = |name: &str| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(shard_dir.join(name)).unwrap());
+        let mut reused = 0;
+        for round in 0..5u32 {
+            let series = crate::series::SeriesKey::new(&[0, 0, 1, 0, 0, 1, 0, 0, 2]);
+            let (base, point) = crate::prometheus::write::encode_sample(1_356_998_400_000 + round as i64 * 1000, round as f64).unwrap();
+            writer.write(vec![StoredPoint { series, base, point }], true).await.unwrap();
+            let free_before: Vec<u64> = files(".free").iter().map(|n| inode(n)).collect();
+            writer.flush().await.unwrap(); // rotates; the flusher retires what the store now holds
+            let current = files(".wal");
+            assert_eq!(current.len(), 1, "{:?}", files(""));
+            if free_before.contains(&inode(&current[0])) {
+                reused += 1;
+            }
+            assert_eq!(files(".free").len(), 1, "the segment just retired: {:?}", files(""));
+        }
+        assert_eq!(reused, 4, "every rotation after the first takes the file retired before it");
+        writer.close();
+        drop(writer);
+        threads.join();
+        assert!(files(".free").is_empty(), "{:?}", files(""));
+        let current = files(".wal");
+        assert_eq!(current.len(), 1, "the current segment stays: {:?}", files(""));
+        assert_eq!(std::fs::metadata(shard_dir.join(&current[0])).unwrap().len(), 0, "no group went to it: emptied");
+        let row = KeyLayout::default().row_key(&[0, 0, 1, 0, 0, 1, 0, 0, 2], 1_356_998_400);
+        assert!(!store.get(&names.data, &row, &[b"t"]).unwrap().is_empty());
+    }
 }

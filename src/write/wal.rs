@@ -8,9 +8,9 @@
 //!
 //! Retired segments are kept (a few per shard, as `*.free`) and written over by later segments:
 //! an fdatasync of blocks the file already has needs no journal commit, where one of a growing
-//! file does (half the fsync time on ext4 under load). Under heavy input, when no free file is
-//! left, a zero-filled one is prepared in the background. Records carry their segment's number,
-//! so that a reused file's older records end a replay instead of joining it.
+//! file does (a third less fsync time in the remote-write benchmark). Records carry their
+//! segment's number, so that a reused file's older records end a replay instead of joining it.
+//! A clean stop deletes the free files.
 //!
 //! Segment: `[b"TSGWAL02"][u64 LE segment number]` then records
 //! `[u32 LE payload length][u32 LE low 32 bits of the segment number]
@@ -34,11 +34,6 @@ const LEGACY_HEADER: usize = 8;
 const MAX_RECORD: usize = 256 << 20;
 /// Retired segments kept for reuse per shard; the rest are deleted.
 const FREE_MAX: usize = 3;
-/// A segment past this size with no free file left asks for a prepared one: only heavy input
-/// pays for zero-filling, and it pays once (retired segments then come back to the pool).
-const PREPARE_AFTER: u64 = 1 << 20;
-/// Size of a prepared file (a segment outgrowing it just appends).
-const PREPARED_SIZE: usize = 32 << 20;
 
 pub struct Wal {
     dir: PathBuf,
@@ -49,10 +44,6 @@ pub struct Wal {
     fsync: bool,
     buf: Vec<u8>,
     record_start: usize,
-    /// Free files seen at the last segment start, not counting the one it took.
-    free_left: usize,
-    /// Whether this segment already asked for a prepared file.
-    asked: bool,
     /// The segment's header is in `buf`, to go with its first group: a segment is only ever
     /// named by its header together with records (a reused file keeps its older header until
     /// then, and replays as empty).
@@ -97,37 +88,23 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-/// Zero-fills a file of `PREPARED_SIZE` bytes, durably, and adds it to `dir`'s free files.
-fn prepare(dir: &Path) -> io::Result<()> {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    let tmp = dir.join(format!("prepared-{nanos}.tmp"));
-    let file = OpenOptions::new().create_new(true).write(true).open(&tmp)?;
-    let zeros = vec![0u8; 1 << 20];
-    let mut at = 0;
-    while at < PREPARED_SIZE {
-        file.write_all_at(&zeros, at as u64)?;
-        at += zeros.len();
+/// Deletes the free files: a clean stop leaves only what replay needs.
+pub fn remove_free(dir: &Path) -> io::Result<()> {
+    for f in free_files(dir)? {
+        fs::remove_file(f)?;
     }
-    file.sync_all()?;
-    fs::rename(&tmp, tmp.with_extension("free"))
+    Ok(())
 }
 
 impl Wal {
     /// Opens a fresh segment after any existing ones.
     pub fn open(dir: &Path, fsync: bool) -> io::Result<Wal> {
         fs::create_dir_all(dir)?;
-        // A preparation cut short by a stop.
-        for e in fs::read_dir(dir)? {
-            let e = e?;
-            if e.file_name().to_string_lossy().ends_with(".tmp") {
-                let _ = fs::remove_file(e.path());
-            }
-        }
         // After free files' numbers too: a reused file's older records carry its number, and
         // must never match the segment it becomes.
         let free_seqs = free_files(dir)?.into_iter().filter_map(|p| p.file_stem()?.to_str()?.parse::<u64>().ok());
         let seq = segments(dir)?.into_iter().chain(free_seqs).max().map_or(1, |s| s + 1);
-        let (file, free_left) = take_segment_file(dir, seq)?;
+        let file = take_segment_file(dir, seq)?;
         let mut wal = Wal {
             dir: dir.to_path_buf(),
             file,
@@ -136,8 +113,6 @@ impl Wal {
             fsync,
             buf: Vec::with_capacity(1 << 20),
             record_start: 0,
-            free_left,
-            asked: false,
             header_pending: false,
         };
         wal.start_header();
@@ -214,19 +189,6 @@ impl Wal {
             self.header_pending = false;
             self.offset += n as u64;
             crate::observe::write::wal_appended(n);
-            if !self.asked && self.free_left == 0 && self.offset > PREPARE_AFTER {
-                self.asked = true;
-                let dir = self.dir.clone();
-                // Off the shard's thread: zero-filling takes milliseconds of disk time.
-                let spawned = std::thread::Builder::new().name("wal-prepare".into()).spawn(move || {
-                    if let Err(e) = prepare(&dir) {
-                        tracing::warn!(error = %e, dir = %dir.display(), "cannot prepare a write-ahead log segment");
-                    }
-                });
-                if let Err(e) = spawned {
-                    tracing::warn!(error = %e, "cannot start preparing a write-ahead log segment");
-                }
-            }
         }
         res.map(|_| (n, self.file.clone()))
     }
@@ -249,24 +211,32 @@ impl Wal {
         debug_assert!(self.buf.is_empty(), "a group pending at rotation");
         self.commit()?;
         let sealed = self.seq;
-        let (file, free_left) = take_segment_file(&self.dir, sealed + 1)?;
+        let file = take_segment_file(&self.dir, sealed + 1)?;
         // Writes go to the new segment from here on, whatever the directory's fsync says: a
         // failed one must not leave `seq` behind, or every later rotation would try to create
         // this segment again and fail.
         self.seq = sealed + 1;
         self.file = file;
         self.offset = 0;
-        self.free_left = free_left;
-        self.asked = false;
         self.start_header();
         sync_dir(&self.dir)?;
         Ok(sealed)
     }
 }
 
-/// Makes segment `seq`'s file from a free one when there is one (else a new file). Returns the
-/// file and how many free files are left. Its name is durable after the caller's `sync_dir`.
-fn take_segment_file(dir: &Path, seq: u64) -> io::Result<(Arc<File>, usize)> {
+impl Drop for Wal {
+    /// A segment no group went to may be a reused file full of older records: emptied, so that
+    /// a stopped node's log takes no more disk than what it holds.
+    fn drop(&mut self) {
+        if self.header_pending {
+            let _ = self.file.set_len(0);
+        }
+    }
+}
+
+/// Makes segment `seq`'s file from a free one when there is one (else a new file). Its name is
+/// durable after the caller's `sync_dir`.
+fn take_segment_file(dir: &Path, seq: u64) -> io::Result<Arc<File>> {
     let path = segment_path(dir, seq);
     let mut free = free_files(dir)?;
     let mut file = None;
@@ -281,7 +251,7 @@ fn take_segment_file(dir: &Path, seq: u64) -> io::Result<(Arc<File>, usize)> {
         Some(f) => f,
         None => OpenOptions::new().create_new(true).write(true).open(&path)?,
     };
-    Ok((Arc::new(file), free.len()))
+    Ok(Arc::new(file))
 }
 
 /// A written group waiting for its fsync, and who to tell.
@@ -573,8 +543,8 @@ mod tests {
         let sealed = w.rotate().unwrap();
         remove_upto(dir.path(), sealed).unwrap();
         w.rotate().unwrap();
-        drop(w); // segment 3 (segment 1's file) got no group
-        assert!(segment_path(dir.path(), 3).exists());
+        std::mem::forget(w); // a crash: segment 3 (segment 1's file) got no group
+        assert!(fs::metadata(segment_path(dir.path(), 3)).unwrap().len() > 0);
         let (got, stats) = replayed(dir.path());
         assert!(got.is_empty(), "{got:?}");
         assert_eq!(stats.damaged, 0);
@@ -604,22 +574,6 @@ mod tests {
         write_group(&mut w, &[(2, 1356998400, 6)]);
         drop(w);
         assert_eq!(replayed(dir.path()).0, vec![(2, 6)]);
-    }
-
-    /// A prepared file is zeros: a segment made from one ends cleanly after its records.
-    #[test]
-    fn a_prepared_file_ends_cleanly_after_its_records() {
-        let dir = tempfile::tempdir().unwrap();
-        prepare(dir.path()).unwrap();
-        assert_eq!(free_files(dir.path()).unwrap().len(), 1);
-        let mut w = Wal::open(dir.path(), true).unwrap();
-        assert_eq!(fs::metadata(segment_path(dir.path(), 1)).unwrap().len(), PREPARED_SIZE as u64);
-        write_group(&mut w, &[(1, 1356998400, 1), (1, 1356998410, 2)]);
-        write_group(&mut w, &[(2, 1356998400, 3)]);
-        drop(w);
-        let (got, stats) = replayed(dir.path());
-        assert_eq!(got, vec![(1, 1), (1, 2), (2, 3)]);
-        assert_eq!((stats.records, stats.damaged), (2, 0));
     }
 
     /// Segments written before the current format (a crash, then an upgrade) still replay.

@@ -14,7 +14,7 @@ pub type Tsuid = Arc<[u8]>;
 #[derive(Debug)]
 pub struct SeriesKey {
     pub hash: u64,
-    pub tsuid: Box<[u8]>,
+    pub tsuid: &'static [u8],
 }
 
 /// Series keys live as long as the process (one per TSUID, see `SeriesKey::new`): a plain
@@ -24,8 +24,44 @@ pub type Series = &'static SeriesKey;
 
 /// Every series key this process made, by TSUID: resolving a series again (after
 /// `drop_caches`, in WAL replay) finds the same key instead of leaking another.
-static INTERNED: std::sync::LazyLock<parking_lot::Mutex<hashbrown::HashTable<Series>>> =
-    std::sync::LazyLock::new(Default::default);
+static INTERNED: std::sync::LazyLock<parking_lot::Mutex<Interned>> = std::sync::LazyLock::new(Default::default);
+
+#[derive(Default)]
+struct Interned {
+    table: hashbrown::HashTable<Series>,
+    /// The current chunks keys and TSUIDs are carved from, in creation order: the write path
+    /// reads a point's key and TSUID (shard routing, the WAL, the buffer) in the order its
+    /// sender repeats its series, which is mostly the order they were made, so it walks these
+    /// in memory order (one allocation each scattered them: a cache miss per point in the
+    /// shards). Never grown past their capacity, so never moved; full ones are leaked.
+    keys: Vec<SeriesKey>,
+    bytes: Vec<u8>,
+}
+
+const KEYS_PER_CHUNK: usize = 4096;
+const BYTES_PER_CHUNK: usize = 64 << 10;
+
+impl Interned {
+    fn make(&mut self, hash: u64, tsuid: &[u8]) -> Series {
+        if self.bytes.capacity() - self.bytes.len() < tsuid.len() {
+            let full = std::mem::replace(&mut self.bytes, Vec::with_capacity(tsuid.len().max(BYTES_PER_CHUNK)));
+            std::mem::forget(full);
+        }
+        let at = self.bytes.len();
+        self.bytes.extend_from_slice(tsuid);
+        // SAFETY: these bytes are never written again, moved (the chunk stays within its
+        // capacity) or freed (full chunks are leaked).
+        let tsuid: &'static [u8] = unsafe { std::slice::from_raw_parts(self.bytes.as_ptr().add(at), tsuid.len()) };
+        if self.keys.len() == self.keys.capacity() {
+            let full = std::mem::replace(&mut self.keys, Vec::with_capacity(KEYS_PER_CHUNK));
+            std::mem::forget(full);
+        }
+        let at = self.keys.len();
+        self.keys.push(SeriesKey { hash, tsuid });
+        // SAFETY: as for the bytes: the key is never written again, moved or freed.
+        unsafe { &*self.keys.as_ptr().add(at) }
+    }
+}
 
 impl SeriesKey {
     /// The process's one key for these TSUID bytes (made on first use, never freed: bounded
@@ -33,15 +69,13 @@ impl SeriesKey {
     pub fn new(tsuid: &[u8]) -> Series {
         // FNV-1a: stable across processes, so routing by it is too.
         let hash = tsuid.iter().fold(0xcbf29ce484222325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100000001b3));
-        let mut table = INTERNED.lock();
-        match table.entry(hash, |k| *k.tsuid == *tsuid, |k| k.hash) {
-            hashbrown::hash_table::Entry::Occupied(e) => e.get(),
-            hashbrown::hash_table::Entry::Vacant(e) => {
-                let key: Series = Box::leak(Box::new(SeriesKey { hash, tsuid: tsuid.into() }));
-                e.insert(key);
-                key
-            }
+        let mut interned = INTERNED.lock();
+        if let Some(k) = interned.table.find(hash, |k| k.tsuid == tsuid) {
+            return k;
         }
+        let key = interned.make(hash, tsuid);
+        interned.table.insert_unique(hash, key, |k| k.hash);
+        key
     }
 }
 
@@ -322,7 +356,7 @@ impl SeriesResolver {
     /// Resolves without creating anything (queries).
     pub fn lookup(&self, metric: &str, tags: &[(&str, &str)]) -> Result<Tsuid, UidError> {
         if let Some(t) = self.cached(metric, tags) {
-            return Ok(t.tsuid.as_ref().into());
+            return Ok(Tsuid::from(t.tsuid));
         }
         let mut tsuid = self.uids.require_id(UidKind::Metric, metric)?.into_vec();
         let mut pairs = Vec::new();

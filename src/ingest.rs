@@ -2,6 +2,7 @@
 //! this; it is the one place where names meet UIDs on the write side.
 
 use crate::schema::rowkey::base_time;
+use crate::schema::uid_table::UidKind;
 use crate::schema::{DataValue, RawPoint};
 use crate::series::{Series, SeriesResolver};
 use crate::uid::UidError;
@@ -271,6 +272,17 @@ impl Ingest {
             let resolver = self.resolver.clone();
             // UID work touches the store: keep it off the async threads.
             let resolved = tokio::task::spawn_blocking(move || {
+                // New names in bulk first (one id counter increment per kind); a failure here
+                // shows again, per point, in `resolve` below.
+                let uids = resolver.uids();
+                let metrics: Vec<&str> = misses.iter().map(|m| m.1 .0.as_str()).collect();
+                let tagks: Vec<&str> = misses.iter().flat_map(|m| m.1 .1.iter().map(|(k, _)| k.as_str())).collect();
+                let tagvs: Vec<&str> = misses.iter().flat_map(|m| m.1 .1.iter().map(|(_, v)| v.as_str())).collect();
+                for (kind, names) in [(UidKind::Metric, &metrics), (UidKind::Tagk, &tagks), (UidKind::Tagv, &tagvs)] {
+                    if let Err(e) = uids.create_many(kind, names) {
+                        tracing::debug!(error = %e, kind = kind.as_str(), "bulk UID assignment failed");
+                    }
+                }
                 let out: Vec<_> = misses
                     .into_iter()
                     .map(|(i, (m, tags), base, raw, text)| {

@@ -115,6 +115,55 @@ impl UidCore {
         self.create(kind, name).map(|(u, _)| u)
     }
 
+    /// Makes sure every name of `names` has an id (when this kind auto-creates), with one
+    /// counter increment for all those that need one: a burst of new series (a fleet's first
+    /// report, Graphite paths stored whole) otherwise costs an increment and a turn of the
+    /// assignment lock per name. Afterwards `get_or_create` finds them cached. A name this
+    /// cannot settle (a lost CAS) is left to `get_or_create`, which retries it on its own.
+    pub fn create_many(&self, kind: UidKind, names: &[&str]) -> Result<(), UidError> {
+        if !self.auto_create[idx(kind)] {
+            return Ok(());
+        }
+        let mut seen = std::collections::HashSet::new();
+        let missing: Vec<&str> = names.iter().copied().filter(|n| self.cached_id(kind, n).is_none() && seen.insert(*n)).collect();
+        if missing.len() < 2 {
+            return Ok(());
+        }
+        let _one = self.assigning[idx(kind)].lock();
+        let mut new = Vec::with_capacity(missing.len());
+        for name in missing {
+            match self.read_forward(kind, name)? {
+                Some(u) => self.remember(kind, name, &u),
+                None => new.push(name),
+            }
+        }
+        if new.is_empty() {
+            return Ok(());
+        }
+        let q = kind.qualifier();
+        let width = self.width(kind);
+        let last = self.store.increment(&self.table, MAXID_ROW, ID_FAMILY, q, new.len() as i64)?;
+        let first = last - new.len() as i64 + 1;
+        if first <= 0 {
+            return Ok(()); // a counter gone wrong: each name takes the one-at-a-time path
+        }
+        for (i, name) in new.into_iter().enumerate() {
+            let uid = id_bytes((first + i as i64) as u64, width).ok_or(UidError::Exhausted { kind: kind.as_str(), width })?;
+            // As in `create`: reverse first, then forward; a lost race leaves the id unused.
+            if !self.store.check_and_put(&self.table, &uid, NAME_FAMILY, q, None, name.as_bytes())? {
+                continue;
+            }
+            self.dirty.store(true, Ordering::Release);
+            if self.store.check_and_put(&self.table, name.as_bytes(), ID_FAMILY, q, None, &uid)? {
+                self.remember(kind, name, &uid);
+                crate::observe::metrics().uid(kind).assigned.inc();
+            } else if let Some(winner) = self.read_forward(kind, name)? {
+                self.remember(kind, name, &winner);
+            }
+        }
+        Ok(())
+    }
+
     /// Assigns a new id (for `/api/uid/assign` and `tsgate uid assign`): an existing name is an error.
     pub fn assign(&self, kind: UidKind, name: &str) -> Result<Uid, UidError> {
         if let Some(u) = self.get_id(kind, name)? {
@@ -261,5 +310,28 @@ impl UidCore {
 
     pub fn cache_len(&self) -> usize {
         self.forward.iter().map(|m| m.len()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// New names in one batch take consecutive ids in first-seen order, with the counter
+    /// moved once by their number; names already cached or repeated take none.
+    #[test]
+    fn bulk_assignment_takes_one_run_of_ids() {
+        let d = tempfile::tempdir().unwrap();
+        let store: SharedStore = std::sync::Arc::new(crate::store::embedded::EmbeddedStore::open(d.path(), &crate::store::TableNames::default().specs()).unwrap());
+        let uids = UidCore::new(store, "tsdb-uid".into(), [3, 3, 3], [true, false, true]);
+        assert_eq!(&*uids.get_or_create(UidKind::Metric, "known").unwrap(), &[0, 0, 1]);
+        uids.create_many(UidKind::Metric, &["b", "known", "a", "b", "c"]).unwrap();
+        for (name, id) in [("b", 2u8), ("a", 3), ("c", 4)] {
+            assert_eq!(uids.cached_id(UidKind::Metric, name).as_deref(), Some(&[0, 0, id][..]), "{name}");
+        }
+        assert_eq!(&*uids.get_or_create(UidKind::Metric, "d").unwrap(), &[0, 0, 5]);
+        // A kind that does not auto-create gets nothing.
+        uids.create_many(UidKind::Tagk, &["x", "y"]).unwrap();
+        assert!(uids.get_id(UidKind::Tagk, "x").unwrap().is_none());
     }
 }

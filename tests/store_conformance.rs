@@ -43,6 +43,7 @@ macro_rules! store_suite {
             #[test] fn multi_get() { let (_g, s) = super::$backend(); conformance::multi_get(&s); }
             #[test] fn seeking_scans() { let (_g, s) = super::$backend(); conformance::seeking_scans(&s); }
             #[test] fn uid_assignment_is_unique_across_nodes() { let (_g, s) = super::$backend(); super::uids_across_nodes(s); }
+            #[test] fn bulk_uid_assignment_is_unique_across_nodes() { let (_g, s) = super::$backend(); super::bulk_uids_across_nodes(s); }
             #[test] fn compaction_keeps_a_concurrent_overwrite() { let (_g, s) = super::$backend(); super::compaction_race(s); }
         }
     )*};
@@ -84,6 +85,52 @@ fn uids_across_nodes(store: SharedStore) {
     }
     // Auto-create off: an unknown name is OpenTSDB's error.
     assert_eq!(fresh.get_or_create(UidKind::Metric, "nope").unwrap_err().to_string(), "No such name for 'metrics': 'nope'");
+}
+
+/// As `uids_across_nodes`, with each node assigning in bulk (`create_many`, one counter
+/// increment per batch) batches that overlap the other nodes' and its own, mixed with one-at-a-
+/// time assignment; a name already stored (not cached) keeps its id.
+fn bulk_uids_across_nodes(store: SharedStore) {
+    let first = UidCore::new(store.clone(), "tsdb-uid".into(), [3, 3, 3], [true, true, true]);
+    let before = first.get_or_create(UidKind::Metric, "m5").unwrap().to_vec();
+    let nodes: Vec<Arc<UidCore>> =
+        (0..4).map(|_| Arc::new(UidCore::new(store.clone(), "tsdb-uid".into(), [3, 3, 3], [true, true, true]))).collect();
+    let results: Vec<Vec<(String, Vec<u8>)>> = nodes
+        .iter()
+        .enumerate()
+        .map(|(n, node)| {
+            let node = node.clone();
+            std::thread::spawn(move || {
+                let mut got = Vec::new();
+                for batch in 0..10 {
+                    let names: Vec<String> = (0..40).map(|i| format!("m{}", (batch * 17 + i * (n + 1)) % 150)).collect();
+                    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                    node.create_many(UidKind::Metric, &refs).unwrap();
+                    for name in names {
+                        let id = node.get_or_create(UidKind::Metric, &name).unwrap().to_vec();
+                        got.push((name, id));
+                    }
+                }
+                got
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .collect();
+    let mut by_name = std::collections::HashMap::new();
+    for r in results.iter().flatten() {
+        let prev = by_name.insert(r.0.clone(), r.1.clone());
+        assert!(prev.is_none() || prev.as_ref() == Some(&r.1), "{} got two ids", r.0);
+    }
+    assert_eq!(by_name["m5"], before, "a stored name keeps its id");
+    let ids: std::collections::HashSet<_> = by_name.values().collect();
+    assert_eq!(ids.len(), by_name.len(), "no id names two things");
+    let fresh = UidCore::new(store.clone(), "tsdb-uid".into(), [3, 3, 3], [false, false, false]);
+    for (name, id) in &by_name {
+        assert_eq!(fresh.require_id(UidKind::Metric, name).unwrap().to_vec(), *id);
+        assert_eq!(&*fresh.get_name(UidKind::Metric, id).unwrap(), name.as_str());
+    }
 }
 
 /// Another node overwrites a column between the compactor's read and its writes.

@@ -47,6 +47,15 @@ const MUTATE_CHUNK: usize = 4096;
 
 /// Sorts by offset and keeps the last write of each offset (arrival order is write order).
 pub fn settle(points: &mut Vec<RawPoint>) {
+    // The usual case, a series' points in time order and once each: nothing to do (sorting
+    // them anyway was a few percent of the ingest CPU).
+    let mut offsets = points.iter().map(RawPoint::offset_ms);
+    if let Some(first) = offsets.next() {
+        let mut prev = first;
+        if offsets.all(|o| std::mem::replace(&mut prev, o) < o) {
+            return;
+        }
+    }
     points.reverse();
     points.sort_by_key(|p| p.offset_ms()); // stable: the newest of equal offsets comes first
     points.dedup_by_key(|p| p.offset_ms());
@@ -247,6 +256,14 @@ mod tests {
         assert_eq!(pts.len(), 2);
         assert_eq!(pts[0].value().unwrap(), DataValue::Int(4));
         assert_eq!(pts[1].value().unwrap(), DataValue::Int(3));
+        // In order and once each: as they were.
+        let mut pts = vec![p(1356998400, 1), p(1356998400500, 2), p(1356998410, 3)];
+        settle(&mut pts);
+        assert_eq!(pts.iter().map(|p| p.value().unwrap()).collect::<Vec<_>>(), [1, 2, 3].map(DataValue::Int));
+        // In order but for a repeat at the end: the later write stands.
+        let mut pts = vec![p(1356998400, 1), p(1356998410, 2), p(1356998410, 3)];
+        settle(&mut pts);
+        assert_eq!(pts.iter().map(|p| p.value().unwrap()).collect::<Vec<_>>(), [1, 3].map(DataValue::Int));
     }
 
     #[test]

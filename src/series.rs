@@ -15,6 +15,8 @@ pub type Tsuid = Arc<[u8]>;
 pub struct SeriesKey {
     pub hash: u64,
     pub tsuid: &'static [u8],
+    /// Where its row last was in its shard's buffer: a hint (see `write::shard::Buffer::insert`).
+    pub slot: std::sync::atomic::AtomicU32,
 }
 
 /// Series keys live as long as the process (one per TSUID, see `SeriesKey::new`): a plain
@@ -57,7 +59,7 @@ impl Interned {
             std::mem::forget(full);
         }
         let at = self.keys.len();
-        self.keys.push(SeriesKey { hash, tsuid });
+        self.keys.push(SeriesKey { hash, tsuid, slot: Default::default() });
         // SAFETY: as for the bytes: the key is never written again, moved or freed.
         unsafe { &*self.keys.as_ptr().add(at) }
     }

@@ -73,8 +73,8 @@ pub fn hour_closed(base: u32, now: u64) -> bool {
 /// Points received per series in a buffer (before duplicates are settled: every write counts).
 fn series_counts(buffer: &Buffer) -> Vec<(crate::series::Series, u64)> {
     let mut m: HashMap<crate::series::Series, u64, ahash::RandomState> = HashMap::default();
-    for ((series, _), points) in &buffer.rows {
-        *m.entry(*series).or_default() += points.len() as u64;
+    for row in &buffer.rows {
+        *m.entry(row.series).or_default() += row.points.len() as u64;
     }
     m.into_iter().collect()
 }
@@ -84,12 +84,12 @@ impl Flusher {
     pub fn write(&self, buffer: &mut Buffer) -> Result<Vec<(Vec<u8>, u32)>, WriteError> {
         let mut touched = Vec::with_capacity(buffer.rows.len());
         let mut batch = Vec::with_capacity(MUTATE_CHUNK);
-        for ((series, base), points) in buffer.rows.iter_mut() {
-            settle(points);
-            let (q, v) = build_column(points);
-            let row = self.layout.row_key(&series.tsuid, *base);
+        for r in buffer.rows.iter_mut() {
+            settle(&mut r.points);
+            let (q, v) = build_column(&r.points);
+            let row = self.layout.row_key(r.series.tsuid, r.base);
             batch.push(RowMutations::put(row.clone(), DATA_FAMILY, q, v));
-            touched.push((row, *base));
+            touched.push((row, r.base));
             if batch.len() == MUTATE_CHUNK {
                 self.store.mutate(&self.table, std::mem::take(&mut batch))?;
             }

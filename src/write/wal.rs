@@ -238,13 +238,16 @@ impl Drop for Wal {
 /// durable after the caller's `sync_dir`.
 fn take_segment_file(dir: &Path, seq: u64) -> io::Result<Arc<File>> {
     let path = segment_path(dir, seq);
-    let mut free = free_files(dir)?;
     let mut file = None;
-    while file.is_none() && !free.is_empty() {
-        let candidate = free.remove(0);
+    for candidate in free_files(dir)? {
         // Until its header is written, the file names an older segment: replay finds it empty.
         if fs::rename(&candidate, &path).is_ok() {
             file = OpenOptions::new().write(true).open(&path).ok();
+            if file.is_some() {
+                break;
+            }
+            // Not to stand in the way of a new file: nothing was written to it.
+            let _ = fs::remove_file(&path);
         }
     }
     let file = match file {

@@ -176,7 +176,8 @@ pub struct UidConfig {
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct WriteConfig {
-    /// Independent write shards (each a WAL, a buffer and a writer thread); 0 = one per core.
+    /// Independent write shards (each a WAL, a buffer and a writer thread); 0 = one per two
+    /// cores.
     pub shards: usize,
     /// How often buffered points are written to the store (and become queryable).
     pub flush_interval_ms: u64,
@@ -399,7 +400,9 @@ impl Config {
 
     pub fn shards(&self) -> usize {
         if self.write.shards == 0 {
-            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
+            // A shard is three threads and an fsync per group commit: on two cores, one shard
+            // took 9 % less CPU than two for the same input (remote write and Graphite ingest).
+            std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
         } else {
             self.write.shards
         }

@@ -106,6 +106,8 @@ pub fn recover(data_dir: &Path, store: &SharedStore, table: &str, layout: KeyLay
         if let Some(last) = last {
             wal::remove_upto(&dir, last).map_err(|e| WriteError::Wal(e.to_string()))?;
         }
+        // A crash leaves free files behind; the shards, perhaps fewer now, build their own.
+        wal::remove_free(&dir).map_err(|e| WriteError::Wal(e.to_string()))?;
         total.segments += stats.segments;
         total.records += stats.records;
         total.points += stats.points;

@@ -272,17 +272,22 @@ impl Ingest {
             let resolver = self.resolver.clone();
             // UID work touches the store: keep it off the async threads.
             let resolved = tokio::task::spawn_blocking(move || {
-                // New names in bulk first (one id counter increment per kind); a failure here
-                // shows again, per point, in `resolve` below.
+                // New names in bulk first (one id counter increment per kind), in `resolve`'s
+                // order: tag names only of series whose metric has an id, tag values only of
+                // those whose tag names all have one (a series refused for an unknown metric
+                // must not use up tag ids). A failure here shows again, per point, below.
                 let uids = resolver.uids();
-                let metrics: Vec<&str> = misses.iter().map(|m| m.1 .0.as_str()).collect();
-                let tagks: Vec<&str> = misses.iter().flat_map(|m| m.1 .1.iter().map(|(k, _)| k.as_str())).collect();
-                let tagvs: Vec<&str> = misses.iter().flat_map(|m| m.1 .1.iter().map(|(_, v)| v.as_str())).collect();
-                for (kind, names) in [(UidKind::Metric, &metrics), (UidKind::Tagk, &tagks), (UidKind::Tagv, &tagvs)] {
-                    if let Err(e) = uids.create_many(kind, names) {
+                let known = |kind, name: &str| uids.cached_id(kind, name).is_some();
+                let bulk = |kind: UidKind, names: Vec<&str>| {
+                    if let Err(e) = uids.create_many(kind, &names) {
                         tracing::debug!(error = %e, kind = kind.as_str(), "bulk UID assignment failed");
                     }
-                }
+                };
+                bulk(UidKind::Metric, misses.iter().map(|m| m.1 .0.as_str()).collect());
+                let named: Vec<_> = misses.iter().map(|m| &m.1).filter(|(metric, _)| known(UidKind::Metric, metric)).collect();
+                bulk(UidKind::Tagk, named.iter().flat_map(|(_, tags)| tags.iter().map(|(k, _)| k.as_str())).collect());
+                let keyed = named.iter().filter(|(_, tags)| tags.iter().all(|(k, _)| known(UidKind::Tagk, k)));
+                bulk(UidKind::Tagv, keyed.flat_map(|(_, tags)| tags.iter().map(|(_, v)| v.as_str())).collect());
                 let out: Vec<_> = misses
                     .into_iter()
                     .map(|(i, (m, tags), base, raw, text)| {

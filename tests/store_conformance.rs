@@ -71,11 +71,7 @@ fn uids_across_nodes(store: SharedStore) {
         .into_iter()
         .map(|t| t.join().unwrap())
         .collect();
-    let mut by_name = std::collections::HashMap::new();
-    for r in results.iter().flatten() {
-        let prev = by_name.insert(r.0.clone(), r.1.clone());
-        assert!(prev.is_none() || prev.as_ref() == Some(&r.1), "{} got two ids", r.0);
-    }
+    let by_name = one_id_per_name(&results);
     let ids: std::collections::HashSet<_> = by_name.values().collect();
     assert_eq!(ids.len(), 200, "no id names two things");
     let fresh = UidCore::new(store.clone(), "tsdb-uid".into(), [3, 3, 3], [false, false, false]);
@@ -85,6 +81,16 @@ fn uids_across_nodes(store: SharedStore) {
     }
     // Auto-create off: an unknown name is OpenTSDB's error.
     assert_eq!(fresh.get_or_create(UidKind::Metric, "nope").unwrap_err().to_string(), "No such name for 'metrics': 'nope'");
+}
+
+/// Every node's answers, by name: each name got one id from every node.
+fn one_id_per_name(results: &[Vec<(String, Vec<u8>)>]) -> std::collections::HashMap<String, Vec<u8>> {
+    let mut by_name = std::collections::HashMap::new();
+    for r in results.iter().flatten() {
+        let prev = by_name.insert(r.0.clone(), r.1.clone());
+        assert!(prev.is_none() || prev.as_ref() == Some(&r.1), "{} got two ids", r.0);
+    }
+    by_name
 }
 
 /// As `uids_across_nodes`, with each node assigning in bulk (`create_many`, one counter
@@ -118,11 +124,7 @@ fn bulk_uids_across_nodes(store: SharedStore) {
         .into_iter()
         .map(|t| t.join().unwrap())
         .collect();
-    let mut by_name = std::collections::HashMap::new();
-    for r in results.iter().flatten() {
-        let prev = by_name.insert(r.0.clone(), r.1.clone());
-        assert!(prev.is_none() || prev.as_ref() == Some(&r.1), "{} got two ids", r.0);
-    }
+    let by_name = one_id_per_name(&results);
     assert_eq!(by_name["m5"], before, "a stored name keeps its id");
     let ids: std::collections::HashSet<_> = by_name.values().collect();
     assert_eq!(ids.len(), by_name.len(), "no id names two things");

@@ -328,6 +328,19 @@ impl WriterThreads {
 mod tests {
     use super::*;
 
+    fn one_shard(fsync: bool) -> WriterConfig {
+        WriterConfig {
+            shards: 1,
+            flush_interval: Duration::from_secs(60),
+            fsync,
+            max_batch_points: 1024,
+            buffer_max_points: 1 << 20,
+            compaction_delay: Duration::from_secs(60),
+            queue_depth: 64,
+            ts_counter: None,
+        }
+    }
+
     /// Points sent without waiting (telnet, plaintext) are readable after `publish` even while
     /// they still sit in a shard's queue: the fast path that skips asking the shards must not
     /// take queued points for stored ones.
@@ -336,16 +349,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let names = crate::store::TableNames::default();
         let store: SharedStore = Arc::new(crate::store::embedded::EmbeddedStore::open(&dir.path().join("store"), &names.specs()).unwrap());
-        let cfg = WriterConfig {
-            shards: 1,
-            flush_interval: Duration::from_secs(60),
-            fsync: false,
-            max_batch_points: 1024,
-            buffer_max_points: 1 << 20,
-            compaction_delay: Duration::from_secs(60),
-            queue_depth: 64,
-            ts_counter: None,
-        };
+        let cfg = one_shard(false);
         let layout = KeyLayout::default();
         let (writer, threads) = Writer::start(dir.path(), store.clone(), &names.data, layout, &cfg, tokio::runtime::Handle::current()).unwrap();
         for round in 0..20u32 {
@@ -369,16 +373,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let names = crate::store::TableNames::default();
         let store: SharedStore = Arc::new(crate::store::embedded::EmbeddedStore::open(&dir.path().join("store"), &names.specs()).unwrap());
-        let cfg = WriterConfig {
-            shards: 1,
-            flush_interval: Duration::from_secs(60),
-            fsync: true,
-            max_batch_points: 1024,
-            buffer_max_points: 1 << 20,
-            compaction_delay: Duration::from_secs(60),
-            queue_depth: 64,
-            ts_counter: None,
-        };
+        let cfg = one_shard(true);
         let (writer, threads) = Writer::start(dir.path(), store.clone(), &names.data, KeyLayout::default(), &cfg, tokio::runtime::Handle::current()).unwrap();
         let shard_dir = wal_root(dir.path()).join("shard-0");
         let files = |suffix: &str| {

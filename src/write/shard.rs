@@ -163,6 +163,14 @@ pub fn run(
                 }
             }
         }
+        if poisoned.swap(false, std::sync::atomic::Ordering::AcqRel) {
+            // An fsync of this segment failed (see `Syncer`): this batch goes to a fresh one.
+            // Before it is encoded: a group committed to the failed segment would be
+            // acknowledged, yet replay stops at that segment's lost pages, before it.
+            if let Err(e) = wal.rotate() {
+                tracing::error!(error = %e, "cannot rotate the write-ahead log after a failed fsync");
+            }
+        }
         let mut writes = Vec::new();
         let mut taken = 0;
         for m in batch {
@@ -183,12 +191,6 @@ pub fn run(
         // Written now, durable once the syncer's fsync ends; buffered now too (a flush that
         // stores these points before that fsync only makes them durable sooner). Writers hear
         // back after the fsync.
-        if poisoned.swap(false, std::sync::atomic::Ordering::AcqRel) {
-            // An fsync of this segment failed (see `Syncer`): continue in a fresh one.
-            if let Err(e) = wal.rotate() {
-                tracing::error!(error = %e, "cannot rotate the write-ahead log after a failed fsync");
-            }
-        }
         let start = Instant::now();
         let written = if writes.is_empty() { Ok(None) } else { wal.write().map(Some) };
         if let Err(e) = &written {
@@ -285,6 +287,42 @@ mod tests {
                 (r.series.tsuid[8], r.base, vs.collect())
             })
             .collect()
+    }
+
+    /// After a failed fsync (`poisoned`), the next batch is written to a fresh segment, never
+    /// to the failed one: replay stops at that segment's lost pages, before anything after them.
+    #[test]
+    fn after_a_failed_fsync_the_next_batch_goes_to_a_fresh_segment() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let wal = Wal::open(dir.path(), false).unwrap();
+        let (tx, rx) = mpsc::channel(8);
+        let (jobs_tx, jobs_rx) = std::sync::mpsc::sync_channel(1);
+        let (sync_tx, _sync_rx) = std::sync::mpsc::channel();
+        let poisoned = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let cfg = ShardConfig { flush_interval: Duration::from_secs(60), max_batch_points: 1024, buffer_max_points: 1 << 20 };
+        let handle = rt.handle().clone();
+        let in_flight = std::sync::Arc::new(InFlight::default());
+        let shard = std::thread::spawn(move || run(rx, wal, jobs_tx, sync_tx, poisoned, in_flight, cfg, handle));
+        let series = crate::series::SeriesKey::new(&[0, 0, 9, 0, 0, 1, 0, 0, 7]);
+        let point = RawPoint::encode(1_356_998_400, 1_356_998_400, crate::schema::DataValue::Int(5)).unwrap();
+        let (ack, acked) = oneshot::channel();
+        rt.block_on(async {
+            tx.send(ShardMsg::Write { points: vec![StoredPoint { series, base: 1_356_998_400, point }], ack: Some(ack) }).await.unwrap();
+            acked.await.unwrap().unwrap();
+        });
+        let mut found = Vec::new();
+        for seq in super::super::wal::segments(dir.path()).unwrap() {
+            let seg = tempfile::tempdir().unwrap();
+            std::fs::copy(dir.path().join(format!("{seq:020}.wal")), seg.path().join(format!("{seq:020}.wal"))).unwrap();
+            let n = super::super::wal::replay(seg.path(), |_, _, _| {}).unwrap().points;
+            found.push((seq, n));
+        }
+        assert_eq!(found, vec![(1, 0), (2, 1)], "segment 1 failed its fsync: the point is in segment 2");
+        drop(tx);
+        let drain = std::thread::spawn(move || while jobs_rx.recv().is_ok() {});
+        shard.join().unwrap();
+        drain.join().unwrap();
     }
 
     /// Rows found through the series' slots are the rows a plain look-up finds: with two

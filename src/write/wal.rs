@@ -182,7 +182,7 @@ impl Wal {
         let res = self.file.write_all_at(&self.buf, self.offset);
         self.buf.clear();
         if res.is_err() && self.header_pending {
-            // Written again with the next group (at the same offset).
+            // The shard moves to a new segment after a failed write; kept for whatever comes next.
             self.start_header();
         }
         if res.is_ok() {
@@ -208,7 +208,7 @@ impl Wal {
     /// segment are made durable by the fsyncs already asked for them (the shard writes its
     /// pending group before rotating; one left over would be committed here).
     pub fn rotate(&mut self) -> io::Result<u64> {
-        debug_assert!(self.buf.is_empty(), "a group pending at rotation");
+        debug_assert!(self.buf.is_empty() || (self.header_pending && self.buf.len() == FILE_HEADER), "a group pending at rotation");
         self.commit()?;
         let sealed = self.seq;
         let file = take_segment_file(&self.dir, sealed + 1)?;
@@ -241,6 +241,8 @@ fn take_segment_file(dir: &Path, seq: u64) -> io::Result<Arc<File>> {
     let mut file = None;
     for candidate in free_files(dir)? {
         // Until its header is written, the file names an older segment: replay finds it empty.
+        // (Free files are all of this format: `recover` deletes those of a crashed run, and
+        // older tsgates kept none.)
         if fs::rename(&candidate, &path).is_ok() {
             file = OpenOptions::new().write(true).open(&path).ok();
             if file.is_some() {
@@ -378,7 +380,7 @@ pub fn replay(dir: &Path, mut f: impl FnMut(&[u8], u32, RawPoint)) -> io::Result
 
 enum Record {
     Read { len: usize, points: usize },
-    /// Past the last record: zeros of a prepared file, or a reused file's older records.
+    /// Past the last record: the end of what was written, or a reused file's older records.
     End,
     /// Incomplete, or fails its checksum.
     Bad,

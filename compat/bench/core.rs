@@ -14,7 +14,7 @@ use tsgate::series::SeriesResolver;
 use tsgate::store::embedded::EmbeddedStore;
 use tsgate::store::{RowMutations, Scan, Store, TableNames};
 use tsgate::uid::UidCore;
-use tsgate::write::wal::{remove_upto, Wal};
+use tsgate::write::wal::{retire_upto, Wal};
 
 const METRICS: [&str; 10] = ["usage_user", "usage_system", "usage_idle", "usage_nice", "usage_iowait", "usage_irq", "usage_softirq", "usage_steal", "usage_guest", "usage_guest_nice"];
 const BASE: u32 = 1_699_999_200; // an hour boundary, gen.py's START
@@ -178,7 +178,7 @@ fn bench_wal(c: &mut Criterion) {
                 commits += 1;
                 if commits % 256 == 0 {
                     let sealed = wal.rotate().unwrap();
-                    remove_upto(&d.path().join(name), sealed).unwrap();
+                    retire_upto(&d.path().join(name), sealed).unwrap();
                 }
                 n
             })

@@ -104,7 +104,7 @@ pub fn recover(data_dir: &Path, store: &SharedStore, table: &str, layout: KeyLay
         store.flush()?;
         let last = wal::segments(&dir).map_err(|e| WriteError::Wal(e.to_string()))?.last().copied();
         if let Some(last) = last {
-            wal::remove_upto(&dir, last).map_err(|e| WriteError::Wal(e.to_string()))?;
+            wal::retire_upto(&dir, last).map_err(|e| WriteError::Wal(e.to_string()))?;
         }
         // A crash leaves free files behind; the shards, perhaps fewer now, build their own.
         wal::remove_free(&dir).map_err(|e| WriteError::Wal(e.to_string()))?;

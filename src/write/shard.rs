@@ -311,14 +311,10 @@ mod tests {
             tx.send(ShardMsg::Write { points: vec![StoredPoint { series, base: 1_356_998_400, point }], ack: Some(ack) }).await.unwrap();
             acked.await.unwrap().unwrap();
         });
-        let mut found = Vec::new();
-        for seq in super::super::wal::segments(dir.path()).unwrap() {
-            let seg = tempfile::tempdir().unwrap();
-            std::fs::copy(dir.path().join(format!("{seq:020}.wal")), seg.path().join(format!("{seq:020}.wal"))).unwrap();
-            let n = super::super::wal::replay(seg.path(), |_, _, _| {}).unwrap().points;
-            found.push((seq, n));
-        }
-        assert_eq!(found, vec![(1, 0), (2, 1)], "segment 1 failed its fsync: the point is in segment 2");
+        let size = |seq: u64| std::fs::metadata(dir.path().join(format!("{seq:020}.wal"))).unwrap().len();
+        assert_eq!(size(1), 0, "segment 1 failed its fsync: nothing more goes to it");
+        assert!(size(2) > 0, "the point is in segment 2");
+        assert_eq!(super::super::wal::replay(dir.path(), |_, _, _| {}).unwrap().points, 1);
         drop(tx);
         let drain = std::thread::spawn(move || while jobs_rx.recv().is_ok() {});
         shard.join().unwrap();

@@ -157,7 +157,7 @@ impl Wal {
         let salt = (self.seq as u32).to_le_bytes();
         let payload = &self.buf[r + HEADER..];
         let len = payload.len() as u32;
-        let crc = crc32c::crc32c_append(crc32c::crc32c(&salt), payload);
+        let crc = record_crc(salt, payload);
         self.buf[r..r + 4].copy_from_slice(&len.to_le_bytes());
         self.buf[r + 4..r + 8].copy_from_slice(&salt);
         self.buf[r + 8..r + 12].copy_from_slice(&crc.to_le_bytes());
@@ -318,7 +318,7 @@ impl Syncer {
 
 /// Retires every segment numbered `<= upto` (their points are durable in the store): kept
 /// for reuse while fewer than `FREE_MAX` are, deleted otherwise.
-pub fn remove_upto(dir: &Path, upto: u64) -> io::Result<()> {
+pub fn retire_upto(dir: &Path, upto: u64) -> io::Result<()> {
     let mut free = free_files(dir)?.len();
     for s in segments(dir)? {
         if s <= upto {
@@ -378,6 +378,11 @@ pub fn replay(dir: &Path, mut f: impl FnMut(&[u8], u32, RawPoint)) -> io::Result
     Ok(stats)
 }
 
+/// A record's checksum: over its segment number's 4 bytes, then its payload.
+fn record_crc(salt: [u8; 4], payload: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(&salt), payload)
+}
+
 enum Record {
     Read { len: usize, points: usize },
     /// Past the last record: the end of what was written, or a reused file's older records.
@@ -409,7 +414,7 @@ fn read_record(data: &[u8], salt: Option<[u8; 4]>, f: &mut impl FnMut(&[u8], u32
     }
     let payload = &data[header..header + len];
     let sum = match salt {
-        Some(salt) => crc32c::crc32c_append(crc32c::crc32c(&salt), payload),
+        Some(salt) => record_crc(salt, payload),
         None => crc32c::crc32c(payload),
     };
     if sum != crc {
@@ -491,7 +496,7 @@ mod tests {
         assert_eq!(w.seq(), 2);
         let sealed = w.rotate().unwrap();
         assert_eq!(sealed, 2);
-        remove_upto(dir.path(), sealed).unwrap();
+        retire_upto(dir.path(), sealed).unwrap();
         assert_eq!(segments(dir.path()).unwrap(), vec![3]);
     }
 
@@ -524,7 +529,7 @@ mod tests {
             write_group(&mut w, &[(1, 1356998400 + i, i as i64), (2, 1356998400 + i, -(i as i64))]);
         }
         let sealed = w.rotate().unwrap();
-        remove_upto(dir.path(), sealed).unwrap();
+        retire_upto(dir.path(), sealed).unwrap();
         assert_eq!(free_files(dir.path()).unwrap().len(), 1, "segment 1 is kept for reuse");
         // Segment 2 is empty: the next rotation makes segment 3 out of segment 1's file.
         w.rotate().unwrap();
@@ -546,7 +551,7 @@ mod tests {
         let mut w = Wal::open(dir.path(), true).unwrap();
         write_group(&mut w, &[(1, 1356998400, 5)]);
         let sealed = w.rotate().unwrap();
-        remove_upto(dir.path(), sealed).unwrap();
+        retire_upto(dir.path(), sealed).unwrap();
         w.rotate().unwrap();
         std::mem::forget(w); // a crash: segment 3 (segment 1's file) got no group
         assert!(fs::metadata(segment_path(dir.path(), 3)).unwrap().len() > 0);
@@ -568,7 +573,7 @@ mod tests {
             w.rotate().unwrap();
         }
         drop(w);
-        remove_upto(dir.path(), 5).unwrap(); // everything retired: 3 kept, 2 deleted
+        retire_upto(dir.path(), 5).unwrap(); // everything retired: 3 kept, 2 deleted
         assert!(segments(dir.path()).unwrap().is_empty());
         let free = free_files(dir.path()).unwrap();
         assert_eq!(free.len(), FREE_MAX);

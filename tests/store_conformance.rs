@@ -42,6 +42,7 @@ macro_rules! store_suite {
             #[test] fn timestamped_mutations() { let (_g, s) = super::$backend(); conformance::timestamped_mutations(&s); }
             #[test] fn multi_get() { let (_g, s) = super::$backend(); conformance::multi_get(&s); }
             #[test] fn seeking_scans() { let (_g, s) = super::$backend(); conformance::seeking_scans(&s); }
+            #[test] fn long_qualifiers() { let (_g, s) = super::$backend(); conformance::long_qualifiers(&s); }
             #[test] fn uid_assignment_is_unique_across_nodes() { let (_g, s) = super::$backend(); super::uids_across_nodes(s); }
             #[test] fn bulk_uid_assignment_is_unique_across_nodes() { let (_g, s) = super::$backend(); super::bulk_uids_across_nodes(s); }
             #[test] fn compaction_keeps_a_concurrent_overwrite() { let (_g, s) = super::$backend(); super::compaction_race(s); }
@@ -310,4 +311,35 @@ fn embedded_tidy_keeps_every_answer() {
     }
     let s: SharedStore = Arc::new(tsgate::store::embedded::EmbeddedStore::open(d.path(), &specs).unwrap());
     check(&s);
+}
+
+/// A new embedded store cuts long qualifiers in its keys and says so in a marker file; a store
+/// made before (no marker) keeps them whole. Either way every answer is the same, and stays so
+/// across reopening.
+#[test]
+fn embedded_key_form_is_chosen_once_per_store() {
+    use tsgate::store::embedded::EmbeddedStore;
+    let specs = TableNames::default().specs();
+    let long = vec![9u8; 720];
+    let check = |dir: &std::path::Path, cut: bool| {
+        for round in 0..2 {
+            let s = EmbeddedStore::open(dir, &specs).unwrap();
+            assert_eq!(s.cuts_qualifiers(), cut, "round {round}");
+            if round == 0 {
+                s.mutate("tsdb", vec![RowMutations::put(b"r".to_vec(), b"t", long.clone(), b"v".to_vec())]).unwrap();
+            }
+            let cells = s.get("tsdb", b"r", &[]).unwrap();
+            assert_eq!(cells.iter().map(|c| (c.qualifier.clone(), c.value.clone())).collect::<Vec<_>>(), vec![(long.clone(), b"v".to_vec())]);
+            let shared: SharedStore = Arc::new(s);
+            conformance::long_qualifiers(&shared);
+            shared.close().unwrap();
+        }
+    };
+    let fresh = tempfile::tempdir().unwrap();
+    check(fresh.path(), true);
+    // A store of the earlier form: the engine's files, no marker.
+    let older = tempfile::tempdir().unwrap();
+    EmbeddedStore::open(older.path(), &specs).unwrap().close().unwrap();
+    std::fs::remove_file(older.path().join("cut-qualifiers")).unwrap();
+    check(older.path(), false);
 }

@@ -215,3 +215,47 @@ pub fn seeking_scans(store: &SharedStore) {
     let s = Scan { start: b"s".to_vec(), stop: b"t".to_vec(), row_regex: Some("^s(?:\x00|\x05|\x0A|\x0F)\x07$".into()), seek: Some(far), ..Default::default() };
     assert_eq!(keys(store, &s), [0u8, 5, 10, 15].iter().map(|a| vec![b's', *a, 7]).collect::<Vec<_>>());
 }
+
+/// Long qualifiers (a compacted column's is two bytes a point), some sharing a long prefix:
+/// each is its own cell, cells come in qualifier order, and every operation finds them.
+pub fn long_qualifiers(store: &SharedStore) {
+    let q = |prefix: usize, tail: &[u8]| -> Vec<u8> { [vec![7u8; prefix], tail.to_vec()].concat() };
+    // Out of order on purpose, and around any length a store might cut qualifiers at.
+    let qs: Vec<Vec<u8>> = vec![q(40, &[1]), q(719, &[0]), q(40, &[0]), q(33, &[]), q(32, &[]), q(31, &[8]), q(40, &[0, 0]), q(64, &[])];
+    for (i, x) in qs.iter().enumerate() {
+        put(store, b"long", b"id", x, &[i as u8]);
+    }
+    put(store, b"long", b"name", &q(50, &[]), b"n");
+    let mut want = qs.clone();
+    want.sort();
+    let cells = store.get(TABLE, b"long", &[b"id"]).expect("get");
+    assert_eq!(cells.iter().map(|c| c.qualifier.clone()).collect::<Vec<_>>(), want, "cells in qualifier order");
+    for c in &cells {
+        let i = qs.iter().position(|x| *x == c.qualifier).expect("a put qualifier");
+        assert_eq!(c.value, vec![i as u8], "each cell keeps its own value");
+    }
+    assert_eq!(keys(store, &Scan { start: b"long".to_vec(), stop: b"lonh".to_vec(), ..Default::default() }), vec![b"long".to_vec()]);
+    let row: Vec<Row> = store.scan(TABLE, &Scan { start: b"long".to_vec(), ..Default::default() }).expect("scan").map(|r| r.expect("row")).collect();
+    let id_cells: Vec<Vec<u8>> = row[0].cells.iter().filter(|c| c.family == b"id").map(|c| c.qualifier.clone()).collect();
+    assert_eq!(id_cells, want, "a scan's cells in qualifier order");
+    // Overwrite, delete, compare-and-set and timestamped writes address one cell each.
+    put(store, b"long", b"id", &qs[2], b"new");
+    store
+        .mutate(TABLE, vec![RowMutations { row: b"long".to_vec(), mutations: vec![Mutation::Delete { family: b"id".to_vec(), qualifier: qs[0].clone() }] }])
+        .expect("delete");
+    assert!(!store.check_and_put(TABLE, b"long", b"id", &qs[6], Some(b"\x02"), b"no").expect("cas"), "compares its own cell, not a neighbour's");
+    assert!(store.check_and_put(TABLE, b"long", b"id", &qs[6], Some(b"\x06"), b"cas").expect("cas"));
+    assert!(!store.check_and_put(TABLE, b"long", b"id", &q(40, &[2]), Some(b"\x00"), b"no").expect("cas"), "an absent long qualifier");
+    let ts = store.get(TABLE, b"long", &[b"id"]).expect("get").iter().map(|c| c.timestamp).max().expect("cells");
+    let at = |ms: Vec<Mutation>| vec![RowMutations { row: b"long".to_vec(), mutations: ms }];
+    store.mutate_at(TABLE, at(vec![Mutation::Delete { family: b"id".to_vec(), qualifier: qs[1].clone() }]), ts).expect("delete at ts");
+    let got: Vec<(Vec<u8>, Vec<u8>)> = store.get(TABLE, b"long", &[b"id"]).expect("get").into_iter().map(|c| (c.qualifier, c.value)).collect();
+    let mut left: Vec<(Vec<u8>, Vec<u8>)> = qs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 0 && *i != 1)
+        .map(|(i, x)| (x.clone(), if i == 2 { b"new".to_vec() } else if i == 6 { b"cas".to_vec() } else { vec![i as u8] }))
+        .collect();
+    left.sort();
+    assert_eq!(got, left);
+}

@@ -3,6 +3,7 @@
 //! value carries its 8-byte cell timestamp in front.
 
 use super::{keycodec, Cell, Mutation, Row, RowMutations, RowSeek, RowStream, Scan, Store, StoreError, StoreResult, TableSpec};
+use super::keycodec::Qualifiers;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use parking_lot::RwLock;
 use std::collections::HashMap;
@@ -23,6 +24,8 @@ pub struct EmbeddedStore {
     deletes: AtomicU64,
     /// When a cell was last deleted (ms since the epoch), for `tidy`.
     last_delete_ms: AtomicU64,
+    /// How keys end: [`Qualifiers::Cut`] for stores made since, whole for older ones.
+    form: Qualifiers,
 }
 
 /// Every level's data blocks are LZ4-compressed (the engine's default leaves the first two
@@ -89,6 +92,7 @@ impl EmbeddedStore {
 
     /// As [`EmbeddedStore::open`], with a block cache of `cache_bytes` (`storage.cache_mb`).
     pub fn open_with_cache(dir: &Path, tables: &[TableSpec], cache_bytes: u64) -> StoreResult<EmbeddedStore> {
+        let form = key_form(dir).map_err(|e| StoreError::Engine { op: "open", table: dir.display().to_string(), msg: e.to_string() })?;
         let db = Database::builder(dir)
             .cache_size(cache_bytes)
             .open()
@@ -104,7 +108,16 @@ impl EmbeddedStore {
             fams.sort_by(|a, b| a.0.cmp(&b.0));
             map.insert(t.name.clone(), fams);
         }
-        Ok(EmbeddedStore { db, tables: map, rmw: RwLock::new(false), clock: AtomicU64::new(0), dir: dir.to_path_buf(), deletes: AtomicU64::new(0), last_delete_ms: AtomicU64::new(0) })
+        Ok(EmbeddedStore {
+            db,
+            tables: map,
+            rmw: RwLock::new(false),
+            clock: AtomicU64::new(0),
+            dir: dir.to_path_buf(),
+            deletes: AtomicU64::new(0),
+            last_delete_ms: AtomicU64::new(0),
+            form,
+        })
     }
 
     /// A strictly increasing ms clock: cell timestamps order writes made by this process.
@@ -145,6 +158,11 @@ impl EmbeddedStore {
             ks.major_compact().map_err(engine_err(op, "*"))?;
         }
         Ok(())
+    }
+
+    /// Whether this store's keys cut long qualifiers ([`Qualifiers::Cut`]).
+    pub fn cuts_qualifiers(&self) -> bool {
+        self.form == Qualifiers::Cut
     }
 
     /// How many engine tables hold `table`'s families now (diagnostics and tests: a `tidy`
@@ -198,8 +216,28 @@ impl EmbeddedStore {
     }
 
     fn read_cell(&self, table: &str, ks: &Keyspace, row: &[u8], q: &[u8]) -> StoreResult<Option<Vec<u8>>> {
-        let v = ks.get(keycodec::encode(row, q)).map_err(engine_err("get", table))?;
-        Ok(v.map(|v| v[8.min(v.len())..].to_vec()))
+        let key = self.key(row, q);
+        let Some(v) = ks.get(&key).map_err(engine_err("get", table))? else { return Ok(None) };
+        let (_, stored_q, value) = self.unstored(&key[key.len() - self.in_key_len(q)..], &v);
+        // A cut key names its qualifier by hash: the whole one it holds must be this one.
+        Ok((stored_q == q).then(|| value.to_vec()))
+    }
+
+    fn key(&self, row: &[u8], q: &[u8]) -> Vec<u8> {
+        keycodec::encode(row, q, self.form)
+    }
+
+    /// How many bytes `q` takes at the end of its key.
+    fn in_key_len(&self, q: &[u8]) -> usize {
+        keycodec::encode(&[], q, self.form).len() - 2
+    }
+
+    fn stored(&self, ts: u64, q: &[u8], value: &[u8]) -> Vec<u8> {
+        stored(ts, q, value, self.form)
+    }
+
+    fn unstored<'a>(&self, in_key: &'a [u8], v: &'a [u8]) -> (u64, &'a [u8], &'a [u8]) {
+        unstored(in_key, v, self.form)
     }
 
     /// A scan's cell stream in each family it reads.
@@ -215,20 +253,66 @@ impl EmbeddedStore {
         Ok(self
             .selected(table, &scan.families)?
             .into_iter()
-            .map(|(f, ks)| (f, FamilyCells::new(ks, table, &start, stop.clone(), filter.clone(), scan.seek.clone())))
+            .map(|(f, ks)| (f, FamilyCells::new(ks, table, &start, stop.clone(), filter.clone(), scan.seek.clone(), self.form)))
             .collect())
     }
 
-    fn stamp(&self, value: &[u8]) -> Vec<u8> {
-        stamp_at(self.now(), value)
+}
+
+/// The marker file of a store whose keys cut long qualifiers ([`Qualifiers::Cut`]).
+const CUT_MARKER: &str = "cut-qualifiers";
+
+/// How the store under `dir` ends its keys: a new store cuts long qualifiers (and says so in
+/// its marker file, written before anything else), one made before that keeps them whole.
+fn key_form(dir: &Path) -> std::io::Result<Qualifiers> {
+    let marker = dir.join(CUT_MARKER);
+    if marker.exists() {
+        return Ok(Qualifiers::Cut);
+    }
+    if dir.join("version").exists() || dir.join("keyspaces").exists() {
+        return Ok(Qualifiers::Whole);
+    }
+    std::fs::create_dir_all(dir)?;
+    std::fs::File::create(&marker)?.sync_all()?;
+    std::fs::File::open(dir)?.sync_all()?;
+    Ok(Qualifiers::Cut)
+}
+
+/// A cell as the engine stores it: the cell's timestamp (8 bytes, big-endian), then, when its
+/// key holds a cut qualifier, the whole qualifier's length (4 bytes) and bytes, then its value.
+fn stored(ts: u64, q: &[u8], value: &[u8], form: Qualifiers) -> Vec<u8> {
+    let cut = form == Qualifiers::Cut && q.len() > keycodec::CUT_AT;
+    let mut v = Vec::with_capacity(8 + if cut { 4 + q.len() } else { 0 } + value.len());
+    v.extend_from_slice(&ts.to_be_bytes());
+    if cut {
+        v.extend_from_slice(&(q.len() as u32).to_be_bytes());
+        v.extend_from_slice(q);
+    }
+    v.extend_from_slice(value);
+    v
+}
+
+/// A stored cell's (timestamp, qualifier, value), its key ending in `in_key` (see [`stored`]).
+fn unstored<'a>(in_key: &'a [u8], v: &'a [u8], form: Qualifiers) -> (u64, &'a [u8], &'a [u8]) {
+    let (ts, rest) = split_stamp(v);
+    if !form.is_cut(in_key) {
+        return (ts, in_key, rest);
+    }
+    match rest.split_first_chunk::<4>() {
+        Some((n, tail)) if tail.len() >= u32::from_be_bytes(*n) as usize => {
+            let (q, value) = tail.split_at(u32::from_be_bytes(*n) as usize);
+            (ts, q, value)
+        }
+        // Not what this store writes: shown as it is rather than dropped.
+        _ => (ts, in_key, rest),
     }
 }
 
-fn stamp_at(ts: u64, value: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(value.len() + 8);
-    v.extend_from_slice(&ts.to_be_bytes());
-    v.extend_from_slice(value);
-    v
+/// Puts a row's cells (of one family) in qualifier order when cut keys left them out of it.
+fn in_qualifier_order<T>(cells: &mut [T], q: impl Fn(&T) -> &[u8]) {
+    if !cells.is_sorted_by(|a, b| q(a) <= q(b)) {
+        cells.sort_by(|a, b| q(a).cmp(q(b)));
+    }
 }
 
 /// A stored value's cell timestamp and value (a value too short to carry a stamp is all value).
@@ -266,6 +350,7 @@ struct FamilyCells {
     /// before reopening the range there instead (reopening costs a seek in every table).
     ahead: Option<(Vec<u8>, usize)>,
     table: String,
+    form: Qualifiers,
 }
 
 /// Keys stepped over toward a near seek target before the range is reopened at it.
@@ -276,23 +361,24 @@ const STEP_BEFORE_SEEK: usize = 16;
 struct RawCell {
     key: fjall::Slice,
     value: fjall::Slice,
-    /// Where the qualifier starts in `key`.
+    /// Where the qualifier (or its cut form) starts in `key`.
     qualifier_at: usize,
 }
 
 impl RawCell {
-    fn lend<'a>(&'a self, family: &'a [u8]) -> super::CellRef<'a> {
-        let (timestamp, value) = split_stamp(&self.value);
-        super::CellRef { family, qualifier: &self.key[self.qualifier_at..], value, timestamp }
+    fn lend<'a>(&'a self, family: &'a [u8], form: Qualifiers) -> super::CellRef<'a> {
+        let (timestamp, qualifier, value) = unstored(&self.key[self.qualifier_at..], &self.value, form);
+        super::CellRef { family, qualifier, value, timestamp }
     }
 
-    fn to_cell(&self, family: &[u8]) -> Cell {
-        self.lend(family).into()
+    fn to_cell(&self, family: &[u8], form: Qualifiers) -> Cell {
+        self.lend(family, form).into()
     }
 }
 
 impl FamilyCells {
-    fn new(ks: &Keyspace, table: &str, start: &[u8], stop: Option<Vec<u8>>, filter: Option<regex::bytes::Regex>, seek: Option<super::RowSeeker>) -> FamilyCells {
+    #[allow(clippy::too_many_arguments)]
+    fn new(ks: &Keyspace, table: &str, start: &[u8], stop: Option<Vec<u8>>, filter: Option<regex::bytes::Regex>, seek: Option<super::RowSeeker>, form: Qualifiers) -> FamilyCells {
         FamilyCells {
             it: Some(range(ks, start.to_vec())),
             ks: ks.clone(),
@@ -305,6 +391,7 @@ impl FamilyCells {
             keep: false,
             ahead: None,
             table: table.to_string(),
+            form,
         }
     }
 
@@ -399,11 +486,12 @@ impl FamilyRows {
                 Err(e) => return Some(Err(e)),
             },
         };
-        let mut cells = vec![first.to_cell(&self.family)];
+        let form = self.cells.form;
+        let mut cells = vec![first.to_cell(&self.family, form)];
         loop {
             match self.cells.next_cell() {
                 None => break,
-                Some(Ok((c, false))) => cells.push(c.to_cell(&self.family)),
+                Some(Ok((c, false))) => cells.push(c.to_cell(&self.family, form)),
                 Some(Ok((c, true))) => {
                     self.next = Some((self.cells.row.clone(), c));
                     break;
@@ -414,6 +502,7 @@ impl FamilyRows {
                 }
             }
         }
+        in_qualifier_order(&mut cells, |c| &c.qualifier);
         Some(Ok(Row { key, cells }))
     }
 }
@@ -480,11 +569,13 @@ impl Store for EmbeddedStore {
         let prefix = keycodec::row_prefix(row);
         let mut cells = Vec::new();
         for (f, ks) in self.selected(table, families)? {
+            let first = cells.len();
             for g in ks.prefix(&prefix) {
                 let (k, v) = g.into_inner().map_err(engine_err("get", table))?;
-                let (ts, value) = split_stamp(&v);
-                cells.push(Cell { family: f.to_vec(), qualifier: k[prefix.len()..].to_vec(), value: value.to_vec(), timestamp: ts });
+                let (ts, qualifier, value) = self.unstored(&k[prefix.len()..], &v);
+                cells.push(Cell { family: f.to_vec(), qualifier: qualifier.to_vec(), value: value.to_vec(), timestamp: ts });
             }
+            in_qualifier_order(&mut cells[first..], |c| &c.qualifier);
         }
         Ok(cells)
     }
@@ -501,7 +592,7 @@ impl Store for EmbeddedStore {
             for m in rm.mutations.iter().filter(|m| matches!(m, Mutation::Put { .. })) {
                 if let Mutation::Put { family, qualifier, value } = m {
                     let ks = self.family(table, family)?;
-                    wb.insert(ks, keycodec::encode(&rm.row, qualifier), stamp_at(ts, value));
+                    wb.insert(ks, self.key(&rm.row, qualifier), self.stored(ts, qualifier, value));
                 }
             }
             for m in rm.mutations.iter().filter(|m| !matches!(m, Mutation::Put { .. })) {
@@ -509,7 +600,7 @@ impl Store for EmbeddedStore {
                     Mutation::Put { .. } => {}
                     Mutation::Delete { family, qualifier } => {
                         let ks = self.family(table, family)?;
-                        wb.remove(ks, keycodec::encode(&rm.row, qualifier));
+                        wb.remove(ks, self.key(&rm.row, qualifier));
                     }
                     Mutation::DeleteRow => {
                         let prefix = keycodec::row_prefix(&rm.row);
@@ -553,7 +644,8 @@ impl Store for EmbeddedStore {
         while left > 0 {
             let next = cells.next_cell();
             if !matches!(next, Some(Ok((_, false)))) && !raw.is_empty() {
-                let lent: Vec<super::CellRef> = raw.iter().map(|c| c.lend(family)).collect();
+                let mut lent: Vec<super::CellRef> = raw.iter().map(|c| c.lend(family, self.form)).collect();
+                in_qualifier_order(&mut lent, |c| c.qualifier);
                 if !visit(&row, &lent)? {
                     return Ok(());
                 }
@@ -587,7 +679,7 @@ impl Store for EmbeddedStore {
                 .ok_or_else(|| StoreError::NotACounter(format!("{table}/{}", crate::schema::hex_upper(row))))?,
         };
         let next = cur.wrapping_add(delta);
-        ks.insert(keycodec::encode(row, qualifier), self.stamp(&next.to_be_bytes())).map_err(engine_err("increment", table))?;
+        ks.insert(self.key(row, qualifier), self.stored(self.now(), qualifier, &next.to_be_bytes())).map_err(engine_err("increment", table))?;
         Ok(next)
     }
 
@@ -607,7 +699,7 @@ impl Store for EmbeddedStore {
         if cur.as_deref() != expected {
             return Ok(false);
         }
-        ks.insert(keycodec::encode(row, qualifier), self.stamp(value)).map_err(engine_err("check_and_put", table))?;
+        ks.insert(self.key(row, qualifier), self.stored(self.now(), qualifier, value)).map_err(engine_err("check_and_put", table))?;
         Ok(true)
     }
 
@@ -680,14 +772,14 @@ impl Store for EmbeddedStore {
             match m {
                 Mutation::Put { family, qualifier, value } => {
                     let ks = self.family(table, family)?;
-                    let key = keycodec::encode(row, qualifier);
+                    let key = self.key(row, qualifier);
                     if version(ks, &key)?.is_none_or(|cur| cur <= ts) {
-                        wb.insert(ks, key, stamp_at(ts, value));
+                        wb.insert(ks, key, self.stored(ts, qualifier, value));
                     }
                 }
                 Mutation::Delete { family, qualifier } => {
                     let ks = self.family(table, family)?;
-                    let key = keycodec::encode(row, qualifier);
+                    let key = self.key(row, qualifier);
                     if version(ks, &key)?.is_some_and(|cur| cur <= ts) {
                         wb.remove(ks, key);
                         self.deletes.fetch_add(1, Ordering::Relaxed);

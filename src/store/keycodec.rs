@@ -1,9 +1,45 @@
 //! Order-preserving encoding of (row, qualifier) into one engine key, so that an engine sorting
 //! plain bytes yields HBase's order: rows by unsigned bytes, then qualifiers within a row.
-//! Row bytes escape 0x00 as `00 FF` and end with `00 01`; the qualifier follows raw.
+//! Row bytes escape 0x00 as `00 FF` and end with `00 01`; the qualifier follows raw, unless
+//! it is long (see [`Qualifiers`]).
 
 const ESC: u8 = 0xFF;
 const TERM: u8 = 0x01;
+
+/// How a key ends. A compacted column's qualifier is two or four bytes a point (720 for an
+/// hour at 10 s): whole in the key, it made every key that long, and stepping over a row or
+/// seeking to one copied and compared those bytes (and indexes held them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Qualifiers {
+    /// Every qualifier whole (stores made before the cut form).
+    Whole,
+    /// A qualifier longer than [`CUT_AT`] bytes ends the key as its first `CUT_AT` bytes and a
+    /// 128-bit hash of the whole, which the value then carries; shorter ones are whole. Keys
+    /// stay distinct; within a row, cut qualifiers that share their first `CUT_AT` bytes come
+    /// out of the engine in hash order, and readers put a row's cells back in qualifier order.
+    Cut,
+}
+
+/// See [`Qualifiers::Cut`].
+pub const CUT_AT: usize = 32;
+const HASH_LEN: usize = 16;
+
+impl Qualifiers {
+    /// Whether a key ending in `in_key` (the bytes after the row's terminator) holds a cut
+    /// qualifier, whose whole form is then in the value.
+    pub fn is_cut(self, in_key: &[u8]) -> bool {
+        self == Qualifiers::Cut && in_key.len() > CUT_AT
+    }
+
+    fn push(self, q: &[u8], out: &mut Vec<u8>) {
+        if self == Qualifiers::Cut && q.len() > CUT_AT {
+            out.extend_from_slice(&q[..CUT_AT]);
+            out.extend_from_slice(&xxhash_rust::xxh3::xxh3_128(q).to_be_bytes());
+        } else {
+            out.extend_from_slice(q);
+        }
+    }
+}
 
 pub fn encode_row_prefix(row: &[u8], out: &mut Vec<u8>) {
     for &b in row {
@@ -15,11 +51,11 @@ pub fn encode_row_prefix(row: &[u8], out: &mut Vec<u8>) {
 }
 
 /// The key of a cell.
-pub fn encode(row: &[u8], qualifier: &[u8]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(row.len() + qualifier.len() + 4);
+pub fn encode(row: &[u8], qualifier: &[u8], form: Qualifiers) -> Vec<u8> {
+    let mut k = Vec::with_capacity(row.len() + qualifier.len().min(CUT_AT + HASH_LEN) + 4);
     encode_row_prefix(row, &mut k);
     k.extend_from_slice(&[0, TERM]);
-    k.extend_from_slice(qualifier);
+    form.push(qualifier, &mut k);
     k
 }
 
@@ -80,22 +116,40 @@ mod tests {
     proptest! {
         #[test]
         fn round_trip(row in proptest::collection::vec(any::<u8>(), 0..20), q in proptest::collection::vec(any::<u8>(), 0..8)) {
-            let k = encode(&row, &q);
+            let k = encode(&row, &q, Qualifiers::Whole);
             let (r, qq) = decode(&k).unwrap();
             prop_assert_eq!(r, row);
             prop_assert_eq!(qq, &q[..]);
+        }
+
+        /// Cut keys keep rows apart and in order, end short, and are whole up to the cut.
+        #[test]
+        fn cut_keys(a in proptest::collection::vec(0u8..3, 0..6), b in proptest::collection::vec(0u8..3, 0..6),
+                    qa in proptest::collection::vec(0u8..2, 0..80), qb in proptest::collection::vec(0u8..2, 0..80)) {
+            let (ka, kb) = (encode(&a, &qa, Qualifiers::Cut), encode(&b, &qb, Qualifiers::Cut));
+            if a != b {
+                prop_assert_eq!(ka.cmp(&kb), a.cmp(&b));
+            }
+            let (r, in_key) = decode(&ka).unwrap();
+            prop_assert_eq!(&r, &a);
+            prop_assert!(in_key.len() <= CUT_AT + HASH_LEN);
+            prop_assert_eq!(Qualifiers::Cut.is_cut(in_key), qa.len() > CUT_AT);
+            if qa.len() <= CUT_AT {
+                prop_assert_eq!(&ka, &encode(&a, &qa, Qualifiers::Whole));
+            }
+            prop_assert_eq!(ka == kb, (&a, &qa) == (&b, &qb));
         }
 
         #[test]
         fn order_matches_hbase(a in proptest::collection::vec(0u8..3, 0..6), b in proptest::collection::vec(0u8..3, 0..6),
                                qa in proptest::collection::vec(any::<u8>(), 0..3), qb in proptest::collection::vec(any::<u8>(), 0..3)) {
             let hbase = (a.clone(), qa.clone()).cmp(&(b.clone(), qb.clone()));
-            prop_assert_eq!(encode(&a, &qa).cmp(&encode(&b, &qb)), hbase);
+            prop_assert_eq!(encode(&a, &qa, Qualifiers::Whole).cmp(&encode(&b, &qb, Qualifiers::Whole)), hbase);
             // bounds: row_bound(x) <= keys of rows >= x, > keys of rows < x
-            let ka = encode(&a, &qa);
+            let ka = encode(&a, &qa, Qualifiers::Whole);
             prop_assert_eq!(ka.as_slice() >= row_bound(&b).as_slice(), a >= b);
             // a key's row as encoded tells rows apart without decoding them
-            let kb = encode(&b, &qb);
+            let kb = encode(&b, &qb, Qualifiers::Whole);
             prop_assert_eq!(ka[..row_end(&ka).unwrap()] == kb[..row_end(&kb).unwrap()], a == b);
         }
     }

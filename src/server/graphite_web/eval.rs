@@ -6,7 +6,7 @@ use super::index::{self, Entry};
 use super::parallel;
 use super::parser::{Call, Expr};
 use super::series::Series;
-use crate::query::select::{span_runs, MetricId};
+use crate::query::select::MetricId;
 use crate::server::AppState;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -74,7 +74,7 @@ impl Source for StoreSource<'_> {
             by_metric.entry(&e.metric).or_default().push(i);
         }
         // A path stored whole is a metric holding that one series: those are read together,
-        // in consecutive runs of their UIDs, one scan per run (see `select_stored_span`).
+        // in runs of their UIDs, one scan per run that seeks from one to the next (see `select_stored_span`).
         let is_whole = |wanted: &[usize]| {
             wanted.len() == 1 && entries[wanted[0]].tags.len() == 1 && {
                 let (k, v) = &entries[wanted[0]].tags[0];
@@ -99,7 +99,7 @@ impl Source for StoreSource<'_> {
         // Runs of 256 metrics or more (a scan's set-up is paid rarely), and for large sets
         // about eight per core (an uneven run does not hold the others up).
         let run = ids.len().div_ceil(parallel::cores() * 8).max(256);
-        let runs: Vec<&[MetricId]> = span_runs(&ids, run);
+        let runs: Vec<&[MetricId]> = ids.chunks(run).collect();
         let read_whole = parallel::map_from(runs, 2, |ids| -> R<ReadPart> {
             let keep = |metric: &str, tags: &[(String, String)]| whole_at.get(metric).is_some_and(|&i| entries[i].tags[..] == *tags);
             let got = self

@@ -20,6 +20,16 @@ fn embedded() -> (Guard, SharedStore) {
     (Box::new(d), s)
 }
 
+/// An embedded store of the earlier key form (qualifiers whole in the keys), as stores made
+/// before the cut form are.
+fn embedded_whole() -> (Guard, SharedStore) {
+    use tsgate::store::embedded::{EmbeddedStore, DEFAULT_CACHE_BYTES};
+    let d = tempfile::tempdir().unwrap();
+    let s = EmbeddedStore::open_in_form(d.path(), &TableNames::default().specs(), DEFAULT_CACHE_BYTES, tsgate::store::keycodec::Qualifiers::Whole).unwrap();
+    assert!(!s.cuts_qualifiers());
+    (Box::new(d), Arc::new(s))
+}
+
 /// A double with tsgate's tables, and a client with small scan batches (so that scans span
 /// several `scannerGetList` calls and rows arrive in pieces).
 fn hbase() -> (Guard, SharedStore) {
@@ -50,7 +60,7 @@ macro_rules! store_suite {
     )*};
 }
 
-store_suite!(embedded, hbase);
+store_suite!(embedded, embedded_whole, hbase);
 
 /// Four UID cores with separate caches (four "nodes") race to name the same 200 things:
 /// every name ends with one id, no id names two things, and losers only leak ids.
@@ -313,17 +323,18 @@ fn embedded_tidy_keeps_every_answer() {
     check(&s);
 }
 
-/// A new embedded store cuts long qualifiers in its keys and says so in a marker file; a store
-/// made before (no marker) keeps them whole. Either way every answer is the same, and stays so
-/// across reopening.
+/// A new embedded store cuts long qualifiers in its keys; a store of the earlier form (whole
+/// qualifiers) keeps its form when reopened, whatever form a new store would get, and so does
+/// a cut one. Either way every answer is the same.
 #[test]
 fn embedded_key_form_is_chosen_once_per_store() {
-    use tsgate::store::embedded::EmbeddedStore;
+    use tsgate::store::embedded::{EmbeddedStore, DEFAULT_CACHE_BYTES};
+    use tsgate::store::keycodec::Qualifiers;
     let specs = TableNames::default().specs();
     let long = vec![9u8; 720];
-    let check = |dir: &std::path::Path, cut: bool| {
-        for round in 0..2 {
-            let s = EmbeddedStore::open(dir, &specs).unwrap();
+    let check = |dir: &std::path::Path, made: Qualifiers, cut: bool| {
+        for (round, new) in [made, Qualifiers::Cut, Qualifiers::Whole].into_iter().enumerate() {
+            let s = EmbeddedStore::open_in_form(dir, &specs, DEFAULT_CACHE_BYTES, new).unwrap();
             assert_eq!(s.cuts_qualifiers(), cut, "round {round}");
             if round == 0 {
                 s.mutate("tsdb", vec![RowMutations::put(b"r".to_vec(), b"t", long.clone(), b"v".to_vec())]).unwrap();
@@ -336,10 +347,8 @@ fn embedded_key_form_is_chosen_once_per_store() {
         }
     };
     let fresh = tempfile::tempdir().unwrap();
-    check(fresh.path(), true);
-    // A store of the earlier form: the engine's files, no marker.
+    assert!(EmbeddedStore::open(fresh.path(), &specs).unwrap().cuts_qualifiers(), "a new store cuts");
+    check(fresh.path(), Qualifiers::Cut, true);
     let older = tempfile::tempdir().unwrap();
-    EmbeddedStore::open(older.path(), &specs).unwrap().close().unwrap();
-    std::fs::remove_file(older.path().join("cut-qualifiers")).unwrap();
-    check(older.path(), false);
+    check(older.path(), Qualifiers::Whole, false);
 }

@@ -542,7 +542,9 @@ mod tests {
             tsuid.extend_from_slice(&v);
             for hour in 0..4u32 {
                 let base = 3600 * (1000 + hour);
-                let pts: Vec<RawPoint> = (0..3u64).map(|i| RawPoint::encode(base as u64 + i * 1200, base, DataValue::Int(m * 100 + hour as i64 * 10 + i as i64)).unwrap()).collect();
+                // 30 points: a compacted column's qualifier (60 bytes) is long enough to be cut
+                // in the embedded store's keys.
+                let pts: Vec<RawPoint> = (0..30u64).map(|i| RawPoint::encode(base as u64 + i * 120, base, DataValue::Int(m * 10_000 + hour as i64 * 100 + i as i64)).unwrap()).collect();
                 if hour % 2 == 0 {
                     let (q, val) = build_column(&pts);
                     rows.push(RowMutations::put(layout.row_key(&tsuid, base), b"t", q, val));
@@ -584,6 +586,14 @@ mod tests {
             }
             let want = q.select_stored(&names, start, end, true, RowFilter::default(), &keep).unwrap();
             proptest::prop_assert!(want.iter().all(|s| !s.points.is_empty()));
+            // Every point is the one written at its time.
+            for s in &want {
+                let m: i64 = s.metric[1..].parse().unwrap();
+                for &(t, v) in &s.points {
+                    let (hour, i) = ((t / 1000 - 3600 * 1000) / 3600, (t / 1000 % 3600) / 120);
+                    proptest::prop_assert_eq!(v, (m * 10_000 + hour * 100 + i) as f64);
+                }
+            }
             // Salted, a span's series come by bucket first: the same series, in another order.
             if salted {
                 got.sort_by(|a, b| a.metric.cmp(&b.metric));

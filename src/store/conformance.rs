@@ -258,4 +258,18 @@ pub fn long_qualifiers(store: &SharedStore) {
         .collect();
     left.sort();
     assert_eq!(got, left);
+    // A counter, a first compare-and-set and a timestamped put on long qualifiers that share
+    // a prefix with cells already there: each touches its own cell only.
+    assert_eq!(store.increment(TABLE, b"long", b"id", &q(40, &[9]), 3).expect("inc"), 3);
+    assert_eq!(store.increment(TABLE, b"long", b"id", &q(40, &[9]), 4).expect("inc"), 7);
+    assert!(store.check_and_put(TABLE, b"long", b"id", &q(40, &[3]), None, b"first").expect("cas"));
+    store.mutate_at(TABLE, at(vec![Mutation::Put { family: b"id".to_vec(), qualifier: q(40, &[4]), value: b"at".to_vec() }]), ts).expect("put at ts");
+    for (k, v) in [(q(40, &[9]), 7i64.to_be_bytes().to_vec()), (q(40, &[3]), b"first".to_vec()), (q(40, &[4]), b"at".to_vec())] {
+        left.push((k, v));
+    }
+    left.sort();
+    let got: Vec<(Vec<u8>, Vec<u8>)> = store.get(TABLE, b"long", &[b"id"]).expect("get").into_iter().map(|c| (c.qualifier, c.value)).collect();
+    assert_eq!(got, left);
+    store.mutate(TABLE, vec![RowMutations { row: b"long".to_vec(), mutations: vec![Mutation::DeleteRow] }]).expect("delete row");
+    assert!(store.get(TABLE, b"long", &[]).expect("get").is_empty(), "a row delete takes long qualifiers too");
 }

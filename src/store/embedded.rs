@@ -92,16 +92,22 @@ impl EmbeddedStore {
 
     /// As [`EmbeddedStore::open`], with a block cache of `cache_bytes` (`storage.cache_mb`).
     pub fn open_with_cache(dir: &Path, tables: &[TableSpec], cache_bytes: u64) -> StoreResult<EmbeddedStore> {
-        let form = key_form(dir).map_err(|e| StoreError::Engine { op: "open", table: dir.display().to_string(), msg: e.to_string() })?;
+        Self::open_in_form(dir, tables, cache_bytes, Qualifiers::Cut)
+    }
+
+    /// As [`EmbeddedStore::open_with_cache`], making a new store in the key form `new`; an
+    /// existing store keeps its own. (Tests make stores of the earlier, whole form with it.)
+    pub fn open_in_form(dir: &Path, tables: &[TableSpec], cache_bytes: u64, new: Qualifiers) -> StoreResult<EmbeddedStore> {
         let db = Database::builder(dir)
             .cache_size(cache_bytes)
             .open()
             .map_err(|e| StoreError::Engine { op: "open", table: dir.display().to_string(), msg: e.to_string() })?;
+        let form = key_form(&db, tables, new);
         let mut map = HashMap::new();
         for t in tables {
             let mut fams = Vec::new();
             for f in &t.families {
-                let name = format!("{}:{}", t.name, String::from_utf8_lossy(f));
+                let name = keyspace_name(&t.name, f, form);
                 let ks = db.keyspace(&name, keyspace_options).map_err(engine_err("open", &t.name))?;
                 fams.push((f.to_vec(), ks));
             }
@@ -259,23 +265,31 @@ impl EmbeddedStore {
 
 }
 
-/// The marker file of a store whose keys cut long qualifiers ([`Qualifiers::Cut`]).
-const CUT_MARKER: &str = "cut-qualifiers";
+/// What the engine calls the keyspace of a table's family. A store whose keys cut long
+/// qualifiers names its keyspaces with a suffix, so that the form is told by the engine's own
+/// records (no file beside them to lose or mismatch), and a tsgate from before the cut form
+/// opening such a store finds no data rather than misreading it.
+fn keyspace_name(table: &str, family: &[u8], form: Qualifiers) -> String {
+    let name = format!("{table}:{}", String::from_utf8_lossy(family));
+    match form {
+        Qualifiers::Whole => name,
+        Qualifiers::Cut => name + CUT_SUFFIX,
+    }
+}
 
-/// How the store under `dir` ends its keys: a new store cuts long qualifiers (and says so in
-/// its marker file, written before anything else), one made before that keeps them whole.
-fn key_form(dir: &Path) -> std::io::Result<Qualifiers> {
-    let marker = dir.join(CUT_MARKER);
-    if marker.exists() {
-        return Ok(Qualifiers::Cut);
+const CUT_SUFFIX: &str = "#cut";
+
+/// How an opened database's store ends its keys: cut if it has a keyspace of the cut form,
+/// whole if it has only keyspaces of the earlier form, `new` for an empty one.
+fn key_form(db: &Database, tables: &[TableSpec], new: Qualifiers) -> Qualifiers {
+    let has = |form| tables.iter().any(|t| t.families.iter().any(|f| db.keyspace_exists(&keyspace_name(&t.name, f, form))));
+    if has(Qualifiers::Cut) {
+        Qualifiers::Cut
+    } else if has(Qualifiers::Whole) {
+        Qualifiers::Whole
+    } else {
+        new
     }
-    if dir.join("version").exists() || dir.join("keyspaces").exists() {
-        return Ok(Qualifiers::Whole);
-    }
-    std::fs::create_dir_all(dir)?;
-    std::fs::File::create(&marker)?.sync_all()?;
-    std::fs::File::open(dir)?.sync_all()?;
-    Ok(Qualifiers::Cut)
 }
 
 /// A cell as the engine stores it: the cell's timestamp (8 bytes, big-endian), then, when its
@@ -786,5 +800,30 @@ impl Store for EmbeddedStore {
           }
         }
         wb.commit().map_err(engine_err("mutate_at", table))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store written by a tsgate from before the cut form (keyspaces named `table:family`,
+    /// qualifiers whole in the keys) opens in its own form and reads as it did.
+    #[test]
+    fn a_store_of_the_earlier_form_opens_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let specs = crate::store::TableNames::default().specs();
+        let q = vec![3u8; 100];
+        {
+            let db = Database::builder(dir.path()).open().unwrap();
+            let ks = db.keyspace("tsdb:t", keyspace_options).unwrap();
+            ks.insert(keycodec::encode(b"row", &q, Qualifiers::Whole), stored(7, &q, b"value", Qualifiers::Whole)).unwrap();
+            db.persist(PersistMode::SyncAll).unwrap();
+        }
+        let s = EmbeddedStore::open(dir.path(), &specs).unwrap();
+        assert!(!s.cuts_qualifiers());
+        let cells = s.get("tsdb", b"row", &[]).unwrap();
+        assert_eq!(cells, vec![Cell { family: b"t".to_vec(), qualifier: q, value: b"value".to_vec(), timestamp: 7 }]);
+        assert_eq!(keyspace_name("tsdb", b"t", Qualifiers::Cut), "tsdb:t#cut");
     }
 }

@@ -13,10 +13,13 @@ const TERM: u8 = 0x01;
 pub enum Qualifiers {
     /// Every qualifier whole (stores made before the cut form).
     Whole,
-    /// A qualifier longer than [`CUT_AT`] bytes ends the key as its first `CUT_AT` bytes and a
-    /// 128-bit hash of the whole, which the value then carries; shorter ones are whole. Keys
-    /// stay distinct; within a row, cut qualifiers that share their first `CUT_AT` bytes come
-    /// out of the engine in hash order, and readers put a row's cells back in qualifier order.
+    /// A qualifier longer than [`CUT_AT`] bytes ends the key as its first `CUT_AT` bytes and the
+    /// first 128 bits of its SHA-256, and the value then carries it whole; shorter ones are
+    /// whole. Two qualifiers of one row share a key only if they share those bits: a
+    /// cryptographic hash, so not by chance, nor by a sender choosing its timestamps (a fast
+    /// non-cryptographic hash can be made to collide on long inputs). Within a row, cut
+    /// qualifiers that share their first `CUT_AT` bytes come out of the engine in hash order,
+    /// and readers put a row's cells back in qualifier order.
     Cut,
 }
 
@@ -34,7 +37,8 @@ impl Qualifiers {
     fn push(self, q: &[u8], out: &mut Vec<u8>) {
         if self == Qualifiers::Cut && q.len() > CUT_AT {
             out.extend_from_slice(&q[..CUT_AT]);
-            out.extend_from_slice(&xxhash_rust::xxh3::xxh3_128(q).to_be_bytes());
+            use sha2::Digest;
+            out.extend_from_slice(&sha2::Sha256::digest(q)[..HASH_LEN]);
         } else {
             out.extend_from_slice(q);
         }

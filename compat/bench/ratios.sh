@@ -86,13 +86,13 @@ if [ "${SKIP_QUERY:-0}" != 1 ]; then
   vm_http=$(port); vm_tel=$(port); ts_http=$(port); gr_http=$(port); gr_carbon=$(port)
   victoria-metrics -storageDataPath="$work/vm" -retentionPeriod=100y -httpListenAddr=$H:$vm_http \
     -opentsdbListenAddr=$H:$vm_tel -search.latencyOffset=0s -loggerLevel=ERROR >"$work/vm.log" 2>&1 &
-  pids+=($!)
+  pids+=($!); vm_pid=$!
   "$TSGATE" serve --data-dir "$work/ts" --listen $H:$ts_http --graphite-listen "" --pickle-listen "" \
     --log-level warn >"$work/ts.log" 2>&1 &
-  pids+=($!)
+  pids+=($!); ts_pid=$!
   "$TSGATE" serve --data-dir "$work/gr" --listen $H:$gr_http --graphite-listen $H:$gr_carbon \
     --pickle-listen "" --log-level warn >"$work/gr.log" 2>&1 &
-  pids+=($!)
+  pids+=($!); gr_pid=$!
   for _ in $(seq 150); do
     curl -sf http://$H:$vm_http/health >/dev/null && curl -sf http://$H:$ts_http/api/version >/dev/null &&
       curl -sf http://$H:$gr_http/api/version >/dev/null && break
@@ -138,6 +138,15 @@ print(sum(int(m['value']) for m in json.load(sys.stdin) if m['metric'] == 'tsd.c
   # then the embedded store's tidy: a second after the last delete, tables of the compacted
   # data are rewritten without their tombstones (about a second of work on this set)
   sleep 3
+  # ... and until all three servers are idle (VictoriaMetrics merges its fresh parts in the
+  # background for a while after a load; a query timed meanwhile, either server's, shares the
+  # two cores with that work): under 20 ms of CPU between them over a second, for at most 30 s
+  cpu_ticks() { cat /proc/$vm_pid/stat /proc/$ts_pid/stat /proc/$gr_pid/stat | awk '{t += $14 + $15} END {print t}'; }
+  for waited in $(seq 30); do
+    c0=$(cpu_ticks); sleep 1; c1=$(cpu_ticks)
+    [ $((c1 - c0)) -lt 2 ] && break
+  done
+  log "servers idle (waited ${waited} s; $(( (c1 - c0) * 10 )) ms of CPU in the last one)"
   end1h=$((start + 3600)); last_step=$((start + 3540))
 
   # the three queries; PromQL is the same text for tsgate and VictoriaMetrics

@@ -1,6 +1,7 @@
 //! The embedded backend: HBase's data model on fjall, a maintained LSM engine.
-//! One engine keyspace per table:family; keys keep HBase's order (see `keycodec`); every
-//! value carries its 8-byte cell timestamp in front.
+//! One engine keyspace per table:family; keys keep HBase's order of rows (see `keycodec`; a
+//! long qualifier is cut short in the key and kept whole in the value, and readers restore the
+//! order of a row's cells); every value carries its 8-byte cell timestamp in front.
 
 use super::{keycodec, Cell, Mutation, Row, RowMutations, RowSeek, RowStream, Scan, Store, StoreError, StoreResult, TableSpec};
 use super::keycodec::Qualifiers;

@@ -47,7 +47,19 @@ impl<'a> Reader<'a> {
     fn done(&self) -> bool {
         self.pos >= self.b.len()
     }
+    /// Field keys, lengths and most timestamps' first bytes are one-byte varints: those take
+    /// no loop.
+    #[inline]
     fn varint(&mut self) -> Result<u64, DecodeError> {
+        match self.b.get(self.pos) {
+            Some(&byte) if byte < 0x80 => {
+                self.pos += 1;
+                Ok(byte as u64)
+            }
+            _ => self.varint_long(),
+        }
+    }
+    fn varint_long(&mut self) -> Result<u64, DecodeError> {
         let mut v = 0u64;
         for shift in (0..70).step_by(7) {
             let byte = *self.b.get(self.pos).ok_or_else(|| err("truncated varint"))?;
@@ -62,6 +74,7 @@ impl<'a> Reader<'a> {
         }
         Err(err("varint overflow"))
     }
+    #[inline]
     fn bytes(&mut self) -> Result<&'a [u8], DecodeError> {
         let n = self.varint()? as usize;
         let end = self.pos.checked_add(n).filter(|&e| e <= self.b.len()).ok_or_else(|| err("length beyond the buffer"))?;
@@ -74,6 +87,7 @@ impl<'a> Reader<'a> {
         self.pos += 8;
         Ok(u64::from_le_bytes(s.try_into().unwrap()))
     }
+    #[inline]
     fn key(&mut self) -> Result<(u64, u8), DecodeError> {
         let k = self.varint()?;
         Ok((k >> 3, (k & 7) as u8))

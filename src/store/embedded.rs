@@ -225,18 +225,13 @@ impl EmbeddedStore {
     fn read_cell(&self, table: &str, ks: &Keyspace, row: &[u8], q: &[u8]) -> StoreResult<Option<Vec<u8>>> {
         let key = self.key(row, q);
         let Some(v) = ks.get(&key).map_err(engine_err("get", table))? else { return Ok(None) };
-        let (_, stored_q, value) = self.unstored(&key[key.len() - self.in_key_len(q)..], &v);
+        let (_, stored_q, value) = self.unstored(&key[key.len() - self.form.in_key_len(q.len())..], &v);
         // A cut key names its qualifier by hash: the whole one it holds must be this one.
         Ok((stored_q == q).then(|| value.to_vec()))
     }
 
     fn key(&self, row: &[u8], q: &[u8]) -> Vec<u8> {
         keycodec::encode(row, q, self.form)
-    }
-
-    /// How many bytes `q` takes at the end of its key.
-    fn in_key_len(&self, q: &[u8]) -> usize {
-        keycodec::encode(&[], q, self.form).len() - 2
     }
 
     fn stored(&self, ts: u64, q: &[u8], value: &[u8]) -> Vec<u8> {
@@ -296,7 +291,7 @@ fn key_form(db: &Database, tables: &[TableSpec], new: Qualifiers) -> Qualifiers 
 /// A cell as the engine stores it: the cell's timestamp (8 bytes, big-endian), then, when its
 /// key holds a cut qualifier, the whole qualifier's length (4 bytes) and bytes, then its value.
 fn stored(ts: u64, q: &[u8], value: &[u8], form: Qualifiers) -> Vec<u8> {
-    let cut = form == Qualifiers::Cut && q.len() > keycodec::CUT_AT;
+    let cut = form.cuts(q.len());
     let mut v = Vec::with_capacity(8 + if cut { 4 + q.len() } else { 0 } + value.len());
     v.extend_from_slice(&ts.to_be_bytes());
     if cut {
@@ -310,7 +305,7 @@ fn stored(ts: u64, q: &[u8], value: &[u8], form: Qualifiers) -> Vec<u8> {
 /// A stored cell's (timestamp, qualifier, value), its key ending in `in_key` (see [`stored`]).
 fn unstored<'a>(in_key: &'a [u8], v: &'a [u8], form: Qualifiers) -> (u64, &'a [u8], &'a [u8]) {
     let (ts, rest) = split_stamp(v);
-    if !form.is_cut(in_key) {
+    if !form.cuts(in_key.len()) {
         return (ts, in_key, rest);
     }
     match rest.split_first_chunk::<4>() {

@@ -28,14 +28,20 @@ pub const CUT_AT: usize = 32;
 const HASH_LEN: usize = 16;
 
 impl Qualifiers {
-    /// Whether a key ending in `in_key` (the bytes after the row's terminator) holds a cut
-    /// qualifier, whose whole form is then in the value.
-    pub fn is_cut(self, in_key: &[u8]) -> bool {
-        self == Qualifiers::Cut && in_key.len() > CUT_AT
+    /// Whether a qualifier `len` bytes long is cut in keys of this form. A cut one ends its key
+    /// in `CUT_AT + HASH_LEN` bytes, so this also tells, from the bytes after a key's row
+    /// terminator, whether the key holds a cut qualifier (whose whole form is in the value).
+    pub fn cuts(self, len: usize) -> bool {
+        self == Qualifiers::Cut && len > CUT_AT
+    }
+
+    /// How many bytes a qualifier `len` bytes long takes at the end of its key.
+    pub fn in_key_len(self, len: usize) -> usize {
+        if self.cuts(len) { CUT_AT + HASH_LEN } else { len }
     }
 
     fn push(self, q: &[u8], out: &mut Vec<u8>) {
-        if self == Qualifiers::Cut && q.len() > CUT_AT {
+        if self.cuts(q.len()) {
             out.extend_from_slice(&q[..CUT_AT]);
             use sha2::Digest;
             out.extend_from_slice(&sha2::Sha256::digest(q)[..HASH_LEN]);
@@ -137,7 +143,8 @@ mod tests {
             let (r, in_key) = decode(&ka).unwrap();
             prop_assert_eq!(&r, &a);
             prop_assert!(in_key.len() <= CUT_AT + HASH_LEN);
-            prop_assert_eq!(Qualifiers::Cut.is_cut(in_key), qa.len() > CUT_AT);
+            prop_assert_eq!(Qualifiers::Cut.cuts(in_key.len()), qa.len() > CUT_AT);
+            prop_assert_eq!(Qualifiers::Cut.in_key_len(qa.len()), in_key.len());
             if qa.len() <= CUT_AT {
                 prop_assert_eq!(&ka, &encode(&a, &qa, Qualifiers::Whole));
             }

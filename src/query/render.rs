@@ -2,18 +2,19 @@
 //! doubles like Java's `Double.toString`, NaN as "NaN" or null), dps as an object or arrays.
 
 use super::aggregate::Num;
-use super::numfmt::java_double;
+use super::numfmt::push_java_double;
 use super::spec::{Query, SubQuery};
 use super::{ResultSeries, Summary};
 use serde_json::{json, Value as Json};
 use std::fmt::Write;
 
-fn num(v: Num, nan_as_null: bool) -> String {
+/// A point's value appended to `out` (a query writes thousands: no string per point).
+fn push_num(out: &mut String, v: Num, nan_as_null: bool) {
     match v {
-        Num::Int(i) => i.to_string(),
-        Num::Float(f) if f.is_nan() => (if nan_as_null { "null" } else { "\"NaN\"" }).into(),
-        Num::Float(f) if f.is_infinite() => (if f > 0.0 { "\"Infinity\"" } else { "\"-Infinity\"" }).into(),
-        Num::Float(f) => java_double(f),
+        Num::Int(i) => out.push_str(itoa::Buffer::new().format(i)),
+        Num::Float(f) if f.is_nan() => out.push_str(if nan_as_null { "null" } else { "\"NaN\"" }),
+        Num::Float(f) if f.is_infinite() => out.push_str(if f > 0.0 { "\"Infinity\"" } else { "\"-Infinity\"" }),
+        Num::Float(f) => push_java_double(out, f),
     }
 }
 
@@ -71,10 +72,19 @@ pub fn render(q: &Query, series: &[ResultSeries], summary: &Summary, extras: &Ex
                 s.push(',');
             }
             let ts = if q.flags.ms_resolution { *t } else { t / 1000 };
+            let mut tb = itoa::Buffer::new();
+            let ts = tb.format(ts);
             if q.flags.arrays {
-                let _ = write!(s, "[{ts},{}]", num(*v, r.nan_as_null));
+                s.push('[');
+                s.push_str(ts);
+                s.push(',');
+                push_num(&mut s, *v, r.nan_as_null);
+                s.push(']');
             } else {
-                let _ = write!(s, "\"{ts}\":{}", num(*v, r.nan_as_null));
+                s.push('"');
+                s.push_str(ts);
+                s.push_str("\":");
+                push_num(&mut s, *v, r.nan_as_null);
             }
         }
         s.push(if q.flags.arrays { ']' } else { '}' });

@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod blocking;
 pub mod graphite_web;
 pub mod http;
 pub mod limits;

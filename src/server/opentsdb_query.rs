@@ -41,7 +41,7 @@ fn query_error(e: QueryError) -> Reply {
 
 /// Runs blocking store work off the async threads.
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, QueryError> + Send + 'static) -> Result<T, Reply> {
-    match tokio::task::spawn_blocking(f).await {
+    match crate::server::blocking::run(f).await {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(query_error(e)),
         Err(e) => Err(error_reply(StatusCode::INTERNAL_SERVER_ERROR, "query task failed", &e.to_string())),

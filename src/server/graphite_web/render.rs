@@ -81,7 +81,23 @@ fn json_num(v: Option<f64>) -> String {
         Some(x) if x.is_nan() => "null".into(),
         Some(x) if x == f64::INFINITY => "1.7976931348623157e308".into(),
         Some(x) if x == f64::NEG_INFINITY => "-1.7976931348623157e308".into(),
-        Some(x) => format!("{x:?}"),
+        Some(x) => {
+            let mut out = String::new();
+            push_json_num(&mut out, x);
+            out
+        }
+    }
+}
+
+/// A finite value as [`json_num`] writes it (Rust's `{:?}`), appended to `out`.
+fn push_json_num(out: &mut String, x: f64) {
+    let mut buf = ryu::Buffer::new();
+    match crate::query::numfmt::plain_shortest(x, &mut buf) {
+        Some(s) => out.push_str(s),
+        None => {
+            use std::fmt::Write;
+            let _ = write!(out, "{x:?}");
+        }
     }
 }
 
@@ -134,7 +150,21 @@ pub fn to_json(list: &[Series], mdp: Option<usize>, no_nulls: bool) -> String {
                 continue;
             }
         }
-        let dps: Vec<String> = pts.iter().map(|(t, v)| format!("[{},{t}]", json_num(*v))).collect();
+        // One string for all the points (a render writes thousands).
+        let mut dps = String::with_capacity(pts.len() * 16);
+        for (i, (t, v)) in pts.iter().enumerate() {
+            if i > 0 {
+                dps.push(',');
+            }
+            dps.push('[');
+            match v {
+                Some(x) if x.is_finite() => push_json_num(&mut dps, *x),
+                _ => dps.push_str(&json_num(*v)),
+            }
+            dps.push(',');
+            dps.push_str(itoa::Buffer::new().format(*t));
+            dps.push(']');
+        }
         // Tag values are always strings; `name` is always there.
         let mut tags = s.tags.clone();
         tags.entry("name".into()).or_insert_with(|| s.name.clone());
@@ -142,7 +172,7 @@ pub fn to_json(list: &[Series], mdp: Option<usize>, no_nulls: bool) -> String {
             "{{\"target\":{},\"tags\":{},\"datapoints\":[{}]}}",
             serde_json::to_string(&s.name).expect("string"),
             serde_json::to_string(&tags).expect("map"),
-            dps.join(",")
+            dps
         ));
     }
     format!("[{}]", parts.join(","))

@@ -21,7 +21,14 @@ fn push_sample_value(out: &mut String, v: f64) {
     } else if v != 0.0 && !(1e-6..1e21).contains(&v.abs()) {
         out.push_str(&go_exp(v));
     } else {
-        let _ = write!(out, "{v}");
+        let mut buf = ryu::Buffer::new();
+        match crate::query::numfmt::plain_shortest(v, &mut buf) {
+            // Go's 'f' leaves no `.0` on integral values.
+            Some(s) => out.push_str(s.strip_suffix(".0").unwrap_or(s)),
+            None => {
+                let _ = write!(out, "{v}");
+            }
+        }
     }
 }
 
@@ -59,10 +66,11 @@ fn push_timestamp(out: &mut String, ms: i64) {
         out.push('-');
     }
     let a = ms.unsigned_abs();
-    let _ = match a % 1000 {
-        0 => write!(out, "{}", a / 1000),
-        frac => write!(out, "{}.{frac:03}", a / 1000),
-    };
+    out.push_str(itoa::Buffer::new().format(a / 1000));
+    let frac = a % 1000;
+    if frac != 0 {
+        let _ = write!(out, ".{frac:03}");
+    }
 }
 
 /// The `[ts, "value"]` pair of vectors and matrices, as raw JSON.

@@ -86,7 +86,7 @@ async fn run(state: &Arc<AppState>, s: Settings, query: String, f: impl FnOnce(&
         Err(e) => return prom_error(e),
     };
     let st = state.clone();
-    match tokio::task::spawn_blocking(move || f(&st.query, &expr, s)).await {
+    match crate::server::blocking::run(move || f(&st.query, &expr, s)).await {
         Ok(Ok(r)) => success_raw(&render(&r), &[]),
         Ok(Err(e)) => prom_error(e),
         Err(e) => error(ErrorType::Internal, &format!("query task failed: {e}")),

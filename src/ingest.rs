@@ -232,6 +232,13 @@ impl Ingest {
 
     /// Writes a batch of points named either way, in order. Same outcomes as [`Ingest::write`].
     pub async fn write_incoming(&self, points: Vec<Incoming<'_>>, wait: bool) -> (Vec<Result<(), PointError>>, Result<(), WriteError>) {
+        self.write_known_then(Vec::new(), points, wait).await
+    }
+
+    /// Writes `known` (points whose series their raw text named: no outcome each, they cannot
+    /// fail apart from the batch), then `points` as [`Ingest::write_incoming`] does; the
+    /// outcomes are `points`' own.
+    pub async fn write_known_then(&self, known: Vec<StoredPoint>, points: Vec<Incoming<'_>>, wait: bool) -> (Vec<Result<(), PointError>>, Result<(), WriteError>) {
         let mut outcomes: Vec<Result<(), PointError>> = Vec::with_capacity(points.len());
         let mut stored: Vec<Option<StoredPoint>> = Vec::with_capacity(points.len());
         let mut misses = Vec::new();
@@ -318,7 +325,8 @@ impl Ingest {
                 }
             }
         }
-        let batch: Vec<StoredPoint> = stored.into_iter().flatten().collect();
+        let mut batch = known;
+        batch.extend(stored.into_iter().flatten());
         let res = self.writer.write(batch, wait).await;
         (outcomes, res)
     }

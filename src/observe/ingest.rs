@@ -47,8 +47,14 @@ pub fn stored(p: Protocol, n: u64, durable: &Result<(), WriteError>) {
 /// Counts what the writer made of a batch: stored points, refused ones by reason, and — when
 /// the batch was not durable — every otherwise good point as a store failure.
 pub fn outcomes(p: Protocol, outcomes: &[Result<(), PointError>], durable: &Result<(), WriteError>) {
+    outcomes_and(p, 0, outcomes, durable)
+}
+
+/// [`outcomes`] of a batch that also held `ready` points with no outcome of their own (see
+/// `Ingest::write_known_then`): stored with the batch, or not.
+pub fn outcomes_and(p: Protocol, ready: u64, outcomes: &[Result<(), PointError>], durable: &Result<(), WriteError>) {
     let mut by_reason = [0u64; Reason::COUNT];
-    let mut ok = 0u64;
+    let mut ok = ready;
     for o in outcomes {
         match o {
             Ok(()) => ok += 1,

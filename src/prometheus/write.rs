@@ -7,6 +7,7 @@ use super::metadata::Meta;
 use crate::ingest::PointError;
 use crate::schema::rowkey::{base_time, MAX_TIMESTAMP_MS};
 use crate::schema::{DataValue, RawPoint};
+use crate::write::shard::StoredPoint;
 use tsgate_prometheus::proto::MetricType;
 use tsgate_prometheus::v1_borrowed::DecodeError;
 use tsgate_prometheus::v2;
@@ -19,6 +20,10 @@ pub struct Batch<'a> {
     pub memo: Vec<Memo>,
     /// (index into `series`, row base, encoded cell)
     pub samples: Vec<(usize, Result<(u32, RawPoint), PointError>)>,
+    /// The valid samples of series the memo knew: ready for the writer, with no entry in
+    /// `series` or `samples` (a known series is in `series` only for a sample in error).
+    /// Senders repeat their series, so this is where nearly every sample goes, in one step.
+    pub known: Vec<StoredPoint>,
     pub metadata: Vec<(String, Meta)>,
     /// Problems that make the answer a 400 (the first few are named in it).
     pub errors: Vec<String>,
@@ -157,13 +162,27 @@ fn add_series<'a>(
     if samples.len() == 0 {
         return;
     }
-    // Labels accepted before, byte for byte: accepted again, without converting them.
-    let stored = if matches!(memo, Memo::Known(_)) {
-        Ok(StoredSeries { metric: "".into(), tags: Vec::new() })
-    } else {
-        to_stored(labels, max_tags)
-    };
-    let stored = match stored {
+    if let Memo::Known(series) = memo {
+        // Labels accepted before, byte for byte: accepted again, without converting them,
+        // and their samples go straight to `known`.
+        let mut at = None;
+        for (ts, v) in samples {
+            match encode_sample(ts, v) {
+                Ok((base, point)) => b.known.push(StoredPoint { series, base, point }),
+                Err(e) => {
+                    b.errors.push(format!("{}: {e}", describe()));
+                    let idx = *at.get_or_insert_with(|| {
+                        b.series.push(StoredSeries { metric: "".into(), tags: Vec::new() });
+                        b.memo.push(Memo::Known(series));
+                        b.series.len() - 1
+                    });
+                    b.samples.push((idx, Err(e)));
+                }
+            }
+        }
+        return;
+    }
+    let stored = match to_stored(labels, max_tags) {
         Ok(s) => s,
         Err(e) => {
             match e {
@@ -241,8 +260,11 @@ mod tests {
         let known = crate::series::SeriesKey::new(b"known-series-test");
         let b = from_v1(&raw, 8, &|key| (key.first() == Some(&b'p')).then_some(known)).unwrap();
         assert!(matches!(b.memo[..], [Memo::Known(s)] if std::ptr::eq(s, known)));
-        // The labels were not converted (the memo's series stands for them)...
+        // The labels were not converted (the memo's series stands for them), the good sample
+        // is ready for the writer...
         assert_eq!(b.series[0].metric, "");
+        assert!(matches!(b.known[..], [StoredPoint { series, base: 1_699_999_200, .. }] if std::ptr::eq(series, known)));
+        assert!(matches!(b.samples[..], [(0, Err(_))]));
         // ...yet the bad sample's error names the series from the bytes.
         assert_eq!(b.errors.len(), 1);
         assert!(b.errors[0].starts_with("up{job=\"a\"}: timestamp -5 ms"), "{}", b.errors[0]);

@@ -112,15 +112,15 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
         },
     };
     // Exemplars are accepted and not stored (the 2.0 header reports 0 written).
-    let Batch { series, memo, samples, metadata, mut errors, histograms, exemplars: _, refused } = batch;
+    let Batch { series, memo, samples, known, metadata, mut errors, histograms, exemplars: _, refused } = batch;
     crate::observe::ingest::rejected(RW, Reason::Tags, refused.tags as u64);
     crate::observe::ingest::rejected(RW, Reason::Parse, refused.labels as u64);
     crate::observe::ingest::rejected(RW, Reason::Unsupported, histograms as u64);
     crate::observe::ingest::rejected(RW, Reason::Value, samples.iter().filter(|(_, r)| r.is_err()).count() as u64);
     let max_points = state.config.limits.max_points_per_request;
-    if samples.len() > max_points {
+    if samples.len() + known.len() > max_points {
         // Never storable as sent: a 4xx, which Prometheus does not retry.
-        let msg = format!("{} samples in one request; the limit is limits.max_points_per_request = {max_points}", samples.len());
+        let msg = format!("{} samples in one request; the limit is limits.max_points_per_request = {max_points}", samples.len() + known.len());
         return reply(StatusCode::PAYLOAD_TOO_LARGE, version, &nothing, &msg);
     }
     if histograms > 0 {
@@ -138,6 +138,7 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
         .filter_map(|(i, raw)| {
             let raw = raw.ok()?;
             Some(match &memo[i] {
+                // (a known series' valid samples are in `known`; its others are errors)
                 Memo::Known(series) => Incoming::Known(StoredPoint { series: *series, base: raw.0, point: raw.1 }),
                 m => {
                     let text = if let Memo::Remember(k) = m { Some(k.as_slice()) } else { None };
@@ -146,9 +147,10 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
             })
         })
         .collect();
-    let n = points.len();
-    let (outcomes, durable) = state.ingest.write_incoming(points, true).await;
-    crate::observe::ingest::outcomes(RW, &outcomes, &durable);
+    let n = known.len() + points.len();
+    let ready = known.len() as u64;
+    let (outcomes, durable) = state.ingest.write_known_then(known, points, true).await;
+    crate::observe::ingest::outcomes_and(RW, ready, &outcomes, &durable);
     if let Err(e) = durable {
         return crate::server::api::retry_later(reply(StatusCode::SERVICE_UNAVAILABLE, version, &nothing, &format!("cannot store the samples, retry: {e}")));
     }

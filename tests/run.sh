@@ -45,6 +45,9 @@ fi
 # profile keeps some for profiling, `debug = 1`: ~110 MB a binary with it), and the fuzz build
 # runs first and is deleted before the main build, so the two never take space at once.
 export CARGO_PROFILE_RELEASE_DEBUG=0
+# Time: the release profile's link-time optimisation (a minute or two per link here) would run
+# again for each of some twenty test binaries; the tests check behaviour, which it leaves alone.
+export CARGO_PROFILE_RELEASE_LTO=false
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e

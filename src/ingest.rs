@@ -325,6 +325,11 @@ impl Ingest {
                 }
             }
         }
+        // `known` goes first. Within a series order is kept: a series' points are all known or
+        // all not, unless one request spells the same series in two ways (labels in another
+        // order, say), where a duplicate timestamp's last write could then differ from the
+        // request's order. Prometheus sends a series once per request, and refuses a second
+        // value for a timestamp anyway.
         let mut batch = known;
         batch.extend(stored.into_iter().flatten());
         let res = self.writer.write(batch, wait).await;

@@ -217,6 +217,10 @@ fn every_protocol_moves_its_counters_by_exact_amounts() {
         metadata: vec![],
     };
     assert_eq!(remote_write(&a, &snappy::compress(&req.encode_to_vec())), 400);
+    // The same series again, spelled byte for byte as before (the raw-label memo knows it, so
+    // its samples skip the per-sample path): 1 stored, 1 refused for its timestamp.
+    let again = WriteRequest { timeseries: vec![series(&[("__name__", "obs_rw"), ("job", "x")], &[(ms + 2000, 3.0), (-5, 1.0)])], metadata: vec![] };
+    assert_eq!(remote_write(&a, &snappy::compress(&again.encode_to_vec())), 400);
     assert_eq!(remote_write(&a, b"\x05\xff\xff"), 400);
 
     // Graphite plaintext over TCP: 2 stored, 1 unparsable line, 1 line over 16 KiB.
@@ -249,8 +253,8 @@ fn every_protocol_moves_its_counters_by_exact_amounts() {
     assert_eq!(d("tsgate_points_received_total{protocol=\"http_put\"}"), 5.0);
     assert_eq!(d("tsgate_ingest_batches_rejected_total{protocol=\"http_put\"}"), 1.0);
 
-    assert_eq!(st("remote_write"), 2.0);
-    assert_eq!((rej("remote_write", "parse"), rej("remote_write", "tags"), rej("remote_write", "value")), (1.0, 1.0, 1.0));
+    assert_eq!(st("remote_write"), 3.0);
+    assert_eq!((rej("remote_write", "parse"), rej("remote_write", "tags"), rej("remote_write", "value")), (1.0, 1.0, 2.0));
     assert_eq!(d("tsgate_ingest_batches_rejected_total{protocol=\"remote_write\"}"), 1.0);
 
     assert_eq!(st("graphite_plaintext"), 2.0);
@@ -261,12 +265,12 @@ fn every_protocol_moves_its_counters_by_exact_amounts() {
 
     // Nothing else was refused anywhere.
     let total_rejected = |m: &BTreeMap<String, f64>| m.iter().filter(|(k, _)| k.starts_with("tsgate_points_rejected_total")).map(|(_, v)| v).sum::<f64>();
-    assert_eq!(total_rejected(&m) - total_rejected(&before), 11.0, "3 telnet + 2 put + 3 remote write + 2 plaintext + 1 udp");
+    assert_eq!(total_rejected(&m) - total_rejected(&before), 12.0, "3 telnet + 2 put + 4 remote write + 2 plaintext + 1 udp");
 
     // HTTP requests by family and status; connections by listener.
     assert_eq!(d("tsgate_http_requests_total{endpoint=\"put\",code=\"400\"}"), 2.0);
     assert_eq!(d("tsgate_http_requests_total{endpoint=\"put\",code=\"204\"}"), 1.0);
-    assert_eq!(d("tsgate_http_requests_total{endpoint=\"remote_write\",code=\"400\"}"), 2.0);
+    assert_eq!(d("tsgate_http_requests_total{endpoint=\"remote_write\",code=\"400\"}"), 3.0);
     assert!(d("tsgate_connections_total{listener=\"pickle\"}") >= 1.0);
     assert!(d("tsgate_connections_total{listener=\"graphite\"}") >= 1.0);
     assert!(get(&m, "tsgate_connections_open{listener=\"opentsdb\"}") >= 1.0, "the telnet connection is still open");

@@ -118,7 +118,62 @@ fn parse_text(q: &str) -> Result<Expr, PromError> {
     }
     let hw = HW.get_or_init(|| regex::Regex::new(r"\bholt_winters(\s*\()").unwrap());
     let q = hw.replace_all(q, "double_exponential_smoothing$1");
+    check_number_durations(&q)?;
     parser::parse(&q).map_err(|e| PromError::BadData(format!("1:1: parse error: {e}")))
+}
+
+/// Refuses a plain number where a duration goes (a range `[…]`, a subquery's `[…:…]`, after
+/// `offset`) that no duration can hold: NaN, ±Inf, or more seconds than `Duration` has. The
+/// parser converts such a number with `Duration::from_secs_f64`, which panics on them
+/// (`up[10m:1e30]`, found by the fuzzer).
+fn check_number_durations(q: &str) -> Result<(), PromError> {
+    let b = q.as_bytes();
+    let (mut i, mut depth, mut after_offset) = (0, 0usize, false);
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            // Strings and comments hold no durations.
+            b'"' | b'\'' | b'`' => {
+                i += 1;
+                while i < b.len() && b[i] != c {
+                    i += if b[i] == b'\\' && c != b'`' { 2 } else { 1 };
+                }
+                i += 1;
+                after_offset = false;
+                continue;
+            }
+            b'#' => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'[' => depth += 1,
+            b']' => depth = depth.saturating_sub(1),
+            _ if c.is_ascii_alphanumeric() || c == b'.' || c == b'_' => {
+                let start = i;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.' || b[i] == b'_' || (matches!(b[i], b'+' | b'-') && matches!(b[i - 1], b'e' | b'E'))) {
+                    i += 1;
+                }
+                let word = &q[start..i];
+                if depth > 0 || after_offset {
+                    if let Ok(n) = word.parse::<f64>() {
+                        if std::time::Duration::try_from_secs_f64(n).is_err() {
+                            return Err(PromError::BadData(format!("1:{}: parse error: duration out of range: {word:?}", start + 1)));
+                        }
+                    }
+                }
+                after_offset = word.eq_ignore_ascii_case("offset");
+                continue;
+            }
+            // `offset -5m`: the sign is not part of the duration.
+            b'-' | b'+' if after_offset => {}
+            c if c.is_ascii_whitespace() => {}
+            _ => after_offset = false,
+        }
+        i += 1;
+    }
+    Ok(())
 }
 
 /// The matchers of a selector as the store understands them.

@@ -115,3 +115,18 @@ fn a_repeated_expression_parses_to_the_same_tree_and_errors_stay_errors() {
         assert!(parse(q).is_err());
     }
 }
+
+#[test]
+fn a_number_no_duration_can_hold_is_a_parse_error_not_a_panic() {
+    // The fuzzer's input, and its kin: the parser would panic converting them.
+    for q in ["time(up[10m:00000000000000000000000000000000000000000000315702333878000000000000000] )", "up[1e30]", "up[5m:Inf]", "up[NaN]", "up offset 1e300", "up offset -1e300"] {
+        match parse(q) {
+            Err(super::PromError::BadData(m)) => assert!(m.contains("duration out of range"), "{q}: {m}"),
+            other => panic!("{q}: {other:?}"),
+        }
+    }
+    // Numbers that fit, durations, and look-alikes inside strings and comments still parse.
+    for q in ["up[300]", "up[10m:5]", "up offset 60", "up[5m] offset 1h", "up{a=\"[1e30]\"}[5m]", "up # offset 1e300\n", "rate(up[1m:1e-3])"] {
+        assert!(parse(q).is_ok(), "{q}: {:?}", parse(q));
+    }
+}

@@ -5,7 +5,7 @@
 /// (`62.04`, `45150.0`), for magnitudes in [1e-4, 1e15), where Rust's `{:?}`, Java's
 /// `Double.toString` and (less the `.0`) Go's `'f'` and Rust's `{}` all print this form; `None`
 /// elsewhere (zero, tiny, huge, not finite), for the callers' own rules. Ryū writes it without
-/// the formatting machinery: a `/api/v1/query_range` of 360 points spent a tenth of its time
+/// the formatting machinery: a `/api/v1/query_range` of 360 points spent about 7 % of its CPU
 /// formatting values.
 ///
 /// Also `None` past 15 significant digits: there two digit strings of the shortest length can
@@ -19,8 +19,12 @@ pub fn plain_shortest(v: f64, buf: &mut ryu::Buffer) -> Option<&str> {
         return None;
     }
     let s = buf.format_finite(v);
-    let digits = s.strip_suffix(".0").unwrap_or(s).bytes().filter(u8::is_ascii_digit).skip_while(|&d| d == b'0').count();
-    (digits <= 15).then_some(s)
+    (significant_digits(s) <= 15).then_some(s)
+}
+
+/// The digits of a plain decimal from its first non-zero one, less an integral value's `.0`.
+fn significant_digits(s: &str) -> usize {
+    s.strip_suffix(".0").unwrap_or(s).bytes().filter(u8::is_ascii_digit).skip_while(|&d| d == b'0').count()
 }
 
 pub fn java_double(d: f64) -> String {
@@ -114,8 +118,7 @@ mod tests {
                     // Out of range, or too many digits to be sure of a tie.
                     None => {
                         let std = plain_by_std(v);
-                        let digits = std.strip_suffix(".0").unwrap_or(&std).bytes().filter(u8::is_ascii_digit).skip_while(|&d| d == b'0').count();
-                        proptest::prop_assert!(!(1e-4..1e15).contains(&v.abs()) || digits > 15, "{} {}", v, std);
+                        proptest::prop_assert!(!(1e-4..1e15).contains(&v.abs()) || significant_digits(&std) > 15, "{} {}", v, std);
                     }
                 }
                 let java = java_double(v);

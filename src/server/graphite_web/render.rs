@@ -73,30 +73,24 @@ fn body(ct: &str, b: Vec<u8>) -> Reply {
     Response::builder().status(StatusCode::OK).header("content-type", ct).body(b).expect("valid")
 }
 
-/// JSON numbers strict parsers (Go's, Grafana's backend) accept: ±inf become ±max f64 (graphite
-/// writes `1e9999`, which Go rejects), NaN becomes null.
-fn json_num(v: Option<f64>) -> String {
+/// A point's value as JSON numbers strict parsers (Go's, Grafana's backend) accept, appended to
+/// `out`: ±inf become ±max f64 (graphite writes `1e9999`, which Go rejects), NaN and no value
+/// become null, anything else is written as Rust's `{:?}` writes it.
+fn push_json_num(out: &mut String, v: Option<f64>) {
     match v {
-        None => "null".into(),
-        Some(x) if x.is_nan() => "null".into(),
-        Some(x) if x == f64::INFINITY => "1.7976931348623157e308".into(),
-        Some(x) if x == f64::NEG_INFINITY => "-1.7976931348623157e308".into(),
+        None => out.push_str("null"),
+        Some(x) if x.is_nan() => out.push_str("null"),
+        Some(x) if x == f64::INFINITY => out.push_str("1.7976931348623157e308"),
+        Some(x) if x == f64::NEG_INFINITY => out.push_str("-1.7976931348623157e308"),
         Some(x) => {
-            let mut out = String::new();
-            push_json_num(&mut out, x);
-            out
-        }
-    }
-}
-
-/// A finite value as [`json_num`] writes it (Rust's `{:?}`), appended to `out`.
-fn push_json_num(out: &mut String, x: f64) {
-    let mut buf = ryu::Buffer::new();
-    match crate::query::numfmt::plain_shortest(x, &mut buf) {
-        Some(s) => out.push_str(s),
-        None => {
-            use std::fmt::Write;
-            let _ = write!(out, "{x:?}");
+            let mut buf = ryu::Buffer::new();
+            match crate::query::numfmt::plain_shortest(x, &mut buf) {
+                Some(s) => out.push_str(s),
+                None => {
+                    use std::fmt::Write;
+                    let _ = write!(out, "{x:?}");
+                }
+            }
         }
     }
 }
@@ -157,10 +151,7 @@ pub fn to_json(list: &[Series], mdp: Option<usize>, no_nulls: bool) -> String {
                 dps.push(',');
             }
             dps.push('[');
-            match v {
-                Some(x) if x.is_finite() => push_json_num(&mut dps, *x),
-                _ => dps.push_str(&json_num(*v)),
-            }
+            push_json_num(&mut dps, *v);
             dps.push(',');
             dps.push_str(itoa::Buffer::new().format(*t));
             dps.push(']');

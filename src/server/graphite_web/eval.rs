@@ -6,9 +6,9 @@ use super::index::{self, Entry};
 use super::parallel;
 use super::parser::{Call, Expr};
 use super::series::Series;
-use crate::query::select::MetricId;
+use crate::query::select::Stamps;
 use crate::server::AppState;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// An evaluation error: graphite-web answers these with 400.
@@ -59,6 +59,9 @@ type ReadPart = (Vec<(usize, Vec<(i64, f64)>)>, Gaps);
 
 pub struct StoreSource<'a>(pub &'a AppState);
 
+/// Most paths stored whole read in one run (see `StoreSource::points`).
+const WHOLE_RUN_MAX: usize = 64;
+
 /// Metrics with more wanted series than this look them up by hash rather than one by one.
 const LINEAR_LOOKUP_MAX: usize = 8;
 
@@ -68,49 +71,44 @@ impl Source for StoreSource<'_> {
     }
 
     fn points(&self, entries: &[&Entry], from: i64, until: i64) -> R<Points> {
-        // metric → the positions of its wanted series in `entries`.
-        let mut by_metric: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-        for (i, e) in entries.iter().enumerate() {
-            by_metric.entry(&e.metric).or_default().push(i);
-        }
         // A path stored whole is a metric holding that one series: those are read together,
-        // in runs of their UIDs, one scan per run that seeks from one to the next (see `select_stored_span`).
-        let is_whole = |wanted: &[usize]| {
-            wanted.len() == 1 && entries[wanted[0]].tags.len() == 1 && {
-                let (k, v) = &entries[wanted[0]].tags[0];
-                (k.as_str(), v.as_str()) == crate::graphite::names::PLACEHOLDER_TAG[0]
-            }
-        };
-        // A store that cannot seek (HBase) reads every metric on its own, on every core.
+        // in runs of their UIDs, one scan per run that seeks from one to the next (see
+        // `select_whole`). A store that cannot seek (HBase) reads every metric on its own, on
+        // every core, as below.
         let seeks = self.0.query.store.seeks();
-        let (whole, metrics): (Vec<(&str, Vec<usize>)>, Vec<(&str, Vec<usize>)>) =
-            by_metric.into_iter().partition(|(_, wanted)| seeks && is_whole(wanted));
-        let whole_at: HashMap<&str, usize, ahash::RandomState> = whole.iter().map(|(m, w)| (*m, w[0])).collect();
-        // UIDs as the index snapshot found them; a name without one is looked up.
-        let (mut ids, mut names) = (Vec::with_capacity(whole.len()), Vec::new());
-        for (m, w) in &whole {
-            match &entries[w[0]].metric_uid {
-                Some(uid) => ids.push(MetricId { uid: uid.to_vec(), name: m.to_string() }),
-                None => names.push(m.to_string()),
+        let is_whole = |e: &Entry| e.tags.len() == 1 && (e.tags[0].0.as_str(), e.tags[0].1.as_str()) == crate::graphite::names::PLACEHOLDER_TAG[0];
+        // (UID, position in `entries`) of the whole paths; the other entries by metric.
+        let mut whole: Vec<(Vec<u8>, usize)> = Vec::new();
+        let mut unknown: Vec<(String, usize)> = Vec::new();
+        let mut by_metric: HashMap<&str, Vec<usize>, ahash::RandomState> = HashMap::default();
+        for (i, e) in entries.iter().enumerate() {
+            match &e.metric_uid {
+                Some(uid) if seeks && is_whole(e) => whole.push((uid.to_vec(), i)),
+                // A name without a UID in the snapshot is looked up.
+                None if seeks && is_whole(e) => unknown.push((e.metric.clone(), i)),
+                _ => by_metric.entry(&e.metric).or_default().push(i),
             }
         }
-        ids.extend(self.0.query.metric_ids(&names).map_err(|e| EvalError(e.to_string()))?);
-        let ids = crate::query::select::by_uid(ids);
-        // Runs of 256 metrics or more (a scan's set-up is paid rarely), and for large sets
-        // about eight per core (an uneven run does not hold the others up).
-        let run = ids.len().div_ceil(parallel::cores() * 8).max(256);
-        let runs: Vec<&[MetricId]> = ids.chunks(run).collect();
-        let read_whole = parallel::map_from(runs, 2, |ids| -> R<ReadPart> {
-            let keep = |metric: &str, tags: &[(String, String)]| whole_at.get(metric).is_some_and(|&i| entries[i].tags[..] == *tags);
-            let got = self
-                .0
-                .query
-                .select_stored_span(ids, (from + 1) * 1000, until * 1000 + 999, &keep)
-                .map_err(|e| EvalError(e.to_string()))?;
+        if !unknown.is_empty() {
+            let names: Vec<String> = unknown.iter().map(|(m, _)| m.clone()).collect();
+            let at: HashMap<&str, usize> = unknown.iter().map(|(m, i)| (m.as_str(), *i)).collect();
+            for id in self.0.query.metric_ids(&names).map_err(|e| EvalError(e.to_string()))? {
+                whole.push((id.uid, at[id.name.as_str()]));
+            }
+        }
+        whole.sort_unstable();
+        // Runs of about eight per core (an uneven run does not hold the others up), and of at
+        // most 64 paths: a run's points are still in cache when its gaps are counted.
+        let run = whole.len().div_ceil(parallel::cores() * 8).clamp(1, WHOLE_RUN_MAX);
+        let runs: Vec<&[(Vec<u8>, usize)]> = whole.chunks(run).collect();
+        let read_whole = parallel::map_from(runs, 2, |run| -> R<ReadPart> {
+            let uids: Vec<Vec<u8>> = run.iter().map(|(uid, _)| uid.clone()).collect();
+            let got = self.0.query.select_whole(uids, (from + 1) * 1000, until * 1000 + 999).map_err(|e| EvalError(e.to_string()))?;
             let mut gaps = Gaps::default();
-            let got = got.into_iter().filter_map(|s| Some((*whole_at.get(s.metric.as_str())?, seconds(s.points, &mut gaps)))).collect();
+            let got = run.iter().zip(got).filter(|(_, points)| !points.is_empty()).map(|((_, i), points)| (*i, counted(points, &mut gaps))).collect();
             Ok((got, gaps))
         });
+        let metrics: Vec<(&str, Vec<usize>)> = by_metric.into_iter().collect();
         // One scan per other metric. The work is in the series, not the metrics: name rules put
         // thousands of paths in a few metrics (`cpu.usage_*{dc,host}`), each then worth a core
         // of its own.
@@ -128,7 +126,7 @@ impl Source for StoreSource<'_> {
             // Not for a path stored whole (read here when the store cannot seek): its metric
             // holds that one series (`keep` still checks), and a filter would only cost its UID
             // look-ups and set-up per metric.
-            let filter = if wanted.len() <= LINEAR_LOOKUP_MAX && !is_whole(&wanted) {
+            let filter = if wanted.len() <= LINEAR_LOOKUP_MAX && !(wanted.len() == 1 && is_whole(entries[wanted[0]])) {
                 let tags: Vec<&[(String, String)]> = wanted.iter().map(|&i| &entries[i].tags[..]).collect();
                 self.0.query.series_filter(&tags).map_err(|e| EvalError(e.to_string()))?
             } else {
@@ -137,10 +135,10 @@ impl Source for StoreSource<'_> {
             let got = self
                 .0
                 .query
-                .select_stored(&[metric.to_string()], (from + 1) * 1000, until * 1000 + 999, true, filter, &keep)
+                .select_stored(&[metric.to_string()], (from + 1) * 1000, until * 1000 + 999, Stamps::Seconds, filter, &keep)
                 .map_err(|e| EvalError(e.to_string()))?;
             let mut gaps = Gaps::default();
-            let got = got.into_iter().filter_map(|s| Some((find(&s.tags)?, seconds(s.points, &mut gaps)))).collect();
+            let got = got.into_iter().filter_map(|s| Some((find(&s.tags)?, counted(s.points, &mut gaps)))).collect();
             Ok((got, gaps))
         });
         let mut out = Points { series: vec![Vec::new(); entries.len()], gaps: Gaps::default() };
@@ -157,12 +155,8 @@ impl Source for StoreSource<'_> {
     }
 }
 
-/// Stored milliseconds to Graphite's seconds, in place, with the gaps between them counted
-/// into `gaps` in the same pass.
-fn seconds(mut points: Vec<(i64, f64)>, gaps: &mut Gaps) -> Vec<(i64, f64)> {
-    for p in &mut points {
-        p.0 = p.0.div_euclid(1000);
-    }
+/// `points`, with the gaps between them counted into `gaps`.
+fn counted(points: Vec<(i64, f64)>, gaps: &mut Gaps) -> Vec<(i64, f64)> {
     count_gaps(&points, gaps);
     points
 }

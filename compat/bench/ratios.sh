@@ -2,7 +2,7 @@
 # Issue 7's table of ratios, tsgate against VictoriaMetrics on this machine, back to back:
 #  - ingest of ../shared/bench/gen.py's default set over graphite, telnet, http and rw, with
 #    ../shared/bench/ingest.sh (points/s until queryable, peak RSS, disk bytes/point);
-#  - three warm queries (median of REPS runs) on the same set: one series for 1 h; avg by dc of
+#  - three warm queries (median of REPS runs, taking turns) on the same set: one series for 1 h; avg by dc of
 #    one metric over 1,000 hosts at 60 s steps; sum of rate over all 10,000 series. tsgate answers
 #    each through PromQL, OpenTSDB /api/query and Graphite /render, VictoriaMetrics through PromQL.
 #
@@ -194,22 +194,34 @@ except Exception:
     print("error")
 PY
   }
-  run() {  # NAME KIND CURL-ARGS…: warm once, then the median of $reps runs, in ms
-    local name=$1 kind=$2; shift 2
-    timed "$work/q.json" "$@" >/dev/null
-    local ms; ms=$(for _ in $(seq "$reps"); do timed "$work/q.json" "$@"; done | median)
-    echo "$ms $(shape "$kind" "$work/q.json")"
-  }
   for i in 0 1 2; do
     log "query: ${q_name[$i]}"
     prom_args=(--data-urlencode "query=${promql[$i]}" --data-urlencode "start=$start"
                --data-urlencode "end=${prom_end[$i]}" --data-urlencode "step=${prom_step[$i]}")
-    read -r vm_ms vm_shape < <(run vm prom "${prom_args[@]}" --data-urlencode nocache=1 http://$H:$vm_http/api/v1/query_range)
-    read -r tp_ms tp_shape < <(run ts prom "${prom_args[@]}" http://$H:$ts_http/api/v1/query_range)
-    read -r to_ms to_shape < <(run ts otsdb -X POST -H 'Content-Type: application/json' --data "${otsdb[$i]}" http://$H:$ts_http/api/query)
-    read -r tr_ms tr_shape < <(run ts graphite --data-urlencode "target=${render[$i]}" --data-urlencode "from=$start" \
-      --data-urlencode "until=$end1h" --data-urlencode format=json --data-urlencode "maxDataPoints=${render_mdp[$i]}" \
-      http://$H:$gr_http/render)
+    # the four requests take turns, round after round, so that each meets the machine as the
+    # others do (a run of one server's requests, then the next's, put seconds between them on
+    # a machine whose speed drifts that fast)
+    ask() {  # N: request N of the four, its answer to $work/q.N.json; prints its seconds
+      case $1 in
+        0) timed "$work/q.0.json" "${prom_args[@]}" --data-urlencode nocache=1 http://$H:$vm_http/api/v1/query_range ;;
+        1) timed "$work/q.1.json" "${prom_args[@]}" http://$H:$ts_http/api/v1/query_range ;;
+        2) timed "$work/q.2.json" -X POST -H 'Content-Type: application/json' --data "${otsdb[$i]}" http://$H:$ts_http/api/query ;;
+        3) timed "$work/q.3.json" --data-urlencode "target=${render[$i]}" --data-urlencode "from=$start" \
+             --data-urlencode "until=$end1h" --data-urlencode format=json --data-urlencode "maxDataPoints=${render_mdp[$i]}" \
+             http://$H:$gr_http/render ;;
+      esac
+    }
+    for n in 0 1 2 3; do ask $n >/dev/null; : >"$work/t.$n"; done   # warm once
+    for _ in $(seq "$reps"); do
+      for n in 0 1 2 3; do ask $n >>"$work/t.$n"; done
+    done
+    result() {  # N KIND: median ms and the answer's shape
+      echo "$(median <"$work/t.$1") $(shape "$2" "$work/q.$1.json")"
+    }
+    read -r vm_ms vm_shape < <(result 0 prom)
+    read -r tp_ms tp_shape < <(result 1 prom)
+    read -r to_ms to_shape < <(result 2 otsdb)
+    read -r tr_ms tr_shape < <(result 3 graphite)
     printf 'query\t%s: PromQL (%s vs %s)\t%s\t%s\n' "${q_name[$i]}" "$tp_shape" "$vm_shape" "$tp_ms" "$vm_ms" >>"$results"
     printf 'query\t%s: /api/query (%s)\t%s\t%s\n' "${q_name[$i]}" "$to_shape" "$to_ms" "$vm_ms" >>"$results"
     printf 'query\t%s: /render (%s)\t%s\t%s\n' "${q_name[$i]}" "$tr_shape" "$tr_ms" "$vm_ms" >>"$results"

@@ -4,7 +4,6 @@
 //! while 2.42 drops a batch on 429 by default).
 
 use crate::ingest::{EncodedPoint, Incoming, PointError};
-use crate::write::shard::StoredPoint;
 use crate::observe::Reason;
 use crate::prometheus::write::{from_v1, from_v2, Batch, Memo};
 use crate::server::http::{Reply, Request};
@@ -136,15 +135,10 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
     let points: Vec<Incoming<'_>> = samples
         .into_iter()
         .filter_map(|(i, raw)| {
+            // A known series' valid samples are in `known`: here it has only errors, dropped.
             let raw = raw.ok()?;
-            Some(match &memo[i] {
-                // (a known series' valid samples are in `known`; its others are errors)
-                Memo::Known(series) => Incoming::Known(StoredPoint { series: *series, base: raw.0, point: raw.1 }),
-                m => {
-                    let text = if let Memo::Remember(k) = m { Some(k.as_slice()) } else { None };
-                    Incoming::Names(EncodedPoint { metric: &series[i].metric, tags: &tags[i], raw: Ok(raw), text })
-                }
-            })
+            let text = if let Memo::Remember(k) = &memo[i] { Some(k.as_slice()) } else { None };
+            Some(Incoming::Names(EncodedPoint { metric: &series[i].metric, tags: &tags[i], raw: Ok(raw), text }))
         })
         .collect();
     let n = known.len() + points.len();

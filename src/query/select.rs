@@ -280,22 +280,27 @@ impl QueryEngine {
         let mut out = Vec::new();
         let Some(Window { start, end, first, last }) = Window::new(start_ms, end_ms) else { return Ok(out) };
         for MetricId { uid, name } in metrics {
-            let scans: Vec<Scan> = self
-                .layout
-                .salt_prefixes()
-                .into_iter()
-                .map(|salt| Scan {
-                    start: self.layout.metric_start(&salt, uid, first),
-                    stop: self.layout.metric_start(&salt, uid, last),
-                    families: vec![b"t".to_vec()],
-                    row_regex: row_filter.regex.clone(),
-                    seek: row_filter.seek.clone(),
-                    ..Default::default()
-                })
-                .collect();
+            let scans = self.metric_scans(uid, first, last, &row_filter);
             self.collect_rows(&scans, &|_| Some(name.as_str()), start, end, stamps, keep, &mut out)?;
         }
         Ok(out)
+    }
+
+    /// One scan per salt bucket over one metric's rows in `[first, last)` hours, filtered by
+    /// `row_filter`.
+    fn metric_scans(&self, uid: &[u8], first: u32, last: u32, row_filter: &RowFilter) -> Vec<Scan> {
+        self.layout
+            .salt_prefixes()
+            .into_iter()
+            .map(|salt| Scan {
+                start: self.layout.metric_start(&salt, uid, first),
+                stop: self.layout.metric_start(&salt, uid, last),
+                families: vec![b"t".to_vec()],
+                row_regex: row_filter.regex.clone(),
+                seek: row_filter.seek.clone(),
+                ..Default::default()
+            })
+            .collect()
     }
 
     /// The metrics of `names` that exist, with their UIDs, sorted by UID (so by row key): the
@@ -364,14 +369,7 @@ impl QueryEngine {
         let scans = if self.store.seeks() && uids.len() > 1 {
             self.span_scans(&uids, first, last)
         } else {
-            let mut scans = Vec::new();
-            for uid in uids.iter() {
-                for salt in self.layout.salt_prefixes() {
-                    let (start, stop) = (self.layout.metric_start(&salt, uid, first), self.layout.metric_start(&salt, uid, last));
-                    scans.push(Scan { start, stop, families: vec![b"t".to_vec()], ..Default::default() });
-                }
-            }
-            scans
+            uids.iter().flat_map(|uid| self.metric_scans(uid, first, last, &RowFilter::default())).collect()
         };
         let mut failed = None;
         let mut unsorted = vec![false; uids.len()];

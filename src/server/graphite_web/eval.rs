@@ -79,19 +79,19 @@ impl Source for StoreSource<'_> {
         let is_whole = |e: &Entry| e.tags.len() == 1 && (e.tags[0].0.as_str(), e.tags[0].1.as_str()) == crate::graphite::names::PLACEHOLDER_TAG[0];
         // (UID, position in `entries`) of the whole paths; the other entries by metric.
         let mut whole: Vec<(Vec<u8>, usize)> = Vec::new();
-        let mut unknown: Vec<(String, usize)> = Vec::new();
+        let mut unknown: Vec<usize> = Vec::new();
         let mut by_metric: HashMap<&str, Vec<usize>, ahash::RandomState> = HashMap::default();
         for (i, e) in entries.iter().enumerate() {
             match &e.metric_uid {
                 Some(uid) if seeks && is_whole(e) => whole.push((uid.to_vec(), i)),
                 // A name without a UID in the snapshot is looked up.
-                None if seeks && is_whole(e) => unknown.push((e.metric.clone(), i)),
+                None if seeks && is_whole(e) => unknown.push(i),
                 _ => by_metric.entry(&e.metric).or_default().push(i),
             }
         }
         if !unknown.is_empty() {
-            let names: Vec<String> = unknown.iter().map(|(m, _)| m.clone()).collect();
-            let at: HashMap<&str, usize> = unknown.iter().map(|(m, i)| (m.as_str(), *i)).collect();
+            let names: Vec<String> = unknown.iter().map(|&i| entries[i].metric.clone()).collect();
+            let at: HashMap<&str, usize> = unknown.iter().map(|&i| (entries[i].metric.as_str(), i)).collect();
             for id in self.0.query.metric_ids(&names).map_err(|e| EvalError(e.to_string()))? {
                 whole.push((id.uid, at[id.name.as_str()]));
             }

@@ -40,6 +40,17 @@ pub trait Source: Sync {
     /// Raw points `(seconds, value)` in `(from, until]` of each entry, in `entries`' order
     /// (empty when an entry has none), and the gaps between them.
     fn points(&self, entries: &[&Entry], from: i64, until: i64) -> R<Points>;
+    /// Whether each of `entries` is read on its own, so that reading them in parts costs no
+    /// more than reading them at once: the caller may then read a part, grid it and drop its
+    /// points while they are in cache, on every core ([`Ctx::read_fold`]).
+    fn reads_apart(&self, _entries: &[&Entry]) -> bool {
+        false
+    }
+    /// [`Source::points`] of a part of entries that [`Source::reads_apart`] accepted, read on
+    /// the calling thread (the caller spreads the parts over the cores).
+    fn points_apart(&self, entries: &[&Entry], from: i64, until: i64) -> R<Points> {
+        self.points(entries, from, until)
+    }
 }
 
 /// What a [`Source`] read: each entry's points, and how often each gap between consecutive
@@ -62,8 +73,29 @@ pub struct StoreSource<'a>(pub &'a AppState);
 /// Most paths stored whole read in one run (see `StoreSource::points`).
 const WHOLE_RUN_MAX: usize = 64;
 
+/// Most series gridded and folded into one part (see `Ctx::read_fold`): the points of a chunk
+/// read at once stay in cache until they are gridded.
+const FOLD_CHUNK_MAX: usize = 64;
+
 /// Metrics with more wanted series than this look them up by hash rather than one by one.
 const LINEAR_LOOKUP_MAX: usize = 8;
+
+/// A path stored whole: a metric holding that one series (see `StoreSource::points`).
+fn is_whole(e: &Entry) -> bool {
+    e.tags.len() == 1 && (e.tags[0].0.as_str(), e.tags[0].1.as_str()) == crate::graphite::names::PLACEHOLDER_TAG[0]
+}
+
+impl StoreSource<'_> {
+    /// The points of a run of paths stored whole, `(metric UID, position in entries)` sorted by
+    /// UID: one scan that seeks from one to the next (see `select_whole`).
+    fn read_whole(&self, run: &[(Vec<u8>, usize)], from: i64, until: i64) -> R<ReadPart> {
+        let uids: Vec<Vec<u8>> = run.iter().map(|(uid, _)| uid.clone()).collect();
+        let got = self.0.query.select_whole(uids, (from + 1) * 1000, until * 1000 + 999).map_err(|e| EvalError(e.to_string()))?;
+        let mut gaps = Gaps::default();
+        let got = run.iter().zip(got).filter(|(_, points)| !points.is_empty()).map(|((_, i), points)| (*i, counted(points, &mut gaps))).collect();
+        Ok((got, gaps))
+    }
+}
 
 impl Source for StoreSource<'_> {
     fn entries(&self) -> R<Arc<Vec<Entry>>> {
@@ -76,7 +108,6 @@ impl Source for StoreSource<'_> {
         // `select_whole`). A store that cannot seek (HBase) reads every metric on its own, on
         // every core, as below.
         let seeks = self.0.query.store.seeks();
-        let is_whole = |e: &Entry| e.tags.len() == 1 && (e.tags[0].0.as_str(), e.tags[0].1.as_str()) == crate::graphite::names::PLACEHOLDER_TAG[0];
         // (UID, position in `entries`) of the whole paths; the other entries by metric.
         let mut whole: Vec<(Vec<u8>, usize)> = Vec::new();
         let mut unknown: Vec<usize> = Vec::new();
@@ -101,13 +132,7 @@ impl Source for StoreSource<'_> {
         // most 64 paths: a run's points are still in cache when its gaps are counted.
         let run = whole.len().div_ceil(parallel::cores() * 8).clamp(1, WHOLE_RUN_MAX);
         let runs: Vec<&[(Vec<u8>, usize)]> = whole.chunks(run).collect();
-        let read_whole = parallel::map_from(runs, 2, |run| -> R<ReadPart> {
-            let uids: Vec<Vec<u8>> = run.iter().map(|(uid, _)| uid.clone()).collect();
-            let got = self.0.query.select_whole(uids, (from + 1) * 1000, until * 1000 + 999).map_err(|e| EvalError(e.to_string()))?;
-            let mut gaps = Gaps::default();
-            let got = run.iter().zip(got).filter(|(_, points)| !points.is_empty()).map(|((_, i), points)| (*i, counted(points, &mut gaps))).collect();
-            Ok((got, gaps))
-        });
+        let read_whole = parallel::map_from(runs, 2, |run| self.read_whole(run, from, until));
         let metrics: Vec<(&str, Vec<usize>)> = by_metric.into_iter().collect();
         // One scan per other metric. The work is in the series, not the metrics: name rules put
         // thousands of paths in a few metrics (`cpu.usage_*{dc,host}`), each then worth a core
@@ -141,18 +166,35 @@ impl Source for StoreSource<'_> {
             let got = got.into_iter().filter_map(|s| Some((find(&s.tags)?, counted(s.points, &mut gaps)))).collect();
             Ok((got, gaps))
         });
-        let mut out = Points { series: vec![Vec::new(); entries.len()], gaps: Gaps::default() };
-        for r in read_whole.into_iter().chain(read) {
-            let (got, gaps) = r?;
-            for (i, points) in got {
-                out.series[i] = points;
-            }
-            for (g, n) in gaps {
-                *out.gaps.entry(g).or_default() += n;
-            }
-        }
-        Ok(out)
+        gathered(entries.len(), read_whole.into_iter().chain(read))
     }
+
+    /// Paths stored whole, each with its UID in the snapshot, on a store that seeks: each is
+    /// one seek, whichever others are read with it.
+    fn reads_apart(&self, entries: &[&Entry]) -> bool {
+        self.0.query.store.seeks() && entries.iter().all(|e| e.metric_uid.is_some() && is_whole(e))
+    }
+
+    fn points_apart(&self, entries: &[&Entry], from: i64, until: i64) -> R<Points> {
+        let mut whole: Vec<(Vec<u8>, usize)> = entries.iter().enumerate().filter_map(|(i, e)| Some((e.metric_uid.as_ref()?.to_vec(), i))).collect();
+        whole.sort_unstable();
+        gathered(entries.len(), whole.chunks(WHOLE_RUN_MAX).map(|run| self.read_whole(run, from, until)))
+    }
+}
+
+/// What read tasks found, put together as the points of `n` entries.
+fn gathered(n: usize, parts: impl IntoIterator<Item = R<ReadPart>>) -> R<Points> {
+    let mut out = Points { series: vec![Vec::new(); n], gaps: Gaps::default() };
+    for r in parts {
+        let (got, gaps) = r?;
+        for (i, points) in got {
+            out.series[i] = points;
+        }
+        for (g, n) in gaps {
+            *out.gaps.entry(g).or_default() += n;
+        }
+    }
+    Ok(out)
 }
 
 /// `points`, with the gaps between them counted into `gaps`.
@@ -292,8 +334,8 @@ impl Ctx<'_> {
     }
 
     fn fetch_entries_mapped(&self, matched: &[&Entry], path_expr: &str, then: &(dyn Fn(Series) -> Series + Sync)) -> R<Vec<Series>> {
-        let (step, each) = self.read(matched)?;
-        Ok(parallel::map(each, |(e, p)| then(self.grid(e, p, step, path_expr))))
+        let parts = self.read_fold(matched, path_expr, then, Vec::new, |part, s| part.push(s))?;
+        Ok(parts.concat())
     }
 
     /// The series of a list expression that [`Ctx::stream`] accepted, folded as they are made:
@@ -304,8 +346,79 @@ impl Ctx<'_> {
     pub fn fold_stream<P: Send>(&self, stream: &Stream, new: impl Fn() -> P + Sync, add: impl Fn(&mut P, Series) + Sync) -> R<Vec<P>> {
         let entries = self.source.entries()?;
         let matched = index::resolve(&entries, stream.path).map_err(EvalError)?;
-        let (step, each) = self.read(&matched)?;
-        Ok(parallel::fold(each, new, |part, (e, p)| add(part, (stream.each)(self.grid(e, p, step, stream.path)))))
+        self.read_fold(&matched, stream.path, &stream.each, new, add)
+    }
+
+    /// `matched`'s series in the order of their paths, each gridded on the step of them all,
+    /// put through `each` and folded by `add` into the part of its chunk ([`parallel::fold`]'s
+    /// chunks, of at most [`FOLD_CHUNK_MAX`] series). Where the source reads entries apart, each
+    /// chunk is read, gridded and folded on one core while its points are in cache, on the
+    /// step of its own gaps: a chunk whose step turns out not to be that of them all (mixed
+    /// resolutions) is read again; otherwise all points are read before any is gridded.
+    fn read_fold<P: Send>(
+        &self,
+        matched: &[&Entry],
+        path_expr: &str,
+        each: &(dyn Fn(Series) -> Series + Sync),
+        new: impl Fn() -> P + Sync,
+        add: impl Fn(&mut P, Series) + Sync,
+    ) -> R<Vec<P>> {
+        // Sorted by name (the path) before any function renames them; a path expression's
+        // entries come sorted already.
+        let mut sorted = matched.to_vec();
+        if !sorted.is_sorted_by(|a, b| a.path <= b.path) {
+            sorted.sort_by(|a, b| a.path.cmp(&b.path));
+        }
+        let fold_in = |part: &mut P, chunk: &[&Entry], pts: Vec<Vec<(i64, f64)>>, step: i64| {
+            for (e, p) in chunk.iter().zip(pts) {
+                add(part, each(self.grid(e, p, step, path_expr)));
+            }
+        };
+        if !self.source.reads_apart(&sorted) {
+            let (step, pts) = self.read(&sorted)?;
+            let items: Vec<(&Entry, Vec<(i64, f64)>)> = sorted.into_iter().zip(pts).collect();
+            return Ok(parallel::fold(items, new, |part, (e, p)| add(part, each(self.grid(e, p, step, path_expr)))));
+        }
+        /// What a chunk's first read made: its part, on the step of its own gaps, or (no gaps
+        /// to tell one) its points.
+        enum Read<P> {
+            Folded(i64, P),
+            Points(Vec<Vec<(i64, f64)>>),
+        }
+        let chunks = parallel::fold_chunks(sorted, FOLD_CHUNK_MAX);
+        let read = parallel::map_from(chunks, 2, |chunk| -> R<(Vec<&Entry>, Read<P>, Gaps, bool)> {
+            let Points { series: pts, gaps } = self.source.points_apart(&chunk, self.from, self.until)?;
+            let long = pts.iter().any(|p| p.len() >= 2);
+            if gaps.is_empty() {
+                return Ok((chunk, Read::Points(pts), gaps, long));
+            }
+            let step = commonest_gap(&gaps);
+            let mut part = new();
+            fold_in(&mut part, &chunk, pts, step);
+            Ok((chunk, Read::Folded(step, part), gaps, long))
+        });
+        let read = read.into_iter().collect::<R<Vec<_>>>()?;
+        let mut gaps = Gaps::default();
+        for (g, n) in read.iter().flat_map(|r| &r.2) {
+            *gaps.entry(*g).or_default() += n;
+        }
+        let step = if !read.iter().any(|r| r.3) && read.iter().any(|r| !r.0.is_empty()) {
+            self.lookback_step(&read.iter().flat_map(|r| r.0.iter().copied()).collect::<Vec<_>>())?
+        } else {
+            commonest_gap(&gaps)
+        };
+        parallel::map_from(read, 2, |(chunk, r, _, _)| -> R<P> {
+            let pts = match r {
+                Read::Folded(s, part) if s == step => return Ok(part),
+                Read::Folded(..) => self.source.points_apart(&chunk, self.from, self.until)?.series,
+                Read::Points(pts) => pts,
+            };
+            let mut part = new();
+            fold_in(&mut part, &chunk, pts, step);
+            Ok(part)
+        })
+        .into_iter()
+        .collect()
     }
 
     /// A list expression whose series can each be made on their own: a path expression, or a
@@ -326,23 +439,17 @@ impl Ctx<'_> {
         }
     }
 
-    /// Each matched series' raw points, sorted by path, and the step they are gridded on.
-    #[allow(clippy::type_complexity)]
-    fn read<'m>(&self, matched: &[&'m Entry]) -> R<(i64, Vec<(&'m Entry, Vec<(i64, f64)>)>)> {
-        let Points { series: pts, gaps } = self.source.points(matched, self.from, self.until)?;
-        let mut step = commonest_gap(&gaps);
-        if !matched.is_empty() && pts.iter().all(|p| p.len() < 2) {
-            // Too few points in a short window to see the resolution: learn it from the hour
-            // before (one more bounded scan, only in this case).
-            step = commonest_gap(&self.source.points(matched, self.from - STEP_LOOKBACK, self.until)?.gaps);
-        }
-        // Sorted by name (the path) before any function renames them; a path expression's
-        // entries come sorted already.
-        let mut each: Vec<(&Entry, Vec<(i64, f64)>)> = matched.iter().copied().zip(pts).collect();
-        if !each.is_sorted_by(|a, b| a.0.path <= b.0.path) {
-            each.sort_by(|a, b| a.0.path.cmp(&b.0.path));
-        }
-        Ok((step, each))
+    /// Each entry's raw points, in `entries`' order, and the step they are gridded on.
+    fn read(&self, entries: &[&Entry]) -> R<(i64, Vec<Vec<(i64, f64)>>)> {
+        let Points { series: pts, gaps } = self.source.points(entries, self.from, self.until)?;
+        let step = if !entries.is_empty() && pts.iter().all(|p| p.len() < 2) { self.lookback_step(entries)? } else { commonest_gap(&gaps) };
+        Ok((step, pts))
+    }
+
+    /// The step of series with too few points in a short window to see their resolution,
+    /// learnt from the hour before (one more bounded scan, only in this case).
+    fn lookback_step(&self, entries: &[&Entry]) -> R<i64> {
+        Ok(commonest_gap(&self.source.points(entries, self.from - STEP_LOOKBACK, self.until)?.gaps))
     }
 
     /// One entry's points on the grid, named, tagged and marked with the expression that
@@ -485,6 +592,10 @@ impl Source for MemSource {
         let gaps = gaps_in(series.iter().map(Vec::as_slice));
         Ok(Points { series, gaps })
     }
+    /// Each entry is found on its own.
+    fn reads_apart(&self, _entries: &[&Entry]) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
@@ -510,6 +621,55 @@ mod tests {
                 }
             }
             proptest::prop_assert_eq!(s.values, want);
+        }
+    }
+
+    /// A source that reads all its entries at once ([`Source::reads_apart`] false).
+    struct Together<'a>(&'a MemSource);
+
+    impl Source for Together<'_> {
+        fn entries(&self) -> R<Arc<Vec<Entry>>> {
+            self.0.entries()
+        }
+        fn points(&self, entries: &[&Entry], from: i64, until: i64) -> R<Points> {
+            self.0.points(entries, from, until)
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Reading entries apart, a chunk at a time on the step of its own gaps, grids every
+        /// series as reading them all at once does: series of two resolutions, one up to
+        /// `split` and one after (a chunk whose step is not that of them all is read again), sparse ones (a chunk with no gaps),
+        /// and windows too short to show any gap (the step learnt from the hour before).
+        #[test]
+        fn chunks_read_apart_grid_as_all_at_once(
+            shapes in proptest::collection::vec((0usize..60, 0i64..60), 0..200),
+            split in 0usize..200,
+            steps in (1i64..7, 1i64..7),
+            from in 0i64..400,
+            span in proptest::prop_oneof![1i64..30, 30i64..1200],
+        ) {
+            let src = MemSource(
+                shapes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(n, skew))| (i, n, skew, if i < split { steps.0 * 10 } else { steps.1 * 10 }))
+                    .map(|(i, n, skew, step)| (format!("s.{i:03}"), (0..n as i64).map(|k| (skew + k * step * (1 + (k % 7 == 6) as i64), (i * 100 + k as usize) as f64)).collect()))
+                    .collect(),
+            );
+            fn ctx(source: &dyn Source, from: i64, until: i64) -> Ctx<'_> {
+                Ctx { source, from, until, now: until, xff: 0.0 }
+            }
+            let together = Together(&src);
+            let ctx = |source| ctx(source, from, from + span);
+            let apart = ctx(&src).fetch("s.*").unwrap();
+            proptest::prop_assert_eq!(&apart, &ctx(&together).fetch("s.*").unwrap());
+            // Folded in order: the parts, concatenated, are the series in the order of their paths.
+            let stream = Stream { path: "s.*", each: Box::new(|s| s) };
+            let parts = ctx(&src).fold_stream(&stream, Vec::new, |p: &mut Vec<Series>, s| p.push(s)).unwrap();
+            proptest::prop_assert!(parts.iter().all(|p| p.len() <= FOLD_CHUNK_MAX));
+            proptest::prop_assert_eq!(parts.concat(), apart);
         }
     }
 

@@ -440,6 +440,7 @@ impl Ctx<'_> {
     }
 
     /// Each entry's raw points, in `entries`' order, and the step they are gridded on.
+    #[allow(clippy::type_complexity)]
     fn read(&self, entries: &[&Entry]) -> R<(i64, Vec<Vec<(i64, f64)>>)> {
         let Points { series: pts, gaps } = self.source.points(entries, self.from, self.until)?;
         let step = if !entries.is_empty() && pts.iter().all(|p| p.len() < 2) { self.lookback_step(entries)? } else { commonest_gap(&gaps) };

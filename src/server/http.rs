@@ -56,12 +56,18 @@ pub fn error_reply(status: StatusCode, message: &str, details: &str) -> Reply {
     json_reply(status, serde_json::json!({ "error": err }).to_string())
 }
 
+/// The most of a declared body length allocated before any of it arrives.
+const BODY_PRESIZE_MAX: usize = 8 << 20;
+
+/// The body, up to `limit` bytes; `declared` (its Content-Length) sizes the buffer up front, so
+/// that a body of many chunks is not copied again each time the buffer doubles.
 async fn read_body(
     body: impl futures_util::Stream<Item = Result<impl Buf, warp::Error>> + Unpin,
     limit: usize,
+    declared: Option<u64>,
 ) -> Result<Bytes, Reply> {
     let mut body = body;
-    let mut out = bytes::BytesMut::new();
+    let mut out = bytes::BytesMut::with_capacity(declared.unwrap_or(0).min(limit.min(BODY_PRESIZE_MAX) as u64) as usize);
     while let Some(chunk) = body.next().await {
         let mut chunk = chunk.map_err(|e| error_reply(StatusCode::BAD_REQUEST, "Unable to read the request body", &e.to_string()))?;
         if out.len() + chunk.remaining() > limit {
@@ -109,7 +115,7 @@ async fn answer(
         return error_reply(StatusCode::PAYLOAD_TOO_LARGE, "Request body too large", &format!("the limit is limits.http_body_max = {limit} bytes"));
     }
     // A trickled body is bounded like slow headers: `limits.read_timeout_ms`.
-    let body = match tokio::time::timeout(read_timeout, read_body(Box::pin(body), limit)).await {
+    let body = match tokio::time::timeout(read_timeout, read_body(Box::pin(body), limit, declared)).await {
         Ok(Ok(b)) => b,
         Ok(Err(r)) => return r,
         Err(_) => {

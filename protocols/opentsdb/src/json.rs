@@ -97,6 +97,20 @@ impl<'a> Parser<'a> {
         &self.s[from..self.pos]
     }
 
+    /// How many bytes are left to read.
+    pub(crate) fn remaining(&self) -> usize {
+        self.b.len().saturating_sub(self.pos)
+    }
+
+    /// Consumes `text` when the input goes on with it.
+    pub(crate) fn skip_text(&mut self, text: &str) -> bool {
+        let next = self.b[self.pos.min(self.b.len())..].starts_with(text.as_bytes());
+        if next {
+            self.pos += text.len();
+        }
+        next
+    }
+
     /// Consumes the byte `peek` showed.
     pub(crate) fn bump(&mut self) {
         self.pos += 1;

@@ -56,8 +56,9 @@ pub fn error_reply(status: StatusCode, message: &str, details: &str) -> Reply {
     json_reply(status, serde_json::json!({ "error": err }).to_string())
 }
 
-/// The most of a declared body length allocated before any of it arrives.
-const BODY_PRESIZE_MAX: usize = 8 << 20;
+/// The most of a declared body length allocated before any of it arrives (a client that
+/// declares a length and stalls holds no more than this).
+const BODY_PRESIZE_MAX: usize = 1 << 20;
 
 /// The body, up to `limit` bytes; `declared` (its Content-Length) sizes the buffer up front, so
 /// that a body of many chunks is not copied again each time the buffer doubles.

@@ -271,12 +271,15 @@ pub fn parse_body_str(body: &str) -> Result<Vec<JsonPoint<'_>>, BodyError> {
 
 /// About the shortest text of a point as senders write them (`{"metric":"m","timestamp":…,
 /// "value":…,"tags":{"host":"h"}}` is 70 bytes): a body's array is sized from its length
-/// once, not copied as it doubles.
+/// once, not copied as it doubles…
 const POINT_TEXT_MIN: usize = 64;
+
+/// …up to this many points (2 MiB of them): a body padded with spaces reserves no more.
+const PRESIZE_POINTS_MAX: usize = 16 * 1024;
 
 fn array<'a>(p: &mut Parser<'a>) -> PResult<Vec<JsonPoint<'a>>> {
     p.token()?;
-    let mut out = Vec::with_capacity(p.remaining() / POINT_TEXT_MIN);
+    let mut out = Vec::with_capacity((p.remaining() / POINT_TEXT_MIN).min(PRESIZE_POINTS_MAX));
     if p.empty_container(b']') {
         return Ok(out);
     }

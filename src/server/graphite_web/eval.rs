@@ -73,9 +73,9 @@ pub struct StoreSource<'a>(pub &'a AppState);
 /// Most paths stored whole read in one run (see `StoreSource::points`).
 const WHOLE_RUN_MAX: usize = 64;
 
-/// Most series gridded and folded into one part (see `Ctx::read_fold`): the points of a chunk
-/// read at once stay in cache until they are gridded.
-const FOLD_CHUNK_MAX: usize = 64;
+/// Most series read at once before they are gridded and folded (see `Ctx::read_fold`): their
+/// points stay in cache until then.
+const READ_RUN_MAX: usize = 64;
 
 /// Metrics with more wanted series than this look them up by hash rather than one by one.
 const LINEAR_LOOKUP_MAX: usize = 8;
@@ -351,10 +351,11 @@ impl Ctx<'_> {
 
     /// `matched`'s series in the order of their paths, each gridded on the step of them all,
     /// put through `each` and folded by `add` into the part of its chunk ([`parallel::fold`]'s
-    /// chunks, of at most [`FOLD_CHUNK_MAX`] series). Where the source reads entries apart, each
-    /// chunk is read, gridded and folded on one core while its points are in cache, on the
-    /// step of its own gaps: a chunk whose step turns out not to be that of them all (mixed
-    /// resolutions) is read again; otherwise all points are read before any is gridded.
+    /// chunks). Where the source reads entries apart, each chunk is read a run of at most
+    /// [`READ_RUN_MAX`] series at a time, each run gridded and folded on one core while its
+    /// points are in cache, on the step its chunk's first gaps show: a chunk whose step turns
+    /// out not to be that of them all (mixed resolutions) is read again. Otherwise all points
+    /// are read before any is gridded.
     fn read_fold<P: Send>(
         &self,
         matched: &[&Entry],
@@ -385,17 +386,37 @@ impl Ctx<'_> {
             Folded(i64, P),
             Points(Vec<Vec<(i64, f64)>>),
         }
-        let chunks = parallel::fold_chunks(sorted, FOLD_CHUNK_MAX);
+        // `parallel::fold`'s chunks, so that the parts (and a sum's grouping) are those of
+        // reading them all at once; each read a run of at most READ_RUN_MAX at a time.
+        let chunks = parallel::fold_chunks(sorted);
         let read = parallel::map_from(chunks, 2, |chunk| -> R<(Vec<&Entry>, Read<P>, Gaps, bool)> {
-            let Points { series: pts, gaps } = self.source.points_apart(&chunk, self.from, self.until)?;
-            let long = pts.iter().any(|p| p.len() >= 2);
-            if gaps.is_empty() {
-                return Ok((chunk, Read::Points(pts), gaps, long));
+            let (mut gaps, mut long) = (Gaps::default(), false);
+            // The points of the first runs, while none has a gap to tell a step by.
+            let mut held: Vec<Vec<(i64, f64)>> = Vec::new();
+            let mut folded: Option<(i64, P)> = None;
+            for (at, run) in chunk.chunks(READ_RUN_MAX).enumerate() {
+                let Points { series: pts, gaps: run_gaps } = self.source.points_apart(run, self.from, self.until)?;
+                long |= pts.iter().any(|p| p.len() >= 2);
+                for (g, n) in &run_gaps {
+                    *gaps.entry(*g).or_default() += n;
+                }
+                match &mut folded {
+                    Some((step, part)) => fold_in(part, run, pts, *step),
+                    None if run_gaps.is_empty() => held.extend(pts),
+                    None => {
+                        let step = commonest_gap(&run_gaps);
+                        let mut part = new();
+                        fold_in(&mut part, &chunk[..at * READ_RUN_MAX], std::mem::take(&mut held), step);
+                        fold_in(&mut part, run, pts, step);
+                        folded = Some((step, part));
+                    }
+                }
             }
-            let step = commonest_gap(&gaps);
-            let mut part = new();
-            fold_in(&mut part, &chunk, pts, step);
-            Ok((chunk, Read::Folded(step, part), gaps, long))
+            let r = match folded {
+                Some((step, part)) => Read::Folded(step, part),
+                None => Read::Points(held),
+            };
+            Ok((chunk, r, gaps, long))
         });
         let read = read.into_iter().collect::<R<Vec<_>>>()?;
         let mut gaps = Gaps::default();
@@ -638,24 +659,29 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
-        /// Reading entries apart, a chunk at a time on the step of its own gaps, grids every
-        /// series as reading them all at once does: series of two resolutions, one up to
-        /// `split` and one after (a chunk whose step is not that of them all is read again), sparse ones (a chunk with no gaps),
-        /// and windows too short to show any gap (the step learnt from the hour before).
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+        /// Reading entries apart, a run at a time on the step its chunk's first gaps show,
+        /// grids and folds every series as reading them all at once does: series of two
+        /// resolutions in alternating blocks (a chunk whose step is not that of them all is
+        /// read again), sparse ones (runs with no gap held until one shows the step, or a
+        /// chunk with none), and windows too short to show any gap (the step learnt from the
+        /// hour before).
         #[test]
         fn chunks_read_apart_grid_as_all_at_once(
-            shapes in proptest::collection::vec((0usize..60, 0i64..60), 0..200),
-            split in 0usize..200,
+            mut shapes in proptest::collection::vec((0usize..60, 0i64..60), 0..1500),
+            // Few series (one chunk, one run) as often as many.
+            few in proptest::prop_oneof![0usize..200, proptest::strategy::Just(usize::MAX)],
+            block in 1usize..400,
             steps in (1i64..7, 1i64..7),
             from in 0i64..400,
             span in proptest::prop_oneof![1i64..30, 30i64..1200],
         ) {
+            shapes.truncate(few);
             let src = MemSource(
                 shapes
                     .iter()
                     .enumerate()
-                    .map(|(i, &(n, skew))| (i, n, skew, if i < split { steps.0 * 10 } else { steps.1 * 10 }))
+                    .map(|(i, &(n, skew))| (i, n, skew, if (i / block) % 2 == 0 { steps.0 * 10 } else { steps.1 * 10 }))
                     .map(|(i, n, skew, step)| (format!("s.{i:03}"), (0..n as i64).map(|k| (skew + k * step * (1 + (k % 7 == 6) as i64), (i * 100 + k as usize) as f64)).collect()))
                     .collect(),
             );
@@ -666,11 +692,11 @@ mod tests {
             let ctx = |source| ctx(source, from, from + span);
             let apart = ctx(&src).fetch("s.*").unwrap();
             proptest::prop_assert_eq!(&apart, &ctx(&together).fetch("s.*").unwrap());
-            // Folded in order: the parts, concatenated, are the series in the order of their paths.
+            // Folded in order, into the parts reading them all at once folds them into (a
+            // sum's grouping is theirs); chunks of more than READ_RUN_MAX read in runs.
             let stream = Stream { path: "s.*", each: Box::new(|s| s) };
-            let parts = ctx(&src).fold_stream(&stream, Vec::new, |p: &mut Vec<Series>, s| p.push(s)).unwrap();
-            proptest::prop_assert!(parts.iter().all(|p| p.len() <= FOLD_CHUNK_MAX));
-            proptest::prop_assert_eq!(parts.concat(), apart);
+            let parts = |c: Ctx| c.fold_stream(&stream, Vec::new, |p: &mut Vec<Series>, s| p.push(s)).unwrap();
+            proptest::prop_assert_eq!(parts(ctx(&src)), parts(ctx(&together)));
         }
     }
 

@@ -48,7 +48,7 @@ pub fn map_from<T: Send, U: Send>(items: Vec<T>, min: usize, f: impl Fn(T) -> U 
 /// in `items`' order, so a caller merging them in turn combines `items` in order (up to the
 /// grouping of the chunks).
 pub fn fold<T: Send, P: Send>(items: Vec<T>, new: impl Fn() -> P + Sync, add: impl Fn(&mut P, T) + Sync) -> Vec<P> {
-    map_from(fold_chunks(items, usize::MAX), 2, |chunk| {
+    map_from(fold_chunks(items), 2, |chunk| {
         let mut part = new();
         for item in chunk {
             add(&mut part, item);
@@ -58,13 +58,12 @@ pub fn fold<T: Send, P: Send>(items: Vec<T>, new: impl Fn() -> P + Sync, add: im
 }
 
 /// `items` cut into the contiguous chunks [`fold`] folds, each into a part of its own: one
-/// chunk below [`MIN_PARALLEL`] items (or on one core), else about eight per core, of at most
-/// `max` items.
-pub fn fold_chunks<T>(items: Vec<T>, max: usize) -> Vec<Vec<T>> {
+/// chunk below [`MIN_PARALLEL`] items (or on one core), else about eight per core.
+pub fn fold_chunks<T>(items: Vec<T>) -> Vec<Vec<T>> {
     if cores() <= 1 || items.len() < MIN_PARALLEL {
         vec![items]
     } else {
-        let size = items.len().div_ceil(cores() * 8).min(max);
+        let size = items.len().div_ceil(cores() * 8);
         chunked(items, size)
     }
 }

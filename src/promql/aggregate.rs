@@ -8,11 +8,21 @@ use promql_parser::parser::{AggregateExpr, LabelModifier};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-pub(crate) fn group_labels(l: &LabelSet, m: &Option<LabelModifier>) -> Vec<(String, String)> {
+pub(crate) fn group_labels(l: &[(String, String)], m: &Option<LabelModifier>) -> Vec<(String, String)> {
     match m {
         None => Vec::new(),
         Some(LabelModifier::Include(ls)) => l.iter().filter(|(k, _)| ls.labels.iter().any(|n| n == k)).cloned().collect(),
         Some(LabelModifier::Exclude(ls)) => l.iter().filter(|(k, _)| k != "__name__" && !ls.labels.iter().any(|n| n == k)).cloned().collect(),
+    }
+}
+
+/// [`group_labels`] of `l` without its metric name, unless `keep_name`: what a function's
+/// output (which drops the name) would group as, without building that output.
+pub(crate) fn group_labels_of(l: &[(String, String)], m: &Option<LabelModifier>, keep_name: bool) -> Vec<(String, String)> {
+    match m {
+        Some(LabelModifier::Include(ls)) => l.iter().filter(|(k, _)| (keep_name || k != "__name__") && ls.labels.iter().any(|n| n == k)).cloned().collect(),
+        // `without` drops the name either way.
+        _ => group_labels(l, m),
     }
 }
 
@@ -146,4 +156,32 @@ pub(crate) fn combine(op: &str, vals: &[f64], param: Option<f64>) -> Result<f64,
         "quantile" => quantile(param.unwrap_or(f64::NAN), vals.to_vec()),
         other => return Err(PromError::Execution(format!("aggregation {other} is not supported"))),
     })
+}
+
+#[cfg(test)]
+mod group_tests {
+    use super::*;
+    use crate::promql::eval::drop_name;
+    use promql_parser::parser::Expr;
+    use std::sync::Arc;
+
+    fn modifier(q: &str) -> Option<LabelModifier> {
+        match promql_parser::parser::parse(q).unwrap() {
+            Expr::Aggregate(a) => a.modifier,
+            e => panic!("not an aggregation: {e:?}"),
+        }
+    }
+
+    #[test]
+    fn group_key_of_labels_is_that_of_the_output_without_name() {
+        let l: Vec<(String, String)> =
+            [("__name__", "m"), ("dc", "dc1"), ("host", "h")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let l = Arc::new(l);
+        for q in ["sum(x)", "sum by (dc) (x)", "sum by (__name__, dc) (x)", "sum without (host) (x)", "sum without (__name__) (x)", "sum by () (x)"] {
+            let m = modifier(q);
+            assert_eq!(group_labels_of(&l, &m, false), group_labels(&drop_name(&l), &m), "{q}");
+            assert_eq!(group_labels_of(&l, &m, true), group_labels(&l, &m), "{q} keeping the name");
+        }
+        assert_eq!(group_labels_of(&l, &modifier("sum by (__name__, dc) (x)"), false), vec![("dc".to_string(), "dc1".to_string())]);
+    }
 }

@@ -7,7 +7,7 @@
 //! the same code, and each step's values are aggregated in the same order, by labels.
 
 use super::aggregate;
-use super::eval::{drop_name, unwrap_parens, window_from, Sample};
+use super::eval::{unwrap_parens, window_from, Sample};
 use super::functions::{avg_over_time_each, range_value};
 use super::selectors::{self, at_ms, dur_ms, key, offset_ms};
 use super::{selector_matchers, LabelSet, PromError, Settings};
@@ -55,11 +55,10 @@ fn shape(expr: &Expr) -> Option<(&AggregateExpr, &Call, &MatrixSelector)> {
     Some((a, c, ms))
 }
 
-/// One series reduced: its labels (the sort key), the function's labels, and its value at
-/// each step where it has one, as (step index, value).
+/// One series reduced: its labels (the sort key) and its value at each step where it has one,
+/// as (step index, value).
 struct Reduced {
     labels: LabelSet,
-    out: LabelSet,
     values: Vec<(u32, f64)>,
 }
 
@@ -77,7 +76,6 @@ fn reduce_series(f: crate::query::select::Selected, name: &str, ms: &MatrixSelec
     let nostale: Option<Vec<(i64, f64)>> = f.points.iter().any(|p| is_stale_nan(p.1)).then(|| f.points.iter().copied().filter(|p| !is_stale_nan(p.1)).collect());
     let points = nostale.as_deref().unwrap_or(&f.points);
     let labels = Arc::new(f.labels);
-    let out = if name == "last_over_time" { labels.clone() } else { drop_name(&labels) };
     let range = dur_ms(&ms.range);
     let (at, offset) = (at_ms(&ms.vs.at, start, end), offset_ms(&ms.vs.offset));
     // The windows first (step index, window end, step time), then the function over them.
@@ -98,7 +96,7 @@ fn reduce_series(f: crate::query::select::Selected, name: &str, ms: &MatrixSelec
     } else {
         at_steps.iter().zip(&windows).filter_map(|(&(i, te, t), w)| Some((i, range_value(name, w, te - range, te, range, t, &[])?))).collect()
     };
-    (!values.is_empty()).then_some(Reduced { labels, out, values })
+    (!values.is_empty()).then_some(Reduced { labels, values })
 }
 
 fn run(
@@ -175,10 +173,13 @@ fn run(
     let op = a.op.to_string();
     let mut groups: Vec<LabelSet> = Vec::new();
     let mut group_at: HashMap<Vec<(String, String)>, usize, ahash::RandomState> = HashMap::default();
+    // The function's output labels are the series' without its name (`last_over_time` keeps
+    // it): only the group key is made of them, not each series' output label set.
+    let keep_name = c.func.name == "last_over_time";
     let gid: Vec<usize> = reduced
         .iter()
         .map(|r| {
-            let key = aggregate::group_labels(&r.out, &a.modifier);
+            let key = aggregate::group_labels_of(&r.labels, &a.modifier, keep_name);
             *group_at.entry(key).or_insert_with_key(|k| {
                 groups.push(Arc::new(k.clone()));
                 groups.len() - 1

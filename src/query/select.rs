@@ -185,9 +185,9 @@ impl QueryEngine {
         let label_ms: Vec<Matcher> = matchers.iter().filter(|m| m.name != METRIC_NAME).cloned().collect();
         let metrics = self.candidate_metrics(matchers)?;
         let Some(row_filter) = self.required_pairs(&label_ms)? else { return Ok(Vec::new()) };
+        // Without label matchers every series is kept: its labels are then made once, below.
         let keep = |metric: &str, tags: &[(String, String)]| {
-            let labels = from_stored(metric, tags.iter().map(|(k, v)| (&**k, &**v)));
-            labels_match(&labels, &label_ms)
+            label_ms.is_empty() || labels_match(&from_stored(metric, tags.iter().map(|(k, v)| (&**k, &**v))), &label_ms)
         };
         let mut out: Vec<Selected> = self
             .select_stored(&metrics, start_ms, end_ms, if with_points { Stamps::Ms } else { Stamps::None }, row_filter, &keep)?
@@ -227,9 +227,9 @@ impl QueryEngine {
     /// Share `part` of `parts` (see [`QueryEngine::shares`]) of [`QueryEngine::select_metric`]:
     /// the shares together hold each series exactly once.
     pub fn select_metric_share(&self, plan: &MetricPlan, metric: &str, start_ms: i64, end_ms: i64, part: usize, parts: usize) -> Result<Vec<Selected>, QueryError> {
+        // Without label matchers every series is kept: its labels are then made once, below.
         let keep = |metric: &str, tags: &[(String, String)]| {
-            let labels = from_stored(metric, tags.iter().map(|(k, v)| (&**k, &**v)));
-            labels_match(&labels, &plan.label_ms)
+            plan.label_ms.is_empty() || labels_match(&from_stored(metric, tags.iter().map(|(k, v)| (&**k, &**v))), &plan.label_ms)
         };
         let mut batch: Vec<Selected> = self
             .select_stored(&[metric.to_string()], start_ms, end_ms, Stamps::Ms, plan.row_filter.share(&self.layout, part, parts), &keep)?
@@ -379,8 +379,7 @@ impl QueryEngine {
             if rk.tags != tags.as_slice() {
                 return Ok(());
             }
-            let cols: Vec<StoredColumn> = cells.iter().map(|c| StoredColumn { qualifier: c.qualifier, value: c.value, ts: c.timestamp }).collect();
-            unsorted[i] |= append_row(key, &cols, rk.base, start, end, &mut out[i], |ts| (ts / 1000) as i64)?;
+            unsorted[i] |= with_columns(cells, |cols| append_row(key, cols, rk.base, start, end, &mut out[i], |ts| (ts / 1000) as i64))?;
             Ok(())
         };
         for scan in &scans {
@@ -449,14 +448,13 @@ impl QueryEngine {
                 if stamps == Stamps::None {
                     return Ok(());
                 }
-                let cols: Vec<StoredColumn> = cells.iter().map(|c| StoredColumn { qualifier: c.qualifier, value: c.value, ts: c.timestamp }).collect();
                 let pts = &mut found[i].points;
                 // Each unit its own loop: seconds are made while the row's points are in cache
                 // (a later pass over a thousand series' points found them evicted).
-                unsorted[i] |= match stamps {
-                    Stamps::Seconds => append_row(key, &cols, rk.base, start, end, pts, |ts| (ts / 1000) as i64)?,
-                    _ => append_row(key, &cols, rk.base, start, end, pts, |ts| ts as i64)?,
-                };
+                unsorted[i] |= with_columns(cells, |cols| match stamps {
+                    Stamps::Seconds => append_row(key, cols, rk.base, start, end, pts, |ts| (ts / 1000) as i64),
+                    _ => append_row(key, cols, rk.base, start, end, pts, |ts| ts as i64),
+                })?;
                 Ok(())
             };
             self.store.scan_rows(&self.table, scan, &mut stop_on_error(&mut row_body, &mut failed))?;
@@ -476,6 +474,17 @@ impl QueryEngine {
             out.push(s);
         }
         Ok(())
+    }
+}
+
+/// `f` of a row's cells as stored columns; a compacted row's one cell without allocating.
+fn with_columns<'c, T>(cells: &[CellRef<'c>], f: impl FnOnce(&[StoredColumn<'c>]) -> T) -> T {
+    fn col<'c>(c: &CellRef<'c>) -> StoredColumn<'c> {
+        StoredColumn { qualifier: c.qualifier, value: c.value, ts: c.timestamp }
+    }
+    match cells {
+        [one] => f(&[col(one)]),
+        _ => f(&cells.iter().map(col).collect::<Vec<_>>()),
     }
 }
 

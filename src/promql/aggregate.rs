@@ -19,7 +19,10 @@ pub(crate) fn group_labels(l: &[(String, String)], m: &Option<LabelModifier>) ->
 /// [`group_labels`] of `l` without its metric name, unless `keep_name`: what a function's
 /// output (which drops the name) would group as, without building that output.
 pub(crate) fn group_labels_of(l: &[(String, String)], m: &Option<LabelModifier>, keep_name: bool) -> Vec<(String, String)> {
+    let names = l.iter().filter(|(k, _)| k == "__name__").count();
     match m {
+        // An OpenTSDB tag may itself be called `__name__`: the output then keeps one of the two.
+        Some(LabelModifier::Include(_)) if !keep_name && names > 1 => group_labels(&crate::promql::eval::drop_name(&std::sync::Arc::new(l.to_vec())), m),
         Some(LabelModifier::Include(ls)) => l.iter().filter(|(k, _)| (keep_name || k != "__name__") && ls.labels.iter().any(|n| n == k)).cloned().collect(),
         // `without` drops the name either way.
         _ => group_labels(l, m),
@@ -183,5 +186,14 @@ mod group_tests {
             assert_eq!(group_labels_of(&l, &m, true), group_labels(&l, &m), "{q} keeping the name");
         }
         assert_eq!(group_labels_of(&l, &modifier("sum by (__name__, dc) (x)"), false), vec![("dc".to_string(), "dc1".to_string())]);
+        // A tag named `__name__` beside the metric's name: one of the two stays, as in the output.
+        let mut two = (*l).clone();
+        two.push(("__name__".into(), "tag".into()));
+        two.sort();
+        let two = Arc::new(two);
+        for q in ["sum by (__name__, dc) (x)", "sum without (host) (x)"] {
+            let m = modifier(q);
+            assert_eq!(group_labels_of(&two, &m, false), group_labels(&drop_name(&two), &m), "{q}");
+        }
     }
 }

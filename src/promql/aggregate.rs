@@ -19,11 +19,13 @@ pub(crate) fn group_labels(l: &[(String, String)], m: &Option<LabelModifier>) ->
 /// [`group_labels`] of `l` without its metric name, unless `keep_name`: what a function's
 /// output (which drops the name) would group as, without building that output.
 pub(crate) fn group_labels_of(l: &[(String, String)], m: &Option<LabelModifier>, keep_name: bool) -> Vec<(String, String)> {
-    let names = l.iter().filter(|(k, _)| k == "__name__").count();
     match m {
-        // An OpenTSDB tag may itself be called `__name__`: the output then keeps one of the two.
-        Some(LabelModifier::Include(_)) if !keep_name && names > 1 => group_labels(&crate::promql::eval::drop_name(&std::sync::Arc::new(l.to_vec())), m),
-        Some(LabelModifier::Include(ls)) => l.iter().filter(|(k, _)| (keep_name || k != "__name__") && ls.labels.iter().any(|n| n == k)).cloned().collect(),
+        Some(LabelModifier::Include(ls)) => {
+            // The label `drop_name` leaves out (one of two, should a tag be called `__name__`).
+            let dropped = if keep_name { None } else { crate::promql::eval::name_index(l) };
+            let kept = l.iter().enumerate().filter(|&(i, _)| Some(i) != dropped).map(|(_, p)| p);
+            kept.filter(|(k, _)| ls.labels.iter().any(|n| n == k)).cloned().collect()
+        }
         // `without` drops the name either way.
         _ => group_labels(l, m),
     }

@@ -104,16 +104,22 @@ pub struct Ranged<'a> {
     pub range: i64,
 }
 
-pub fn drop_name(l: &LabelSet) -> LabelSet {
+/// Where `drop_name` takes the metric name out of sorted labels (one of two, should a tag be
+/// called `__name__` too).
+pub fn name_index(l: &[(String, String)]) -> Option<usize> {
     // Labels are sorted by name, and names such as `Zone` sort before `__name__`.
-    match l.binary_search_by(|(k, _)| k.as_str().cmp("__name__")) {
-        Ok(i) => {
+    l.binary_search_by(|(k, _)| k.as_str().cmp("__name__")).ok()
+}
+
+pub fn drop_name(l: &LabelSet) -> LabelSet {
+    match name_index(l) {
+        Some(i) => {
             let mut out = Vec::with_capacity(l.len() - 1);
             out.extend_from_slice(&l[..i]);
             out.extend_from_slice(&l[i + 1..]);
             Arc::new(out)
         }
-        Err(_) => l.clone(),
+        None => l.clone(),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod config;
 pub mod fuzz_api;
 pub mod graphite;
 pub mod ingest;
+pub mod memory;
 pub mod meta;
 pub mod query;
 pub mod schema;

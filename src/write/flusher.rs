@@ -83,21 +83,35 @@ impl Flusher {
     /// Writes a buffer to the store: one column per series-hour.
     pub fn write(&self, buffer: &mut Buffer) -> Result<Vec<(Vec<u8>, u32)>, WriteError> {
         let mut touched = Vec::with_capacity(buffer.rows.len());
-        let mut batch = Vec::with_capacity(MUTATE_CHUNK);
-        for r in buffer.rows.iter_mut() {
-            settle(&mut r.points);
-            let (q, v) = build_column(&r.points);
-            let row = self.layout.row_key(r.series.tsuid, r.base);
-            batch.push(RowMutations::put(row.clone(), DATA_FAMILY, q, v));
-            touched.push((row, r.base));
-            if batch.len() == MUTATE_CHUNK {
-                self.store.mutate(&self.table, std::mem::take(&mut batch))?;
-            }
-        }
-        if !batch.is_empty() {
-            self.store.mutate(&self.table, batch)?;
-        }
+        self.write_from(buffer, &mut 0, &mut touched)?;
         Ok(touched)
+    }
+
+    /// Writes `buffer.rows[*done..]` in chunks, adding each row's key and base to `touched`.
+    /// A chunk's points are dropped as soon as the store has its columns: a flush's buffer is
+    /// the write path's largest allocation, and a burst has one in the flusher while the shard
+    /// fills the next. On failure `*done` is where a retry resumes (the chunks before it are
+    /// stored; writing a chunk again would only put the same columns).
+    fn write_from(&self, buffer: &mut Buffer, done: &mut usize, touched: &mut Vec<(Vec<u8>, u32)>) -> Result<(), WriteError> {
+        while *done < buffer.rows.len() {
+            let chunk = *done..(*done + MUTATE_CHUNK).min(buffer.rows.len());
+            let mut batch = Vec::with_capacity(chunk.len());
+            let mut keys = Vec::with_capacity(chunk.len());
+            for r in &mut buffer.rows[chunk.clone()] {
+                settle(&mut r.points);
+                let (q, v) = build_column(&r.points);
+                let row = self.layout.row_key(r.series.tsuid, r.base);
+                batch.push(RowMutations::put(row.clone(), DATA_FAMILY, q, v));
+                keys.push((row, r.base));
+            }
+            self.store.mutate(&self.table, batch)?;
+            for r in &mut buffer.rows[chunk.clone()] {
+                r.points = Vec::new();
+            }
+            touched.append(&mut keys);
+            *done = chunk.end;
+        }
+        Ok(())
     }
 
     pub fn run(self, jobs: Receiver<FlushJob>) {
@@ -118,8 +132,15 @@ impl Flusher {
             if wal_upto.is_none() {
                 continue;
             }
-            self.compact_ready(&compactor, &mut pending, last);
+            let compacted = self.compact_ready(&compactor, &mut pending, last);
             crate::observe::write::compaction_queue(queued, pending.len());
+            // The buffer, the compacted rows and perhaps a memtable the engine wrote out are
+            // free now: give them back before the next burst is buffered on top of them
+            // (see `crate::memory`). Not after small flushes, so that the queries between
+            // them keep the memory they reuse.
+            if points >= RELEASE_AFTER_POINTS || compacted >= RELEASE_AFTER_ROWS {
+                crate::memory::release_freed();
+            }
             if last && result.is_ok() {
                 // Kept for reuse while running; a stopped node does not need them.
                 if let Err(e) = super::wal::remove_free(&self.wal_dir) {
@@ -141,15 +162,16 @@ impl Flusher {
         // On a store failure keep retrying: the points are in the WAL, and nothing newer may
         // be acknowledged as flushed before them.
         let mut delay = Duration::from_millis(100);
-        let touched = loop {
-            match self.write(&mut buffer) {
-                Ok(t) => {
+        let (mut done, mut touched) = (0, Vec::with_capacity(buffer.rows.len()));
+        loop {
+            match self.write_from(&mut buffer, &mut done, &mut touched) {
+                Ok(()) => {
                     // Only a write that reached the store proves it healthy (an empty flush
                     // of another shard must not hide a failing one).
-                    if !t.is_empty() {
+                    if !touched.is_empty() {
                         self.store_ok.store(true, std::sync::atomic::Ordering::Relaxed);
                     }
-                    break t;
+                    break;
                 }
                 Err(e) => {
                     self.store_ok.store(false, std::sync::atomic::Ordering::Relaxed);
@@ -158,7 +180,7 @@ impl Flusher {
                     delay = (delay * 2).min(Duration::from_secs(5));
                 }
             }
-        };
+        }
         // Readable now: the jobs before this one were written first.
         self.in_flight.written.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         for r in readers {
@@ -181,7 +203,8 @@ impl Flusher {
         Ok(())
     }
 
-    fn compact_ready(&self, compactor: &Compactor, pending: &mut HashMap<Vec<u8>, (u32, Instant)>, all: bool) {
+    /// Compacts the rows due; returns how many it took up.
+    fn compact_ready(&self, compactor: &Compactor, pending: &mut HashMap<Vec<u8>, (u32, Instant)>, all: bool) -> usize {
         let now = now_s();
         let mut ready: Vec<(Vec<u8>, u32, Instant)> = pending
             .iter()
@@ -194,17 +217,19 @@ impl Flusher {
             if !all {
                 self.tidy_if_caught_up(pending, now);
             }
-            return;
+            return 0;
         }
         // Oldest first, and (outside shutdown) only as many as fit in the budget: flushing must
         // not starve behind compaction. Rows left waiting gather more points meanwhile, so with
         // many series (a backfill of a million, say) each row is compacted fewer times.
         ready.sort_by_key(|(_, _, t)| *t);
         let started = Instant::now();
+        let mut taken = 0;
         for chunk in ready.chunks(COMPACT_CHUNK) {
             if !all && started.elapsed() >= COMPACT_BUDGET {
                 break;
             }
+            taken += chunk.len();
             let rows: Vec<Vec<u8>> = chunk.iter().map(|(k, _, _)| k.clone()).collect();
             for row in &rows {
                 pending.remove(row);
@@ -225,6 +250,7 @@ impl Flusher {
         } else {
             self.tidy_if_caught_up(pending, now);
         }
+        taken
     }
 
     /// Caught up with the closed hours: the store may clear what the deletes left.
@@ -236,6 +262,12 @@ impl Flusher {
         }
     }
 }
+
+/// A flush of at least this many points, or a compaction pass over at least this many rows,
+/// returns the memory it freed to the OS at once (about a MiB of buffered points; a steady
+/// scrape of 10,000 series every 10 s flushes 500 points a time and never does).
+const RELEASE_AFTER_POINTS: usize = 65_536;
+const RELEASE_AFTER_ROWS: usize = 1_024;
 
 /// Rows compacted per store round trip.
 const COMPACT_CHUNK: usize = 512;
@@ -264,6 +296,90 @@ mod tests {
         let mut pts = vec![p(1356998400, 1), p(1356998410, 2), p(1356998410, 3)];
         settle(&mut pts);
         assert_eq!(pts.iter().map(|p| p.value().unwrap()).collect::<Vec<_>>(), [1, 3].map(DataValue::Int));
+    }
+
+    /// Fails its `fail_at`-th `mutate` (counting from 1), once.
+    struct FlakyStore {
+        inner: SharedStore,
+        calls: std::sync::atomic::AtomicUsize,
+        fail_at: usize,
+    }
+
+    impl crate::store::Store for FlakyStore {
+        fn get(&self, t: &str, r: &[u8], f: &[&[u8]]) -> crate::store::StoreResult<Vec<crate::store::Cell>> {
+            self.inner.get(t, r, f)
+        }
+        fn mutate(&self, t: &str, b: Vec<RowMutations>) -> crate::store::StoreResult<()> {
+            if self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == self.fail_at {
+                return Err(crate::store::StoreError::Engine { op: "mutate", table: t.into(), msg: "injected".into() });
+            }
+            self.inner.mutate(t, b)
+        }
+        fn scan(&self, t: &str, s: &crate::store::Scan) -> crate::store::StoreResult<crate::store::RowStream> {
+            self.inner.scan(t, s)
+        }
+        fn increment(&self, t: &str, r: &[u8], f: &[u8], q: &[u8], d: i64) -> crate::store::StoreResult<i64> {
+            self.inner.increment(t, r, f, q, d)
+        }
+        fn check_and_put(&self, t: &str, r: &[u8], f: &[u8], q: &[u8], e: Option<&[u8]>, v: &[u8]) -> crate::store::StoreResult<bool> {
+            self.inner.check_and_put(t, r, f, q, e, v)
+        }
+        fn flush(&self) -> crate::store::StoreResult<()> {
+            self.inner.flush()
+        }
+        fn mutate_at(&self, t: &str, b: Vec<RowMutations>, ts: u64) -> crate::store::StoreResult<()> {
+            self.inner.mutate_at(t, b, ts)
+        }
+    }
+
+    /// A flush that fails part-way resumes at the first chunk the store did not take: the
+    /// chunks before it are stored once and their points already dropped, the rest are kept
+    /// until stored, and in the end every row holds its points.
+    #[test]
+    fn a_failed_flush_resumes_at_the_chunk_that_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = crate::store::TableNames::default();
+        let inner: SharedStore = std::sync::Arc::new(crate::store::embedded::EmbeddedStore::open(&dir.path().join("store"), &names.specs()).unwrap());
+        let flaky = std::sync::Arc::new(FlakyStore { inner: inner.clone(), calls: Default::default(), fail_at: 2 });
+        let flusher = Flusher {
+            store: flaky.clone(),
+            table: names.data.clone(),
+            layout: KeyLayout::default(),
+            wal_dir: dir.path().join("wal"),
+            compaction_delay: Duration::ZERO,
+            ts_counter: None,
+            store_ok: Default::default(),
+            in_flight: Default::default(),
+        };
+        let base = 1_356_998_400u32;
+        let rows = 2 * MUTATE_CHUNK + 10;
+        let mut buffer = Buffer::default();
+        let series: Vec<_> = (0..rows as u32).map(|i| crate::series::SeriesKey::new(&[0, 0, 7, 0, 0, 1, (i >> 16) as u8, (i >> 8) as u8, i as u8])).collect();
+        for (i, s) in series.iter().enumerate() {
+            for k in 0..3u64 {
+                buffer.insert(s, base, RawPoint::encode(base as u64 + k * 10, base, DataValue::Int(i as i64 * 10 + k as i64)).unwrap());
+            }
+        }
+        let (mut done, mut touched) = (0, Vec::new());
+        assert!(flusher.write_from(&mut buffer, &mut done, &mut touched).is_err());
+        assert_eq!(done, MUTATE_CHUNK, "the first chunk is stored");
+        assert_eq!(touched.len(), MUTATE_CHUNK);
+        assert!(buffer.rows[..MUTATE_CHUNK].iter().all(|r| r.points.is_empty() && r.points.capacity() == 0), "stored rows' points are dropped");
+        assert!(buffer.rows[MUTATE_CHUNK..].iter().all(|r| r.points.len() == 3), "rows not stored keep their points");
+        flusher.write_from(&mut buffer, &mut done, &mut touched).unwrap();
+        assert_eq!((done, touched.len()), (rows, rows));
+        // One call per chunk, plus the one that failed: nothing was written twice.
+        assert_eq!(flaky.calls.load(std::sync::atomic::Ordering::SeqCst), 3 + 1);
+        for (i, s) in series.iter().enumerate() {
+            let row = KeyLayout::default().row_key(s.tsuid, base);
+            assert_eq!(touched[i], (row.clone(), base));
+            let cells = inner.get(&names.data, &row, &[DATA_FAMILY]).unwrap();
+            assert_eq!(cells.len(), 1, "row {i}: one column");
+            let mut points = Vec::new();
+            crate::schema::column::decode_compacted(&cells[0].qualifier, &cells[0].value, &mut points).unwrap();
+            let values: Vec<_> = points.iter().map(|p| p.value().unwrap()).collect();
+            assert_eq!(values, (0..3).map(|k| DataValue::Int(i as i64 * 10 + k)).collect::<Vec<_>>(), "row {i}");
+        }
     }
 
     #[test]

@@ -143,12 +143,20 @@ pub fn run(
         // a partial column per burst.
         let mut quiet = false;
         match first {
-            Ok(Some(m)) => batch.push(m),
+            Ok(Some(m)) => {
+                if let ShardMsg::Write { points, .. } = &m {
+                    n += points.len();
+                }
+                batch.push(m)
+            }
             Ok(None) => open = false,
             Err(_) => quiet = buffer.points > 0 && last_flush.elapsed() >= cfg.flush_interval / IDLE_GAP_DIVISOR,
         }
-        // Group commit: take whatever else is already queued.
-        while n < cfg.max_batch_points {
+        // Group commit: take whatever else is already queued, up to what fills the buffer. A
+        // buffer flushed well past `buffer_max_points` had its rows' vectors doubled once more
+        // (a row of 65 points holds room for 128): a burst kept ~1.5× the memory it needed.
+        let room = cfg.buffer_max_points.saturating_sub(buffer.points);
+        while n < cfg.max_batch_points.min(room) {
             match rx.try_recv() {
                 Ok(m) => {
                     if let ShardMsg::Write { points, .. } = &m {
@@ -319,6 +327,39 @@ mod tests {
         let drain = std::thread::spawn(move || while jobs_rx.recv().is_ok() {});
         shard.join().unwrap();
         drain.join().unwrap();
+    }
+
+    /// A group commit takes queued writes only up to what fills the buffer: a flush job holds
+    /// at most `buffer_max_points` plus one write's points, however many were queued at once.
+    #[test]
+    fn a_group_commit_stops_where_the_buffer_is_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let wal = Wal::open(dir.path(), false).unwrap();
+        let (tx, rx) = mpsc::channel(64);
+        let (jobs_tx, jobs_rx) = std::sync::mpsc::sync_channel(64);
+        let (sync_tx, _sync_rx) = std::sync::mpsc::channel();
+        let poisoned = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let cfg = ShardConfig { flush_interval: Duration::from_secs(60), max_batch_points: 100_000, buffer_max_points: 1_000 };
+        let series = crate::series::SeriesKey::new(&[0, 0, 9, 0, 0, 1, 0, 0, 9]);
+        let base = 1_356_998_400u32;
+        // Forty writes of 300 points, all queued before the shard starts.
+        rt.block_on(async {
+            for w in 0..40u64 {
+                let points = (0..300u64)
+                    .map(|i| StoredPoint { series, base, point: RawPoint::encode((base as u64 + (w * 300 + i) % 3600) * 1000, base, DataValue::Int(i as i64)).unwrap() })
+                    .collect();
+                tx.send(ShardMsg::Write { points, ack: None }).await.unwrap();
+            }
+        });
+        drop(tx);
+        let handle = rt.handle().clone();
+        let in_flight = std::sync::Arc::new(InFlight::default());
+        let shard = std::thread::spawn(move || run(rx, wal, jobs_tx, sync_tx, poisoned, in_flight, cfg, handle));
+        shard.join().unwrap();
+        let sizes: Vec<usize> = jobs_rx.try_iter().map(|j| j.buffer.points).collect();
+        assert_eq!(sizes.iter().sum::<usize>(), 40 * 300);
+        assert!(sizes.iter().all(|&n| n < 1_000 + 300), "flush jobs of {sizes:?} points");
     }
 
     /// Rows found through the series' slots are the rows a plain look-up finds: with two

@@ -4,14 +4,16 @@
 //! program committed for a second (`purge_delay`) in case they are wanted again. Ingest frees
 //! in bursts: each flush drops a shard's whole buffer (hundreds of thousands of points), and
 //! the engine drops a memtable once it is written out. A burst of writes then held the freed
-//! buffers of the last second on top of the live ones: 10–15 MiB of the Graphite bench set's
-//! peak RSS. Purging at once everywhere (`MIMALLOC_PURGE_DELAY=0`) gets that back too, but
-//! queries, which free and reallocate their working memory every request, then took 25–40 %
-//! more CPU in page faults; so the write path releases after each flush, and queries keep the
-//! delay.
+//! buffers of the last second on top of the live ones: about 10 MiB of the Graphite bench
+//! set's peak RSS. So a flusher releases after each large flush or compaction pass.
+//!
+//! The release is program-wide: it returns what queries freed too, and a query then faults its
+//! working memory back in (25–40 % more CPU per query when every query's memory was returned
+//! before the next one, measured with `MIMALLOC_PURGE_DELAY=0`). Hence not after small flushes:
+//! a steady scrape never releases, and queries keep the delay except under heavy ingest.
 
-/// Purges the pages freed so far, program-wide, instead of after mimalloc's delay. Costs one
-/// walk of the allocator's arenas plus the `madvise` calls; called once per flush.
+/// Purges the pages freed so far, by any thread, instead of after mimalloc's delay. Costs one
+/// walk of the allocator's arenas plus the `madvise` calls.
 pub fn release_freed() {
     // SAFETY: mi_collect only walks mimalloc's own structures; any thread may call it. In a
     // build whose global allocator is not mimalloc (the tests) it finds nearly nothing.

@@ -80,10 +80,11 @@ fn series_counts(buffer: &Buffer) -> Vec<(crate::series::Series, u64)> {
 }
 
 impl Flusher {
-    /// Writes a buffer to the store: one column per series-hour.
-    pub fn write(&self, buffer: &mut Buffer) -> Result<Vec<(Vec<u8>, u32)>, WriteError> {
+    /// Writes a buffer to the store: one column per series-hour. Taken by value: a failed write
+    /// has dropped the points of the chunks it stored, so the buffer cannot be written again.
+    pub fn write(&self, mut buffer: Buffer) -> Result<Vec<(Vec<u8>, u32)>, WriteError> {
         let mut touched = Vec::with_capacity(buffer.rows.len());
-        self.write_from(buffer, &mut 0, &mut touched)?;
+        self.write_from(&mut buffer, &mut 0, &mut touched)?;
         Ok(touched)
     }
 
@@ -135,9 +136,9 @@ impl Flusher {
             let compacted = self.compact_ready(&compactor, &mut pending, last);
             crate::observe::write::compaction_queue(queued, pending.len());
             // The buffer, the compacted rows and perhaps a memtable the engine wrote out are
-            // free now: give them back before the next burst is buffered on top of them
-            // (see `crate::memory`). Not after small flushes, so that the queries between
-            // them keep the memory they reuse.
+            // free now: give them back before the next burst is buffered on top of them. Not
+            // after small flushes, nor after a job only a query asked for: the release returns
+            // queries' freed memory too (see `crate::memory`).
             if points >= RELEASE_AFTER_POINTS || compacted >= RELEASE_AFTER_ROWS {
                 crate::memory::release_freed();
             }
@@ -203,7 +204,7 @@ impl Flusher {
         Ok(())
     }
 
-    /// Compacts the rows due; returns how many it took up.
+    /// Compacts the rows due; returns how many it compacted.
     fn compact_ready(&self, compactor: &Compactor, pending: &mut HashMap<Vec<u8>, (u32, Instant)>, all: bool) -> usize {
         let now = now_s();
         let mut ready: Vec<(Vec<u8>, u32, Instant)> = pending
@@ -229,12 +230,12 @@ impl Flusher {
             if !all && started.elapsed() >= COMPACT_BUDGET {
                 break;
             }
-            taken += chunk.len();
             let rows: Vec<Vec<u8>> = chunk.iter().map(|(k, _, _)| k.clone()).collect();
             for row in &rows {
                 pending.remove(row);
             }
             let left = if all { compactor.compact_all(&rows, SETTLE * 3) } else { compactor.compact(&rows) };
+            taken += rows.len().saturating_sub(left.len());
             // Rows still settling (or that failed) come back after the settle time.
             let retry_at = Instant::now().checked_sub(self.compaction_delay.saturating_sub(SETTLE)).unwrap_or_else(Instant::now);
             let base_of: HashMap<&[u8], u32> = chunk.iter().map(|(k, base, _)| (&k[..], *base)).collect();
@@ -332,15 +333,16 @@ mod tests {
         }
     }
 
-    /// A flush that fails part-way resumes at the first chunk the store did not take: the
-    /// chunks before it are stored once and their points already dropped, the rest are kept
-    /// until stored, and in the end every row holds its points.
-    #[test]
-    fn a_failed_flush_resumes_at_the_chunk_that_failed() {
+    const ROWS: usize = 2 * MUTATE_CHUNK + 10;
+    const BASE: u32 = 1_356_998_400;
+
+    /// A flusher over a store that fails its second write once, and a buffer of `ROWS` rows of
+    /// three points each, row i holding i*10, i*10+1, i*10+2.
+    fn flaky_flush() -> (tempfile::TempDir, Flusher, std::sync::Arc<FlakyStore>, Buffer, Vec<crate::series::Series>) {
         let dir = tempfile::tempdir().unwrap();
         let names = crate::store::TableNames::default();
         let inner: SharedStore = std::sync::Arc::new(crate::store::embedded::EmbeddedStore::open(&dir.path().join("store"), &names.specs()).unwrap());
-        let flaky = std::sync::Arc::new(FlakyStore { inner: inner.clone(), calls: Default::default(), fail_at: 2 });
+        let flaky = std::sync::Arc::new(FlakyStore { inner, calls: Default::default(), fail_at: 2 });
         let flusher = Flusher {
             store: flaky.clone(),
             table: names.data.clone(),
@@ -351,15 +353,36 @@ mod tests {
             store_ok: Default::default(),
             in_flight: Default::default(),
         };
-        let base = 1_356_998_400u32;
-        let rows = 2 * MUTATE_CHUNK + 10;
         let mut buffer = Buffer::default();
-        let series: Vec<_> = (0..rows as u32).map(|i| crate::series::SeriesKey::new(&[0, 0, 7, 0, 0, 1, (i >> 16) as u8, (i >> 8) as u8, i as u8])).collect();
+        let series: Vec<_> = (0..ROWS as u32).map(|i| crate::series::SeriesKey::new(&[0, 0, 7, 0, 0, 1, (i >> 16) as u8, (i >> 8) as u8, i as u8])).collect();
         for (i, s) in series.iter().enumerate() {
             for k in 0..3u64 {
-                buffer.insert(s, base, RawPoint::encode(base as u64 + k * 10, base, DataValue::Int(i as i64 * 10 + k as i64)).unwrap());
+                buffer.insert(s, BASE, RawPoint::encode(BASE as u64 + k * 10, BASE, DataValue::Int(i as i64 * 10 + k as i64)).unwrap());
             }
         }
+        (dir, flusher, flaky, buffer, series)
+    }
+
+    /// Every row holds one column of its three points.
+    fn assert_stored(store: &SharedStore, series: &[crate::series::Series]) {
+        let table = crate::store::TableNames::default().data;
+        for (i, s) in series.iter().enumerate() {
+            let row = KeyLayout::default().row_key(s.tsuid, BASE);
+            let cells = store.get(&table, &row, &[DATA_FAMILY]).unwrap();
+            assert_eq!(cells.len(), 1, "row {i}: one column");
+            let mut points = Vec::new();
+            crate::schema::column::decode_compacted(&cells[0].qualifier, &cells[0].value, &mut points).unwrap();
+            let values: Vec<_> = points.iter().map(|p| p.value().unwrap()).collect();
+            assert_eq!(values, (0..3).map(|k| DataValue::Int(i as i64 * 10 + k)).collect::<Vec<_>>(), "row {i}");
+        }
+    }
+
+    /// A flush that fails part-way resumes at the first chunk the store did not take: the
+    /// chunks before it are stored once and their points already dropped, the rest are kept
+    /// until stored, and in the end every row holds its points.
+    #[test]
+    fn a_failed_flush_resumes_at_the_chunk_that_failed() {
+        let (_dir, flusher, flaky, mut buffer, series) = flaky_flush();
         let (mut done, mut touched) = (0, Vec::new());
         assert!(flusher.write_from(&mut buffer, &mut done, &mut touched).is_err());
         assert_eq!(done, MUTATE_CHUNK, "the first chunk is stored");
@@ -367,19 +390,27 @@ mod tests {
         assert!(buffer.rows[..MUTATE_CHUNK].iter().all(|r| r.points.is_empty() && r.points.capacity() == 0), "stored rows' points are dropped");
         assert!(buffer.rows[MUTATE_CHUNK..].iter().all(|r| r.points.len() == 3), "rows not stored keep their points");
         flusher.write_from(&mut buffer, &mut done, &mut touched).unwrap();
-        assert_eq!((done, touched.len()), (rows, rows));
+        assert_eq!((done, touched.len()), (ROWS, ROWS));
+        for (i, s) in series.iter().enumerate() {
+            assert_eq!(touched[i], (KeyLayout::default().row_key(s.tsuid, BASE), BASE));
+        }
         // One call per chunk, plus the one that failed: nothing was written twice.
         assert_eq!(flaky.calls.load(std::sync::atomic::Ordering::SeqCst), 3 + 1);
-        for (i, s) in series.iter().enumerate() {
-            let row = KeyLayout::default().row_key(s.tsuid, base);
-            assert_eq!(touched[i], (row.clone(), base));
-            let cells = inner.get(&names.data, &row, &[DATA_FAMILY]).unwrap();
-            assert_eq!(cells.len(), 1, "row {i}: one column");
-            let mut points = Vec::new();
-            crate::schema::column::decode_compacted(&cells[0].qualifier, &cells[0].value, &mut points).unwrap();
-            let values: Vec<_> = points.iter().map(|p| p.value().unwrap()).collect();
-            assert_eq!(values, (0..3).map(|k| DataValue::Int(i as i64 * 10 + k)).collect::<Vec<_>>(), "row {i}");
-        }
+        assert_stored(&flaky.inner, &series);
+    }
+
+    /// The flush loop around it: the failure marks the store unavailable, the retry stores
+    /// the rest and marks it available again, and every row waits for its compaction.
+    #[test]
+    fn a_flush_retries_a_failed_store_write_to_the_end() {
+        let (_dir, flusher, flaky, buffer, series) = flaky_flush();
+        let mut pending = HashMap::new();
+        flusher.flush_durably(buffer, None, &mut pending, Vec::new()).unwrap();
+        assert!(flusher.store_ok.load(std::sync::atomic::Ordering::SeqCst), "available again");
+        assert_eq!(pending.len(), ROWS);
+        assert!(series.iter().all(|s| pending.get(&KeyLayout::default().row_key(s.tsuid, BASE)).is_some_and(|(b, _)| *b == BASE)));
+        assert_eq!(flaky.calls.load(std::sync::atomic::Ordering::SeqCst), 3 + 1);
+        assert_stored(&flaky.inner, &series);
     }
 
     #[test]

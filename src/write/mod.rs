@@ -92,7 +92,7 @@ pub fn recover(data_dir: &Path, store: &SharedStore, table: &str, layout: KeyLay
         if stats.points > 0 {
             tracing::info!(dir = %dir.display(), points = stats.points, records = stats.records, "replaying write-ahead log");
         }
-        let touched = flusher.write(&mut buffer)?;
+        let touched = flusher.write(buffer)?;
         store.flush()?;
         // Rows of closed hours get their compaction now: no flusher will see them again.
         let now = crate::query::time::now_ms() / 1000;

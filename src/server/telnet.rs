@@ -151,16 +151,18 @@ fn known_puts(state: &AppState, chunk: &[u8], max: usize) -> Option<Vec<StoredPo
     let memo = state.resolver.raw_reader();
     let mut key = Vec::with_capacity(128);
     let mut batch = Vec::with_capacity(chunk.len() / 48);
-    for line in chunk.split(|&b| b == b'\n') {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
+    // Checked once for the chunk instead of per line; a chunk that is not UTF-8 takes the
+    // full path, which reads such a line as ISO-8859-1 (see `decode`).
+    let text = std::str::from_utf8(chunk).ok()?;
+    for line in text.split('\n') {
+        let line = line.strip_suffix('\r').unwrap_or(line);
         if line.is_empty() {
             continue;
         }
         if line.len() > max {
             return None;
         }
-        // Not UTF-8: the full path reads it as ISO-8859-1 (see `decode`).
-        let parts = split_put(std::str::from_utf8(line).ok()?)?;
+        let parts = split_put(line)?;
         series_text(&mut key, &parts);
         let series = memo.get(&key)?;
         let base = base_time(parts.timestamp);

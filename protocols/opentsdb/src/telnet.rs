@@ -153,9 +153,9 @@ pub struct PutParts<'a> {
 /// with this timestamp and value.
 pub fn split_put(line: &str) -> Option<PutParts<'_>> {
     let rest = line.strip_prefix("put ")?;
-    let (metric, rest) = rest.split_once(' ')?;
-    let (ts_word, rest) = rest.split_once(' ')?;
-    let (value_word, tags) = rest.split_once(' ')?;
+    let (metric, rest) = word(rest)?;
+    let (ts_word, rest) = word(rest)?;
+    let (value_word, tags) = word(rest)?;
     if metric.is_empty() || value_word.is_empty() || tags.is_empty() {
         return None;
     }
@@ -169,6 +169,14 @@ pub fn split_put(line: &str) -> Option<PutParts<'_>> {
         return None;
     }
     Some(PutParts { metric, tags, timestamp, value })
+}
+
+/// The text before the first space and the text after it. A byte loop: these words are a
+/// few bytes long, where `split_once(' ')`'s searcher cost more to set up than to run.
+fn word(s: &str) -> Option<(&str, &str)> {
+    let at = s.bytes().position(|b| b == b' ')?;
+    // A space is one byte, so both sides are whole characters.
+    Some((&s[..at], &s[at + 1..]))
 }
 
 /// `metric ts value tags...` with OpenTSDB's checks in its order (spec §7.3).

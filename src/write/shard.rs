@@ -38,6 +38,16 @@ pub enum ShardMsg {
     Publish(oneshot::Sender<Result<(), WriteError>>),
 }
 
+impl ShardMsg {
+    /// The points it brings (what a group commit counts).
+    fn points(&self) -> usize {
+        match self {
+            ShardMsg::Write { points, .. } => points.len(),
+            ShardMsg::Flush(_) | ShardMsg::Publish(_) => 0,
+        }
+    }
+}
+
 /// Points per series-hour, in arrival order.
 #[derive(Default)]
 pub struct Buffer {
@@ -144,9 +154,7 @@ pub fn run(
         let mut quiet = false;
         match first {
             Ok(Some(m)) => {
-                if let ShardMsg::Write { points, .. } = &m {
-                    n += points.len();
-                }
+                n += m.points();
                 batch.push(m)
             }
             Ok(None) => open = false,
@@ -159,9 +167,7 @@ pub fn run(
         while n < cfg.max_batch_points.min(room) {
             match rx.try_recv() {
                 Ok(m) => {
-                    if let ShardMsg::Write { points, .. } = &m {
-                        n += points.len();
-                    }
+                    n += m.points();
                     batch.push(m)
                 }
                 Err(mpsc::error::TryRecvError::Empty) => break,

@@ -90,6 +90,14 @@ pub fn query_limits(cfg: &Config) -> crate::query::QueryLimits {
     }
 }
 
+/// The row cache of `storage.row_cache_mb`, unless another process may write the store.
+fn row_cache(cfg: &Config, store: &SharedStore, versions: Arc<crate::store::versions::RowVersions>) -> Option<Arc<crate::query::row_cache::RowCache>> {
+    if store.shared() {
+        return None;
+    }
+    crate::query::row_cache::RowCache::new(cfg.storage.row_cache_mb << 20, versions).map(Arc::new)
+}
+
 pub fn writer_config(cfg: &Config) -> WriterConfig {
     WriterConfig {
         shards: cfg.shards(),
@@ -120,7 +128,7 @@ impl Node {
         let tls = crate::server::tls::Tls::from_config(&cfg.server.tls)?;
         crate::observe::process::mark_start();
         let wal_lock = lock_wal(&cfg.data_dir)?;
-        let store = open_store(&cfg)?;
+        let (store, versions) = crate::store::versions::versioned(open_store(&cfg)?);
         tracing::info!(backend = %cfg.storage.backend, data_dir = %cfg.data_dir.display(), "store opened");
         let layout = cfg.layout();
         let table = cfg.storage.tables.data.clone();
@@ -139,7 +147,7 @@ impl Node {
         let max_connections = cfg.limits.max_connections;
         let state = Arc::new(AppState {
             ingest: Ingest { resolver: resolver.clone(), writer, max_name_length: cfg.limits.max_name_length, received: Default::default() },
-            query: QueryEngine { store, uids, layout, table, allow_delete: cfg.query.allow_delete, limits: query_limits(&cfg) },
+            query: QueryEngine { rows: row_cache(&cfg, &store, versions), store, uids, layout, table, allow_delete: cfg.query.allow_delete, limits: query_limits(&cfg) },
             resolver,
             meta,
             limits: limits(&cfg),

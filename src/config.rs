@@ -162,6 +162,9 @@ pub struct StorageConfig {
     pub salt_buckets: u32,
     /// Block cache of the embedded engine, in MiB (decompressed blocks of recently read data).
     pub cache_mb: u64,
+    /// Decoded rows of Graphite paths stored whole, kept between `/render` requests, in MiB
+    /// (0 = off; the embedded store only: another node's writes to HBase would not reach it).
+    pub row_cache_mb: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -281,6 +284,7 @@ impl Default for StorageConfig {
             salt_width: 0,
             salt_buckets: 20,
             cache_mb: 64,
+            row_cache_mb: 32,
         }
     }
 }

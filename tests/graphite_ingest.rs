@@ -223,3 +223,45 @@ fn bad_rules_stop_the_server_from_starting() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("used nowhere"), "{err}");
 }
+
+/// Polls `/render` of `target` until `ok` accepts its JSON (or 15 s pass).
+fn render_until(addr: &str, target: &str, from: i64, until: i64, ok: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let path = format!("/render?target={}&from={from}&until={until}&format=json", enc(target));
+        let (code, body) = http(addr, "GET", &path, "", &[]);
+        assert_eq!(code, 200, "{body}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        if ok(&v) || Instant::now() > deadline {
+            assert!(ok(&v), "{target}: {body}");
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The points of a one-series answer that are not null, as (time, value); none for no series.
+fn points(v: &Value) -> Vec<(i64, f64)> {
+    v[0]["datapoints"].as_array().into_iter().flatten().filter(|p| !p[0].is_null()).map(|p| (p[1].as_i64().unwrap(), p[0].as_f64().unwrap())).collect()
+}
+
+#[test]
+fn render_sees_points_written_after_its_rows_were_cached() {
+    // Paths stored whole are read through the row cache: a second read of the same rows comes
+    // from it, and points written since must still show.
+    let g = start("");
+    let t = now() / 60 * 60 - 600;
+    let send = |text: String| TcpStream::connect(&g.plain).unwrap().write_all(text.as_bytes()).unwrap();
+    send(format!("rc.a.x 1 {t}\nrc.b.x 2 {t}\n"));
+    let a = &g.server.addr;
+    let (from, until) = (t - 60, t + 300);
+    let sum = "sumSeries(rc.*.x)";
+    render_until(a, sum, from, until, |v| points(v) == [(t, 3.0)]);
+    // Read again (from the cache), then more points: one in a row already cached, one at a
+    // time whose row may not have existed.
+    render_until(a, sum, from, until, |v| points(v) == [(t, 3.0)]);
+    send(format!("rc.a.x 10 {}\nrc.b.x 20 {}\n", t + 60, t + 240));
+    let v = render_until(a, sum, from, until, |v| points(v).len() == 3);
+    assert_eq!(points(&v), [(t, 3.0), (t + 60, 10.0), (t + 240, 20.0)]);
+    g.server.stop();
+}

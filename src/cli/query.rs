@@ -57,6 +57,7 @@ pub fn run(args: &QueryArgs) -> anyhow::Result<i32> {
         table: cfg.storage.tables.data.clone(),
         allow_delete: false,
         limits: Default::default(),
+        rows: None,
     };
     let started = std::time::Instant::now();
     let (series, summary) = engine.run(&q)?;

@@ -9,6 +9,7 @@ pub mod filter;
 pub mod numfmt;
 pub mod parse;
 pub mod render;
+pub mod row_cache;
 pub mod seek;
 pub mod select;
 pub mod spec;
@@ -107,6 +108,9 @@ pub struct QueryEngine {
     /// `tsd.http.query.allow_delete`.
     pub allow_delete: bool,
     pub limits: QueryLimits,
+    /// Decoded rows of Graphite paths stored whole, for a store only this process writes
+    /// (`storage.row_cache_mb`; see [`row_cache`]).
+    pub rows: Option<Arc<row_cache::RowCache>>,
 }
 
 /// A matched series while it streams in.

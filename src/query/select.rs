@@ -3,6 +3,7 @@
 //! regexes), with its points in a time range decoded to `(ms, f64)`. A missing label counts as
 //! the empty string, as in Prometheus.
 
+use super::row_cache::{RowCache, RowPoints};
 use super::seek::{RequiredPairs, RowFilter};
 use super::{QueryEngine, QueryError};
 use crate::prometheus::labels::{escape, from_stored, Labels, METRIC_NAME, PLACEHOLDER_TAGK, PLACEHOLDER_TAGV};
@@ -360,11 +361,73 @@ impl QueryEngine {
     /// `/render`'s CPU over a thousand paths.
     pub fn select_whole(&self, uids: Vec<Vec<u8>>, start_ms: i64, end_ms: i64) -> Result<Vec<Vec<(i64, f64)>>, QueryError> {
         let mut out = vec![Vec::new(); uids.len()];
-        let Some(Window { start, end, first, last }) = Window::new(start_ms, end_ms) else { return Ok(out) };
+        let Some(w) = Window::new(start_ms, end_ms) else { return Ok(out) };
         let (Some(k), Some(v)) = (self.uids.get_id(UidKind::Tagk, PLACEHOLDER_TAGK)?, self.uids.get_id(UidKind::Tagv, PLACEHOLDER_TAGV)?) else {
             return Ok(out);
         };
         let tags = [&k[..], &v[..]].concat();
+        let hours = (w.last as u64).saturating_sub(w.first as u64).div_ceil(ROW_SPAN);
+        let cache = self.rows.as_deref().filter(|c| c.fits(uids.len() as u64 * hours));
+        // With the cache: the paths whose every row in the window is cached are answered from
+        // it; the others are read, and each of their rows (or its absence) kept with the
+        // version taken before the read.
+        let mut fill: Vec<(Vec<u8>, u64)> = Vec::new();
+        let uids = match cache {
+            None => uids,
+            Some(c) => {
+                let mut missed = Vec::new();
+                let mut rows = Vec::new();
+                for (i, uid) in uids.into_iter().enumerate() {
+                    let tsuid = [&uid[..], &tags[..]].concat();
+                    let keys: Vec<Vec<u8>> = (w.first as u64..w.last as u64).step_by(ROW_SPAN as usize).map(|b| self.layout.row_key(&tsuid, b as u32)).collect();
+                    rows.clear();
+                    rows.extend(keys.iter().map_while(|key| c.get(key)));
+                    if rows.len() == keys.len() {
+                        out[i] = in_window(&rows, w.start, w.end);
+                    } else {
+                        fill.extend(keys.into_iter().map(|key| {
+                            let version = c.version(&key);
+                            (key, version)
+                        }));
+                        missed.push((uid, i));
+                    }
+                }
+                if missed.is_empty() {
+                    return Ok(out);
+                }
+                let (uids, at): (Vec<Vec<u8>>, Vec<usize>) = missed.into_iter().unzip();
+                let read = self.read_whole(uids, &tags, &w, cache)?;
+                for (i, points) in at.into_iter().zip(read.series) {
+                    out[i] = points;
+                }
+                let mut rows = read.rows;
+                let expected: std::collections::HashSet<&[u8]> = fill.iter().map(|(k, _)| k.as_slice()).collect();
+                // A row of a path under a key other than the one computed for it (data salted
+                // otherwise) is read by the scan but would not be found cached: its path is
+                // left uncached.
+                let odd: std::collections::HashSet<Vec<u8>> = rows
+                    .keys()
+                    .filter(|k| !expected.contains(k.as_slice()))
+                    .filter_map(|k| Some(self.layout.parse(k).ok()?.metric.to_vec()))
+                    .collect();
+                for (key, version) in fill {
+                    let points = rows.remove(&key).unwrap_or_else(|| Arc::from(Vec::new()));
+                    if odd.is_empty() || self.layout.parse(&key).is_ok_and(|rk| !odd.contains(rk.metric)) {
+                        c.put(key, version, points);
+                    }
+                }
+                return Ok(out);
+            }
+        };
+        Ok(self.read_whole(uids, &tags, &w, None)?.series)
+    }
+
+    /// [`QueryEngine::select_whole`]'s read from the store, and with `cache` each row's
+    /// points whole (in ms), to be kept.
+    fn read_whole(&self, uids: Vec<Vec<u8>>, tags: &[u8], w: &Window, cache: Option<&RowCache>) -> Result<WholeRead, QueryError> {
+        let Window { start, end, first, last } = *w;
+        let mut out = vec![Vec::new(); uids.len()];
+        let mut rows: HashMap<Vec<u8>, RowPoints> = HashMap::new();
         let uids = Arc::new(uids);
         let scans = if self.store.seeks() && uids.len() > 1 {
             self.span_scans(&uids, first, last)
@@ -376,10 +439,21 @@ impl QueryEngine {
         let mut row_body = |key: &[u8], cells: &[CellRef]| -> Result<(), QueryError> {
             let Ok(rk) = self.layout.parse(key) else { return Ok(()) };
             let Ok(i) = position(&uids, rk.metric) else { return Ok(()) };
-            if rk.tags != tags.as_slice() {
+            if rk.tags != tags {
                 return Ok(());
             }
-            unsorted[i] |= with_columns(cells, |cols| append_row(key, cols, rk.base, start, end, &mut out[i], |ts| (ts / 1000) as i64))?;
+            if cache.is_none() {
+                unsorted[i] |= with_columns(cells, |cols| append_row(key, cols, rk.base, start, end, &mut out[i], |ts| (ts / 1000) as i64))?;
+                return Ok(());
+            }
+            // The whole row, for the cache; its points in the window for the answer.
+            let mut all = Vec::new();
+            with_columns(cells, |cols| append_row(key, cols, rk.base, 0, u64::MAX, &mut all, |ts| ts as i64))?;
+            let pts = &mut out[i];
+            let mark = pts.len();
+            pts.extend(all.iter().filter(|p| p.0 as u64 >= start && p.0 as u64 <= end).map(|&(ms, v)| (ms / 1000, v)));
+            unsorted[i] |= mark > 0 && pts.get(mark).is_some_and(|p| p.0 < pts[mark - 1].0);
+            rows.insert(key.to_vec(), Arc::from(all));
             Ok(())
         };
         for scan in &scans {
@@ -393,7 +467,7 @@ impl QueryEngine {
                 pts.sort_by_key(|p| p.0);
             }
         }
-        Ok(out)
+        Ok(WholeRead { series: out, rows })
     }
 
     /// The series in the rows of `scans` whose metric `name_of` names and `keep` accepts, each
@@ -488,6 +562,26 @@ fn with_columns<'c, T>(cells: &[CellRef<'c>], f: impl FnOnce(&[StoredColumn<'c>]
     }
 }
 
+/// What [`QueryEngine::read_whole`] read: each path's points in the window (seconds), and
+/// for the cache each row's points whole (ms).
+struct WholeRead {
+    series: Vec<Vec<(i64, f64)>>,
+    rows: HashMap<Vec<u8>, RowPoints>,
+}
+
+/// Cached rows of one path (in hour order) as its points in `[start, end]` ms, in seconds.
+fn in_window(rows: &[RowPoints], start: u64, end: u64) -> Vec<(i64, f64)> {
+    let mut pts: Vec<(i64, f64)> = Vec::with_capacity(rows.iter().map(|r| r.len()).sum());
+    for r in rows {
+        pts.extend(r.iter().filter(|p| p.0 as u64 >= start && p.0 as u64 <= end).map(|&(ms, v)| (ms / 1000, v)));
+    }
+    // A row holding offsets past its hour (which OpenTSDB's decoders accept) breaks the order.
+    if !pts.is_sorted_by_key(|p| p.0) {
+        pts.sort_by_key(|p| p.0);
+    }
+    pts
+}
+
 /// Where `metric` is in `uids` (sorted).
 fn position(uids: &[Vec<u8>], metric: &[u8]) -> Result<usize, usize> {
     uids.binary_search_by(|u| u.as_slice().cmp(metric))
@@ -545,6 +639,7 @@ pub(crate) fn stop_on_error<'a>(
 }
 
 /// A read's time window: points in `[start, end]` ms, rows from hour `first` to before `last`.
+#[derive(Clone, Copy)]
 struct Window {
     start: u64,
     end: u64,
@@ -606,10 +701,12 @@ mod tests {
     /// placeholder tag), and every third one a second series (tag `t=v`, negated values), one
     /// point every 2 minutes over four hours: two of them compacted rows, the others single
     /// columns (each row read in one of the two ways).
-    fn engine_with_metrics(dir: &std::path::Path, salted: bool) -> QueryEngine {
+    /// With a row cache of `cache_bytes` (none for 0).
+    fn engine_with_cache(dir: &std::path::Path, salted: bool, cache_bytes: u64) -> QueryEngine {
         use crate::schema::column::{build_column, DataValue, RawPoint};
         use crate::store::{embedded::EmbeddedStore, RowMutations, TableNames};
-        let store: crate::store::SharedStore = Arc::new(EmbeddedStore::open(dir, &TableNames::default().specs()).unwrap());
+        let (store, versions) = crate::store::versions::versioned(Arc::new(EmbeddedStore::open(dir, &TableNames::default().specs()).unwrap()));
+        let cache = RowCache::new(cache_bytes, versions).map(Arc::new);
         let uids = Arc::new(crate::uid::UidCore::new(store.clone(), "tsdb-uid".into(), [3, 3, 3], [true; 3]));
         let mut layout = crate::schema::rowkey::KeyLayout::default();
         if salted {
@@ -638,7 +735,7 @@ mod tests {
             }
         }
         store.mutate("tsdb", rows).unwrap();
-        QueryEngine { store, uids, layout, table: "tsdb".into(), allow_delete: false, limits: Default::default() }
+        QueryEngine { store, uids, layout, table: "tsdb".into(), allow_delete: false, limits: Default::default(), rows: cache }
     }
 
     proptest::proptest! {
@@ -653,9 +750,10 @@ mod tests {
             from in 0i64..(4 * 3600 + 600),
             len in 1i64..(4 * 3600),
             salted: bool,
+            cached: bool,
         ) {
             let dir = tempfile::tempdir().unwrap();
-            let q = engine_with_metrics(dir.path(), salted);
+            let q = engine_with_cache(dir.path(), salted, if cached { 1 << 20 } else { 0 });
             let names: Vec<String> = wanted.iter().map(|m| format!("m{m:02}")).collect();
             let start = (3600 * 1000 + from) * 1000;
             let end = start + len * 1000;
@@ -665,6 +763,13 @@ mod tests {
             for run in ids.chunks(5) {
                 got.extend(q.select_whole(run.iter().map(|id| id.uid.clone()).collect(), start, end).unwrap());
             }
+            // Read again: from the rows cached by the first read, when there is a cache (and
+            // in runs cut otherwise, so that some paths are cached and some not).
+            let mut again = Vec::new();
+            for run in ids.chunks(3) {
+                again.extend(q.select_whole(run.iter().map(|id| id.uid.clone()).collect(), start, end).unwrap());
+            }
+            proptest::prop_assert_eq!(&again, &got);
             let placeholder = [(PLACEHOLDER_TAGK.to_string(), PLACEHOLDER_TAGV.to_string())];
             let keep = |_: &str, tags: &[(String, String)]| tags == placeholder;
             let stored = q.select_stored(&names, start, end, Stamps::Seconds, RowFilter::default(), &keep).unwrap();
@@ -683,6 +788,38 @@ mod tests {
             }
             proptest::prop_assert_eq!(got, want);
         }
+    }
+
+    /// Writes after a cached read are seen by the next read: a point added to a cached row,
+    /// and a row made in an hour cached as empty.
+    #[test]
+    fn whole_paths_read_from_the_cache_see_later_writes() {
+        use crate::schema::column::{DataValue, RawPoint};
+        use crate::store::RowMutations;
+        let dir = tempfile::tempdir().unwrap();
+        let q = engine_with_cache(dir.path(), false, 1 << 20);
+        let ids = q.metric_ids(&["m01".to_string(), "m02".to_string()]).unwrap();
+        let uids: Vec<Vec<u8>> = ids.iter().map(|id| id.uid.clone()).collect();
+        let hour = |h: u32| 3600 * (1000 + h);
+        // Hours 3 and 4: a row of single columns, then no row at all.
+        let (start, end) = (hour(3) as i64 * 1000, (hour(5) as i64 - 1) * 1000);
+        let first = q.select_whole(uids.clone(), start, end).unwrap();
+        assert_eq!(first.iter().map(Vec::len).collect::<Vec<_>>(), [30, 30]);
+        assert_eq!(q.select_whole(uids.clone(), start, end).unwrap(), first, "the same again from the cache");
+        let k = q.uids.get_id(UidKind::Tagk, PLACEHOLDER_TAGK).unwrap().unwrap();
+        let v = q.uids.get_id(UidKind::Tagv, PLACEHOLDER_TAGV).unwrap().unwrap();
+        let put = |uid: &[u8], base: u32, at: u64, value: i64| {
+            let p = RawPoint::encode(base as u64 + at, base, DataValue::Int(value)).unwrap();
+            let key = q.layout.row_key(&[uid, &k[..], &v[..]].concat(), base);
+            q.store.mutate("tsdb", vec![RowMutations::put(key, b"t", p.qualifier().to_vec(), p.value_bytes().to_vec())]).unwrap();
+        };
+        put(&uids[0], hour(3), 61, -7);
+        put(&uids[1], hour(4), 5, -8);
+        let after = q.select_whole(uids, start, end).unwrap();
+        assert_eq!(after[0].len(), 31);
+        assert!(after[0].contains(&(hour(3) as i64 + 61, -7.0)));
+        assert_eq!(after[1].len(), 31);
+        assert_eq!(after[1].last(), Some(&(hour(4) as i64 + 5, -8.0)));
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod conformance;
 pub mod embedded;
 pub mod hbase;
 pub mod keycodec;
+pub mod versions;
 
 use std::sync::Arc;
 

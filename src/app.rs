@@ -91,11 +91,11 @@ pub fn query_limits(cfg: &Config) -> crate::query::QueryLimits {
 }
 
 /// The row cache of `storage.row_cache_mb`, unless another process may write the store.
-fn row_cache(cfg: &Config, store: &SharedStore, versions: Arc<crate::store::versions::RowVersions>) -> Option<Arc<crate::query::row_cache::RowCache>> {
+fn row_cache(cfg: &Config, store: &SharedStore) -> Option<Arc<crate::query::row_cache::RowCache>> {
     if store.shared() {
         return None;
     }
-    crate::query::row_cache::RowCache::new(cfg.storage.row_cache_mb << 20, versions).map(Arc::new)
+    crate::query::row_cache::RowCache::new(cfg.storage.row_cache_mb << 20, &cfg.storage.tables.data).map(Arc::new)
 }
 
 pub fn writer_config(cfg: &Config) -> WriterConfig {
@@ -128,7 +128,13 @@ impl Node {
         let tls = crate::server::tls::Tls::from_config(&cfg.server.tls)?;
         crate::observe::process::mark_start();
         let wal_lock = lock_wal(&cfg.data_dir)?;
-        let (store, versions) = crate::store::versions::versioned(open_store(&cfg)?);
+        let store = open_store(&cfg)?;
+        // The row cache hears of every write, so everything writes through the watched store.
+        let rows = row_cache(&cfg, &store);
+        let store = match &rows {
+            Some(c) => crate::store::watch::watched(store, c.clone()),
+            None => store,
+        };
         tracing::info!(backend = %cfg.storage.backend, data_dir = %cfg.data_dir.display(), "store opened");
         let layout = cfg.layout();
         let table = cfg.storage.tables.data.clone();
@@ -147,7 +153,7 @@ impl Node {
         let max_connections = cfg.limits.max_connections;
         let state = Arc::new(AppState {
             ingest: Ingest { resolver: resolver.clone(), writer, max_name_length: cfg.limits.max_name_length, received: Default::default() },
-            query: QueryEngine { rows: row_cache(&cfg, &store, versions), store, uids, layout, table, allow_delete: cfg.query.allow_delete, limits: query_limits(&cfg) },
+            query: QueryEngine { rows, store, uids, layout, table, allow_delete: cfg.query.allow_delete, limits: query_limits(&cfg) },
             resolver,
             meta,
             limits: limits(&cfg),

@@ -247,10 +247,10 @@ fn points(v: &Value) -> Vec<(i64, f64)> {
 
 #[test]
 fn render_sees_points_written_after_its_rows_were_cached() {
-    // Paths stored whole are read through the row cache: a second read of the same rows comes
-    // from it, and points written since must still show.
+    // Paths stored whole are read through the row cache, which keeps rows of closed hours: a
+    // second read of the same rows comes from it, and points written since must still show.
     let g = start("");
-    let t = now() / 60 * 60 - 600;
+    let t = (now() / 3600 - 2) * 3600 + 600;
     let send = |text: String| TcpStream::connect(&g.plain).unwrap().write_all(text.as_bytes()).unwrap();
     send(format!("rc.a.x 1 {t}\nrc.b.x 2 {t}\n"));
     let a = &g.server.addr;

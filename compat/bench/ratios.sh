@@ -83,7 +83,7 @@ fi
 # doubling the series the PromQL selectors see.
 H=127.0.0.1
 if [ "${SKIP_QUERY:-0}" != 1 ]; then
-  vm_http=$(port); vm_tel=$(port); ts_http=$(port); gr_http=$(port); gr_carbon=$(port)
+  vm_http=$(port); vm_tel=$(port); ts_http=$(port); gr_http=$(port); gr_carbon=$(port); g0_http=$(port); g0_carbon=$(port)
   victoria-metrics -storageDataPath="$work/vm" -retentionPeriod=100y -httpListenAddr=$H:$vm_http \
     -opentsdbListenAddr=$H:$vm_tel -search.latencyOffset=0s -loggerLevel=ERROR >"$work/vm.log" 2>&1 &
   pids+=($!); vm_pid=$!
@@ -93,15 +93,22 @@ if [ "${SKIP_QUERY:-0}" != 1 ]; then
   "$TSGATE" serve --data-dir "$work/gr" --listen $H:$gr_http --graphite-listen $H:$gr_carbon \
     --pickle-listen "" --log-level warn >"$work/gr.log" 2>&1 &
   pids+=($!); gr_pid=$!
+  # a third, the Graphite set again without its row cache (storage.row_cache_mb = 0): /render's
+  # time on rows it reads from the store each time, shown beside the table's (no target)
+  printf '[storage]\nrow_cache_mb = 0\n' >"$work/g0.toml"
+  "$TSGATE" serve --config "$work/g0.toml" --data-dir "$work/g0" --listen $H:$g0_http --graphite-listen $H:$g0_carbon \
+    --pickle-listen "" --log-level warn >"$work/g0.log" 2>&1 &
+  pids+=($!); g0_pid=$!
   for _ in $(seq 150); do
     curl -sf http://$H:$vm_http/health >/dev/null && curl -sf http://$H:$ts_http/api/version >/dev/null &&
-      curl -sf http://$H:$gr_http/api/version >/dev/null && break
+      curl -sf http://$H:$gr_http/api/version >/dev/null && curl -sf http://$H:$g0_http/api/version >/dev/null && break
     sleep 0.2
   done
-  log "loading the telnet set into VictoriaMetrics and tsgate, the Graphite set into a second tsgate"
+  log "loading the telnet set into VictoriaMetrics and tsgate, the Graphite set into a second and third tsgate"
   timeout 600 socat -u FILE:"$d/telnet.txt" TCP:$H:$vm_tel
   timeout 600 socat -u FILE:"$d/telnet.txt" TCP:$H:$ts_http
   timeout 600 socat -u FILE:"$d/graphite.txt" TCP:$H:$gr_carbon
+  timeout 600 socat -u FILE:"$d/graphite.txt" TCP:$H:$g0_carbon
   # queryable when the last metric's points are all counted (lines end with it)
   last=$(python3 -c "import json;print(json.load(open('$d/meta.json'))['metrics'][-1])")
   count_prom() {  # BASE: points of cpu.$last
@@ -111,9 +118,9 @@ if [ "${SKIP_QUERY:-0}" != 1 ]; then
 try: print(int(float(json.load(sys.stdin)['data']['result'][0]['value'][1])))
 except Exception: print(0)"
   }
-  count_render() {
+  count_render() {  # PORT
     curl -s --max-time 60 --data-urlencode "target=*.*.cpu.$last" --data-urlencode "from=$((start - 1))" \
-      --data-urlencode "until=$((end + 1))" --data-urlencode format=json "http://$H:$gr_http/render" |
+      --data-urlencode "until=$((end + 1))" --data-urlencode format=json "http://$H:$1/render" |
       python3 -c "import json,sys
 try: print(sum(v is not None for s in json.load(sys.stdin) for v, _ in s['datapoints']))
 except Exception: print(0)"
@@ -122,7 +129,7 @@ except Exception: print(0)"
   for _ in $(seq 300); do
     curl -s http://$H:$vm_http/internal/force_flush >/dev/null
     [ "$(count_prom http://$H:$vm_http)" -ge "$want" ] && [ "$(count_prom http://$H:$ts_http)" -ge "$want" ] &&
-      [ "$(count_render)" -ge "$want" ] && break
+      [ "$(count_render $gr_http)" -ge "$want" ] && [ "$(count_render $g0_http)" -ge "$want" ] && break
     sleep 1
   done
   # "warm": both tsgates have compacted the closed hours (write.compaction_delay_ms after the
@@ -132,7 +139,8 @@ except Exception: print(0)"
 print(sum(int(m['value']) for m in json.load(sys.stdin) if m['metric'] == 'tsd.compaction.queue.size'))"
   }
   for _ in $(seq 120); do
-    [ "$(settled http://$H:$ts_http)" = 0 ] && [ "$(settled http://$H:$gr_http)" = 0 ] && break
+    [ "$(settled http://$H:$ts_http)" = 0 ] && [ "$(settled http://$H:$gr_http)" = 0 ] &&
+      [ "$(settled http://$H:$g0_http)" = 0 ] && break
     sleep 0.5
   done
   # then the embedded store's tidy: a second after the last delete, tables of the compacted
@@ -141,7 +149,7 @@ print(sum(int(m['value']) for m in json.load(sys.stdin) if m['metric'] == 'tsd.c
   # ... and until all three servers are idle (VictoriaMetrics merges its fresh parts in the
   # background for a while after a load; a query timed meanwhile, either server's, shares the
   # two cores with that work): under 20 ms of CPU between them over a second, for at most 30 s
-  cpu_ticks() { cat /proc/$vm_pid/stat /proc/$ts_pid/stat /proc/$gr_pid/stat | awk '{t += $14 + $15} END {print t}'; }
+  cpu_ticks() { cat /proc/$vm_pid/stat /proc/$ts_pid/stat /proc/$gr_pid/stat /proc/$g0_pid/stat | awk '{t += $14 + $15} END {print t}'; }
   for waited in $(seq 30); do
     c0=$(cpu_ticks); sleep 1; c1=$(cpu_ticks)
     [ $((c1 - c0)) -lt 2 ] && break
@@ -198,10 +206,10 @@ PY
     log "query: ${q_name[$i]}"
     prom_args=(--data-urlencode "query=${promql[$i]}" --data-urlencode "start=$start"
                --data-urlencode "end=${prom_end[$i]}" --data-urlencode "step=${prom_step[$i]}")
-    # the four requests take turns, round after round, so that each meets the machine as the
+    # the five requests take turns, round after round, so that each meets the machine as the
     # others do (a run of one server's requests, then the next's, put seconds between them on
     # a machine whose speed drifts that fast)
-    ask() {  # N: request N of the four, its answer to $work/q.N.json; prints its seconds
+    ask() {  # N: request N of the five, its answer to $work/q.N.json; prints its seconds
       case $1 in
         0) timed "$work/q.0.json" "${prom_args[@]}" --data-urlencode nocache=1 http://$H:$vm_http/api/v1/query_range ;;
         1) timed "$work/q.1.json" "${prom_args[@]}" http://$H:$ts_http/api/v1/query_range ;;
@@ -209,11 +217,14 @@ PY
         3) timed "$work/q.3.json" --data-urlencode "target=${render[$i]}" --data-urlencode "from=$start" \
              --data-urlencode "until=$end1h" --data-urlencode format=json --data-urlencode "maxDataPoints=${render_mdp[$i]}" \
              http://$H:$gr_http/render ;;
+        4) timed "$work/q.4.json" --data-urlencode "target=${render[$i]}" --data-urlencode "from=$start" \
+             --data-urlencode "until=$end1h" --data-urlencode format=json --data-urlencode "maxDataPoints=${render_mdp[$i]}" \
+             http://$H:$g0_http/render ;;
       esac
     }
-    for n in 0 1 2 3; do ask $n >/dev/null; : >"$work/t.$n"; done   # warm once
+    for n in 0 1 2 3 4; do ask $n >/dev/null; : >"$work/t.$n"; done   # warm once
     for _ in $(seq "$reps"); do
-      for n in 0 1 2 3; do ask $n >>"$work/t.$n"; done
+      for n in 0 1 2 3 4; do ask $n >>"$work/t.$n"; done
     done
     result() {  # N KIND: median ms and the answer's shape
       echo "$(median <"$work/t.$1") $(shape "$2" "$work/q.$1.json")"
@@ -222,9 +233,11 @@ PY
     read -r tp_ms tp_shape < <(result 1 prom)
     read -r to_ms to_shape < <(result 2 otsdb)
     read -r tr_ms tr_shape < <(result 3 graphite)
+    read -r t0_ms t0_shape < <(result 4 graphite)
     printf 'query\t%s: PromQL (%s vs %s)\t%s\t%s\n' "${q_name[$i]}" "$tp_shape" "$vm_shape" "$tp_ms" "$vm_ms" >>"$results"
     printf 'query\t%s: /api/query (%s)\t%s\t%s\n' "${q_name[$i]}" "$to_shape" "$to_ms" "$vm_ms" >>"$results"
     printf 'query\t%s: /render (%s)\t%s\t%s\n' "${q_name[$i]}" "$tr_shape" "$tr_ms" "$vm_ms" >>"$results"
+    printf 'info\t%s: /render, row cache off (%s)\t%s\t%s\n' "${q_name[$i]}" "$t0_shape" "$t0_ms" "$vm_ms" >>"$results"
   done
 fi
 
@@ -247,6 +260,10 @@ met = total = 0
 for line in open(sys.argv[1]):
     kind, name, t, v = line.rstrip("\n").split("\t")
     t, v = float(t), float(v)
+    if kind == "info":  # shown for comparison, not a target
+        ratio = t / v if v and not (math.isnan(t) or math.isnan(v)) else float("nan")
+        print(f"| {name} | {t:,.2f} | {v:,.2f} | {ratio:.2f}x | (none) | |")
+        continue
     op, bound = target[kind]
     ok = not (math.isnan(t) or math.isnan(v) or v == 0)
     ratio = t / v if ok else float("nan")

@@ -3,7 +3,7 @@
 //! regexes), with its points in a time range decoded to `(ms, f64)`. A missing label counts as
 //! the empty string, as in Prometheus.
 
-use super::row_cache::{RowCache, RowPoints};
+use super::row_cache::{row_weight, Fill, RowPoints};
 use super::seek::{RequiredPairs, RowFilter};
 use super::{QueryEngine, QueryError};
 use crate::prometheus::labels::{escape, from_stored, Labels, METRIC_NAME, PLACEHOLDER_TAGK, PLACEHOLDER_TAGV};
@@ -15,7 +15,7 @@ use crate::store::{CellRef, RowSeek, RowSeeker, Scan, StoreResult};
 use std::sync::Arc;
 use regex::Regex;
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 #[derive(Debug, Clone)]
 pub enum MatchOp {
@@ -317,27 +317,27 @@ impl QueryEngine {
     }
 
     /// One scan per salt bucket over the span of `uids`' rows (two or more UIDs, sorted), its
-    /// seeker hopping from each metric's rows in `[first, last)` hours to the next one's.
-    fn span_scans(&self, uids: &Arc<Vec<Vec<u8>>>, first: u32, last: u32) -> Vec<Scan> {
+    /// seeker hopping from each metric's rows in `[firsts[i], last)` hours to the next one's.
+    fn span_scans(&self, uids: &Arc<Vec<Vec<u8>>>, firsts: &Arc<Vec<u32>>, last: u32) -> Vec<Scan> {
         let layout = self.layout;
         layout
             .salt_prefixes()
             .into_iter()
             .map(|salt| {
-                let uids = uids.clone();
+                let (uids, firsts) = (uids.clone(), firsts.clone());
                 let key = move |metric: &[u8], base: u32| layout.metric_start(&salt, metric, base);
-                let start = key(&uids[0], first);
+                let start = key(&uids[0], firsts[0]);
                 let stop = key(uids.last().expect("two or more"), last);
                 let seek = move |row: &[u8]| {
                     let Ok(rk) = layout.parse(row) else { return RowSeek::Skip };
                     let next = match position(&uids, rk.metric) {
-                        Ok(i) if rk.base < first => return RowSeek::SeekTo(key(&uids[i], first)),
+                        Ok(i) if rk.base < firsts[i] => return RowSeek::SeekTo(key(&uids[i], firsts[i])),
                         Ok(i) if rk.base >= last => i + 1,
                         Ok(_) => return RowSeek::Take,
                         Err(i) => i,
                     };
                     match uids.get(next) {
-                        Some(m) => RowSeek::SeekTo(key(m, first)),
+                        Some(m) => RowSeek::SeekTo(key(m, firsts[next])),
                         None => RowSeek::Done,
                     }
                 };
@@ -359,80 +359,103 @@ impl QueryEngine {
     /// general path's work per series ([`QueryEngine::select_stored`]: its tags looked up by
     /// name, a map of the series seen, the caller's test of those names) was a fifth of
     /// `/render`'s CPU over a thousand paths.
-    pub fn select_whole(&self, uids: Vec<Vec<u8>>, start_ms: i64, end_ms: i64) -> Result<Vec<Vec<(i64, f64)>>, QueryError> {
+    ///
+    /// With `fill` (a request's allowance, see [`RowCache::fill`]) and a row cache, each path's
+    /// rows of closed hours are looked up first; a path is read from its first row not cached
+    /// on, and the closed hours' rows read are kept, while the allowance lasts.
+    pub fn select_whole(&self, uids: Vec<Vec<u8>>, start_ms: i64, end_ms: i64, fill: Option<&Fill>) -> Result<Vec<Vec<(i64, f64)>>, QueryError> {
         let mut out = vec![Vec::new(); uids.len()];
         let Some(w) = Window::new(start_ms, end_ms) else { return Ok(out) };
         let (Some(k), Some(v)) = (self.uids.get_id(UidKind::Tagk, PLACEHOLDER_TAGK)?, self.uids.get_id(UidKind::Tagv, PLACEHOLDER_TAGV)?) else {
             return Ok(out);
         };
         let tags = [&k[..], &v[..]].concat();
-        let hours = (w.last as u64).saturating_sub(w.first as u64).div_ceil(ROW_SPAN);
-        let cache = self.rows.as_deref().filter(|c| c.fits(uids.len() as u64 * hours));
-        // With the cache: the paths whose every row in the window is cached are answered from
-        // it; the others are read, and each of their rows (or its absence) kept with the
-        // version taken before the read.
-        let mut fill: Vec<(Vec<u8>, u64)> = Vec::new();
-        let uids = match cache {
-            None => uids,
-            Some(c) => {
-                let mut missed = Vec::new();
-                let mut rows = Vec::new();
-                for (i, uid) in uids.into_iter().enumerate() {
-                    let tsuid = [&uid[..], &tags[..]].concat();
-                    let keys: Vec<Vec<u8>> = (w.first as u64..w.last as u64).step_by(ROW_SPAN as usize).map(|b| self.layout.row_key(&tsuid, b as u32)).collect();
-                    rows.clear();
-                    rows.extend(keys.iter().map_while(|key| c.get(key)));
-                    if rows.len() == keys.len() {
-                        out[i] = in_window(&rows, w.start, w.end);
-                    } else {
-                        fill.extend(keys.into_iter().map(|key| {
-                            let version = c.version(&key);
-                            (key, version)
-                        }));
-                        missed.push((uid, i));
-                    }
-                }
-                if missed.is_empty() {
-                    return Ok(out);
-                }
-                let (uids, at): (Vec<Vec<u8>>, Vec<usize>) = missed.into_iter().unzip();
-                let read = self.read_whole(uids, &tags, &w, cache)?;
-                for (i, points) in at.into_iter().zip(read.series) {
-                    out[i] = points;
-                }
-                let mut rows = read.rows;
-                let expected: std::collections::HashSet<&[u8]> = fill.iter().map(|(k, _)| k.as_slice()).collect();
-                // A row of a path under a key other than the one computed for it (data salted
-                // otherwise) is read by the scan but would not be found cached: its path is
-                // left uncached.
-                let odd: std::collections::HashSet<Vec<u8>> = rows
-                    .keys()
-                    .filter(|k| !expected.contains(k.as_slice()))
-                    .filter_map(|k| Some(self.layout.parse(k).ok()?.metric.to_vec()))
-                    .collect();
-                for (key, version) in fill {
-                    let points = rows.remove(&key).unwrap_or_else(|| Arc::from(Vec::new()));
-                    if odd.is_empty() || self.layout.parse(&key).is_ok_and(|rk| !odd.contains(rk.metric)) {
-                        c.put(key, version, points);
-                    }
-                }
-                return Ok(out);
-            }
+        let (Some(cache), Some(fill)) = (self.rows.as_deref(), fill) else {
+            let firsts = vec![w.first; uids.len()];
+            return Ok(self.read_whole(uids, firsts, &tags, &w, None)?.series);
         };
-        Ok(self.read_whole(uids, &tags, &w, None)?.series)
+        // Hours before the open one (whose row changes at every flush) are kept.
+        let open = base_time(crate::query::time::now_ms() / 1000) as u64;
+        let hours = |from: u64| (from..(w.last as u64).min(open)).step_by(ROW_SPAN as usize);
+        // Per path: the cached rows before its first one to read.
+        let mut cached: Vec<Vec<RowPoints>> = vec![Vec::new(); uids.len()];
+        // The paths to read, where each is in `out` and the hour to read it from.
+        let (mut read, mut at, mut firsts) = (Vec::new(), Vec::new(), Vec::new());
+        // The closed hours' rows to read, each with its ticket (taken before the read).
+        let mut tickets: Vec<(Vec<u8>, u64)> = Vec::new();
+        for (i, uid) in uids.into_iter().enumerate() {
+            let tsuid = [&uid[..], &tags[..]].concat();
+            let key = |base: u64| self.layout.row_key(&tsuid, base as u32);
+            let mut from = w.first as u64;
+            for base in hours(from) {
+                let Some(points) = cache.get(&key(base)) else { break };
+                cached[i].push(points);
+                from = base + ROW_SPAN;
+            }
+            if from >= w.last as u64 {
+                continue;
+            }
+            tickets.extend(hours(from).map(|base| {
+                let k = key(base);
+                let t = cache.ticket(&k);
+                (k, t)
+            }));
+            read.push(uid);
+            at.push(i);
+            firsts.push(from as u32);
+        }
+        let got = if read.is_empty() { None } else { Some(self.read_whole(read, firsts, &tags, &w, Some((fill, open)))?) };
+        for (i, rows) in cached.iter().enumerate() {
+            out[i] = in_window(rows, w.start, w.end);
+        }
+        let Some(got) = got else { return Ok(out) };
+        for (i, points) in at.into_iter().zip(got.series) {
+            if out[i].is_empty() {
+                out[i] = points;
+            } else {
+                out[i].extend(points);
+                if !out[i].is_sorted_by_key(|p| p.0) {
+                    out[i].sort_by_key(|p| p.0);
+                }
+            }
+        }
+        // A row of a path under a key other than the one computed for it (data salted
+        // otherwise) is read by the scan but would not be found cached: its path is left out.
+        let mut rows = got.rows;
+        let expected: HashSet<&[u8]> = tickets.iter().map(|(k, _)| k.as_slice()).collect();
+        let odd: HashSet<Vec<u8>> = rows
+            .keys()
+            .filter(|k| !expected.contains(k.as_slice()))
+            .filter_map(|k| Some(self.layout.parse(k).ok()?.metric.to_vec()))
+            .collect();
+        for (key, ticket) in tickets {
+            if !odd.is_empty() && self.layout.parse(&key).is_ok_and(|rk| odd.contains(rk.metric)) {
+                continue;
+            }
+            match rows.remove(&key) {
+                Some(points) => cache.put(key, ticket, points),
+                // No such row: kept as empty, unless the read stopped keeping rows (it may then
+                // have passed over this one).
+                None if !got.full && fill.take(row_weight(key.len(), 0)) => cache.put(key, ticket, Arc::from(Vec::new())),
+                None => {}
+            }
+        }
+        Ok(out)
     }
 
-    /// [`QueryEngine::select_whole`]'s read from the store, and with `cache` each row's
-    /// points whole (in ms), to be kept.
-    fn read_whole(&self, uids: Vec<Vec<u8>>, tags: &[u8], w: &Window, cache: Option<&RowCache>) -> Result<WholeRead, QueryError> {
-        let Window { start, end, first, last } = *w;
+    /// [`QueryEngine::select_whole`]'s read from the store, each path of `uids` from hour
+    /// `firsts[i]`; with `keep`, also each row of an hour before `keep.1` whole (in ms), while
+    /// `keep.0` covers them.
+    fn read_whole(&self, uids: Vec<Vec<u8>>, firsts: Vec<u32>, tags: &[u8], w: &Window, keep: Option<(&Fill, u64)>) -> Result<WholeRead, QueryError> {
+        let Window { start, end, last, .. } = *w;
         let mut out = vec![Vec::new(); uids.len()];
         let mut rows: HashMap<Vec<u8>, RowPoints> = HashMap::new();
-        let uids = Arc::new(uids);
+        let mut full = false;
+        let (uids, firsts) = (Arc::new(uids), Arc::new(firsts));
         let scans = if self.store.seeks() && uids.len() > 1 {
-            self.span_scans(&uids, first, last)
+            self.span_scans(&uids, &firsts, last)
         } else {
-            uids.iter().flat_map(|uid| self.metric_scans(uid, first, last, &RowFilter::default())).collect()
+            uids.iter().zip(firsts.iter()).flat_map(|(uid, &first)| self.metric_scans(uid, first, last, &RowFilter::default())).collect()
         };
         let mut failed = None;
         let mut unsorted = vec![false; uids.len()];
@@ -442,18 +465,22 @@ impl QueryEngine {
             if rk.tags != tags {
                 return Ok(());
             }
-            if cache.is_none() {
+            let Some((fill, _)) = keep.filter(|(_, open)| !full && (rk.base as u64) < *open) else {
                 unsorted[i] |= with_columns(cells, |cols| append_row(key, cols, rk.base, start, end, &mut out[i], |ts| (ts / 1000) as i64))?;
                 return Ok(());
-            }
-            // The whole row, for the cache; its points in the window for the answer.
+            };
+            // The whole row, to keep; its points in the window for the answer.
             let mut all = Vec::new();
             with_columns(cells, |cols| append_row(key, cols, rk.base, 0, u64::MAX, &mut all, |ts| ts as i64))?;
             let pts = &mut out[i];
             let mark = pts.len();
             pts.extend(all.iter().filter(|p| p.0 as u64 >= start && p.0 as u64 <= end).map(|&(ms, v)| (ms / 1000, v)));
             unsorted[i] |= mark > 0 && pts.get(mark).is_some_and(|p| p.0 < pts[mark - 1].0);
-            rows.insert(key.to_vec(), Arc::from(all));
+            if fill.take(row_weight(key.len(), all.len())) {
+                rows.insert(key.to_vec(), Arc::from(all));
+            } else {
+                full = true;
+            }
             Ok(())
         };
         for scan in &scans {
@@ -467,7 +494,7 @@ impl QueryEngine {
                 pts.sort_by_key(|p| p.0);
             }
         }
-        Ok(WholeRead { series: out, rows })
+        Ok(WholeRead { series: out, rows, full })
     }
 
     /// The series in the rows of `scans` whose metric `name_of` names and `keep` accepts, each
@@ -567,6 +594,8 @@ fn with_columns<'c, T>(cells: &[CellRef<'c>], f: impl FnOnce(&[StoredColumn<'c>]
 struct WholeRead {
     series: Vec<Vec<(i64, f64)>>,
     rows: HashMap<Vec<u8>, RowPoints>,
+    /// The allowance ran out: rows read after were not kept.
+    full: bool,
 }
 
 /// Cached rows of one path (in hour order) as its points in `[start, end]` ms, in seconds.
@@ -705,8 +734,12 @@ mod tests {
     fn engine_with_cache(dir: &std::path::Path, salted: bool, cache_bytes: u64) -> QueryEngine {
         use crate::schema::column::{build_column, DataValue, RawPoint};
         use crate::store::{embedded::EmbeddedStore, RowMutations, TableNames};
-        let (store, versions) = crate::store::versions::versioned(Arc::new(EmbeddedStore::open(dir, &TableNames::default().specs()).unwrap()));
-        let cache = RowCache::new(cache_bytes, versions).map(Arc::new);
+        let cache = super::super::row_cache::RowCache::new(cache_bytes, "tsdb").map(Arc::new);
+        let store: crate::store::SharedStore = Arc::new(EmbeddedStore::open(dir, &TableNames::default().specs()).unwrap());
+        let store = match &cache {
+            Some(c) => crate::store::watch::watched(store, c.clone()),
+            None => store,
+        };
         let uids = Arc::new(crate::uid::UidCore::new(store.clone(), "tsdb-uid".into(), [3, 3, 3], [true; 3]));
         let mut layout = crate::schema::rowkey::KeyLayout::default();
         if salted {
@@ -751,6 +784,8 @@ mod tests {
             len in 1i64..(4 * 3600),
             salted: bool,
             cached: bool,
+            warm in proptest::prelude::any::<u32>(),
+            warm_len in 1i64..(4 * 3600),
         ) {
             let dir = tempfile::tempdir().unwrap();
             let q = engine_with_cache(dir.path(), salted, if cached { 1 << 20 } else { 0 });
@@ -759,16 +794,22 @@ mod tests {
             let end = start + len * 1000;
             let ids = q.metric_ids(&names).unwrap();
             proptest::prop_assert!(ids.windows(2).all(|w| w[0].uid < w[1].uid));
-            let mut got = Vec::new();
-            for run in ids.chunks(5) {
-                got.extend(q.select_whole(run.iter().map(|id| id.uid.clone()).collect(), start, end).unwrap());
-            }
-            // Read again: from the rows cached by the first read, when there is a cache (and
-            // in runs cut otherwise, so that some paths are cached and some not).
-            let mut again = Vec::new();
-            for run in ids.chunks(3) {
-                again.extend(q.select_whole(run.iter().map(|id| id.uid.clone()).collect(), start, end).unwrap());
-            }
+            // Each run a request of its own, with its own allowance.
+            let read = |ids: &[MetricId], run: usize, start: i64, end: i64| -> Vec<Vec<(i64, f64)>> {
+                let mut got = Vec::new();
+                for r in ids.chunks(run) {
+                    let fill = q.rows.as_ref().map(|c| c.fill());
+                    got.extend(q.select_whole(r.iter().map(|id| id.uid.clone()).collect(), start, end, fill.as_ref()).unwrap());
+                }
+                got
+            };
+            // With a cache: some paths read first over another window (caching some of their
+            // hours), so that the reads below mix paths cached whole, in part and not at all;
+            // then all of them again, from the cache.
+            let some: Vec<MetricId> = ids.iter().enumerate().filter(|(i, _)| warm >> (i % 32) & 1 == 1).map(|(_, id)| id.clone()).collect();
+            read(&some, 4, start, start + warm_len * 1000);
+            let got = read(&ids, 5, start, end);
+            let again = read(&ids, 3, start, end);
             proptest::prop_assert_eq!(&again, &got);
             let placeholder = [(PLACEHOLDER_TAGK.to_string(), PLACEHOLDER_TAGV.to_string())];
             let keep = |_: &str, tags: &[(String, String)]| tags == placeholder;
@@ -803,23 +844,37 @@ mod tests {
         let hour = |h: u32| 3600 * (1000 + h);
         // Hours 3 and 4: a row of single columns, then no row at all.
         let (start, end) = (hour(3) as i64 * 1000, (hour(5) as i64 - 1) * 1000);
-        let first = q.select_whole(uids.clone(), start, end).unwrap();
+        let select = |uids: Vec<Vec<u8>>| q.select_whole(uids, start, end, Some(&q.rows.as_ref().unwrap().fill())).unwrap();
+        let first = select(uids.clone());
         assert_eq!(first.iter().map(Vec::len).collect::<Vec<_>>(), [30, 30]);
-        assert_eq!(q.select_whole(uids.clone(), start, end).unwrap(), first, "the same again from the cache");
-        let k = q.uids.get_id(UidKind::Tagk, PLACEHOLDER_TAGK).unwrap().unwrap();
-        let v = q.uids.get_id(UidKind::Tagv, PLACEHOLDER_TAGV).unwrap().unwrap();
+        let tsuid = |uid: &[u8]| {
+            let k = q.uids.get_id(UidKind::Tagk, PLACEHOLDER_TAGK).unwrap().unwrap();
+            let v = q.uids.get_id(UidKind::Tagv, PLACEHOLDER_TAGV).unwrap().unwrap();
+            [uid, &k[..], &v[..]].concat()
+        };
+        let cached = |uid: &[u8], base: u32| q.rows.as_ref().unwrap().get(&q.layout.row_key(&tsuid(uid), base));
+        assert_eq!(cached(&uids[0], hour(3)).map(|r| r.len()), Some(30));
+        assert_eq!(cached(&uids[1], hour(4)).map(|r| r.len()), Some(0), "an hour without a row is kept empty");
+        assert_eq!(select(uids.clone()), first, "the same again from the cache");
         let put = |uid: &[u8], base: u32, at: u64, value: i64| {
             let p = RawPoint::encode(base as u64 + at, base, DataValue::Int(value)).unwrap();
-            let key = q.layout.row_key(&[uid, &k[..], &v[..]].concat(), base);
+            let key = q.layout.row_key(&tsuid(uid), base);
             q.store.mutate("tsdb", vec![RowMutations::put(key, b"t", p.qualifier().to_vec(), p.value_bytes().to_vec())]).unwrap();
         };
         put(&uids[0], hour(3), 61, -7);
         put(&uids[1], hour(4), 5, -8);
-        let after = q.select_whole(uids, start, end).unwrap();
+        let after = select(uids.clone());
         assert_eq!(after[0].len(), 31);
         assert!(after[0].contains(&(hour(3) as i64 + 61, -7.0)));
         assert_eq!(after[1].len(), 31);
         assert_eq!(after[1].last(), Some(&(hour(4) as i64 + 5, -8.0)));
+        // The open hour's row is read but not kept: it changes at every flush.
+        let now = base_time(crate::query::time::now_ms() / 1000);
+        put(&uids[0], now, 1, 42);
+        let (start, end) = (now as i64 * 1000, (now as i64 + 3599) * 1000);
+        let got = q.select_whole(uids[..1].to_vec(), start, end, Some(&q.rows.as_ref().unwrap().fill())).unwrap();
+        assert_eq!(got, [vec![(now as i64 + 1, 42.0)]]);
+        assert!(cached(&uids[0], now).is_none());
     }
 
     #[test]

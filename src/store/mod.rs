@@ -6,7 +6,7 @@ pub mod conformance;
 pub mod embedded;
 pub mod hbase;
 pub mod keycodec;
-pub mod versions;
+pub mod watch;
 
 use std::sync::Arc;
 

@@ -6,6 +6,7 @@ use super::index::{self, Entry};
 use super::parallel;
 use super::parser::{Call, Expr};
 use super::series::Series;
+use crate::query::row_cache::Fill;
 use crate::query::select::Stamps;
 use crate::server::AppState;
 use std::collections::HashMap;
@@ -68,7 +69,17 @@ pub type Gaps = HashMap<i64, usize, ahash::RandomState>;
 /// What one read task found: the points of entries (by position) and their gaps.
 type ReadPart = (Vec<(usize, Vec<(i64, f64)>)>, Gaps);
 
-pub struct StoreSource<'a>(pub &'a AppState);
+pub struct StoreSource<'a> {
+    pub state: &'a AppState,
+    /// This request's allowance for filling the row cache (none without one).
+    fill: Option<Fill>,
+}
+
+impl<'a> StoreSource<'a> {
+    pub fn new(state: &'a AppState) -> StoreSource<'a> {
+        StoreSource { state, fill: state.query.rows.as_ref().map(|c| c.fill()) }
+    }
+}
 
 /// Most paths stored whole read in one run (see `StoreSource::points`).
 const WHOLE_RUN_MAX: usize = 64;
@@ -90,7 +101,7 @@ impl StoreSource<'_> {
     /// UID: one scan that seeks from one to the next (see `select_whole`).
     fn read_whole(&self, run: &[(Vec<u8>, usize)], from: i64, until: i64) -> R<ReadPart> {
         let uids: Vec<Vec<u8>> = run.iter().map(|(uid, _)| uid.clone()).collect();
-        let got = self.0.query.select_whole(uids, (from + 1) * 1000, until * 1000 + 999).map_err(|e| EvalError(e.to_string()))?;
+        let got = self.state.query.select_whole(uids, (from + 1) * 1000, until * 1000 + 999, self.fill.as_ref()).map_err(|e| EvalError(e.to_string()))?;
         let mut gaps = Gaps::default();
         let got = run.iter().zip(got).filter(|(_, points)| !points.is_empty()).map(|((_, i), points)| (*i, counted(points, &mut gaps))).collect();
         Ok((got, gaps))
@@ -99,7 +110,7 @@ impl StoreSource<'_> {
 
 impl Source for StoreSource<'_> {
     fn entries(&self) -> R<Arc<Vec<Entry>>> {
-        self.0.graphite_index.snapshot(self.0).map_err(|e| EvalError(e.to_string()))
+        self.state.graphite_index.snapshot(self.state).map_err(|e| EvalError(e.to_string()))
     }
 
     fn points(&self, entries: &[&Entry], from: i64, until: i64) -> R<Points> {
@@ -107,7 +118,7 @@ impl Source for StoreSource<'_> {
         // in runs of their UIDs, one scan per run that seeks from one to the next (see
         // `select_whole`). A store that cannot seek (HBase) reads every metric on its own, on
         // every core, as below.
-        let seeks = self.0.query.store.seeks();
+        let seeks = self.state.query.store.seeks();
         // (UID, position in `entries`) of the whole paths; the other entries by metric.
         let mut whole: Vec<(Vec<u8>, usize)> = Vec::new();
         let mut unknown: Vec<usize> = Vec::new();
@@ -123,7 +134,7 @@ impl Source for StoreSource<'_> {
         if !unknown.is_empty() {
             let names: Vec<String> = unknown.iter().map(|&i| entries[i].metric.clone()).collect();
             let at: HashMap<&str, usize> = unknown.iter().map(|&i| (entries[i].metric.as_str(), i)).collect();
-            for id in self.0.query.metric_ids(&names).map_err(|e| EvalError(e.to_string()))? {
+            for id in self.state.query.metric_ids(&names).map_err(|e| EvalError(e.to_string()))? {
                 whole.push((id.uid, at[id.name.as_str()]));
             }
         }
@@ -153,12 +164,12 @@ impl Source for StoreSource<'_> {
             // look-ups and set-up per metric.
             let filter = if wanted.len() <= LINEAR_LOOKUP_MAX && !(wanted.len() == 1 && is_whole(entries[wanted[0]])) {
                 let tags: Vec<&[(String, String)]> = wanted.iter().map(|&i| &entries[i].tags[..]).collect();
-                self.0.query.series_filter(&tags).map_err(|e| EvalError(e.to_string()))?
+                self.state.query.series_filter(&tags).map_err(|e| EvalError(e.to_string()))?
             } else {
                 Default::default()
             };
             let got = self
-                .0
+                .state
                 .query
                 .select_stored(&[metric.to_string()], (from + 1) * 1000, until * 1000 + 999, Stamps::Seconds, filter, &keep)
                 .map_err(|e| EvalError(e.to_string()))?;
@@ -172,7 +183,7 @@ impl Source for StoreSource<'_> {
     /// Paths stored whole, each with its UID in the snapshot, on a store that seeks: each is
     /// one seek, whichever others are read with it.
     fn reads_apart(&self, entries: &[&Entry]) -> bool {
-        self.0.query.store.seeks() && entries.iter().all(|e| e.metric_uid.is_some() && is_whole(e))
+        self.state.query.store.seeks() && entries.iter().all(|e| e.metric_uid.is_some() && is_whole(e))
     }
 
     fn points_apart(&self, entries: &[&Entry], from: i64, until: i64) -> R<Points> {

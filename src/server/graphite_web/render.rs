@@ -37,7 +37,7 @@ pub fn render(state: &AppState, p: &Params) -> Reply {
         Some(Err(_)) => return bad_request("Invalid xFilesFactor"),
     };
     let format = if p.has("rawData") { "raw" } else if p.has("pickle") { "pickle" } else { p.get("format").unwrap_or("json") };
-    let source = StoreSource(state);
+    let source = StoreSource::new(state);
     let ctx = Ctx { source: &source, from, until, now, xff };
     let mut out: Vec<Series> = Vec::new();
     for t in p.all("target") {

@@ -259,7 +259,10 @@ fn render_sees_points_written_after_its_rows_were_cached() {
     render_until(a, sum, from, until, |v| points(v) == [(t, 3.0)]);
     // Read again (from the cache), then more points: one in a row already cached, one at a
     // time whose row may not have existed.
+    let hits = stat(a, "tsd.rowcache.lookups", "hit");
     render_until(a, sum, from, until, |v| points(v) == [(t, 3.0)]);
+    assert!(stat(a, "tsd.rowcache.lookups", "hit") > hits, "the second read came from the cache");
+    assert!(stat(a, "tsd.rowcache.bytes", "") > 0);
     send(format!("rc.a.x 10 {}\nrc.b.x 20 {}\n", t + 60, t + 240));
     let v = render_until(a, sum, from, until, |v| points(v).len() == 3);
     assert_eq!(points(&v), [(t, 3.0), (t + 60, 10.0), (t + 240, 20.0)]);

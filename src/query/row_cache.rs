@@ -10,7 +10,7 @@
 
 use crate::store::watch::RowWatcher;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A row's points: (ms, value), in time order.
@@ -52,6 +52,9 @@ pub struct RowCache {
     /// a read's rows are put.
     writes: Box<[Mutex<u64>]>,
     bytes: u64,
+    /// Look-ups answered, and not, for `/api/stats`.
+    hits: AtomicU64,
+    misses: AtomicU64,
 }
 
 impl RowCache {
@@ -62,6 +65,8 @@ impl RowCache {
             table: table.to_string(),
             writes: (0..STRIPES).map(|_| Mutex::new(0)).collect(),
             bytes,
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
         })
     }
 
@@ -79,7 +84,15 @@ impl RowCache {
 
     /// The row's points as last read, unless it was written since.
     pub fn get(&self, row: &[u8]) -> Option<RowPoints> {
-        self.cache.get(row)
+        let got = self.cache.get(row);
+        let n = if got.is_some() { &self.hits } else { &self.misses };
+        n.fetch_add(1, Ordering::Relaxed);
+        got
+    }
+
+    /// For `/api/stats`: look-ups answered, look-ups not, and the weight held (bytes).
+    pub fn stats(&self) -> (u64, u64, u64) {
+        (self.hits.load(Ordering::Relaxed), self.misses.load(Ordering::Relaxed), self.cache.weight())
     }
 
     /// To be taken before the row is read and given back to [`RowCache::put`].

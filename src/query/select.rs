@@ -360,7 +360,7 @@ impl QueryEngine {
     /// name, a map of the series seen, the caller's test of those names) was a fifth of
     /// `/render`'s CPU over a thousand paths.
     ///
-    /// With `fill` (a request's allowance, see [`RowCache::fill`]) and a row cache, each path's
+    /// With `fill` (a request's allowance, see [`super::row_cache::RowCache::fill`]) and a row cache, each path's
     /// rows of closed hours are looked up first; a path is read from its first row not cached
     /// on, and the closed hours' rows read are kept, while the allowance lasts.
     pub fn select_whole(&self, uids: Vec<Vec<u8>>, start_ms: i64, end_ms: i64, fill: Option<&Fill>) -> Result<Vec<Vec<(i64, f64)>>, QueryError> {

@@ -59,6 +59,12 @@ impl AppState {
         for (method, n) in self.query.store.counters() {
             v.push(("tsd.hbase.rpcs", n, Some(("type", method))));
         }
+        if let Some(rows) = &self.query.rows {
+            let (hits, misses, bytes) = rows.stats();
+            v.push(("tsd.rowcache.lookups", hits, Some(("type", "hit"))));
+            v.push(("tsd.rowcache.lookups", misses, Some(("type", "miss"))));
+            v.push(("tsd.rowcache.bytes", bytes, None));
+        }
         v
     }
 }

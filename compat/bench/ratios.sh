@@ -4,7 +4,9 @@
 #    ../shared/bench/ingest.sh (points/s until queryable, peak RSS, disk bytes/point);
 #  - three warm queries (median of REPS runs, taking turns) on the same set: one series for 1 h; avg by dc of
 #    one metric over 1,000 hosts at 60 s steps; sum of rate over all 10,000 series. tsgate answers
-#    each through PromQL, OpenTSDB /api/query and Graphite /render, VictoriaMetrics through PromQL.
+#    each through PromQL, OpenTSDB /api/query and Graphite /render, VictoriaMetrics through PromQL;
+#    /render is also timed on a tsgate without its row cache (storage.row_cache_mb = 0), shown
+#    beside the targets.
 #
 # usage: compat/bench/ratios.sh [DATADIR] [REPS]
 #   DATADIR defaults to /tmp/bench/data and is made with gen.py when it has no meta.json.
@@ -132,7 +134,7 @@ except Exception: print(0)"
       [ "$(count_render $gr_http)" -ge "$want" ] && [ "$(count_render $g0_http)" -ge "$want" ] && break
     sleep 1
   done
-  # "warm": both tsgates have compacted the closed hours (write.compaction_delay_ms after the
+  # "warm": the tsgates have compacted the closed hours (write.compaction_delay_ms after the
   # last write, then ~2 s of work on this set): queries are not timed against that work
   settled() {  # BASE: tsgate's compaction queue is empty
     curl -s "$1/api/stats" | python3 -c "import json,sys
@@ -146,8 +148,8 @@ print(sum(int(m['value']) for m in json.load(sys.stdin) if m['metric'] == 'tsd.c
   # then the embedded store's tidy: a second after the last delete, tables of the compacted
   # data are rewritten without their tombstones (about a second of work on this set)
   sleep 3
-  # ... and until all three servers are idle (VictoriaMetrics merges its fresh parts in the
-  # background for a while after a load; a query timed meanwhile, either server's, shares the
+  # ... and until all four servers are idle (VictoriaMetrics merges its fresh parts in the
+  # background for a while after a load; a query timed meanwhile, any server's, shares the
   # two cores with that work): under 20 ms of CPU between them over a second, for at most 30 s
   cpu_ticks() { cat /proc/$vm_pid/stat /proc/$ts_pid/stat /proc/$gr_pid/stat /proc/$g0_pid/stat | awk '{t += $14 + $15} END {print t}'; }
   for waited in $(seq 30); do
@@ -262,7 +264,8 @@ for line in open(sys.argv[1]):
     t, v = float(t), float(v)
     if kind == "info":  # shown for comparison, not a target
         ratio = t / v if v and not (math.isnan(t) or math.isnan(v)) else float("nan")
-        print(f"| {name} | {t:,.2f} | {v:,.2f} | {ratio:.2f}x | (none) | |")
+        show = lambda x: "failed" if math.isnan(x) else f"{x:,.2f}"
+        print(f"| {name} | {show(t)} | {show(v)} | {ratio:.2f}x | (none) | |")
         continue
     op, bound = target[kind]
     ok = not (math.isnan(t) or math.isnan(v) or v == 0)

@@ -10,7 +10,7 @@
 
 use crate::store::watch::RowWatcher;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// A row's points: (ms, value), in time order.
@@ -52,6 +52,9 @@ pub struct RowCache {
     /// a read's rows are put.
     writes: Box<[Mutex<u64>]>,
     bytes: u64,
+    /// Whether anything was ever put: until then a write has nothing to drop (ingest alone
+    /// skips the cache's locks).
+    used: AtomicBool,
     /// Look-ups answered, and not, for `/api/stats`.
     hits: AtomicU64,
     misses: AtomicU64,
@@ -65,6 +68,7 @@ impl RowCache {
             table: table.to_string(),
             writes: (0..STRIPES).map(|_| Mutex::new(0)).collect(),
             bytes,
+            used: AtomicBool::new(false),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
         })
@@ -106,6 +110,7 @@ impl RowCache {
     pub fn put(&self, row: Vec<u8>, ticket: u64, points: RowPoints) {
         let writes = self.stripe(&row).lock();
         if *writes == ticket {
+            self.used.store(true, Ordering::Relaxed);
             self.cache.insert(row, points);
         }
     }
@@ -117,6 +122,11 @@ pub struct Fill {
 }
 
 impl Fill {
+    /// Whether the allowance left covers `rows` typical rows (an hour every 10 s).
+    pub fn covers(&self, rows: u64) -> bool {
+        rows.saturating_mul(TYPICAL_ROW) <= self.left.load(Ordering::Relaxed).max(0) as u64
+    }
+
     /// Takes `weight` from the allowance; false (and nothing taken) once it does not cover it.
     pub fn take(&self, weight: u64) -> bool {
         let w = weight as i64;
@@ -137,7 +147,11 @@ impl RowWatcher for RowCache {
         for row in rows {
             let mut writes = self.stripe(row).lock();
             *writes += 1;
-            self.cache.remove(*row);
+            // Under the stripe's lock: a put of this row before it set `used` (same lock); one
+            // after sees the count moved and puts nothing.
+            if self.used.load(Ordering::Relaxed) {
+                self.cache.remove(*row);
+            }
         }
     }
 }

@@ -379,8 +379,9 @@ impl QueryEngine {
         let hours = |from: u64| (from..(w.last as u64).min(open)).step_by(ROW_SPAN as usize);
         // Per path: the cached rows before its first one to read.
         let mut cached: Vec<Vec<RowPoints>> = vec![Vec::new(); uids.len()];
-        // The paths to read, where each is in `out` and the hour to read it from.
-        let (mut read, mut at, mut firsts) = (Vec::new(), Vec::new(), Vec::new());
+        // The paths to read, where each is in `out`, the hour to read it from, and whether its
+        // closed hours' rows are kept.
+        let (mut read, mut at, mut firsts, mut keeps) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         // The closed hours' rows to read, each with its ticket (taken before the read).
         let mut tickets: Vec<(Vec<u8>, u64)> = Vec::new();
         for (i, uid) in uids.into_iter().enumerate() {
@@ -395,16 +396,22 @@ impl QueryEngine {
             if from >= w.last as u64 {
                 continue;
             }
-            tickets.extend(hours(from).map(|base| {
-                let k = key(base);
-                let t = cache.ticket(&k);
-                (k, t)
-            }));
+            // Kept while the allowance lasts, and for windows of at most KEPT_HOURS_MAX.
+            let closed = (w.last as u64).min(open).saturating_sub(from).div_ceil(ROW_SPAN);
+            let keep = closed <= KEPT_HOURS_MAX && fill.covers(tickets.len() as u64 + closed);
+            if keep {
+                tickets.extend(hours(from).map(|base| {
+                    let k = key(base);
+                    let t = cache.ticket(&k);
+                    (k, t)
+                }));
+            }
             read.push(uid);
             at.push(i);
             firsts.push(from as u32);
+            keeps.push(keep);
         }
-        let got = if read.is_empty() { None } else { Some(self.read_whole(read, firsts, &tags, &w, Some((fill, open)))?) };
+        let got = if read.is_empty() { None } else { Some(self.read_whole(read, firsts, &tags, &w, Some((fill, open, keeps)))?) };
         for (i, rows) in cached.iter().enumerate() {
             out[i] = in_window(rows, w.start, w.end);
         }
@@ -419,15 +426,7 @@ impl QueryEngine {
                 }
             }
         }
-        // A row of a path under a key other than the one computed for it (data salted
-        // otherwise) is read by the scan but would not be found cached: its path is left out.
-        let mut rows = got.rows;
-        let expected: HashSet<&[u8]> = tickets.iter().map(|(k, _)| k.as_slice()).collect();
-        let odd: HashSet<Vec<u8>> = rows
-            .keys()
-            .filter(|k| !expected.contains(k.as_slice()))
-            .filter_map(|k| Some(self.layout.parse(k).ok()?.metric.to_vec()))
-            .collect();
+        let (mut rows, odd) = (got.rows, got.odd);
         for (key, ticket) in tickets {
             if !odd.is_empty() && self.layout.parse(&key).is_ok_and(|rk| odd.contains(rk.metric)) {
                 continue;
@@ -444,12 +443,13 @@ impl QueryEngine {
     }
 
     /// [`QueryEngine::select_whole`]'s read from the store, each path of `uids` from hour
-    /// `firsts[i]`; with `keep`, also each row of an hour before `keep.1` whole (in ms), while
-    /// `keep.0` covers them.
-    fn read_whole(&self, uids: Vec<Vec<u8>>, firsts: Vec<u32>, tags: &[u8], w: &Window, keep: Option<(&Fill, u64)>) -> Result<WholeRead, QueryError> {
+    /// `firsts[i]`; with `keep` (allowance, open hour's base in s, per path), also each row of a
+    /// kept path's hour before the open one whole (points in ms), while the allowance covers it.
+    fn read_whole(&self, uids: Vec<Vec<u8>>, firsts: Vec<u32>, tags: &[u8], w: &Window, keep: Option<(&Fill, u64, Vec<bool>)>) -> Result<WholeRead, QueryError> {
         let Window { start, end, last, .. } = *w;
         let mut out = vec![Vec::new(); uids.len()];
         let mut rows: HashMap<Vec<u8>, RowPoints> = HashMap::new();
+        let mut odd: HashSet<Vec<u8>> = HashSet::new();
         let mut full = false;
         let (uids, firsts) = (Arc::new(uids), Arc::new(firsts));
         let scans = if self.store.seeks() && uids.len() > 1 {
@@ -465,13 +465,22 @@ impl QueryEngine {
             if rk.tags != tags {
                 return Ok(());
             }
-            let Some((fill, _)) = keep.filter(|(_, open)| !full && (rk.base as u64) < *open) else {
+            // A row under a salt other than its series' (data salted otherwise) would not be
+            // found under the key computed for it: its path is not kept.
+            if keep.is_some() && self.layout.salt_width > 0 && rk.salt != self.layout.salt(&[rk.metric, rk.tags].concat()).as_slice() {
+                odd.insert(rk.metric.to_vec());
+            }
+            let kept = keep.as_ref().and_then(|(fill, open, keeps)| (!full && keeps[i] && (rk.base as u64) < *open).then_some(*fill));
+            // The whole row, to keep (a row that does not decode whole is read for the window
+            // alone, as without the cache, and not kept).
+            let all = kept.and_then(|_| {
+                let mut all = Vec::new();
+                with_columns(cells, |cols| append_row(key, cols, rk.base, 0, u64::MAX, &mut all, |ts| ts as i64)).ok().map(|_| all)
+            });
+            let (Some(fill), Some(all)) = (kept, all) else {
                 unsorted[i] |= with_columns(cells, |cols| append_row(key, cols, rk.base, start, end, &mut out[i], |ts| (ts / 1000) as i64))?;
                 return Ok(());
             };
-            // The whole row, to keep; its points in the window for the answer.
-            let mut all = Vec::new();
-            with_columns(cells, |cols| append_row(key, cols, rk.base, 0, u64::MAX, &mut all, |ts| ts as i64))?;
             let pts = &mut out[i];
             let mark = pts.len();
             pts.extend(all.iter().filter(|p| p.0 as u64 >= start && p.0 as u64 <= end).map(|&(ms, v)| (ms / 1000, v)));
@@ -494,7 +503,7 @@ impl QueryEngine {
                 pts.sort_by_key(|p| p.0);
             }
         }
-        Ok(WholeRead { series: out, rows, full })
+        Ok(WholeRead { series: out, rows, odd, full })
     }
 
     /// The series in the rows of `scans` whose metric `name_of` names and `keep` accepts, each
@@ -589,11 +598,17 @@ fn with_columns<'c, T>(cells: &[CellRef<'c>], f: impl FnOnce(&[StoredColumn<'c>]
     }
 }
 
+/// The longest window (in closed hours) whose rows a path keeps in the row cache: a path read
+/// over days would take a ticket per hour for rows the cache could not hold anyway.
+const KEPT_HOURS_MAX: u64 = 48;
+
 /// What [`QueryEngine::read_whole`] read: each path's points in the window (seconds), and
 /// for the cache each row's points whole (ms).
 struct WholeRead {
     series: Vec<Vec<(i64, f64)>>,
     rows: HashMap<Vec<u8>, RowPoints>,
+    /// Metrics of paths with a row under a salt other than their series' (not to be kept).
+    odd: HashSet<Vec<u8>>,
     /// The allowance ran out: rows read after were not kept.
     full: bool,
 }
@@ -783,12 +798,12 @@ mod tests {
             from in 0i64..(4 * 3600 + 600),
             len in 1i64..(4 * 3600),
             salted: bool,
-            cached: bool,
+            cache in proptest::prop_oneof![proptest::strategy::Just(0u64), 1_000u64..200_000, proptest::strategy::Just(1u64 << 20)],
             warm in proptest::prelude::any::<u32>(),
             warm_len in 1i64..(4 * 3600),
         ) {
             let dir = tempfile::tempdir().unwrap();
-            let q = engine_with_cache(dir.path(), salted, if cached { 1 << 20 } else { 0 });
+            let q = engine_with_cache(dir.path(), salted, cache);
             let names: Vec<String> = wanted.iter().map(|m| format!("m{m:02}")).collect();
             let start = (3600 * 1000 + from) * 1000;
             let end = start + len * 1000;
@@ -874,7 +889,48 @@ mod tests {
         let (start, end) = (now as i64 * 1000, (now as i64 + 3599) * 1000);
         let got = q.select_whole(uids[..1].to_vec(), start, end, Some(&q.rows.as_ref().unwrap().fill())).unwrap();
         assert_eq!(got, [vec![(now as i64 + 1, 42.0)]]);
-        assert!(cached(&uids[0], now).is_none());
+        // (unless the hour closed meanwhile)
+        if base_time(crate::query::time::now_ms() / 1000) == now {
+            assert!(cached(&uids[0], now).is_none());
+        }
+    }
+
+    /// A request whose rows outweigh its allowance keeps those read before it ran out; the
+    /// next read takes those from the cache and reads the rest, and both answer as the store.
+    #[test]
+    fn a_read_past_its_allowance_keeps_a_prefix_and_answers_the_same() {
+        use crate::schema::column::{build_column, DataValue, RawPoint};
+        use crate::store::RowMutations;
+        let dir = tempfile::tempdir().unwrap();
+        // A request may fill half of the cache: 80 KB.
+        let q = engine_with_cache(dir.path(), false, 160_000);
+        let uid = q.uids.assign(UidKind::Metric, "big").unwrap().into_vec();
+        let k = q.uids.get_id(UidKind::Tagk, PLACEHOLDER_TAGK).unwrap().unwrap();
+        let v = q.uids.get_id(UidKind::Tagv, PLACEHOLDER_TAGV).unwrap().unwrap();
+        let tsuid = [&uid[..], &k[..], &v[..]].concat();
+        // Four hours of a point a second: each row weighs about 58 KB, so a read keeps one.
+        let hour = |h: u32| 3600 * (1000 + h);
+        let rows = (0..4)
+            .map(|h| {
+                let pts: Vec<RawPoint> = (0..3600u64).map(|i| RawPoint::encode(hour(h) as u64 + i, hour(h), DataValue::Int(i as i64 + h as i64)).unwrap()).collect();
+                let (qual, val) = build_column(&pts);
+                RowMutations::put(q.layout.row_key(&tsuid, hour(h)), b"t", qual, val)
+            })
+            .collect();
+        q.store.mutate("tsdb", rows).unwrap();
+        let (start, end) = (hour(0) as i64 * 1000 + 500_000, hour(3) as i64 * 1000 + 100_000);
+        let select = || q.select_whole(vec![uid.clone()], start, end, Some(&q.rows.as_ref().unwrap().fill())).unwrap();
+        let first = select();
+        let cached = |h: u32| q.rows.as_ref().unwrap().get(&q.layout.row_key(&tsuid, hour(h))).map(|r| r.len());
+        assert_eq!((cached(0), cached(1), cached(2)), (Some(3600), None, None));
+        // The next reads from the second hour on, and keeps that one.
+        let second = select();
+        assert_eq!((cached(0), cached(1), cached(2)), (Some(3600), Some(3600), None));
+        let keep = |_: &str, _: &[(String, String)]| true;
+        let stored = q.select_stored(&["big".to_string()], start, end, Stamps::Seconds, RowFilter::default(), &keep).unwrap();
+        assert_eq!(first[0], stored[0].points);
+        assert_eq!(second, first);
+        assert_eq!(first[0].len(), 3 * 3600 - 500 + 101);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use crate::query::row_cache::Fill;
 use crate::query::select::Stamps;
 use crate::server::AppState;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// An evaluation error: graphite-web answers these with 400.
@@ -52,6 +53,8 @@ pub trait Source: Sync {
     fn points_apart(&self, entries: &[&Entry], from: i64, until: i64) -> R<Points> {
         self.points(entries, from, until)
     }
+    /// Told before `entries` are read in parts through [`Source::points_apart`].
+    fn reading(&self, _entries: &[&Entry], _from: i64, _until: i64) {}
 }
 
 /// What a [`Source`] read: each entry's points, and how often each gap between consecutive
@@ -73,11 +76,28 @@ pub struct StoreSource<'a> {
     pub state: &'a AppState,
     /// This request's allowance for filling the row cache (none without one).
     fill: Option<Fill>,
+    /// Set once the request reads more rows than its allowance covers: it then reads past
+    /// the cache, which could not keep its rows until its next turn anyway.
+    uncached: AtomicBool,
 }
 
 impl<'a> StoreSource<'a> {
     pub fn new(state: &'a AppState) -> StoreSource<'a> {
-        StoreSource { state, fill: state.query.rows.as_ref().map(|c| c.fill()) }
+        StoreSource { state, fill: state.query.rows.as_ref().map(|c| c.fill()), uncached: AtomicBool::new(false) }
+    }
+
+    fn fill(&self) -> Option<&Fill> {
+        self.fill.as_ref().filter(|_| !self.uncached.load(Ordering::Relaxed))
+    }
+
+    /// Reads past the cache from now on when `paths` paths over `(from, until]` are more
+    /// rows than the allowance covers.
+    fn expect(&self, paths: usize, from: i64, until: i64) {
+        // The row hours `(from, until]` touches.
+        let hours = (until.div_euclid(3600) - (from + 1).div_euclid(3600) + 1).max(0) as u64;
+        if self.fill.as_ref().is_some_and(|f| !f.covers(paths as u64 * hours)) {
+            self.uncached.store(true, Ordering::Relaxed);
+        }
     }
 }
 
@@ -101,7 +121,7 @@ impl StoreSource<'_> {
     /// UID: one scan that seeks from one to the next (see `select_whole`).
     fn read_whole(&self, run: &[(Vec<u8>, usize)], from: i64, until: i64) -> R<ReadPart> {
         let uids: Vec<Vec<u8>> = run.iter().map(|(uid, _)| uid.clone()).collect();
-        let got = self.state.query.select_whole(uids, (from + 1) * 1000, until * 1000 + 999, self.fill.as_ref()).map_err(|e| EvalError(e.to_string()))?;
+        let got = self.state.query.select_whole(uids, (from + 1) * 1000, until * 1000 + 999, self.fill()).map_err(|e| EvalError(e.to_string()))?;
         let mut gaps = Gaps::default();
         let got = run.iter().zip(got).filter(|(_, points)| !points.is_empty()).map(|((_, i), points)| (*i, counted(points, &mut gaps))).collect();
         Ok((got, gaps))
@@ -139,6 +159,7 @@ impl Source for StoreSource<'_> {
             }
         }
         whole.sort_unstable();
+        self.expect(whole.len(), from, until);
         // Runs of about eight per core (an uneven run does not hold the others up), and of at
         // most 64 paths: a run's points are still in cache when its gaps are counted.
         let run = whole.len().div_ceil(parallel::cores() * 8).clamp(1, WHOLE_RUN_MAX);
@@ -184,6 +205,10 @@ impl Source for StoreSource<'_> {
     /// one seek, whichever others are read with it.
     fn reads_apart(&self, entries: &[&Entry]) -> bool {
         self.state.query.store.seeks() && entries.iter().all(|e| e.metric_uid.is_some() && is_whole(e))
+    }
+
+    fn reading(&self, entries: &[&Entry], from: i64, until: i64) {
+        self.expect(entries.len(), from, until);
     }
 
     fn points_apart(&self, entries: &[&Entry], from: i64, until: i64) -> R<Points> {
@@ -399,6 +424,7 @@ impl Ctx<'_> {
         }
         // `parallel::fold`'s chunks, so that the parts (and a sum's grouping) are those of
         // reading them all at once; each read a run of at most READ_RUN_MAX at a time.
+        self.source.reading(&sorted, self.from, self.until);
         let chunks = parallel::fold_chunks(sorted);
         let read = parallel::map_from(chunks, 2, |chunk| -> R<(Vec<&Entry>, Read<P>, Gaps, bool)> {
             let (mut gaps, mut long) = (Gaps::default(), false);

@@ -477,6 +477,10 @@ impl QueryEngine {
                 let mut all = Vec::new();
                 with_columns(cells, |cols| append_row(key, cols, rk.base, 0, u64::MAX, &mut all, |ts| ts as i64)).ok().map(|_| all)
             });
+            if kept.is_some() && all.is_none() {
+                // Not kept, so its hour must not be kept as absent either: the path is left out.
+                odd.insert(rk.metric.to_vec());
+            }
             let (Some(fill), Some(all)) = (kept, all) else {
                 unsorted[i] |= with_columns(cells, |cols| append_row(key, cols, rk.base, start, end, &mut out[i], |ts| (ts / 1000) as i64))?;
                 return Ok(());
@@ -607,7 +611,8 @@ const KEPT_HOURS_MAX: u64 = 48;
 struct WholeRead {
     series: Vec<Vec<(i64, f64)>>,
     rows: HashMap<Vec<u8>, RowPoints>,
-    /// Metrics of paths with a row under a salt other than their series' (not to be kept).
+    /// Metrics of paths not to be kept: a row under a salt other than their series', or one
+    /// that does not decode whole.
     odd: HashSet<Vec<u8>>,
     /// The allowance ran out: rows read after were not kept.
     full: bool,

@@ -75,9 +75,7 @@ impl RowCache {
     }
 
     fn stripe(&self, row: &[u8]) -> &Mutex<u64> {
-        // FNV-1a: row keys are short, and any spread will do.
-        let h = row.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
-        &self.writes[(h % STRIPES as u64) as usize]
+        &self.writes[(super::seek::fnv1a(row) % STRIPES as u64) as usize]
     }
 
     /// What one request may put in the cache, in its weight: a request reading more (every

@@ -55,10 +55,14 @@ impl RowFilter {
     }
 }
 
-/// FNV-1a of a row's tag bytes, reduced to a share number.
+/// A row's tag bytes reduced to a share number.
 fn tags_share(tags: &[u8], parts: usize) -> usize {
-    let h = tags.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
-    (h % parts as u64) as usize
+    (fnv1a(tags) % parts as u64) as usize
+}
+
+/// FNV-1a: key bytes are short, and any spread will do.
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// Judges a row key against required tag pairs, and says where the next candidate row is.

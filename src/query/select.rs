@@ -346,6 +346,11 @@ impl QueryEngine {
             .collect()
     }
 
+    /// How many hours' rows a read of `[start_ms, end_ms]` touches per series.
+    pub fn row_hours(start_ms: i64, end_ms: i64) -> u64 {
+        Window::new(start_ms, end_ms).map_or(0, |w| (w.last as u64 - w.first as u64) / ROW_SPAN)
+    }
+
     /// The points in `[start_ms, end_ms]`, timed in seconds, of Graphite paths stored whole:
     /// each metric of `uids` (sorted) holds its path's one series, tagged
     /// [`PLACEHOLDER_TAGK`]=[`PLACEHOLDER_TAGV`]. One list per metric, in `uids`' order
@@ -936,6 +941,14 @@ mod tests {
         assert_eq!(first[0], stored[0].points);
         assert_eq!(second, first);
         assert_eq!(first[0].len(), 3 * 3600 - 500 + 101);
+    }
+
+    #[test]
+    fn row_hours_count_the_hours_a_window_touches() {
+        assert_eq!(QueryEngine::row_hours(0, 3_599_999), 1);
+        assert_eq!(QueryEngine::row_hours(1_000, 3_600_999), 2);
+        assert_eq!(QueryEngine::row_hours(3_600_000, 3 * 3_600_000 + 1), 3);
+        assert_eq!(QueryEngine::row_hours(5, 4), 0);
     }
 
     #[test]

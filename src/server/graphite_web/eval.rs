@@ -93,8 +93,7 @@ impl<'a> StoreSource<'a> {
     /// Reads past the cache from now on when `paths` paths over `(from, until]` are more
     /// rows than the allowance covers.
     fn expect(&self, paths: usize, from: i64, until: i64) {
-        // The row hours `(from, until]` touches.
-        let hours = (until.div_euclid(3600) - (from + 1).div_euclid(3600) + 1).max(0) as u64;
+        let hours = crate::query::QueryEngine::row_hours((from + 1) * 1000, until * 1000 + 999);
         if self.fill.as_ref().is_some_and(|f| !f.covers(paths as u64 * hours)) {
             self.uncached.store(true, Ordering::Relaxed);
         }

@@ -492,7 +492,7 @@ impl QueryEngine {
             };
             let pts = &mut out[i];
             let mark = pts.len();
-            pts.extend(all.iter().filter(|p| p.0 as u64 >= start && p.0 as u64 <= end).map(|&(ms, v)| (ms / 1000, v)));
+            pts.extend(seconds_in(&all, start, end));
             unsorted[i] |= mark > 0 && pts.get(mark).is_some_and(|p| p.0 < pts[mark - 1].0);
             if fill.take(row_weight(key.len(), all.len())) {
                 rows.insert(key.to_vec(), Arc::from(all));
@@ -623,11 +623,16 @@ struct WholeRead {
     full: bool,
 }
 
+/// A whole row's points (ms) in `[start, end]` ms, timed in seconds as `append_row` times them.
+fn seconds_in(points: &[(i64, f64)], start: u64, end: u64) -> impl Iterator<Item = (i64, f64)> + '_ {
+    points.iter().filter(move |p| p.0 as u64 >= start && p.0 as u64 <= end).map(|&(ms, v)| (ms / 1000, v))
+}
+
 /// Cached rows of one path (in hour order) as its points in `[start, end]` ms, in seconds.
 fn in_window(rows: &[RowPoints], start: u64, end: u64) -> Vec<(i64, f64)> {
     let mut pts: Vec<(i64, f64)> = Vec::with_capacity(rows.iter().map(|r| r.len()).sum());
     for r in rows {
-        pts.extend(r.iter().filter(|p| p.0 as u64 >= start && p.0 as u64 <= end).map(|&(ms, v)| (ms / 1000, v)));
+        pts.extend(seconds_in(r, start, end));
     }
     // A row holding offsets past its hour (which OpenTSDB's decoders accept) breaks the order.
     if !pts.is_sorted_by_key(|p| p.0) {

@@ -95,7 +95,7 @@ fn row_cache(cfg: &Config, store: &SharedStore) -> Option<Arc<crate::query::row_
     if store.shared() {
         return None;
     }
-    crate::query::row_cache::RowCache::new(cfg.storage.row_cache_mb << 20, &cfg.storage.tables.data).map(Arc::new)
+    crate::query::row_cache::RowCache::new(cfg.storage.row_cache_mb << 20, &cfg.storage.tables.data, cfg.layout().head_width()).map(Arc::new)
 }
 
 pub fn writer_config(cfg: &Config) -> WriterConfig {

@@ -127,6 +127,15 @@ fn run(
     let parts = if plan.metrics.len() < cores { store.plan_shares(&plan, cores.div_ceil(plan.metrics.len().max(1))) } else { 1 };
     let units = plan.metrics.len() * parts;
     let workers = cores.min(units).max(1);
+    // What this request may put in the row cache, shared by its readers; a request reading
+    // the same metrics over as many hours has the same shape.
+    let mut shape = ((hi - lo) / 3_600_000).to_be_bytes().to_vec();
+    for m in &plan.metrics {
+        shape.extend_from_slice(m.as_bytes());
+        shape.push(0);
+    }
+    let shape = crate::query::seek::fnv1a(&shape);
+    let fill = store.rows.as_ref().map(|c| c.fill_for(shape));
     // Set by the first worker to fail, so the others stop instead of reading on.
     let failed = AtomicBool::new(false);
     let work = || -> Result<Vec<Reduced>, PromError> {
@@ -134,7 +143,7 @@ fn run(
         while !failed.load(Ordering::Relaxed) {
             let i = next_metric.fetch_add(1, Ordering::Relaxed);
             let Some(metric) = plan.metrics.get(i / parts) else { break };
-            for f in store.select_metric_share(&plan, metric, lo, hi, i % parts, parts)? {
+            for f in store.select_metric_share(&plan, metric, lo, hi, i % parts, parts, fill.as_ref())? {
                 if loaded.fetch_add(f.points.len(), Ordering::Relaxed) + f.points.len() > settings.max_samples {
                     return Err(PromError::Execution("query processing would load too many samples into memory in query execution".into()));
                 }
@@ -164,6 +173,9 @@ fn run(
         for p in parts {
             reduced.extend(p?);
         }
+    }
+    if let (Some(cache), Some(fill)) = (&store.rows, &fill) {
+        cache.done(shape, fill);
     }
     // The step evaluator meets series in label order: aggregate in that order too.
     reduced.sort_by(|x, y| x.labels.cmp(&y.labels));

@@ -4,8 +4,10 @@
 //! its downsampler as its rows arrive, then rate, then group-by aggregation.
 
 pub mod aggregate;
+mod collect;
 pub mod downsample;
 pub mod filter;
+mod hour_read;
 pub mod numfmt;
 pub mod parse;
 pub mod render;

@@ -1,8 +1,13 @@
-//! Decoded `tsdb` rows of Graphite paths stored whole, kept between queries
-//! (`storage.row_cache_mb`): a dashboard redrawing a panel over a thousand such paths reads
-//! them all again each time, and a seek per path into the engine, then decoding its compacted
-//! columns, was most of `/render`'s work. Only rows of closed hours are kept (an open hour's row
-//! changes at every flush), with their points, or none for a row that does not exist.
+//! Decoded `tsdb` rows kept between queries (`storage.row_cache_mb`): a dashboard redraws
+//! its panels over the same series every few seconds, and reading them from the engine, then
+//! decoding their compacted columns, was most of a query's work. Two kinds of entry:
+//! - a row of a Graphite path stored whole, with its points, or none for a row that does not
+//!   exist (`/render` looks its paths up one by one);
+//! - every row of one metric in one hour and salt bucket (an "hour"), each with its tags and
+//!   points, or none: what a scan of that metric's hour reads, for PromQL and graphite-web
+//!   reads of tagged series, which filter the rows in memory as the scan would have.
+//!
+//! Only closed hours are kept (an open hour's rows change at every flush).
 //!
 //! Kept fresh by the store: every write through it drops the rows it wrote (see
 //! [`crate::store::watch`]), so only for a store this process alone writes. A read that
@@ -16,6 +21,24 @@ use std::sync::Arc;
 /// A row's points: (ms, value), in time order.
 pub type RowPoints = Arc<[(i64, f64)]>;
 
+/// The rows of one metric's hour under one salt, in key order: each row's tag bytes and points.
+pub type HourRows = Arc<[(Box<[u8]>, RowPoints)]>;
+
+/// What an entry holds.
+#[derive(Clone)]
+enum Kept {
+    Row(RowPoints),
+    Hour(HourRows),
+}
+
+/// Appended to a row key's head (salt, metric, hour) to name the hour's entry. A row key with
+/// these bytes as its tags would share the entry's key: each kind then reads the other as a
+/// miss, and a write to either drops both, so the two only cost each other hits.
+const HOUR_MARK: [u8; 2] = [0xFF, b'h'];
+
+/// What a row of an hour entry costs beyond its points and tags.
+const HOUR_ROW_OVERHEAD: u64 = 48;
+
 /// What an entry costs beyond its points: the key's allocation, the cache's slot, the Arc.
 const ENTRY_OVERHEAD: u64 = 96;
 
@@ -26,6 +49,12 @@ const FILL_SHARE: u64 = 2;
 /// row's weight, for the cache's estimate of how many it holds.
 const TYPICAL_ROW: u64 = 360 * 16 + ENTRY_OVERHEAD + 20;
 
+/// Request shapes remembered as running out of allowance, at most.
+const SHAPES_MAX: usize = 1024;
+
+/// The cache's shards (see [`RowCache::new`]).
+const SHARDS: usize = 2;
+
 /// Stripes of row keys, each counting the writes heard to its rows: a read that raced a write
 /// is told by its count.
 const STRIPES: usize = 16384;
@@ -33,9 +62,12 @@ const STRIPES: usize = 16384;
 #[derive(Clone)]
 struct Weight;
 
-impl quick_cache::Weighter<Vec<u8>, RowPoints> for Weight {
-    fn weight(&self, key: &Vec<u8>, points: &RowPoints) -> u64 {
-        row_weight(key.len(), points.len())
+impl quick_cache::Weighter<Vec<u8>, Kept> for Weight {
+    fn weight(&self, key: &Vec<u8>, kept: &Kept) -> u64 {
+        match kept {
+            Kept::Row(points) => row_weight(key.len(), points.len()),
+            Kept::Hour(rows) => hour_weight(key.len(), rows),
+        }
     }
 }
 
@@ -44,10 +76,24 @@ pub fn row_weight(key_len: usize, points: usize) -> u64 {
     (key_len + points * std::mem::size_of::<(i64, f64)>()) as u64 + ENTRY_OVERHEAD
 }
 
+/// An hour entry's weight in the cache's budget.
+pub fn hour_weight(key_len: usize, rows: &[(Box<[u8]>, RowPoints)]) -> u64 {
+    let each: u64 = rows.iter().map(|(tags, p)| (tags.len() + p.len() * std::mem::size_of::<(i64, f64)>()) as u64 + HOUR_ROW_OVERHEAD).sum();
+    key_len as u64 + each + ENTRY_OVERHEAD
+}
+
+/// The key of the hour entry whose rows start with `head` (salt, metric UID, base time).
+pub fn hour_key(head: &[u8]) -> Vec<u8> {
+    [head, &HOUR_MARK].concat()
+}
+
 pub struct RowCache {
-    cache: quick_cache::sync::Cache<Vec<u8>, RowPoints, Weight>,
+    cache: quick_cache::sync::Cache<Vec<u8>, Kept, Weight>,
     /// The table whose rows are kept (`storage.tables.data`).
     table: String,
+    /// The width of a row key's head (salt, metric UID, base time): a written row's hour entry
+    /// is named by it.
+    head: usize,
     /// Writes heard per stripe of row keys; held while a write's rows are dropped, and while
     /// a read's rows are put.
     writes: Box<[Mutex<u64>]>,
@@ -55,20 +101,37 @@ pub struct RowCache {
     /// Whether anything was ever put: until then a write has nothing to drop (ingest alone
     /// skips the cache's locks).
     used: AtomicBool,
+    /// Shapes of requests that ran out of allowance (see [`RowCache::fill_for`]).
+    overflowing: Mutex<std::collections::HashSet<u64>>,
     /// Look-ups answered, and not, for `/api/stats`.
     hits: AtomicU64,
     misses: AtomicU64,
 }
 
 impl RowCache {
-    /// A cache of at most `bytes` (None for 0) of rows of `table`.
-    pub fn new(bytes: u64, table: &str) -> Option<RowCache> {
+    /// A cache of at most `bytes` (None for 0) of rows of `table`, whose row keys' heads are
+    /// `head` bytes wide.
+    pub fn new(bytes: u64, table: &str, head: usize) -> Option<RowCache> {
         (bytes > 0).then(|| RowCache {
-            cache: quick_cache::sync::Cache::with_weighter((bytes / TYPICAL_ROW).max(16) as usize, bytes, Weight),
+            cache: quick_cache::sync::Cache::with_options(
+                quick_cache::OptionsBuilder::new()
+                    .estimated_items_capacity((bytes / TYPICAL_ROW).max(16) as usize)
+                    .weight_capacity(bytes)
+                    // Each shard holds its share of the budget and refuses an entry heavier
+                    // than that: an hour of a thousand series every 10 s weighs ~6 MB.
+                    .shards(SHARDS)
+                    .build()
+                    .expect("capacities set"),
+                Weight,
+                Default::default(),
+                Default::default(),
+            ),
             table: table.to_string(),
+            head,
             writes: (0..STRIPES).map(|_| Mutex::new(0)).collect(),
             bytes,
             used: AtomicBool::new(false),
+            overflowing: Mutex::new(Default::default()),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
         })
@@ -81,15 +144,56 @@ impl RowCache {
     /// What one request may put in the cache, in its weight: a request reading more (every
     /// path over days) would only evict what the next one needs.
     pub fn fill(&self) -> Fill {
-        Fill { left: AtomicI64::new((self.bytes / FILL_SHARE) as i64) }
+        Fill { left: AtomicI64::new((self.bytes / FILL_SHARE) as i64), ran_out: AtomicBool::new(false) }
+    }
+
+    /// [`RowCache::fill`] for a request of a given shape (a hash of what it reads), nothing
+    /// when a request of that shape ran out of allowance before: each would otherwise put in
+    /// what the last one put in, evicting it before it was read again (a `sum(rate(…))` over
+    /// ten metrics of a thousand series each took 18 % longer so). What is kept still serves
+    /// it. Give the allowance back to [`RowCache::done`].
+    pub fn fill_for(&self, shape: u64) -> Fill {
+        let fill = self.fill();
+        if self.overflowing.lock().contains(&shape) {
+            fill.left.store(0, Ordering::Relaxed);
+        }
+        fill
+    }
+
+    /// Notes the shape of a request whose allowance ran out (see [`RowCache::fill_for`]).
+    pub fn done(&self, shape: u64, fill: &Fill) {
+        if fill.ran_out.load(Ordering::Relaxed) {
+            let mut shapes = self.overflowing.lock();
+            if shapes.len() >= SHAPES_MAX {
+                shapes.clear();
+            }
+            shapes.insert(shape);
+        }
     }
 
     /// The row's points as last read, unless it was written since.
     pub fn get(&self, row: &[u8]) -> Option<RowPoints> {
-        let got = self.cache.get(row);
-        let n = if got.is_some() { &self.hits } else { &self.misses };
-        n.fetch_add(1, Ordering::Relaxed);
+        let got = match self.cache.get(row) {
+            Some(Kept::Row(points)) => Some(points),
+            _ => None,
+        };
+        self.count(got.is_some());
         got
+    }
+
+    /// The rows of the hour entry `key` ([`hour_key`]) as last read, unless one was written since.
+    pub fn get_hour(&self, key: &[u8]) -> Option<HourRows> {
+        let got = match self.cache.get(key) {
+            Some(Kept::Hour(rows)) => Some(rows),
+            _ => None,
+        };
+        self.count(got.is_some());
+        got
+    }
+
+    fn count(&self, hit: bool) {
+        let n = if hit { &self.hits } else { &self.misses };
+        n.fetch_add(1, Ordering::Relaxed);
     }
 
     /// For `/api/stats`: look-ups answered, look-ups not, and the weight held (bytes).
@@ -97,7 +201,8 @@ impl RowCache {
         (self.hits.load(Ordering::Relaxed), self.misses.load(Ordering::Relaxed), self.cache.weight())
     }
 
-    /// To be taken before the row is read and given back to [`RowCache::put`].
+    /// To be taken before the row (or hour) is read and given back to [`RowCache::put`] (or
+    /// [`RowCache::put_hour`]).
     pub fn ticket(&self, row: &[u8]) -> u64 {
         *self.stripe(row).lock()
     }
@@ -106,10 +211,31 @@ impl RowCache {
     /// stripe was heard since (the read may predate it); a write heard after drops the entry.
     /// The stripe is held meanwhile, so no write comes between the check and the insert.
     pub fn put(&self, row: Vec<u8>, ticket: u64, points: RowPoints) {
-        let writes = self.stripe(&row).lock();
+        self.put_kept(row, ticket, Kept::Row(points));
+    }
+
+    /// [`RowCache::put`] for an hour entry: `rows` as read after `ticket` was taken on `key`.
+    pub fn put_hour(&self, key: Vec<u8>, ticket: u64, rows: HourRows) {
+        self.put_kept(key, ticket, Kept::Hour(rows));
+    }
+
+    fn put_kept(&self, key: Vec<u8>, ticket: u64, kept: Kept) {
+        let writes = self.stripe(&key).lock();
         if *writes == ticket {
             self.used.store(true, Ordering::Relaxed);
-            self.cache.insert(row, points);
+            self.cache.insert(key, kept);
+        }
+    }
+
+    /// Heard a write to `key` (a row, or the hour entry of one): a read that took its ticket
+    /// before is not kept, and what was kept is dropped.
+    fn drop_written(&self, key: &[u8]) {
+        let mut writes = self.stripe(key).lock();
+        *writes += 1;
+        // Under the stripe's lock: a put of this key before it set `used` (same lock); one
+        // after sees the count moved and puts nothing.
+        if self.used.load(Ordering::Relaxed) {
+            self.cache.remove(key);
         }
     }
 }
@@ -117,6 +243,8 @@ impl RowCache {
 /// A request's allowance for filling the cache (shared by its reading threads).
 pub struct Fill {
     left: AtomicI64,
+    /// Something read was not kept for want of allowance.
+    ran_out: AtomicBool,
 }
 
 impl Fill {
@@ -125,13 +253,29 @@ impl Fill {
         rows.saturating_mul(TYPICAL_ROW) <= self.left.load(Ordering::Relaxed).max(0) as u64
     }
 
-    /// Takes `weight` from the allowance; false (and nothing taken) once it does not cover it.
+    /// What is left of the allowance; running out is noted (see [`RowCache::fill_for`]).
+    pub fn left(&self) -> u64 {
+        let left = self.left.load(Ordering::Relaxed).max(0) as u64;
+        if left == 0 {
+            self.ran_out();
+        }
+        left
+    }
+
+    /// Notes that something read was not kept for want of allowance.
+    pub fn ran_out(&self) {
+        self.ran_out.store(true, Ordering::Relaxed);
+    }
+
+    /// Takes `weight` from the allowance; false (and nothing taken, running out noted) once it
+    /// does not cover it.
     pub fn take(&self, weight: u64) -> bool {
         let w = weight as i64;
         if self.left.fetch_sub(w, Ordering::Relaxed) >= w {
             return true;
         }
         self.left.fetch_add(w, Ordering::Relaxed);
+        self.ran_out();
         false
     }
 }
@@ -142,13 +286,14 @@ impl RowWatcher for RowCache {
     }
 
     fn written(&self, _table: &str, rows: &[&[u8]]) {
+        let mut hour = Vec::with_capacity(self.head + HOUR_MARK.len());
         for row in rows {
-            let mut writes = self.stripe(row).lock();
-            *writes += 1;
-            // Under the stripe's lock: a put of this row before it set `used` (same lock); one
-            // after sees the count moved and puts nothing.
-            if self.used.load(Ordering::Relaxed) {
-                self.cache.remove(*row);
+            self.drop_written(row);
+            if let Some(head) = row.get(..self.head) {
+                hour.clear();
+                hour.extend_from_slice(head);
+                hour.extend_from_slice(&HOUR_MARK);
+                self.drop_written(&hour);
             }
         }
     }
@@ -170,7 +315,7 @@ mod tests {
 
     #[test]
     fn a_write_drops_its_rows_and_only_those() {
-        let cache = Arc::new(RowCache::new(1 << 20, "tsdb").unwrap());
+        let cache = Arc::new(RowCache::new(1 << 20, "tsdb", 3).unwrap());
         let (_dir, store) = store(&cache);
         let (row, other) = (b"row-a".to_vec(), b"row-b".to_vec());
         cache.put(row.clone(), cache.ticket(&row), Arc::from(vec![(1000, 1.5)]));
@@ -186,7 +331,7 @@ mod tests {
 
     #[test]
     fn a_read_that_raced_a_write_is_not_kept() {
-        let cache = Arc::new(RowCache::new(1 << 20, "tsdb").unwrap());
+        let cache = Arc::new(RowCache::new(1 << 20, "tsdb", 3).unwrap());
         let (_dir, store) = store(&cache);
         let row = b"row-a".to_vec();
         // A reader takes its ticket and reads the row (empty); a write lands before it puts.
@@ -201,7 +346,7 @@ mod tests {
 
     #[test]
     fn the_cache_holds_its_budget_and_a_request_fills_half_of_it() {
-        let cache = RowCache::new(64 << 10, "tsdb").unwrap();
+        let cache = RowCache::new(64 << 10, "tsdb", 3).unwrap();
         for i in 0..200u32 {
             let row = i.to_be_bytes().to_vec();
             cache.put(row.clone(), cache.ticket(&row), Arc::from(vec![(0, 0.0); 360]));
@@ -211,5 +356,19 @@ mod tests {
         let row = row_weight(20, 360);
         assert_eq!((0..10).filter(|_| fill.take(row)).count() as u64, (32 << 10) / row, "a request fills half of it");
         assert!(fill.take(1), "what is left still covers a smaller row");
+    }
+
+    #[test]
+    fn a_request_shape_that_ran_out_fills_no_more() {
+        let cache = RowCache::new(64 << 10, "tsdb", 3).unwrap();
+        let fill = cache.fill_for(7);
+        assert!(fill.take(1000));
+        cache.done(7, &fill);
+        assert!(cache.fill_for(7).left() > 0, "it did not run out");
+        let fill = cache.fill_for(7);
+        assert!(!fill.take(1 << 20));
+        cache.done(7, &fill);
+        assert_eq!(cache.fill_for(7).left(), 0);
+        assert!(cache.fill_for(8).left() > 0, "another shape still fills");
     }
 }

@@ -56,7 +56,7 @@ impl RowFilter {
 }
 
 /// A row's tag bytes reduced to a share number.
-fn tags_share(tags: &[u8], parts: usize) -> usize {
+pub(crate) fn tags_share(tags: &[u8], parts: usize) -> usize {
     (fnv1a(tags) % parts as u64) as usize
 }
 

@@ -3,6 +3,7 @@
 //! regexes), with its points in a time range decoded to `(ms, f64)`. A missing label counts as
 //! the empty string, as in Prometheus.
 
+use super::collect::Collector;
 use super::row_cache::{row_weight, Fill, RowPoints};
 use super::seek::{RequiredPairs, RowFilter};
 use super::{QueryEngine, QueryError};
@@ -211,7 +212,8 @@ impl QueryEngine {
 
     /// The matching series of one metric of `plan`, sorted by labels.
     pub fn select_metric(&self, plan: &MetricPlan, metric: &str, start_ms: i64, end_ms: i64) -> Result<Vec<Selected>, QueryError> {
-        self.select_metric_share(plan, metric, start_ms, end_ms, 0, 1)
+        let fill = self.rows.as_ref().map(|c| c.fill());
+        self.select_metric_share(plan, metric, start_ms, end_ms, 0, 1, fill.as_ref())
     }
 
     /// How many disjoint shares readers on `cores` cores should split one metric into (1 when
@@ -226,14 +228,26 @@ impl QueryEngine {
     }
 
     /// Share `part` of `parts` (see [`QueryEngine::shares`]) of [`QueryEngine::select_metric`]:
-    /// the shares together hold each series exactly once.
-    pub fn select_metric_share(&self, plan: &MetricPlan, metric: &str, start_ms: i64, end_ms: i64, part: usize, parts: usize) -> Result<Vec<Selected>, QueryError> {
+    /// the shares together hold each series exactly once. With `fill` (the request's allowance,
+    /// see [`super::row_cache::RowCache::fill`]), closed hours read are kept in the row cache.
+    #[allow(clippy::too_many_arguments)]
+    pub fn select_metric_share(
+        &self,
+        plan: &MetricPlan,
+        metric: &str,
+        start_ms: i64,
+        end_ms: i64,
+        part: usize,
+        parts: usize,
+        fill: Option<&Fill>,
+    ) -> Result<Vec<Selected>, QueryError> {
         // Without label matchers every series is kept: its labels are then made once, below.
         let keep = |metric: &str, tags: &[(String, String)]| {
             plan.label_ms.is_empty() || labels_match(&from_stored(metric, tags.iter().map(|(k, v)| (&**k, &**v))), &plan.label_ms)
         };
+        let ids = self.ids_of(&[metric.to_string()])?;
         let mut batch: Vec<Selected> = self
-            .select_stored(&[metric.to_string()], start_ms, end_ms, Stamps::Ms, plan.row_filter.share(&self.layout, part, parts), &keep)?
+            .select_ids(&ids, start_ms, end_ms, Stamps::Ms, &plan.row_filter, (part, parts), fill, &keep)?
             .into_iter()
             .map(|s| Selected { labels: from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v))), points: s.points })
             .collect();
@@ -255,53 +269,63 @@ impl QueryEngine {
         row_filter: RowFilter,
         keep: &dyn Fn(&str, &[(String, String)]) -> bool,
     ) -> Result<Vec<StoredSelected>, QueryError> {
-        if Window::new(start_ms, end_ms).is_none() {
-            return Ok(Vec::new());
-        }
+        let ids = self.ids_of(metrics)?;
+        let fill = self.rows.as_ref().map(|c| c.fill());
+        self.select_ids(&ids, start_ms, end_ms, stamps, &row_filter, (0, 1), fill.as_ref(), keep)
+    }
+
+    /// The metrics of `metrics` that exist, with their UIDs, in that order.
+    fn ids_of(&self, metrics: &[String]) -> Result<Vec<MetricId>, QueryError> {
         let mut ids = Vec::with_capacity(metrics.len());
         for metric in metrics {
             if let Some(uid) = self.uids.get_id(UidKind::Metric, metric)? {
                 ids.push(MetricId { uid: uid.into_vec(), name: metric.clone() });
             }
         }
-        self.select_ids(&ids, start_ms, end_ms, stamps, row_filter, keep)
+        Ok(ids)
     }
 
-    /// [`QueryEngine::select_stored`] of metrics whose UIDs are known, one scan per metric (and
-    /// salt bucket).
+    /// [`QueryEngine::select_stored`] of metrics whose UIDs are known, share `part` of `parts`
+    /// of their series, metric by metric (see [`QueryEngine::collect_metric`]).
+    #[allow(clippy::too_many_arguments)]
     fn select_ids(
         &self,
         metrics: &[MetricId],
         start_ms: i64,
         end_ms: i64,
         stamps: Stamps,
-        row_filter: RowFilter,
+        row_filter: &RowFilter,
+        share: (usize, usize),
+        fill: Option<&Fill>,
         keep: &dyn Fn(&str, &[(String, String)]) -> bool,
     ) -> Result<Vec<StoredSelected>, QueryError> {
         let mut out = Vec::new();
-        let Some(Window { start, end, first, last }) = Window::new(start_ms, end_ms) else { return Ok(out) };
+        let Some(w) = Window::new(start_ms, end_ms) else { return Ok(out) };
         for MetricId { uid, name } in metrics {
-            let scans = self.metric_scans(uid, first, last, &row_filter);
-            self.collect_rows(&scans, &|_| Some(name.as_str()), start, end, stamps, keep, &mut out)?;
+            let mut c = Collector::new(self, w.start, w.end, stamps, keep);
+            self.collect_metric(uid, name, &w, row_filter, share, fill, &mut c)?;
+            c.finish(&mut out);
         }
         Ok(out)
     }
 
     /// One scan per salt bucket over one metric's rows in `[first, last)` hours, filtered by
     /// `row_filter`.
-    fn metric_scans(&self, uid: &[u8], first: u32, last: u32, row_filter: &RowFilter) -> Vec<Scan> {
-        self.layout
-            .salt_prefixes()
-            .into_iter()
-            .map(|salt| Scan {
-                start: self.layout.metric_start(&salt, uid, first),
-                stop: self.layout.metric_start(&salt, uid, last),
-                families: vec![b"t".to_vec()],
-                row_regex: row_filter.regex.clone(),
-                seek: row_filter.seek.clone(),
-                ..Default::default()
-            })
-            .collect()
+    pub(super) fn metric_scans(&self, uid: &[u8], first: u32, last: u32, row_filter: &RowFilter) -> Vec<Scan> {
+        self.layout.salt_prefixes().into_iter().map(|salt| self.metric_scan(&salt, uid, first, last, row_filter)).collect()
+    }
+
+    /// A scan over one metric's rows under `salt` in `[first, last)` hours, filtered by
+    /// `row_filter`.
+    pub(super) fn metric_scan(&self, salt: &[u8], uid: &[u8], first: u32, last: u32, row_filter: &RowFilter) -> Scan {
+        Scan {
+            start: self.layout.metric_start(salt, uid, first),
+            stop: self.layout.metric_start(salt, uid, last),
+            families: vec![b"t".to_vec()],
+            row_regex: row_filter.regex.clone(),
+            seek: row_filter.seek.clone(),
+            ..Default::default()
+        }
     }
 
     /// The metrics of `names` that exist, with their UIDs, sorted by UID (so by row key): the
@@ -515,89 +539,26 @@ impl QueryEngine {
         Ok(WholeRead { series: out, rows, odd, full })
     }
 
-    /// The series in the rows of `scans` whose metric `name_of` names and `keep` accepts, each
-    /// once however many rows and salts it spans, onto `out`; unless `stamps` is
-    /// [`Stamps::None`], their points in `[start, end]` ms, in time order, and only those with
-    /// points.
-    #[allow(clippy::too_many_arguments)]
-    fn collect_rows<'m>(
-        &self,
-        scans: &[Scan],
-        name_of: &dyn Fn(&[u8]) -> Option<&'m str>,
-        start: u64,
-        end: u64,
-        stamps: Stamps,
-        keep: &dyn Fn(&str, &[(String, String)]) -> bool,
-        out: &mut Vec<StoredSelected>,
-    ) -> Result<(), QueryError> {
-        // Per TSUID: None = rejected, Some(i) = index in `found`.
-        let mut seen: HashMap<Vec<u8>, Option<usize>> = HashMap::new();
-        let mut found: Vec<StoredSelected> = Vec::new();
-        // Per series in `found`: whether a row of it began before its points so far.
-        let mut unsorted: Vec<bool> = Vec::new();
-        let mut tsuid = Vec::new();
+    /// The rows of `scans` (of metric `name`) onto `c`.
+    pub(super) fn scan_into(&self, scans: &[Scan], name: &str, c: &mut Collector) -> Result<(), QueryError> {
         // What went wrong inside the visitor, which can only stop the scan.
         let mut failed: Option<QueryError> = None;
         for scan in scans {
             let mut row_body = |key: &[u8], cells: &[CellRef]| -> Result<(), QueryError> {
                 let Ok(rk) = self.layout.parse(key) else { return Ok(()) };
-                let Some(metric) = name_of(rk.metric) else { return Ok(()) };
-                tsuid.clear();
-                tsuid.extend_from_slice(rk.metric);
-                tsuid.extend_from_slice(rk.tags);
-                let slot = match seen.get(tsuid.as_slice()) {
-                    Some(s) => *s,
-                    None => {
-                        let mut tags = Vec::new();
-                        for (k, v) in rk.tag_pairs() {
-                            tags.push((self.uids.get_name(UidKind::Tagk, k)?.into(), self.uids.get_name(UidKind::Tagv, v)?.into()));
-                        }
-                        let s = if keep(metric, &tags) {
-                            found.push(StoredSelected { metric: metric.to_string(), tags, points: Vec::new() });
-                            unsorted.push(false);
-                            Some(found.len() - 1)
-                        } else {
-                            None
-                        };
-                        seen.insert(tsuid.clone(), s);
-                        s
-                    }
-                };
-                let Some(i) = slot else { return Ok(()) };
-                if stamps == Stamps::None {
-                    return Ok(());
-                }
-                let pts = &mut found[i].points;
-                // Each unit its own loop: seconds are made while the row's points are in cache
-                // (a later pass over a thousand series' points found them evicted).
-                unsorted[i] |= with_columns(cells, |cols| match stamps {
-                    Stamps::Seconds => append_row(key, cols, rk.base, start, end, pts, |ts| (ts / 1000) as i64),
-                    _ => append_row(key, cols, rk.base, start, end, pts, |ts| ts as i64),
-                })?;
-                Ok(())
+                c.cells(name, key, &rk, cells)
             };
             self.store.scan_rows(&self.table, scan, &mut stop_on_error(&mut row_body, &mut failed))?;
             if let Some(e) = failed.take() {
                 return Err(e);
             }
         }
-        for (mut s, unsorted) in found.into_iter().zip(unsorted) {
-            if stamps != Stamps::None {
-                if s.points.is_empty() {
-                    continue;
-                }
-                if unsorted {
-                    s.points.sort_by_key(|p| p.0);
-                }
-            }
-            out.push(s);
-        }
         Ok(())
     }
 }
 
 /// `f` of a row's cells as stored columns; a compacted row's one cell without allocating.
-fn with_columns<'c, T>(cells: &[CellRef<'c>], f: impl FnOnce(&[StoredColumn<'c>]) -> T) -> T {
+pub(super) fn with_columns<'c, T>(cells: &[CellRef<'c>], f: impl FnOnce(&[StoredColumn<'c>]) -> T) -> T {
     fn col<'c>(c: &CellRef<'c>) -> StoredColumn<'c> {
         StoredColumn { qualifier: c.qualifier, value: c.value, ts: c.timestamp }
     }
@@ -609,7 +570,7 @@ fn with_columns<'c, T>(cells: &[CellRef<'c>], f: impl FnOnce(&[StoredColumn<'c>]
 
 /// The longest window (in closed hours) whose rows a path keeps in the row cache: a path read
 /// over days would take a ticket per hour for rows the cache could not hold anyway.
-const KEPT_HOURS_MAX: u64 = 48;
+pub(super) const KEPT_HOURS_MAX: u64 = 48;
 
 /// What [`QueryEngine::read_whole`] read: each path's points in the window (seconds), and
 /// for the cache each row's points whole (ms).
@@ -661,7 +622,7 @@ pub enum Stamps {
 /// series come in time order within a salt bucket, and each row's points are in order, so
 /// this is the only place order can break (salting, or a row holding offsets past its hour,
 /// which no OpenTSDB writes but its decoders accept).
-fn append_row(key: &[u8], cols: &[StoredColumn], base: u32, start: u64, end: u64, pts: &mut Vec<(i64, f64)>, time: impl Fn(u64) -> i64) -> Result<bool, QueryError> {
+pub(super) fn append_row(key: &[u8], cols: &[StoredColumn], base: u32, start: u64, end: u64, pts: &mut Vec<(i64, f64)>, time: impl Fn(u64) -> i64) -> Result<bool, QueryError> {
     let (mark, before) = (pts.len(), pts.last().map(|p| p.0));
     let out_of_order = |pts: &[(i64, f64)]| before.is_some_and(|b| pts.get(mark).is_some_and(|p| p.0 < b));
     let point = |ts: u64, v: DataValue| (time(ts), v.as_f64());
@@ -699,16 +660,16 @@ pub(crate) fn stop_on_error<'a>(
 
 /// A read's time window: points in `[start, end]` ms, rows from hour `first` to before `last`.
 #[derive(Clone, Copy)]
-struct Window {
-    start: u64,
-    end: u64,
-    first: u32,
-    last: u32,
+pub(super) struct Window {
+    pub(super) start: u64,
+    pub(super) end: u64,
+    pub(super) first: u32,
+    pub(super) last: u32,
 }
 
 impl Window {
     /// None for an empty window.
-    fn new(start_ms: i64, end_ms: i64) -> Option<Window> {
+    pub(super) fn new(start_ms: i64, end_ms: i64) -> Option<Window> {
         if end_ms < 0 || end_ms < start_ms {
             return None;
         }
@@ -764,17 +725,17 @@ mod tests {
     fn engine_with_cache(dir: &std::path::Path, salted: bool, cache_bytes: u64) -> QueryEngine {
         use crate::schema::column::{build_column, DataValue, RawPoint};
         use crate::store::{embedded::EmbeddedStore, RowMutations, TableNames};
-        let cache = super::super::row_cache::RowCache::new(cache_bytes, "tsdb").map(Arc::new);
+        let mut layout = crate::schema::rowkey::KeyLayout::default();
+        if salted {
+            (layout.salt_width, layout.salt_buckets) = (1, 4);
+        }
+        let cache = super::super::row_cache::RowCache::new(cache_bytes, "tsdb", layout.head_width()).map(Arc::new);
         let store: crate::store::SharedStore = Arc::new(EmbeddedStore::open(dir, &TableNames::default().specs()).unwrap());
         let store = match &cache {
             Some(c) => crate::store::watch::watched(store, c.clone()),
             None => store,
         };
         let uids = Arc::new(crate::uid::UidCore::new(store.clone(), "tsdb-uid".into(), [3, 3, 3], [true; 3]));
-        let mut layout = crate::schema::rowkey::KeyLayout::default();
-        if salted {
-            (layout.salt_width, layout.salt_buckets) = (1, 4);
-        }
         let tag = |k: &str, v: &str| [uids.assign(UidKind::Tagk, k).unwrap().into_vec(), uids.assign(UidKind::Tagv, v).unwrap().into_vec()].concat();
         let (whole, other) = (tag(PLACEHOLDER_TAGK, PLACEHOLDER_TAGV), tag("t", "v"));
         let mut rows = Vec::new();
@@ -946,6 +907,160 @@ mod tests {
         assert_eq!(first[0], stored[0].points);
         assert_eq!(second, first);
         assert_eq!(first[0].len(), 3 * 3600 - 500 + 101);
+    }
+
+    /// An engine over a fresh embedded store (salted or not) holding tagged metrics: `cpu`
+    /// with twelve hosts (tags `host`, `dc` of three values, and `rack` on every fourth) and `mem` with four, one point
+    /// every 2 minutes over hours 1000…1003 since the epoch, some hours missing for some hosts,
+    /// rows compacted or single columns in turn; with a row cache of `cache_bytes`.
+    fn tagged_engine(dir: &std::path::Path, salted: bool, cache_bytes: u64) -> QueryEngine {
+        use crate::schema::column::{build_column, RawPoint};
+        use crate::store::{embedded::EmbeddedStore, RowMutations, TableNames};
+        let mut layout = crate::schema::rowkey::KeyLayout::default();
+        if salted {
+            (layout.salt_width, layout.salt_buckets) = (1, 4);
+        }
+        let cache = super::super::row_cache::RowCache::new(cache_bytes, "tsdb", layout.head_width()).map(Arc::new);
+        let store: crate::store::SharedStore = Arc::new(EmbeddedStore::open(dir, &TableNames::default().specs()).unwrap());
+        let store = match &cache {
+            Some(c) => crate::store::watch::watched(store, c.clone()),
+            None => store,
+        };
+        let uids = Arc::new(crate::uid::UidCore::new(store.clone(), "tsdb-uid".into(), [3, 3, 3], [true; 3]));
+        let q = QueryEngine { store, uids, layout, table: "tsdb".into(), allow_delete: false, limits: Default::default(), rows: cache };
+        let mut rows = Vec::new();
+        for (metric, hosts) in [("cpu", 12i64), ("mem", 4)] {
+            for hour in 0..4i64 {
+                for host in (0..hosts).filter(|h| (h + hour) % 5 != 0) {
+                    let base = (3600 * (1000 + hour)) as u32;
+                    let key = q.layout.row_key(&tagged_tsuid(&q, metric, host), base);
+                    let pts: Vec<RawPoint> = (0..30i64).map(|i| RawPoint::encode(base as u64 + i as u64 * 120, base, DataValue::Int(host * 1000 + hour * 100 + i)).unwrap()).collect();
+                    if (host + hour) % 2 == 0 {
+                        let (qual, val) = build_column(&pts);
+                        rows.push(RowMutations::put(key, b"t", qual, val));
+                    } else {
+                        rows.extend(pts.iter().map(|p| RowMutations::put(key.clone(), b"t", p.qualifier().to_vec(), p.value_bytes().to_vec())));
+                    }
+                }
+            }
+        }
+        q.store.mutate("tsdb", rows).unwrap();
+        q
+    }
+
+    /// The TSUID of `metric`'s series on host `host` (UIDs assigned as needed).
+    fn tagged_tsuid(q: &QueryEngine, metric: &str, host: i64) -> Vec<u8> {
+        let id = |kind, name: &str| q.uids.get_or_create(kind, name).unwrap().into_vec();
+        let mut pairs = vec![
+            [id(UidKind::Tagk, "host"), id(UidKind::Tagv, &format!("h{host}"))].concat(),
+            [id(UidKind::Tagk, "dc"), id(UidKind::Tagv, &format!("d{}", host % 3))].concat(),
+        ];
+        if host % 4 == 0 {
+            pairs.push([id(UidKind::Tagk, "rack"), id(UidKind::Tagv, "r1")].concat());
+        }
+        pairs.sort();
+        [vec![id(UidKind::Metric, metric)], pairs].concat().concat()
+    }
+
+    /// `q`'s selection of `metrics`, share by share, merged and sorted by series.
+    fn select_shares(q: &QueryEngine, metrics: &[&str], start: i64, end: i64, stamps: Stamps, filter: &RowFilter, parts: usize) -> Vec<StoredSelected> {
+        let names: Vec<String> = metrics.iter().map(|m| m.to_string()).collect();
+        let ids = q.ids_of(&names).unwrap();
+        let fill = q.rows.as_ref().map(|c| c.fill());
+        let keep = |_: &str, _: &[(String, String)]| true;
+        let mut all: Vec<StoredSelected> = (0..parts).flat_map(|part| q.select_ids(&ids, start, end, stamps, filter, (part, parts), fill.as_ref(), &keep).unwrap()).collect();
+        all.sort_by(|a, b| (&a.metric, &a.tags).cmp(&(&b.metric, &b.tags)));
+        all
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+        /// Tagged series read through the row cache's hour entries answer as the store does
+        /// without a cache: for any window, salting, cache size (hours kept whole, in part or
+        /// not at all), share count, filter (none; a tag required, filtered in memory; a value
+        /// required, read past the cache) and unit; with hours cached before by another window;
+        /// and after writes to cached hours (a point in a cached row, a series new to an hour).
+        #[test]
+        fn tagged_reads_through_hour_entries_answer_as_the_store(
+            from in 0i64..(4 * 3600 + 600),
+            len in 1i64..(4 * 3600),
+            salted: bool,
+            cache in proptest::prop_oneof![proptest::strategy::Just(0u64), 1_000u64..400_000, proptest::strategy::Just(4u64 << 20)],
+            parts in 1usize..4,
+            filter_kind in 0u8..3,
+            seconds: bool,
+            warm_from in 0i64..(4 * 3600),
+            warm_len in 1i64..(4 * 3600),
+            write_hour in 0i64..4,
+            write_host in 0i64..14,
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let q = tagged_engine(dir.path(), salted, cache);
+            let plain = QueryEngine { store: q.store.clone(), uids: q.uids.clone(), layout: q.layout, table: q.table.clone(), allow_delete: false, limits: Default::default(), rows: None };
+            let id = |kind, name: &str| q.uids.get_id(kind, name).unwrap().unwrap().into_vec();
+            let filter = match filter_kind {
+                0 => RowFilter::default(),
+                1 => RowFilter::for_pairs(&q.layout, [(id(UidKind::Tagk, "rack"), None)].into_iter().collect()),
+                _ => RowFilter::for_pairs(&q.layout, [(id(UidKind::Tagk, "dc"), Some(vec![id(UidKind::Tagv, "d1")]))].into_iter().collect()),
+            };
+            let stamps = if seconds { Stamps::Seconds } else { Stamps::Ms };
+            let ms = |s: i64| (3600 * 1000 + s) * 1000;
+            let (start, end) = (ms(from), ms(from) + len * 1000);
+            let metrics = ["cpu", "mem"];
+            select_shares(&q, &metrics, ms(warm_from), ms(warm_from) + warm_len * 1000, stamps, &RowFilter::default(), parts);
+            let want = select_shares(&plain, &metrics, start, end, stamps, &filter, 1);
+            proptest::prop_assert_eq!(&select_shares(&q, &metrics, start, end, stamps, &filter, parts), &want);
+            proptest::prop_assert_eq!(&select_shares(&q, &metrics, start, end, stamps, &filter, parts), &want, "again, from what the first kept");
+            // A point into a row (existing or not: hosts 12 and 13 are new to cpu).
+            let base = (3600 * (1000 + write_hour)) as u32;
+            let p = crate::schema::column::RawPoint::encode(base as u64 + 61, base, DataValue::Int(-5)).unwrap();
+            let key = q.layout.row_key(&tagged_tsuid(&q, "cpu", write_host), base);
+            q.store.mutate("tsdb", vec![crate::store::RowMutations::put(key, b"t", p.qualifier().to_vec(), p.value_bytes().to_vec())]).unwrap();
+            let want = select_shares(&plain, &metrics, start, end, stamps, &filter, 1);
+            proptest::prop_assert_eq!(select_shares(&q, &metrics, start, end, stamps, &filter, parts), want, "after a write");
+        }
+    }
+
+    /// A tagged read keeps its closed hours whole, one entry per hour and salt, and the next
+    /// read takes them from there; a write to an hour drops that hour's entry alone.
+    #[test]
+    fn tagged_hours_are_kept_whole_and_dropped_on_write() {
+        use super::super::row_cache::hour_key;
+        let dir = tempfile::tempdir().unwrap();
+        let q = tagged_engine(dir.path(), false, 4 << 20);
+        let cache = q.rows.clone().unwrap();
+        let uid = q.uids.get_id(UidKind::Metric, "cpu").unwrap().unwrap().into_vec();
+        let hour = |h: u32| 3600 * (1000 + h);
+        let entry = |h: u32| cache.get_hour(&hour_key(&q.layout.metric_start(&[], &uid, hour(h)))).map(|rows| rows.len());
+        // Hours 1 and 2, a few minutes of each.
+        let (start, end) = ((hour(1) as i64 + 3000) * 1000, (hour(2) as i64 + 300) * 1000);
+        let first = select_shares(&q, &["cpu"], start, end, Stamps::Ms, &RowFilter::default(), 1);
+        assert_eq!((entry(0), entry(1), entry(2), entry(3)), (None, Some(10), Some(10), None), "every row of the hours read, none else");
+        assert_eq!(first.len(), 12, "each host has a row in one of the two hours");
+        let (hits, _, bytes) = cache.stats();
+        assert!(bytes > 20 * 30 * 16);
+        assert_eq!(select_shares(&q, &["cpu"], start, end, Stamps::Ms, &RowFilter::default(), 1), first);
+        assert_eq!(cache.stats().0, hits + 2, "both hours from the cache");
+        let p = crate::schema::column::RawPoint::encode(hour(2) as u64 + 5, hour(2), DataValue::Int(-5)).unwrap();
+        // Host 3 has no row in hour 2: the write makes one.
+        let key = q.layout.row_key(&tagged_tsuid(&q, "cpu", 3), hour(2));
+        q.store.mutate("tsdb", vec![crate::store::RowMutations::put(key, b"t", p.qualifier().to_vec(), p.value_bytes().to_vec())]).unwrap();
+        assert_eq!((entry(1), entry(2)), (Some(10), None), "the written hour alone is dropped");
+        let after = select_shares(&q, &["cpu"], start, end, Stamps::Ms, &RowFilter::default(), 1);
+        let h3 = after.iter().find(|s| s.tags.contains(&("host".to_string(), "h3".to_string()))).unwrap();
+        assert_eq!(h3.points.last(), Some(&((hour(2) as i64 + 5) * 1000, -5.0)), "{h3:?}");
+        assert_eq!(entry(2), Some(11), "kept again, with the new row");
+        // The open hour is read, not kept.
+        let now = base_time(crate::query::time::now_ms() / 1000);
+        let p = crate::schema::column::RawPoint::encode(now as u64 + 1, now, DataValue::Int(7)).unwrap();
+        let key = q.layout.row_key(&tagged_tsuid(&q, "cpu", 1), now);
+        q.store.mutate("tsdb", vec![crate::store::RowMutations::put(key, b"t", p.qualifier().to_vec(), p.value_bytes().to_vec())]).unwrap();
+        let got = select_shares(&q, &["cpu"], now as i64 * 1000, (now as i64 + 3599) * 1000, Stamps::Ms, &RowFilter::default(), 1);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].points, [((now as i64 + 1) * 1000, 7.0)]);
+        if base_time(crate::query::time::now_ms() / 1000) == now {
+            assert!(cache.get_hour(&hour_key(&q.layout.metric_start(&[], &uid, now))).is_none());
+        }
     }
 
     #[test]

@@ -1,15 +1,17 @@
 //! One metric's rows read through the row cache's hour entries (see [`super::row_cache`]):
 //! each closed hour of the window (per salt bucket) is taken from its entry when one is kept;
 //! otherwise it is read from the store whole (every row of the metric in that hour, unfiltered)
-//! and kept, while the request's allowance lasts. The caller's filter (required tag pairs,
-//! share of the series) is then applied to each row's key in memory, as the store would have
-//! applied it to the scan. The open hour, and hours not kept, are read as before.
+//! and kept, while the request's allowance lasts and once the hour has gone quiet. The caller's
+//! filter (required tag pairs, share of the series) is then applied to each row's key in
+//! memory, as the store would have applied it to the scan. The open hour, and hours not kept,
+//! are read as before.
 //!
-//! A PromQL dashboard panel over a thousand series then decodes nothing on a redraw: reading
-//! and decoding the rows was about a third of `avg by (dc) (avg_over_time(x[1m]))`'s CPU.
+//! A PromQL panel over a thousand series then decodes only its open hour on a redraw:
+//! reading and decoding the rows was about a third of `avg by (dc) (avg_over_time(x[1m]))`'s
+//! CPU.
 
 use super::collect::Collector;
-use super::row_cache::{hour_key, hour_weight, row_weight, Fill, HourRows};
+use super::row_cache::{hour_key, hour_key_weight, hour_row_weight, Fill, HourRows, RowCache};
 use super::seek::{tags_share, RowFilter};
 use super::select::{append_row, stop_on_error, with_columns, Stamps, Window, KEPT_HOURS_MAX};
 use super::{QueryEngine, QueryError};
@@ -21,10 +23,15 @@ use std::sync::Arc;
 enum Hour {
     /// Taken from its entry.
     Kept(HourRows),
-    /// Read whole and kept: the entry's key and the ticket taken before the read.
-    Fill(Vec<u8>, u64),
+    /// Read whole and kept, under this key.
+    Fill(Vec<u8>),
     /// Read through the caller's filter, as without the cache.
     Read,
+}
+
+/// The hour after `h`, at most the last one a row key can name.
+fn next(h: u32) -> u32 {
+    (h as u64 + ROW_SPAN).min(u32::MAX as u64) as u32
 }
 
 impl QueryEngine {
@@ -42,19 +49,24 @@ impl QueryEngine {
         fill: Option<&Fill>,
         c: &mut Collector,
     ) -> Result<(), QueryError> {
+        let shared = filter.share(&self.layout, part, parts);
         let hours = (w.last as u64 - w.first as u64) / ROW_SPAN;
-        // A narrow filter seeks to a few series' rows: reading the hour whole would cost more
-        // than it saves. Long windows would look up an entry per hour for little.
+        // A narrow filter seeks to a few series' rows, which costs less than looking through
+        // every row of an hour (and reading the hour whole to keep it would cost more still).
+        // Long windows would look up an entry per hour for little.
         let cache = self.rows.as_deref().filter(|_| !filter.narrow && hours <= KEPT_HOURS_MAX);
-        let regex = filter.regex.as_deref().map(crate::store::embedded::compile_row_regex).transpose();
+        // The store applies the regex only to scans without a seeker: so does this.
+        let regex = filter.regex.as_deref().filter(|_| filter.seek.is_none()).map(crate::store::embedded::compile_row_regex).transpose();
         let (Some(cache), Ok(regex)) = (cache, regex) else {
-            let scans = self.metric_scans(uid, w.first, w.last, &filter.share(&self.layout, part, parts));
+            let scans = self.metric_scans(uid, w.first, w.last, &shared);
             return self.scan_into(&scans, name, c);
         };
-        let shared = filter.share(&self.layout, part, parts);
-        // What the store's scan would pass: the seeker takes the row, and the regex matches.
-        let passes = |key: &[u8]| filter.seek.as_ref().is_none_or(|s| (s.0)(key) == RowSeek::Take) && regex.as_ref().is_none_or(|r| r.is_match(key));
+        let passes = |key: &[u8]| match &filter.seek {
+            Some(s) => (s.0)(key) == RowSeek::Take,
+            None => regex.as_ref().is_none_or(|r| r.is_match(key)),
+        };
         let mine = |tags: &[u8]| parts <= 1 || tags_share(tags, parts) == part;
+        let wanted = |key: &[u8], tags: &[u8]| mine(tags) && passes(key);
         // Only the open hour's rows change at every flush; no points, nothing worth keeping.
         let open = base_time(crate::query::time::now_ms() / 1000);
         let fill = fill.filter(|_| c.stamps() != Stamps::None);
@@ -72,9 +84,8 @@ impl QueryEngine {
                         return (h, Hour::Kept(rows));
                     }
                     // Readers of other shares read the same hours: each fills its own of them.
-                    if fill.is_some_and(|f| f.left() > 0) && i % parts.max(1) == part {
-                        let t = cache.ticket(&k);
-                        return (h, Hour::Fill(k, t));
+                    if fill.is_some() && i % parts.max(1) == part && cache.keeps(&k) {
+                        return (h, Hour::Fill(k));
                     }
                     (h, Hour::Read)
                 })
@@ -90,24 +101,27 @@ impl QueryEngine {
                             key.clear();
                             key.extend_from_slice(&head);
                             key.extend_from_slice(tags);
-                            if mine(tags) && passes(&key) {
+                            if wanted(&key, tags) {
                                 c.whole(name, uid, tags, points)?;
                             }
                         }
                     }
-                    Hour::Fill(k, ticket) => {
-                        let fill = fill.expect("planned with an allowance");
-                        if let Some(rows) = self.read_hour(&salt, uid, *h, name, &|key, tags| mine(tags) && passes(key), fill, c)? {
-                            if fill.take(hour_weight(k.len(), &rows)) {
-                                cache.put_hour(k.clone(), *ticket, rows);
+                    Hour::Fill(k) if fill.is_some_and(|f| f.left() > 0) => {
+                        let fill = fill.expect("checked");
+                        // Taken just before the read: the longer before, the likelier a flush
+                        // of other rows of its stripe outdates it.
+                        let ticket = cache.ticket(k);
+                        if let Some((rows, taken)) = self.read_hour(&salt, uid, *h, name, &wanted, (cache, fill, hour_key_weight(k.len())), c)? {
+                            if !cache.put_hour(k.clone(), ticket, rows) {
+                                fill.give(taken);
                             }
                         }
                     }
-                    Hour::Read => {
+                    Hour::Fill(_) | Hour::Read => {
                         // With the hours after it that are read too, in one scan.
-                        let mut to = h + ROW_SPAN as u32;
+                        let mut to = next(*h);
                         while at < plan.len() && matches!(plan[at].1, Hour::Read) {
-                            to = plan[at].0 + ROW_SPAN as u32;
+                            to = next(plan[at].0);
                             at += 1;
                         }
                         let scan = self.metric_scan(&salt, uid, *h, to, &shared);
@@ -120,46 +134,68 @@ impl QueryEngine {
     }
 
     /// Every row of metric `uid` in hour `h` under `salt`, decoded whole; those `wanted` (by
-    /// key and tag bytes) onto `c`. The rows to keep, unless one of them may not be kept: it
-    /// does not decode whole, or is not based at `h` (a write to it would not name this hour);
-    /// or they outweigh what is left of `fill` (then they are not gathered at all).
-    #[allow(clippy::too_many_arguments)]
-    fn read_hour(&self, salt: &[u8], uid: &[u8], h: u32, name: &str, wanted: &dyn Fn(&[u8], &[u8]) -> bool, fill: &Fill, c: &mut Collector) -> Result<Option<HourRows>, QueryError> {
-        let room = fill.left();
-        let mut weight = 0;
-        let scan = self.metric_scan(salt, uid, h, h + ROW_SPAN as u32, &RowFilter::default());
+    /// key and tag bytes) onto `c`. The rows to keep, with the allowance taken from `fill` for
+    /// them (from the key's part, `base`, on), unless one of them may not be kept: it does not
+    /// decode whole, or is not based at `h` (a write to it would not name this hour); or they
+    /// outweigh what the allowance or the cache can take. Then the allowance is given back, and
+    /// the rest of the hour is decoded as without the cache: the wanted rows, in the window.
+    fn read_hour(
+        &self,
+        salt: &[u8],
+        uid: &[u8],
+        h: u32,
+        name: &str,
+        wanted: &dyn Fn(&[u8], &[u8]) -> bool,
+        (cache, fill, base): (&RowCache, &Fill, u64),
+        c: &mut Collector,
+    ) -> Result<Option<(HourRows, u64)>, QueryError> {
+        let scan = self.metric_scan(salt, uid, h, next(h), &RowFilter::default());
         let mut rows = Vec::new();
-        let mut whole = true;
+        let mut whole = fill.take(base);
+        let mut taken = if whole { base } else { 0 };
         let mut failed = None;
         let mut body = |key: &[u8], cells: &[CellRef]| -> Result<(), QueryError> {
             let Ok(rk) = self.layout.parse(key) else { return Ok(()) };
             let want = wanted(key, rk.tags);
             let mut all = Vec::new();
-            let decoded = with_columns(cells, |cols| append_row(key, cols, rk.base, 0, u64::MAX, &mut all, |ts| ts as i64)).is_ok();
-            if !decoded || rk.base != h || !all.is_sorted_by_key(|p| p.0) {
-                // Read for the window alone, as without the cache; the hour is not kept.
-                whole = false;
+            let kept = whole
+                && rk.base == h
+                && with_columns(cells, |cols| append_row(key, cols, rk.base, 0, u64::MAX, &mut all, |ts| ts as i64)).is_ok()
+                && all.is_sorted_by_key(|p| p.0)
+                && {
+                    let w = hour_row_weight(rk.tags.len(), all.len());
+                    if taken + w > cache.max_entry() {
+                        fill.ran_out();
+                    }
+                    taken + w <= cache.max_entry() && fill.take(w) && {
+                        taken += w;
+                        true
+                    }
+                };
+            if !kept {
+                // Not kept: what was taken goes back, and this row and the rest are read
+                // for the window alone, as without the cache.
+                if whole {
+                    whole = false;
+                    fill.give(taken);
+                    taken = 0;
+                    rows = Vec::new();
+                }
                 return if want { c.cells(name, key, &rk, cells) } else { Ok(()) };
             }
             if want {
                 c.whole(name, rk.metric, rk.tags, &all)?;
             }
-            if whole {
-                weight += row_weight(rk.tags.len(), all.len());
-                if weight > room {
-                    fill.ran_out();
-                    whole = false;
-                    rows = Vec::new();
-                } else {
-                    rows.push((Box::from(rk.tags), Arc::from(all)));
-                }
-            }
+            rows.push((Box::from(rk.tags), Arc::from(all)));
             Ok(())
         };
         self.store.scan_rows(&self.table, &scan, &mut stop_on_error(&mut body, &mut failed))?;
         if let Some(e) = failed {
+            if whole {
+                fill.give(taken);
+            }
             return Err(e);
         }
-        Ok(whole.then(|| Arc::from(rows)))
+        Ok(whole.then(|| (Arc::from(rows), taken)))
     }
 }

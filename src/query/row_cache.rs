@@ -28,7 +28,8 @@ pub type HourRows = Arc<[(Box<[u8]>, RowPoints)]>;
 #[derive(Clone)]
 enum Kept {
     Row(RowPoints),
-    Hour(HourRows),
+    /// With its weight: the cache weighs an entry again whenever it moves one.
+    Hour(HourRows, u64),
 }
 
 /// Appended to a row key's head (salt, metric, hour) to name the hour's entry. A row key with
@@ -49,6 +50,22 @@ const FILL_SHARE: u64 = 2;
 /// row's weight, for the cache's estimate of how many it holds.
 const TYPICAL_ROW: u64 = 360 * 16 + ENTRY_OVERHEAD + 20;
 
+/// An hour written within this long is not kept: it is being written (a backfill, a burst of
+/// late points, the ingest of an archive), and what a query keeps would be dropped by the
+/// next flush, or by the compaction after it. A bench query polled during an ingest of
+/// history kept 16 MiB that way, all of it dropped before it was read again.
+pub const QUIET: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A ticket that keeps nothing: no stripe ever counts that many writes.
+const NOT_KEPT: u64 = u64::MAX;
+
+/// Hours remembered as written, past which those written before [`QUIET`] are forgotten.
+const RECENT_MAX: usize = 64;
+
+/// How long a request shape that ran out of allowance fills nothing (see
+/// [`RowCache::fill_for`]).
+const SHAPE_BAR: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Request shapes remembered as running out of allowance, at most.
 const SHAPES_MAX: usize = 1024;
 
@@ -66,7 +83,7 @@ impl quick_cache::Weighter<Vec<u8>, Kept> for Weight {
     fn weight(&self, key: &Vec<u8>, kept: &Kept) -> u64 {
         match kept {
             Kept::Row(points) => row_weight(key.len(), points.len()),
-            Kept::Hour(rows) => hour_weight(key.len(), rows),
+            Kept::Hour(_, weight) => *weight,
         }
     }
 }
@@ -76,10 +93,19 @@ pub fn row_weight(key_len: usize, points: usize) -> u64 {
     (key_len + points * std::mem::size_of::<(i64, f64)>()) as u64 + ENTRY_OVERHEAD
 }
 
-/// An hour entry's weight in the cache's budget.
+/// An hour entry's weight in the cache's budget: its key's part, and its rows'.
 pub fn hour_weight(key_len: usize, rows: &[(Box<[u8]>, RowPoints)]) -> u64 {
-    let each: u64 = rows.iter().map(|(tags, p)| (tags.len() + p.len() * std::mem::size_of::<(i64, f64)>()) as u64 + HOUR_ROW_OVERHEAD).sum();
-    key_len as u64 + each + ENTRY_OVERHEAD
+    hour_key_weight(key_len) + rows.iter().map(|(tags, p)| hour_row_weight(tags.len(), p.len())).sum::<u64>()
+}
+
+/// The part of an hour entry's weight its key and slot make.
+pub fn hour_key_weight(key_len: usize) -> u64 {
+    key_len as u64 + ENTRY_OVERHEAD
+}
+
+/// The part of an hour entry's weight one of its rows makes.
+pub fn hour_row_weight(tags_len: usize, points: usize) -> u64 {
+    (tags_len + points * std::mem::size_of::<(i64, f64)>()) as u64 + HOUR_ROW_OVERHEAD
 }
 
 /// The key of the hour entry whose rows start with `head` (salt, metric UID, base time).
@@ -101,8 +127,12 @@ pub struct RowCache {
     /// Whether anything was ever put: until then a write has nothing to drop (ingest alone
     /// skips the cache's locks).
     used: AtomicBool,
+    /// When each hour was last written (hours written within `quiet_for`, and some older).
+    recent: Mutex<std::collections::HashMap<u32, std::time::Instant>>,
+    /// How long an hour must go unwritten before its rows are kept ([`QUIET`]).
+    pub quiet_for: std::time::Duration,
     /// Shapes of requests that ran out of allowance (see [`RowCache::fill_for`]).
-    overflowing: Mutex<std::collections::HashSet<u64>>,
+    overflowing: Mutex<std::collections::HashMap<u64, std::time::Instant>>,
     /// Look-ups answered, and not, for `/api/stats`.
     hits: AtomicU64,
     misses: AtomicU64,
@@ -118,7 +148,7 @@ impl RowCache {
                     .estimated_items_capacity((bytes / TYPICAL_ROW).max(16) as usize)
                     .weight_capacity(bytes)
                     // Each shard holds its share of the budget and refuses an entry heavier
-                    // than that: an hour of a thousand series every 10 s weighs ~6 MB.
+                    // than 97 % of that: an hour of a thousand series every 10 s weighs ~6 MB.
                     .shards(SHARDS)
                     .build()
                     .expect("capacities set"),
@@ -131,6 +161,8 @@ impl RowCache {
             writes: (0..STRIPES).map(|_| Mutex::new(0)).collect(),
             bytes,
             used: AtomicBool::new(false),
+            recent: Mutex::new(Default::default()),
+            quiet_for: QUIET,
             overflowing: Mutex::new(Default::default()),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
@@ -144,18 +176,20 @@ impl RowCache {
     /// What one request may put in the cache, in its weight: a request reading more (every
     /// path over days) would only evict what the next one needs.
     pub fn fill(&self) -> Fill {
-        Fill { left: AtomicI64::new((self.bytes / FILL_SHARE) as i64), ran_out: AtomicBool::new(false) }
+        Fill { left: AtomicI64::new((self.bytes / FILL_SHARE) as i64), ran_out: AtomicBool::new(false), barred: false }
     }
 
     /// [`RowCache::fill`] for a request of a given shape (a hash of what it reads), nothing
-    /// when a request of that shape ran out of allowance before: each would otherwise put in
-    /// what the last one put in, evicting it before it was read again (a `sum(rate(…))` over
-    /// ten metrics of a thousand series each took 18 % longer so). What is kept still serves
-    /// it. Give the allowance back to [`RowCache::done`].
+    /// for [`SHAPE_BAR`] after a request of that shape ran out of allowance: each would
+    /// otherwise put in what the last one put in, evicting it before it was read again (a
+    /// `sum(rate(…))` over ten metrics of a thousand series each took 18 % longer so). What
+    /// is kept still serves it meanwhile; then it fills again (newly closed hours, for a
+    /// dashboard's moving window). Give the allowance back to [`RowCache::done`].
     pub fn fill_for(&self, shape: u64) -> Fill {
-        let fill = self.fill();
-        if self.overflowing.lock().contains(&shape) {
+        let mut fill = self.fill();
+        if self.overflowing.lock().get(&shape).is_some_and(|at| at.elapsed() < SHAPE_BAR) {
             fill.left.store(0, Ordering::Relaxed);
+            fill.barred = true;
         }
         fill
     }
@@ -163,11 +197,15 @@ impl RowCache {
     /// Notes the shape of a request whose allowance ran out (see [`RowCache::fill_for`]).
     pub fn done(&self, shape: u64, fill: &Fill) {
         if fill.ran_out.load(Ordering::Relaxed) {
+            let now = std::time::Instant::now();
             let mut shapes = self.overflowing.lock();
             if shapes.len() >= SHAPES_MAX {
-                shapes.clear();
+                shapes.retain(|_, at| now.duration_since(*at) < SHAPE_BAR);
+                if shapes.len() >= SHAPES_MAX {
+                    shapes.clear();
+                }
             }
-            shapes.insert(shape);
+            shapes.insert(shape, now);
         }
     }
 
@@ -184,7 +222,7 @@ impl RowCache {
     /// The rows of the hour entry `key` ([`hour_key`]) as last read, unless one was written since.
     pub fn get_hour(&self, key: &[u8]) -> Option<HourRows> {
         let got = match self.cache.get(key) {
-            Some(Kept::Hour(rows)) => Some(rows),
+            Some(Kept::Hour(rows, _)) => Some(rows),
             _ => None,
         };
         self.count(got.is_some());
@@ -202,9 +240,24 @@ impl RowCache {
     }
 
     /// To be taken before the row (or hour) is read and given back to [`RowCache::put`] (or
-    /// [`RowCache::put_hour`]).
+    /// [`RowCache::put_hour`]). One that keeps nothing when its hour was written lately.
     pub fn ticket(&self, row: &[u8]) -> u64 {
-        *self.stripe(row).lock()
+        let written = self.stripe(row).lock();
+        match self.hour_of(row) {
+            Some(h) if !self.quiet(h) => NOT_KEPT,
+            _ => *written,
+        }
+    }
+
+    /// The base hour of a row key, or of an hour entry's key.
+    fn hour_of(&self, key: &[u8]) -> Option<u32> {
+        let at = self.head.checked_sub(4)?;
+        key.get(at..self.head).map(|b| u32::from_be_bytes(b.try_into().expect("four bytes")))
+    }
+
+    /// Whether no write to hour `h` was heard for [`QUIET`].
+    fn quiet(&self, h: u32) -> bool {
+        self.recent.lock().get(&h).is_none_or(|at| at.elapsed() >= self.quiet_for)
     }
 
     /// Keeps the row's points as read after `ticket` was taken, unless a write to a row of its
@@ -215,16 +268,30 @@ impl RowCache {
     }
 
     /// [`RowCache::put`] for an hour entry: `rows` as read after `ticket` was taken on `key`.
-    pub fn put_hour(&self, key: Vec<u8>, ticket: u64, rows: HourRows) {
-        self.put_kept(key, ticket, Kept::Hour(rows));
+    /// Whether they were put.
+    pub fn put_hour(&self, key: Vec<u8>, ticket: u64, rows: HourRows) -> bool {
+        let weight = hour_weight(key.len(), &rows);
+        self.put_kept(key, ticket, Kept::Hour(rows, weight))
     }
 
-    fn put_kept(&self, key: Vec<u8>, ticket: u64, kept: Kept) {
+    fn put_kept(&self, key: Vec<u8>, ticket: u64, kept: Kept) -> bool {
         let writes = self.stripe(&key).lock();
-        if *writes == ticket {
-            self.used.store(true, Ordering::Relaxed);
-            self.cache.insert(key, kept);
+        if *writes != ticket {
+            return false;
         }
+        self.used.store(true, Ordering::Relaxed);
+        self.cache.insert(key, kept);
+        true
+    }
+
+    /// Whether what is read of `key`'s hour now may be kept (its hour has gone quiet).
+    pub fn keeps(&self, key: &[u8]) -> bool {
+        self.hour_of(key).is_none_or(|h| self.quiet(h))
+    }
+
+    /// The heaviest entry the cache takes: each shard refuses one heavier than about its share.
+    pub fn max_entry(&self) -> u64 {
+        self.bytes / SHARDS as u64 * 9 / 10
     }
 
     /// Heard a write to `key` (a row, or the hour entry of one): a read that took its ticket
@@ -245,6 +312,8 @@ pub struct Fill {
     left: AtomicI64,
     /// Something read was not kept for want of allowance.
     ran_out: AtomicBool,
+    /// No allowance, for a request of a shape that ran out lately (see [`RowCache::fill_for`]).
+    barred: bool,
 }
 
 impl Fill {
@@ -262,9 +331,17 @@ impl Fill {
         left
     }
 
-    /// Notes that something read was not kept for want of allowance.
+    /// Notes that something read was not kept for want of allowance (not for a barred request,
+    /// which was given none).
     pub fn ran_out(&self) {
-        self.ran_out.store(true, Ordering::Relaxed);
+        if !self.barred {
+            self.ran_out.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Gives back what was taken for what was not kept after all.
+    pub fn give(&self, weight: u64) {
+        self.left.fetch_add(weight as i64, Ordering::Relaxed);
     }
 
     /// Takes `weight` from the allowance; false (and nothing taken, running out noted) once it
@@ -286,6 +363,24 @@ impl RowWatcher for RowCache {
     }
 
     fn written(&self, _table: &str, rows: &[&[u8]]) {
+        // The hours written, noted first: a reader that finds its hour quiet after this takes
+        // a ticket the drops below will outdate, or reads what was written.
+        let mut hours: Vec<u32> = Vec::new();
+        for h in rows.iter().filter_map(|r| self.hour_of(r)) {
+            if !hours.contains(&h) {
+                hours.push(h);
+            }
+        }
+        if !hours.is_empty() {
+            let now = std::time::Instant::now();
+            let mut recent = self.recent.lock();
+            if recent.len() > RECENT_MAX {
+                recent.retain(|_, at| now.duration_since(*at) < self.quiet_for);
+            }
+            for h in hours {
+                recent.insert(h, now);
+            }
+        }
         let mut hour = Vec::with_capacity(self.head + HOUR_MARK.len());
         for row in rows {
             self.drop_written(row);
@@ -368,7 +463,35 @@ mod tests {
         let fill = cache.fill_for(7);
         assert!(!fill.take(1 << 20));
         cache.done(7, &fill);
-        assert_eq!(cache.fill_for(7).left(), 0);
+        let barred = cache.fill_for(7);
+        assert_eq!(barred.left(), 0);
+        cache.done(7, &barred);
         assert!(cache.fill_for(8).left() > 0, "another shape still fills");
+        // Barred for a while, then filling again.
+        cache.overflowing.lock().insert(7, std::time::Instant::now() - SHAPE_BAR);
+        assert!(cache.fill_for(7).left() > 0, "it fills again once barred for SHAPE_BAR");
+    }
+
+    #[test]
+    fn an_hour_written_lately_is_not_kept() {
+        let mut cache = RowCache::new(1 << 20, "tsdb", 7).unwrap();
+        cache.quiet_for = std::time::Duration::from_millis(300);
+        let cache = Arc::new(cache);
+        let (_dir, store) = store(&cache);
+        // Keys: a 3-byte metric, then the hour (4 bytes), then tags.
+        let key = |hour: u32, tags: &[u8]| [&b"met"[..], &hour.to_be_bytes(), tags].concat();
+        let (row, other) = (key(7200, b"ab"), key(3600, b"ab"));
+        store.mutate("tsdb", vec![RowMutations::put(row.clone(), b"t", vec![0, 0], vec![1])]).unwrap();
+        let hour = hour_key(&row[..7]);
+        assert!(!cache.keeps(&hour));
+        assert!(!cache.put_hour(hour.clone(), cache.ticket(&hour), Arc::from(Vec::new())));
+        cache.put(row.clone(), cache.ticket(&row), Arc::from(vec![(0, 1.0)]));
+        assert!(cache.get_hour(&hour).is_none() && cache.get(&row).is_none(), "the hour was just written");
+        cache.put(other.clone(), cache.ticket(&other), Arc::from(vec![(0, 1.0)]));
+        assert!(cache.get(&other).is_some(), "another hour is quiet");
+        std::thread::sleep(std::time::Duration::from_millis(350));
+        assert!(cache.keeps(&hour));
+        assert!(cache.put_hour(hour.clone(), cache.ticket(&hour), Arc::from(Vec::new())));
+        assert!(cache.get_hour(&hour).is_some(), "quiet by now");
     }
 }

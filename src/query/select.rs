@@ -187,12 +187,14 @@ impl QueryEngine {
         let label_ms: Vec<Matcher> = matchers.iter().filter(|m| m.name != METRIC_NAME).cloned().collect();
         let metrics = self.candidate_metrics(matchers)?;
         let Some(row_filter) = self.required_pairs(&label_ms)? else { return Ok(Vec::new()) };
+        // One call per selector of a request: its allowance for the row cache.
+        let fill = self.rows.as_ref().map(|c| c.fill());
         // Without label matchers every series is kept: its labels are then made once, below.
         let keep = |metric: &str, tags: &[(String, String)]| {
             label_ms.is_empty() || labels_match(&from_stored(metric, tags.iter().map(|(k, v)| (&**k, &**v))), &label_ms)
         };
         let mut out: Vec<Selected> = self
-            .select_stored(&metrics, start_ms, end_ms, if with_points { Stamps::Ms } else { Stamps::None }, row_filter, &keep)?
+            .select_stored(&metrics, start_ms, end_ms, if with_points { Stamps::Ms } else { Stamps::None }, row_filter, fill.as_ref(), &keep)?
             .into_iter()
             .map(|s| Selected { labels: from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v))), points: s.points })
             .collect();
@@ -267,11 +269,11 @@ impl QueryEngine {
         end_ms: i64,
         stamps: Stamps,
         row_filter: RowFilter,
+        fill: Option<&Fill>,
         keep: &dyn Fn(&str, &[(String, String)]) -> bool,
     ) -> Result<Vec<StoredSelected>, QueryError> {
         let ids = self.ids_of(metrics)?;
-        let fill = self.rows.as_ref().map(|c| c.fill());
-        self.select_ids(&ids, start_ms, end_ms, stamps, &row_filter, (0, 1), fill.as_ref(), keep)
+        self.select_ids(&ids, start_ms, end_ms, stamps, &row_filter, (0, 1), fill, keep)
     }
 
     /// The metrics of `metrics` that exist, with their UIDs, in that order.
@@ -729,7 +731,11 @@ mod tests {
         if salted {
             (layout.salt_width, layout.salt_buckets) = (1, 4);
         }
-        let cache = super::super::row_cache::RowCache::new(cache_bytes, "tsdb", layout.head_width()).map(Arc::new);
+        // Rows are read right after they are written here: kept without waiting for quiet.
+        let cache = super::super::row_cache::RowCache::new(cache_bytes, "tsdb", layout.head_width()).map(|mut c| {
+            c.quiet_for = std::time::Duration::ZERO;
+            Arc::new(c)
+        });
         let store: crate::store::SharedStore = Arc::new(EmbeddedStore::open(dir, &TableNames::default().specs()).unwrap());
         let store = match &cache {
             Some(c) => crate::store::watch::watched(store, c.clone()),
@@ -804,7 +810,7 @@ mod tests {
             proptest::prop_assert_eq!(&again, &got);
             let placeholder = [(PLACEHOLDER_TAGK.to_string(), PLACEHOLDER_TAGV.to_string())];
             let keep = |_: &str, tags: &[(String, String)]| tags == placeholder;
-            let stored = q.select_stored(&names, start, end, Stamps::Seconds, RowFilter::default(), &keep).unwrap();
+            let stored = q.select_stored(&names, start, end, Stamps::Seconds, RowFilter::default(), None, &keep).unwrap();
             let want: Vec<Vec<(i64, f64)>> = ids.iter().map(|id| stored.iter().find(|s| s.metric == id.name).map(|s| s.points.clone()).unwrap_or_default()).collect();
             // Every point is the one written at its time (the other series' are negative).
             for (id, points) in ids.iter().zip(&want) {
@@ -903,7 +909,7 @@ mod tests {
         let second = select();
         assert_eq!((cached(0), cached(1), cached(2)), (Some(3600), Some(3600), None));
         let keep = |_: &str, _: &[(String, String)]| true;
-        let stored = q.select_stored(&["big".to_string()], start, end, Stamps::Seconds, RowFilter::default(), &keep).unwrap();
+        let stored = q.select_stored(&["big".to_string()], start, end, Stamps::Seconds, RowFilter::default(), None, &keep).unwrap();
         assert_eq!(first[0], stored[0].points);
         assert_eq!(second, first);
         assert_eq!(first[0].len(), 3 * 3600 - 500 + 101);
@@ -920,7 +926,11 @@ mod tests {
         if salted {
             (layout.salt_width, layout.salt_buckets) = (1, 4);
         }
-        let cache = super::super::row_cache::RowCache::new(cache_bytes, "tsdb", layout.head_width()).map(Arc::new);
+        // Rows are read right after they are written here: kept without waiting for quiet.
+        let cache = super::super::row_cache::RowCache::new(cache_bytes, "tsdb", layout.head_width()).map(|mut c| {
+            c.quiet_for = std::time::Duration::ZERO;
+            Arc::new(c)
+        });
         let store: crate::store::SharedStore = Arc::new(EmbeddedStore::open(dir, &TableNames::default().specs()).unwrap());
         let store = match &cache {
             Some(c) => crate::store::watch::watched(store, c.clone()),

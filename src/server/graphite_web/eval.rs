@@ -191,7 +191,7 @@ impl Source for StoreSource<'_> {
             let got = self
                 .state
                 .query
-                .select_stored(&[metric.to_string()], (from + 1) * 1000, until * 1000 + 999, Stamps::Seconds, filter, &keep)
+                .select_stored(&[metric.to_string()], (from + 1) * 1000, until * 1000 + 999, Stamps::Seconds, filter, self.fill(), &keep)
                 .map_err(|e| EvalError(e.to_string()))?;
             let mut gaps = Gaps::default();
             let got = got.into_iter().filter_map(|s| Some((find(&s.tags)?, counted(s.points, &mut gaps)))).collect();

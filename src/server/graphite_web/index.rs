@@ -99,7 +99,7 @@ fn build(state: &AppState) -> Result<Vec<Entry>, QueryError> {
     // chunks on every core (a request that finds the snapshot stale waits for this).
     let chunks: Vec<&[String]> = metrics.chunks(METRICS_PER_CHUNK).collect();
     let read = super::parallel::map_from(chunks, 2, |c| -> Result<Vec<Entry>, QueryError> {
-        let all = state.query.select_stored(c, 0, i64::MAX, crate::query::select::Stamps::None, Default::default(), &|_, _| true)?;
+        let all = state.query.select_stored(c, 0, i64::MAX, crate::query::select::Stamps::None, Default::default(), None, &|_, _| true)?;
         Ok(all
             .into_iter()
             .map(|s| {

@@ -127,14 +127,8 @@ fn run(
     let parts = if plan.metrics.len() < cores { store.plan_shares(&plan, cores.div_ceil(plan.metrics.len().max(1))) } else { 1 };
     let units = plan.metrics.len() * parts;
     let workers = cores.min(units).max(1);
-    // What this request may put in the row cache, shared by its readers; a request reading
-    // the same metrics over as many hours has the same shape.
-    let mut shape = ((hi - lo) / 3_600_000).to_be_bytes().to_vec();
-    for m in &plan.metrics {
-        shape.extend_from_slice(m.as_bytes());
-        shape.push(0);
-    }
-    let shape = crate::query::seek::fnv1a(&shape);
+    // What this request may put in the row cache, shared by its readers.
+    let shape = QueryEngine::read_shape(&plan.metrics, lo, hi);
     let fill = store.rows.as_ref().map(|c| c.fill_for(shape));
     // Set by the first worker to fail, so the others stop instead of reading on.
     let failed = AtomicBool::new(false);

@@ -188,7 +188,8 @@ impl QueryEngine {
         let metrics = self.candidate_metrics(matchers)?;
         let Some(row_filter) = self.required_pairs(&label_ms)? else { return Ok(Vec::new()) };
         // One call per selector of a request: its allowance for the row cache.
-        let fill = self.rows.as_ref().map(|c| c.fill());
+        let shape = Self::read_shape(&metrics, start_ms, end_ms);
+        let fill = self.rows.as_ref().map(|c| c.fill_for(shape));
         // Without label matchers every series is kept: its labels are then made once, below.
         let keep = |metric: &str, tags: &[(String, String)]| {
             label_ms.is_empty() || labels_match(&from_stored(metric, tags.iter().map(|(k, v)| (&**k, &**v))), &label_ms)
@@ -198,8 +199,23 @@ impl QueryEngine {
             .into_iter()
             .map(|s| Selected { labels: from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v))), points: s.points })
             .collect();
+        if let (Some(cache), Some(fill)) = (&self.rows, &fill) {
+            cache.done(shape, fill);
+        }
         out.sort_by(|a, b| a.labels.cmp(&b.labels));
         Ok(out)
+    }
+
+    /// The shape of a read of `metrics` over `[start_ms, end_ms]` for the row cache (see
+    /// [`super::row_cache::RowCache::fill_for`]): a read of the same metrics over as many hours
+    /// has the same one, wherever its window is.
+    pub fn read_shape(metrics: &[String], start_ms: i64, end_ms: i64) -> u64 {
+        let mut shape = (end_ms.saturating_sub(start_ms) / 3_600_000).to_be_bytes().to_vec();
+        for m in metrics {
+            shape.extend_from_slice(m.as_bytes());
+            shape.push(0);
+        }
+        super::seek::fnv1a(&shape)
     }
 
     /// [`QueryEngine::select`] one metric name at a time, for callers that reduce series as

@@ -742,22 +742,9 @@ mod tests {
     /// With a row cache of `cache_bytes` (none for 0).
     fn engine_with_cache(dir: &std::path::Path, salted: bool, cache_bytes: u64) -> QueryEngine {
         use crate::schema::column::{build_column, DataValue, RawPoint};
-        use crate::store::{embedded::EmbeddedStore, RowMutations, TableNames};
-        let mut layout = crate::schema::rowkey::KeyLayout::default();
-        if salted {
-            (layout.salt_width, layout.salt_buckets) = (1, 4);
-        }
-        // Rows are read right after they are written here: kept without waiting for quiet.
-        let cache = super::super::row_cache::RowCache::new(cache_bytes, "tsdb", layout.head_width()).map(|mut c| {
-            c.quiet_for = std::time::Duration::ZERO;
-            Arc::new(c)
-        });
-        let store: crate::store::SharedStore = Arc::new(EmbeddedStore::open(dir, &TableNames::default().specs()).unwrap());
-        let store = match &cache {
-            Some(c) => crate::store::watch::watched(store, c.clone()),
-            None => store,
-        };
-        let uids = Arc::new(crate::uid::UidCore::new(store.clone(), "tsdb-uid".into(), [3, 3, 3], [true; 3]));
+        use crate::store::RowMutations;
+        let q = empty_engine(dir, salted, cache_bytes);
+        let (uids, layout) = (&q.uids, q.layout);
         let tag = |k: &str, v: &str| [uids.assign(UidKind::Tagk, k).unwrap().into_vec(), uids.assign(UidKind::Tagv, v).unwrap().into_vec()].concat();
         let (whole, other) = (tag(PLACEHOLDER_TAGK, PLACEHOLDER_TAGV), tag("t", "v"));
         let mut rows = Vec::new();
@@ -780,7 +767,29 @@ mod tests {
                 }
             }
         }
-        store.mutate("tsdb", rows).unwrap();
+        q.store.mutate("tsdb", rows).unwrap();
+        q
+    }
+
+    /// An engine over a fresh embedded store, salted (one byte, four buckets) or not, with a
+    /// row cache of `cache_bytes` (none for 0) that keeps rows as soon as they are read.
+    fn empty_engine(dir: &std::path::Path, salted: bool, cache_bytes: u64) -> QueryEngine {
+        use crate::store::{embedded::EmbeddedStore, TableNames};
+        let mut layout = crate::schema::rowkey::KeyLayout::default();
+        if salted {
+            (layout.salt_width, layout.salt_buckets) = (1, 4);
+        }
+        // Rows are read right after they are written here: kept without waiting for quiet.
+        let cache = super::super::row_cache::RowCache::new(cache_bytes, "tsdb", layout.head_width()).map(|mut c| {
+            c.quiet_for = std::time::Duration::ZERO;
+            Arc::new(c)
+        });
+        let store: crate::store::SharedStore = Arc::new(EmbeddedStore::open(dir, &TableNames::default().specs()).unwrap());
+        let store = match &cache {
+            Some(c) => crate::store::watch::watched(store, c.clone()),
+            None => store,
+        };
+        let uids = Arc::new(crate::uid::UidCore::new(store.clone(), "tsdb-uid".into(), [3, 3, 3], [true; 3]));
         QueryEngine { store, uids, layout, table: "tsdb".into(), allow_delete: false, limits: Default::default(), rows: cache }
     }
 
@@ -932,28 +941,14 @@ mod tests {
     }
 
     /// An engine over a fresh embedded store (salted or not) holding tagged metrics: `cpu`
-    /// with twelve hosts (tags `host`, `dc` of three values, and `rack` on every fourth) and `mem` with four, one point
-    /// every 2 minutes over hours 1000…1003 since the epoch, some hours missing for some hosts,
-    /// rows compacted or single columns in turn; with a row cache of `cache_bytes`.
+    /// with twelve hosts (tags `host`, `dc` of three values, and `rack` on every fourth) and
+    /// `mem` with four, one point every 2 minutes over hours 1000…1003 since the epoch, some
+    /// hours missing for some hosts, rows compacted or single columns in turn; with a row cache
+    /// of `cache_bytes`.
     fn tagged_engine(dir: &std::path::Path, salted: bool, cache_bytes: u64) -> QueryEngine {
         use crate::schema::column::{build_column, RawPoint};
-        use crate::store::{embedded::EmbeddedStore, RowMutations, TableNames};
-        let mut layout = crate::schema::rowkey::KeyLayout::default();
-        if salted {
-            (layout.salt_width, layout.salt_buckets) = (1, 4);
-        }
-        // Rows are read right after they are written here: kept without waiting for quiet.
-        let cache = super::super::row_cache::RowCache::new(cache_bytes, "tsdb", layout.head_width()).map(|mut c| {
-            c.quiet_for = std::time::Duration::ZERO;
-            Arc::new(c)
-        });
-        let store: crate::store::SharedStore = Arc::new(EmbeddedStore::open(dir, &TableNames::default().specs()).unwrap());
-        let store = match &cache {
-            Some(c) => crate::store::watch::watched(store, c.clone()),
-            None => store,
-        };
-        let uids = Arc::new(crate::uid::UidCore::new(store.clone(), "tsdb-uid".into(), [3, 3, 3], [true; 3]));
-        let q = QueryEngine { store, uids, layout, table: "tsdb".into(), allow_delete: false, limits: Default::default(), rows: cache };
+        use crate::store::RowMutations;
+        let q = empty_engine(dir, salted, cache_bytes);
         let mut rows = Vec::new();
         for (metric, hosts) in [("cpu", 12i64), ("mem", 4)] {
             for hour in 0..4i64 {

@@ -72,10 +72,10 @@ pub fn eval(store: &QueryEngine, expr: &Expr, start: i64, end: i64, step: i64, s
 /// One series' function values at every step (`None` when it has none): what the step
 /// evaluator computes for it (the window at the shifted time, then the function), without
 /// building its per-step vectors.
-fn reduce_series(f: crate::query::select::Selected, name: &str, ms: &MatrixSelector, steps: &[i64], start: i64, end: i64) -> Option<Reduced> {
-    let nostale: Option<Vec<(i64, f64)>> = f.points.iter().any(|p| is_stale_nan(p.1)).then(|| f.points.iter().copied().filter(|p| !is_stale_nan(p.1)).collect());
-    let points = nostale.as_deref().unwrap_or(&f.points);
-    let labels = Arc::new(f.labels);
+fn reduce_series(labels: crate::prometheus::labels::Labels, points: &[(i64, f64)], name: &str, ms: &MatrixSelector, steps: &[i64], start: i64, end: i64) -> Option<Reduced> {
+    let nostale: Option<Vec<(i64, f64)>> = points.iter().any(|p| is_stale_nan(p.1)).then(|| points.iter().copied().filter(|p| !is_stale_nan(p.1)).collect());
+    let points = nostale.as_deref().unwrap_or(points);
+    let labels = Arc::new(labels);
     let range = dur_ms(&ms.range);
     let (at, offset) = (at_ms(&ms.vs.at, start, end), offset_ms(&ms.vs.offset));
     // The windows first (step index, window end, step time), then the function over them.
@@ -137,17 +137,20 @@ fn run(
         while !failed.load(Ordering::Relaxed) {
             let i = next_metric.fetch_add(1, Ordering::Relaxed);
             let Some(metric) = plan.metrics.get(i / parts) else { break };
-            for f in store.select_metric_share(&plan, metric, lo, hi, i % parts, parts, fill.as_ref())? {
-                if loaded.fetch_add(f.points.len(), Ordering::Relaxed) + f.points.len() > settings.max_samples {
+            // Each series reduced as it is gathered, its points read where they are (in the
+            // row cache, when one kept row holds them all).
+            store.select_metric_each(&plan, metric, lo, hi, (i % parts, parts), fill.as_ref(), &mut |labels, points| {
+                if loaded.fetch_add(points.len(), Ordering::Relaxed) + points.len() > settings.max_samples {
                     return Err(PromError::Execution("query processing would load too many samples into memory in query execution".into()));
                 }
-                if let Some(r) = reduce_series(f, c.func.name, ms, &steps, start, end) {
+                if let Some(r) = reduce_series(labels, points, c.func.name, ms, &steps, start, end) {
                     if kept.fetch_add(r.values.len(), Ordering::Relaxed) + r.values.len() > settings.max_samples {
                         return Err(PromError::Execution("query processing would load too many samples into memory in query execution".into()));
                     }
                     mine.push(r);
                 }
-            }
+                Ok(())
+            })?;
             settings.check_deadline("query preparation")?;
         }
         Ok(mine)

@@ -11,7 +11,7 @@
 //! CPU.
 
 use super::collect::Collector;
-use super::row_cache::{hour_key, hour_key_weight, hour_row_weight, Fill, HourRows, RowCache};
+use super::row_cache::{hour_key, hour_key_weight, hour_row_weight, Fill, HourRows, RowCache, RowPoints};
 use super::seek::{tags_share, RowFilter};
 use super::select::{append_row, stop_on_error, with_columns, Stamps, Window, KEPT_HOURS_MAX};
 use super::{QueryEngine, QueryError};
@@ -183,10 +183,11 @@ impl QueryEngine {
                 }
                 return if want { c.cells(name, key, &rk, cells) } else { Ok(()) };
             }
+            let all: RowPoints = Arc::from(all);
             if want {
                 c.whole(name, rk.metric, rk.tags, &all)?;
             }
-            rows.push((Box::from(rk.tags), Arc::from(all)));
+            rows.push((Box::from(rk.tags), all));
             Ok(())
         };
         self.store.scan_rows(&self.table, &scan, &mut stop_on_error(&mut body, &mut failed))?;

@@ -259,18 +259,40 @@ impl QueryEngine {
         parts: usize,
         fill: Option<&Fill>,
     ) -> Result<Vec<Selected>, QueryError> {
+        let mut batch = Vec::new();
+        self.select_metric_each(plan, metric, start_ms, end_ms, (part, parts), fill, &mut |labels, points| {
+            batch.push(Selected { labels, points: points.to_vec() });
+            Ok::<(), QueryError>(())
+        })?;
+        batch.sort_by(|a, b| a.labels.cmp(&b.labels));
+        Ok(batch)
+    }
+
+    /// [`QueryEngine::select_metric_share`], each series to `f` in turn (in no order), its
+    /// points borrowed: from the row cache when one kept row holds them all, so that a reducer
+    /// reads them where they are.
+    #[allow(clippy::too_many_arguments)]
+    pub fn select_metric_each<E: From<QueryError>>(
+        &self,
+        plan: &MetricPlan,
+        metric: &str,
+        start_ms: i64,
+        end_ms: i64,
+        share: (usize, usize),
+        fill: Option<&Fill>,
+        f: &mut dyn FnMut(Labels, &[(i64, f64)]) -> Result<(), E>,
+    ) -> Result<(), E> {
         // Without label matchers every series is kept: its labels are then made once, below.
         let keep = |metric: &str, tags: &[(String, String)]| {
             plan.label_ms.is_empty() || labels_match(&from_stored(metric, tags.iter().map(|(k, v)| (&**k, &**v))), &plan.label_ms)
         };
-        let ids = self.ids_of(&[metric.to_string()])?;
-        let mut batch: Vec<Selected> = self
-            .select_ids(&ids, start_ms, end_ms, Stamps::Ms, &plan.row_filter, (part, parts), fill, &keep)?
-            .into_iter()
-            .map(|s| Selected { labels: from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v))), points: s.points })
-            .collect();
-        batch.sort_by(|a, b| a.labels.cmp(&b.labels));
-        Ok(batch)
+        let Some(w) = Window::new(start_ms, end_ms) else { return Ok(()) };
+        for MetricId { uid, name } in self.ids_of(&[metric.to_string()])? {
+            let mut c = Collector::lending(self, w.start, w.end, &keep);
+            self.collect_metric(&uid, &name, &w, &plan.row_filter, share, fill, &mut c)?;
+            c.each(|s, lent| f(from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v))), lent.unwrap_or(&s.points)))?;
+        }
+        Ok(())
     }
 
     /// The series of the given stored metric names (as stored: no label unescaping) that `keep`
@@ -1032,6 +1054,23 @@ mod tests {
             let want = select_shares(&plain, &metrics, start, end, stamps, &filter, 1);
             proptest::prop_assert_eq!(&select_shares(&q, &metrics, start, end, stamps, &filter, parts), &want);
             proptest::prop_assert_eq!(&select_shares(&q, &metrics, start, end, stamps, &filter, parts), &want, "again, from what the first kept");
+            if !seconds {
+                // Lent from the cache where one kept row holds a series' points.
+                let plan = MetricPlan { metrics: metrics.iter().map(|m| m.to_string()).collect(), label_ms: Vec::new(), row_filter: filter.clone() };
+                let mut lent: Vec<Selected> = Vec::new();
+                for m in metrics {
+                    for part in 0..parts {
+                        q.select_metric_each(&plan, m, start, end, (part, parts), None, &mut |labels, points| {
+                            lent.push(Selected { labels, points: points.to_vec() });
+                            Ok::<(), QueryError>(())
+                        }).unwrap();
+                    }
+                }
+                lent.sort_by(|a, b| a.labels.cmp(&b.labels));
+                let mut owned: Vec<Selected> = want.iter().map(|s| Selected { labels: from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v))), points: s.points.clone() }).collect();
+                owned.sort_by(|a, b| a.labels.cmp(&b.labels));
+                proptest::prop_assert_eq!(lent, owned, "lent");
+            }
             // A point into a row (existing or not: hosts 12 and 13 are new to cpu).
             let base = (3600 * (1000 + write_hour)) as u32;
             let p = crate::schema::column::RawPoint::encode(base as u64 + 61, base, DataValue::Int(-5)).unwrap();
@@ -1062,6 +1101,19 @@ mod tests {
         assert!(bytes > 20 * 30 * 16);
         assert_eq!(select_shares(&q, &["cpu"], start, end, Stamps::Ms, &RowFilter::default(), 1), first);
         assert_eq!(cache.stats().0, hits + 2, "both hours from the cache");
+        // Lent where one row holds a series' points in the window, copied where two do.
+        let plan = MetricPlan { metrics: vec!["cpu".into()], label_ms: Vec::new(), row_filter: RowFilter::default() };
+        let mut lent = Vec::new();
+        q.select_metric_each(&plan, "cpu", start, end, (0, 1), None, &mut |labels, points| {
+            lent.push((labels, points.to_vec()));
+            Ok::<(), QueryError>(())
+        })
+        .unwrap();
+        lent.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut want: Vec<_> = first.iter().map(|s| (from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v))), s.points.clone())).collect();
+        want.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(lent, want);
+        assert!(want.iter().filter(|(_, p)| p.len() > 5).count() >= 8, "most hosts have points in both hours");
         let p = crate::schema::column::RawPoint::encode(hour(2) as u64 + 5, hour(2), DataValue::Int(-5)).unwrap();
         // Host 3 has no row in hour 2: the write makes one.
         let key = q.layout.row_key(&tagged_tsuid(&q, "cpu", 3), hour(2));

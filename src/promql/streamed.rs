@@ -137,8 +137,8 @@ fn run(
         while !failed.load(Ordering::Relaxed) {
             let i = next_metric.fetch_add(1, Ordering::Relaxed);
             let Some(metric) = plan.metrics.get(i / parts) else { break };
-            // Each series reduced as it is gathered, its points read where they are (in the
-            // row cache, when one kept row holds them all).
+            // Each series of the share reduced once gathered, its points read where they are
+            // (in the row cache, when one kept row holds them all).
             store.select_metric_each(&plan, metric, lo, hi, (i % parts, parts), fill.as_ref(), &mut |labels, points| {
                 if loaded.fetch_add(points.len(), Ordering::Relaxed) + points.len() > settings.max_samples {
                     return Err(PromError::Execution("query processing would load too many samples into memory in query execution".into()));

@@ -84,7 +84,7 @@ impl QueryEngine {
                         return (h, Hour::Kept(rows));
                     }
                     // Readers of other shares read the same hours: each fills its own of them.
-                    if fill.is_some() && i % parts.max(1) == part && cache.keeps(&k) {
+                    if fill.is_some_and(|f| f.left() > 0) && i % parts.max(1) == part && cache.keeps(&k) {
                         return (h, Hour::Fill(k));
                     }
                     (h, Hour::Read)
@@ -137,8 +137,9 @@ impl QueryEngine {
     /// key and tag bytes) onto `c`. The rows to keep, with the allowance taken from `fill` for
     /// them (from the key's part, `base`, on), unless one of them may not be kept: it does not
     /// decode whole, or is not based at `h` (a write to it would not name this hour); or they
-    /// outweigh what the allowance or the cache can take. Then the allowance is given back, and
-    /// the rest of the hour is decoded as without the cache: the wanted rows, in the window.
+    /// outweigh what the allowance or the cache can take. Then the allowance is given back (as
+    /// on an error), and the rest of the hour is decoded as without the cache: the wanted rows,
+    /// in the window.
     fn read_hour(
         &self,
         salt: &[u8],
@@ -190,8 +191,13 @@ impl QueryEngine {
             rows.push((Box::from(rk.tags), all));
             Ok(())
         };
-        self.store.scan_rows(&self.table, &scan, &mut stop_on_error(&mut body, &mut failed))?;
-        if let Some(e) = failed {
+        let scanned = self.store.scan_rows(&self.table, &scan, &mut stop_on_error(&mut body, &mut failed));
+        let error = match (failed, scanned) {
+            (Some(e), _) => Some(e),
+            (None, Err(e)) => Some(e.into()),
+            (None, Ok(_)) => None,
+        };
+        if let Some(e) = error {
             if whole {
                 fill.give(taken);
             }

@@ -7,7 +7,9 @@
 //!   points, or none: what a scan of that metric's hour reads, for PromQL and graphite-web
 //!   reads of tagged series, which filter the rows in memory as the scan would have.
 //!
-//! Only closed hours are kept (an open hour's rows change at every flush).
+//! Only closed hours are kept (an open hour's rows change at every flush), once they have
+//! gone [`QUIET`] (unwritten for a while: an hour being backfilled would be dropped again at
+//! the next flush). Quiet is judged per hour, for every metric at once.
 //!
 //! Kept fresh by the store: every write through it drops the rows it wrote (see
 //! [`crate::store::watch`]), so only for a store this process alone writes. A read that
@@ -125,10 +127,11 @@ pub struct RowCache {
     writes: Box<[Mutex<u64>]>,
     bytes: u64,
     /// Whether anything was ever put: until then a write has nothing to drop (ingest alone
-    /// skips the cache's locks).
+    /// only counts its writes per stripe and notes the hours it wrote).
     used: AtomicBool,
     /// When each hour was last written (hours written within `quiet_for`, and some older).
-    recent: Mutex<std::collections::HashMap<u32, std::time::Instant>>,
+    /// With when it was last pruned of hours gone quiet.
+    recent: Mutex<(std::collections::HashMap<u32, std::time::Instant>, std::time::Instant)>,
     /// How long an hour must go unwritten before its rows are kept ([`QUIET`]).
     pub quiet_for: std::time::Duration,
     /// Shapes of requests that ran out of allowance (see [`RowCache::fill_for`]).
@@ -161,7 +164,7 @@ impl RowCache {
             writes: (0..STRIPES).map(|_| Mutex::new(0)).collect(),
             bytes,
             used: AtomicBool::new(false),
-            recent: Mutex::new(Default::default()),
+            recent: Mutex::new((Default::default(), std::time::Instant::now())),
             quiet_for: QUIET,
             overflowing: Mutex::new(Default::default()),
             hits: AtomicU64::new(0),
@@ -257,14 +260,15 @@ impl RowCache {
 
     /// Whether no write to hour `h` was heard for [`QUIET`].
     fn quiet(&self, h: u32) -> bool {
-        self.recent.lock().get(&h).is_none_or(|at| at.elapsed() >= self.quiet_for)
+        self.recent.lock().0.get(&h).is_none_or(|at| at.elapsed() >= self.quiet_for)
     }
 
     /// Keeps the row's points as read after `ticket` was taken, unless a write to a row of its
     /// stripe was heard since (the read may predate it); a write heard after drops the entry.
     /// The stripe is held meanwhile, so no write comes between the check and the insert.
-    pub fn put(&self, row: Vec<u8>, ticket: u64, points: RowPoints) {
-        self.put_kept(row, ticket, Kept::Row(points));
+    /// Whether they were put.
+    pub fn put(&self, row: Vec<u8>, ticket: u64, points: RowPoints) -> bool {
+        self.put_kept(row, ticket, Kept::Row(points))
     }
 
     /// [`RowCache::put`] for an hour entry: `rows` as read after `ticket` was taken on `key`.
@@ -287,6 +291,11 @@ impl RowCache {
     /// Whether what is read of `key`'s hour now may be kept (its hour has gone quiet).
     pub fn keeps(&self, key: &[u8]) -> bool {
         self.hour_of(key).is_none_or(|h| self.quiet(h))
+    }
+
+    /// Whether what is read of hour `h` (a row's base time) now may be kept.
+    pub fn quiet_hour(&self, h: u32) -> bool {
+        self.quiet(h)
     }
 
     /// The heaviest entry the cache takes: each shard refuses one heavier than about its share.
@@ -331,7 +340,8 @@ impl Fill {
         left
     }
 
-    /// Notes that something read was not kept for want of allowance (not for a barred request,
+    /// Notes that something read was not kept for want of allowance, or for outweighing what
+    /// the cache takes (not for a barred request,
     /// which was given none).
     pub fn ran_out(&self) {
         if !self.barred {
@@ -365,17 +375,18 @@ impl RowWatcher for RowCache {
     fn written(&self, _table: &str, rows: &[&[u8]]) {
         // The hours written, noted first: a reader that finds its hour quiet after this takes
         // a ticket the drops below will outdate, or reads what was written.
-        let mut hours: Vec<u32> = Vec::new();
-        for h in rows.iter().filter_map(|r| self.hour_of(r)) {
-            if !hours.contains(&h) {
-                hours.push(h);
-            }
-        }
+        let mut hours: Vec<u32> = rows.iter().filter_map(|r| self.hour_of(r)).collect();
+        hours.sort_unstable();
+        hours.dedup();
         if !hours.is_empty() {
             let now = std::time::Instant::now();
             let mut recent = self.recent.lock();
-            if recent.len() > RECENT_MAX {
+            let (recent, pruned) = &mut *recent;
+            // Pruned at most once per quiet period: an ingest of history keeps thousands of
+            // hours recent, and going through them at every write would cost more than it frees.
+            if recent.len() > RECENT_MAX && now.duration_since(*pruned) >= self.quiet_for {
                 recent.retain(|_, at| now.duration_since(*at) < self.quiet_for);
+                *pruned = now;
             }
             for h in hours {
                 recent.insert(h, now);
@@ -474,9 +485,7 @@ mod tests {
 
     #[test]
     fn an_hour_written_lately_is_not_kept() {
-        let mut cache = RowCache::new(1 << 20, "tsdb", 7).unwrap();
-        cache.quiet_for = std::time::Duration::from_millis(300);
-        let cache = Arc::new(cache);
+        let cache = Arc::new(RowCache::new(1 << 20, "tsdb", 7).unwrap());
         let (_dir, store) = store(&cache);
         // Keys: a 3-byte metric, then the hour (4 bytes), then tags.
         let key = |hour: u32, tags: &[u8]| [&b"met"[..], &hour.to_be_bytes(), tags].concat();
@@ -489,7 +498,9 @@ mod tests {
         assert!(cache.get_hour(&hour).is_none() && cache.get(&row).is_none(), "the hour was just written");
         cache.put(other.clone(), cache.ticket(&other), Arc::from(vec![(0, 1.0)]));
         assert!(cache.get(&other).is_some(), "another hour is quiet");
-        std::thread::sleep(std::time::Duration::from_millis(350));
+        // As if written a quiet period ago.
+        let long_ago = std::time::Instant::now().checked_sub(QUIET).expect("the clock has run that long");
+        cache.recent.lock().0.insert(7200, long_ago);
         assert!(cache.keeps(&hour));
         assert!(cache.put_hour(hour.clone(), cache.ticket(&hour), Arc::from(Vec::new())));
         assert!(cache.get_hour(&hour).is_some(), "quiet by now");

@@ -465,9 +465,10 @@ impl QueryEngine {
             if from >= w.last as u64 {
                 continue;
             }
-            // Kept while the allowance lasts, and for windows of at most KEPT_HOURS_MAX.
+            // Kept while the allowance lasts, for windows of at most KEPT_HOURS_MAX, and once
+            // the hours have gone quiet (see `row_cache::QUIET`).
             let closed = (w.last as u64).min(open).saturating_sub(from).div_ceil(ROW_SPAN);
-            let keep = closed <= KEPT_HOURS_MAX && fill.covers(tickets.len() as u64 + closed);
+            let keep = closed <= KEPT_HOURS_MAX && fill.covers(tickets.len() as u64 + closed) && hours(from).all(|b| cache.quiet_hour(b as u32));
             if keep {
                 tickets.extend(hours(from).map(|base| {
                     let k = key(base);
@@ -500,11 +501,22 @@ impl QueryEngine {
             if !odd.is_empty() && self.layout.parse(&key).is_ok_and(|rk| odd.contains(rk.metric)) {
                 continue;
             }
+            // What a refused put took from the allowance goes back.
             match rows.remove(&key) {
-                Some(points) => cache.put(key, ticket, points),
+                Some(points) => {
+                    let weight = row_weight(key.len(), points.len());
+                    if !cache.put(key, ticket, points) {
+                        fill.give(weight);
+                    }
+                }
                 // No such row: kept as empty, unless the read stopped keeping rows (it may then
                 // have passed over this one).
-                None if !got.full && fill.take(row_weight(key.len(), 0)) => cache.put(key, ticket, Arc::from(Vec::new())),
+                None if !got.full && fill.take(row_weight(key.len(), 0)) => {
+                    let weight = row_weight(key.len(), 0);
+                    if !cache.put(key, ticket, Arc::from(Vec::new())) {
+                        fill.give(weight);
+                    }
+                }
                 None => {}
             }
         }
@@ -1134,6 +1146,34 @@ mod tests {
         if base_time(crate::query::time::now_ms() / 1000) == now {
             assert!(cache.get_hour(&hour_key(&q.layout.metric_start(&[], &uid, now))).is_none());
         }
+    }
+
+    /// An hour heavier than the cache takes is read for the window alone, and what was taken
+    /// from the request's allowance for it goes back; one that fits takes its weight.
+    #[test]
+    fn an_hour_too_heavy_to_keep_gives_its_allowance_back() {
+        // 1 KB: each shard takes entries of at most 450 bytes; a row of 30 points is heavier.
+        let dir = tempfile::tempdir().unwrap();
+        let q = tagged_engine(dir.path(), false, 1000);
+        let cache = q.rows.clone().unwrap();
+        let ids = q.ids_of(&["cpu".to_string()]).unwrap();
+        let keep = |_: &str, _: &[(String, String)]| true;
+        let ms = |h: i64| 3600 * (1000 + h) * 1000;
+        let read = |start: i64, end: i64| {
+            let fill = cache.fill();
+            let before = fill.left();
+            let got = q.select_ids(&ids, start, end, Stamps::Ms, &RowFilter::default(), (0, 1), Some(&fill), &keep).unwrap();
+            (got, before - fill.left())
+        };
+        let (got, taken) = read(ms(1), ms(3) - 1);
+        assert_eq!(taken, 0, "nothing kept, nothing taken");
+        assert_eq!(got.iter().map(|s| s.points.len()).sum::<usize>(), 20 * 30);
+        assert_eq!(cache.stats().2, 0);
+        // Hours with no row at all fit: taken, and kept.
+        let (got, taken) = read(ms(10), ms(12) - 1);
+        assert!(got.is_empty());
+        assert_eq!(taken, cache.stats().2, "taken is what is kept");
+        assert!(taken > 0);
     }
 
     #[test]

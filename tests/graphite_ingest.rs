@@ -54,12 +54,6 @@ fn value(r: &Value) -> String {
     r["value"][1].as_str().unwrap().to_string()
 }
 
-fn stat(addr: &str, metric: &str, kind: &str) -> u64 {
-    let (_, body) = http(addr, "GET", "/api/stats", "", &[]);
-    let v: Value = serde_json::from_str(&body).unwrap();
-    v.as_array().unwrap().iter().find(|r| r["metric"] == metric && (kind.is_empty() || r["tags"]["type"] == kind)).map(|r| r["value"].as_str().map(|s| s.parse().unwrap()).unwrap_or_else(|| r["value"].as_u64().unwrap())).unwrap()
-}
-
 #[test]
 fn plaintext_tcp_good_and_bad_lines() {
     let g = start("");

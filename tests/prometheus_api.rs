@@ -393,12 +393,6 @@ fn remembered_label_bytes_keep_series_and_errors() {
     s.stop();
 }
 
-fn stat(addr: &str, metric: &str, kind: &str) -> u64 {
-    let v = get_json(addr, "/api/stats");
-    let row = v.as_array().unwrap().iter().find(|r| r["metric"] == metric && (kind.is_empty() || r["tags"]["type"] == kind)).unwrap();
-    row["value"].as_str().map(|s| s.parse().unwrap()).unwrap_or_else(|| row["value"].as_u64().unwrap())
-}
-
 /// PromQL reads closed hours through the row cache's hour entries: the second read of an hour
 /// comes from the cache, and points written since (in a row kept, and in a series new to the
 /// hour) still show.

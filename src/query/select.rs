@@ -220,18 +220,12 @@ impl QueryEngine {
 
     /// [`QueryEngine::select`] one metric name at a time, for callers that reduce series as
     /// they go and so hold the points of one metric at most: the candidate metric names, then
-    /// [`QueryEngine::select_metric`] for each (from any thread).
+    /// [`QueryEngine::select_metric_each`] for each (from any thread).
     pub fn select_plan(&self, matchers: &[Matcher]) -> Result<Option<MetricPlan>, QueryError> {
         let label_ms: Vec<Matcher> = matchers.iter().filter(|m| m.name != METRIC_NAME).cloned().collect();
         let metrics = self.candidate_metrics(matchers)?;
         let Some(row_filter) = self.required_pairs(&label_ms)? else { return Ok(None) };
         Ok(Some(MetricPlan { metrics, label_ms, row_filter }))
-    }
-
-    /// The matching series of one metric of `plan`, sorted by labels.
-    pub fn select_metric(&self, plan: &MetricPlan, metric: &str, start_ms: i64, end_ms: i64) -> Result<Vec<Selected>, QueryError> {
-        let fill = self.rows.as_ref().map(|c| c.fill());
-        self.select_metric_share(plan, metric, start_ms, end_ms, 0, 1, fill.as_ref())
     }
 
     /// How many disjoint shares readers on `cores` cores should split one metric into (1 when
@@ -245,32 +239,11 @@ impl QueryEngine {
         if plan.row_filter.narrow { 1 } else { self.shares(cores) }
     }
 
-    /// Share `part` of `parts` (see [`QueryEngine::shares`]) of [`QueryEngine::select_metric`]:
-    /// the shares together hold each series exactly once. With `fill` (the request's allowance,
-    /// see [`super::row_cache::RowCache::fill`]), closed hours read are kept in the row cache.
-    #[allow(clippy::too_many_arguments)]
-    pub fn select_metric_share(
-        &self,
-        plan: &MetricPlan,
-        metric: &str,
-        start_ms: i64,
-        end_ms: i64,
-        part: usize,
-        parts: usize,
-        fill: Option<&Fill>,
-    ) -> Result<Vec<Selected>, QueryError> {
-        let mut batch = Vec::new();
-        self.select_metric_each(plan, metric, start_ms, end_ms, (part, parts), fill, &mut |labels, points| {
-            batch.push(Selected { labels, points: points.to_vec() });
-            Ok::<(), QueryError>(())
-        })?;
-        batch.sort_by(|a, b| a.labels.cmp(&b.labels));
-        Ok(batch)
-    }
-
-    /// [`QueryEngine::select_metric_share`], each series to `f` in turn (in no order), its
-    /// points borrowed: from the row cache when one kept row holds them all, so that a reducer
-    /// reads them where they are.
+    /// The matching series of one metric of `plan`, share `part` of `parts` of them (see
+    /// [`QueryEngine::shares`]: the shares together hold each series exactly once), each to `f`
+    /// in turn (in no order), its points borrowed: from the row cache when one kept row holds
+    /// them all, so that a reducer reads them where they are. With `fill` (the request's
+    /// allowance, see [`super::row_cache::RowCache::fill`]), closed hours read are kept.
     #[allow(clippy::too_many_arguments)]
     pub fn select_metric_each<E: From<QueryError>>(
         &self,
@@ -278,7 +251,7 @@ impl QueryEngine {
         metric: &str,
         start_ms: i64,
         end_ms: i64,
-        share: (usize, usize),
+        (part, parts): (usize, usize),
         fill: Option<&Fill>,
         f: &mut dyn FnMut(Labels, &[(i64, f64)]) -> Result<(), E>,
     ) -> Result<(), E> {
@@ -289,7 +262,7 @@ impl QueryEngine {
         let Some(w) = Window::new(start_ms, end_ms) else { return Ok(()) };
         for MetricId { uid, name } in self.ids_of(&[metric.to_string()])? {
             let mut c = Collector::lending(self, w.start, w.end, &keep);
-            self.collect_metric(&uid, &name, &w, &plan.row_filter, share, fill, &mut c)?;
+            self.collect_metric(&uid, &name, &w, &plan.row_filter, (part, parts), fill, &mut c)?;
             c.each(|s, lent| f(from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v))), lent.unwrap_or(&s.points)))?;
         }
         Ok(())
@@ -501,23 +474,19 @@ impl QueryEngine {
             if !odd.is_empty() && self.layout.parse(&key).is_ok_and(|rk| odd.contains(rk.metric)) {
                 continue;
             }
-            // What a refused put took from the allowance goes back.
-            match rows.remove(&key) {
+            let (points, weight): (RowPoints, u64) = match rows.remove(&key) {
                 Some(points) => {
                     let weight = row_weight(key.len(), points.len());
-                    if !cache.put(key, ticket, points) {
-                        fill.give(weight);
-                    }
+                    (points, weight)
                 }
                 // No such row: kept as empty, unless the read stopped keeping rows (it may then
                 // have passed over this one).
-                None if !got.full && fill.take(row_weight(key.len(), 0)) => {
-                    let weight = row_weight(key.len(), 0);
-                    if !cache.put(key, ticket, Arc::from(Vec::new())) {
-                        fill.give(weight);
-                    }
-                }
-                None => {}
+                None if !got.full && fill.take(row_weight(key.len(), 0)) => (Arc::from(Vec::new()), row_weight(key.len(), 0)),
+                None => continue,
+            };
+            // What a refused put took from the allowance goes back.
+            if !cache.put(key, ticket, points) {
+                fill.give(weight);
             }
         }
         Ok(out)

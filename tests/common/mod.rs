@@ -345,3 +345,11 @@ pub fn scan_on(backend: &Backend, data: &Path, table: &str) -> Vec<String> {
 fn extra_args_have_graphite(config: Option<&Path>) -> bool {
     config.and_then(|c| std::fs::read_to_string(c).ok()).is_some_and(|t| t.contains("graphite_listen") || t.contains("pickle_listen"))
 }
+
+/// The value of `/api/stats` row `metric` (with tag `type=kind`, unless `kind` is empty).
+pub fn stat(addr: &str, metric: &str, kind: &str) -> u64 {
+    let (_, body) = http(addr, "GET", "/api/stats", "", &[]);
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let row = v.as_array().unwrap().iter().find(|r| r["metric"] == metric && (kind.is_empty() || r["tags"]["type"] == kind)).unwrap();
+    row["value"].as_str().map(|s| s.parse().unwrap()).unwrap_or_else(|| row["value"].as_u64().unwrap())
+}

@@ -302,6 +302,9 @@ fn count_gaps(points: &[(i64, f64)], gaps: &mut Gaps) {
     }
 }
 
+/// The most steps a series' grid may hold (see [`Ctx::grid_step`]): ten years at a minute.
+pub const GRID_STEPS_MAX: i64 = 10_000_000;
+
 /// Puts raw points on whisper's grid for the window `(from, until]`: `start` is the first step
 /// multiple after `from`, `end` the first after `until` (exclusive). A point lands in the bucket
 /// its timestamp rounds down to; the last one wins, as whisper overwrites.
@@ -440,7 +443,7 @@ impl Ctx<'_> {
                     Some((step, part)) => fold_in(part, run, pts, *step),
                     None if run_gaps.is_empty() => held.extend(pts),
                     None => {
-                        let step = commonest_gap(&run_gaps);
+                        let step = self.grid_step(commonest_gap(&run_gaps))?;
                         let mut part = new();
                         fold_in(&mut part, &chunk[..at * READ_RUN_MAX], std::mem::take(&mut held), step);
                         fold_in(&mut part, run, pts, step);
@@ -464,6 +467,7 @@ impl Ctx<'_> {
         } else {
             commonest_gap(&gaps)
         };
+        let step = self.grid_step(step)?;
         parallel::map_from(read, 2, |(chunk, r, _, _)| -> R<P> {
             let pts = match r {
                 Read::Folded(s, part) if s == step => return Ok(part),
@@ -501,7 +505,19 @@ impl Ctx<'_> {
     fn read(&self, entries: &[&Entry]) -> R<(i64, Vec<Vec<(i64, f64)>>)> {
         let Points { series: pts, gaps } = self.source.points(entries, self.from, self.until)?;
         let step = if !entries.is_empty() && pts.iter().all(|p| p.len() < 2) { self.lookback_step(entries)? } else { commonest_gap(&gaps) };
-        Ok((step, pts))
+        Ok((self.grid_step(step)?, pts))
+    }
+
+    /// `step`, when the window's grid at that step holds at most [`GRID_STEPS_MAX`] steps per
+    /// series; an error otherwise. Whisper's retention bounds what graphite-web grids; here a
+    /// window reaching centuries back (`movingAverage(x, '6333333333min')` bootstraps that far)
+    /// would otherwise allocate its grid whole.
+    fn grid_step(&self, step: i64) -> R<i64> {
+        let steps = (self.until as i128 - self.from as i128) / step.max(1) as i128;
+        if steps > GRID_STEPS_MAX as i128 {
+            return err(format!("the window from {} to {} holds {steps} steps of {step} s per series, more than {GRID_STEPS_MAX}: shorten it", self.from, self.until));
+        }
+        Ok(step)
     }
 
     /// The step of series with too few points in a short window to see their resolution,

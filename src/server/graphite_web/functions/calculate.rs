@@ -125,6 +125,18 @@ mod tests {
     use super::super::testutil::*;
 
     #[test]
+    fn a_window_reaching_centuries_back_is_refused_not_allocated() {
+        // Found by the fuzzer: the bootstrap of a 6,333,333,333-minute window asked for a grid
+        // of 6.3 billion steps (101 GB).
+        let src = mem(&[("m", &[Some(1.0), Some(2.0), Some(3.0)])]);
+        let ctx = super::super::super::eval::Ctx { source: &src, from: 1_700_000_000 - 3600, until: 1_700_000_000, now: 1_700_000_000, xff: 0.0 };
+        let e = ctx.eval(&super::super::super::parser::parse("alias(movingAverage(m, '6333333333min'), 'x')").unwrap()).unwrap_err();
+        assert!(e.0.contains("more than 10000000"), "{}", e.0);
+        // A year's bootstrap is fine.
+        assert!(ctx.eval(&super::super::super::parser::parse("movingAverage(m, '365d')").unwrap()).is_ok());
+    }
+
+    #[test]
     fn moving_windows_include_t_and_bootstrap() {
         let src = mem(&[("m", &[Some(1.0), Some(2.0), Some(3.0), Some(4.0), Some(5.0), Some(6.0)])]);
         let ctx = super::super::super::eval::Ctx { source: &src, from: 180, until: 360, now: 360, xff: 0.0 };

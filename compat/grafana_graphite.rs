@@ -23,7 +23,10 @@ tags = { host = "{host}" }
 "#;
 
 fn now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
 }
 
 fn enc(s: &str) -> String {
@@ -42,9 +45,15 @@ fn start() -> (tempfile::TempDir, Server, u64) {
     let mut pts = Vec::new();
     for i in 0..180u64 {
         let ts = end - i * 10;
-        pts.push(json!({"metric": "demo.cpu", "timestamp": ts, "value": 1, "tags": {"host": "web01"}}));
-        pts.push(json!({"metric": "demo.cpu", "timestamp": ts, "value": 2, "tags": {"host": "web02"}}));
-        pts.push(json!({"metric": "demo.mem", "timestamp": ts, "value": 5, "tags": {"host": "web01"}}));
+        pts.push(
+            json!({"metric": "demo.cpu", "timestamp": ts, "value": 1, "tags": {"host": "web01"}}),
+        );
+        pts.push(
+            json!({"metric": "demo.cpu", "timestamp": ts, "value": 2, "tags": {"host": "web02"}}),
+        );
+        pts.push(
+            json!({"metric": "demo.mem", "timestamp": ts, "value": 5, "tags": {"host": "web01"}}),
+        );
         pts.push(json!({"metric": "disk.used", "timestamp": ts, "value": 10, "tags": {"datacenter": "dc1", "server": "web01"}}));
         pts.push(json!({"metric": "disk.used", "timestamp": ts, "value": 20, "tags": {"datacenter": "dc2", "server": "web02"}}));
     }
@@ -56,13 +65,15 @@ fn start() -> (tempfile::TempDir, Server, u64) {
 fn get(s: &Server, path: &str) -> Value {
     let (code, body) = http(&s.addr, "GET", path, "", &[]);
     assert_eq!(code, 200, "GET {path}: {body}");
-    serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {path}: not strict JSON ({e}): {body}"))
+    serde_json::from_str(&body)
+        .unwrap_or_else(|e| panic!("GET {path}: not strict JSON ({e}): {body}"))
 }
 
 fn post_form(s: &Server, path: &str, body: &str) -> Value {
     let (code, resp) = http(&s.addr, "POST", path, body, &[FORM]);
     assert_eq!(code, 200, "POST {path} {body}: {resp}");
-    serde_json::from_str(&resp).unwrap_or_else(|e| panic!("POST {path}: not strict JSON ({e}): {resp}"))
+    serde_json::from_str(&resp)
+        .unwrap_or_else(|e| panic!("POST {path}: not strict JSON ({e}): {resp}"))
 }
 
 #[test]
@@ -70,7 +81,10 @@ fn save_and_test_version_and_functions() {
     let (_d, s, _) = start();
     // Frontend "Save & test".
     let t = enc(r#"aliasSub(constantLine(100), "(^.*$)", "\1 A")"#);
-    let r = get(&s, &format!("/render?target={t}&from=-1h&until=now&format=json&maxDataPoints=300"));
+    let r = get(
+        &s,
+        &format!("/render?target={t}&from=-1h&until=now&format=json&maxDataPoints=300"),
+    );
     let series = r.as_array().unwrap();
     assert_eq!(series.len(), 1);
     assert_eq!(series[0]["target"], "100 A");
@@ -79,7 +93,11 @@ fn save_and_test_version_and_functions() {
     assert!(dps.iter().all(|p| p[0] == 100.0 && p[1].is_u64()));
     // Backend mode (Go url.Values: keys sorted) health check.
     let (f, u) = (now() - 3600, now());
-    let r = post_form(&s, "/render", &format!("format=json&from={f}&maxDataPoints=100&target=constantLine%28100%29&until={u}"));
+    let r = post_form(
+        &s,
+        "/render",
+        &format!("format=json&from={f}&maxDataPoints=100&target=constantLine%28100%29&until={u}"),
+    );
     assert_eq!(r[0]["datapoints"][0][0], 100.0);
     // `/version` must be a 1.1.x semver.
     let (code, v) = http(&s.addr, "GET", "/version", "", &[]);
@@ -89,7 +107,10 @@ fn save_and_test_version_and_functions() {
     let a = &f["aliasSub"];
     assert_eq!(a["group"], "Alias");
     assert_eq!(a["params"][0]["type"], "seriesList");
-    assert_eq!(a["params"][1], json!({"name": "search", "type": "string", "required": true}));
+    assert_eq!(
+        a["params"][1],
+        json!({"name": "search", "type": "string", "required": true})
+    );
     assert_eq!(f["keepLastValue"]["params"][1]["default"], "inf");
     assert_eq!(get(&s, "/functions/sumSeries")["name"], "sumSeries");
 }
@@ -101,9 +122,26 @@ fn segment_browsing_and_expand() {
     // Level 0: the raw body `query=*`; series from OpenTSDB appear under their Graphite paths,
     // tagged ones stay out of the tree.
     let r = post_form(&s, &format!("/metrics/find?from={f}&until={u}"), "query=*");
-    assert_eq!(r, json!([{"text": "demo", "id": "demo", "allowChildren": 1, "expandable": 1, "leaf": 0}]));
-    let r = post_form(&s, &format!("/metrics/find?from={f}&until={u}"), "query=demo.*");
-    let texts: Vec<(&str, i64)> = r.as_array().unwrap().iter().map(|n| (n["text"].as_str().unwrap(), n["expandable"].as_i64().unwrap())).collect();
+    assert_eq!(
+        r,
+        json!([{"text": "demo", "id": "demo", "allowChildren": 1, "expandable": 1, "leaf": 0}])
+    );
+    let r = post_form(
+        &s,
+        &format!("/metrics/find?from={f}&until={u}"),
+        "query=demo.*",
+    );
+    let texts: Vec<(&str, i64)> = r
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["text"].as_str().unwrap(),
+                n["expandable"].as_i64().unwrap(),
+            )
+        })
+        .collect();
     assert_eq!(texts, vec![("web01", 1), ("web02", 1)]);
     // Unencoded braces and commas in the body, as Grafana sends them.
     let r = post_form(&s, "/metrics/find", "query=demo.{web01,web02}.*");
@@ -113,17 +151,40 @@ fn segment_browsing_and_expand() {
                {"text": "mem", "id": "demo.{web01,web02}.mem", "allowChildren": 0, "expandable": 0, "leaf": 1}])
     );
     // The Go backend encodes the body properly; `leaf`/`expandable` must be integers.
-    let r = post_form(&s, "/metrics/find", &format!("query={}", enc("demo.web0[1].*")));
-    assert_eq!(r.as_array().unwrap().iter().map(|n| (n["id"].as_str().unwrap(), n["leaf"].as_u64().unwrap())).collect::<Vec<_>>(), vec![("demo.web0[1].cpu", 1), ("demo.web0[1].mem", 1)]);
+    let r = post_form(
+        &s,
+        "/metrics/find",
+        &format!("query={}", enc("demo.web0[1].*")),
+    );
+    assert_eq!(
+        r.as_array()
+            .unwrap()
+            .iter()
+            .map(|n| (n["id"].as_str().unwrap(), n["leaf"].as_u64().unwrap()))
+            .collect::<Vec<_>>(),
+        vec![("demo.web0[1].cpu", 1), ("demo.web0[1].mem", 1)]
+    );
     // Typed text: `…*<typed>*`.
     let r = get(&s, "/metrics/find?query=demo.*02*");
     assert_eq!(r[0]["text"], "web02");
     let r = get(&s, "/metrics/find?query=demo.web0&format=completer");
-    assert_eq!(r["metrics"][0], json!({"path": "demo.web01.", "name": "web01", "is_leaf": "0"}));
+    assert_eq!(
+        r["metrics"][0],
+        json!({"path": "demo.web01.", "name": "web01", "is_leaf": "0"})
+    );
     // Template variable `expand(...)`.
-    let r = get(&s, &format!("/metrics/expand?query={}&from={f}&until={u}", enc("demo.*.cpu")));
+    let r = get(
+        &s,
+        &format!(
+            "/metrics/expand?query={}&from={f}&until={u}",
+            enc("demo.*.cpu")
+        ),
+    );
     assert_eq!(r, json!({"results": ["demo.web01.cpu", "demo.web02.cpu"]}));
-    assert_eq!(get(&s, "/metrics/index.json"), json!(["demo.web01.cpu", "demo.web01.mem", "demo.web02.cpu"]));
+    assert_eq!(
+        get(&s, "/metrics/index.json"),
+        json!(["demo.web01.cpu", "demo.web01.mem", "demo.web02.cpu"])
+    );
     // A missing query is graphite's 400.
     assert_eq!(http(&s.addr, "GET", "/metrics/find", "", &[]).0, 400);
 }
@@ -131,23 +192,61 @@ fn segment_browsing_and_expand() {
 #[test]
 fn tag_editor_autocomplete() {
     let (_d, s, _) = start();
-    let r = get(&s, &format!("/tags/autoComplete/tags?expr={}&tagPrefix=&limit=5000", enc("name=disk.used")));
+    let r = get(
+        &s,
+        &format!(
+            "/tags/autoComplete/tags?expr={}&tagPrefix=&limit=5000",
+            enc("name=disk.used")
+        ),
+    );
     assert_eq!(r, json!(["datacenter", "server"]));
-    let r = get(&s, &format!("/tags/autoComplete/values?tag=server&expr={}&valuePrefix=web&limit=5000", enc("name=disk.used")));
+    let r = get(
+        &s,
+        &format!(
+            "/tags/autoComplete/values?tag=server&expr={}&valuePrefix=web&limit=5000",
+            enc("name=disk.used")
+        ),
+    );
     assert_eq!(r, json!(["web01", "web02"]));
-    let r = get(&s, &format!("/tags/autoComplete/values?tag=datacenter&expr={}&expr={}&limit=0", enc("name=disk.used"), enc("server!=web01")));
+    let r = get(
+        &s,
+        &format!(
+            "/tags/autoComplete/values?tag=datacenter&expr={}&expr={}&limit=0",
+            enc("name=disk.used"),
+            enc("server!=web01")
+        ),
+    );
     assert_eq!(r, json!(["dc2"]));
     // Backend mode forwards no `expr`, and unset values as `undefined` / `limit=0`.
-    let r = get(&s, "/tags/autoComplete/tags?from=undefined&until=undefined&limit=0&tagPrefix=");
+    let r = get(
+        &s,
+        "/tags/autoComplete/tags?from=undefined&until=undefined&limit=0&tagPrefix=",
+    );
     assert_eq!(r, json!(["datacenter", "name", "server"]));
     // Level 0 of the tag editor lists tag names too.
     let r = get(&s, "/tags/autoComplete/tags?tagPrefix=da&limit=5000");
     assert_eq!(r, json!(["datacenter"]));
-    let r = get(&s, &format!("/tags/findSeries?expr={}", enc("datacenter=~dc")));
-    assert_eq!(r, json!(["disk.used;datacenter=dc1;server=web01", "disk.used;datacenter=dc2;server=web02"]));
+    let r = get(
+        &s,
+        &format!("/tags/findSeries?expr={}", enc("datacenter=~dc")),
+    );
+    assert_eq!(
+        r,
+        json!([
+            "disk.used;datacenter=dc1;server=web01",
+            "disk.used;datacenter=dc2;server=web02"
+        ])
+    );
     let r = get(&s, "/tags/server");
-    assert_eq!(r["values"], json!([{"value": "web01", "count": 1}, {"value": "web02", "count": 1}]));
-    let r = post_form(&s, "/tags/tagMultiSeries", "path=a.b%3Bz%3D1%3Bb%3D2&path=c");
+    assert_eq!(
+        r["values"],
+        json!([{"value": "web01", "count": 1}, {"value": "web02", "count": 1}])
+    );
+    let r = post_form(
+        &s,
+        "/tags/tagMultiSeries",
+        "path=a.b%3Bz%3D1%3Bb%3D2&path=c",
+    );
     assert_eq!(r, json!(["a.b;b=2;z=1", "c"]));
 }
 
@@ -163,36 +262,116 @@ fn panel_queries_with_ref_id_wrapper() {
     );
     let r = post_form(&s, "/render", &body);
     let series = r.as_array().unwrap();
-    let names: Vec<&str> = series.iter().map(|x| x["target"].as_str().unwrap()).collect();
-    assert_eq!(names, vec!["sumSeries(demo.*.cpu) A", "web01 B", "web02 B", "scale(demo.web02.cpu,0.5) C"]);
+    let names: Vec<&str> = series
+        .iter()
+        .map(|x| x["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            "sumSeries(demo.*.cpu) A",
+            "web01 B",
+            "web02 B",
+            "scale(demo.web02.cpu,0.5) C"
+        ]
+    );
     for x in series {
         let dps = x["datapoints"].as_array().unwrap();
         // maxDataPoints caps the points; timestamps are integers Grafana multiplies by 1000.
         assert!(!dps.is_empty() && dps.len() <= 50, "{} points", dps.len());
-        assert!(dps.iter().all(|p| p[1].is_u64() && (p[1].as_u64().unwrap() as i64 - end as i64).abs() <= 1800));
+        assert!(dps
+            .iter()
+            .all(|p| p[1].is_u64() && (p[1].as_u64().unwrap() as i64 - end as i64).abs() <= 1800));
         assert!(x["tags"]["name"].is_string());
     }
-    let nonnull = |i: usize| series[i]["datapoints"].as_array().unwrap().iter().filter_map(|p| p[0].as_f64()).collect::<Vec<_>>();
+    let nonnull = |i: usize| {
+        series[i]["datapoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|p| p[0].as_f64())
+            .collect::<Vec<_>>()
+    };
     assert!(nonnull(0).iter().all(|v| *v == 3.0) && nonnull(0).len() >= 40);
     assert!(nonnull(1).iter().all(|v| *v == 10.0));
     assert!(nonnull(2).iter().all(|v| *v == 20.0));
     assert!(nonnull(3).iter().all(|v| *v == 1.0));
-    assert_eq!(series[1]["tags"], json!({"name": "disk.used", "datacenter": "dc1", "server": "web01"}));
+    assert_eq!(
+        series[1]["tags"],
+        json!({"name": "disk.used", "datacenter": "dc1", "server": "web01"})
+    );
     // Raw points at 10 s, `from` exclusive and `until` inclusive on the grid.
-    let r = get(&s, &format!("/render?target=demo.web01.cpu&from={}&until={end}&format=json", end - 60));
-    let ts: Vec<u64> = r[0]["datapoints"].as_array().unwrap().iter().map(|p| p[1].as_u64().unwrap()).collect();
-    assert_eq!(ts, vec![end - 50, end - 40, end - 30, end - 20, end - 10, end]);
+    let r = get(
+        &s,
+        &format!(
+            "/render?target=demo.web01.cpu&from={}&until={end}&format=json",
+            end - 60
+        ),
+    );
+    let ts: Vec<u64> = r[0]["datapoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p[1].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        ts,
+        vec![end - 50, end - 40, end - 30, end - 20, end - 10, end]
+    );
     // Other formats.
-    let (code, raw) = http(&s.addr, "GET", &format!("/render?target=demo.web01.cpu&from={}&until={end}&format=raw", end - 20), "", &[]);
-    assert_eq!((code, raw.as_str()), (200, format!("demo.web01.cpu,{},{},10|1.0,1.0\n", end - 10, end + 10).as_str()));
-    let (code, csv) = http(&s.addr, "GET", &format!("/render?target=demo.web01.cpu&from={}&until={end}&format=csv", end - 10), "", &[]);
+    let (code, raw) = http(
+        &s.addr,
+        "GET",
+        &format!(
+            "/render?target=demo.web01.cpu&from={}&until={end}&format=raw",
+            end - 20
+        ),
+        "",
+        &[],
+    );
+    assert_eq!(
+        (code, raw.as_str()),
+        (
+            200,
+            format!("demo.web01.cpu,{},{},10|1.0,1.0\n", end - 10, end + 10).as_str()
+        )
+    );
+    let (code, csv) = http(
+        &s.addr,
+        "GET",
+        &format!(
+            "/render?target=demo.web01.cpu&from={}&until={end}&format=csv",
+            end - 10
+        ),
+        "",
+        &[],
+    );
     assert_eq!(code, 200);
-    assert!(csv.starts_with("demo.web01.cpu,") && csv.ends_with(",1.0\r\n"), "{csv}");
+    assert!(
+        csv.starts_with("demo.web01.cpu,") && csv.ends_with(",1.0\r\n"),
+        "{csv}"
+    );
     // Unknown functions and bad times are graphite's 400 with a readable message.
-    let (code, msg) = http(&s.addr, "GET", "/render?target=nope(demo.web01.cpu)&format=json", "", &[]);
+    let (code, msg) = http(
+        &s.addr,
+        "GET",
+        "/render?target=nope(demo.web01.cpu)&format=json",
+        "",
+        &[],
+    );
     assert_eq!(code, 400);
     assert!(msg.contains("nope"), "{msg}");
-    assert_eq!(http(&s.addr, "GET", "/render?target=demo.web01.cpu&from=-5m", "", &[]).0, 400);
+    assert_eq!(
+        http(
+            &s.addr,
+            "GET",
+            "/render?target=demo.web01.cpu&from=-5m",
+            "",
+            &[]
+        )
+        .0,
+        400
+    );
 }
 
 #[test]
@@ -201,9 +380,29 @@ fn graphite_events_from_annotations() {
     let note = json!({"startTime": end - 100, "description": "deploy", "notes": "v2", "custom": {"tags": "deploy prod"}});
     let (code, body) = s.http("POST", "/api/annotation", &note.to_string());
     assert_eq!(code, 200, "{body}");
-    let r = get(&s, &format!("/events/get_data?from={}&until={}&tags=deploy", end - 3600, end));
-    assert_eq!(r, json!([{"when": end - 100, "what": "deploy", "data": "v2", "tags": ["deploy", "prod"], "id": 1}]));
-    assert_eq!(get(&s, &format!("/events/get_data?from={}&until={}&tags=other", end - 3600, end)), json!([]));
+    let r = get(
+        &s,
+        &format!(
+            "/events/get_data?from={}&until={}&tags=deploy",
+            end - 3600,
+            end
+        ),
+    );
+    assert_eq!(
+        r,
+        json!([{"when": end - 100, "what": "deploy", "data": "v2", "tags": ["deploy", "prod"], "id": 1}])
+    );
+    assert_eq!(
+        get(
+            &s,
+            &format!(
+                "/events/get_data?from={}&until={}&tags=other",
+                end - 3600,
+                end
+            )
+        ),
+        json!([])
+    );
 }
 
 /// Carbon plaintext in, graphite-web out: both halves of the Graphite issue on one server.
@@ -220,7 +419,9 @@ fn carbon_lines_are_browsed_and_rendered() {
     let mut lines = String::new();
     for i in 0..6u64 {
         let ts = end - 50 + i * 10;
-        lines.push_str(&format!("demo.web09.load {i} {ts}\ncarbon.agents.a.cpu 1.5 {ts}\ndisk.free;dc=x 5 {ts}\n"));
+        lines.push_str(&format!(
+            "demo.web09.load {i} {ts}\ncarbon.agents.a.cpu 1.5 {ts}\ndisk.free;dc=x 5 {ts}\n"
+        ));
     }
     c.write_all(lines.as_bytes()).unwrap();
     drop(c);
@@ -235,9 +436,31 @@ fn carbon_lines_are_browsed_and_rendered() {
         assert!(std::time::Instant::now() < deadline, "index: {got}");
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
-    let r = get(&s, &format!("/render?target=demo.web09.load&target={}&from={}&until={end}&format=json", enc("seriesByTag('dc=x')"), end - 60));
-    let vals: Vec<Value> = r[0]["datapoints"].as_array().unwrap().iter().map(|p| p[0].clone()).collect();
-    assert_eq!(vals, vec![json!(0.0), json!(1.0), json!(2.0), json!(3.0), json!(4.0), json!(5.0)]);
+    let r = get(
+        &s,
+        &format!(
+            "/render?target=demo.web09.load&target={}&from={}&until={end}&format=json",
+            enc("seriesByTag('dc=x')"),
+            end - 60
+        ),
+    );
+    let vals: Vec<Value> = r[0]["datapoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p[0].clone())
+        .collect();
+    assert_eq!(
+        vals,
+        vec![
+            json!(0.0),
+            json!(1.0),
+            json!(2.0),
+            json!(3.0),
+            json!(4.0),
+            json!(5.0)
+        ]
+    );
     assert_eq!(r[1]["target"], "disk.free;dc=x");
     assert_eq!(r[1]["tags"], json!({"name": "disk.free", "dc": "x"}));
 }

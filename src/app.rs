@@ -23,7 +23,10 @@ pub enum AppError {
     #[error(transparent)]
     Write(#[from] crate::write::WriteError),
     #[error("cannot listen on {addr}: {source}")]
-    Listen { addr: String, source: std::io::Error },
+    Listen {
+        addr: String,
+        source: std::io::Error,
+    },
     #[error("{0}")]
     Io(#[from] std::io::Error),
     #[error("invalid graphite.rules: {0}")]
@@ -42,13 +45,24 @@ pub fn open_store(cfg: &Config) -> Result<SharedStore, AppError> {
     let specs = cfg.storage.tables.specs();
     match cfg.storage.backend.as_str() {
         "hbase" => {
-            let store = HBaseStore::open(&cfg.storage.hbase, &specs)
-                .map_err(|source| StoreError::HBase { op: "open", table: cfg.storage.tables.data.clone(), source })?;
+            let store = HBaseStore::open(&cfg.storage.hbase, &specs).map_err(|source| {
+                StoreError::HBase {
+                    op: "open",
+                    table: cfg.storage.tables.data.clone(),
+                    source,
+                }
+            })?;
             Ok(crate::observe::store::instrument(Arc::new(store)))
         }
         _ => {
             std::fs::create_dir_all(&cfg.data_dir)?;
-            Ok(crate::observe::store::instrument(Arc::new(EmbeddedStore::open_with_cache(&cfg.data_dir.join("store"), &specs, cfg.storage.cache_mb << 20)?)))
+            Ok(crate::observe::store::instrument(Arc::new(
+                EmbeddedStore::open_with_cache(
+                    &cfg.data_dir.join("store"),
+                    &specs,
+                    cfg.storage.cache_mb << 20,
+                )?,
+            )))
         }
     }
 }
@@ -58,7 +72,11 @@ pub fn open_store(cfg: &Config) -> Result<SharedStore, AppError> {
 pub fn lock_wal(data_dir: &std::path::Path) -> Result<std::fs::File, AppError> {
     let dir = data_dir.join("wal");
     std::fs::create_dir_all(&dir)?;
-    let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(dir.join("LOCK"))?;
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("LOCK"))?;
     match f.try_lock() {
         Ok(()) => Ok(f),
         Err(std::fs::TryLockError::WouldBlock) => Err(AppError::Locked(dir.display().to_string())),
@@ -73,12 +91,19 @@ pub fn uid_core(cfg: &Config, store: SharedStore) -> Arc<UidCore> {
         store,
         s.tables.uid.clone(),
         [s.uid_width_metric, s.uid_width_tagk, s.uid_width_tagv],
-        [u.auto_create_metrics, u.auto_create_tagks, u.auto_create_tagvs],
+        [
+            u.auto_create_metrics,
+            u.auto_create_tagks,
+            u.auto_create_tagvs,
+        ],
     ))
 }
 
 pub fn limits(cfg: &Config) -> Limits {
-    Limits { max_tags: cfg.limits.max_tags, allow_special: cfg.limits.allow_special_chars.clone() }
+    Limits {
+        max_tags: cfg.limits.max_tags,
+        allow_special: cfg.limits.allow_special_chars.clone(),
+    }
 }
 
 pub fn query_limits(cfg: &Config) -> crate::query::QueryLimits {
@@ -95,7 +120,12 @@ fn row_cache(cfg: &Config, store: &SharedStore) -> Option<Arc<crate::query::row_
     if store.shared() {
         return None;
     }
-    crate::query::row_cache::RowCache::new(cfg.storage.row_cache_mb << 20, &cfg.storage.tables.data, cfg.layout().head_width()).map(Arc::new)
+    crate::query::row_cache::RowCache::new(
+        cfg.storage.row_cache_mb << 20,
+        &cfg.storage.tables.data,
+        cfg.layout().head_width(),
+    )
+    .map(Arc::new)
 }
 
 pub fn writer_config(cfg: &Config) -> WriterConfig {
@@ -139,21 +169,49 @@ impl Node {
         let layout = cfg.layout();
         let table = cfg.storage.tables.data.clone();
         let stats = crate::write::recover(&cfg.data_dir, &store, &table, layout)?;
-        crate::observe::metrics().wal_replayed_points.add(stats.points as u64);
-        tracing::info!(points = stats.points, records = stats.records, damaged = stats.damaged, "write-ahead log replayed");
+        crate::observe::metrics()
+            .wal_replayed_points
+            .add(stats.points as u64);
+        tracing::info!(
+            points = stats.points,
+            records = stats.records,
+            damaged = stats.damaged,
+            "write-ahead log replayed"
+        );
         let uids = uid_core(&cfg, store.clone());
         let resolver = Arc::new(SeriesResolver::new(uids.clone()));
         let meta = crate::meta::MetaService::start(&cfg, store.clone(), uids.clone(), &resolver)?;
         let mut wcfg = writer_config(&cfg);
         wcfg.ts_counter = meta.ts_counter.clone();
-        let (writer, threads) =
-            Writer::start(&cfg.data_dir, store.clone(), &table, layout, &wcfg, tokio::runtime::Handle::current())?;
+        let (writer, threads) = Writer::start(
+            &cfg.data_dir,
+            store.clone(),
+            &table,
+            layout,
+            &wcfg,
+            tokio::runtime::Handle::current(),
+        )?;
         let prom = crate::prometheus::PromState::open(&cfg.data_dir);
-        let names = Arc::new(crate::graphite::names::NameRules::from_config(&cfg).map_err(AppError::NameRules)?);
+        let names = Arc::new(
+            crate::graphite::names::NameRules::from_config(&cfg).map_err(AppError::NameRules)?,
+        );
         let max_connections = cfg.limits.max_connections;
         let state = Arc::new(AppState {
-            ingest: Ingest { resolver: resolver.clone(), writer, max_name_length: cfg.limits.max_name_length, received: Default::default() },
-            query: QueryEngine { rows, store, uids, layout, table, allow_delete: cfg.query.allow_delete, limits: query_limits(&cfg) },
+            ingest: Ingest {
+                resolver: resolver.clone(),
+                writer,
+                max_name_length: cfg.limits.max_name_length,
+                received: Default::default(),
+            },
+            query: QueryEngine {
+                rows,
+                store,
+                uids,
+                layout,
+                table,
+                allow_delete: cfg.query.allow_delete,
+                limits: query_limits(&cfg),
+            },
             resolver,
             meta,
             limits: limits(&cfg),
@@ -167,14 +225,23 @@ impl Node {
             auth,
             tls,
         });
-        Ok(Node { state, threads, wal_lock })
+        Ok(Node {
+            state,
+            threads,
+            wal_lock,
+        })
     }
 }
 
 /// Runs the server until SIGINT/SIGTERM, then drains and flushes everything.
 pub async fn serve(cfg: Config) -> Result<(), AppError> {
     let listen = cfg.server.listen.clone();
-    let listener = tokio::net::TcpListener::bind(&listen).await.map_err(|source| AppError::Listen { addr: listen.clone(), source })?;
+    let listener = tokio::net::TcpListener::bind(&listen)
+        .await
+        .map_err(|source| AppError::Listen {
+            addr: listen.clone(),
+            source,
+        })?;
     let graphite = bind_graphite(&cfg.server).await?;
     let signals = ShutdownSignals::install();
     let node = Node::start(cfg)?;
@@ -183,11 +250,18 @@ pub async fn serve(cfg: Config) -> Result<(), AppError> {
         https = c.server.tls.enabled(), auth = c.auth.enabled, "tsgate listening (OpenTSDB telnet + HTTP)");
     crate::server::auth::warn_unprotected(c);
     let (tx, rx) = tokio::sync::watch::channel(false);
-    let server = tokio::spawn(crate::server::serve(node.state.clone(), listener, rx.clone()));
+    let server = tokio::spawn(crate::server::serve(
+        node.state.clone(),
+        listener,
+        rx.clone(),
+    ));
     let graphite = start_graphite(&node.state, graphite, rx);
     signals.recv().await;
     let budget = Duration::from_millis(node.state.config.server.shutdown_timeout_ms);
-    tracing::info!(timeout_ms = budget.as_millis() as u64, "shutting down: draining connections and flushing");
+    tracing::info!(
+        timeout_ms = budget.as_millis() as u64,
+        "shutting down: draining connections and flushing"
+    );
     let drain = async move {
         let _ = tx.send(true);
         let _ = server.await;
@@ -199,7 +273,11 @@ pub async fn serve(cfg: Config) -> Result<(), AppError> {
         while Arc::strong_count(&node.state) > 1 && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        let Node { state, threads, wal_lock } = node;
+        let Node {
+            state,
+            threads,
+            wal_lock,
+        } = node;
         state.ingest.writer.close();
         let store = state.query.store.clone();
         drop(state);
@@ -242,32 +320,58 @@ pub async fn bind_graphite(s: &crate::config::ServerConfig) -> Result<GraphiteSo
     let (mut tcp, mut udp, mut pickle) = (None, None, None);
     let g = s.graphite_listen.trim();
     if !g.is_empty() {
-        let l = tokio::net::TcpListener::bind(g).await.map_err(listen_err(g))?;
+        let l = tokio::net::TcpListener::bind(g)
+            .await
+            .map_err(listen_err(g))?;
         // UDP on the same port as TCP (port 0 picks one for TCP; UDP follows it).
         let addr = l.local_addr()?;
-        udp = Some(tokio::net::UdpSocket::bind(addr).await.map_err(listen_err(g))?);
+        udp = Some(
+            tokio::net::UdpSocket::bind(addr)
+                .await
+                .map_err(listen_err(g))?,
+        );
         tcp = Some(l);
     }
     let p = s.pickle_listen.trim();
     if !p.is_empty() {
-        pickle = Some(tokio::net::TcpListener::bind(p).await.map_err(listen_err(p))?);
+        pickle = Some(
+            tokio::net::TcpListener::bind(p)
+                .await
+                .map_err(listen_err(p))?,
+        );
     }
     Ok(GraphiteSockets { tcp, udp, pickle })
 }
 
 /// Spawns the Graphite listeners; they stop when `shutdown` turns true.
-pub fn start_graphite(state: &Arc<AppState>, s: GraphiteSockets, shutdown: tokio::sync::watch::Receiver<bool>) -> Vec<tokio::task::JoinHandle<()>> {
+pub fn start_graphite(
+    state: &Arc<AppState>,
+    s: GraphiteSockets,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
     let mut tasks = Vec::new();
     if let Some(l) = s.tcp {
         tracing::info!(addr = %l.local_addr().map(|a| a.to_string()).unwrap_or_default(), "Graphite plaintext listening (TCP and UDP)");
-        tasks.push(tokio::spawn(crate::graphite::plaintext::serve_tcp(state.clone(), l, shutdown.clone())));
+        tasks.push(tokio::spawn(crate::graphite::plaintext::serve_tcp(
+            state.clone(),
+            l,
+            shutdown.clone(),
+        )));
     }
     if let Some(u) = s.udp {
-        tasks.push(tokio::spawn(crate::graphite::plaintext::serve_udp(state.clone(), u, shutdown.clone())));
+        tasks.push(tokio::spawn(crate::graphite::plaintext::serve_udp(
+            state.clone(),
+            u,
+            shutdown.clone(),
+        )));
     }
     if let Some(l) = s.pickle {
         tracing::info!(addr = %l.local_addr().map(|a| a.to_string()).unwrap_or_default(), "Graphite pickle listening");
-        tasks.push(tokio::spawn(crate::graphite::pickle::serve(state.clone(), l, shutdown)));
+        tasks.push(tokio::spawn(crate::graphite::pickle::serve(
+            state.clone(),
+            l,
+            shutdown,
+        )));
     }
     tasks
 }

@@ -36,7 +36,9 @@ pub struct LogConfig {
 
 impl Default for LogConfig {
     fn default() -> Self {
-        LogConfig { format: "text".into() }
+        LogConfig {
+            format: "text".into(),
+        }
     }
 }
 
@@ -56,7 +58,11 @@ pub struct GraphiteConfig {
 
 impl Default for GraphiteConfig {
     fn default() -> Self {
-        GraphiteConfig { max_tags: 32, pickle_max_frame: 1 << 20, rules: Vec::new() }
+        GraphiteConfig {
+            max_tags: 32,
+            pickle_max_frame: 1 << 20,
+            rules: Vec::new(),
+        }
     }
 }
 
@@ -102,7 +108,12 @@ pub struct QueryConfig {
 
 impl Default for QueryConfig {
     fn default() -> Self {
-        QueryConfig { allow_delete: false, timeout_ms: 120_000, max_series: 100_000, max_points: 50_000_000 }
+        QueryConfig {
+            allow_delete: false,
+            timeout_ms: 120_000,
+            max_series: 100_000,
+            max_points: 50_000_000,
+        }
     }
 }
 
@@ -123,7 +134,12 @@ pub struct PrometheusConfig {
 
 impl Default for PrometheusConfig {
     fn default() -> Self {
-        PrometheusConfig { max_tags: 32, max_decompressed_bytes: 32 << 20, lookback_delta_ms: 300_000, max_samples: 50_000_000 }
+        PrometheusConfig {
+            max_tags: 32,
+            max_decompressed_bytes: 32 << 20,
+            lookback_delta_ms: 300_000,
+            max_samples: 50_000_000,
+        }
     }
 }
 
@@ -291,7 +307,11 @@ impl Default for StorageConfig {
 
 impl Default for UidConfig {
     fn default() -> Self {
-        UidConfig { auto_create_metrics: true, auto_create_tagks: true, auto_create_tagvs: true }
+        UidConfig {
+            auto_create_metrics: true,
+            auto_create_tagks: true,
+            auto_create_tagvs: true,
+        }
     }
 }
 
@@ -327,61 +347,103 @@ impl Default for LimitsConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("invalid config file {path}: {source}")]
-    Parse { path: PathBuf, source: toml::de::Error },
+    Parse {
+        path: PathBuf,
+        source: toml::de::Error,
+    },
     #[error("invalid config: {0}")]
     Invalid(String),
 }
 
 impl Config {
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
-        let cfg: Config = toml::from_str(&text).map_err(|source| ConfigError::Parse { path: path.into(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.into(),
+            source,
+        })?;
+        let cfg: Config = toml::from_str(&text).map_err(|source| ConfigError::Parse {
+            path: path.into(),
+            source,
+        })?;
         cfg.validate()?;
         Ok(cfg)
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {
-        self.log.format.parse::<crate::observe::logging::LogFormat>().map_err(|e| ConfigError::Invalid(format!("log.format: {e}")))?;
+        self.log
+            .format
+            .parse::<crate::observe::logging::LogFormat>()
+            .map_err(|e| ConfigError::Invalid(format!("log.format: {e}")))?;
         let s = &self.storage;
-        for (k, w) in [("metric", s.uid_width_metric), ("tagk", s.uid_width_tagk), ("tagv", s.uid_width_tagv)] {
+        for (k, w) in [
+            ("metric", s.uid_width_metric),
+            ("tagk", s.uid_width_tagk),
+            ("tagv", s.uid_width_tagv),
+        ] {
             if !(1..=8).contains(&w) {
-                return Err(ConfigError::Invalid(format!("storage.uid_width_{k} must be 1..8, got {w}")));
+                return Err(ConfigError::Invalid(format!(
+                    "storage.uid_width_{k} must be 1..8, got {w}"
+                )));
             }
         }
         if s.salt_width > 8 || (s.salt_width > 0 && s.salt_buckets == 0) {
-            return Err(ConfigError::Invalid("storage.salt_width must be 0..8 with salt_buckets >= 1".into()));
+            return Err(ConfigError::Invalid(
+                "storage.salt_width must be 0..8 with salt_buckets >= 1".into(),
+            ));
         }
         match s.backend.as_str() {
             "embedded" => {}
             "hbase" => {
                 if s.hbase.thrift.trim().is_empty() {
-                    return Err(ConfigError::Invalid("storage.hbase.thrift must name the Thrift gateway (host:port)".into()));
+                    return Err(ConfigError::Invalid(
+                        "storage.hbase.thrift must name the Thrift gateway (host:port)".into(),
+                    ));
                 }
                 if s.hbase.pool_size == 0 || s.hbase.scan_caching == 0 {
-                    return Err(ConfigError::Invalid("storage.hbase.pool_size and scan_caching must be >= 1".into()));
+                    return Err(ConfigError::Invalid(
+                        "storage.hbase.pool_size and scan_caching must be >= 1".into(),
+                    ));
                 }
             }
-            other => return Err(ConfigError::Invalid(format!("storage.backend {other:?} is not available (embedded, hbase)"))),
+            other => {
+                return Err(ConfigError::Invalid(format!(
+                    "storage.backend {other:?} is not available (embedded, hbase)"
+                )))
+            }
         }
         if self.limits.max_tags < 1 {
             return Err(ConfigError::Invalid("limits.max_tags must be >= 1".into()));
         }
         if self.graphite.max_tags < 1 || self.graphite.pickle_max_frame < 16 {
-            return Err(ConfigError::Invalid("graphite.max_tags must be >= 1 and graphite.pickle_max_frame >= 16".into()));
+            return Err(ConfigError::Invalid(
+                "graphite.max_tags must be >= 1 and graphite.pickle_max_frame >= 16".into(),
+            ));
         }
         if self.prometheus.max_tags < 1 {
-            return Err(ConfigError::Invalid("prometheus.max_tags must be >= 1".into()));
+            return Err(ConfigError::Invalid(
+                "prometheus.max_tags must be >= 1".into(),
+            ));
         }
         let l = &self.limits;
-        if l.max_points_per_request < 1 || l.max_name_length < 1 || l.max_connections < 1 || l.idle_timeout_ms < 1 || l.read_timeout_ms < 1 {
+        if l.max_points_per_request < 1
+            || l.max_name_length < 1
+            || l.max_connections < 1
+            || l.idle_timeout_ms < 1
+            || l.read_timeout_ms < 1
+        {
             return Err(ConfigError::Invalid(
                 "limits.max_points_per_request, max_name_length, max_connections, idle_timeout_ms and read_timeout_ms must be >= 1".into(),
             ));
         }
         if !matches!(self.write.wal_fsync.as_str(), "always" | "never") {
-            return Err(ConfigError::Invalid("write.wal_fsync must be \"always\" or \"never\"".into()));
+            return Err(ConfigError::Invalid(
+                "write.wal_fsync must be \"always\" or \"never\"".into(),
+            ));
         }
         Ok(())
     }
@@ -435,7 +497,11 @@ mod tests {
         assert_eq!(c.storage.hbase.retries, 3);
         let mut bad = c.clone();
         bad.storage.backend = "cassandra".into();
-        assert!(bad.validate().unwrap_err().to_string().contains("embedded, hbase"));
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("embedded, hbase"));
         assert!(toml::from_str::<Config>("[storage.hbase]\nthrfit = \"x\"\n").is_err());
     }
 
@@ -443,6 +509,10 @@ mod tests {
     fn invalid_widths_are_named() {
         let mut c = Config::default();
         c.storage.uid_width_tagv = 9;
-        assert!(c.validate().unwrap_err().to_string().contains("uid_width_tagv"));
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("uid_width_tagv"));
     }
 }

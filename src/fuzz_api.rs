@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 /// form, planning (which selector needs which span), then instant and range evaluation over a
 /// few in-memory series, rendered as the API's JSON. Returns whether it evaluated.
 pub fn promql(q: &str) -> bool {
-    let Ok(expr) = promql::parse(q) else { return false };
+    let Ok(expr) = promql::parse(q) else {
+        return false;
+    };
     let _ = promql::parse_match(q);
     let t = 1_700_000_000_000i64;
     let settings = Settings {
@@ -20,7 +22,9 @@ pub fn promql(q: &str) -> bool {
     };
     let series = promql_fixture(t);
     let (start, end, step) = (t - 600_000, t, 60_000);
-    let Ok(data) = selectors::data_from(&expr, &series, start, end, settings) else { return false };
+    let Ok(data) = selectors::data_from(&expr, &series, start, end, settings) else {
+        return false;
+    };
     if let Ok(r) = promql::instant_eval(&data, &expr, t, settings) {
         let _ = crate::server::prometheus::query::render(&r);
     }
@@ -33,32 +37,75 @@ pub fn promql(q: &str) -> bool {
 }
 
 fn promql_fixture(t: i64) -> Vec<(Vec<(String, String)>, Vec<(i64, f64)>)> {
-    let l = |p: &[(&str, &str)]| p.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>();
-    let pts = |f: f64| (0..80).map(|i| (t - 1_200_000 + i * 15_000, f * i as f64)).collect::<Vec<_>>();
+    let l = |p: &[(&str, &str)]| {
+        p.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect::<Vec<_>>()
+    };
+    let pts = |f: f64| {
+        (0..80)
+            .map(|i| (t - 1_200_000 + i * 15_000, f * i as f64))
+            .collect::<Vec<_>>()
+    };
     let mut stale = pts(1.0);
     stale[40].1 = f64::from_bits(tsgate_prometheus::STALE_NAN_BITS);
     vec![
-        (l(&[("__name__", "up"), ("instance", "a:9100"), ("job", "node")]), pts(0.0)),
-        (l(&[("__name__", "req_total"), ("instance", "a:9100"), ("job", "api")]), pts(1.5)),
-        (l(&[("__name__", "req_total"), ("instance", "b:9100"), ("job", "api")]), stale),
-        (l(&[("__name__", "bucket"), ("le", "0.5"), ("job", "api")]), pts(1.0)),
-        (l(&[("__name__", "bucket"), ("le", "+Inf"), ("job", "api")]), pts(2.0)),
+        (
+            l(&[("__name__", "up"), ("instance", "a:9100"), ("job", "node")]),
+            pts(0.0),
+        ),
+        (
+            l(&[
+                ("__name__", "req_total"),
+                ("instance", "a:9100"),
+                ("job", "api"),
+            ]),
+            pts(1.5),
+        ),
+        (
+            l(&[
+                ("__name__", "req_total"),
+                ("instance", "b:9100"),
+                ("job", "api"),
+            ]),
+            stale,
+        ),
+        (
+            l(&[("__name__", "bucket"), ("le", "0.5"), ("job", "api")]),
+            pts(1.0),
+        ),
+        (
+            l(&[("__name__", "bucket"), ("le", "+Inf"), ("job", "api")]),
+            pts(2.0),
+        ),
     ]
 }
 
 /// A graphite-web target expression as `/render` runs it: parse, then evaluate every function
 /// over a few in-memory series in a one-hour window. Returns whether it evaluated.
 pub fn graphite_target(target: &str) -> bool {
-    let Ok(expr) = crate::server::graphite_web::parser::parse(target) else { return false };
+    let Ok(expr) = crate::server::graphite_web::parser::parse(target) else {
+        return false;
+    };
     let until = 1_700_000_000i64;
-    let pts = |f: f64| (0..60).map(|i| (until - 3600 + i * 60, f * i as f64 - 10.0)).collect::<Vec<_>>();
+    let pts = |f: f64| {
+        (0..60)
+            .map(|i| (until - 3600 + i * 60, f * i as f64 - 10.0))
+            .collect::<Vec<_>>()
+    };
     let source = MemSource(vec![
         ("a.b.c".into(), pts(1.0)),
         ("a.b.d".into(), pts(-2.0)),
         ("a.x.c".into(), pts(0.5)),
         ("servers.web01.cpu;dc=eu".into(), pts(3.0)),
     ]);
-    let ctx = Ctx { source: &source, from: until - 3600, until, now: until, xff: 0.0 };
+    let ctx = Ctx {
+        source: &source,
+        from: until - 3600,
+        until,
+        now: until,
+        xff: 0.0,
+    };
     match ctx.eval(&expr) {
         Ok(list) => {
             let _ = crate::server::graphite_web::render::to_json(&list, Some(10), false);

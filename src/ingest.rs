@@ -74,7 +74,9 @@ pub struct Ingest {
 
 /// The first name of a point longer than `max` bytes, as an error naming the limit.
 fn check_name_lengths(metric: &str, tags: &[(&str, &str)], max: usize) -> Result<(), PointError> {
-    let too_long = std::iter::once(metric).chain(tags.iter().flat_map(|(k, v)| [*k, *v])).find(|n| n.len() > max);
+    let too_long = std::iter::once(metric)
+        .chain(tags.iter().flat_map(|(k, v)| [*k, *v]))
+        .find(|n| n.len() > max);
     match too_long {
         Some(n) => Err(PointError::Invalid(format!(
             "name too long ({} bytes, limits.max_name_length = {max}): {}...",
@@ -93,7 +95,10 @@ struct Texts {
 
 impl Texts {
     fn with_capacity(points: usize, bytes_each: usize) -> Texts {
-        Texts { buf: Vec::with_capacity(points * bytes_each), ends: Vec::with_capacity(points) }
+        Texts {
+            buf: Vec::with_capacity(points * bytes_each),
+            ends: Vec::with_capacity(points),
+        }
     }
 
     /// The next point's text, as `write` appends it (nothing: the point has none).
@@ -115,7 +120,9 @@ impl Texts {
 /// A point's row base hour and encoded cell.
 fn encode_point(ts: u64, v: Value) -> Result<(u32, RawPoint), PointError> {
     let base = base_time(ts);
-    RawPoint::encode(ts, base, to_data_value(v)).map(|r| (base, r)).map_err(|e| PointError::Invalid(e.to_string()))
+    RawPoint::encode(ts, base, to_data_value(v))
+        .map(|r| (base, r))
+        .map_err(|e| PointError::Invalid(e.to_string()))
 }
 
 fn uid_error(e: UidError) -> PointError {
@@ -128,7 +135,11 @@ fn uid_error(e: UidError) -> PointError {
 impl Ingest {
     /// Writes a batch of validated points. Returns one outcome per point, and the batch's
     /// durability result (with `wait`, `Ok` means the accepted points are in the WAL).
-    pub async fn write(&self, points: &[DataPoint<'_>], wait: bool) -> (Vec<Result<(), PointError>>, Result<(), WriteError>) {
+    pub async fn write(
+        &self,
+        points: &[DataPoint<'_>],
+        wait: bool,
+    ) -> (Vec<Result<(), PointError>>, Result<(), WriteError>) {
         // Each point's names as one memo text (`names_text`): a series seen before is then
         // found under the memo's lock taken once per few thousand points, rather than by a
         // look-up in the shared name cache per point.
@@ -141,11 +152,22 @@ impl Ingest {
             .iter()
             .zip(known)
             .enumerate()
-            .map(|(i, (p, series))| match (encode_point(p.timestamp, p.value), series) {
-                // Remembered only once accepted, so its names passed every check.
-                (Ok((base, point)), Some(series)) => Incoming::Known(StoredPoint { series, base, point }),
-                (raw, _) => Incoming::Names(EncodedPoint { metric: p.metric, tags: &p.tags, raw, text: texts.get(i) }),
-            })
+            .map(
+                |(i, (p, series))| match (encode_point(p.timestamp, p.value), series) {
+                    // Remembered only once accepted, so its names passed every check.
+                    (Ok((base, point)), Some(series)) => Incoming::Known(StoredPoint {
+                        series,
+                        base,
+                        point,
+                    }),
+                    (raw, _) => Incoming::Names(EncodedPoint {
+                        metric: p.metric,
+                        tags: &p.tags,
+                        raw,
+                        text: texts.get(i),
+                    }),
+                },
+            )
             .collect();
         self.write_incoming(incoming, wait).await
     }
@@ -157,7 +179,12 @@ impl Ingest {
     /// that text once accepted. Returns each point's validation error (`Err` text, as
     /// `JsonPoint::validate` gives it) or, for the points written, its position in `jps` and
     /// write outcome; and the batch's durability result.
-    pub async fn write_json(&self, jps: &[JsonPoint<'_>], limits: &Limits, wait: bool) -> JsonWrite {
+    pub async fn write_json(
+        &self,
+        jps: &[JsonPoint<'_>],
+        limits: &Limits,
+        wait: bool,
+    ) -> JsonWrite {
         let mut texts = Texts::with_capacity(jps.len(), 96);
         for jp in jps {
             texts.push(|buf| {
@@ -174,7 +201,11 @@ impl Ingest {
             let k = series.and_then(|series| {
                 let (ts, v) = jp.validate_known()?;
                 let (base, point) = encode_point(ts, v).ok()?;
-                Some(StoredPoint { series, base, point })
+                Some(StoredPoint {
+                    series,
+                    base,
+                    point,
+                })
             });
             valid.push(match k {
                 Some(_) => None,
@@ -194,13 +225,22 @@ impl Ingest {
         for (i, (k, p)) in known.into_iter().zip(&valid).enumerate() {
             incoming.push(match (k, p) {
                 (Some(sp), _) => Incoming::Known(sp),
-                (None, Some(p)) => Incoming::Names(EncodedPoint { metric: p.metric, tags: &p.tags, raw: encode_point(p.timestamp, p.value), text: texts.get(i) }),
+                (None, Some(p)) => Incoming::Names(EncodedPoint {
+                    metric: p.metric,
+                    tags: &p.tags,
+                    raw: encode_point(p.timestamp, p.value),
+                    text: texts.get(i),
+                }),
                 (None, None) => continue,
             });
             index.push(i);
         }
         let (outcomes, durable) = self.write_incoming(incoming, wait).await;
-        JsonWrite { invalid, written: index.into_iter().zip(outcomes).collect(), durable }
+        JsonWrite {
+            invalid,
+            written: index.into_iter().zip(outcomes).collect(),
+            durable,
+        }
     }
 
     /// The series the raw-text memo remembers for each text (`None` where a point has none).
@@ -210,20 +250,32 @@ impl Ingest {
         let mut out = Vec::with_capacity(texts.len());
         for start in (0..texts.len()).step_by(MEMO_BATCH) {
             let memo = self.resolver.raw_reader();
-            out.extend((start..texts.len().min(start + MEMO_BATCH)).map(|i| texts.get(i).and_then(|t| memo.get(t))));
+            out.extend(
+                (start..texts.len().min(start + MEMO_BATCH))
+                    .map(|i| texts.get(i).and_then(|t| memo.get(t))),
+            );
         }
         out
     }
 
     /// Writes points whose values are already encoded (protocols with their own value rules,
     /// such as Prometheus' non-finite floats). Same outcomes as [`Ingest::write`].
-    pub async fn write_encoded(&self, points: Vec<EncodedPoint<'_>>, wait: bool) -> (Vec<Result<(), PointError>>, Result<(), WriteError>) {
-        self.write_incoming(points.into_iter().map(Incoming::Names).collect(), wait).await
+    pub async fn write_encoded(
+        &self,
+        points: Vec<EncodedPoint<'_>>,
+        wait: bool,
+    ) -> (Vec<Result<(), PointError>>, Result<(), WriteError>) {
+        self.write_incoming(points.into_iter().map(Incoming::Names).collect(), wait)
+            .await
     }
 
     /// Writes points whose series are all known (a protocol's raw-text memo named them) and
     /// counts them for `proto`: the batch's durability result is every point's outcome.
-    pub async fn write_known(&self, proto: crate::observe::Protocol, points: Vec<StoredPoint>) -> Result<(), WriteError> {
+    pub async fn write_known(
+        &self,
+        proto: crate::observe::Protocol,
+        points: Vec<StoredPoint>,
+    ) -> Result<(), WriteError> {
         let n = points.len() as u64;
         let res = self.writer.write(points, true).await;
         crate::observe::ingest::stored(proto, n, &res);
@@ -231,14 +283,23 @@ impl Ingest {
     }
 
     /// Writes a batch of points named either way, in order. Same outcomes as [`Ingest::write`].
-    pub async fn write_incoming(&self, points: Vec<Incoming<'_>>, wait: bool) -> (Vec<Result<(), PointError>>, Result<(), WriteError>) {
+    pub async fn write_incoming(
+        &self,
+        points: Vec<Incoming<'_>>,
+        wait: bool,
+    ) -> (Vec<Result<(), PointError>>, Result<(), WriteError>) {
         self.write_known_then(Vec::new(), points, wait).await
     }
 
     /// Writes `known` (points whose series their raw text named: no outcome each, they cannot
     /// fail apart from the batch), then `points` as [`Ingest::write_incoming`] does; the
     /// outcomes are `points`' own.
-    pub async fn write_known_then(&self, known: Vec<StoredPoint>, points: Vec<Incoming<'_>>, wait: bool) -> (Vec<Result<(), PointError>>, Result<(), WriteError>) {
+    pub async fn write_known_then(
+        &self,
+        known: Vec<StoredPoint>,
+        points: Vec<Incoming<'_>>,
+        wait: bool,
+    ) -> (Vec<Result<(), PointError>>, Result<(), WriteError>) {
         let mut outcomes: Vec<Result<(), PointError>> = Vec::with_capacity(points.len());
         let mut stored: Vec<Option<StoredPoint>> = Vec::with_capacity(points.len());
         let mut misses = Vec::new();
@@ -251,7 +312,9 @@ impl Ingest {
                 }
                 Incoming::Names(p) => p,
             };
-            let raw = p.raw.and_then(|r| check_name_lengths(p.metric, p.tags, self.max_name_length).map(|_| r));
+            let raw = p.raw.and_then(|r| {
+                check_name_lengths(p.metric, p.tags, self.max_name_length).map(|_| r)
+            });
             let (base, raw) = match raw {
                 Ok(r) => r,
                 Err(e) => {
@@ -266,10 +329,20 @@ impl Ingest {
                     if let Some(t) = p.text {
                         self.resolver.remember_raw(t, series);
                     }
-                    stored.push(Some(StoredPoint { series, base, point: raw }))
+                    stored.push(Some(StoredPoint {
+                        series,
+                        base,
+                        point: raw,
+                    }))
                 }
                 None => {
-                    let owned = (p.metric.to_string(), p.tags.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>());
+                    let owned = (
+                        p.metric.to_string(),
+                        p.tags
+                            .iter()
+                            .map(|(k, v)| (k.to_string(), v.to_string()))
+                            .collect::<Vec<_>>(),
+                    );
                     misses.push((i, owned, base, raw, p.text.map(<[u8]>::to_vec)));
                     stored.push(None);
                 }
@@ -313,7 +386,14 @@ impl Ingest {
             .await;
             let (out, synced) = match resolved {
                 Ok(r) => r,
-                Err(e) => return (outcomes, Err(WriteError::Store(format!("UID resolution task failed: {e}")))),
+                Err(e) => {
+                    return (
+                        outcomes,
+                        Err(WriteError::Store(format!(
+                            "UID resolution task failed: {e}"
+                        ))),
+                    )
+                }
             };
             if let Err(e) = synced {
                 return (outcomes, Err(WriteError::Store(e.to_string())));

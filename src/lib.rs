@@ -12,20 +12,20 @@ pub mod graphite;
 pub mod ingest;
 pub mod memory;
 pub mod meta;
+pub mod observe;
+pub mod pool;
+pub mod prometheus;
+pub mod promql;
 pub mod query;
+pub mod received;
 pub mod schema;
 pub mod series;
 pub mod server;
-pub mod observe;
 pub mod stats;
 pub mod store;
 pub mod tree;
 pub mod uid;
 pub mod write;
-pub mod prometheus;
-pub mod promql;
-pub mod pool;
-pub mod received;
 
 /// The cores this process may run on, read once: the standard library reads the affinity
 /// mask and the cgroup's CPU quota files on every call, tens of microseconds a query paid

@@ -34,7 +34,9 @@ mod tests {
             let pages = (b + len - start) / page;
             let mut vec = vec![0u8; pages];
             // SAFETY: the range is page-aligned and `vec` has a byte per page of it.
-            let rc = unsafe { libc::mincore(start as *mut libc::c_void, pages * page, vec.as_mut_ptr()) };
+            let rc = unsafe {
+                libc::mincore(start as *mut libc::c_void, pages * page, vec.as_mut_ptr())
+            };
             assert_eq!(rc, 0, "mincore: {}", std::io::Error::last_os_error());
             n += vec.iter().filter(|&&v| v & 1 == 1).count();
         }
@@ -69,7 +71,13 @@ mod tests {
         let released = resident_pages(&blocks, BLOCK);
         let all = BLOCKS * (BLOCK / 4096 - 1);
         assert!(live >= all, "{live} of {all} pages resident while live");
-        assert!(freed >= all * 9 / 10, "{freed} of {all} pages resident just after the free");
-        assert!(released <= all / 10, "{released} of {all} pages resident after the release");
+        assert!(
+            freed >= all * 9 / 10,
+            "{freed} of {all} pages resident just after the free"
+        );
+        assert!(
+            released <= all / 10,
+            "{released} of {all} pages resident after the release"
+        );
     }
 }

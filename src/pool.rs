@@ -48,7 +48,9 @@ impl Batch {
     fn run_one(&self) -> bool {
         let job = {
             let mut s = self.state.lock();
-            let Some(job) = s.pending.pop() else { return false };
+            let Some(job) = s.pending.pop() else {
+                return false;
+            };
             s.running += 1;
             job
         };
@@ -83,7 +85,10 @@ struct Pool {
 fn pool() -> &'static Pool {
     static POOL: OnceLock<&'static Pool> = OnceLock::new();
     POOL.get_or_init(|| {
-        let pool: &'static Pool = Box::leak(Box::new(Pool { queue: Mutex::new(VecDeque::new()), work: Condvar::new() }));
+        let pool: &'static Pool = Box::leak(Box::new(Pool {
+            queue: Mutex::new(VecDeque::new()),
+            work: Condvar::new(),
+        }));
         for i in 0..(crate::cores() * WORKERS_PER_CORE).max(8) {
             std::thread::Builder::new()
                 .name(format!("query-{i}"))
@@ -124,7 +129,14 @@ pub fn on_workers<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
             unsafe { std::mem::transmute::<Box<dyn FnOnce() + Send + '_>, Job>(job) }
         })
         .collect();
-    let batch = Arc::new(Batch { state: Mutex::new(BatchState { pending: jobs, running: 0, panic: None }), ended: Condvar::new() });
+    let batch = Arc::new(Batch {
+        state: Mutex::new(BatchState {
+            pending: jobs,
+            running: 0,
+            panic: None,
+        }),
+        ended: Condvar::new(),
+    });
     let pool = pool();
     {
         let mut q = pool.queue.lock();
@@ -148,7 +160,10 @@ pub fn on_workers<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
     if let Some(p) = panic {
         resume_unwind(p);
     }
-    slots.into_iter().map(|s| s.into_inner().expect("every part ran")).collect()
+    slots
+        .into_iter()
+        .map(|s| s.into_inner().expect("every part ran"))
+        .collect()
 }
 
 #[cfg(test)]
@@ -158,16 +173,26 @@ mod tests {
     #[test]
     fn results_come_in_order_and_nested_calls_finish() {
         let got = on_workers(4, |i| on_workers(3, |j| i * 10 + j));
-        assert_eq!(got, vec![vec![0, 1, 2], vec![10, 11, 12], vec![20, 21, 22], vec![30, 31, 32]]);
+        assert_eq!(
+            got,
+            vec![
+                vec![0, 1, 2],
+                vec![10, 11, 12],
+                vec![20, 21, 22],
+                vec![30, 31, 32]
+            ]
+        );
         assert_eq!(on_workers(0, |i| i), Vec::<usize>::new());
         assert_eq!(on_workers(1, |i| i + 7), vec![7]);
     }
 
     #[test]
     fn a_worker_panic_reaches_the_caller() {
-        let r = std::panic::catch_unwind(|| on_workers(2, |i| if i == 1 { panic!("boom") } else { i }));
+        let r =
+            std::panic::catch_unwind(|| on_workers(2, |i| if i == 1 { panic!("boom") } else { i }));
         assert!(r.is_err());
-        let r = std::panic::catch_unwind(|| on_workers(3, |i| if i == 0 { panic!("boom") } else { i }));
+        let r =
+            std::panic::catch_unwind(|| on_workers(3, |i| if i == 0 { panic!("boom") } else { i }));
         assert!(r.is_err());
     }
 
@@ -180,13 +205,23 @@ mod tests {
             let hs: Vec<_> = (0..4)
                 .map(|t| {
                     let data = &data;
-                    s.spawn(move || on_workers(40, |i| on_workers(5, |j| data[(i + j + t) % 100]).iter().sum::<usize>()).iter().sum())
+                    s.spawn(move || {
+                        on_workers(40, |i| {
+                            on_workers(5, |j| data[(i + j + t) % 100])
+                                .iter()
+                                .sum::<usize>()
+                        })
+                        .iter()
+                        .sum()
+                    })
                 })
                 .collect();
             hs.into_iter().map(|h| h.join().unwrap()).collect()
         });
         for (t, got) in sums.into_iter().enumerate() {
-            let want: usize = (0..40).flat_map(|i| (0..5).map(move |j| (i + j + t) % 100)).sum();
+            let want: usize = (0..40)
+                .flat_map(|i| (0..5).map(move |j| (i + j + t) % 100))
+                .sum();
             assert_eq!(got, want);
         }
     }

@@ -30,7 +30,10 @@ impl Received {
         let mut open = self.open.lock();
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         open.insert(id);
-        Receipt { of: self.clone(), id }
+        Receipt {
+            of: self.clone(),
+            id,
+        }
     }
 
     /// Returns once everything received before the call is with the writer; input received
@@ -64,17 +67,25 @@ mod tests {
     #[tokio::test]
     async fn a_wait_covers_what_came_before_it_and_nothing_after() {
         let r = Arc::new(Received::default());
-        tokio::time::timeout(Duration::from_millis(10), r.handed_over()).await.expect("nothing open: no wait");
+        tokio::time::timeout(Duration::from_millis(10), r.handed_over())
+            .await
+            .expect("nothing open: no wait");
         let first = r.receipt();
         let waiter = tokio::spawn({
             let r = r.clone();
             async move { r.handed_over().await }
         });
         tokio::time::sleep(Duration::from_millis(50)).await;
-        assert!(!waiter.is_finished(), "input received earlier is still on its way");
+        assert!(
+            !waiter.is_finished(),
+            "input received earlier is still on its way"
+        );
         let later = r.receipt();
         drop(first);
-        tokio::time::timeout(Duration::from_secs(5), waiter).await.expect("done once the earlier input is handed over").unwrap();
+        tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .expect("done once the earlier input is handed over")
+            .unwrap();
         // The later receipt holds back only waits that began after it.
         let second = tokio::spawn({
             let r = r.clone();
@@ -83,6 +94,9 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!second.is_finished());
         drop(later);
-        tokio::time::timeout(Duration::from_secs(5), second).await.expect("done").unwrap();
+        tokio::time::timeout(Duration::from_secs(5), second)
+            .await
+            .expect("done")
+            .unwrap();
     }
 }

@@ -26,7 +26,8 @@ pub type Series = &'static SeriesKey;
 
 /// Every series key this process made, by TSUID: resolving a series again (after
 /// `drop_caches`, in WAL replay) finds the same key instead of leaking another.
-static INTERNED: std::sync::LazyLock<parking_lot::Mutex<Interned>> = std::sync::LazyLock::new(Default::default);
+static INTERNED: std::sync::LazyLock<parking_lot::Mutex<Interned>> =
+    std::sync::LazyLock::new(Default::default);
 
 #[derive(Default)]
 struct Interned {
@@ -46,20 +47,28 @@ const BYTES_PER_CHUNK: usize = 64 << 10;
 impl Interned {
     fn make(&mut self, hash: u64, tsuid: &[u8]) -> Series {
         if self.bytes.capacity() - self.bytes.len() < tsuid.len() {
-            let full = std::mem::replace(&mut self.bytes, Vec::with_capacity(tsuid.len().max(BYTES_PER_CHUNK)));
+            let full = std::mem::replace(
+                &mut self.bytes,
+                Vec::with_capacity(tsuid.len().max(BYTES_PER_CHUNK)),
+            );
             std::mem::forget(full);
         }
         let at = self.bytes.len();
         self.bytes.extend_from_slice(tsuid);
         // SAFETY: these bytes are never written again, moved (the chunk stays within its
         // capacity) or freed (full chunks are leaked).
-        let tsuid: &'static [u8] = unsafe { std::slice::from_raw_parts(self.bytes.as_ptr().add(at), tsuid.len()) };
+        let tsuid: &'static [u8] =
+            unsafe { std::slice::from_raw_parts(self.bytes.as_ptr().add(at), tsuid.len()) };
         if self.keys.len() == self.keys.capacity() {
             let full = std::mem::replace(&mut self.keys, Vec::with_capacity(KEYS_PER_CHUNK));
             std::mem::forget(full);
         }
         let at = self.keys.len();
-        self.keys.push(SeriesKey { hash, tsuid, slot: Default::default() });
+        self.keys.push(SeriesKey {
+            hash,
+            tsuid,
+            slot: Default::default(),
+        });
         // SAFETY: as for the bytes: the key is never written again, moved or freed.
         unsafe { &*self.keys.as_ptr().add(at) }
     }
@@ -70,7 +79,9 @@ impl SeriesKey {
     /// by the series the process has seen, like the caches in front of it).
     pub fn new(tsuid: &[u8]) -> Series {
         // FNV-1a: stable across processes, so routing by it is too.
-        let hash = tsuid.iter().fold(0xcbf29ce484222325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100000001b3));
+        let hash = tsuid.iter().fold(0xcbf29ce484222325u64, |h, &b| {
+            (h ^ b as u64).wrapping_mul(0x100000001b3)
+        });
         let mut interned = INTERNED.lock();
         if let Some(k) = interned.table.find(hash, |k| k.tsuid == tsuid) {
             return k;
@@ -143,14 +154,22 @@ impl RawTable {
     fn insert(&mut self, hash: u64, series: Series, text: &[u8], hasher: &ahash::RandomState) {
         let need = HEAD + text.len();
         // Room for the entry and the end mark after it.
-        if self.arena.last().is_none_or(|c| c.capacity() - c.len() < need + END) {
+        if self
+            .arena
+            .last()
+            .is_none_or(|c| c.capacity() - c.len() < need + END)
+        {
             self.arena.push(Vec::with_capacity((need + END).max(CHUNK)));
         }
         let chunk = self.arena.last_mut().expect("pushed above");
         // The previous end mark (if any) becomes this entry's text length.
         chunk.truncate(chunk.len().saturating_sub(END));
         let at = chunk.len();
-        chunk.extend_from_slice(&u32::try_from(text.len()).expect("memo texts are short (RAW_TEXT_MAX)").to_ne_bytes());
+        chunk.extend_from_slice(
+            &u32::try_from(text.len())
+                .expect("memo texts are short (RAW_TEXT_MAX)")
+                .to_ne_bytes(),
+        );
         chunk.extend_from_slice(&(series as *const SeriesKey as usize).to_ne_bytes());
         chunk.extend_from_slice(text);
         chunk.extend_from_slice(&0u32.to_ne_bytes());
@@ -158,8 +177,12 @@ impl RawTable {
         // whole buffer (not a slice of this entry), so readers may step from it to the next
         // entry, written later through the same buffer.
         // SAFETY: `at` is within the chunk's initialised bytes.
-        let entry = RawEntry { at: unsafe { chunk.as_ptr().add(at) }, len: need };
-        self.slots.insert_unique(hash, entry, |e| hasher.hash_one(e.text()));
+        let entry = RawEntry {
+            at: unsafe { chunk.as_ptr().add(at) },
+            len: need,
+        };
+        self.slots
+            .insert_unique(hash, entry, |e| hasher.hash_one(e.text()));
     }
 
     fn clear(&mut self) {
@@ -197,7 +220,8 @@ impl RawEntry {
     }
 
     fn series(&self) -> Series {
-        let addr = usize::from_ne_bytes(self.bytes()[LEN..HEAD].try_into().expect("address prefix"));
+        let addr =
+            usize::from_ne_bytes(self.bytes()[LEN..HEAD].try_into().expect("address prefix"));
         // SAFETY: written by `RawTable::insert` from a `&'static SeriesKey`; series keys are
         // never freed.
         unsafe { &*(addr as *const SeriesKey) }
@@ -225,7 +249,8 @@ impl RawReader<'_> {
             // SAFETY: `at` is the start of an entry in this table's arena (never an end mark:
             // see `found`), which cannot change while `self.table` is held.
             let entry = unsafe {
-                let n = u32::from_ne_bytes(std::ptr::read_unaligned(at as *const [u8; LEN])) as usize;
+                let n =
+                    u32::from_ne_bytes(std::ptr::read_unaligned(at as *const [u8; LEN])) as usize;
                 (n == text.len()).then(|| RawEntry { at, len: HEAD + n })
             };
             if let Some(e) = entry.filter(|e| e.text() == text) {
@@ -367,7 +392,9 @@ impl SeriesResolver {
         {
             // Full, or already there: no write lock (readers hold the lock a batch at a time).
             let table = self.raw.table.read();
-            if table.slots.len() >= RAW_MAX || table.slots.find(hash, |e| e.text() == text).is_some() {
+            if table.slots.len() >= RAW_MAX
+                || table.slots.find(hash, |e| e.text() == text).is_some()
+            {
                 return;
             }
         }
@@ -426,14 +453,21 @@ impl SeriesResolver {
     }
 
     fn bump(&self) {
-        self.changed_ms.store(crate::query::time::now_ms(), std::sync::atomic::Ordering::Release);
-        self.generation.fetch_add(1, std::sync::atomic::Ordering::Release);
+        self.changed_ms.store(
+            crate::query::time::now_ms(),
+            std::sync::atomic::Ordering::Release,
+        );
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::Release);
     }
 
     /// See `generation`: its value, and when it last changed (ms since the epoch).
     pub fn generation(&self) -> (u64, u64) {
         let g = self.generation.load(std::sync::atomic::Ordering::Acquire);
-        (g, self.changed_ms.load(std::sync::atomic::Ordering::Acquire))
+        (
+            g,
+            self.changed_ms.load(std::sync::atomic::Ordering::Acquire),
+        )
     }
 
     pub fn drop_caches(&self) {
@@ -469,8 +503,19 @@ mod tests {
     #[test]
     fn the_memo_keeps_no_text_longer_than_its_cap() {
         let d = tempfile::tempdir().unwrap();
-        let store = Arc::new(crate::store::embedded::EmbeddedStore::open(d.path(), &crate::store::TableNames::default().specs()).unwrap());
-        let r = SeriesResolver::new(Arc::new(UidCore::new(store, "tsdb-uid".into(), [3, 3, 3], [true, true, true])));
+        let store = Arc::new(
+            crate::store::embedded::EmbeddedStore::open(
+                d.path(),
+                &crate::store::TableNames::default().specs(),
+            )
+            .unwrap(),
+        );
+        let r = SeriesResolver::new(Arc::new(UidCore::new(
+            store,
+            "tsdb-uid".into(),
+            [3, 3, 3],
+            [true, true, true],
+        )));
         let series = SeriesKey::new(b"memo-cap-test");
         let (short, long) = (vec![b'j'; RAW_TEXT_MAX], vec![b'j'; RAW_TEXT_MAX + 1]);
         r.remember_raw(&short, series);
@@ -485,24 +530,51 @@ mod tests {
     #[test]
     fn the_memo_finds_each_text_in_any_order() {
         let d = tempfile::tempdir().unwrap();
-        let store = Arc::new(crate::store::embedded::EmbeddedStore::open(d.path(), &crate::store::TableNames::default().specs()).unwrap());
-        let r = SeriesResolver::new(Arc::new(UidCore::new(store, "tsdb-uid".into(), [3, 3, 3], [true, true, true])));
+        let store = Arc::new(
+            crate::store::embedded::EmbeddedStore::open(
+                d.path(),
+                &crate::store::TableNames::default().specs(),
+            )
+            .unwrap(),
+        );
+        let r = SeriesResolver::new(Arc::new(UidCore::new(
+            store,
+            "tsdb-uid".into(),
+            [3, 3, 3],
+            [true, true, true],
+        )));
         // Texts of equal and varying lengths, enough to fill several 64 KiB chunks; one empty.
-        let texts: Vec<Vec<u8>> = (0..3000u32).map(|i| format!("p{i:05}{}", "x".repeat((i % 97) as usize)).into_bytes()).chain([Vec::new()]).collect();
-        let keys: Vec<Series> = texts.iter().map(|t| SeriesKey::new(&[b"memo-order:".as_slice(), t].concat())).collect();
+        let texts: Vec<Vec<u8>> = (0..3000u32)
+            .map(|i| format!("p{i:05}{}", "x".repeat((i % 97) as usize)).into_bytes())
+            .chain([Vec::new()])
+            .collect();
+        let keys: Vec<Series> = texts
+            .iter()
+            .map(|t| SeriesKey::new(&[b"memo-order:".as_slice(), t].concat()))
+            .collect();
         for (t, k) in texts.iter().zip(&keys) {
             r.remember_raw(t, k);
         }
-        assert!(r.raw.table.read().arena.len() > 2, "the texts span several chunks");
+        assert!(
+            r.raw.table.read().arena.len() > 2,
+            "the texts span several chunks"
+        );
         let memo = r.raw_reader();
         let check = |order: &mut dyn Iterator<Item = usize>| {
             for i in order {
-                assert!(memo.get(&texts[i]).is_some_and(|s| std::ptr::eq(s, keys[i])), "text {i}");
+                assert!(
+                    memo.get(&texts[i])
+                        .is_some_and(|s| std::ptr::eq(s, keys[i])),
+                    "text {i}"
+                );
                 // A text one byte off the next one's, and one never remembered.
                 let mut near = texts[(i + 1) % texts.len()].clone();
                 if let Some(b) = near.last_mut() {
                     *b ^= 1;
-                    assert!(memo.get(&near).is_none_or(|s| texts.iter().position(|t| *t == near).is_some_and(|j| std::ptr::eq(s, keys[j]))));
+                    assert!(memo.get(&near).is_none_or(|s| texts
+                        .iter()
+                        .position(|t| *t == near)
+                        .is_some_and(|j| std::ptr::eq(s, keys[j]))));
                 }
             }
         };
@@ -510,7 +582,11 @@ mod tests {
         // In order, every text but the first of each chunk (and the empty one, which reads as
         // an end mark) is found without the table.
         let chunks = r.raw.table.read().arena.len();
-        assert!(memo.guessed.get() >= texts.len() - chunks - 1, "{} guessed", memo.guessed.get());
+        assert!(
+            memo.guessed.get() >= texts.len() - chunks - 1,
+            "{} guessed",
+            memo.guessed.get()
+        );
         check(&mut (0..texts.len()).rev());
         check(&mut (0..texts.len()).map(|i| i * 7919 % texts.len()));
         assert!(memo.get(b"never").is_none());

@@ -19,11 +19,19 @@ pub enum UidError {
     #[error("All Unique IDs for {kind} on {width} bytes are already assigned!")]
     Exhausted { kind: &'static str, width: usize },
     #[error("Found id.length = {len} which is != {width} required for '{kind}'")]
-    WrongWidth { kind: &'static str, len: usize, width: usize },
+    WrongWidth {
+        kind: &'static str,
+        len: usize,
+        width: usize,
+    },
     #[error("Name already exists with UID: {0}")]
     Exists(String),
     #[error("Failed to assign an ID for kind='{kind}' name='{name}' after {attempts} attempts")]
-    Failed { kind: &'static str, name: String, attempts: usize },
+    Failed {
+        kind: &'static str,
+        name: String,
+        attempts: usize,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -48,7 +56,12 @@ fn idx(k: UidKind) -> usize {
 const MAX_ATTEMPTS: usize = 3;
 
 impl UidCore {
-    pub fn new(store: SharedStore, table: String, widths: [usize; 3], auto_create: [bool; 3]) -> UidCore {
+    pub fn new(
+        store: SharedStore,
+        table: String,
+        widths: [usize; 3],
+        auto_create: [bool; 3],
+    ) -> UidCore {
         UidCore {
             store,
             table,
@@ -77,10 +90,16 @@ impl UidCore {
 
     fn read_forward(&self, kind: UidKind, name: &str) -> Result<Option<Uid>, UidError> {
         let cells = self.store.get(&self.table, name.as_bytes(), &[ID_FAMILY])?;
-        let Some(c) = cells.iter().find(|c| c.qualifier == kind.qualifier()) else { return Ok(None) };
+        let Some(c) = cells.iter().find(|c| c.qualifier == kind.qualifier()) else {
+            return Ok(None);
+        };
         let w = self.width(kind);
         if c.value.len() != w {
-            return Err(UidError::WrongWidth { kind: kind.as_str(), len: c.value.len(), width: w });
+            return Err(UidError::WrongWidth {
+                kind: kind.as_str(),
+                len: c.value.len(),
+                width: w,
+            });
         }
         Ok(Some(c.value.clone().into_boxed_slice()))
     }
@@ -101,7 +120,11 @@ impl UidCore {
 
     /// The id of `name`, or an error naming it as OpenTSDB does.
     pub fn require_id(&self, kind: UidKind, name: &str) -> Result<Uid, UidError> {
-        self.get_id(kind, name)?.ok_or_else(|| UidError::NoSuchName { kind: kind.as_str(), name: name.into() })
+        self.get_id(kind, name)?
+            .ok_or_else(|| UidError::NoSuchName {
+                kind: kind.as_str(),
+                name: name.into(),
+            })
     }
 
     /// The id of `name`, creating it when this kind auto-creates.
@@ -110,7 +133,10 @@ impl UidCore {
             return Ok(u);
         }
         if !self.auto_create[idx(kind)] {
-            return Err(UidError::NoSuchName { kind: kind.as_str(), name: name.into() });
+            return Err(UidError::NoSuchName {
+                kind: kind.as_str(),
+                name: name.into(),
+            });
         }
         self.create(kind, name).map(|(u, _)| u)
     }
@@ -125,7 +151,11 @@ impl UidCore {
             return Ok(());
         }
         let mut seen = std::collections::HashSet::new();
-        let missing: Vec<&str> = names.iter().copied().filter(|n| self.cached_id(kind, n).is_none() && seen.insert(*n)).collect();
+        let missing: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| self.cached_id(kind, n).is_none() && seen.insert(*n))
+            .collect();
         if missing.len() < 2 {
             return Ok(());
         }
@@ -142,19 +172,34 @@ impl UidCore {
         }
         let q = kind.qualifier();
         let width = self.width(kind);
-        let last = self.store.increment(&self.table, MAXID_ROW, ID_FAMILY, q, new.len() as i64)?;
+        let last = self
+            .store
+            .increment(&self.table, MAXID_ROW, ID_FAMILY, q, new.len() as i64)?;
         let first = last - new.len() as i64 + 1;
         if first <= 0 {
             return Ok(()); // a counter gone wrong: each name takes the one-at-a-time path
         }
         for (i, name) in new.into_iter().enumerate() {
-            let uid = id_bytes((first + i as i64) as u64, width).ok_or(UidError::Exhausted { kind: kind.as_str(), width })?;
+            let uid = id_bytes((first + i as i64) as u64, width).ok_or(UidError::Exhausted {
+                kind: kind.as_str(),
+                width,
+            })?;
             // As in `create`: reverse first, then forward; a lost race leaves the id unused.
-            if !self.store.check_and_put(&self.table, &uid, NAME_FAMILY, q, None, name.as_bytes())? {
+            if !self.store.check_and_put(
+                &self.table,
+                &uid,
+                NAME_FAMILY,
+                q,
+                None,
+                name.as_bytes(),
+            )? {
                 continue;
             }
             self.dirty.store(true, Ordering::Release);
-            if self.store.check_and_put(&self.table, name.as_bytes(), ID_FAMILY, q, None, &uid)? {
+            if self
+                .store
+                .check_and_put(&self.table, name.as_bytes(), ID_FAMILY, q, None, &uid)?
+            {
                 self.remember(kind, name, &uid);
                 crate::observe::metrics().uid(kind).assigned.inc();
             } else if let Some(winner) = self.read_forward(kind, name)? {
@@ -185,24 +230,45 @@ impl UidCore {
         let q = kind.qualifier();
         let width = self.width(kind);
         for _ in 0..MAX_ATTEMPTS {
-            let id = self.store.increment(&self.table, MAXID_ROW, ID_FAMILY, q, 1)?;
+            let id = self
+                .store
+                .increment(&self.table, MAXID_ROW, ID_FAMILY, q, 1)?;
             if id <= 0 {
                 continue;
             }
-            let uid = id_bytes(id as u64, width).ok_or(UidError::Exhausted { kind: kind.as_str(), width })?;
+            let uid = id_bytes(id as u64, width).ok_or(UidError::Exhausted {
+                kind: kind.as_str(),
+                width,
+            })?;
             // Reverse first: a dangling reverse mapping is harmless, a dangling forward one is not.
-            if !self.store.check_and_put(&self.table, &uid, NAME_FAMILY, q, None, name.as_bytes())? {
-                tracing::warn!(kind = kind.as_str(), name, "failed to CAS reverse mapping, retrying with a new id");
+            if !self.store.check_and_put(
+                &self.table,
+                &uid,
+                NAME_FAMILY,
+                q,
+                None,
+                name.as_bytes(),
+            )? {
+                tracing::warn!(
+                    kind = kind.as_str(),
+                    name,
+                    "failed to CAS reverse mapping, retrying with a new id"
+                );
                 continue;
             }
             self.dirty.store(true, Ordering::Release);
-            if !self.store.check_and_put(&self.table, name.as_bytes(), ID_FAMILY, q, None, &uid)? {
+            if !self
+                .store
+                .check_and_put(&self.table, name.as_bytes(), ID_FAMILY, q, None, &uid)?
+            {
                 // Another writer won the race: its id stands, ours is leaked.
-                let winner = self.read_forward(kind, name)?.ok_or_else(|| UidError::Failed {
-                    kind: kind.as_str(),
-                    name: name.into(),
-                    attempts: MAX_ATTEMPTS,
-                })?;
+                let winner = self
+                    .read_forward(kind, name)?
+                    .ok_or_else(|| UidError::Failed {
+                        kind: kind.as_str(),
+                        name: name.into(),
+                        attempts: MAX_ATTEMPTS,
+                    })?;
                 self.remember(kind, name, &winner);
                 return Ok((winner, false));
             }
@@ -210,7 +276,11 @@ impl UidCore {
             crate::observe::metrics().uid(kind).assigned.inc();
             return Ok((uid.into_boxed_slice(), true));
         }
-        Err(UidError::Failed { kind: kind.as_str(), name: name.into(), attempts: MAX_ATTEMPTS })
+        Err(UidError::Failed {
+            kind: kind.as_str(),
+            name: name.into(),
+            attempts: MAX_ATTEMPTS,
+        })
     }
 
     /// Makes new mappings durable before anything referring to them is acknowledged.
@@ -229,10 +299,13 @@ impl UidCore {
             return Ok(n.clone());
         }
         let cells = self.store.get(&self.table, uid, &[NAME_FAMILY])?;
-        let c = cells.iter().find(|c| c.qualifier == kind.qualifier()).ok_or_else(|| UidError::NoSuchId {
-            kind: kind.as_str(),
-            id: format!("{:?}", uid.iter().map(|&b| b as i8).collect::<Vec<_>>()),
-        })?;
+        let c = cells
+            .iter()
+            .find(|c| c.qualifier == kind.qualifier())
+            .ok_or_else(|| UidError::NoSuchId {
+                kind: kind.as_str(),
+                id: format!("{:?}", uid.iter().map(|&b| b as i8).collect::<Vec<_>>()),
+            })?;
         let name: Box<str> = String::from_utf8_lossy(&c.value).into();
         self.reverse[idx(kind)].insert(uid.into(), name.clone());
         Ok(name)
@@ -245,11 +318,33 @@ impl UidCore {
             return Err(UidError::Exists(crate::schema::hex_upper(&u)));
         }
         let q = kind.qualifier().to_vec();
-        self.store.mutate(&self.table, vec![RowMutations::put(uid.to_vec(), NAME_FAMILY, q.clone(), new.as_bytes().to_vec())])?;
-        self.store.mutate(&self.table, vec![RowMutations::put(new.as_bytes().to_vec(), ID_FAMILY, q.clone(), uid.to_vec())])?;
         self.store.mutate(
             &self.table,
-            vec![RowMutations { row: old.as_bytes().to_vec(), mutations: vec![Mutation::Delete { family: ID_FAMILY.to_vec(), qualifier: q }] }],
+            vec![RowMutations::put(
+                uid.to_vec(),
+                NAME_FAMILY,
+                q.clone(),
+                new.as_bytes().to_vec(),
+            )],
+        )?;
+        self.store.mutate(
+            &self.table,
+            vec![RowMutations::put(
+                new.as_bytes().to_vec(),
+                ID_FAMILY,
+                q.clone(),
+                uid.to_vec(),
+            )],
+        )?;
+        self.store.mutate(
+            &self.table,
+            vec![RowMutations {
+                row: old.as_bytes().to_vec(),
+                mutations: vec![Mutation::Delete {
+                    family: ID_FAMILY.to_vec(),
+                    qualifier: q,
+                }],
+            }],
         )?;
         self.forward[idx(kind)].remove(old);
         self.remember(kind, new, &uid);
@@ -259,7 +354,10 @@ impl UidCore {
 
     /// Every (name, uid) of a kind, in name byte order (forward rows).
     pub fn list(&self, kind: UidKind) -> Result<Vec<(String, Uid)>, UidError> {
-        let scan = Scan { families: vec![ID_FAMILY.to_vec()], ..Default::default() };
+        let scan = Scan {
+            families: vec![ID_FAMILY.to_vec()],
+            ..Default::default()
+        };
         let mut out = Vec::new();
         for row in self.store.scan(&self.table, &scan)? {
             let row = row?;
@@ -267,14 +365,22 @@ impl UidCore {
                 continue;
             }
             if let Some(c) = row.cells.iter().find(|c| c.qualifier == kind.qualifier()) {
-                out.push((String::from_utf8_lossy(&row.key).into_owned(), c.value.clone().into_boxed_slice()));
+                out.push((
+                    String::from_utf8_lossy(&row.key).into_owned(),
+                    c.value.clone().into_boxed_slice(),
+                ));
             }
         }
         Ok(out)
     }
 
     /// Names of a kind starting with `prefix`, in byte order, at most `max` (`/api/suggest`).
-    pub fn suggest(&self, kind: UidKind, prefix: &str, max: usize) -> Result<Vec<String>, UidError> {
+    pub fn suggest(
+        &self,
+        kind: UidKind,
+        prefix: &str,
+        max: usize,
+    ) -> Result<Vec<String>, UidError> {
         let start = prefix.as_bytes().to_vec();
         let mut stop = start.clone();
         // The smallest key after every name with this prefix.
@@ -284,7 +390,12 @@ impl UidCore {
                 break;
             }
         }
-        let scan = Scan { start, stop, families: vec![ID_FAMILY.to_vec()], ..Default::default() };
+        let scan = Scan {
+            start,
+            stop,
+            families: vec![ID_FAMILY.to_vec()],
+            ..Default::default()
+        };
         let mut out = Vec::new();
         for row in self.store.scan(&self.table, &scan)? {
             let row = row?;
@@ -322,14 +433,31 @@ mod tests {
     #[test]
     fn bulk_assignment_takes_one_run_of_ids() {
         let d = tempfile::tempdir().unwrap();
-        let store: SharedStore = std::sync::Arc::new(crate::store::embedded::EmbeddedStore::open(d.path(), &crate::store::TableNames::default().specs()).unwrap());
+        let store: SharedStore = std::sync::Arc::new(
+            crate::store::embedded::EmbeddedStore::open(
+                d.path(),
+                &crate::store::TableNames::default().specs(),
+            )
+            .unwrap(),
+        );
         let uids = UidCore::new(store, "tsdb-uid".into(), [3, 3, 3], [true, false, true]);
-        assert_eq!(&*uids.get_or_create(UidKind::Metric, "known").unwrap(), &[0, 0, 1]);
-        uids.create_many(UidKind::Metric, &["b", "known", "a", "b", "c"]).unwrap();
+        assert_eq!(
+            &*uids.get_or_create(UidKind::Metric, "known").unwrap(),
+            &[0, 0, 1]
+        );
+        uids.create_many(UidKind::Metric, &["b", "known", "a", "b", "c"])
+            .unwrap();
         for (name, id) in [("b", 2u8), ("a", 3), ("c", 4)] {
-            assert_eq!(uids.cached_id(UidKind::Metric, name).as_deref(), Some(&[0, 0, id][..]), "{name}");
+            assert_eq!(
+                uids.cached_id(UidKind::Metric, name).as_deref(),
+                Some(&[0, 0, id][..]),
+                "{name}"
+            );
         }
-        assert_eq!(&*uids.get_or_create(UidKind::Metric, "d").unwrap(), &[0, 0, 5]);
+        assert_eq!(
+            &*uids.get_or_create(UidKind::Metric, "d").unwrap(),
+            &[0, 0, 5]
+        );
         // A kind that does not auto-create gets nothing.
         uids.create_many(UidKind::Tagk, &["x", "y"]).unwrap();
         assert!(uids.get_id(UidKind::Tagk, "x").unwrap().is_none());

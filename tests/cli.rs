@@ -6,17 +6,26 @@ use common::*;
 use std::io::Write;
 use std::sync::Arc;
 
-on_both_backends!(uid_assign_grep_rename, import_plain_and_gzip_then_scan_by_metric_and_time, fsck_finds_and_fixes_bad_and_duplicate_cells);
+on_both_backends!(
+    uid_assign_grep_rename,
+    import_plain_and_gzip_then_scan_by_metric_and_time,
+    fsck_finds_and_fixes_bad_and_duplicate_cells
+);
 
 /// The store a stopped server used, opened in this process.
 fn open_store(b: &Backend, data: &std::path::Path) -> tsgate::store::SharedStore {
     let specs = tsgate::store::TableNames::default().specs();
     match b.thrift_addr() {
         Some(addr) => {
-            let cfg = tsgate::store::hbase::HBaseConfig { thrift: addr, ..Default::default() };
+            let cfg = tsgate::store::hbase::HBaseConfig {
+                thrift: addr,
+                ..Default::default()
+            };
             Arc::new(tsgate::store::hbase::HBaseStore::open(&cfg, &specs).unwrap())
         }
-        None => Arc::new(tsgate::store::embedded::EmbeddedStore::open(&data.join("store"), &specs).unwrap()),
+        None => Arc::new(
+            tsgate::store::embedded::EmbeddedStore::open(&data.join("store"), &specs).unwrap(),
+        ),
     }
 }
 
@@ -26,20 +35,72 @@ fn d(p: &std::path::Path) -> &str {
 
 fn uid_assign_grep_rename(b: &Backend) {
     let dir = tempfile::tempdir().unwrap();
-    let o = tsgate_on(b, &["uid", "--data-dir", d(dir.path()), "assign", "metrics", "sys.cpu.user", "sys.cpu.idle"]);
+    let o = tsgate_on(
+        b,
+        &[
+            "uid",
+            "--data-dir",
+            d(dir.path()),
+            "assign",
+            "metrics",
+            "sys.cpu.user",
+            "sys.cpu.idle",
+        ],
+    );
     assert!(o.status.success());
-    assert_eq!(stdout(&o), "metrics sys.cpu.user: 000001\nmetrics sys.cpu.idle: 000002\n");
-    let o = tsgate_on(b, &["uid", "--data-dir", d(dir.path()), "assign", "metrics", "sys.cpu.user", "bad name"]);
+    assert_eq!(
+        stdout(&o),
+        "metrics sys.cpu.user: 000001\nmetrics sys.cpu.idle: 000002\n"
+    );
+    let o = tsgate_on(
+        b,
+        &[
+            "uid",
+            "--data-dir",
+            d(dir.path()),
+            "assign",
+            "metrics",
+            "sys.cpu.user",
+            "bad name",
+        ],
+    );
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("Name already exists with UID: 000001"), "{err}");
+    assert!(
+        err.contains("Name already exists with UID: 000001"),
+        "{err}"
+    );
     assert!(err.contains("illegal character"), "{err}");
-    let o = tsgate_on(b, &["uid", "--data-dir", d(dir.path()), "grep", "metrics", "idle$"]);
+    let o = tsgate_on(
+        b,
+        &[
+            "uid",
+            "--data-dir",
+            d(dir.path()),
+            "grep",
+            "metrics",
+            "idle$",
+        ],
+    );
     assert_eq!(stdout(&o), "metrics sys.cpu.idle: 000002\n");
-    let o = tsgate_on(b, &["uid", "--data-dir", d(dir.path()), "rename", "metrics", "sys.cpu.idle", "sys.cpu.rest"]);
+    let o = tsgate_on(
+        b,
+        &[
+            "uid",
+            "--data-dir",
+            d(dir.path()),
+            "rename",
+            "metrics",
+            "sys.cpu.idle",
+            "sys.cpu.rest",
+        ],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let o = tsgate_on(b, &["uid", "--data-dir", d(dir.path()), "grep", "cpu"]);
-    assert_eq!(stdout(&o), "metrics sys.cpu.rest: 000002\nmetrics sys.cpu.user: 000001\n");
+    assert_eq!(
+        stdout(&o),
+        "metrics sys.cpu.rest: 000002\nmetrics sys.cpu.user: 000001\n"
+    );
 }
 
 fn import_plain_and_gzip_then_scan_by_metric_and_time(b: &Backend) {
@@ -48,25 +109,62 @@ fn import_plain_and_gzip_then_scan_by_metric_and_time(b: &Backend) {
     let plain = dir.path().join("a.txt");
     std::fs::write(&plain, "sys.cpu.user 1356998400 42 host=web01\nsys.cpu.user 1356998410 43 host=web01\nnot a line\nsys.mem 1357002000 1.5 host=web01\n").unwrap();
     let gz = dir.path().join("b.txt.gz");
-    let mut enc = flate2::write::GzEncoder::new(std::fs::File::create(&gz).unwrap(), flate2::Compression::default());
+    let mut enc = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).unwrap(),
+        flate2::Compression::default(),
+    );
     writeln!(enc, "sys.cpu.user 1357002000 7 host=web02").unwrap();
     enc.finish().unwrap();
-    let o = tsgate_on(b, &["import", "--quiet", "--data-dir", d(&data), d(&plain), d(&gz)]);
-    assert_eq!(o.status.code(), Some(1), "a rejected line makes the exit status 1");
-    assert!(stdout(&o).contains("imported 4 points, 1 rejected"), "{}", stdout(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("a.txt:3"), "the bad line is named");
+    let o = tsgate_on(
+        b,
+        &[
+            "import",
+            "--quiet",
+            "--data-dir",
+            d(&data),
+            d(&plain),
+            d(&gz),
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "a rejected line makes the exit status 1"
+    );
+    assert!(
+        stdout(&o).contains("imported 4 points, 1 rejected"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("a.txt:3"),
+        "the bad line is named"
+    );
 
     let rows = |args: &[&str]| {
         let mut a = vec!["scan", "--data-dir", d(&data)];
         a.extend_from_slice(args);
         stdout(&tsgate_on(b, &a)).lines().count()
     };
-    assert_eq!(rows(&[]), 3, "two hours of sys.cpu.user (two hosts), one of sys.mem");
+    assert_eq!(
+        rows(&[]),
+        3,
+        "two hours of sys.cpu.user (two hosts), one of sys.mem"
+    );
     assert_eq!(rows(&["--metric", "sys.cpu.user"]), 2);
-    assert_eq!(rows(&["--metric", "sys.cpu.user", "--start", "1357002000"]), 1);
-    assert_eq!(rows(&["--metric", "sys.cpu.user", "--end", "1356998500"]), 1);
+    assert_eq!(
+        rows(&["--metric", "sys.cpu.user", "--start", "1357002000"]),
+        1
+    );
+    assert_eq!(
+        rows(&["--metric", "sys.cpu.user", "--end", "1356998500"]),
+        1
+    );
     let s = Server::start_on(b, &data, None);
-    let v = s.wait_points("/api/query?start=1356998400&end=1357002000&m=sum:sys.cpu.user", 3);
+    let v = s.wait_points(
+        "/api/query?start=1356998400&end=1357002000&m=sum:sys.cpu.user",
+        3,
+    );
     assert_eq!(v[0]["dps"]["1356998410"], 43);
 }
 
@@ -84,7 +182,15 @@ fn fsck_finds_and_fixes_bad_and_duplicate_cells(b: &Backend) {
         let row = hex("00000150e22700000001000001");
         let put = |q: &str, v: &str| {
             store
-                .mutate("tsdb", vec![tsgate::store::RowMutations::put(row.clone(), b"t", hex(q), hex(v))])
+                .mutate(
+                    "tsdb",
+                    vec![tsgate::store::RowMutations::put(
+                        row.clone(),
+                        b"t",
+                        hex(q),
+                        hex(v),
+                    )],
+                )
                 .unwrap()
         };
         put("00070017", "00"); // a compacted column whose values are missing
@@ -98,18 +204,26 @@ fn fsck_finds_and_fixes_bad_and_duplicate_cells(b: &Backend) {
     assert!(out.contains("duplicate timestamps"), "{out}");
     if b.is_hbase() {
         // On a shared store a row is compacted once its newest cell has settled.
-        std::thread::sleep(tsgate::write::compactor::SETTLE + std::time::Duration::from_millis(100));
+        std::thread::sleep(
+            tsgate::write::compactor::SETTLE + std::time::Duration::from_millis(100),
+        );
     }
     let o = tsgate_on(b, &["fsck", "--fix", "--data-dir", d(dir.path())]);
     assert!(o.status.success(), "{}", stdout(&o));
     let o = tsgate_on(b, &["fsck", "--data-dir", d(dir.path())]);
     assert!(o.status.success(), "{}", stdout(&o));
     // The newest write of the duplicated second won; the other point is intact.
-    assert_eq!(scan_on(b, dir.path(), "data"), vec!["tsdb 00000150e22700000001000001 t:000000a0 050200"]);
+    assert_eq!(
+        scan_on(b, dir.path(), "data"),
+        vec!["tsdb 00000150e22700000001000001 t:000000a0 050200"]
+    );
 }
 
 fn hex(s: &str) -> Vec<u8> {
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
 }
 
 #[test]
@@ -117,18 +231,58 @@ fn query_verb_prints_lines_and_json() {
     let dir = tempfile::tempdir().unwrap();
     let s = Server::start(dir.path());
     let mut t = s.telnet();
-    t.send("put q.m 1356998400 1 host=a\nput q.m 1356998400 2 host=b\nput q.m 1356998460 4 host=a\n");
+    t.send(
+        "put q.m 1356998400 1 host=a\nput q.m 1356998400 2 host=b\nput q.m 1356998460 4 host=a\n",
+    );
     t.sync();
     s.stop();
-    let o = tsgate(&["query", "--data-dir", d(dir.path()), "--start", "1356998400", "--end", "1356998500", "sum:q.m"]);
+    let o = tsgate(&[
+        "query",
+        "--data-dir",
+        d(dir.path()),
+        "--start",
+        "1356998400",
+        "--end",
+        "1356998500",
+        "sum:q.m",
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(stdout(&o), "q.m 1356998400 3\nq.m 1356998460 4\n");
-    let o = tsgate(&["query", "--data-dir", d(dir.path()), "--start", "1356998400", "--end", "1356998500", "none:q.m{host=b}"]);
+    let o = tsgate(&[
+        "query",
+        "--data-dir",
+        d(dir.path()),
+        "--start",
+        "1356998400",
+        "--end",
+        "1356998500",
+        "none:q.m{host=b}",
+    ]);
     assert_eq!(stdout(&o), "q.m 1356998400 2 host=b\n");
-    let o = tsgate(&["query", "--data-dir", d(dir.path()), "--start", "2013/01/01-00:00:00", "--end", "1356998500", "--json", "sum:1m-sum:q.m{host=a}"]);
+    let o = tsgate(&[
+        "query",
+        "--data-dir",
+        d(dir.path()),
+        "--start",
+        "2013/01/01-00:00:00",
+        "--end",
+        "1356998500",
+        "--json",
+        "sum:1m-sum:q.m{host=a}",
+    ]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    assert_eq!(v[0]["dps"], serde_json::json!({"1356998400": 1.0, "1356998460": 4.0}));
-    let o = tsgate(&["query", "--data-dir", d(dir.path()), "--start", "1356998400", "sum:nope"]);
+    assert_eq!(
+        v[0]["dps"],
+        serde_json::json!({"1356998400": 1.0, "1356998460": 4.0})
+    );
+    let o = tsgate(&[
+        "query",
+        "--data-dir",
+        d(dir.path()),
+        "--start",
+        "1356998400",
+        "sum:nope",
+    ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("No such name for 'metrics': 'nope'"));
 }
@@ -139,28 +293,72 @@ fn hbase_create_tables_through_thrift_or_as_a_shell_script() {
     assert!(o.status.success());
     let script = stdout(&o);
     assert!(script.contains("create 'tsdb',\n  {NAME => 't', VERSIONS => 1, COMPRESSION => 'LZ4', BLOOMFILTER => 'ROW'}"), "{script}");
-    assert!(script.contains("create 'tsdb-uid'") && script.contains("create 'tsdb-meta'") && script.contains("create 'tsdb-tree'"));
-    assert!(!tsgate(&["hbase", "create-tables", "--compression", "ZSTD", "--print"]).status.success(), "unknown codecs are refused");
+    assert!(
+        script.contains("create 'tsdb-uid'")
+            && script.contains("create 'tsdb-meta'")
+            && script.contains("create 'tsdb-tree'")
+    );
+    assert!(
+        !tsgate(&["hbase", "create-tables", "--compression", "ZSTD", "--print"])
+            .status
+            .success(),
+        "unknown codecs are refused"
+    );
 
     // Against a double without tables: serving refuses, create-tables makes them, twice is fine.
     let dir = tempfile::tempdir().unwrap();
-    let double = tsgate::store::hbase::double::TestDouble::start(&dir.path().join("double"), "127.0.0.1:0").unwrap();
+    let double =
+        tsgate::store::hbase::double::TestDouble::start(&dir.path().join("double"), "127.0.0.1:0")
+            .unwrap();
     let addr = double.addr();
     let data = dir.path().join("data");
     let o = tsgate(&["scan", "--hbase-thrift", &addr, "--data-dir", d(&data)]);
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("tsgate hbase create-tables"), "{}", String::from_utf8_lossy(&o.stderr));
-    let o = tsgate(&["hbase", "create-tables", "--hbase-thrift", &addr, "--compression", "SNAPPY"]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("tsgate hbase create-tables"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = tsgate(&[
+        "hbase",
+        "create-tables",
+        "--hbase-thrift",
+        &addr,
+        "--compression",
+        "SNAPPY",
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(stdout(&o), "created tsdb-uid\ncreated tsdb\ncreated tsdb-tree\ncreated tsdb-meta\n");
+    assert_eq!(
+        stdout(&o),
+        "created tsdb-uid\ncreated tsdb\ncreated tsdb-tree\ncreated tsdb-meta\n"
+    );
     let o = tsgate(&["hbase", "create-tables", "--hbase-thrift", &addr]);
-    assert_eq!(stdout(&o), "exists tsdb-uid\nexists tsdb\nexists tsdb-tree\nexists tsdb-meta\n");
+    assert_eq!(
+        stdout(&o),
+        "exists tsdb-uid\nexists tsdb\nexists tsdb-tree\nexists tsdb-meta\n"
+    );
     // Custom table names come from storage.tables.
     let cfg = dir.path().join("t.toml");
     std::fs::write(&cfg, "[storage.tables]\ndata = \"metrics\"\n").unwrap();
-    let o = tsgate(&["hbase", "create-tables", "--config", d(&cfg), "--hbase-thrift", &addr]);
+    let o = tsgate(&[
+        "hbase",
+        "create-tables",
+        "--config",
+        d(&cfg),
+        "--hbase-thrift",
+        &addr,
+    ]);
     assert!(stdout(&o).contains("created metrics\n"), "{}", stdout(&o));
-    let o = tsgate(&["uid", "--hbase-thrift", &addr, "--data-dir", d(&data), "assign", "metrics", "sys.cpu.user"]);
+    let o = tsgate(&[
+        "uid",
+        "--hbase-thrift",
+        &addr,
+        "--data-dir",
+        d(&data),
+        "assign",
+        "metrics",
+        "sys.cpu.user",
+    ]);
     assert_eq!(stdout(&o), "metrics sys.cpu.user: 000001\n");
     assert_eq!(double.open_scanners(), 0);
 }

@@ -107,7 +107,9 @@ fn send_batch(p: Proto, w: u32, addrs: &Live, live: &Mutex<Live>, points: &[(u64
     };
     match p {
         Proto::Telnet => {
-            let Some(mut s) = connect(&addrs.http) else { return false };
+            let Some(mut s) = connect(&addrs.http) else {
+                return false;
+            };
             let mut text = String::new();
             for (ts, v) in points {
                 text.push_str(&format!("put {metric} {ts} {v} w={w}\n"));
@@ -125,7 +127,10 @@ fn send_batch(p: Proto, w: u32, addrs: &Live, live: &Mutex<Live>, points: &[(u64
                 }
             }
             let text = String::from_utf8_lossy(&got);
-            assert!(text.starts_with("net.opentsdb"), "telnet puts answered with errors: {text}");
+            assert!(
+                text.starts_with("net.opentsdb"),
+                "telnet puts answered with errors: {text}"
+            );
             true
         }
         Proto::Put => {
@@ -133,18 +138,39 @@ fn send_batch(p: Proto, w: u32, addrs: &Live, live: &Mutex<Live>, points: &[(u64
                 .iter()
                 .map(|(ts, v)| serde_json::json!({"metric": metric, "timestamp": ts, "value": v, "tags": {"w": w.to_string()}}))
                 .collect();
-            let (code, body) = http(&addrs.http, "POST", "/api/put", &serde_json::Value::from(body).to_string(), &[]);
-            assert!(code == 0 || code == 204 || code >= 500, "/api/put answered {code}: {body}");
+            let (code, body) = http(
+                &addrs.http,
+                "POST",
+                "/api/put",
+                &serde_json::Value::from(body).to_string(),
+                &[],
+            );
+            assert!(
+                code == 0 || code == 204 || code >= 500,
+                "/api/put answered {code}: {body}"
+            );
             code == 204
         }
         Proto::Prom => {
             let req = WriteRequest {
                 timeseries: vec![TimeSeries {
                     labels: vec![
-                        Label { name: "__name__".into(), value: metric.into() },
-                        Label { name: "w".into(), value: w.to_string() },
+                        Label {
+                            name: "__name__".into(),
+                            value: metric.into(),
+                        },
+                        Label {
+                            name: "w".into(),
+                            value: w.to_string(),
+                        },
                     ],
-                    samples: points.iter().map(|&(ts, v)| Sample { value: v as f64, timestamp: ts as i64 * 1000 }).collect(),
+                    samples: points
+                        .iter()
+                        .map(|&(ts, v)| Sample {
+                            value: v as f64,
+                            timestamp: ts as i64 * 1000,
+                        })
+                        .collect(),
                     ..Default::default()
                 }],
                 ..Default::default()
@@ -155,14 +181,28 @@ fn send_batch(p: Proto, w: u32, addrs: &Live, live: &Mutex<Live>, points: &[(u64
                 "POST",
                 "/api/v1/write",
                 &body,
-                &[("Content-Encoding", "snappy"), ("Content-Type", "application/x-protobuf"), ("X-Prometheus-Remote-Write-Version", "0.1.0")],
+                &[
+                    ("Content-Encoding", "snappy"),
+                    ("Content-Type", "application/x-protobuf"),
+                    ("X-Prometheus-Remote-Write-Version", "0.1.0"),
+                ],
             );
-            assert!(code == 0 || code == 204 || code >= 500, "remote write answered {code}: {}", String::from_utf8_lossy(&text));
+            assert!(
+                code == 0 || code == 204 || code >= 500,
+                "remote write answered {code}: {}",
+                String::from_utf8_lossy(&text)
+            );
             code == 204
         }
         Proto::Graphite | Proto::Pickle => {
-            let addr = if p == Proto::Graphite { &addrs.graphite } else { &addrs.pickle };
-            let Some(mut s) = connect(addr) else { return false };
+            let addr = if p == Proto::Graphite {
+                &addrs.graphite
+            } else {
+                &addrs.pickle
+            };
+            let Some(mut s) = connect(addr) else {
+                return false;
+            };
             let path = format!("{metric};w={w}"); // a tagged path: metric + tag w
             let bytes = if p == Proto::Graphite {
                 let mut t = String::new();
@@ -202,7 +242,13 @@ fn pickle_list(path: &str, points: &[(u64, i64)]) -> Vec<u8> {
     p
 }
 
-fn writer(p: Proto, w: u32, live: Arc<Mutex<Live>>, ledger: Arc<Mutex<Ledger>>, stop: Arc<AtomicBool>) {
+fn writer(
+    p: Proto,
+    w: u32,
+    live: Arc<Mutex<Live>>,
+    ledger: Arc<Mutex<Ledger>>,
+    stop: Arc<AtomicBool>,
+) {
     let mut seq = 0u64;
     while !stop.load(Ordering::Relaxed) {
         let addrs = live.lock().unwrap().clone();
@@ -210,14 +256,25 @@ fn writer(p: Proto, w: u32, live: Arc<Mutex<Live>>, ledger: Arc<Mutex<Ledger>>, 
             std::thread::sleep(Duration::from_millis(20));
             continue;
         }
-        let points: Vec<(u64, i64)> = (seq..seq + BATCH).map(|s| (T0 + s, value_of(w, s))).collect();
+        let points: Vec<(u64, i64)> = (seq..seq + BATCH)
+            .map(|s| (T0 + s, value_of(w, s)))
+            .collect();
         seq += BATCH;
         {
             let mut l = ledger.lock().unwrap();
-            l.sent.entry((p, w)).or_default().extend(points.iter().copied());
+            l.sent
+                .entry((p, w))
+                .or_default()
+                .extend(points.iter().copied());
         }
         if send_batch(p, w, &addrs, &live, &points) {
-            ledger.lock().unwrap().acked.entry((p, w)).or_default().extend(points.iter().copied());
+            ledger
+                .lock()
+                .unwrap()
+                .acked
+                .entry((p, w))
+                .or_default()
+                .extend(points.iter().copied());
         }
     }
 }
@@ -238,15 +295,36 @@ fn write_config(path: &Path, graphite: &str, pickle: &str) {
 fn stored_points(data: &Path, p: Proto, end: u64) -> HashMap<(u32, u64), f64> {
     let q = format!("none:{}{{w=*}}", p.metric());
     let end = end.to_string();
-    let o = tsgate(&["query", "--data-dir", data.to_str().unwrap(), "--start", &T0.to_string(), "--end", &end, &q]);
-    assert!(o.status.success(), "tsgate query failed: {}", String::from_utf8_lossy(&o.stderr));
+    let o = tsgate(&[
+        "query",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--start",
+        &T0.to_string(),
+        "--end",
+        &end,
+        &q,
+    ]);
+    assert!(
+        o.status.success(),
+        "tsgate query failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let mut out = HashMap::new();
     for line in stdout(&o).lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
         let ts: u64 = f[1].parse().unwrap();
         let v: f64 = f[2].parse().unwrap();
-        let w: u32 = f.iter().find_map(|t| t.strip_prefix("w=")).map(|s| s.trim_start_matches('w').parse().unwrap()).expect("w tag");
-        assert!(out.insert((w, ts), v).is_none(), "point {ts} of {} w={w} returned twice", p.metric());
+        let w: u32 = f
+            .iter()
+            .find_map(|t| t.strip_prefix("w="))
+            .map(|s| s.trim_start_matches('w').parse().unwrap())
+            .expect("w tag");
+        assert!(
+            out.insert((w, ts), v).is_none(),
+            "point {ts} of {} w={w} returned twice",
+            p.metric()
+        );
     }
     out
 }
@@ -270,15 +348,24 @@ fn qualifier_offsets(q: &[u8]) -> Vec<u64> {
 }
 
 fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
 }
 
 /// Starts a server whose Graphite and pickle ports are new each time; when one of them was taken
 /// before the server bound it, the server exits and this tries other ports.
-fn start_with_fresh_ports(data: &std::path::Path, cfg: &std::path::Path) -> (Server, String, String) {
+fn start_with_fresh_ports(
+    data: &std::path::Path,
+    cfg: &std::path::Path,
+) -> (Server, String, String) {
     let mut last = None;
     for _ in 0..5 {
-        let (g, pk) = (format!("127.0.0.1:{}", free_port()), format!("127.0.0.1:{}", free_port()));
+        let (g, pk) = (
+            format!("127.0.0.1:{}", free_port()),
+            format!("127.0.0.1:{}", free_port()),
+        );
         write_config(cfg, &g, &pk);
         match Server::try_start_with(data, Some(cfg)) {
             Ok(s) => return (s, g, pk),
@@ -293,14 +380,24 @@ fn kill9_many_times_loses_no_acknowledged_point() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let cfg = dir.path().join("tsgate.toml");
-    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
     eprintln!("crash test seed {seed}");
     let mut rng = Rng(seed);
     let live = Arc::new(Mutex::new(Live::default()));
     let ledger = Arc::new(Mutex::new(Ledger::default()));
     let stop = Arc::new(AtomicBool::new(false));
     let mut threads = Vec::new();
-    for p in [Proto::Telnet, Proto::Put, Proto::Prom, Proto::Graphite, Proto::Pickle] {
+    for p in [
+        Proto::Telnet,
+        Proto::Put,
+        Proto::Prom,
+        Proto::Graphite,
+        Proto::Pickle,
+    ] {
         for w in 0..2 {
             let (live, ledger, stop) = (live.clone(), ledger.clone(), stop.clone());
             threads.push(std::thread::spawn(move || writer(p, w, live, ledger, stop)));
@@ -310,11 +407,24 @@ fn kill9_many_times_loses_no_acknowledged_point() {
     const CYCLES: u32 = 14;
     for cycle in 0..CYCLES {
         if cycle % 5 == 4 {
-            let (g, pk) = (format!("127.0.0.1:{}", free_port()), format!("127.0.0.1:{}", free_port()));
+            let (g, pk) = (
+                format!("127.0.0.1:{}", free_port()),
+                format!("127.0.0.1:{}", free_port()),
+            );
             write_config(&cfg, &g, &pk);
             // Kill one during start-up (WAL replay, compaction of replayed rows).
             let mut c = std::process::Command::new(bin())
-                .args(["serve", "--data-dir", data.to_str().unwrap(), "--config", cfg.to_str().unwrap(), "--listen", "127.0.0.1:0", "--log-level", "error"])
+                .args([
+                    "serve",
+                    "--data-dir",
+                    data.to_str().unwrap(),
+                    "--config",
+                    cfg.to_str().unwrap(),
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--log-level",
+                    "error",
+                ])
                 .spawn()
                 .unwrap();
             std::thread::sleep(Duration::from_millis(rng.below(300)));
@@ -324,7 +434,13 @@ fn kill9_many_times_loses_no_acknowledged_point() {
         let (server, g, pk) = start_with_fresh_ports(&data, &cfg);
         {
             let mut l = live.lock().unwrap();
-            *l = Live { epoch: cycle as u64 + 1, alive: true, http: server.addr.clone(), graphite: g, pickle: pk };
+            *l = Live {
+                epoch: cycle as u64 + 1,
+                alive: true,
+                http: server.addr.clone(),
+                graphite: g,
+                pickle: pk,
+            };
         }
         std::thread::sleep(Duration::from_millis(300 + rng.below(2500)));
         // Kill while holding the lock: a writer that sees `alive` saw the server before the kill.
@@ -343,10 +459,22 @@ fn kill9_many_times_loses_no_acknowledged_point() {
 
     let ledger = ledger.lock().unwrap();
     let mut acked_total = 0;
-    for p in [Proto::Telnet, Proto::Put, Proto::Prom, Proto::Graphite, Proto::Pickle] {
+    for p in [
+        Proto::Telnet,
+        Proto::Put,
+        Proto::Prom,
+        Proto::Graphite,
+        Proto::Pickle,
+    ] {
         // Up to the last second any writer sent: each point is a second after the one before,
         // and a writer of a fast server sends more than 864,000 of them (ten days).
-        let last = ledger.sent.values().filter_map(|m| m.keys().next_back()).max().copied().unwrap_or(T0);
+        let last = ledger
+            .sent
+            .values()
+            .filter_map(|m| m.keys().next_back())
+            .max()
+            .copied()
+            .unwrap_or(T0);
         let stored = stored_points(&data, p, last);
         let mut acked_here = 0;
         for w in 0..2u32 {
@@ -354,20 +482,40 @@ fn kill9_many_times_loses_no_acknowledged_point() {
             let sent = ledger.sent.get(&(p, w)).cloned().unwrap_or_default();
             for (ts, v) in &acked {
                 let got = stored.get(&(w, *ts));
-                assert_eq!(got, Some(&(*v as f64)), "{} w={w}: acknowledged point {ts}={v} lost or altered", p.metric());
+                assert_eq!(
+                    got,
+                    Some(&(*v as f64)),
+                    "{} w={w}: acknowledged point {ts}={v} lost or altered",
+                    p.metric()
+                );
             }
             acked_here += acked.len();
             for ((sw, ts), v) in &stored {
                 if *sw == w {
-                    assert_eq!(sent.get(ts).map(|v| *v as f64), Some(*v), "{} w={w}: stored point {ts}={v} was never sent", p.metric());
+                    assert_eq!(
+                        sent.get(ts).map(|v| *v as f64),
+                        Some(*v),
+                        "{} w={w}: stored point {ts}={v} was never sent",
+                        p.metric()
+                    );
                 }
             }
         }
-        eprintln!("{:?}: {acked_here} acknowledged, {} stored", p, stored.len());
-        assert!(acked_here > 0, "no {p:?} batch was ever acknowledged: the test proves nothing for it");
+        eprintln!(
+            "{:?}: {acked_here} acknowledged, {} stored",
+            p,
+            stored.len()
+        );
+        assert!(
+            acked_here > 0,
+            "no {p:?} batch was ever acknowledged: the test proves nothing for it"
+        );
         acked_total += acked_here;
     }
-    assert!(acked_total > 1000, "too few acknowledged points ({acked_total})");
+    assert!(
+        acked_total > 1000,
+        "too few acknowledged points ({acked_total})"
+    );
 
     // Raw cells: no timestamp stored twice within a row (a replay after a compaction, say).
     let mut offsets: HashMap<String, Vec<u64>> = HashMap::new();
@@ -377,7 +525,10 @@ fn kill9_many_times_loses_no_acknowledged_point() {
         if q.len() % 4 != 0 || q.is_empty() {
             continue; // annotations and other non-point columns
         }
-        offsets.entry(f[1].to_string()).or_default().extend(qualifier_offsets(&unhex(q)));
+        offsets
+            .entry(f[1].to_string())
+            .or_default()
+            .extend(qualifier_offsets(&unhex(q)));
     }
     for (row, mut offs) in offsets {
         let n = offs.len();
@@ -387,5 +538,10 @@ fn kill9_many_times_loses_no_acknowledged_point() {
     }
 
     let o = tsgate(&["fsck", "--data-dir", data.to_str().unwrap()]);
-    assert!(o.status.success(), "fsck found problems:\n{}{}", stdout(&o), String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "fsck found problems:\n{}{}",
+        stdout(&o),
+        String::from_utf8_lossy(&o.stderr)
+    );
 }

@@ -29,7 +29,10 @@ fn start_double(dir: &Path, listen: &str) -> TestDouble {
             Err(e) => panic!("{e}"),
         }
     };
-    let cfg = HBaseConfig { thrift: d.addr(), ..Default::default() };
+    let cfg = HBaseConfig {
+        thrift: d.addr(),
+        ..Default::default()
+    };
     let names = tsgate::store::TableNames::default();
     tables::create_tables(HBaseStore::new(&cfg, &names.specs()).pool(), &names, "NONE").unwrap();
     d
@@ -59,23 +62,44 @@ fn request(addr: &str, path: &str, body: &[u8], headers: &str) -> (u16, String, 
     let _ = s.read_to_end(&mut resp);
     let text = String::from_utf8_lossy(&resp).into_owned();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let code = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let code = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
     (code, head.to_ascii_lowercase(), body.to_string())
 }
 
 fn put(addr: &str, ts: u64, v: u64) -> (u16, String, String) {
-    request(addr, "/api/put", format!(r#"{{"metric":"dur.m","timestamp":{ts},"value":{v},"tags":{{"h":"a"}}}}"#).as_bytes(), "")
+    request(
+        addr,
+        "/api/put",
+        format!(r#"{{"metric":"dur.m","timestamp":{ts},"value":{v},"tags":{{"h":"a"}}}}"#)
+            .as_bytes(),
+        "",
+    )
 }
 
 fn stored(s: &Server) -> Vec<(u64, f64)> {
-    let (code, body) = s.http("GET", &format!("/api/query?start={T0}&end={}&m=sum:dur.m", T0 + 7200), "");
+    let (code, body) = s.http(
+        "GET",
+        &format!("/api/query?start={T0}&end={}&m=sum:dur.m", T0 + 7200),
+        "",
+    );
     assert_eq!(code, 200, "{body}");
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     let mut out: Vec<(u64, f64)> = v
         .as_array()
         .unwrap()
         .iter()
-        .flat_map(|s| s["dps"].as_object().unwrap().iter().map(|(t, v)| (t.parse().unwrap(), v.as_f64().unwrap())).collect::<Vec<_>>())
+        .flat_map(|s| {
+            s["dps"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(t, v)| (t.parse().unwrap(), v.as_f64().unwrap()))
+                .collect::<Vec<_>>()
+        })
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out
@@ -126,48 +150,81 @@ fn store_down_answers_503_pauses_tcp_and_loses_nothing() {
             }
             other => panic!("/api/put with HBase down answered {other}: {body}"),
         }
-        assert!(Instant::now() < deadline, "/api/put never answered 503 with HBase down");
+        assert!(
+            Instant::now() < deadline,
+            "/api/put never answered 503 with HBase down"
+        );
         ts += 1;
         std::thread::sleep(Duration::from_millis(100));
     }
     let rw = WriteRequest {
         timeseries: vec![TimeSeries {
-            labels: vec![Label { name: "__name__".into(), value: "dur_prom".into() }],
-            samples: vec![Sample { value: 1.0, timestamp: T0 as i64 * 1000 }],
+            labels: vec![Label {
+                name: "__name__".into(),
+                value: "dur_prom".into(),
+            }],
+            samples: vec![Sample {
+                value: 1.0,
+                timestamp: T0 as i64 * 1000,
+            }],
             ..Default::default()
         }],
         ..Default::default()
     };
     let body = tsgate_prometheus::snappy::compress(&rw.encode_to_vec());
-    let (code, head, _) = request(&s.addr, "/api/v1/write", &body, "Content-Encoding: snappy\r\nContent-Type: application/x-protobuf\r\n");
+    let (code, head, _) = request(
+        &s.addr,
+        "/api/v1/write",
+        &body,
+        "Content-Encoding: snappy\r\nContent-Type: application/x-protobuf\r\n",
+    );
     assert_eq!(code, 503, "remote write with HBase down");
     assert!(head.contains("retry-after"), "{head}");
 
     // A telnet client is not read from while the store is down: no answer to its `version`.
     let mut paused = TcpStream::connect(&s.addr).unwrap();
-    paused.write_all(format!("put dur.m {} 100 h=a\nversion\n", T0 + 100).as_bytes()).unwrap();
-    paused.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    paused
+        .write_all(format!("put dur.m {} 100 h=a\nversion\n", T0 + 100).as_bytes())
+        .unwrap();
+    paused
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
     let mut buf = [0u8; 256];
     let r = paused.read(&mut buf);
-    assert!(r.is_err(), "a telnet connection was served while HBase was down: {r:?}");
+    assert!(
+        r.is_err(),
+        "a telnet connection was served while HBase was down: {r:?}"
+    );
 
     // HBase comes back: the paused connection is served, HTTP takes writes again, and every
     // acknowledged point is stored.
     let d = start_double(&ddir, &thrift);
-    paused.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    paused
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
     let n = paused.read(&mut buf).unwrap();
-    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("net.opentsdb"), "{}", String::from_utf8_lossy(&buf[..n]));
+    assert!(
+        String::from_utf8_lossy(&buf[..n]).starts_with("net.opentsdb"),
+        "{}",
+        String::from_utf8_lossy(&buf[..n])
+    );
     acked.push((T0 + 100, 100.0));
     let deadline = Instant::now() + Duration::from_secs(30);
     while put(&s.addr, T0 + 200, 200).0 != 204 {
-        assert!(Instant::now() < deadline, "/api/put still refused after HBase came back");
+        assert!(
+            Instant::now() < deadline,
+            "/api/put still refused after HBase came back"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
     acked.push((T0 + 200, 200.0));
     acked.sort_by(|a, b| a.0.cmp(&b.0));
     let got = wait_stored(&s, &acked);
     for a in &acked {
-        assert!(got.contains(a), "acknowledged point {a:?} missing; stored {got:?}");
+        assert!(
+            got.contains(a),
+            "acknowledged point {a:?} missing; stored {got:?}"
+        );
     }
     s.stop();
     d.stop();
@@ -179,7 +236,11 @@ fn shutdown_is_bounded_when_the_store_is_down_and_the_wal_replays() {
     let ddir = dir.path().join("double");
     let d = start_double(&ddir, "127.0.0.1:0");
     let thrift = d.addr();
-    let cfg = config(dir.path(), &thrift, "[server]\nshutdown_timeout_ms = 2000\n");
+    let cfg = config(
+        dir.path(),
+        &thrift,
+        "[server]\nshutdown_timeout_ms = 2000\n",
+    );
     let data = dir.path().join("data");
     let mut s = Server::start_with(&data, Some(&cfg));
     assert_eq!(put(&s.addr, T0, 1).0, 204);
@@ -191,16 +252,30 @@ fn shutdown_is_bounded_when_the_store_is_down_and_the_wal_replays() {
     std::thread::sleep(Duration::from_millis(300));
     let mut child = s.child.take().unwrap();
     let started = Instant::now();
-    assert!(std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    assert!(std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
     let status = child.wait().unwrap();
     let took = started.elapsed();
-    assert_eq!(status.code(), Some(3), "a shutdown that gave up exits with 3");
-    assert!(took >= Duration::from_millis(1900) && took < Duration::from_secs(10), "shutdown took {took:?}");
+    assert_eq!(
+        status.code(),
+        Some(3),
+        "a shutdown that gave up exits with 3"
+    );
+    assert!(
+        took >= Duration::from_millis(1900) && took < Duration::from_secs(10),
+        "shutdown took {took:?}"
+    );
 
     // Both points were acknowledged: the next start replays the WAL into HBase.
     let d = start_double(&ddir, &thrift);
     let s = Server::start_with(&data, Some(&cfg));
-    assert_eq!(wait_stored(&s, &[(T0, 1.0), (T0 + 1, 2.0)]), vec![(T0, 1.0), (T0 + 1, 2.0)]);
+    assert_eq!(
+        wait_stored(&s, &[(T0, 1.0), (T0 + 1, 2.0)]),
+        vec![(T0, 1.0), (T0 + 1, 2.0)]
+    );
     s.stop();
     d.stop();
 }

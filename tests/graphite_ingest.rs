@@ -23,11 +23,19 @@ fn start(extra: &str) -> Graphite {
     let cfg = dir.path().join("tsgate.toml");
     std::fs::write(&cfg, format!("[server]\ngraphite_listen = \"{plain}\"\npickle_listen = \"{pickle}\"\n[write]\nflush_interval_ms = 100\n{extra}")).unwrap();
     let server = Server::start_with(&dir.path().join("data"), Some(&cfg));
-    Graphite { server, plain, pickle, _dir: dir }
+    Graphite {
+        server,
+        plain,
+        pickle,
+        _dir: dir,
+    }
 }
 
 fn now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
 }
 
 fn enc(s: &str) -> String {
@@ -38,7 +46,13 @@ fn enc(s: &str) -> String {
 fn prom(addr: &str, q: &str, n: usize) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        let (code, body) = http(addr, "GET", &format!("/api/v1/query?query={}", enc(q)), "", &[]);
+        let (code, body) = http(
+            addr,
+            "GET",
+            &format!("/api/v1/query?query={}", enc(q)),
+            "",
+            &[],
+        );
         assert_eq!(code, 200, "{body}");
         let v: Value = serde_json::from_str(&body).unwrap();
         let r = v["data"]["result"].as_array().unwrap().clone();
@@ -78,11 +92,25 @@ fn plaintext_tcp_good_and_bad_lines() {
     assert_eq!(value(&prom(a, "{__name__=\"gr.colon:x\"}", 1)[0]), "12");
     assert_eq!(value(&prom(a, "{__name__=\"gr.last\"}", 1)[0]), "13");
     let tagged = prom(a, "{__name__=\"gr.tagged\"}", 1);
-    assert_eq!(tagged[0]["metric"], serde_json::json!({"__name__": "gr.tagged", "a": "1", "b": "2"}));
+    assert_eq!(
+        tagged[0]["metric"],
+        serde_json::json!({"__name__": "gr.tagged", "a": "1", "b": "2"})
+    );
     // 13-digit timestamps are milliseconds, kept to the millisecond.
     // (an explicit end: the point lies up to 250 ms after "now" when the test runs fast)
-    let (_, body) = g.server.http("GET", &format!("/api/query?start={}&end={}&m=sum:gr.ms&ms=true", t - 10, t + 10), "");
-    assert!(body.contains(&format!("\"{}\":11", t * 1000 + 250)), "{body}");
+    let (_, body) = g.server.http(
+        "GET",
+        &format!(
+            "/api/query?start={}&end={}&m=sum:gr.ms&ms=true",
+            t - 10,
+            t + 10
+        ),
+        "",
+    );
+    assert!(
+        body.contains(&format!("\"{}\":11", t * 1000 + 250)),
+        "{body}"
+    );
     prom(a, "{__name__=~\"gr.(nan|hex|badtag.*)\"}", 0);
     assert_eq!(prom(a, "{__name__=~\"gr.*\"}", 8).len(), 8);
     // bad line, long line, hex, bad tag, bad UTF-8
@@ -96,10 +124,17 @@ fn plaintext_udp_datagrams() {
     let g = start("");
     let t = now();
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
-    s.send_to(format!("udp.a 1 {t}\r\nnot a line\nudp.b 2 -1\rudp.c nan {t}\nudp.d 4 {t}").as_bytes(), &g.plain).unwrap();
+    s.send_to(
+        format!("udp.a 1 {t}\r\nnot a line\nudp.b 2 -1\rudp.c nan {t}\nudp.d 4 {t}").as_bytes(),
+        &g.plain,
+    )
+    .unwrap();
     let a = &g.server.addr;
     let r = prom(a, "{__name__=~\"udp.*\"}", 3);
-    let names: Vec<&str> = r.iter().map(|x| x["metric"]["__name__"].as_str().unwrap()).collect();
+    let names: Vec<&str> = r
+        .iter()
+        .map(|x| x["metric"]["__name__"].as_str().unwrap())
+        .collect();
     assert_eq!(names, vec!["udp.a", "udp.b", "udp.d"]);
     assert_eq!(stat(a, "tsd.graphite.errors", "udp"), 1);
     g.server.stop();
@@ -110,20 +145,53 @@ fn pickle_from_python_with_a_malicious_frame() {
     let g = start("");
     let _ = std::fs::remove_file("/tmp/tsgate-pickle-pwned");
     let (host, port) = g.pickle.split_once(':').unwrap();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/graphite/pickle_sender.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/graphite/pickle_sender.py"
+    );
     let t = now();
-    let out = std::process::Command::new("python3").args([script, host, port, &t.to_string()]).output().expect("python3");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = std::process::Command::new("python3")
+        .args([script, host, port, &t.to_string()])
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let a = &g.server.addr;
     let r = prom(a, "{__name__=~\"pk.*\"}", 5);
-    let names: Vec<&str> = r.iter().map(|x| x["metric"]["__name__"].as_str().unwrap()).collect();
-    assert_eq!(names, vec!["pk.after", "pk.carbon.a", "pk.lists", "pk.proto0", "pk.tagged"]);
-    let (_, body) = g.server.http("GET", &format!("/api/query?start={}&end={}&m=sum:pk.carbon.a", t - 10, t + 10), "");
-    assert!(body.contains(&format!("\"{t}\":1.5")) && body.contains(&format!("\"{}\":2", t + 1)), "{body}");
+    let names: Vec<&str> = r
+        .iter()
+        .map(|x| x["metric"]["__name__"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            "pk.after",
+            "pk.carbon.a",
+            "pk.lists",
+            "pk.proto0",
+            "pk.tagged"
+        ]
+    );
+    let (_, body) = g.server.http(
+        "GET",
+        &format!(
+            "/api/query?start={}&end={}&m=sum:pk.carbon.a",
+            t - 10,
+            t + 10
+        ),
+        "",
+    );
+    assert!(
+        body.contains(&format!("\"{t}\":1.5")) && body.contains(&format!("\"{}\":2", t + 1)),
+        "{body}"
+    );
     assert!(!std::path::Path::new("/tmp/tsgate-pickle-pwned").exists());
     assert_eq!(stat(a, "tsd.graphite.bad_frames", "pickle"), 1);
     assert_eq!(stat(a, "tsd.graphite.errors", "pickle"), 1); // pk.short
-    // The server still takes frames on a new connection.
+                                                             // The server still takes frames on a new connection.
     let mut s = TcpStream::connect(&g.pickle).unwrap();
     let mut p = b"\x80\x02]X\x07\x00\x00\x00pk.rawsJ".to_vec();
     p.extend_from_slice(&(t as i32).to_le_bytes());
@@ -136,7 +204,11 @@ fn pickle_from_python_with_a_malicious_frame() {
     s.write_all(&(2u32 << 20).to_be_bytes()).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut buf = [0u8; 1];
-    assert_eq!(std::io::Read::read(&mut s, &mut buf).unwrap(), 0, "connection closed");
+    assert_eq!(
+        std::io::Read::read(&mut s, &mut buf).unwrap(),
+        0,
+        "connection closed"
+    );
     assert_eq!(stat(a, "tsd.graphite.bad_frames", "pickle"), 2);
     g.server.stop();
 }
@@ -155,14 +227,30 @@ fn rules_map_to_metric_and_tags_and_back() {
     let g = start(COLLECTD_RULE);
     let t = now();
     let mut s = TcpStream::connect(&g.plain).unwrap();
-    s.write_all(format!("collectd.web01.cpu-0.cpu-idle 97 {t}\ncollectd.web01.load.load.shortterm 0.5 {t}\n").as_bytes()).unwrap();
+    s.write_all(
+        format!(
+            "collectd.web01.cpu-0.cpu-idle 97 {t}\ncollectd.web01.load.load.shortterm 0.5 {t}\n"
+        )
+        .as_bytes(),
+    )
+    .unwrap();
     drop(s);
     let a = &g.server.addr;
     let r = prom(a, "{__name__=\"collectd.cpu.cpu\"}", 1);
-    assert_eq!(r[0]["metric"], serde_json::json!({"__name__": "collectd.cpu.cpu", "host": "web01", "instance": "0", "type_instance": "idle"}));
+    assert_eq!(
+        r[0]["metric"],
+        serde_json::json!({"__name__": "collectd.cpu.cpu", "host": "web01", "instance": "0", "type_instance": "idle"})
+    );
     // No rule matched: the whole path.
     prom(a, "{__name__=\"collectd.web01.load.load.shortterm\"}", 1);
-    let (_, body) = g.server.http("GET", &format!("/api/query?start={}&m=sum:collectd.cpu.cpu%7Bhost=web01%7D", t - 10), "");
+    let (_, body) = g.server.http(
+        "GET",
+        &format!(
+            "/api/query?start={}&m=sum:collectd.cpu.cpu%7Bhost=web01%7D",
+            t - 10
+        ),
+        "",
+    );
     assert!(body.contains("97"), "{body}");
     g.server.stop();
 }
@@ -179,7 +267,9 @@ fn remembered_paths_keep_their_mapping() {
         let mut s = TcpStream::connect(&g.plain).unwrap();
         s.write_all(text.as_bytes()).unwrap();
     };
-    send(format!("collectd.web02.cpu-1.cpu-user 1 {t}\nplain.path 1 {t}\n"));
+    send(format!(
+        "collectd.web02.cpu-1.cpu-user 1 {t}\nplain.path 1 {t}\n"
+    ));
     prom(a, "{__name__=\"collectd.cpu.cpu\", host=\"web02\"}", 1);
     prom(a, "{__name__=\"plain.path\"}", 1);
     send(format!(
@@ -191,7 +281,11 @@ fn remembered_paths_keep_their_mapping() {
     let q = |m: &str| {
         let deadline = Instant::now() + Duration::from_secs(15);
         loop {
-            let (_, body) = g.server.http("GET", &format!("/api/query?start={}&end={}&m=sum:{m}", t - 10, t + 60), "");
+            let (_, body) = g.server.http(
+                "GET",
+                &format!("/api/query?start={}&end={}&m=sum:{m}", t - 10, t + 60),
+                "",
+            );
             let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
             let n = v[0]["dps"].as_object().map_or(0, |d| d.len());
             if n >= 2 || Instant::now() > deadline {
@@ -201,9 +295,17 @@ fn remembered_paths_keep_their_mapping() {
         }
     };
     let v = q("collectd.cpu.cpu%7Bhost=web02,type_instance=user%7D");
-    assert_eq!(v[0]["dps"], serde_json::json!({t.to_string(): 1, (t + 10).to_string(): 2}), "{v}");
+    assert_eq!(
+        v[0]["dps"],
+        serde_json::json!({t.to_string(): 1, (t + 10).to_string(): 2}),
+        "{v}"
+    );
     let v = q("plain.path");
-    assert_eq!(v[0]["dps"], serde_json::json!({t.to_string(): 1, (t + 10).to_string(): 3}), "{v}");
+    assert_eq!(
+        v[0]["dps"],
+        serde_json::json!({t.to_string(): 1, (t + 10).to_string(): 3}),
+        "{v}"
+    );
     g.server.stop();
 }
 
@@ -211,18 +313,43 @@ fn remembered_paths_keep_their_mapping() {
 fn bad_rules_stop_the_server_from_starting() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("tsgate.toml");
-    std::fs::write(&cfg, "[[graphite.rules]]\nmatch = \"a.{x}.{y}\"\nmetric = \"m\"\ntags = { x = \"{x}\" }\n").unwrap();
-    let out = tsgate(&["serve", "--data-dir", dir.path().join("d").to_str().unwrap(), "--config", cfg.to_str().unwrap(), "--listen", "127.0.0.1:0", "--graphite-listen", "", "--pickle-listen", ""]);
+    std::fs::write(
+        &cfg,
+        "[[graphite.rules]]\nmatch = \"a.{x}.{y}\"\nmetric = \"m\"\ntags = { x = \"{x}\" }\n",
+    )
+    .unwrap();
+    let out = tsgate(&[
+        "serve",
+        "--data-dir",
+        dir.path().join("d").to_str().unwrap(),
+        "--config",
+        cfg.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--graphite-listen",
+        "",
+        "--pickle-listen",
+        "",
+    ]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("used nowhere"), "{err}");
 }
 
 /// Polls `/render` of `target` until `ok` accepts its JSON (or 15 s pass).
-fn render_until(addr: &str, target: &str, from: i64, until: i64, ok: impl Fn(&Value) -> bool) -> Value {
+fn render_until(
+    addr: &str,
+    target: &str,
+    from: i64,
+    until: i64,
+    ok: impl Fn(&Value) -> bool,
+) -> Value {
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        let path = format!("/render?target={}&from={from}&until={until}&format=json", enc(target));
+        let path = format!(
+            "/render?target={}&from={from}&until={until}&format=json",
+            enc(target)
+        );
         let (code, body) = http(addr, "GET", &path, "", &[]);
         assert_eq!(code, 200, "{body}");
         let v: Value = serde_json::from_str(&body).unwrap();
@@ -236,7 +363,13 @@ fn render_until(addr: &str, target: &str, from: i64, until: i64, ok: impl Fn(&Va
 
 /// The points of a one-series answer that are not null, as (time, value); none for no series.
 fn points(v: &Value) -> Vec<(i64, f64)> {
-    v[0]["datapoints"].as_array().into_iter().flatten().filter(|p| !p[0].is_null()).map(|p| (p[1].as_i64().unwrap(), p[0].as_f64().unwrap())).collect()
+    v[0]["datapoints"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| !p[0].is_null())
+        .map(|p| (p[1].as_i64().unwrap(), p[0].as_f64().unwrap()))
+        .collect()
 }
 
 #[test]
@@ -248,7 +381,12 @@ fn render_sees_points_written_after_its_rows_were_cached() {
     // Two minutes before the end of an hour closed an hour ago: the window covers it and the
     // next one, also closed, which holds no row at first.
     let t = (now() / 3600 - 1) * 3600 - 120;
-    let send = |text: String| TcpStream::connect(&g.plain).unwrap().write_all(text.as_bytes()).unwrap();
+    let send = |text: String| {
+        TcpStream::connect(&g.plain)
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap()
+    };
     send(format!("rc.a.x 1 {t}\nrc.b.x 2 {t}\n"));
     let a = &g.server.addr;
     let (from, until) = (t - 60, t + 300);
@@ -260,9 +398,14 @@ fn render_sees_points_written_after_its_rows_were_cached() {
     // never written, at once): read until one read finds all it looks up in the cache.
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let (hits, misses) = (stat(a, "tsd.rowcache.lookups", "hit"), stat(a, "tsd.rowcache.lookups", "miss"));
+        let (hits, misses) = (
+            stat(a, "tsd.rowcache.lookups", "hit"),
+            stat(a, "tsd.rowcache.lookups", "miss"),
+        );
         render_until(a, sum, from, until, |v| points(v) == [(t, 3.0)]);
-        if stat(a, "tsd.rowcache.lookups", "hit") > hits && stat(a, "tsd.rowcache.lookups", "miss") == misses {
+        if stat(a, "tsd.rowcache.lookups", "hit") > hits
+            && stat(a, "tsd.rowcache.lookups", "miss") == misses
+        {
             break;
         }
         assert!(Instant::now() < deadline, "the rows were not kept");

@@ -41,23 +41,42 @@ fn ingest(node: usize, s: &Server) {
                 let ts = BASE + step * 30;
                 let v = value(m, h, step);
                 if (h + step as usize).is_multiple_of(2) {
-                    telnet.send(&format!("put {metric} {ts} {v} host=h{h:02} dc=dc{}\n", h % 3));
+                    telnet.send(&format!(
+                        "put {metric} {ts} {v} host=h{h:02} dc=dc{}\n",
+                        h % 3
+                    ));
                 } else {
                     json.push(format!(r#"{{"metric":"{metric}","timestamp":{ts},"value":{v},"tags":{{"host":"h{h:02}","dc":"dc{}"}}}}"#, h % 3));
                 }
             }
         }
         if json.len() >= 200 {
-            assert_eq!(s.http("POST", "/api/put", &format!("[{}]", json.join(","))).0, 204);
+            assert_eq!(
+                s.http("POST", "/api/put", &format!("[{}]", json.join(",")))
+                    .0,
+                204
+            );
             json.clear();
         }
     }
     if !json.is_empty() {
-        assert_eq!(s.http("POST", "/api/put", &format!("[{}]", json.join(","))).0, 204);
+        assert_eq!(
+            s.http("POST", "/api/put", &format!("[{}]", json.join(",")))
+                .0,
+            204
+        );
     }
     assert!(telnet.sync().is_empty(), "telnet puts were accepted");
     // Everything this node took is in HBase once this answers.
-    assert_eq!(s.http("POST", "/api/put?sync", r#"{"metric":"cluster.sync","timestamp":1356998400,"value":1,"tags":{"host":"h00"}}"#).0, 204);
+    assert_eq!(
+        s.http(
+            "POST",
+            "/api/put?sync",
+            r#"{"metric":"cluster.sync","timestamp":1356998400,"value":1,"tags":{"host":"h00"}}"#
+        )
+        .0,
+        204
+    );
 }
 
 /// (row, family, qualifier, value)
@@ -65,7 +84,12 @@ type UidCell = (Vec<u8>, String, Vec<u8>, Vec<u8>);
 
 /// `tsgate scan --table uid` lines as cells.
 fn uid_cells(b: &Backend, data: &std::path::Path) -> Vec<UidCell> {
-    let unhex = |s: &str| (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect::<Vec<u8>>();
+    let unhex = |s: &str| {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect::<Vec<u8>>()
+    };
     scan_on(b, data, "uid")
         .iter()
         .map(|l| {
@@ -81,9 +105,18 @@ fn three_nodes_share_one_hbase() {
     let b = Backend::hbase();
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("tsgate.toml");
-    std::fs::write(&cfg, "[write]\nflush_interval_ms = 200\ncompaction_delay_ms = 300\nshards = 2\n").unwrap();
-    let datas: Vec<_> = (0..3).map(|i| dir.path().join(format!("node{i}"))).collect();
-    let nodes: Vec<Server> = datas.iter().map(|d| Server::start_on(&b, d, Some(&cfg))).collect();
+    std::fs::write(
+        &cfg,
+        "[write]\nflush_interval_ms = 200\ncompaction_delay_ms = 300\nshards = 2\n",
+    )
+    .unwrap();
+    let datas: Vec<_> = (0..3)
+        .map(|i| dir.path().join(format!("node{i}")))
+        .collect();
+    let nodes: Vec<Server> = datas
+        .iter()
+        .map(|d| Server::start_on(&b, d, Some(&cfg)))
+        .collect();
 
     std::thread::scope(|sc| {
         for (i, s) in nodes.iter().enumerate() {
@@ -103,13 +136,27 @@ fn three_nodes_share_one_hbase() {
     }
     for (i, s) in nodes.iter().enumerate() {
         for (m, metric) in METRICS.iter().enumerate() {
-            let v = s.wait_points(&format!("/api/query?start={BASE}&end={}&m=none:{metric}", BASE + 3600), HOSTS * STEPS as usize);
+            let v = s.wait_points(
+                &format!(
+                    "/api/query?start={BASE}&end={}&m=none:{metric}",
+                    BASE + 3600
+                ),
+                HOSTS * STEPS as usize,
+            );
             let series = v.as_array().unwrap();
-            assert_eq!(series.len(), HOSTS, "node {i} {metric}: one series per host");
+            assert_eq!(
+                series.len(),
+                HOSTS,
+                "node {i} {metric}: one series per host"
+            );
             for sr in series {
                 let h: usize = sr["tags"]["host"].as_str().unwrap()[1..].parse().unwrap();
-                let got: BTreeMap<String, u64> =
-                    sr["dps"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.as_u64().unwrap())).collect();
+                let got: BTreeMap<String, u64> = sr["dps"]
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+                    .collect();
                 assert_eq!(got, expected[&(m, h)], "node {i} {metric} host h{h:02}");
             }
         }
@@ -134,8 +181,16 @@ fn three_nodes_share_one_hbase() {
     }
     let mut ids_seen = HashSet::new();
     for ((kind, name), id) in &forward {
-        assert!(ids_seen.insert((kind.clone(), id.clone())), "id {id:?} of {kind:?} names two things");
-        assert_eq!(reverse.get(&(kind.clone(), id.clone())), Some(name), "reverse of {}", String::from_utf8_lossy(name));
+        assert!(
+            ids_seen.insert((kind.clone(), id.clone())),
+            "id {id:?} of {kind:?} names two things"
+        );
+        assert_eq!(
+            reverse.get(&(kind.clone(), id.clone())),
+            Some(name),
+            "reverse of {}",
+            String::from_utf8_lossy(name)
+        );
     }
     let names = |k: &[u8]| forward.keys().filter(|(kind, _)| kind == k).count();
     assert_eq!(names(b"metrics"), METRICS.len() + 1);
@@ -144,6 +199,14 @@ fn three_nodes_share_one_hbase() {
 
     let o = tsgate_on(&b, &["fsck", "--data-dir", datas[0].to_str().unwrap()]);
     let out = stdout(&o);
-    assert!(o.status.success() && out.contains("problems=0"), "{out}{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(b.double().unwrap().open_scanners(), 0, "every scanner was closed");
+    assert!(
+        o.status.success() && out.contains("problems=0"),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        b.double().unwrap().open_scanners(),
+        0,
+        "every scanner was closed"
+    );
 }

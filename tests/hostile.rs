@@ -23,7 +23,10 @@ struct Ports {
 }
 
 fn start(dir: &Path, extra: &str) -> (Server, Ports) {
-    let ports = Ports { graphite: format!("127.0.0.1:{}", free_port()), pickle: format!("127.0.0.1:{}", free_port()) };
+    let ports = Ports {
+        graphite: format!("127.0.0.1:{}", free_port()),
+        pickle: format!("127.0.0.1:{}", free_port()),
+    };
     let cfg = dir.join("tsgate.toml");
     std::fs::write(
         &cfg,
@@ -45,7 +48,14 @@ fn pid(s: &Server) -> u32 {
 /// VmHWM (peak resident set) of a process, in KiB.
 fn peak_rss_kib(pid: u32) -> u64 {
     let st = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    st.lines().find_map(|l| l.strip_prefix("VmHWM:")).unwrap().trim().trim_end_matches("kB").trim().parse().unwrap()
+    st.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .unwrap()
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .unwrap()
 }
 
 fn tcp(addr: &str) -> TcpStream {
@@ -73,21 +83,51 @@ fn raw_http(addr: &str, head: &str, body: &[u8]) -> (u16, String) {
     let _ = s.write_all(head.as_bytes());
     let _ = s.write_all(body);
     let text = read_all(&mut s);
-    let code = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    let code = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
     (code, body)
 }
 
 fn remote_write(addr: &str, body: &[u8]) -> (u16, String) {
-    let (c, b) = http_bytes(addr, "POST", "/api/v1/write", body, &[("Content-Encoding", "snappy"), ("Content-Type", "application/x-protobuf")]);
+    let (c, b) = http_bytes(
+        addr,
+        "POST",
+        "/api/v1/write",
+        body,
+        &[
+            ("Content-Encoding", "snappy"),
+            ("Content-Type", "application/x-protobuf"),
+        ],
+    );
     (c, String::from_utf8_lossy(&b).into_owned())
 }
 
 fn prom_req(metric: &str, n: usize) -> Vec<u8> {
     let req = WriteRequest {
         timeseries: vec![TimeSeries {
-            labels: vec![Label { name: "__name__".into(), value: metric.into() }, Label { name: "k".into(), value: "v".into() }],
-            samples: (0..n).map(|i| Sample { value: i as f64, timestamp: (T0 as i64 + i as i64) * 1000 }).collect(),
+            labels: vec![
+                Label {
+                    name: "__name__".into(),
+                    value: metric.into(),
+                },
+                Label {
+                    name: "k".into(),
+                    value: "v".into(),
+                },
+            ],
+            samples: (0..n)
+                .map(|i| Sample {
+                    value: i as f64,
+                    timestamp: (T0 as i64 + i as i64) * 1000,
+                })
+                .collect(),
             ..Default::default()
         }],
         ..Default::default()
@@ -97,12 +137,20 @@ fn prom_req(metric: &str, n: usize) -> Vec<u8> {
 
 /// Number of points `m` holds in [T0, T0+1d].
 fn count(s: &Server, m: &str) -> usize {
-    let (code, body) = s.http("GET", &format!("/api/query?start={T0}&end={}&m=sum:{m}", T0 + 86400), "");
+    let (code, body) = s.http(
+        "GET",
+        &format!("/api/query?start={T0}&end={}&m=sum:{m}", T0 + 86400),
+        "",
+    );
     if code != 200 {
         return 0;
     }
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-    v.as_array().unwrap().iter().map(|s| s["dps"].as_object().unwrap().len()).sum()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["dps"].as_object().unwrap().len())
+        .sum()
 }
 
 fn wait_count(s: &Server, m: &str, want: usize) -> usize {
@@ -121,11 +169,17 @@ fn wait_count(s: &Server, m: &str, want: usize) -> usize {
 fn valid_writer(addr: String, stop: Arc<AtomicBool>, acked: Arc<Mutex<u64>>) {
     let mut seq = 0u64;
     while !stop.load(Ordering::Relaxed) {
-        let Ok(mut s) = TcpStream::connect(&addr) else { continue };
+        let Ok(mut s) = TcpStream::connect(&addr) else {
+            continue;
+        };
         s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
         let mut text = String::new();
         for i in 0..50 {
-            text.push_str(&format!("put hostile.valid {} {} h=a\n", T0 + seq + i, seq + i));
+            text.push_str(&format!(
+                "put hostile.valid {} {} h=a\n",
+                T0 + seq + i,
+                seq + i
+            ));
         }
         text.push_str("version\n");
         if s.write_all(text.as_bytes()).is_err() {
@@ -146,7 +200,10 @@ fn valid_writer(addr: String, stop: Arc<AtomicBool>, acked: Arc<Mutex<u64>>) {
         if got.is_empty() {
             continue; // closed (the server is stopping): not acknowledged
         }
-        assert!(got.starts_with("net.opentsdb"), "valid puts answered {got:?}");
+        assert!(
+            got.starts_with("net.opentsdb"),
+            "valid puts answered {got:?}"
+        );
         seq += 50;
         *acked.lock().unwrap() = seq;
         std::thread::sleep(Duration::from_millis(20));
@@ -167,9 +224,14 @@ fn hostile_input_on_every_port_leaves_the_server_up_and_bounded() {
 
     // --- telnet ---
     let mut t = s.telnet();
-    t.send(&format!("put hostile.t {T0} 1 h={}\n", "x".repeat(2_000_000)));
+    t.send(&format!(
+        "put hostile.t {T0} 1 h={}\n",
+        "x".repeat(2_000_000)
+    ));
     assert!(t.read_line().contains("line too long"), "huge telnet line");
-    let mut garbage: Vec<u8> = (0..20_000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    let mut garbage: Vec<u8> = (0..20_000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
     garbage.push(b'\n');
     t.send_bytes(&garbage);
     t.send_bytes(b"put hostile.t 1356998400 \xff\xfe 1 h=a\n");
@@ -177,18 +239,45 @@ fn hostile_input_on_every_port_leaves_the_server_up_and_bounded() {
     t.send(&format!("put hostile.t {T0} 1 h={}\n", "y".repeat(100)));
     t.send(&format!("put hostile.t {} 2 h=a\n", T0 + 1));
     let lines = t.sync();
-    assert!(lines.iter().any(|l| l.contains("name too long") && l.contains("limits.max_name_length")), "{lines:?}");
-    assert!(lines.iter().filter(|l| l.starts_with("put: illegal argument") || l.starts_with("unknown command")).count() >= 4, "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("name too long") && l.contains("limits.max_name_length")),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .filter(|l| l.starts_with("put: illegal argument") || l.starts_with("unknown command"))
+            .count()
+            >= 4,
+        "{lines:?}"
+    );
 
     // --- /api/put ---
     let (code, body) = s.http("POST", "/api/put", &"[".repeat(200_000));
     assert_eq!(code, 400, "deeply nested JSON: {body}");
     assert!(body.contains("\"error\""), "{body}");
-    let (code, body) = s.http("POST", "/api/put", &format!("[{}]", vec![r#"{"metric":"hostile.many","timestamp":1356998400,"value":1,"tags":{"h":"a"}}"#; 101].join(",")));
+    let (code, body) = s.http(
+        "POST",
+        "/api/put",
+        &format!(
+            "[{}]",
+            vec![
+                r#"{"metric":"hostile.many","timestamp":1356998400,"value":1,"tags":{"h":"a"}}"#;
+                101
+            ]
+            .join(",")
+        ),
+    );
     assert_eq!(code, 413, "{body}");
     assert!(body.contains("limits.max_points_per_request"), "{body}");
     // Answered on the declared length, before the body is sent.
-    let (code, body) = raw_http(&a, "POST /api/put HTTP/1.1\r\nHost: x\r\nContent-Length: 2097152\r\n\r\n", b"");
+    let (code, body) = raw_http(
+        &a,
+        "POST /api/put HTTP/1.1\r\nHost: x\r\nContent-Length: 2097152\r\n\r\n",
+        b"",
+    );
     assert_eq!(code, 413, "body over http_body_max: {body}");
     assert!(body.contains("limits.http_body_max"), "{body}");
     let bomb = {
@@ -200,20 +289,51 @@ fn hostile_input_on_every_port_leaves_the_server_up_and_bounded() {
         e.finish().unwrap()
     };
     assert!(bomb.len() < 1 << 20);
-    let (code, body) = http_bytes(&a, "POST", "/api/put", &bomb, &[("Content-Encoding", "gzip")]);
+    let (code, body) = http_bytes(
+        &a,
+        "POST",
+        "/api/put",
+        &bomb,
+        &[("Content-Encoding", "gzip")],
+    );
     assert_eq!(code, 413, "gzip bomb: {}", String::from_utf8_lossy(&body));
     let small = {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-        e.write_all(format!(r#"{{"metric":"hostile.p","timestamp":{T0},"value":1,"tags":{{"h":"a"}}}}"#).as_bytes()).unwrap();
+        e.write_all(
+            format!(r#"{{"metric":"hostile.p","timestamp":{T0},"value":1,"tags":{{"h":"a"}}}}"#)
+                .as_bytes(),
+        )
+        .unwrap();
         e.finish().unwrap()
     };
-    let (code, _) = http_bytes(&a, "POST", "/api/put", &small[..small.len() / 2], &[("Content-Encoding", "gzip")]);
+    let (code, _) = http_bytes(
+        &a,
+        "POST",
+        "/api/put",
+        &small[..small.len() / 2],
+        &[("Content-Encoding", "gzip")],
+    );
     assert_eq!(code, 400, "truncated gzip");
-    let (code, body) = s.http("POST", "/api/put", r#"{"metric":"hostile.p","timestamp":99999999999999999999999,"value":1,"tags":{"h":"a"}}"#);
+    let (code, body) = s.http(
+        "POST",
+        "/api/put",
+        r#"{"metric":"hostile.p","timestamp":99999999999999999999999,"value":1,"tags":{"h":"a"}}"#,
+    );
     assert_eq!(code, 400, "{body}");
-    let (code, body) = s.http("POST", "/api/put", &format!(r#"{{"metric":"hostile.p","timestamp":{T0},"value":1,"tags":{{"h":"{}"}}}}"#, "z".repeat(65)));
+    let (code, body) = s.http(
+        "POST",
+        "/api/put",
+        &format!(
+            r#"{{"metric":"hostile.p","timestamp":{T0},"value":1,"tags":{{"h":"{}"}}}}"#,
+            "z".repeat(65)
+        ),
+    );
     assert_eq!(code, 400, "{body}");
-    let (code, body) = s.http("POST", "/api/put", &format!(r#"{{"metric":"hostile.p","timestamp":{T0},"value":5,"tags":{{"h":"a"}}}}"#));
+    let (code, body) = s.http(
+        "POST",
+        "/api/put",
+        &format!(r#"{{"metric":"hostile.p","timestamp":{T0},"value":5,"tags":{{"h":"a"}}}}"#),
+    );
     assert_eq!(code, 204, "{body}");
 
     // --- remote write ---
@@ -222,7 +342,10 @@ fn hostile_input_on_every_port_leaves_the_server_up_and_bounded() {
     let (code, body) = remote_write(&a, &huge_len);
     assert_eq!(code, 413, "snappy bomb: {body}");
     let ok = prom_req("hostile_prom", 10);
-    let (code, body) = remote_write(&a, &snappy::compress(&snappy::decompress(&ok, 1 << 20).unwrap()[..30]));
+    let (code, body) = remote_write(
+        &a,
+        &snappy::compress(&snappy::decompress(&ok, 1 << 20).unwrap()[..30]),
+    );
     assert_eq!(code, 400, "truncated protobuf: {body}");
     let (code, body) = remote_write(&a, b"\x05\xff\xff");
     assert_eq!(code, 400, "broken snappy: {body}");
@@ -238,16 +361,22 @@ fn hostile_input_on_every_port_leaves_the_server_up_and_bounded() {
     h.write_all(b"GET /api/version HTTP/1.1\r\n").unwrap();
     let endless = std::thread::spawn(move || {
         for i in 0..200_000 {
-            if h.write_all(format!("X-H{i}: {}\r\n", "v".repeat(100)).as_bytes()).is_err() {
+            if h.write_all(format!("X-H{i}: {}\r\n", "v".repeat(100)).as_bytes())
+                .is_err()
+            {
                 return true; // the server closed on us
             }
         }
         false
     });
-    assert!(endless.join().unwrap(), "endless headers were never cut off");
+    assert!(
+        endless.join().unwrap(),
+        "endless headers were never cut off"
+    );
     let started = Instant::now();
     let mut slow = tcp(&a);
-    slow.write_all(b"GET /api/version HTTP/1.1\r\nHost: x\r\n").unwrap();
+    slow.write_all(b"GET /api/version HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
     let mut closed = false;
     for _ in 0..40 {
         std::thread::sleep(Duration::from_millis(100));
@@ -256,9 +385,15 @@ fn hostile_input_on_every_port_leaves_the_server_up_and_bounded() {
             break;
         }
     }
-    assert!(closed, "slowloris connection kept for {:?}", started.elapsed());
+    assert!(
+        closed,
+        "slowloris connection kept for {:?}",
+        started.elapsed()
+    );
     let mut trickle = tcp(&a);
-    trickle.write_all(b"POST /api/put HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n[").unwrap();
+    trickle
+        .write_all(b"POST /api/put HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n[")
+        .unwrap();
     let t0 = Instant::now();
     let trickler = std::thread::spawn({
         let mut w = trickle.try_clone().unwrap();
@@ -272,28 +407,48 @@ fn hostile_input_on_every_port_leaves_the_server_up_and_bounded() {
         }
     });
     let answer = read_all(&mut trickle);
-    assert!(answer.starts_with("HTTP/1.1 408"), "trickled body: {answer}");
+    assert!(
+        answer.starts_with("HTTP/1.1 408"),
+        "trickled body: {answer}"
+    );
     assert!(answer.contains("limits.read_timeout_ms"), "{answer}");
-    assert!(t0.elapsed() < Duration::from_secs(3), "408 after {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(3),
+        "408 after {:?}",
+        t0.elapsed()
+    );
     trickler.join().unwrap();
-    let (code, _) = raw_http(&a, "POST /api/put HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999\r\n\r\n", b"[]");
+    let (code, _) = raw_http(
+        &a,
+        "POST /api/put HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999\r\n\r\n",
+        b"[]",
+    );
     assert_eq!(code, 413, "huge Content-Length");
 
     // --- Graphite plaintext ---
     let mut g = tcp(&ports.graphite);
-    g.write_all(format!("hostile.g.long {} {T0}\n", "1".repeat(100_000)).as_bytes()).unwrap();
+    g.write_all(format!("hostile.g.long {} {T0}\n", "1".repeat(100_000)).as_bytes())
+        .unwrap();
     g.write_all(&garbage).unwrap();
     g.write_all(b"hostile.g.bad \xff\xfe 1356998400\nhostile.g.nan nan 1356998400\nhostile.g.ts 1 99999999999999999999\n").unwrap();
-    g.write_all(format!("hostile.g;h={} 1 {T0}\n", "q".repeat(100)).as_bytes()).unwrap();
-    g.write_all(format!("hostile.g;h=a 7 {T0}\n").as_bytes()).unwrap();
+    g.write_all(format!("hostile.g;h={} 1 {T0}\n", "q".repeat(100)).as_bytes())
+        .unwrap();
+    g.write_all(format!("hostile.g;h=a 7 {T0}\n").as_bytes())
+        .unwrap();
     g.shutdown(Shutdown::Write).unwrap();
     read_all(&mut g);
 
     // --- pickle ---
     let mut p = tcp(&ports.pickle);
     // GLOBAL opcode (`cos\nsystem\n`): refused as a whole, the connection reads on.
-    p.write_all(&tsgate_graphite::frame::encode(b"cos\nsystem\n(S'echo pwned'\ntR.")).unwrap();
-    p.write_all(&tsgate_graphite::frame::encode(b"\x80\x02]X\xff\xff\xff\x7fabc")).unwrap(); // string length past the frame
+    p.write_all(&tsgate_graphite::frame::encode(
+        b"cos\nsystem\n(S'echo pwned'\ntR.",
+    ))
+    .unwrap();
+    p.write_all(&tsgate_graphite::frame::encode(
+        b"\x80\x02]X\xff\xff\xff\x7fabc",
+    ))
+    .unwrap(); // string length past the frame
     let mut good = b"\x80\x02]X\x0a\x00\x00\x00hostile.pkJ".to_vec();
     good.extend_from_slice(&(T0 as i32).to_le_bytes());
     good.extend_from_slice(b"K\x09\x86\x86a.");
@@ -304,7 +459,10 @@ fn hostile_input_on_every_port_leaves_the_server_up_and_bounded() {
     p.write_all(&[0xff, 0xff, 0xff, 0xff, 1, 2, 3]).unwrap(); // declared frame length 4 GiB
     let t0 = Instant::now();
     read_all(&mut p);
-    assert!(t0.elapsed() < Duration::from_secs(5), "oversized pickle frame did not close the connection");
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "oversized pickle frame did not close the connection"
+    );
 
     // --- idle and half-open peers are closed after limits.idle_timeout_ms (3 s) ---
     let t0 = Instant::now();
@@ -313,12 +471,17 @@ fn hostile_input_on_every_port_leaves_the_server_up_and_bounded() {
     let mut idle_g = tcp(&ports.graphite);
     let mut silent = tcp(&a); // connects and never sends a byte
     let mut idle_h = tcp(&a);
-    idle_h.write_all(b"GET /api/version HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    idle_h
+        .write_all(b"GET /api/version HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
     for c in [&mut idle_t, &mut idle_g, &mut idle_h, &mut silent] {
         read_all(c);
     }
     let took = t0.elapsed();
-    assert!(took >= Duration::from_millis(2500) && took < Duration::from_secs(10), "idle connections closed after {took:?}");
+    assert!(
+        took >= Duration::from_millis(2500) && took < Duration::from_secs(10),
+        "idle connections closed after {took:?}"
+    );
 
     // The valid writer stops here so that it does not compete for connection slots.
     stop.store(true, Ordering::Relaxed);
@@ -341,9 +504,18 @@ fn hostile_input_on_every_port_leaves_the_server_up_and_bounded() {
             _ => held += 1,
         }
     }
-    assert!((60..=64).contains(&held), "{held} connections held, {} refused", refused.len());
+    assert!(
+        (60..=64).contains(&held),
+        "{held} connections held, {} refused",
+        refused.len()
+    );
     assert_eq!(held + refused.len(), 80);
-    assert!(refused.iter().all(|r| r == "error: too many connections (limits.max_connections = 64)\n"), "{refused:?}");
+    assert!(
+        refused
+            .iter()
+            .all(|r| r == "error: too many connections (limits.max_connections = 64)\n"),
+        "{refused:?}"
+    );
     // A slot a lingering earlier connection frees meanwhile is taken up before asking again.
     let mut extra = Vec::new();
     let (mut code, mut body) = raw_http(&a, "GET /api/version HTTP/1.1\r\nHost: x\r\n\r\n", b"");
@@ -365,19 +537,31 @@ fn hostile_input_on_every_port_leaves_the_server_up_and_bounded() {
 
     // The server is up, the valid data landed, memory stayed bounded.
     let sent = *acked.lock().unwrap() as usize;
-    assert!(sent >= 500, "the valid writer got only {sent} points through");
+    assert!(
+        sent >= 500,
+        "the valid writer got only {sent} points through"
+    );
     assert_eq!(wait_count(&s, "hostile.valid", sent), sent);
     assert_eq!(wait_count(&s, "hostile.t", 1), 1);
     assert_eq!(wait_count(&s, "hostile.p", 1), 1);
     assert_eq!(wait_count(&s, "hostile_prom", 10), 10);
     assert_eq!(wait_count(&s, "hostile.g", 1), 1);
     assert_eq!(wait_count(&s, "hostile.pk", 1), 1);
-    for m in ["hostile.many", "hostile_prom_many", "hostile.g.long", "hostile.g.bad", "hostile.g.ts"] {
+    for m in [
+        "hostile.many",
+        "hostile_prom_many",
+        "hostile.g.long",
+        "hostile.g.bad",
+        "hostile.g.ts",
+    ] {
         assert_eq!(count(&s, m), 0, "{m} must not be stored");
     }
     let peak = peak_rss_kib(pid(&s));
     eprintln!("server peak RSS {peak} KiB");
-    assert!(peak < 256 * 1024, "server peak RSS {peak} KiB over the 256 MiB cap");
+    assert!(
+        peak < 256 * 1024,
+        "server peak RSS {peak} KiB over the 256 MiB cap"
+    );
     s.stop();
 }
 
@@ -390,8 +574,15 @@ fn query_limits_answer_in_each_api_format() {
     load(&s, 10, 50, 10);
     let (code, body) = s.http("GET", &format!("/api/query?start={T0}&m=sum:ql_m"), "");
     assert_eq!(code, 413, "{body}");
-    assert!(body.contains("\"error\"") && body.contains("query.max_series"), "{body}");
-    let (code, body) = s.http("GET", &format!("/api/query?start={T0}&m=sum:ql_m{{h=1|2|3}}"), "");
+    assert!(
+        body.contains("\"error\"") && body.contains("query.max_series"),
+        "{body}"
+    );
+    let (code, body) = s.http(
+        "GET",
+        &format!("/api/query?start={T0}&m=sum:ql_m{{h=1|2|3}}"),
+        "",
+    );
     assert_eq!(code, 200, "three series are within the limit: {body}");
     drop(s);
 
@@ -399,11 +590,18 @@ fn query_limits_answer_in_each_api_format() {
     let dir = tempfile::tempdir().unwrap();
     let (s, _) = start(dir.path(), "[query]\nmax_points = 120\n");
     load(&s, 3, 50, 10);
-    let (code, body) = s.http("GET", &format!("/api/query?start={T0}&m=sum:ql_m{{h=0|1}}"), "");
+    let (code, body) = s.http(
+        "GET",
+        &format!("/api/query?start={T0}&m=sum:ql_m{{h=0|1}}"),
+        "",
+    );
     assert_eq!(code, 200, "{body}");
     let (code, body) = s.http("GET", &format!("/api/query?start={T0}&m=sum:ql_m"), "");
     assert_eq!(code, 413, "{body}");
-    assert!(body.contains("\"error\"") && body.contains("query.max_points"), "{body}");
+    assert!(
+        body.contains("\"error\"") && body.contains("query.max_points"),
+        "{body}"
+    );
     drop(s);
 
     // Time: 1 ms is far too little for 100 series of 400 points, in either API.
@@ -411,10 +609,24 @@ fn query_limits_answer_in_each_api_format() {
     let (s, _) = start(dir.path(), "[query]\ntimeout_ms = 1\n");
     load(&s, 100, 400, 60);
     std::thread::sleep(Duration::from_millis(500));
-    let (code, body) = s.http("GET", &format!("/api/query?start={T0}&end={}&m=sum:ql_m", T0 + 86400), "");
+    let (code, body) = s.http(
+        "GET",
+        &format!("/api/query?start={T0}&end={}&m=sum:ql_m", T0 + 86400),
+        "",
+    );
     assert_eq!(code, 503, "{body}");
-    assert!(body.contains("\"error\"") && body.contains("query.timeout_ms"), "{body}");
-    let (code, body) = s.http("GET", &format!("/api/v1/query_range?query=sum(rate(ql_m[5m]))&start={T0}&end={}&step=10", T0 + 86400), "");
+    assert!(
+        body.contains("\"error\"") && body.contains("query.timeout_ms"),
+        "{body}"
+    );
+    let (code, body) = s.http(
+        "GET",
+        &format!(
+            "/api/v1/query_range?query=sum(rate(ql_m[5m]))&start={T0}&end={}&step=10",
+            T0 + 86400
+        ),
+        "",
+    );
     assert_eq!(code, 503, "{body}");
     assert!(body.contains("\"errorType\":\"timeout\""), "{body}");
 }
@@ -431,6 +643,10 @@ fn load(s: &Server, series: u64, points: u64, step: u64) {
     t.send(&text);
     assert!(t.sync().is_empty());
     // `?sync` answers once everything written before it is in the store (every shard).
-    let (code, body) = s.http("POST", "/api/put?sync", &format!(r#"{{"metric":"ql.sync","timestamp":{T0},"value":1,"tags":{{"h":"a"}}}}"#));
+    let (code, body) = s.http(
+        "POST",
+        "/api/put?sync",
+        &format!(r#"{{"metric":"ql.sync","timestamp":{T0},"value":1,"tags":{{"h":"a"}}}}"#),
+    );
     assert_eq!(code, 204, "{body}");
 }

@@ -52,18 +52,41 @@ fn annotations_round_trip_byte_for_byte() {
         body,
         r#"{"tsuid":"000001000001000001","description":"Hello!","notes":"My Notes","custom":{"dept":"ops","owner":"jdoe"},"endTime":1419984000,"startTime":1388450562}"#
     );
-    let (code, got) = s.http("GET", &format!("/api/annotation?tsuid={TSUID}&start_time=1388450562"), "");
+    let (code, got) = s.http(
+        "GET",
+        &format!("/api/annotation?tsuid={TSUID}&start_time=1388450562"),
+        "",
+    );
     assert_eq!((code, got.as_str()), (200, body.as_str()));
 
     // Nothing set beyond the address: 304. POST merges, PUT replaces.
-    let (code, empty) = s.http("POST", "/api/annotation", &json!({"tsuid": TSUID, "startTime": 1388450562}).to_string());
+    let (code, empty) = s.http(
+        "POST",
+        "/api/annotation",
+        &json!({"tsuid": TSUID, "startTime": 1388450562}).to_string(),
+    );
     assert_eq!((code, empty.as_str()), (304, ""));
-    let (code, body) = s.http("POST", "/api/annotation", &json!({"tsuid": TSUID, "startTime": 1388450562, "notes": "merged"}).to_string());
+    let (code, body) = s.http(
+        "POST",
+        "/api/annotation",
+        &json!({"tsuid": TSUID, "startTime": 1388450562, "notes": "merged"}).to_string(),
+    );
     assert_eq!(code, 200);
     let v = j(&body);
-    assert_eq!((v["description"].as_str(), v["notes"].as_str(), v["custom"]["owner"].as_str()), (Some("Hello!"), Some("merged"), Some("jdoe")));
+    assert_eq!(
+        (
+            v["description"].as_str(),
+            v["notes"].as_str(),
+            v["custom"]["owner"].as_str()
+        ),
+        (Some("Hello!"), Some("merged"), Some("jdoe"))
+    );
     // Query-string form: times go through the date parser and end up in seconds.
-    let (code, body) = s.http("PUT", &format!("/api/annotation?tsuid={TSUID}&start_time=1388450562000&description=replaced"), "");
+    let (code, body) = s.http(
+        "PUT",
+        &format!("/api/annotation?tsuid={TSUID}&start_time=1388450562000&description=replaced"),
+        "",
+    );
     assert_eq!(code, 200, "{body}");
     assert_eq!(
         body,
@@ -71,16 +94,38 @@ fn annotations_round_trip_byte_for_byte() {
     );
 
     // Globals, the plural listing, and method_override on a GET.
-    let (code, _) = s.http("GET", "/api/annotation?method_override=post&start_time=1328140800&description=Global", "");
+    let (code, _) = s.http(
+        "GET",
+        "/api/annotation?method_override=post&start_time=1328140800&description=Global",
+        "",
+    );
     assert_eq!(code, 200);
-    let (code, body) = s.http("GET", "/api/annotations?start_time=1328140000&end_time=1328150000", "");
+    let (code, body) = s.http(
+        "GET",
+        "/api/annotations?start_time=1328140000&end_time=1328150000",
+        "",
+    );
     assert_eq!(code, 200);
-    assert_eq!(body, r#"[{"tsuid":"","description":"Global","notes":"","endTime":0,"startTime":1328140800}]"#);
-    let (code, _) = s.http("GET", "/api/annotation?method_override=patch&start_time=1", "");
+    assert_eq!(
+        body,
+        r#"[{"tsuid":"","description":"Global","notes":"","endTime":0,"startTime":1328140800}]"#
+    );
+    let (code, _) = s.http(
+        "GET",
+        "/api/annotation?method_override=patch&start_time=1",
+        "",
+    );
     assert_eq!(code, 405);
-    let (code, body) = s.http("POST", "/api/annotation", r#"{"tsuid":"000001000001000001"}"#);
+    let (code, body) = s.http(
+        "POST",
+        "/api/annotation",
+        r#"{"tsuid":"000001000001000001"}"#,
+    );
     assert_eq!(code, 400);
-    assert!(body.contains("The start timestamp has not been set"), "{body}");
+    assert!(
+        body.contains("The start timestamp has not been set"),
+        "{body}"
+    );
 
     // Bulk store, then bulk delete by range.
     let bulk = json!([{"tsuid": "000001000001000002", "startTime": 1388450600, "description": "a"},
@@ -93,18 +138,26 @@ fn annotations_round_trip_byte_for_byte() {
     let (code, body) = s.http(
         "DELETE",
         "/api/annotation/bulk",
-        &json!({"tsuids": ["000001000001000002"], "startTime": 1388450000, "endTime": 1388460000}).to_string(),
+        &json!({"tsuids": ["000001000001000002"], "startTime": 1388450000, "endTime": 1388460000})
+            .to_string(),
     );
     assert_eq!(code, 200, "{body}");
     assert_eq!(j(&body)["totalDeleted"], 2);
     assert_eq!(j(&body)["startTime"], 1388450000000u64);
 
-    let (code, _) = s.http("GET", "/api/annotation?start_time=1328140800&method_override=delete", "");
+    let (code, _) = s.http(
+        "GET",
+        "/api/annotation?start_time=1328140800&method_override=delete",
+        "",
+    );
     assert_eq!(code, 204);
     let (code, body) = s.http("GET", "/api/annotation?start_time=1328140800", "");
     assert_eq!(code, 404);
     assert!(body.contains("Unable to locate annotation in storage"));
-    let v = s.wait_points("/api/query?start=1388448000&end=1388451600&m=sum:sys.cpu.user", 2);
+    let v = s.wait_points(
+        "/api/query?start=1388448000&end=1388451600&m=sum:sys.cpu.user",
+        2,
+    );
     assert_eq!(v[0]["dps"], json!({"1388450562": 1, "1388450570": 2}));
     s.stop();
 
@@ -118,7 +171,11 @@ fn annotations_round_trip_byte_for_byte() {
         ]
     );
     let o = tsgate(&["fsck", "--data-dir", dir.path().to_str().unwrap()]);
-    assert!(o.status.success() && stdout(&o).contains("problems=0"), "fsck: {}", stdout(&o));
+    assert!(
+        o.status.success() && stdout(&o).contains("problems=0"),
+        "fsck: {}",
+        stdout(&o)
+    );
 }
 
 #[test]
@@ -156,26 +213,68 @@ fn uid_and_ts_meta_with_realtime_creation_and_counters() {
     assert_eq!(created["type"], "METRIC");
 
     // UIDMeta: POST merges, nothing set → 304, PUT replaces, unknown UID → 404.
-    let (code, body) = s.http("POST", "/api/uid/uidmeta", r#"{"uid":"000001","type":"metric","description":"CPU","custom":{"owner":"ops"}}"#);
+    let (code, body) = s.http(
+        "POST",
+        "/api/uid/uidmeta",
+        r#"{"uid":"000001","type":"metric","description":"CPU","custom":{"owner":"ops"}}"#,
+    );
     assert_eq!(code, 200, "{body}");
     assert_eq!(j(&body)["description"], "CPU");
-    assert_eq!(s.http("POST", "/api/uid/uidmeta", r#"{"uid":"000001","type":"metric"}"#).0, 304);
+    assert_eq!(
+        s.http(
+            "POST",
+            "/api/uid/uidmeta",
+            r#"{"uid":"000001","type":"metric"}"#
+        )
+        .0,
+        304
+    );
     let (code, body) = s.http("PUT", "/api/uid/uidmeta?uid=000001&type=metric&notes=n", "");
     assert_eq!(code, 200);
     let v = j(&body);
-    assert_eq!((v["description"].as_str(), v["notes"].as_str(), &v["custom"]), (Some(""), Some("n"), &Value::Null));
+    assert_eq!(
+        (v["description"].as_str(), v["notes"].as_str(), &v["custom"]),
+        (Some(""), Some("n"), &Value::Null)
+    );
     let (code, body) = s.http("GET", "/api/uid/uidmeta?uid=0000FF&type=tagk", "");
     assert_eq!(code, 404);
     assert!(body.contains("Could not find the requested UID"), "{body}");
-    assert_eq!(s.http("GET", "/api/uid/uidmeta?uid=000001&type=tagv&method_override=delete", "").0, 204);
+    assert_eq!(
+        s.http(
+            "GET",
+            "/api/uid/uidmeta?uid=000001&type=tagv&method_override=delete",
+            ""
+        )
+        .0,
+        204
+    );
     let (_, body) = s.http("GET", "/api/uid/uidmeta?uid=000001&type=tagv", "");
-    assert_eq!(j(&body)["created"], 0, "deleted meta reads back blank: {body}");
+    assert_eq!(
+        j(&body)["created"],
+        0,
+        "deleted meta reads back blank: {body}"
+    );
 
     // TSMeta updates and the m= lookup.
-    let (code, body) = s.http("POST", "/api/uid/tsmeta", &json!({"tsuid": TSUID, "units": "%", "max": 100}).to_string());
+    let (code, body) = s.http(
+        "POST",
+        "/api/uid/tsmeta",
+        &json!({"tsuid": TSUID, "units": "%", "max": 100}).to_string(),
+    );
     assert_eq!(code, 200, "{body}");
-    assert_eq!((j(&body)["units"].as_str(), j(&body)["max"].as_f64()), (Some("%"), Some(100.0)));
-    assert_eq!(s.http("POST", "/api/uid/tsmeta", &json!({"tsuid": TSUID}).to_string()).0, 304);
+    assert_eq!(
+        (j(&body)["units"].as_str(), j(&body)["max"].as_f64()),
+        (Some("%"), Some(100.0))
+    );
+    assert_eq!(
+        s.http(
+            "POST",
+            "/api/uid/tsmeta",
+            &json!({"tsuid": TSUID}).to_string()
+        )
+        .0,
+        304
+    );
     let (code, body) = s.http("GET", "/api/uid/tsmeta?m=sys.cpu.user%7Bhost=web01%7D", "");
     assert_eq!(code, 200, "{body}");
     assert_eq!(j(&body).as_array().unwrap().len(), 1);
@@ -188,11 +287,20 @@ fn uid_and_ts_meta_with_realtime_creation_and_counters() {
     let want = format!(
         "tsdb-uid 000001 name:{} {}",
         hex("metric_meta"),
-        hex(&format!(r#"{{"type":"METRIC","displayName":"","description":"","notes":"n","created":{},"custom":null}}"#, created["created"]))
+        hex(&format!(
+            r#"{{"type":"METRIC","displayName":"","description":"","notes":"n","created":{},"custom":null}}"#,
+            created["created"]
+        ))
     );
     assert!(uid_rows.contains(&want), "{want} not in {uid_rows:#?}");
     let meta_rows = scan(&dir.path().join("data"), "meta");
-    assert!(meta_rows.contains(&format!("tsdb-meta {TSUID} name:{} 0000000000000003", hex("ts_ctr"))), "{meta_rows:#?}");
+    assert!(
+        meta_rows.contains(&format!(
+            "tsdb-meta {TSUID} name:{} 0000000000000003",
+            hex("ts_ctr")
+        )),
+        "{meta_rows:#?}"
+    );
 }
 
 #[test]
@@ -202,19 +310,33 @@ fn trees_file_new_series_and_record_collisions() {
     let data = dir.path().join("data");
     let s = Server::start_with(&data, Some(&cfg));
 
-    let (code, body) = s.http("POST", "/api/tree", r#"{"name":"Hosts","description":"by dc"}"#);
+    let (code, body) = s.http(
+        "POST",
+        "/api/tree",
+        r#"{"name":"Hosts","description":"by dc"}"#,
+    );
     assert_eq!(code, 200, "{body}");
     let t = j(&body);
-    assert_eq!((t["treeId"].as_u64(), t["enabled"].as_bool(), &t["rules"]), (Some(1), Some(false), &Value::Null));
+    assert_eq!(
+        (t["treeId"].as_u64(), t["enabled"].as_bool(), &t["rules"]),
+        (Some(1), Some(false), &Value::Null)
+    );
     let rules = json!([
         {"treeId":1,"level":0,"order":0,"type":"TAGK","field":"dc"},
         {"treeId":1,"level":1,"order":0,"type":"TAGK","field":"host"},
         {"treeId":1,"level":2,"order":0,"type":"METRIC","separator":"\\."}
     ]);
     assert_eq!(s.http("POST", "/api/tree/rules", &rules.to_string()).0, 204);
-    let (code, body) = s.http("POST", "/api/tree/rule", r#"{"treeId":1,"level":3,"order":0,"type":"TAGK_CUSTOM"}"#);
+    let (code, body) = s.http(
+        "POST",
+        "/api/tree/rule",
+        r#"{"treeId":1,"level":3,"order":0,"type":"TAGK_CUSTOM"}"#,
+    );
     assert_eq!(code, 400);
-    assert!(body.contains("Missing field name required for TAGK_CUSTOM rule"), "{body}");
+    assert!(
+        body.contains("Missing field name required for TAGK_CUSTOM rule"),
+        "{body}"
+    );
     let (code, body) = s.http("GET", "/api/tree/rule?treeid=1&level=2&order=0", "");
     assert_eq!(code, 200);
     assert_eq!(
@@ -222,18 +344,50 @@ fn trees_file_new_series_and_record_collisions() {
         r#"{"type":"METRIC","field":"","regex":"","separator":"\\.","description":"","notes":"","level":2,"order":0,"treeId":1,"customField":"","regexGroupIdx":0,"displayFormat":""}"#
     );
     // A second tree, storing failures: metric path only, so hosts collide on the same leaf.
-    let (code, body) = s.http("POST", "/api/tree?name=Metrics&store_failures=true&enabled=true", "");
+    let (code, body) = s.http(
+        "POST",
+        "/api/tree?name=Metrics&store_failures=true&enabled=true",
+        "",
+    );
     assert_eq!(code, 200, "{body}");
     assert_eq!(j(&body)["treeId"], 2);
-    assert_eq!(s.http("POST", "/api/tree/rule?treeid=2&level=0&order=0&type=metric&separator=%5C.", "").0, 200);
+    assert_eq!(
+        s.http(
+            "POST",
+            "/api/tree/rule?treeid=2&level=0&order=0&type=metric&separator=%5C.",
+            ""
+        )
+        .0,
+        200
+    );
     // Physical PUT is refused on /api/tree*: it is spelled GET + method_override.
-    assert_eq!(s.http("PUT", "/api/tree", r#"{"treeId":1,"enabled":true}"#).0, 405);
-    let (code, body) = s.http("GET", "/api/tree?treeid=1&enabled=true&method_override=post", "");
+    assert_eq!(
+        s.http("PUT", "/api/tree", r#"{"treeId":1,"enabled":true}"#)
+            .0,
+        405
+    );
+    let (code, body) = s.http(
+        "GET",
+        "/api/tree?treeid=1&enabled=true&method_override=post",
+        "",
+    );
     assert_eq!(code, 200, "{body}");
     assert_eq!(j(&body)["enabled"], true);
     assert_eq!(j(&body)["rules"]["2"]["0"]["separator"], "\\.");
-    assert_eq!(s.http("GET", "/api/tree?treeid=1&enabled=true&method_override=post", "").0, 200);
-    assert_eq!(s.http("GET", "/api/tree?treeid=1&method_override=post", "").0, 304);
+    assert_eq!(
+        s.http(
+            "GET",
+            "/api/tree?treeid=1&enabled=true&method_override=post",
+            ""
+        )
+        .0,
+        200
+    );
+    assert_eq!(
+        s.http("GET", "/api/tree?treeid=1&method_override=post", "")
+            .0,
+        304
+    );
 
     let put = |metric: &str, host: &str| {
         let p = json!({"metric": metric, "timestamp": 1356998400, "value": 1, "tags": {"dc": "dal", "host": host}});
@@ -250,7 +404,10 @@ fn trees_file_new_series_and_record_collisions() {
     });
     assert_eq!(branch["displayName"], "cpu");
     assert_eq!(branch["depth"], 4);
-    assert_eq!(branch["path"], json!({"0":"ROOT","1":"dal","2":"web01","3":"sys","4":"cpu"}));
+    assert_eq!(
+        branch["path"],
+        json!({"0":"ROOT","1":"dal","2":"web01","3":"sys","4":"cpu"})
+    );
     let leaves = branch["leaves"].as_array().unwrap();
     assert_eq!(leaves[0]["displayName"], "system");
     assert_eq!(leaves[1]["displayName"], "user");
@@ -264,7 +421,10 @@ fn trees_file_new_series_and_record_collisions() {
     assert_eq!(root["leaves"], Value::Null);
     let (code, body) = s.http("GET", "/api/tree/branch?branch=0001DEADBEEF", "");
     assert_eq!(code, 404);
-    assert!(body.contains("Unable to locate branch '0001DEADBEEF' for tree '1'"), "{body}");
+    assert!(
+        body.contains("Unable to locate branch '0001DEADBEEF' for tree '1'"),
+        "{body}"
+    );
 
     // web02's sys.cpu.user lands on tree 2's existing `user` leaf: a collision.
     eventually("tree 2 filed web01", || {
@@ -284,25 +444,54 @@ fn trees_file_new_series_and_record_collisions() {
     assert_eq!(s.http("GET", "/api/tree/notmatched?treeid=2", "").1, "{}");
 
     // The test endpoint runs a series through the rules without storing anything.
-    let (code, body) = s.http("GET", &format!("/api/tree/test?treeid=1&tsuids={loser}"), "");
+    let (code, body) = s.http(
+        "GET",
+        &format!("/api/tree/test?treeid=1&tsuids={loser}"),
+        "",
+    );
     assert_eq!(code, 200, "{body}");
     let t = &j(&body)[loser.as_str()];
     assert_eq!(t["meta"]["metric"]["name"], "sys.cpu.user");
-    assert!(t["messages"][0].as_str().unwrap().starts_with("Processing rule: [1:0:0:TAGK]"), "{body}");
-    assert_eq!(t["branch"]["branches"][0]["branches"][0]["displayName"], "web02");
+    assert!(
+        t["messages"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("Processing rule: [1:0:0:TAGK]"),
+        "{body}"
+    );
+    assert_eq!(
+        t["branch"]["branches"][0]["branches"][0]["displayName"],
+        "web02"
+    );
 
     // Deleting tree 2's results keeps its definition; with definition=true it is gone.
-    assert_eq!(s.http("GET", "/api/tree?treeid=2&method_override=delete", "").0, 204);
+    assert_eq!(
+        s.http("GET", "/api/tree?treeid=2&method_override=delete", "")
+            .0,
+        204
+    );
     assert_eq!(s.http("GET", "/api/tree/collisions?treeid=2", "").1, "{}");
     assert_eq!(s.http("GET", "/api/tree?treeid=2", "").0, 200);
-    assert_eq!(s.http("GET", "/api/tree?treeid=2&definition=true&method_override=delete", "").0, 204);
+    assert_eq!(
+        s.http(
+            "GET",
+            "/api/tree?treeid=2&definition=true&method_override=delete",
+            ""
+        )
+        .0,
+        204
+    );
     assert_eq!(s.http("GET", "/api/tree?treeid=2", "").0, 404);
     s.stop();
 
     // Stored cells: tree row, the root branch, rules, a branch row and a leaf column.
     let rows = scan(&data, "tree");
     let has = |line: String| assert!(rows.contains(&line), "{line} not in {rows:#?}");
-    has(format!("tsdb-tree 0001 t:{} {}", hex("branch"), hex(r#"{"path":{"0":"ROOT"},"displayName":"ROOT"}"#)));
+    has(format!(
+        "tsdb-tree 0001 t:{} {}",
+        hex("branch"),
+        hex(r#"{"path":{"0":"ROOT"},"displayName":"ROOT"}"#)
+    ));
     has(format!(
         "tsdb-tree 00010001838f t:{} {}",
         hex("branch"),
@@ -312,8 +501,15 @@ fn trees_file_new_series_and_record_collisions() {
         "tsdb-tree {} t:{}0036ebcb {}",
         cpu.to_lowercase(),
         hex("leaf:"),
-        hex(&format!(r#"{{"displayName":"user","tsuid":"{user_web01}"}}"#))
+        hex(&format!(
+            r#"{{"displayName":"user","tsuid":"{user_web01}"}}"#
+        ))
     ));
-    assert!(rows.iter().any(|r| r.starts_with(&format!("tsdb-tree 0001 t:{} ", hex("tree_rule:2:0")))));
-    assert!(!rows.iter().any(|r| r.starts_with("tsdb-tree 0002")), "tree 2 fully deleted: {rows:#?}");
+    assert!(rows
+        .iter()
+        .any(|r| r.starts_with(&format!("tsdb-tree 0001 t:{} ", hex("tree_rule:2:0")))));
+    assert!(
+        !rows.iter().any(|r| r.starts_with("tsdb-tree 0002")),
+        "tree 2 fully deleted: {rows:#?}"
+    );
 }

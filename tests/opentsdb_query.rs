@@ -21,7 +21,10 @@ fn put(s: &Server, pts: &[(&str, u64, &str, &[(&str, &str)])]) {
     let body: Vec<Value> = pts
         .iter()
         .map(|(m, t, v, tags)| {
-            let tags: serde_json::Map<String, Value> = tags.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+            let tags: serde_json::Map<String, Value> = tags
+                .iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect();
             json!({"metric": m, "timestamp": t, "value": v, "tags": tags})
         })
         .collect();
@@ -62,7 +65,12 @@ fn docs_data(s: &Server) {
 }
 
 fn dps(v: &Value) -> Vec<(String, Value)> {
-    v["dps"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    v["dps"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 fn aggregation_grouping_and_filters(b: &Backend) {
@@ -75,13 +83,23 @@ fn aggregation_grouping_and_filters(b: &Backend) {
     assert_eq!(sum.as_array().unwrap().len(), 1);
     assert_eq!(sum[0]["tags"], json!({"dc": "lga"}));
     assert_eq!(sum[0]["aggregateTags"], json!(["host"]));
-    let vals: Vec<i64> = dps(&sum[0]).iter().map(|(_, v)| v.as_i64().unwrap()).collect();
+    let vals: Vec<i64> = dps(&sum[0])
+        .iter()
+        .map(|(_, v)| v.as_i64().unwrap())
+        .collect();
     assert_eq!(vals, vec![10, 20, 30, 30, 20, 20, 20]);
-    let zim: Vec<i64> = dps(&q("zimsum:m{dc=lga}")[0]).iter().map(|(_, v)| v.as_i64().unwrap()).collect();
+    let zim: Vec<i64> = dps(&q("zimsum:m{dc=lga}")[0])
+        .iter()
+        .map(|(_, v)| v.as_i64().unwrap())
+        .collect();
     assert_eq!(zim, vec![10, 5, 20, 15, 10, 5, 20]);
 
     let by_host = q("sum:m{host=*}");
-    assert_eq!(by_host.as_array().unwrap().len(), 2, "c has no point in range");
+    assert_eq!(
+        by_host.as_array().unwrap().len(),
+        2,
+        "c has no point in range"
+    );
     assert_eq!(by_host[0]["tags"], json!({"dc": "lga", "host": "a"}));
     assert_eq!(dps(&by_host[0]).len(), 3);
 
@@ -93,7 +111,12 @@ fn aggregation_grouping_and_filters(b: &Backend) {
         ("host=regexp(^[b-z])", vec!["b"]),
     ] {
         let r = q(&format!("none:m{{{filter}}}"));
-        let got: Vec<&str> = r.as_array().unwrap().iter().map(|x| x["tags"]["host"].as_str().unwrap()).collect();
+        let got: Vec<&str> = r
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["tags"]["host"].as_str().unwrap())
+            .collect();
         assert_eq!(got, hosts, "{filter}");
     }
     // Second braces: filter without grouping.
@@ -102,7 +125,10 @@ fn aggregation_grouping_and_filters(b: &Backend) {
     assert_eq!(r[0]["aggregateTags"], json!(["host"]));
 
     // explicitTags: the series with an extra tag key is left out.
-    let wide = get(&s, &format!("/api/query?start={B}&end={}&m=sum:m{{host=*}}", B + 7200));
+    let wide = get(
+        &s,
+        &format!("/api/query?start={B}&end={}&m=sum:m{{host=*}}", B + 7200),
+    );
     assert_eq!(wide.as_array().unwrap().len(), 3);
     let explicit = post(
         &s,
@@ -115,35 +141,64 @@ fn aggregation_grouping_and_filters(b: &Backend) {
     // Errors as OpenTSDB words them.
     let (code, body) = s.http("GET", &format!("/api/query?start={B}&m=sum:nope"), "");
     assert_eq!(code, 400);
-    assert!(body.contains("No such name for 'metrics': 'nope'"), "{body}");
-    let (code, body) = s.http("GET", &format!("/api/query?start={B}&m=sum:m{{host=zz}}"), "");
+    assert!(
+        body.contains("No such name for 'metrics': 'nope'"),
+        "{body}"
+    );
+    let (code, body) = s.http(
+        "GET",
+        &format!("/api/query?start={B}&m=sum:m{{host=zz}}"),
+        "",
+    );
     assert_eq!(code, 400);
     assert!(body.contains("No such name for 'tagv': 'zz'"), "{body}");
-    let (code, body) = s.http("GET", &format!("/api/query?start={B}&m=sum:m{{nokey=a}}"), "");
+    let (code, body) = s.http(
+        "GET",
+        &format!("/api/query?start={B}&m=sum:m{{nokey=a}}"),
+        "",
+    );
     assert_eq!(code, 400);
     assert!(body.contains("No such name for 'tagk': 'nokey'"), "{body}");
     assert_eq!(s.http("GET", "/api/query?m=sum:m", "").0, 400);
-    let (code, body) = s.http("GET", &format!("/api/query?start={}&end={B}&m=sum:m", B + 10), "");
+    let (code, body) = s.http(
+        "GET",
+        &format!("/api/query?start={}&end={B}&m=sum:m", B + 10),
+        "",
+    );
     assert_eq!(code, 400);
-    assert!(body.contains("must be greater than or equal to the start time"), "{body}");
+    assert!(
+        body.contains("must be greater than or equal to the start time"),
+        "{body}"
+    );
 }
 
 fn downsampling_rate_and_output_forms(b: &Backend) {
     let dir = tempfile::tempdir().unwrap();
     let s = Server::start_on(b, dir.path(), None);
     // TestTsdbQueryDownsample: 1..300 every 30 s from 1356998430.
-    let pts: Vec<(u64, String)> = (0..300).map(|i| (B + 30 + 30 * i, (i + 1).to_string())).collect();
+    let pts: Vec<(u64, String)> = (0..300)
+        .map(|i| (B + 30 + 30 * i, (i + 1).to_string()))
+        .collect();
     let tags: &[(&str, &str)] = &[("host", "web01")];
-    let batch: Vec<(&str, u64, &str, &[(&str, &str)])> = pts.iter().map(|(t, v)| ("ds", *t, v.as_str(), tags)).collect();
+    let batch: Vec<(&str, u64, &str, &[(&str, &str)])> = pts
+        .iter()
+        .map(|(t, v)| ("ds", *t, v.as_str(), tags))
+        .collect();
     put(&s, &batch);
     let end = B + 43200;
-    let r = post(&s, json!({"start": B, "end": end, "queries": [{"aggregator": "sum", "metric": "ds", "downsample": "1m-avg"}]}));
+    let r = post(
+        &s,
+        json!({"start": B, "end": end, "queries": [{"aggregator": "sum", "metric": "ds", "downsample": "1m-avg"}]}),
+    );
     let d = dps(&r[0]);
     assert_eq!(d.len(), 151);
     assert_eq!(d[0], (B.to_string(), json!(1.0)));
     assert_eq!(d[1].1, json!(2.5));
     assert_eq!(d[150].1, json!(300.0));
-    let all = post(&s, json!({"start": B, "end": end, "queries": [{"aggregator": "sum", "metric": "ds", "downsample": "0all-sum"}]}));
+    let all = post(
+        &s,
+        json!({"start": B, "end": end, "queries": [{"aggregator": "sum", "metric": "ds", "downsample": "0all-sum"}]}),
+    );
     assert_eq!(dps(&all[0]), vec![(B.to_string(), json!(45150.0))]);
     let rate = get(&s, &format!("/api/query?start={B}&end={end}&m=sum:rate:ds"));
     let rd = dps(&rate[0]);
@@ -152,17 +207,41 @@ fn downsampling_rate_and_output_forms(b: &Backend) {
     assert!((rd[0].1.as_f64().unwrap() - 1.0 / 30.0).abs() < 1e-12);
 
     // Fill policies over an empty stretch: null (arrays form) and zero.
-    let filled = get(&s, &format!("/api/query?start={B}&end={}&m=sum:2m-sum-null:ds&arrays=true", B + 11000));
+    let filled = get(
+        &s,
+        &format!(
+            "/api/query?start={B}&end={}&m=sum:2m-sum-null:ds&arrays=true",
+            B + 11000
+        ),
+    );
     let arr = filled[0]["dps"].as_array().unwrap();
-    assert!(arr.iter().any(|p| p[1].is_null()), "buckets after the data are null");
+    assert!(
+        arr.iter().any(|p| p[1].is_null()),
+        "buckets after the data are null"
+    );
     assert_eq!(arr[0], json!([B, 6.0]), "1+2+3 in the first two minutes");
-    let ms = get(&s, &format!("/api/query?start={B}&end={}&m=sum:ds&ms&show_tsuids&show_query", B + 60));
+    let ms = get(
+        &s,
+        &format!(
+            "/api/query?start={B}&end={}&m=sum:ds&ms&show_tsuids&show_query",
+            B + 60
+        ),
+    );
     assert_eq!(dps(&ms[0])[0].0, ((B + 30) * 1000).to_string());
     assert_eq!(ms[0]["tsuids"], json!(["000001000001000001"]));
     assert_eq!(ms[0]["query"]["index"], 0);
-    let by_tsuid = get(&s, &format!("/api/query?start={B}&end={}&tsuid=sum:000001000001000001", B + 60));
+    let by_tsuid = get(
+        &s,
+        &format!(
+            "/api/query?start={B}&end={}&tsuid=sum:000001000001000001",
+            B + 60
+        ),
+    );
     assert_eq!(dps(&by_tsuid[0]).len(), 2);
-    let summary = post(&s, json!({"start": B, "end": B + 60, "showSummary": true, "queries": [{"aggregator": "sum", "metric": "ds"}]}));
+    let summary = post(
+        &s,
+        json!({"start": B, "end": B + 60, "showSummary": true, "queries": [{"aggregator": "sum", "metric": "ds"}]}),
+    );
     assert!(summary.as_array().unwrap().last().unwrap()["statsSummary"].is_object());
 }
 
@@ -170,10 +249,25 @@ fn suggest_lookup_last_and_listings(b: &Backend) {
     let dir = tempfile::tempdir().unwrap();
     let s = Server::start_on(b, dir.path(), None);
     docs_data(&s);
-    put(&s, &[("mem.free", B, "7", &[("host", "a")]), ("mem.used", B, "8", &[("host", "a")])]);
-    assert_eq!(get(&s, "/api/suggest?type=metrics&q=mem"), json!(["mem.free", "mem.used"]));
-    assert_eq!(get(&s, "/api/suggest?type=metrics&q=mem&max=1"), json!(["mem.free"]));
-    assert_eq!(get(&s, "/api/suggest?type=tagk&q="), json!(["dc", "extra", "host"]));
+    put(
+        &s,
+        &[
+            ("mem.free", B, "7", &[("host", "a")]),
+            ("mem.used", B, "8", &[("host", "a")]),
+        ],
+    );
+    assert_eq!(
+        get(&s, "/api/suggest?type=metrics&q=mem"),
+        json!(["mem.free", "mem.used"])
+    );
+    assert_eq!(
+        get(&s, "/api/suggest?type=metrics&q=mem&max=1"),
+        json!(["mem.free"])
+    );
+    assert_eq!(
+        get(&s, "/api/suggest?type=tagk&q="),
+        json!(["dc", "extra", "host"])
+    );
     assert_eq!(get(&s, "/api/suggest?type=tagv&q=s"), json!(["sjc"]));
     let (code, body) = s.http("GET", "/api/suggest?type=bogus", "");
     assert_eq!(code, 400);
@@ -184,10 +278,18 @@ fn suggest_lookup_last_and_listings(b: &Backend) {
     let l = get(&s, "/api/search/lookup?m=m{host=*}&limit=1000");
     assert_eq!(l["type"], "LOOKUP");
     assert_eq!(l["totalResults"], 3);
-    let hosts: Vec<&str> = l["results"].as_array().unwrap().iter().map(|r| r["tags"]["host"].as_str().unwrap()).collect();
+    let hosts: Vec<&str> = l["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["tags"]["host"].as_str().unwrap())
+        .collect();
     assert_eq!(hosts.len(), 3);
     let l = get(&s, "/api/search/lookup?m=m{dc=sjc}");
-    assert_eq!(l["results"][0]["tags"], json!({"dc": "sjc", "extra": "x", "host": "c"}));
+    assert_eq!(
+        l["results"][0]["tags"],
+        json!({"dc": "sjc", "extra": "x", "host": "c"})
+    );
 
     let last = get(&s, "/api/query/last?timeseries=m{host=a}&resolve");
     assert_eq!(last[0]["timestamp"], json!((B + 50) * 1000));
@@ -199,13 +301,35 @@ fn suggest_lookup_last_and_listings(b: &Backend) {
     assert!(last[0].get("metric").is_none());
 
     let aggs = get(&s, "/api/aggregators");
-    for a in ["sum", "zimsum", "avg", "dev", "none", "p99", "ep999r7", "mult", "squareSum"] {
+    for a in [
+        "sum",
+        "zimsum",
+        "avg",
+        "dev",
+        "none",
+        "p99",
+        "ep999r7",
+        "mult",
+        "squareSum",
+    ] {
         assert!(aggs.as_array().unwrap().contains(&json!(a)), "{a}");
     }
     let f = get(&s, "/api/config/filters");
     let mut keys: Vec<&String> = f.as_object().unwrap().keys().collect();
     keys.sort();
-    assert_eq!(keys, ["iliteral_or", "iwildcard", "literal_or", "not_iliteral_or", "not_key", "not_literal_or", "regexp", "wildcard"]);
+    assert_eq!(
+        keys,
+        [
+            "iliteral_or",
+            "iwildcard",
+            "literal_or",
+            "not_iliteral_or",
+            "not_key",
+            "not_literal_or",
+            "regexp",
+            "wildcard"
+        ]
+    );
     let c = get(&s, "/api/config");
     assert_eq!(c["tsd.storage.hbase.data_table"], "tsdb");
 }
@@ -224,30 +348,74 @@ fn delete_only_when_allowed(b: &Backend) {
     let s = Server::start_on(b, &dir.path().join("d2"), Some(&cfg));
     docs_data(&s);
     let deleted = post(&s, body);
-    assert_eq!(dps(&deleted[0]).len(), 2, "the deleted points are returned once");
-    let left = get(&s, &format!("/api/query?start={B}&end={}&m=sum:m{{host=b}}", B + 100));
-    assert_eq!(dps(&left[0]).iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(), vec![(B + 40).to_string(), (B + 60).to_string()]);
+    assert_eq!(
+        dps(&deleted[0]).len(),
+        2,
+        "the deleted points are returned once"
+    );
+    let left = get(
+        &s,
+        &format!("/api/query?start={B}&end={}&m=sum:m{{host=b}}", B + 100),
+    );
+    assert_eq!(
+        dps(&left[0])
+            .iter()
+            .map(|(k, _)| k.clone())
+            .collect::<Vec<_>>(),
+        vec![(B + 40).to_string(), (B + 60).to_string()]
+    );
 }
 
 fn annotations_come_back_with_query_results(b: &Backend) {
     let dir = tempfile::tempdir().unwrap();
     let s = Server::start_on(b, dir.path(), None);
     docs_data(&s);
-    let tsuid = get(&s, &format!("/api/query?start={B}&end={}&m=sum:m{{host=a}}&show_tsuids", B + 100))[0]["tsuids"][0].clone();
-    let (code, body) = s.http("POST", "/api/annotation", &json!({"tsuid": tsuid, "startTime": B + 15, "description": "deploy"}).to_string());
+    let tsuid = get(
+        &s,
+        &format!(
+            "/api/query?start={B}&end={}&m=sum:m{{host=a}}&show_tsuids",
+            B + 100
+        ),
+    )[0]["tsuids"][0]
+        .clone();
+    let (code, body) = s.http(
+        "POST",
+        "/api/annotation",
+        &json!({"tsuid": tsuid, "startTime": B + 15, "description": "deploy"}).to_string(),
+    );
     assert_eq!(code, 200, "{body}");
-    let (code, body) = s.http("POST", "/api/annotation", &json!({"startTime": B + 20, "description": "outage"}).to_string());
+    let (code, body) = s.http(
+        "POST",
+        "/api/annotation",
+        &json!({"startTime": B + 20, "description": "outage"}).to_string(),
+    );
     assert_eq!(code, 200, "{body}");
-    let r = post(&s, json!({"start": B, "end": B + 100, "globalAnnotations": true,
-                            "queries": [{"aggregator": "sum", "metric": "m", "tags": {"host": "*"}}]}));
-    let a = r.as_array().unwrap().iter().find(|x| x["tags"]["host"] == "a").unwrap();
+    let r = post(
+        &s,
+        json!({"start": B, "end": B + 100, "globalAnnotations": true,
+                            "queries": [{"aggregator": "sum", "metric": "m", "tags": {"host": "*"}}]}),
+    );
+    let a = r
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["tags"]["host"] == "a")
+        .unwrap();
     assert_eq!(a["annotations"][0]["description"], "deploy");
     assert_eq!(a["annotations"][0]["startTime"], B + 15);
     assert_eq!(a["globalAnnotations"][0]["description"], "outage");
-    let b = r.as_array().unwrap().iter().find(|x| x["tags"]["host"] == "b").unwrap();
+    let b = r
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["tags"]["host"] == "b")
+        .unwrap();
     assert!(b.get("annotations").is_none());
-    let quiet = post(&s, json!({"start": B, "end": B + 100, "noAnnotations": true,
-                                "queries": [{"aggregator": "sum", "metric": "m", "tags": {"host": "a"}}]}));
+    let quiet = post(
+        &s,
+        json!({"start": B, "end": B + 100, "noAnnotations": true,
+                                "queries": [{"aggregator": "sum", "metric": "m", "tags": {"host": "a"}}]}),
+    );
     assert!(quiet[0].get("annotations").is_none() && quiet[0].get("globalAnnotations").is_none());
 }
 
@@ -257,21 +425,42 @@ fn calendar_downsampling_in_a_time_zone(b: &Backend) {
     // One point an hour for two days, from 2013-01-01T00:00Z.
     let pts: Vec<(u64, String)> = (0..48).map(|i| (B + 3600 * i, "1".to_string())).collect();
     let tags: &[(&str, &str)] = &[("host", "a")];
-    let batch: Vec<(&str, u64, &str, &[(&str, &str)])> = pts.iter().map(|(t, v)| ("cal", *t, v.as_str(), tags)).collect();
+    let batch: Vec<(&str, u64, &str, &[(&str, &str)])> = pts
+        .iter()
+        .map(|(t, v)| ("cal", *t, v.as_str(), tags))
+        .collect();
     put(&s, &batch);
     let q = |extra: Value| {
         let mut body = json!({"start": B, "end": B + 48 * 3600, "queries": [{"aggregator": "sum", "metric": "cal", "downsample": "1d-count"}]});
-        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
         dps(&post(&s, body)[0])
     };
     // UTC days: 24 + 24.
-    assert_eq!(q(json!({})).iter().map(|(_, v)| v.as_f64().unwrap()).collect::<Vec<_>>(), vec![24.0, 24.0]);
+    assert_eq!(
+        q(json!({}))
+            .iter()
+            .map(|(_, v)| v.as_f64().unwrap())
+            .collect::<Vec<_>>(),
+        vec![24.0, 24.0]
+    );
     // New York days start at 05:00Z: 5 points on Dec 31st, then 24, then 19.
     let ny = q(json!({"useCalendar": true, "timezone": "America/New_York"}));
-    assert_eq!(ny.iter().map(|(_, v)| v.as_f64().unwrap()).collect::<Vec<_>>(), vec![5.0, 24.0, 19.0]);
+    assert_eq!(
+        ny.iter()
+            .map(|(_, v)| v.as_f64().unwrap())
+            .collect::<Vec<_>>(),
+        vec![5.0, 24.0, 19.0]
+    );
     assert_eq!(ny[1].0, (B + 5 * 3600).to_string());
-    let (code, body) = s.http("POST", "/api/query", &json!({"start": B, "timezone": "Mars/Olympus", "useCalendar": true,
-        "queries": [{"aggregator": "sum", "metric": "cal", "downsample": "1d-count"}]}).to_string());
+    let (code, body) = s.http(
+        "POST",
+        "/api/query",
+        &json!({"start": B, "timezone": "Mars/Olympus", "useCalendar": true,
+        "queries": [{"aggregator": "sum", "metric": "cal", "downsample": "1d-count"}]})
+        .to_string(),
+    );
     assert_eq!(code, 400, "{body}");
 }
 
@@ -290,28 +479,67 @@ fn many_series_read_in_shares_come_back_once(b: &Backend) {
             if i % 7 == 0 && t == B + 10 {
                 continue;
             }
-            pts.push(("sh", t, (i + 1).to_string(), vec![("host", h.as_str()), ("dc", dcs[i % 3])]));
+            pts.push((
+                "sh",
+                t,
+                (i + 1).to_string(),
+                vec![("host", h.as_str()), ("dc", dcs[i % 3])],
+            ));
         }
     }
-    let borrowed: Vec<(&str, u64, &str, &[(&str, &str)])> = pts.iter().map(|(m, t, v, tags)| (*m, *t, v.as_str(), &tags[..])).collect();
+    let borrowed: Vec<(&str, u64, &str, &[(&str, &str)])> = pts
+        .iter()
+        .map(|(m, t, v, tags)| (*m, *t, v.as_str(), &tags[..]))
+        .collect();
     put(&s, &borrowed);
-    let none = post(&s, json!({"start": B, "end": B + 7200, "queries": [{"metric": "sh", "aggregator": "none"}]}));
-    let mut seen: Vec<String> = none.as_array().unwrap().iter().map(|r| r["tags"]["host"].as_str().unwrap().to_string()).collect();
-    let points: usize = none.as_array().unwrap().iter().map(|r| r["dps"].as_object().unwrap().len()).sum();
+    let none = post(
+        &s,
+        json!({"start": B, "end": B + 7200, "queries": [{"metric": "sh", "aggregator": "none"}]}),
+    );
+    let mut seen: Vec<String> = none
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["tags"]["host"].as_str().unwrap().to_string())
+        .collect();
+    let points: usize = none
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["dps"].as_object().unwrap().len())
+        .sum();
     seen.sort();
     assert_eq!(seen, hosts, "every series once");
     assert_eq!(points, pts.len());
-    let by_dc = post(&s, json!({"start": B, "end": B + 7200, "queries": [{"metric": "sh", "aggregator": "sum", "tags": {"dc": "*"}}]}));
+    let by_dc = post(
+        &s,
+        json!({"start": B, "end": B + 7200, "queries": [{"metric": "sh", "aggregator": "sum", "tags": {"dc": "*"}}]}),
+    );
     for r in by_dc.as_array().unwrap() {
         let d = dcs.iter().position(|d| r["tags"]["dc"] == *d).unwrap();
         let want: u64 = (0..60).filter(|i| i % 3 == d).map(|i| i as u64 + 1).sum();
-        assert_eq!(r["dps"][(B + 3610).to_string()].as_f64().unwrap() as u64, want, "dc {d} at the second hour");
+        assert_eq!(
+            r["dps"][(B + 3610).to_string()].as_f64().unwrap() as u64,
+            want,
+            "dc {d} at the second hour"
+        );
     }
-    let q = format!("/api/v1/query?query=count(last_over_time(sh[2h]))&time={}", B + 3700);
+    let q = format!(
+        "/api/v1/query?query=count(last_over_time(sh[2h]))&time={}",
+        B + 3700
+    );
     assert_eq!(get(&s, &q)["data"]["result"][0]["value"][1], "60");
-    let q = format!("/api/v1/query?query=sum%20by%20(dc)%20(sum_over_time(sh[2h]))&time={}", B + 3700);
+    let q = format!(
+        "/api/v1/query?query=sum%20by%20(dc)%20(sum_over_time(sh[2h]))&time={}",
+        B + 3700
+    );
     let r = get(&s, &q);
-    let total: f64 = r["data"]["result"].as_array().unwrap().iter().map(|x| x["value"][1].as_str().unwrap().parse::<f64>().unwrap()).sum();
+    let total: f64 = r["data"]["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["value"][1].as_str().unwrap().parse::<f64>().unwrap())
+        .sum();
     let want: u64 = pts.iter().map(|p| p.2.parse::<u64>().unwrap()).sum();
     assert_eq!(total as u64, want);
 }

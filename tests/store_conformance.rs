@@ -2,21 +2,26 @@
 //! and HBase through its Thrift gateway (the in-process Thrift test double, over real sockets).
 
 use std::sync::Arc;
+use tsgate::schema::compaction::{merge_columns, StoredColumn};
 use tsgate::schema::uid_table::UidKind;
+use tsgate::schema::DataValue;
 use tsgate::store::hbase::double::TestDouble;
 use tsgate::store::hbase::{tables, HBaseConfig, HBaseStore};
-use tsgate::schema::compaction::{merge_columns, StoredColumn};
-use tsgate::schema::DataValue;
-use tsgate::store::{conformance, Cell, RowMutations, RowStream, Scan, SharedStore, Store, StoreResult, TableNames};
-use tsgate::write::compactor::{Compactor, Outcome};
+use tsgate::store::{
+    conformance, Cell, RowMutations, RowStream, Scan, SharedStore, Store, StoreResult, TableNames,
+};
 use tsgate::uid::UidCore;
+use tsgate::write::compactor::{Compactor, Outcome};
 
 /// Whatever must live as long as the store (temp dirs, the double).
 type Guard = Box<dyn std::any::Any>;
 
 fn embedded() -> (Guard, SharedStore) {
     let d = tempfile::tempdir().unwrap();
-    let s = Arc::new(tsgate::store::embedded::EmbeddedStore::open(d.path(), &TableNames::default().specs()).unwrap());
+    let s = Arc::new(
+        tsgate::store::embedded::EmbeddedStore::open(d.path(), &TableNames::default().specs())
+            .unwrap(),
+    );
     (Box::new(d), s)
 }
 
@@ -25,7 +30,13 @@ fn embedded() -> (Guard, SharedStore) {
 fn embedded_whole() -> (Guard, SharedStore) {
     use tsgate::store::embedded::{EmbeddedStore, DEFAULT_CACHE_BYTES};
     let d = tempfile::tempdir().unwrap();
-    let s = EmbeddedStore::open_in_form(d.path(), &TableNames::default().specs(), DEFAULT_CACHE_BYTES, tsgate::store::keycodec::Qualifiers::Whole).unwrap();
+    let s = EmbeddedStore::open_in_form(
+        d.path(),
+        &TableNames::default().specs(),
+        DEFAULT_CACHE_BYTES,
+        tsgate::store::keycodec::Qualifiers::Whole,
+    )
+    .unwrap();
     assert!(!s.cuts_qualifiers());
     (Box::new(d), Arc::new(s))
 }
@@ -35,7 +46,12 @@ fn embedded_whole() -> (Guard, SharedStore) {
 fn hbase() -> (Guard, SharedStore) {
     let d = tempfile::tempdir().unwrap();
     let double = TestDouble::start(d.path(), "127.0.0.1:0").unwrap();
-    let cfg = HBaseConfig { thrift: double.addr(), scan_caching: 2, scan_batch: 2, ..Default::default() };
+    let cfg = HBaseConfig {
+        thrift: double.addr(),
+        scan_caching: 2,
+        scan_batch: 2,
+        ..Default::default()
+    };
     let names = TableNames::default();
     tables::create_tables(HBaseStore::new(&cfg, &names.specs()).pool(), &names, "NONE").unwrap();
     let s = Arc::new(HBaseStore::open(&cfg, &names.specs()).unwrap());
@@ -65,17 +81,30 @@ store_suite!(embedded, embedded_whole, hbase);
 /// Four UID cores with separate caches (four "nodes") race to name the same 200 things:
 /// every name ends with one id, no id names two things, and losers only leak ids.
 fn uids_across_nodes(store: SharedStore) {
-    let nodes: Vec<Arc<UidCore>> =
-        (0..4).map(|_| Arc::new(UidCore::new(store.clone(), "tsdb-uid".into(), [3, 3, 3], [true, true, true]))).collect();
+    let nodes: Vec<Arc<UidCore>> = (0..4)
+        .map(|_| {
+            Arc::new(UidCore::new(
+                store.clone(),
+                "tsdb-uid".into(),
+                [3, 3, 3],
+                [true, true, true],
+            ))
+        })
+        .collect();
     let results: Vec<Vec<(String, Vec<u8>)>> = nodes
         .iter()
         .map(|n| {
             let n = n.clone();
             std::thread::spawn(move || {
-                (0..200).map(|i| {
-                    let name = format!("host{}", (i * 7) % 200);
-                    (name.clone(), n.get_or_create(UidKind::Tagv, &name).unwrap().to_vec())
-                }).collect::<Vec<_>>()
+                (0..200)
+                    .map(|i| {
+                        let name = format!("host{}", (i * 7) % 200);
+                        (
+                            name.clone(),
+                            n.get_or_create(UidKind::Tagv, &name).unwrap().to_vec(),
+                        )
+                    })
+                    .collect::<Vec<_>>()
             })
         })
         .collect::<Vec<_>>()
@@ -85,21 +114,38 @@ fn uids_across_nodes(store: SharedStore) {
     let by_name = one_id_per_name(&results);
     let ids: std::collections::HashSet<_> = by_name.values().collect();
     assert_eq!(ids.len(), 200, "no id names two things");
-    let fresh = UidCore::new(store.clone(), "tsdb-uid".into(), [3, 3, 3], [false, false, false]);
+    let fresh = UidCore::new(
+        store.clone(),
+        "tsdb-uid".into(),
+        [3, 3, 3],
+        [false, false, false],
+    );
     for (name, id) in &by_name {
         assert_eq!(fresh.require_id(UidKind::Tagv, name).unwrap().to_vec(), *id);
         assert_eq!(&*fresh.get_name(UidKind::Tagv, id).unwrap(), name.as_str());
     }
     // Auto-create off: an unknown name is OpenTSDB's error.
-    assert_eq!(fresh.get_or_create(UidKind::Metric, "nope").unwrap_err().to_string(), "No such name for 'metrics': 'nope'");
+    assert_eq!(
+        fresh
+            .get_or_create(UidKind::Metric, "nope")
+            .unwrap_err()
+            .to_string(),
+        "No such name for 'metrics': 'nope'"
+    );
 }
 
 /// Every node's answers, by name: each name got one id from every node.
-fn one_id_per_name(results: &[Vec<(String, Vec<u8>)>]) -> std::collections::HashMap<String, Vec<u8>> {
+fn one_id_per_name(
+    results: &[Vec<(String, Vec<u8>)>],
+) -> std::collections::HashMap<String, Vec<u8>> {
     let mut by_name = std::collections::HashMap::new();
     for r in results.iter().flatten() {
         let prev = by_name.insert(r.0.clone(), r.1.clone());
-        assert!(prev.is_none() || prev.as_ref() == Some(&r.1), "{} got two ids", r.0);
+        assert!(
+            prev.is_none() || prev.as_ref() == Some(&r.1),
+            "{} got two ids",
+            r.0
+        );
     }
     by_name
 }
@@ -108,10 +154,23 @@ fn one_id_per_name(results: &[Vec<(String, Vec<u8>)>]) -> std::collections::Hash
 /// increment per batch) batches that overlap the other nodes' and its own, mixed with one-at-a-
 /// time assignment; a name already stored (not cached) keeps its id.
 fn bulk_uids_across_nodes(store: SharedStore) {
-    let first = UidCore::new(store.clone(), "tsdb-uid".into(), [3, 3, 3], [true, true, true]);
+    let first = UidCore::new(
+        store.clone(),
+        "tsdb-uid".into(),
+        [3, 3, 3],
+        [true, true, true],
+    );
     let before = first.get_or_create(UidKind::Metric, "m5").unwrap().to_vec();
-    let nodes: Vec<Arc<UidCore>> =
-        (0..4).map(|_| Arc::new(UidCore::new(store.clone(), "tsdb-uid".into(), [3, 3, 3], [true, true, true]))).collect();
+    let nodes: Vec<Arc<UidCore>> = (0..4)
+        .map(|_| {
+            Arc::new(UidCore::new(
+                store.clone(),
+                "tsdb-uid".into(),
+                [3, 3, 3],
+                [true, true, true],
+            ))
+        })
+        .collect();
     let results: Vec<Vec<(String, Vec<u8>)>> = nodes
         .iter()
         .enumerate()
@@ -120,7 +179,9 @@ fn bulk_uids_across_nodes(store: SharedStore) {
             std::thread::spawn(move || {
                 let mut got = Vec::new();
                 for batch in 0..10 {
-                    let names: Vec<String> = (0..40).map(|i| format!("m{}", (batch * 17 + i * (n + 1)) % 150)).collect();
+                    let names: Vec<String> = (0..40)
+                        .map(|i| format!("m{}", (batch * 17 + i * (n + 1)) % 150))
+                        .collect();
                     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
                     node.create_many(UidKind::Metric, &refs).unwrap();
                     for name in names {
@@ -139,10 +200,21 @@ fn bulk_uids_across_nodes(store: SharedStore) {
     assert_eq!(by_name["m5"], before, "a stored name keeps its id");
     let ids: std::collections::HashSet<_> = by_name.values().collect();
     assert_eq!(ids.len(), by_name.len(), "no id names two things");
-    let fresh = UidCore::new(store.clone(), "tsdb-uid".into(), [3, 3, 3], [false, false, false]);
+    let fresh = UidCore::new(
+        store.clone(),
+        "tsdb-uid".into(),
+        [3, 3, 3],
+        [false, false, false],
+    );
     for (name, id) in &by_name {
-        assert_eq!(fresh.require_id(UidKind::Metric, name).unwrap().to_vec(), *id);
-        assert_eq!(&*fresh.get_name(UidKind::Metric, id).unwrap(), name.as_str());
+        assert_eq!(
+            fresh.require_id(UidKind::Metric, name).unwrap().to_vec(),
+            *id
+        );
+        assert_eq!(
+            &*fresh.get_name(UidKind::Metric, id).unwrap(),
+            name.as_str()
+        );
     }
 }
 
@@ -166,7 +238,15 @@ impl Store for RacingStore {
     fn increment(&self, t: &str, r: &[u8], f: &[u8], q: &[u8], d: i64) -> StoreResult<i64> {
         self.inner.increment(t, r, f, q, d)
     }
-    fn check_and_put(&self, t: &str, r: &[u8], f: &[u8], q: &[u8], e: Option<&[u8]>, v: &[u8]) -> StoreResult<bool> {
+    fn check_and_put(
+        &self,
+        t: &str,
+        r: &[u8],
+        f: &[u8],
+        q: &[u8],
+        e: Option<&[u8]>,
+        v: &[u8],
+    ) -> StoreResult<bool> {
         self.inner.check_and_put(t, r, f, q, e, v)
     }
     fn flush(&self) -> StoreResult<()> {
@@ -189,7 +269,11 @@ impl Store for RacingStore {
 fn compaction_race(store: SharedStore) {
     let row = vec![0, 0, 1, 0x50, 0xe2, 0x27, 0, 0, 0, 1, 0, 0, 1];
     let put = |s: &SharedStore, q: &[u8], v: &[u8]| {
-        s.mutate("tsdb", vec![RowMutations::put(row.clone(), b"t", q.to_vec(), v.to_vec())]).unwrap();
+        s.mutate(
+            "tsdb",
+            vec![RowMutations::put(row.clone(), b"t", q.to_vec(), v.to_vec())],
+        )
+        .unwrap();
     };
     put(&store, &[0x00, 0x00], &[1]); // offset 0 = 1
     put(&store, &[0x00, 0x10], &[2]); // offset 1 = 2
@@ -200,11 +284,26 @@ fn compaction_race(store: SharedStore) {
         race: Box::new(move |s: &SharedStore| {
             std::thread::sleep(std::time::Duration::from_millis(5));
             // Same qualifier as a column the compactor read, newer value.
-            s.mutate("tsdb", vec![RowMutations::put(r2.clone(), b"t", vec![0x00, 0x00], vec![9])]).unwrap();
+            s.mutate(
+                "tsdb",
+                vec![RowMutations::put(
+                    r2.clone(),
+                    b"t",
+                    vec![0x00, 0x00],
+                    vec![9],
+                )],
+            )
+            .unwrap();
         }),
     });
     // A store shared between nodes compacts only rows whose newest cell has settled.
-    let settle = || if store.shared() { std::thread::sleep(tsgate::write::compactor::SETTLE + std::time::Duration::from_millis(50)) };
+    let settle = || {
+        if store.shared() {
+            std::thread::sleep(
+                tsgate::write::compactor::SETTLE + std::time::Duration::from_millis(50),
+            )
+        }
+    };
     let c = Compactor::new(racing, "tsdb");
     if store.shared() {
         assert_eq!(c.compact_row(&row).unwrap(), Outcome::TooFresh);
@@ -213,11 +312,26 @@ fn compaction_race(store: SharedStore) {
     assert_eq!(c.compact_row(&row).unwrap(), Outcome::Compacted);
     let cells = store.get("tsdb", &row, &[b"t"]).unwrap();
     let quals: Vec<Vec<u8>> = cells.iter().map(|c| c.qualifier.clone()).collect();
-    assert_eq!(quals, vec![vec![0x00, 0x00], vec![0x00, 0x00, 0x00, 0x10]], "the overwrite survives next to the compacted column");
-    let cols: Vec<StoredColumn> = cells.iter().map(|c| StoredColumn { qualifier: &c.qualifier, value: &c.value, ts: c.timestamp }).collect();
+    assert_eq!(
+        quals,
+        vec![vec![0x00, 0x00], vec![0x00, 0x00, 0x00, 0x10]],
+        "the overwrite survives next to the compacted column"
+    );
+    let cols: Vec<StoredColumn> = cells
+        .iter()
+        .map(|c| StoredColumn {
+            qualifier: &c.qualifier,
+            value: &c.value,
+            ts: c.timestamp,
+        })
+        .collect();
     let merged = merge_columns(&cols);
     let values: Vec<DataValue> = merged.points.iter().map(|p| p.value().unwrap()).collect();
-    assert_eq!(values, vec![DataValue::Int(9), DataValue::Int(2)], "readers see the newer value");
+    assert_eq!(
+        values,
+        vec![DataValue::Int(9), DataValue::Int(2)],
+        "readers see the newer value"
+    );
     // The next compaction folds it in.
     settle();
     let c = Compactor::new(store.clone(), "tsdb");
@@ -237,35 +351,85 @@ fn embedded_close_drops_the_journal_and_reopens_whole() {
     // Allocated bytes: the engine preallocates its journal as a sparse file.
     let journal_bytes = || -> u64 {
         use std::os::unix::fs::MetadataExt;
-        std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().path())
+        std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
             .filter(|p| p.extension().is_some_and(|x| x == "jnl"))
-            .map(|p| std::fs::metadata(p).unwrap().blocks() * 512).sum()
+            .map(|p| std::fs::metadata(p).unwrap().blocks() * 512)
+            .sum()
     };
     let put = |s: &SharedStore, v: &[u8]| {
-        s.mutate("tsdb", vec![RowMutations::put(b"row".to_vec(), b"t", b"q".to_vec(), v.to_vec())])
+        s.mutate(
+            "tsdb",
+            vec![RowMutations::put(
+                b"row".to_vec(),
+                b"t",
+                b"q".to_vec(),
+                v.to_vec(),
+            )],
+        )
     };
-    let get = |s: &SharedStore| s.get("tsdb", b"row", &[]).unwrap().into_iter().map(|c| c.value).collect::<Vec<_>>();
+    let get = |s: &SharedStore| {
+        s.get("tsdb", b"row", &[])
+            .unwrap()
+            .into_iter()
+            .map(|c| c.value)
+            .collect::<Vec<_>>()
+    };
     {
-        let s: SharedStore = Arc::new(tsgate::store::embedded::EmbeddedStore::open(d.path(), &specs).unwrap());
+        let s: SharedStore =
+            Arc::new(tsgate::store::embedded::EmbeddedStore::open(d.path(), &specs).unwrap());
         for i in 0..1000u32 {
-            s.mutate("tsdb", vec![RowMutations::put(i.to_be_bytes().to_vec(), b"t", b"q".to_vec(), vec![1])]).unwrap();
+            s.mutate(
+                "tsdb",
+                vec![RowMutations::put(
+                    i.to_be_bytes().to_vec(),
+                    b"t",
+                    b"q".to_vec(),
+                    vec![1],
+                )],
+            )
+            .unwrap();
         }
         put(&s, b"first").unwrap();
         assert!(journal_bytes() > 0, "the engine journals writes while open");
         s.close().unwrap();
         assert_eq!(journal_bytes(), 0, "the clean close emptied the journal");
-        assert!(put(&s, b"late").is_err(), "a write after close must fail, not vanish");
+        assert!(
+            put(&s, b"late").is_err(),
+            "a write after close must fail, not vanish"
+        );
     }
     for (round, value) in [(1, &b"second"[..]), (2, &b"third"[..])] {
-        let s: SharedStore = Arc::new(tsgate::store::embedded::EmbeddedStore::open(d.path(), &specs).unwrap());
-        let n = s.scan("tsdb", &Scan { start: vec![0, 0, 0, 0], stop: vec![0, 0, 3, 232], ..Default::default() }).unwrap().count();
+        let s: SharedStore =
+            Arc::new(tsgate::store::embedded::EmbeddedStore::open(d.path(), &specs).unwrap());
+        let n = s
+            .scan(
+                "tsdb",
+                &Scan {
+                    start: vec![0, 0, 0, 0],
+                    stop: vec![0, 0, 3, 232],
+                    ..Default::default()
+                },
+            )
+            .unwrap()
+            .count();
         assert_eq!(n, 1000, "round {round}: every row survived");
         put(&s, value).unwrap();
-        assert_eq!(get(&s), vec![value.to_vec()], "round {round}: the new write shadows the old one");
+        assert_eq!(
+            get(&s),
+            vec![value.to_vec()],
+            "round {round}: the new write shadows the old one"
+        );
         s.close().unwrap();
         drop(s);
-        let s: SharedStore = Arc::new(tsgate::store::embedded::EmbeddedStore::open(d.path(), &specs).unwrap());
-        assert_eq!(get(&s), vec![value.to_vec()], "round {round}: and still does after a restart");
+        let s: SharedStore =
+            Arc::new(tsgate::store::embedded::EmbeddedStore::open(d.path(), &specs).unwrap());
+        assert_eq!(
+            get(&s),
+            vec![value.to_vec()],
+            "round {round}: and still does after a restart"
+        );
     }
 }
 
@@ -280,46 +444,93 @@ fn embedded_tidy_keeps_every_answer() {
     let tables = |s: &Arc<tsgate::store::embedded::EmbeddedStore>| s.engine_tables("tsdb").unwrap();
     let row = |i: u32| i.to_be_bytes().to_vec();
     let check = |s: &SharedStore| {
-        let rows: Vec<_> = s.scan("tsdb", &Scan::default()).unwrap().map(|r| r.unwrap()).collect();
+        let rows: Vec<_> = s
+            .scan("tsdb", &Scan::default())
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
         assert_eq!(rows.len(), 2000);
-        assert!(rows.iter().all(|r| r.cells.len() == 1 && r.cells[0].value == [1]), "only the compacted cell is left");
+        assert!(
+            rows.iter()
+                .all(|r| r.cells.len() == 1 && r.cells[0].value == [1]),
+            "only the compacted cell is left"
+        );
     };
     {
-        let embedded = Arc::new(tsgate::store::embedded::EmbeddedStore::open(d.path(), &specs).unwrap());
+        let embedded =
+            Arc::new(tsgate::store::embedded::EmbeddedStore::open(d.path(), &specs).unwrap());
         let s: SharedStore = embedded.clone();
         // 2,000 rows of 60 cells; then each row's cells replaced by one (as a compaction does).
         for chunk in (0..2000u32).collect::<Vec<_>>().chunks(200) {
-            let batch = chunk.iter().map(|&i| RowMutations {
-                row: row(i),
-                mutations: (0..60u16).map(|q| tsgate::store::Mutation::Put { family: b"t".to_vec(), qualifier: q.to_be_bytes().to_vec(), value: vec![7; 16] }).collect(),
-            }).collect();
+            let batch = chunk
+                .iter()
+                .map(|&i| RowMutations {
+                    row: row(i),
+                    mutations: (0..60u16)
+                        .map(|q| tsgate::store::Mutation::Put {
+                            family: b"t".to_vec(),
+                            qualifier: q.to_be_bytes().to_vec(),
+                            value: vec![7; 16],
+                        })
+                        .collect(),
+                })
+                .collect();
             s.mutate("tsdb", batch).unwrap();
         }
         s.tidy().unwrap(); // no deletes yet: nothing to do
         let ts = u64::MAX / 2;
         for chunk in (0..2000u32).collect::<Vec<_>>().chunks(200) {
-            let batch = chunk.iter().map(|&i| RowMutations {
-                row: row(i),
-                mutations: std::iter::once(tsgate::store::Mutation::Put { family: b"t".to_vec(), qualifier: vec![0xFF, 0xFF, 0xFF, 0xFF], value: vec![1] })
-                    .chain((0..60u16).map(|q| tsgate::store::Mutation::Delete { family: b"t".to_vec(), qualifier: q.to_be_bytes().to_vec() }))
+            let batch = chunk
+                .iter()
+                .map(|&i| RowMutations {
+                    row: row(i),
+                    mutations: std::iter::once(tsgate::store::Mutation::Put {
+                        family: b"t".to_vec(),
+                        qualifier: vec![0xFF, 0xFF, 0xFF, 0xFF],
+                        value: vec![1],
+                    })
+                    .chain((0..60u16).map(|q| tsgate::store::Mutation::Delete {
+                        family: b"t".to_vec(),
+                        qualifier: q.to_be_bytes().to_vec(),
+                    }))
                     .collect(),
-            }).collect();
+                })
+                .collect();
             s.mutate_at("tsdb", batch, ts).unwrap();
         }
         s.tidy().unwrap(); // deletes a moment ago: more may come, not yet
         check(&s);
         let before = tables(&embedded);
-        assert_eq!(before, 0, "not rewritten while deletes may still come: all still in the memtable");
+        assert_eq!(
+            before, 0,
+            "not rewritten while deletes may still come: all still in the memtable"
+        );
         std::thread::sleep(std::time::Duration::from_millis(1100));
         s.tidy().unwrap();
         check(&s);
-        assert_eq!(tables(&embedded), 1, "written out and rewritten into one table (there were {before}, and the memtable)");
-        s.mutate("tsdb", vec![RowMutations::put(row(5000), b"t", vec![1], vec![1])]).unwrap();
+        assert_eq!(
+            tables(&embedded),
+            1,
+            "written out and rewritten into one table (there were {before}, and the memtable)"
+        );
+        s.mutate(
+            "tsdb",
+            vec![RowMutations::put(row(5000), b"t", vec![1], vec![1])],
+        )
+        .unwrap();
         s.tidy().unwrap(); // counter reset: nothing to do
-        s.mutate("tsdb", vec![RowMutations { row: row(5000), mutations: vec![tsgate::store::Mutation::DeleteRow] }]).unwrap();
+        s.mutate(
+            "tsdb",
+            vec![RowMutations {
+                row: row(5000),
+                mutations: vec![tsgate::store::Mutation::DeleteRow],
+            }],
+        )
+        .unwrap();
         check(&s);
     }
-    let s: SharedStore = Arc::new(tsgate::store::embedded::EmbeddedStore::open(d.path(), &specs).unwrap());
+    let s: SharedStore =
+        Arc::new(tsgate::store::embedded::EmbeddedStore::open(d.path(), &specs).unwrap());
     check(&s);
 }
 
@@ -333,21 +544,44 @@ fn embedded_key_form_is_chosen_once_per_store() {
     let specs = TableNames::default().specs();
     let long = vec![9u8; 720];
     let check = |dir: &std::path::Path, made: Qualifiers, cut: bool| {
-        for (round, new) in [made, Qualifiers::Cut, Qualifiers::Whole].into_iter().enumerate() {
+        for (round, new) in [made, Qualifiers::Cut, Qualifiers::Whole]
+            .into_iter()
+            .enumerate()
+        {
             let s = EmbeddedStore::open_in_form(dir, &specs, DEFAULT_CACHE_BYTES, new).unwrap();
             assert_eq!(s.cuts_qualifiers(), cut, "round {round}");
             if round == 0 {
-                s.mutate("tsdb", vec![RowMutations::put(b"r".to_vec(), b"t", long.clone(), b"v".to_vec())]).unwrap();
+                s.mutate(
+                    "tsdb",
+                    vec![RowMutations::put(
+                        b"r".to_vec(),
+                        b"t",
+                        long.clone(),
+                        b"v".to_vec(),
+                    )],
+                )
+                .unwrap();
             }
             let cells = s.get("tsdb", b"r", &[]).unwrap();
-            assert_eq!(cells.iter().map(|c| (c.qualifier.clone(), c.value.clone())).collect::<Vec<_>>(), vec![(long.clone(), b"v".to_vec())]);
+            assert_eq!(
+                cells
+                    .iter()
+                    .map(|c| (c.qualifier.clone(), c.value.clone()))
+                    .collect::<Vec<_>>(),
+                vec![(long.clone(), b"v".to_vec())]
+            );
             let shared: SharedStore = Arc::new(s);
             conformance::long_qualifiers(&shared);
             shared.close().unwrap();
         }
     };
     let fresh = tempfile::tempdir().unwrap();
-    assert!(EmbeddedStore::open(fresh.path(), &specs).unwrap().cuts_qualifiers(), "a new store cuts");
+    assert!(
+        EmbeddedStore::open(fresh.path(), &specs)
+            .unwrap()
+            .cuts_qualifiers(),
+        "a new store cuts"
+    );
     check(fresh.path(), Qualifiers::Cut, true);
     let older = tempfile::tempdir().unwrap();
     check(older.path(), Qualifiers::Whole, false);

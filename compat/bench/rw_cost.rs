@@ -10,14 +10,23 @@ fn main() {
         }
     }
     let t = std::time::Instant::now();
-    let raws: Vec<Vec<u8>> = files.iter().map(|f| tsgate_prometheus::snappy::decompress(f, 1 << 30).unwrap()).collect();
+    let raws: Vec<Vec<u8>> = files
+        .iter()
+        .map(|f| tsgate_prometheus::snappy::decompress(f, 1 << 30).unwrap())
+        .collect();
     println!("snappy {:?}", t.elapsed());
     let t = std::time::Instant::now();
     let mut n = 0;
     for r in &raws {
-        n += tsgate_prometheus::proto::WriteRequest::decode(r.as_slice()).unwrap().timeseries.len();
+        n += tsgate_prometheus::proto::WriteRequest::decode(r.as_slice())
+            .unwrap()
+            .timeseries
+            .len();
     }
-    println!("prost decode (for comparison) {:?} ({n} series)", t.elapsed());
+    println!(
+        "prost decode (for comparison) {:?} ({n} series)",
+        t.elapsed()
+    );
     let t = std::time::Instant::now();
     let mut n = 0;
     for r in &raws {
@@ -35,7 +44,13 @@ fn main() {
     let t = std::time::Instant::now();
     let mut n = 0;
     for r in &raws {
-        n += tsgate::prometheus::write::from_v1(r, 32, &|_| None).unwrap().samples.len();
+        n += tsgate::prometheus::write::from_v1(r, 32, &|_| None)
+            .unwrap()
+            .samples
+            .len();
     }
-    println!("borrowed decode + normalise {:?} ({n} samples)", t.elapsed());
+    println!(
+        "borrowed decode + normalise {:?} ({n} samples)",
+        t.elapsed()
+    );
 }

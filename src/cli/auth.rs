@@ -44,6 +44,9 @@ fn read_secret(prompt: &str) -> anyhow::Result<String> {
     let mut line = String::new();
     stdin.lock().read_line(&mut line)?;
     let s = line.trim_end_matches(['\n', '\r']).to_string();
-    anyhow::ensure!(!s.is_empty(), "empty input: give the secret on stdin, e.g. `printf '%s\\n' \"$SECRET\" | tsgate auth …`");
+    anyhow::ensure!(
+        !s.is_empty(),
+        "empty input: give the secret on stdin, e.g. `printf '%s\\n' \"$SECRET\" | tsgate auth …`"
+    );
     Ok(s)
 }

@@ -3,7 +3,9 @@
 
 use super::{hex_lower, Common};
 use crate::schema::compaction::{merge_columns, StoredColumn};
-use crate::schema::uid_table::{decode_counter, id_from_bytes, UidKind, ID_FAMILY, MAXID_ROW, NAME_FAMILY};
+use crate::schema::uid_table::{
+    decode_counter, id_from_bytes, UidKind, ID_FAMILY, MAXID_ROW, NAME_FAMILY,
+};
 use crate::store::{Mutation, RowMutations, Scan, SharedStore};
 use crate::write::compactor::{Compactor, Outcome, DATA_FAMILY};
 use crate::write::flusher::hour_closed;
@@ -45,10 +47,21 @@ pub fn run(args: &FsckArgs) -> anyhow::Result<i32> {
         report.uncompacted
     );
     store.flush()?;
-    Ok(if report.problems.is_empty() || args.fix && report.fixed as usize >= report.problems.len() { 0 } else { 1 })
+    Ok(
+        if report.problems.is_empty() || args.fix && report.fixed as usize >= report.problems.len()
+        {
+            0
+        } else {
+            1
+        },
+    )
 }
 
-pub fn check(store: &SharedStore, cfg: &crate::config::Config, fix: bool) -> anyhow::Result<Report> {
+pub fn check(
+    store: &SharedStore,
+    cfg: &crate::config::Config,
+    fix: bool,
+) -> anyhow::Result<Report> {
     let mut r = Report::default();
     let layout = cfg.layout();
     let t = &cfg.storage.tables;
@@ -58,7 +71,13 @@ pub fn check(store: &SharedStore, cfg: &crate::config::Config, fix: bool) -> any
     }
     let now = crate::query::time::now_ms() / 1000;
     let compactor = Compactor::new(store.clone(), &t.data);
-    for row in store.scan(&t.data, &Scan { families: vec![DATA_FAMILY.to_vec()], ..Default::default() })? {
+    for row in store.scan(
+        &t.data,
+        &Scan {
+            families: vec![DATA_FAMILY.to_vec()],
+            ..Default::default()
+        },
+    )? {
         let row = row?;
         r.rows += 1;
         r.cells += row.cells.len() as u64;
@@ -68,7 +87,13 @@ pub fn check(store: &SharedStore, cfg: &crate::config::Config, fix: bool) -> any
             Err(e) => {
                 r.problems.push(format!("row {key}: {e}"));
                 if fix {
-                    store.mutate(&t.data, vec![RowMutations { row: row.key.clone(), mutations: vec![Mutation::DeleteRow] }])?;
+                    store.mutate(
+                        &t.data,
+                        vec![RowMutations {
+                            row: row.key.clone(),
+                            mutations: vec![Mutation::DeleteRow],
+                        }],
+                    )?;
                     r.fixed += 1;
                 }
                 continue;
@@ -88,24 +113,44 @@ pub fn check(store: &SharedStore, cfg: &crate::config::Config, fix: bool) -> any
                 }
             }
             if !missing.is_empty() {
-                r.problems.push(format!("row {key}: UIDs without a name: {}", missing.join(", ")));
+                r.problems.push(format!(
+                    "row {key}: UIDs without a name: {}",
+                    missing.join(", ")
+                ));
             }
         }
-        let cols: Vec<StoredColumn> =
-            row.cells.iter().map(|c| StoredColumn { qualifier: &c.qualifier, value: &c.value, ts: c.timestamp }).collect();
+        let cols: Vec<StoredColumn> = row
+            .cells
+            .iter()
+            .map(|c| StoredColumn {
+                qualifier: &c.qualifier,
+                value: &c.value,
+                ts: c.timestamp,
+            })
+            .collect();
         let merged = merge_columns(&cols);
         let mut needs_compaction = false;
         if !merged.errors.is_empty() {
             for (q, e) in &merged.errors {
-                r.problems.push(format!("row {key} column {}: {e}", hex_lower(q)));
+                r.problems
+                    .push(format!("row {key} column {}: {e}", hex_lower(q)));
             }
             if fix {
                 let mutations = merged
                     .errors
                     .iter()
-                    .map(|(q, _)| Mutation::Delete { family: DATA_FAMILY.to_vec(), qualifier: q.clone() })
+                    .map(|(q, _)| Mutation::Delete {
+                        family: DATA_FAMILY.to_vec(),
+                        qualifier: q.clone(),
+                    })
                     .collect();
-                store.mutate(&t.data, vec![RowMutations { row: row.key.clone(), mutations }])?;
+                store.mutate(
+                    &t.data,
+                    vec![RowMutations {
+                        row: row.key.clone(),
+                        mutations,
+                    }],
+                )?;
                 r.fixed += merged.errors.len() as u64;
                 needs_compaction = true;
             }
@@ -133,7 +178,11 @@ pub fn check(store: &SharedStore, cfg: &crate::config::Config, fix: bool) -> any
 
 /// Checks that forward and reverse maps agree and counters cover every id; returns the known
 /// UIDs per kind.
-fn check_uids(store: &SharedStore, table: &str, cfg: &crate::config::Config) -> anyhow::Result<([HashSet<Vec<u8>>; 3], Vec<String>)> {
+fn check_uids(
+    store: &SharedStore,
+    table: &str,
+    cfg: &crate::config::Config,
+) -> anyhow::Result<([HashSet<Vec<u8>>; 3], Vec<String>)> {
     let mut forward: [HashMap<Vec<u8>, Vec<u8>>; 3] = Default::default(); // name -> uid
     let mut reverse: [HashMap<Vec<u8>, Vec<u8>>; 3] = Default::default(); // uid -> name
     let mut counters = [0i64; 3];
@@ -159,7 +208,11 @@ fn check_uids(store: &SharedStore, table: &str, cfg: &crate::config::Config) -> 
             }
         }
     }
-    let widths = [cfg.storage.uid_width_metric, cfg.storage.uid_width_tagk, cfg.storage.uid_width_tagv];
+    let widths = [
+        cfg.storage.uid_width_metric,
+        cfg.storage.uid_width_tagk,
+        cfg.storage.uid_width_tagv,
+    ];
     let mut known: [HashSet<Vec<u8>>; 3] = Default::default();
     for k in UidKind::ALL {
         let i = k as usize;
@@ -167,7 +220,12 @@ fn check_uids(store: &SharedStore, table: &str, cfg: &crate::config::Config) -> 
         for (name, uid) in &forward[i] {
             let n = String::from_utf8_lossy(name);
             if uid.len() != widths[i] {
-                problems.push(format!("uid {} {n}: id {} is not {} bytes wide", k.as_str(), hex_lower(uid), widths[i]));
+                problems.push(format!(
+                    "uid {} {n}: id {} is not {} bytes wide",
+                    k.as_str(),
+                    hex_lower(uid),
+                    widths[i]
+                ));
             }
             if let Some(other) = seen.insert(uid, name) {
                 problems.push(format!(
@@ -185,10 +243,19 @@ fn check_uids(store: &SharedStore, table: &str, cfg: &crate::config::Config) -> 
                     hex_lower(uid),
                     String::from_utf8_lossy(back)
                 )),
-                None => problems.push(format!("uid {} {n}: no reverse map for {}", k.as_str(), hex_lower(uid))),
+                None => problems.push(format!(
+                    "uid {} {n}: no reverse map for {}",
+                    k.as_str(),
+                    hex_lower(uid)
+                )),
             }
             if id_from_bytes(uid) as i64 > counters[i] {
-                problems.push(format!("uid {} {n}: id {} above the counter {}", k.as_str(), hex_lower(uid), counters[i]));
+                problems.push(format!(
+                    "uid {} {n}: id {} above the counter {}",
+                    k.as_str(),
+                    hex_lower(uid),
+                    counters[i]
+                ));
             }
             known[i].insert(uid.clone());
         }

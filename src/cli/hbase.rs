@@ -71,7 +71,10 @@ pub fn run(common: &Common, action: HBaseAction) -> anyhow::Result<i32> {
             }
             Ok(0)
         }
-        HBaseAction::TestDouble { listen, create_tables: create } => {
+        HBaseAction::TestDouble {
+            listen,
+            create_tables: create,
+        } => {
             let dir = cfg.data_dir.join("hbase-double");
             let double = TestDouble::start(&dir, &listen)?;
             if create {
@@ -79,8 +82,14 @@ pub fn run(common: &Common, action: HBaseAction) -> anyhow::Result<i32> {
                 let store = HBaseStore::new(&cfg.storage.hbase, &cfg.storage.tables.specs());
                 create_tables(store.pool(), &cfg.storage.tables, "NONE")?;
             }
-            println!("HBase Thrift test double listening on {} (tables in {})", double.addr(), dir.display());
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            println!(
+                "HBase Thrift test double listening on {} (tables in {})",
+                double.addr(),
+                dir.display()
+            );
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
             rt.block_on(crate::app::shutdown_signal());
             println!("served {} Thrift calls", double.calls());
             double.stop();

@@ -23,9 +23,19 @@ const BATCH: usize = 20_000;
 
 pub fn run(args: &ImportArgs) -> anyhow::Result<i32> {
     let cfg = args.common.load()?;
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let total: u64 = args.files.iter().map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0)).sum();
-    let bar = if args.quiet { indicatif::ProgressBar::hidden() } else { indicatif::ProgressBar::new(total) };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let total: u64 = args
+        .files
+        .iter()
+        .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
+        .sum();
+    let bar = if args.quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new(total)
+    };
     bar.set_style(
         indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {msg}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
@@ -35,7 +45,8 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<i32> {
         let mut ok = 0u64;
         let mut bad = 0u64;
         for f in &args.files {
-            let file = std::fs::File::open(f).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+            let file =
+                std::fs::File::open(f).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
             let counted = bar.wrap_read(file);
             let reader: Box<dyn Read> = if f.extension().is_some_and(|e| e == "gz") {
                 Box::new(flate2::read::MultiGzDecoder::new(counted))
@@ -80,7 +91,11 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<i32> {
                 bar.set_message(format!("{ok} points"));
             }
         }
-        let crate::app::Node { state, threads, wal_lock } = node;
+        let crate::app::Node {
+            state,
+            threads,
+            wal_lock,
+        } = node;
         state.ingest.writer.close();
         drop(state);
         tokio::task::spawn_blocking(move || threads.join()).await?;

@@ -13,7 +13,11 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
-#[command(name = "tsgate", version, about = "Time-series gateway and database on OpenTSDB's HBase schema")]
+#[command(
+    name = "tsgate",
+    version,
+    about = "Time-series gateway and database on OpenTSDB's HBase schema"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -113,7 +117,12 @@ fn init_logging(common: &Common) -> anyhow::Result<()> {
     let format = match &common.log_format {
         Some(f) => f.clone(),
         // The config is loaded again (and reported) by the command itself.
-        None => common.config.as_ref().and_then(|p| Config::load(p).ok()).map(|c| c.log.format).unwrap_or_else(|| "text".into()),
+        None => common
+            .config
+            .as_ref()
+            .and_then(|p| Config::load(p).ok())
+            .map(|c| c.log.format)
+            .unwrap_or_else(|| "text".into()),
     };
     crate::observe::logging::init(&common.log_level, format.parse()?);
     Ok(())
@@ -121,7 +130,12 @@ fn init_logging(common: &Common) -> anyhow::Result<()> {
 
 pub fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
-        Command::Serve { common, listen, graphite_listen, pickle_listen } => {
+        Command::Serve {
+            common,
+            listen,
+            graphite_listen,
+            pickle_listen,
+        } => {
             init_logging(&common)?;
             let mut cfg = common.load()?;
             if let Some(l) = listen {
@@ -133,7 +147,9 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
             if let Some(p) = pickle_listen {
                 cfg.server.pickle_listen = p;
             }
-            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
             rt.block_on(crate::app::serve(cfg))?;
             Ok(0)
         }

@@ -45,7 +45,10 @@ pub fn run(args: &QueryArgs) -> anyhow::Result<i32> {
         start_ms,
         end_ms,
         queries,
-        flags: Flags { ms_resolution: args.ms, ..Default::default() },
+        flags: Flags {
+            ms_resolution: args.ms,
+            ..Default::default()
+        },
         timezone: None,
         use_calendar: false,
     };
@@ -65,7 +68,17 @@ pub fn run(args: &QueryArgs) -> anyhow::Result<i32> {
     let mut out = std::io::BufWriter::new(out.lock());
     if args.json {
         let extras = crate::query::render::Extras::default();
-        writeln!(out, "{}", crate::query::render::render(&q, &series, &summary, &extras, started.elapsed().as_secs_f64() * 1000.0))?;
+        writeln!(
+            out,
+            "{}",
+            crate::query::render::render(
+                &q,
+                &series,
+                &summary,
+                &extras,
+                started.elapsed().as_secs_f64() * 1000.0
+            )
+        )?;
     } else {
         for r in &series {
             let tags: String = r.tags.iter().map(|(k, v)| format!(" {k}={v}")).collect();

@@ -45,13 +45,16 @@ pub fn run(args: &ScanArgs) -> anyhow::Result<i32> {
         };
         let parse = |s: &Option<String>, dflt: u64| -> anyhow::Result<u64> {
             Ok(match s {
-                Some(s) => crate::query::time::parse_time(s, now).map_err(anyhow::Error::msg)? / 1000,
+                Some(s) => {
+                    crate::query::time::parse_time(s, now).map_err(anyhow::Error::msg)? / 1000
+                }
                 None => dflt,
             })
         };
         let start = crate::schema::rowkey::base_time(parse(&args.start, 0)?);
         let end = parse(&args.end, u32::MAX as u64)?;
-        let stop = (crate::schema::rowkey::base_time(end) as u64 + 3600).min(u32::MAX as u64) as u32;
+        let stop =
+            (crate::schema::rowkey::base_time(end) as u64 + 3600).min(u32::MAX as u64) as u32;
         scans = layout
             .salt_prefixes()
             .into_iter()

@@ -12,11 +12,16 @@ pub enum UidAction {
     /// Find names matching a regex: `uid grep [metrics|tagk|tagv] REGEX`.
     Grep { args: Vec<String> },
     /// Rename: `uid rename metrics old.name new.name`.
-    Rename { kind: String, old: String, new: String },
+    Rename {
+        kind: String,
+        old: String,
+        new: String,
+    },
 }
 
 fn kind(s: &str) -> anyhow::Result<UidKind> {
-    UidKind::parse(s).ok_or_else(|| anyhow::anyhow!("unknown kind {s:?}: use metrics, tagk or tagv"))
+    UidKind::parse(s)
+        .ok_or_else(|| anyhow::anyhow!("unknown kind {s:?}: use metrics, tagk or tagv"))
 }
 
 pub fn run(common: &Common, action: UidAction) -> anyhow::Result<i32> {
@@ -33,9 +38,10 @@ pub fn run(common: &Common, action: UidAction) -> anyhow::Result<i32> {
                     UidKind::Tagk => "tagk",
                     UidKind::Tagv => "tagv",
                 };
-                let res = tsgate_opentsdb::names::validate(&n, what, &cfg.limits.allow_special_chars)
-                    .map_err(anyhow::Error::msg)
-                    .and_then(|_| uids.assign(k, &n).map_err(anyhow::Error::from));
+                let res =
+                    tsgate_opentsdb::names::validate(&n, what, &cfg.limits.allow_special_chars)
+                        .map_err(anyhow::Error::msg)
+                        .and_then(|_| uids.assign(k, &n).map_err(anyhow::Error::from));
                 match res {
                     Ok(u) => println!("{} {}: {}", k.as_str(), n, hex_upper(&u)),
                     Err(e) => {
@@ -67,7 +73,8 @@ pub fn run(common: &Common, action: UidAction) -> anyhow::Result<i32> {
         }
         UidAction::Rename { kind: k, old, new } => {
             let k = kind(&k)?;
-            tsgate_opentsdb::names::validate(&new, k.as_str(), &cfg.limits.allow_special_chars).map_err(anyhow::Error::msg)?;
+            tsgate_opentsdb::names::validate(&new, k.as_str(), &cfg.limits.allow_special_chars)
+                .map_err(anyhow::Error::msg)?;
             let u = uids.rename(k, &old, &new)?;
             println!("{} {} -> {}: {}", k.as_str(), old, new, hex_upper(&u));
         }

@@ -81,7 +81,10 @@ pub struct NameRules {
 }
 
 fn invalid(rule: &str, msg: impl Into<String>) -> RuleError {
-    RuleError::Invalid { rule: rule.to_string(), msg: msg.into() }
+    RuleError::Invalid {
+        rule: rule.to_string(),
+        msg: msg.into(),
+    }
 }
 
 /// Parses `text{var}text{rest*}`; literals may not contain braces.
@@ -94,7 +97,10 @@ fn parse_tpl(rule: &str, s: &str) -> Result<Vec<Piece>, RuleError> {
                 if i > 0 {
                     out.push(Piece::Lit(rest[..i].to_string()));
                 }
-                let close = rest[i..].find('}').ok_or_else(|| invalid(rule, format!("unclosed {{ in {s:?}")))? + i;
+                let close = rest[i..]
+                    .find('}')
+                    .ok_or_else(|| invalid(rule, format!("unclosed {{ in {s:?}")))?
+                    + i;
                 let inner = &rest[i + 1..close];
                 let (name, greedy) = match inner.strip_suffix('*') {
                     Some(n) => (n, true),
@@ -112,11 +118,20 @@ fn parse_tpl(rule: &str, s: &str) -> Result<Vec<Piece>, RuleError> {
             }
         }
     }
-    if out.iter().any(|p| matches!(p, Piece::Lit(l) if l.contains('}'))) {
+    if out
+        .iter()
+        .any(|p| matches!(p, Piece::Lit(l) if l.contains('}')))
+    {
         return Err(invalid(rule, format!("stray }} in {s:?}")));
     }
-    if out.windows(2).any(|w| matches!(w, [Piece::Var(..), Piece::Var(..)])) {
-        return Err(invalid(rule, format!("two variables without a literal between them in {s:?}")));
+    if out
+        .windows(2)
+        .any(|w| matches!(w, [Piece::Var(..), Piece::Var(..)]))
+    {
+        return Err(invalid(
+            rule,
+            format!("two variables without a literal between them in {s:?}"),
+        ));
     }
     Ok(out)
 }
@@ -176,7 +191,10 @@ fn glob_regex(rule: &str, g: &str) -> Result<Regex, RuleError> {
 }
 
 /// The InfluxDB-style shortcut: `template = "dc.host.measurement*"` → match/metric/tags.
-fn from_template(rule: &str, r: &GraphiteRule) -> Result<(String, String, BTreeMap<String, String>), RuleError> {
+fn from_template(
+    rule: &str,
+    r: &GraphiteRule,
+) -> Result<(String, String, BTreeMap<String, String>), RuleError> {
     let filter_nodes: Vec<&str> = r.filter.split('.').collect();
     let mut match_nodes = Vec::new();
     let mut metric_parts = Vec::new();
@@ -190,7 +208,10 @@ fn from_template(rule: &str, r: &GraphiteRule) -> Result<(String, String, BTreeM
             }
             "measurement*" => {
                 if i + 1 != roles.len() {
-                    return Err(invalid(rule, "measurement* must be the last node of the template"));
+                    return Err(invalid(
+                        rule,
+                        "measurement* must be the last node of the template",
+                    ));
                 }
                 match_nodes.push("{rest*}".into());
                 metric_parts.push("{rest*}".into());
@@ -204,7 +225,12 @@ fn from_template(rule: &str, r: &GraphiteRule) -> Result<(String, String, BTreeM
             }
             tag => {
                 if tag.ends_with('*') || tags.contains_key(tag) {
-                    return Err(invalid(rule, format!("template role {tag:?} repeated or greedy (only measurement* may be)")));
+                    return Err(invalid(
+                        rule,
+                        format!(
+                            "template role {tag:?} repeated or greedy (only measurement* may be)"
+                        ),
+                    ));
                 }
                 match_nodes.push(format!("{{{tag}}}"));
                 tags.insert(tag.to_string(), format!("{{{tag}}}"));
@@ -219,11 +245,18 @@ fn from_template(rule: &str, r: &GraphiteRule) -> Result<(String, String, BTreeM
 
 impl Rule {
     fn compile(idx: usize, r: &GraphiteRule, max_tags: usize) -> Result<Rule, RuleError> {
-        let name = if r.name.is_empty() { format!("#{}", idx + 1) } else { r.name.clone() };
+        let name = if r.name.is_empty() {
+            format!("#{}", idx + 1)
+        } else {
+            r.name.clone()
+        };
         let n = name.as_str();
         let (match_s, metric_s, tags_s) = if !r.template.is_empty() {
             if !r.match_.is_empty() || !r.metric.is_empty() {
-                return Err(invalid(n, "use either template or match + metric, not both"));
+                return Err(invalid(
+                    n,
+                    "use either template or match + metric, not both",
+                ));
             }
             from_template(n, r)?
         } else {
@@ -240,20 +273,34 @@ impl Rule {
         let mut bound = Vec::new();
         for (v, greedy) in vars(&path_tpl) {
             if bound.contains(&v) {
-                return Err(invalid(n, format!("variable {{{v}}} appears twice in match")));
+                return Err(invalid(
+                    n,
+                    format!("variable {{{v}}} appears twice in match"),
+                ));
             }
             bound.push(v);
             if greedy && !matches!(path_tpl.last(), Some(Piece::Var(x, true)) if x == v) {
                 return Err(invalid(n, format!("greedy {{{v}*}} must end the match")));
             }
         }
-        let filter = if r.filter.is_empty() { None } else { Some(glob_regex(n, &r.filter)?) };
+        let filter = if r.filter.is_empty() {
+            None
+        } else {
+            Some(glob_regex(n, &r.filter)?)
+        };
         let mut where_ = Vec::new();
         for (v, re) in &r.where_ {
             if !bound.contains(&v.as_str()) {
-                return Err(invalid(n, format!("where names {v:?}, which match does not bind")));
+                return Err(invalid(
+                    n,
+                    format!("where names {v:?}, which match does not bind"),
+                ));
             }
-            where_.push((v.clone(), Regex::new(&format!("^(?:{re})$")).map_err(|e| invalid(n, format!("where.{v}: {e}")))?));
+            where_.push((
+                v.clone(),
+                Regex::new(&format!("^(?:{re})$"))
+                    .map_err(|e| invalid(n, format!("where.{v}: {e}")))?,
+            ));
         }
         let matcher = tpl_regex(&path_tpl, |l| l.to_string());
         if r.drop {
@@ -281,17 +328,29 @@ impl Rule {
                 return Err(invalid(n, "tag keys and values must be non-empty"));
             }
             if k == "name" {
-                return Err(invalid(n, "the tag key \"name\" is Graphite's metric name and cannot be a rule tag"));
+                return Err(invalid(
+                    n,
+                    "the tag key \"name\" is Graphite's metric name and cannot be a rule tag",
+                ));
             }
             tag_tpls.push((escape(k).into_owned(), parse_tpl(n, v)?));
         }
         tag_tpls.sort_by(|a, b| a.0.cmp(&b.0));
         if tag_tpls.is_empty() {
             // Without a tag the result could equal the whole-path fallback of another path.
-            return Err(invalid(n, "a rule must produce at least one tag (add a fixed one such as source = \"...\")"));
+            return Err(invalid(
+                n,
+                "a rule must produce at least one tag (add a fixed one such as source = \"...\")",
+            ));
         }
         if tag_tpls.len() > max_tags {
-            return Err(invalid(n, format!("{} tags, more than graphite.max_tags = {max_tags}", tag_tpls.len())));
+            return Err(invalid(
+                n,
+                format!(
+                    "{} tags, more than graphite.max_tags = {max_tags}",
+                    tag_tpls.len()
+                ),
+            ));
         }
         let mut used = Vec::new();
         for t in std::iter::once(&metric_tpl).chain(tag_tpls.iter().map(|(_, t)| t)) {
@@ -301,17 +360,42 @@ impl Rule {
                 }
                 let greedy_in_match = vars(&path_tpl).any(|(x, gm)| x == v && gm);
                 if g != greedy_in_match {
-                    return Err(invalid(n, format!("{{{v}}} must be written the same way ({{{v}*}} or {{{v}}}) everywhere")));
+                    return Err(invalid(
+                        n,
+                        format!(
+                            "{{{v}}} must be written the same way ({{{v}*}} or {{{v}}}) everywhere"
+                        ),
+                    ));
                 }
                 used.push(v);
             }
         }
         if let Some(v) = bound.iter().find(|v| !used.contains(v)) {
-            return Err(invalid(n, format!("{{{v}}} is bound by match but used nowhere, so the path could not be rebuilt")));
+            return Err(invalid(
+                n,
+                format!(
+                    "{{{v}}} is bound by match but used nowhere, so the path could not be rebuilt"
+                ),
+            ));
         }
         let metric_re = tpl_regex(&metric_tpl, |l| escape(l).into_owned());
-        let tag_res = tag_tpls.iter().map(|(_, t)| tpl_regex(t, |l| escape(l).into_owned())).collect();
-        Ok(Rule { name, priority: r.priority, drop: false, matcher, filter, where_, path_tpl, metric_tpl, tag_tpls, metric_re, tag_res })
+        let tag_res = tag_tpls
+            .iter()
+            .map(|(_, t)| tpl_regex(t, |l| escape(l).into_owned()))
+            .collect();
+        Ok(Rule {
+            name,
+            priority: r.priority,
+            drop: false,
+            matcher,
+            filter,
+            where_,
+            path_tpl,
+            metric_tpl,
+            tag_tpls,
+            metric_re,
+            tag_res,
+        })
     }
 
     /// Variables bound by this rule's match, or None.
@@ -335,9 +419,16 @@ impl Rule {
     }
 
     fn series(&self, b: &BTreeMap<&str, &str>) -> (String, Vec<(String, String)>) {
-        let vals: BTreeMap<&str, String> = b.iter().map(|(k, v)| (*k, escape(v).into_owned())).collect();
+        let vals: BTreeMap<&str, String> = b
+            .iter()
+            .map(|(k, v)| (*k, escape(v).into_owned()))
+            .collect();
         let metric = fill(&self.metric_tpl, &vals);
-        let tags = self.tag_tpls.iter().map(|(k, t)| (k.clone(), fill(t, &vals))).collect();
+        let tags = self
+            .tag_tpls
+            .iter()
+            .map(|(k, t)| (k.clone(), fill(t, &vals)))
+            .collect();
         (metric, tags)
     }
 
@@ -386,10 +477,17 @@ impl NameRules {
     }
 
     pub fn compile(rules: &[GraphiteRule], max_tags: usize) -> Result<NameRules, RuleError> {
-        let mut compiled = rules.iter().enumerate().map(|(i, r)| Rule::compile(i, r, max_tags)).collect::<Result<Vec<_>, _>>()?;
+        let mut compiled = rules
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Rule::compile(i, r, max_tags))
+            .collect::<Result<Vec<_>, _>>()?;
         // Higher priority first; the sort is stable, so ties keep file order.
         compiled.sort_by_key(|r| std::cmp::Reverse(r.priority));
-        Ok(NameRules { rules: compiled, max_tags })
+        Ok(NameRules {
+            rules: compiled,
+            max_tags,
+        })
     }
 
     /// Maps a path for ingest: a series, or a rule's drop.
@@ -399,11 +497,22 @@ impl NameRules {
         }
         if tsgate_graphite::tags::is_tagged(path) {
             let t = tsgate_graphite::tags::parse(path).map_err(|e| e.to_string())?;
-            let max = if self.max_tags == 0 { 32 } else { self.max_tags };
+            let max = if self.max_tags == 0 {
+                32
+            } else {
+                self.max_tags
+            };
             if t.tags.len() > max {
-                return Err(format!("{path}: {} tags, more than graphite.max_tags = {max}", t.tags.len()));
+                return Err(format!(
+                    "{path}: {} tags, more than graphite.max_tags = {max}",
+                    t.tags.len()
+                ));
             }
-            let mut tags: Vec<(String, String)> = t.tags.iter().map(|(k, v)| (escape(k).into_owned(), escape(v).into_owned())).collect();
+            let mut tags: Vec<(String, String)> = t
+                .tags
+                .iter()
+                .map(|(k, v)| (escape(k).into_owned(), escape(v).into_owned()))
+                .collect();
             if tags.is_empty() {
                 tags.push(placeholder());
             }
@@ -436,7 +545,11 @@ impl NameRules {
 
     /// metric + tags (as stored) → the Graphite path (dotted, or `name;k=v;…` for tagged series)
     pub fn to_path(&self, metric: &str, tags: &[(String, String)]) -> String {
-        let real: Vec<(&str, &str)> = tags.iter().filter(|(k, _)| k != PLACEHOLDER_TAGK).map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let real: Vec<(&str, &str)> = tags
+            .iter()
+            .filter(|(k, _)| k != PLACEHOLDER_TAGK)
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
         if real.is_empty() {
             return unescape(metric).into_owned();
         }
@@ -445,7 +558,10 @@ impl NameRules {
                 return p;
             }
         }
-        let mut parts: Vec<String> = real.iter().map(|(k, v)| format!(";{}={}", unescape(k), unescape(v))).collect();
+        let mut parts: Vec<String> = real
+            .iter()
+            .map(|(k, v)| format!(";{}={}", unescape(k), unescape(v)))
+            .collect();
         parts.sort();
         let mut s = unescape(metric).into_owned();
         for p in parts {
@@ -469,7 +585,10 @@ mod tests {
     }
 
     fn t(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     fn round_trip(n: &NameRules, path: &str) -> (String, Vec<(String, String)>) {
@@ -505,7 +624,10 @@ drop = true
     fn no_rules_whole_path_and_placeholder() {
         let n = NameRules::default();
         let (m, tags) = round_trip(&n, "collectd.host1.cpu-0.cpu-idle");
-        assert_eq!((m.as_str(), tags), ("collectd.host1.cpu-0.cpu-idle", t(&[("_.labels", "none")])));
+        assert_eq!(
+            (m.as_str(), tags),
+            ("collectd.host1.cpu-0.cpu-idle", t(&[("_.labels", "none")]))
+        );
         let (m, _) = round_trip(&n, "a:b.c d?");
         assert_eq!(m, "a_.3Ab.c_.20d_.3F");
         round_trip(&n, "t.utf8.é");
@@ -515,7 +637,10 @@ drop = true
     fn tagged_series_normalised_and_rebuilt() {
         let n = NameRules::default();
         let (m, tags) = n.to_series("t.tagged;b=2;a=1;name=x").unwrap();
-        assert_eq!((m.as_str(), tags.clone()), ("t.tagged", t(&[("a", "1"), ("b", "2")])));
+        assert_eq!(
+            (m.as_str(), tags.clone()),
+            ("t.tagged", t(&[("a", "1"), ("b", "2")]))
+        );
         assert_eq!(n.to_path(&m, &tags), "t.tagged;a=1;b=2");
         round_trip(&n, "m;a-b=2;a=1");
         round_trip(&n, "m;k=v:w");
@@ -527,11 +652,27 @@ drop = true
         let n = rules(COLLECTD).unwrap();
         let (m, tags) = round_trip(&n, "collectd.web01.cpu-0.cpu-idle");
         assert_eq!(m, "collectd.cpu.cpu");
-        assert_eq!(tags, t(&[("host", "web01"), ("instance", "0"), ("type_instance", "idle")]));
+        assert_eq!(
+            tags,
+            t(&[
+                ("host", "web01"),
+                ("instance", "0"),
+                ("type_instance", "idle")
+            ])
+        );
         let (m, tags) = round_trip(&n, "stats.counters.api.requests.count");
-        assert_eq!((m.as_str(), tags), ("stats.counters", t(&[("counter", "api.requests.count"), ("source", "statsd")])));
+        assert_eq!(
+            (m.as_str(), tags),
+            (
+                "stats.counters",
+                t(&[("counter", "api.requests.count"), ("source", "statsd")])
+            )
+        );
         let (m, tags) = round_trip(&n, "eu-west.db1.disk.used");
-        assert_eq!((m.as_str(), tags), ("disk.used", t(&[("dc", "eu-west"), ("host", "db1")])));
+        assert_eq!(
+            (m.as_str(), tags),
+            ("disk.used", t(&[("dc", "eu-west"), ("host", "db1")]))
+        );
         // The filter keeps other fleets out: they fall back to the whole path.
         let (m, _) = round_trip(&n, "us-east.db1.disk.used");
         assert_eq!(m, "us-east.db1.disk.used");
@@ -566,22 +707,42 @@ tags = { a = "{a}" }
     #[test]
     fn irreversible_rules_are_refused_at_load() {
         for (bad, why) in [
-            ("match = \"a.{x}.{y}\"\nmetric = \"m\"\ntags = { x = \"{x}\" }", "used nowhere"),
-            ("match = \"a.{x}\"\nmetric = \"m.{z}\"\ntags = { x = \"{x}\" }", "not bound"),
+            (
+                "match = \"a.{x}.{y}\"\nmetric = \"m\"\ntags = { x = \"{x}\" }",
+                "used nowhere",
+            ),
+            (
+                "match = \"a.{x}\"\nmetric = \"m.{z}\"\ntags = { x = \"{x}\" }",
+                "not bound",
+            ),
             ("match = \"a.{x}\"\nmetric = \"m.{x}\"", "at least one tag"),
-            ("match = \"a.{x}{y}\"\nmetric = \"m\"\ntags = { x = \"{x}\", y = \"{y}\" }", "without a literal"),
-            ("match = \"a.{x*}.b\"\nmetric = \"m\"\ntags = { x = \"{x*}\" }", "must end"),
+            (
+                "match = \"a.{x}{y}\"\nmetric = \"m\"\ntags = { x = \"{x}\", y = \"{y}\" }",
+                "without a literal",
+            ),
+            (
+                "match = \"a.{x*}.b\"\nmetric = \"m\"\ntags = { x = \"{x*}\" }",
+                "must end",
+            ),
             ("template = \".host.measurement\"", "not reversible"),
             ("template = \"host.region\"", "no measurement"),
-            ("match = \"a.{x}\"\nmetric = \"m\"\ntags = { name = \"{x}\" }", "name"),
+            (
+                "match = \"a.{x}\"\nmetric = \"m\"\ntags = { name = \"{x}\" }",
+                "name",
+            ),
         ] {
             let err = rules(&format!("[[graphite.rules]]\n{bad}\n")).unwrap_err();
             assert!(err.contains(why), "{bad}: {err}");
         }
         // A skipped node is fine when the filter fixes it.
-        let n = rules("[[graphite.rules]]\ntemplate = \".host.measurement*\"\nfilter = \"servers\"\n").unwrap();
+        let n =
+            rules("[[graphite.rules]]\ntemplate = \".host.measurement*\"\nfilter = \"servers\"\n")
+                .unwrap();
         let (m, tags) = round_trip(&n, "servers.localhost.cpu.loadavg.10");
-        assert_eq!((m.as_str(), tags), ("cpu.loadavg.10", t(&[("host", "localhost")])));
+        assert_eq!(
+            (m.as_str(), tags),
+            ("cpu.loadavg.10", t(&[("host", "localhost")]))
+        );
     }
 
     #[test]

@@ -5,8 +5,8 @@
 //! garbage, so there is nothing reliable to skip.
 
 use super::write::{now_ms, write_batch, GPoint};
-use crate::server::AppState;
 use crate::observe::{ingest::rejected, Protocol, Reason};
+use crate::server::AppState;
 use bytes::BytesMut;
 use std::sync::Arc;
 use tokio::net::{TcpListener, TcpStream};
@@ -17,7 +17,11 @@ pub async fn serve(state: Arc<AppState>, listener: TcpListener, shutdown: watch:
     crate::server::accept_loop("pickle", state, listener, shutdown, connection).await
 }
 
-async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
+async fn connection(
+    state: Arc<AppState>,
+    mut stream: TcpStream,
+    mut shutdown: watch::Receiver<bool>,
+) -> std::io::Result<()> {
     let max = state.config.graphite.pickle_max_frame;
     let mut buf = BytesMut::with_capacity(64 * 1024);
     let idle = std::time::Duration::from_millis(state.config.limits.idle_timeout_ms);
@@ -57,7 +61,11 @@ async fn handle_frame(state: &AppState, data: &[u8]) {
         }
     };
     let now = now_ms();
-    rejected(Protocol::GraphitePickle, Reason::Parse, payload.bad_items as u64);
+    rejected(
+        Protocol::GraphitePickle,
+        Reason::Parse,
+        payload.bad_items as u64,
+    );
     let mut errors = 0;
     let mut points = Vec::with_capacity(payload.items.len());
     for it in &payload.items {
@@ -66,7 +74,11 @@ async fn handle_frame(state: &AppState, data: &[u8]) {
             continue;
         }
         match plaintext::timestamp_ms(it.timestamp, now) {
-            Ok(ts_ms) => points.push(GPoint { path: &it.path, value: it.value, ts_ms }),
+            Ok(ts_ms) => points.push(GPoint {
+                path: &it.path,
+                value: it.value,
+                ts_ms,
+            }),
             Err(e) => {
                 errors += 1;
                 tracing::debug!(path = %it.path, error = %e, "pickle item refused");

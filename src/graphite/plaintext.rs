@@ -8,8 +8,8 @@
 //! at end of stream (carbon discards it).
 
 use super::write::{now_ms, write_batch, GPoint};
-use crate::server::AppState;
 use crate::observe::{ingest::rejected, Protocol, Reason};
+use crate::server::AppState;
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -22,11 +22,19 @@ const READ_CHUNK: usize = 256 * 1024;
 const IN_FLIGHT: usize = 8;
 
 /// Accepts plaintext TCP connections until shutdown.
-pub async fn serve_tcp(state: Arc<AppState>, listener: TcpListener, shutdown: watch::Receiver<bool>) {
+pub async fn serve_tcp(
+    state: Arc<AppState>,
+    listener: TcpListener,
+    shutdown: watch::Receiver<bool>,
+) {
     crate::server::accept_loop("graphite", state, listener, shutdown, connection).await
 }
 
-async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
+async fn connection(
+    state: Arc<AppState>,
+    mut stream: TcpStream,
+    mut shutdown: watch::Receiver<bool>,
+) -> std::io::Result<()> {
     let mut buf = BytesMut::with_capacity(READ_CHUNK * 2);
     let idle = std::time::Duration::from_millis(state.config.limits.idle_timeout_ms);
     let mut tasks: VecDeque<JoinHandle<()>> = VecDeque::new();
@@ -38,7 +46,11 @@ async fn connection(state: Arc<AppState>, mut stream: TcpStream, mut shutdown: w
             _ = shutdown.changed() => 0,
         };
         // A failed read after data arrived (a reset) ends the input once that data is handled.
-        let failed = if n > 0 { crate::server::limits::read_ready(&mut buf, READ_CHUNK, |b| stream.try_read_buf(b)) } else { None };
+        let failed = if n > 0 {
+            crate::server::limits::read_ready(&mut buf, READ_CHUNK, |b| stream.try_read_buf(b))
+        } else {
+            None
+        };
         let eof = n == 0 || failed.is_some();
         if skipping {
             match buf.iter().position(|&b| b == b'\n') {
@@ -90,14 +102,31 @@ fn parse_chunk<'a>(chunk: &'a [u8], now: u64, points: &mut Vec<GPoint<'a>>, prot
     }
     let text = std::str::from_utf8(chunk).expect("ASCII is UTF-8");
     for line in text.split('\n') {
-        keep(tsgate_graphite::plaintext::parse_ascii_line(line, now), line, points, proto);
+        keep(
+            tsgate_graphite::plaintext::parse_ascii_line(line, now),
+            line,
+            points,
+            proto,
+        );
     }
 }
 
 /// One line's outcome: its point into `points`, or its error counted.
-fn keep<'a>(parsed: Result<Option<tsgate_graphite::plaintext::Point<'a>>, tsgate_graphite::plaintext::LineError>, line: &str, points: &mut Vec<GPoint<'a>>, proto: Protocol) {
+fn keep<'a>(
+    parsed: Result<
+        Option<tsgate_graphite::plaintext::Point<'a>>,
+        tsgate_graphite::plaintext::LineError,
+    >,
+    line: &str,
+    points: &mut Vec<GPoint<'a>>,
+    proto: Protocol,
+) {
     match parsed {
-        Ok(Some(p)) => points.push(GPoint { path: p.path, value: p.value, ts_ms: p.ts_ms }),
+        Ok(Some(p)) => points.push(GPoint {
+            path: p.path,
+            value: p.value,
+            ts_ms: p.ts_ms,
+        }),
         Ok(None) => {} // NaN: dropped silently, as carbon does
         Err(e) => {
             // Blank lines are harmless keep-alives.
@@ -110,7 +139,12 @@ fn keep<'a>(parsed: Result<Option<tsgate_graphite::plaintext::Point<'a>>, tsgate
 }
 
 /// Parses lines one by one and writes the good ones.
-fn parse_lines<'a>(lines: impl Iterator<Item = &'a [u8]>, now: u64, points: &mut Vec<GPoint<'a>>, proto: Protocol) {
+fn parse_lines<'a>(
+    lines: impl Iterator<Item = &'a [u8]>,
+    now: u64,
+    points: &mut Vec<GPoint<'a>>,
+    proto: Protocol,
+) {
     for raw in lines {
         let Ok(line) = std::str::from_utf8(raw) else {
             rejected(proto, Reason::Parse, 1);
@@ -129,7 +163,11 @@ async fn process_chunk(state: Arc<AppState>, chunk: Bytes) {
 }
 
 /// Receives plaintext datagrams until shutdown; each is one or more lines.
-pub async fn serve_udp(state: Arc<AppState>, socket: UdpSocket, mut shutdown: watch::Receiver<bool>) {
+pub async fn serve_udp(
+    state: Arc<AppState>,
+    socket: UdpSocket,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let mut buf = vec![0u8; 65_536];
     loop {
         let n = tokio::select! {
@@ -143,7 +181,12 @@ pub async fn serve_udp(state: Arc<AppState>, socket: UdpSocket, mut shutdown: wa
             _ = shutdown.changed() => return,
         };
         let mut points = Vec::new();
-        parse_lines(tsgate_graphite::plaintext::datagram_lines(&buf[..n]), now_ms(), &mut points, Protocol::GraphiteUdp);
+        parse_lines(
+            tsgate_graphite::plaintext::datagram_lines(&buf[..n]),
+            now_ms(),
+            &mut points,
+            Protocol::GraphiteUdp,
+        );
         write_batch(&state, Protocol::GraphiteUdp, &points).await;
     }
 }

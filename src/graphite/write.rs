@@ -23,7 +23,11 @@ pub struct Outcome {
 
 /// Maps and writes a batch, waiting until it is durable in the WAL (that wait is the
 /// listeners' backpressure). Problems are logged at debug level: carbon answers nothing.
-pub async fn write_batch(state: &AppState, proto: crate::observe::Protocol, points: &[GPoint<'_>]) -> Outcome {
+pub async fn write_batch(
+    state: &AppState,
+    proto: crate::observe::Protocol,
+    points: &[GPoint<'_>],
+) -> Outcome {
     let mut out = Outcome::default();
     if points.is_empty() {
         return out;
@@ -48,8 +52,14 @@ pub async fn write_batch(state: &AppState, proto: crate::observe::Protocol, poin
             key.extend_from_slice(p.path.as_bytes());
             if let Some(series) = memo.get(&key) {
                 // An unstorable sample takes the general path for its outcome.
-                if let Ok((base, point)) = crate::prometheus::write::encode_sample(p.ts_ms as i64, p.value) {
-                    let sp = crate::write::shard::StoredPoint { series, base, point };
+                if let Ok((base, point)) =
+                    crate::prometheus::write::encode_sample(p.ts_ms as i64, p.value)
+                {
+                    let sp = crate::write::shard::StoredPoint {
+                        series,
+                        base,
+                        point,
+                    };
                     if items.is_empty() {
                         known.push(sp);
                     } else {
@@ -93,7 +103,9 @@ pub async fn write_batch(state: &AppState, proto: crate::observe::Protocol, poin
     let tag_refs: Vec<Vec<(&str, &str)>> = items
         .iter()
         .map(|i| match i {
-            Item::Mapped(_, Mapped::Series(_, t), _) => t.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
+            Item::Mapped(_, Mapped::Series(_, t), _) => {
+                t.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+            }
             _ => Vec::new(),
         })
         .collect();
@@ -139,5 +151,8 @@ pub async fn write_batch(state: &AppState, proto: crate::observe::Protocol, poin
 }
 
 pub fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }

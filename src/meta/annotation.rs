@@ -90,7 +90,11 @@ impl Annotation {
 
     /// The start in milliseconds (stored starts may be seconds or ms).
     pub fn start_ms(&self) -> u64 {
-        if is_ms(self.start_time) { self.start_time } else { self.start_time * 1000 }
+        if is_ms(self.start_time) {
+            self.start_time
+        } else {
+            self.start_time * 1000
+        }
     }
 }
 
@@ -164,24 +168,44 @@ impl AnnotationUpdate {
         };
         let start = self.start();
         // The earliest non-zero start wins (the cell is the same either way).
-        let start_time = if base.start_time > 0 && base.start_time < start { base.start_time } else { start };
+        let start_time = if base.start_time > 0 && base.start_time < start {
+            base.start_time
+        } else {
+            start
+        };
         Annotation {
             tsuid: self.tsuid.clone().unwrap_or_default(),
             start_time,
             end_time: self.end_time.filter(|&t| t != 0).unwrap_or(base.end_time),
-            description: self.description.clone().filter(|s| !s.is_empty()).unwrap_or(base.description),
-            notes: self.notes.clone().filter(|s| !s.is_empty()).unwrap_or(base.notes),
+            description: self
+                .description
+                .clone()
+                .filter(|s| !s.is_empty())
+                .unwrap_or(base.description),
+            notes: self
+                .notes
+                .clone()
+                .filter(|s| !s.is_empty())
+                .unwrap_or(base.notes),
             custom: self.custom.clone().or(base.custom),
         }
     }
 }
 
 /// Reads one note and its stored bytes (the CAS token).
-pub fn get(store: &dyn Store, layout: &KeyLayout, table: &str, tsuid: &[u8], start: u64) -> MetaResult<Option<(Annotation, Vec<u8>)>> {
+pub fn get(
+    store: &dyn Store,
+    layout: &KeyLayout,
+    table: &str,
+    tsuid: &[u8],
+    start: u64,
+) -> MetaResult<Option<(Annotation, Vec<u8>)>> {
     let row = row_key(layout, tsuid, start);
     let q = qualifier(start);
     let cells = store.get(table, &row, &[FAMILY])?;
-    let Some(c) = cells.into_iter().find(|c| c.qualifier == q) else { return Ok(None) };
+    let Some(c) = cells.into_iter().find(|c| c.qualifier == q) else {
+        return Ok(None);
+    };
     let note = Annotation::from_storage(&c.value)
         .map_err(|e| MetaError::CasFailed(format!("Unable to parse the stored annotation: {e}")))?;
     Ok(Some((note, c.value)))
@@ -189,7 +213,13 @@ pub fn get(store: &dyn Store, layout: &KeyLayout, table: &str, tsuid: &[u8], sta
 
 /// Creates or updates a note (POST merge / PUT replace), compare-and-set against the stored
 /// JSON. Returns the note as stored.
-pub fn sync(store: &dyn Store, layout: &KeyLayout, table: &str, req: &AnnotationUpdate, overwrite: bool) -> MetaResult<Annotation> {
+pub fn sync(
+    store: &dyn Store,
+    layout: &KeyLayout,
+    table: &str,
+    req: &AnnotationUpdate,
+    overwrite: bool,
+) -> MetaResult<Annotation> {
     let start = req.start();
     if start < 1 {
         return Err(MetaError::bad("The start timestamp has not been set"));
@@ -205,20 +235,43 @@ pub fn sync(store: &dyn Store, layout: &KeyLayout, table: &str, req: &Annotation
     };
     let note = req.apply(old, overwrite);
     let row = row_key(layout, &tsuid, start);
-    if !store.check_and_put(table, &row, FAMILY, &qualifier(start), token.as_deref(), note.storage_json().as_bytes())? {
-        return Err(MetaError::CasFailed("Failed to save the Annotation to storage".into()));
+    if !store.check_and_put(
+        table,
+        &row,
+        FAMILY,
+        &qualifier(start),
+        token.as_deref(),
+        note.storage_json().as_bytes(),
+    )? {
+        return Err(MetaError::CasFailed(
+            "Failed to save the Annotation to storage".into(),
+        ));
     }
-    Ok(get(store, layout, table, &tsuid, start)?.map(|x| x.0).unwrap_or(note))
+    Ok(get(store, layout, table, &tsuid, start)?
+        .map(|x| x.0)
+        .unwrap_or(note))
 }
 
-pub fn delete(store: &dyn Store, layout: &KeyLayout, table: &str, tsuid: &[u8], start: u64) -> MetaResult<()> {
+pub fn delete(
+    store: &dyn Store,
+    layout: &KeyLayout,
+    table: &str,
+    tsuid: &[u8],
+    start: u64,
+) -> MetaResult<()> {
     if start < 1 {
         return Err(MetaError::bad("The start timestamp has not been set"));
     }
     let row = row_key(layout, tsuid, start);
     store.mutate(
         table,
-        vec![RowMutations { row, mutations: vec![Mutation::Delete { family: FAMILY.to_vec(), qualifier: qualifier(start) }] }],
+        vec![RowMutations {
+            row,
+            mutations: vec![Mutation::Delete {
+                family: FAMILY.to_vec(),
+                qualifier: qualifier(start),
+            }],
+        }],
     )?;
     Ok(())
 }
@@ -238,11 +291,21 @@ fn visit(
     f: NoteVisitor<'_>,
 ) -> Result<(), StoreError> {
     let first = row_key(layout, tsuid, start_ms / 1000);
-    let last_base = (base_time(end_ms / 1000) as u64 + ROW_SPAN).min(u32::MAX as u64 - ROW_SPAN + 1);
+    let last_base =
+        (base_time(end_ms / 1000) as u64 + ROW_SPAN).min(u32::MAX as u64 - ROW_SPAN + 1);
     let stop = row_key(layout, tsuid, last_base);
     let key_len = first.len();
-    let tags = if tsuid.is_empty() { &[][..] } else { &tsuid[layout.metric_width..] };
-    let scan = Scan { start: first, stop, families: vec![FAMILY.to_vec()], ..Default::default() };
+    let tags = if tsuid.is_empty() {
+        &[][..]
+    } else {
+        &tsuid[layout.metric_width..]
+    };
+    let scan = Scan {
+        start: first,
+        stop,
+        families: vec![FAMILY.to_vec()],
+        ..Default::default()
+    };
     for row in store.scan(table, &scan)? {
         let row = row?;
         // Other series of the same metric interleave with this one's rows.
@@ -278,16 +341,32 @@ pub fn scan_local(
 ) -> Result<Vec<Annotation>, StoreError> {
     let mut out = Vec::new();
     for t in tsuids.iter().filter(|t| t.len() > layout.metric_width) {
-        visit(store, layout, table, t, start_ms, end_ms, &mut |_, _, n| out.push(n))?;
+        visit(store, layout, table, t, start_ms, end_ms, &mut |_, _, n| {
+            out.push(n)
+        })?;
     }
     Ok(out)
 }
 
 /// The global notes whose start lies in `[start_ms, end_ms]`, in time order
 /// (`/api/annotations`, and `globalAnnotations` in queries).
-pub fn scan_global(store: &dyn Store, layout: &KeyLayout, table: &str, start_ms: u64, end_ms: u64) -> Result<Vec<Annotation>, StoreError> {
+pub fn scan_global(
+    store: &dyn Store,
+    layout: &KeyLayout,
+    table: &str,
+    start_ms: u64,
+    end_ms: u64,
+) -> Result<Vec<Annotation>, StoreError> {
     let mut out = Vec::new();
-    visit(store, layout, table, &[], start_ms, end_ms, &mut |_, _, n| out.push(n))?;
+    visit(
+        store,
+        layout,
+        table,
+        &[],
+        start_ms,
+        end_ms,
+        &mut |_, _, n| out.push(n),
+    )?;
     Ok(out)
 }
 
@@ -308,12 +387,26 @@ pub fn delete_range(
         targets.push(&[]);
     }
     for t in targets {
-        visit(store, layout, table, t, start_ms, end_ms, &mut |row, q, _| doomed.push((row.to_vec(), q.to_vec())))?;
+        visit(
+            store,
+            layout,
+            table,
+            t,
+            start_ms,
+            end_ms,
+            &mut |row, q, _| doomed.push((row.to_vec(), q.to_vec())),
+        )?;
     }
     let n = doomed.len() as u64;
     let batch: Vec<RowMutations> = doomed
         .into_iter()
-        .map(|(row, q)| RowMutations { row, mutations: vec![Mutation::Delete { family: FAMILY.to_vec(), qualifier: q }] })
+        .map(|(row, q)| RowMutations {
+            row,
+            mutations: vec![Mutation::Delete {
+                family: FAMILY.to_vec(),
+                qualifier: q,
+            }],
+        })
         .collect();
     if !batch.is_empty() {
         store.mutate(table, batch)?;
@@ -330,9 +423,15 @@ mod tests {
     fn rows_and_qualifiers_from_opentsdb_tests() {
         let l = KeyLayout::default();
         let tsuid = parse_hex("000001000001000001").unwrap();
-        assert_eq!(hex_upper(&row_key(&l, &tsuid, 1388450562)), "00000152C20900000001000001");
+        assert_eq!(
+            hex_upper(&row_key(&l, &tsuid, 1388450562)),
+            "00000152C20900000001000001"
+        );
         assert_eq!(hex_upper(&qualifier(1388450562)), "010A02");
-        assert_eq!(hex_upper(&row_key(&l, &tsuid, 1388450562500)), "00000152C20900000001000001");
+        assert_eq!(
+            hex_upper(&row_key(&l, &tsuid, 1388450562500)),
+            "00000152C20900000001000001"
+        );
         assert_eq!(hex_upper(&qualifier(1388450562500)), "01002719C4");
         assert_eq!(hex_upper(&row_key(&l, &[], 1328140800)), "0000004F29D200");
         assert_eq!(hex_upper(&qualifier(1328140800)), "010000");
@@ -340,12 +439,24 @@ mod tests {
         assert_eq!(hex_upper(&qualifier(1292148123)), "01007B");
         // The quirk: a second timestamp divisible by 1000 gets an offset from another hour,
         // while the row keeps the real hour.
-        assert_eq!(hex_upper(&row_key(&l, &tsuid, 1388449000)), "00000152C20900000001000001");
+        assert_eq!(
+            hex_upper(&row_key(&l, &tsuid, 1388449000)),
+            "00000152C20900000001000001"
+        );
         assert_eq!(hex_upper(&qualifier(1388449000)), "010991");
         // Salted layouts salt local rows like data, never global ones.
-        let salted = KeyLayout { salt_width: 1, ..Default::default() };
-        assert_eq!(hex_upper(&row_key(&salted, &tsuid, 1356998400)), "0800000150E22700000001000001");
-        assert_eq!(hex_upper(&row_key(&salted, &[], 1328140800)), "000000004F29D200");
+        let salted = KeyLayout {
+            salt_width: 1,
+            ..Default::default()
+        };
+        assert_eq!(
+            hex_upper(&row_key(&salted, &tsuid, 1356998400)),
+            "0800000150E22700000001000001"
+        );
+        assert_eq!(
+            hex_upper(&row_key(&salted, &[], 1328140800)),
+            "000000004F29D200"
+        );
     }
 
     #[test]
@@ -365,24 +476,70 @@ mod tests {
             n.storage_json(),
             r#"{"tsuid":"000001000001000001","startTime":1388450562,"endTime":1419984000,"description":"Hello!","notes":"My Notes","custom":{"dept":"ops","owner":"jdoe"}}"#
         );
-        assert_eq!(Annotation::from_storage(n.storage_json().as_bytes()).unwrap().storage_json(), n.storage_json());
+        assert_eq!(
+            Annotation::from_storage(n.storage_json().as_bytes())
+                .unwrap()
+                .storage_json(),
+            n.storage_json()
+        );
         assert_eq!(
             serde_json::to_string(&n).unwrap(),
             r#"{"tsuid":"000001000001000001","description":"Hello!","notes":"My Notes","custom":{"dept":"ops","owner":"jdoe"},"endTime":1419984000,"startTime":1388450562}"#
         );
-        let g = Annotation { start_time: 1328140800, description: "Global".into(), ..Default::default() };
-        assert_eq!(g.storage_json(), r#"{"startTime":1328140800,"endTime":0,"description":"Global","notes":"","custom":null}"#);
-        assert_eq!(serde_json::to_string(&g).unwrap(), r#"{"tsuid":"","description":"Global","notes":"","endTime":0,"startTime":1328140800}"#);
+        let g = Annotation {
+            start_time: 1328140800,
+            description: "Global".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            g.storage_json(),
+            r#"{"startTime":1328140800,"endTime":0,"description":"Global","notes":"","custom":null}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&g).unwrap(),
+            r#"{"tsuid":"","description":"Global","notes":"","endTime":0,"startTime":1328140800}"#
+        );
     }
 
     #[test]
     fn post_merges_and_put_replaces() {
-        let stored = Annotation { tsuid: "01".into(), start_time: 10, end_time: 20, description: "d".into(), notes: "n".into(), custom: None };
-        let req = AnnotationUpdate { tsuid: Some("01".into()), start_time: Some(10), notes: Some("new".into()), ..Default::default() };
+        let stored = Annotation {
+            tsuid: "01".into(),
+            start_time: 10,
+            end_time: 20,
+            description: "d".into(),
+            notes: "n".into(),
+            custom: None,
+        };
+        let req = AnnotationUpdate {
+            tsuid: Some("01".into()),
+            start_time: Some(10),
+            notes: Some("new".into()),
+            ..Default::default()
+        };
         let merged = req.apply(Some(stored.clone()), false);
-        assert_eq!((merged.description.as_str(), merged.notes.as_str(), merged.end_time), ("d", "new", 20));
+        assert_eq!(
+            (
+                merged.description.as_str(),
+                merged.notes.as_str(),
+                merged.end_time
+            ),
+            ("d", "new", 20)
+        );
         let replaced = req.apply(Some(stored), true);
-        assert_eq!((replaced.description.as_str(), replaced.notes.as_str(), replaced.end_time), ("", "new", 0));
-        assert!(!AnnotationUpdate { start_time: Some(10), description: Some(String::new()), ..Default::default() }.changed());
+        assert_eq!(
+            (
+                replaced.description.as_str(),
+                replaced.notes.as_str(),
+                replaced.end_time
+            ),
+            ("", "new", 0)
+        );
+        assert!(!AnnotationUpdate {
+            start_time: Some(10),
+            description: Some(String::new()),
+            ..Default::default()
+        }
+        .changed());
     }
 }

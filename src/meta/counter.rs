@@ -18,7 +18,11 @@ impl CounterMode {
     /// `None` when nothing is written per point (tracking off, or realtime TSMeta on without
     /// incrementing, where OpenTSDB only checks for the TSMeta).
     pub fn from_config(c: &MetaConfig) -> Option<CounterMode> {
-        match (c.enable_tsuid_tracking, c.enable_realtime_ts, c.enable_tsuid_incrementing) {
+        match (
+            c.enable_tsuid_tracking,
+            c.enable_realtime_ts,
+            c.enable_tsuid_incrementing,
+        ) {
             (false, _, _) => None,
             (true, false, _) => Some(CounterMode::Marker),
             (true, true, false) => None,
@@ -35,7 +39,10 @@ pub struct TsCounter {
 
 impl std::fmt::Debug for TsCounter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TsCounter").field("table", &self.table).field("mode", &self.mode).finish()
+        f.debug_struct("TsCounter")
+            .field("table", &self.table)
+            .field("mode", &self.mode)
+            .finish()
     }
 }
 
@@ -47,7 +54,14 @@ impl TsCounter {
                 let one = 1i64.to_be_bytes().to_vec();
                 let batch: Vec<RowMutations> = counts
                     .iter()
-                    .map(|(t, _)| RowMutations::put(t.to_vec(), META_FAMILY, TS_COUNTER_QUALIFIER.to_vec(), one.clone()))
+                    .map(|(t, _)| {
+                        RowMutations::put(
+                            t.to_vec(),
+                            META_FAMILY,
+                            TS_COUNTER_QUALIFIER.to_vec(),
+                            one.clone(),
+                        )
+                    })
                     .collect();
                 if !batch.is_empty() {
                     self.store.mutate(&self.table, batch)?;
@@ -55,7 +69,13 @@ impl TsCounter {
             }
             CounterMode::Increment => {
                 for (t, n) in counts {
-                    self.store.increment(&self.table, t, META_FAMILY, TS_COUNTER_QUALIFIER, *n as i64)?;
+                    self.store.increment(
+                        &self.table,
+                        t,
+                        META_FAMILY,
+                        TS_COUNTER_QUALIFIER,
+                        *n as i64,
+                    )?;
                 }
             }
         }
@@ -69,10 +89,21 @@ mod tests {
 
     #[test]
     fn modes_follow_opentsdb_switches() {
-        let c = |t, r, i| MetaConfig { enable_tsuid_tracking: t, enable_realtime_ts: r, enable_tsuid_incrementing: i, ..Default::default() };
+        let c = |t, r, i| MetaConfig {
+            enable_tsuid_tracking: t,
+            enable_realtime_ts: r,
+            enable_tsuid_incrementing: i,
+            ..Default::default()
+        };
         assert_eq!(CounterMode::from_config(&c(false, true, true)), None);
-        assert_eq!(CounterMode::from_config(&c(true, false, true)), Some(CounterMode::Marker));
+        assert_eq!(
+            CounterMode::from_config(&c(true, false, true)),
+            Some(CounterMode::Marker)
+        );
         assert_eq!(CounterMode::from_config(&c(true, true, false)), None);
-        assert_eq!(CounterMode::from_config(&c(true, true, true)), Some(CounterMode::Increment));
+        assert_eq!(
+            CounterMode::from_config(&c(true, true, true)),
+            Some(CounterMode::Increment)
+        );
     }
 }

@@ -124,7 +124,11 @@ impl<'de> Deserialize<'de> for StrMap {
                         serde_json::Value::String(s) => Some(s),
                         serde_json::Value::Number(n) => Some(n.to_string()),
                         serde_json::Value::Bool(b) => Some(b.to_string()),
-                        _ => return Err(serde::de::Error::custom(format!("custom field {k} must be a string"))),
+                        _ => {
+                            return Err(serde::de::Error::custom(format!(
+                                "custom field {k} must be a string"
+                            )))
+                        }
                     };
                     out.insert(k, v);
                 }
@@ -183,7 +187,11 @@ mod tests {
         for k in ["owner", "dept", "a", "b"] {
             m.insert(k.into(), Some("x".into()));
         }
-        let order: Vec<&str> = m.java_hashmap_order().iter().map(|e| e.0.as_str()).collect();
+        let order: Vec<&str> = m
+            .java_hashmap_order()
+            .iter()
+            .map(|e| e.0.as_str())
+            .collect();
         let bucket = |k: &str| {
             let h = crate::schema::java_string_hash(k) as u32;
             (h ^ (h >> 16)) & 15
@@ -198,7 +206,10 @@ mod tests {
     #[test]
     fn custom_json_forms() {
         let m: StrMap = serde_json::from_str(r#"{"z":"1","a":null,"n":5}"#).unwrap();
-        assert_eq!(custom_json(&Some(m.clone()), true), r#"{"a":null,"n":"5","z":"1"}"#);
+        assert_eq!(
+            custom_json(&Some(m.clone()), true),
+            r#"{"a":null,"n":"5","z":"1"}"#
+        );
         assert_eq!(custom_json(&None, true), "null");
         assert_eq!(java_double_json(f64::NAN), "\"NaN\"");
         assert_eq!(java_double_json(1.0), "1.0");

@@ -38,7 +38,10 @@ pub enum MetaError {
 
 impl MetaError {
     pub fn bad(message: impl Into<String>) -> MetaError {
-        MetaError::BadRequest { message: message.into(), details: String::new() }
+        MetaError::BadRequest {
+            message: message.into(),
+            details: String::new(),
+        }
     }
 }
 
@@ -97,8 +100,17 @@ impl MetaService {
                 let _ = tx.send(tsuid.into());
             }));
         }
-        let ts_counter = counter::CounterMode::from_config(&cfg.meta)
-            .map(|mode| Arc::new(counter::TsCounter { store, table: cfg.storage.tables.meta.clone(), mode }));
-        Ok(Arc::new(MetaService { ctx, trees, ts_counter }))
+        let ts_counter = counter::CounterMode::from_config(&cfg.meta).map(|mode| {
+            Arc::new(counter::TsCounter {
+                store,
+                table: cfg.storage.tables.meta.clone(),
+                mode,
+            })
+        });
+        Ok(Arc::new(MetaService {
+            ctx,
+            trees,
+            ts_counter,
+        }))
     }
 }

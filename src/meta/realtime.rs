@@ -19,13 +19,17 @@ use std::sync::Arc;
 /// True when any realtime feature needs to hear about new series.
 pub fn wanted(ctx: &MetaCtx) -> bool {
     let c = &ctx.config;
-    c.enable_realtime_uid || (c.enable_tsuid_tracking && c.enable_realtime_ts) || ctx.tree_processing
+    c.enable_realtime_uid
+        || (c.enable_tsuid_tracking && c.enable_realtime_ts)
+        || ctx.tree_processing
 }
 
 /// Starts the worker; returns the sender the series resolver feeds.
 pub fn start(ctx: Arc<MetaCtx>, trees: Arc<TreeCache>) -> std::io::Result<Sender<Box<[u8]>>> {
     let (tx, rx) = crossbeam_channel::unbounded::<Box<[u8]>>();
-    std::thread::Builder::new().name("meta-realtime".into()).spawn(move || run(&ctx, &trees, rx))?;
+    std::thread::Builder::new()
+        .name("meta-realtime".into())
+        .spawn(move || run(&ctx, &trees, rx))?;
     Ok(tx)
 }
 
@@ -69,7 +73,9 @@ pub fn new_series(
             let meta = tsmeta::load_or_blank(ctx, tsuid)?;
             for t in enabled.iter() {
                 let built = builder::build(t, &meta);
-                if let builder::Stored::Collision(other) = builder::store(ctx, &t.tree, &built, &meta.tsuid)? {
+                if let builder::Stored::Collision(other) =
+                    builder::store(ctx, &t.tree, &built, &meta.tsuid)?
+                {
                     tracing::debug!(tree = t.tree.tree_id, tsuid = %meta.tsuid, existing = %other, "tree leaf collision");
                 }
             }

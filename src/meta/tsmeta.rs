@@ -6,7 +6,9 @@ use super::json::{custom_json, double_or_nan, esc, java_double_json, StrMap};
 use super::uidmeta::{self, UidMeta};
 use super::{MetaCtx, MetaError, MetaResult};
 use crate::schema::hex_upper;
-use crate::schema::uid_table::{decode_counter, UidKind, META_FAMILY, TS_COUNTER_QUALIFIER, TS_META_QUALIFIER};
+use crate::schema::uid_table::{
+    decode_counter, UidKind, META_FAMILY, TS_COUNTER_QUALIFIER, TS_META_QUALIFIER,
+};
 use crate::store::{Mutation, RowMutations, Scan};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -81,7 +83,11 @@ struct Stored {
 
 impl TsMeta {
     pub fn new(tsuid: &[u8], created: u64) -> TsMeta {
-        TsMeta { tsuid: hex_upper(tsuid), created, ..Default::default() }
+        TsMeta {
+            tsuid: hex_upper(tsuid),
+            created,
+            ..Default::default()
+        }
     }
 
     pub fn storage_json(&self) -> String {
@@ -126,8 +132,10 @@ impl TsMeta {
     }
 
     pub fn from_storage(v: &[u8]) -> MetaResult<TsMeta> {
-        let s: Stored = serde_json::from_slice(v).map_err(|e| MetaError::CasFailed(format!("Unable to parse the stored TSMeta: {e}")))?;
-        let dbl = |v: Option<serde_json::Value>| v.as_ref().and_then(double_or_nan).unwrap_or(f64::NAN);
+        let s: Stored = serde_json::from_slice(v)
+            .map_err(|e| MetaError::CasFailed(format!("Unable to parse the stored TSMeta: {e}")))?;
+        let dbl =
+            |v: Option<serde_json::Value>| v.as_ref().and_then(double_or_nan).unwrap_or(f64::NAN);
         Ok(TsMeta {
             tsuid: s.tsuid.unwrap_or_default(),
             display_name: s.display_name.unwrap_or_default(),
@@ -171,8 +179,12 @@ fn read(ctx: &MetaCtx, tsuid: &[u8]) -> MetaResult<ReadMeta> {
 /// The UIDMetas of a TSUID's metric and tags (names resolved, metas loaded).
 pub fn uid_metas(ctx: &MetaCtx, tsuid: &[u8]) -> MetaResult<(UidMeta, Vec<UidMeta>)> {
     let l = &ctx.layout;
-    if tsuid.len() < l.metric_width || !(tsuid.len() - l.metric_width).is_multiple_of(l.tag_width()) {
-        return Err(MetaError::bad(format!("Invalid TSUID: {}", hex_upper(tsuid))));
+    if tsuid.len() < l.metric_width || !(tsuid.len() - l.metric_width).is_multiple_of(l.tag_width())
+    {
+        return Err(MetaError::bad(format!(
+            "Invalid TSUID: {}",
+            hex_upper(tsuid)
+        )));
     }
     let metric = uidmeta::load(ctx, UidKind::Metric, &tsuid[..l.metric_width])?;
     let mut tags = Vec::new();
@@ -184,7 +196,13 @@ pub fn uid_metas(ctx: &MetaCtx, tsuid: &[u8]) -> MetaResult<(UidMeta, Vec<UidMet
     Ok((metric, tags))
 }
 
-fn complete(ctx: &MetaCtx, tsuid: &[u8], mut meta: TsMeta, last: u64, total: i64) -> MetaResult<TsMeta> {
+fn complete(
+    ctx: &MetaCtx,
+    tsuid: &[u8],
+    mut meta: TsMeta,
+    last: u64,
+    total: i64,
+) -> MetaResult<TsMeta> {
     let (m, tags) = uid_metas(ctx, tsuid)?;
     meta.metric = Some(m);
     meta.tags = tags;
@@ -196,7 +214,11 @@ fn complete(ctx: &MetaCtx, tsuid: &[u8], mut meta: TsMeta, last: u64, total: i64
 /// The stored TSMeta with its UIDMetas and counter; 404 when none is stored.
 pub fn load(ctx: &MetaCtx, tsuid: &[u8]) -> MetaResult<TsMeta> {
     let (meta, last, total) = read(ctx, tsuid)?;
-    let Some((meta, _)) = meta else { return Err(MetaError::NotFound("Could not find Timeseries meta data".into())) };
+    let Some((meta, _)) = meta else {
+        return Err(MetaError::NotFound(
+            "Could not find Timeseries meta data".into(),
+        ));
+    };
     complete(ctx, tsuid, meta, last, total)
 }
 
@@ -210,7 +232,11 @@ pub fn load_or_blank(ctx: &MetaCtx, tsuid: &[u8]) -> MetaResult<TsMeta> {
 
 /// Stored TSMetas of the series of `metric` carrying every given tag (`m=` GETs): a tagk UID
 /// with its tagv UID, or with `None` for any value.
-pub fn find(ctx: &MetaCtx, metric: &[u8], pairs: &[(Vec<u8>, Option<Vec<u8>>)]) -> MetaResult<Vec<TsMeta>> {
+pub fn find(
+    ctx: &MetaCtx,
+    metric: &[u8],
+    pairs: &[(Vec<u8>, Option<Vec<u8>>)],
+) -> MetaResult<Vec<TsMeta>> {
     let mut stop = metric.to_vec();
     // Rows of this metric: [metric, metric+1).
     let mut carry = true;
@@ -224,7 +250,12 @@ pub fn find(ctx: &MetaCtx, metric: &[u8], pairs: &[(Vec<u8>, Option<Vec<u8>>)]) 
     if carry {
         stop.clear();
     }
-    let scan = Scan { start: metric.to_vec(), stop, families: vec![META_FAMILY.to_vec()], ..Default::default() };
+    let scan = Scan {
+        start: metric.to_vec(),
+        stop,
+        families: vec![META_FAMILY.to_vec()],
+        ..Default::default()
+    };
     let tw = ctx.layout.tag_width();
     let mut out = Vec::new();
     for row in ctx.store.scan(&ctx.tables.meta, &scan)? {
@@ -232,7 +263,8 @@ pub fn find(ctx: &MetaCtx, metric: &[u8], pairs: &[(Vec<u8>, Option<Vec<u8>>)]) 
         let tags = &row.key[metric.len().min(row.key.len())..];
         let kw = ctx.layout.tagk_width;
         let has = |(k, v): &(Vec<u8>, Option<Vec<u8>>)| {
-            tags.chunks_exact(tw).any(|c| c[..kw] == k[..] && v.as_ref().is_none_or(|v| c[kw..] == v[..]))
+            tags.chunks_exact(tw)
+                .any(|c| c[..kw] == k[..] && v.as_ref().is_none_or(|v| c[kw..] == v[..]))
         };
         if tags.len() % tw != 0 || !pairs.iter().all(has) {
             continue;
@@ -294,15 +326,25 @@ impl TsMetaUpdate {
     }
 
     fn apply(&self, stored: TsMeta, overwrite: bool) -> TsMeta {
-        let blank = TsMeta { tsuid: stored.tsuid.clone(), created: stored.created, ..Default::default() };
+        let blank = TsMeta {
+            tsuid: stored.tsuid.clone(),
+            created: stored.created,
+            ..Default::default()
+        };
         let base = if overwrite { blank } else { stored.clone() };
         let created = match (stored.created, self.created.unwrap_or(0)) {
             (0, c) | (c, 0) => c,
             (a, b) => a.min(b),
         };
-        let dbl = |v: &Option<serde_json::Value>, old: f64| v.as_ref().map(|v| double_or_nan(v).unwrap_or(f64::NAN)).unwrap_or(old);
+        let dbl = |v: &Option<serde_json::Value>, old: f64| {
+            v.as_ref()
+                .map(|v| double_or_nan(v).unwrap_or(f64::NAN))
+                .unwrap_or(old)
+        };
         TsMeta {
-            display_name: set(&self.display_name).cloned().unwrap_or(base.display_name),
+            display_name: set(&self.display_name)
+                .cloned()
+                .unwrap_or(base.display_name),
             description: set(&self.description).cloned().unwrap_or(base.description),
             notes: set(&self.notes).cloned().unwrap_or(base.notes),
             units: set(&self.units).cloned().unwrap_or(base.units),
@@ -317,14 +359,24 @@ impl TsMetaUpdate {
     }
 
     pub fn tsuid_bytes(&self) -> MetaResult<Vec<u8>> {
-        let t = self.tsuid.as_deref().filter(|t| !t.is_empty()).ok_or_else(|| MetaError::bad("Missing TSUID"))?;
+        let t = self
+            .tsuid
+            .as_deref()
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| MetaError::bad("Missing TSUID"))?;
         super::parse_uid_hex(t, "TSUID")
     }
 }
 
 /// POST (merge) / PUT (replace) of an existing TSMeta, compare-and-set against the stored
 /// JSON. With `create`, a missing TSMeta is created (its UIDs must exist).
-pub fn sync(ctx: &MetaCtx, tsuid: &[u8], req: &TsMetaUpdate, overwrite: bool, create: bool) -> MetaResult<TsMeta> {
+pub fn sync(
+    ctx: &MetaCtx,
+    tsuid: &[u8],
+    req: &TsMetaUpdate,
+    overwrite: bool,
+    create: bool,
+) -> MetaResult<TsMeta> {
     let (stored, _, _) = read(ctx, tsuid)?;
     let (stored, token) = match stored {
         Some((m, b)) => (m, Some(b)),
@@ -332,7 +384,11 @@ pub fn sync(ctx: &MetaCtx, tsuid: &[u8], req: &TsMetaUpdate, overwrite: bool, cr
             uid_metas(ctx, tsuid)?;
             (TsMeta::new(tsuid, super::now_s()), None)
         }
-        None => return Err(MetaError::NotFound("Could not find Timeseries meta data".into())),
+        None => {
+            return Err(MetaError::NotFound(
+                "Could not find Timeseries meta data".into(),
+            ))
+        }
     };
     if !req.changed() && token.is_some() {
         return Err(MetaError::NotModified);
@@ -347,7 +403,9 @@ pub fn sync(ctx: &MetaCtx, tsuid: &[u8], req: &TsMetaUpdate, overwrite: bool, cr
         meta.storage_json().as_bytes(),
     )?;
     if !ok {
-        return Err(MetaError::CasFailed("Failed to save the TSMeta to storage".into()));
+        return Err(MetaError::CasFailed(
+            "Failed to save the TSMeta to storage".into(),
+        ));
     }
     load(ctx, tsuid)
 }
@@ -358,7 +416,10 @@ pub fn delete(ctx: &MetaCtx, tsuid: &[u8]) -> MetaResult<()> {
         &ctx.tables.meta,
         vec![RowMutations {
             row: tsuid.to_vec(),
-            mutations: vec![Mutation::Delete { family: META_FAMILY.to_vec(), qualifier: TS_META_QUALIFIER.to_vec() }],
+            mutations: vec![Mutation::Delete {
+                family: META_FAMILY.to_vec(),
+                qualifier: TS_META_QUALIFIER.to_vec(),
+            }],
         }],
     )?;
     Ok(())
@@ -371,7 +432,14 @@ pub fn create_if_absent(ctx: &MetaCtx, tsuid: &[u8], now: u64) -> MetaResult<boo
         return Ok(false);
     }
     let meta = TsMeta::new(tsuid, now);
-    Ok(ctx.store.check_and_put(&ctx.tables.meta, tsuid, META_FAMILY, TS_META_QUALIFIER, None, meta.storage_json().as_bytes())?)
+    Ok(ctx.store.check_and_put(
+        &ctx.tables.meta,
+        tsuid,
+        META_FAMILY,
+        TS_META_QUALIFIER,
+        None,
+        meta.storage_json().as_bytes(),
+    )?)
 }
 
 #[cfg(test)]
@@ -391,17 +459,36 @@ mod tests {
         f.max = 42.0;
         f.min = 0.5;
         assert!(f.storage_json().ends_with(r#""max":42.0,"min":0.5}"#));
-        assert!(m.api_json().starts_with(r#"{"tsuid":"000001000001000001","metric":null,"tags":[],"description":"","#));
-        assert!(m.api_json().ends_with(r#""custom":null,"displayName":"","dataType":"","lastReceived":0,"totalDatapoints":0}"#));
+        assert!(m.api_json().starts_with(
+            r#"{"tsuid":"000001000001000001","metric":null,"tags":[],"description":"","#
+        ));
+        assert!(m.api_json().ends_with(
+            r#""custom":null,"displayName":"","dataType":"","lastReceived":0,"totalDatapoints":0}"#
+        ));
     }
 
     #[test]
     fn merge_keeps_unset_fields_and_put_resets_them() {
-        let stored = TsMeta { units: "ms".into(), description: "d".into(), created: 5, ..TsMeta::new(&[1], 5) };
-        let req = TsMetaUpdate { notes: Some("n".into()), max: Some(serde_json::json!(3)), ..Default::default() };
+        let stored = TsMeta {
+            units: "ms".into(),
+            description: "d".into(),
+            created: 5,
+            ..TsMeta::new(&[1], 5)
+        };
+        let req = TsMetaUpdate {
+            notes: Some("n".into()),
+            max: Some(serde_json::json!(3)),
+            ..Default::default()
+        };
         let m = req.apply(stored.clone(), false);
-        assert_eq!((m.units.as_str(), m.notes.as_str(), m.max, m.created), ("ms", "n", 3.0, 5));
+        assert_eq!(
+            (m.units.as_str(), m.notes.as_str(), m.max, m.created),
+            ("ms", "n", 3.0, 5)
+        );
         let p = req.apply(stored, true);
-        assert_eq!((p.units.as_str(), p.description.as_str(), p.created), ("", "", 5));
+        assert_eq!(
+            (p.units.as_str(), p.description.as_str(), p.created),
+            ("", "", 5)
+        );
     }
 }

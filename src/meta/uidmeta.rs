@@ -49,7 +49,12 @@ struct Stored {
 impl UidMeta {
     /// An unstored meta: what GET answers for a UID that has no meta cell.
     pub fn blank(kind: UidKind, uid: &[u8], name: &str) -> UidMeta {
-        UidMeta { uid: hex_upper(uid), kind: Some(kind), name: name.into(), ..Default::default() }
+        UidMeta {
+            uid: hex_upper(uid),
+            kind: Some(kind),
+            name: name.into(),
+            ..Default::default()
+        }
     }
 
     /// `{"type":..,"displayName":..,"description":..,"notes":..,"created":..,"custom":..}`.
@@ -82,7 +87,9 @@ impl UidMeta {
     }
 
     fn from_storage(kind: UidKind, uid: &[u8], name: &str, v: &[u8]) -> MetaResult<UidMeta> {
-        let s: Stored = serde_json::from_slice(v).map_err(|e| MetaError::CasFailed(format!("Unable to parse the stored UIDMeta: {e}")))?;
+        let s: Stored = serde_json::from_slice(v).map_err(|e| {
+            MetaError::CasFailed(format!("Unable to parse the stored UIDMeta: {e}"))
+        })?;
         Ok(UidMeta {
             uid: hex_upper(uid),
             kind: Some(kind),
@@ -100,15 +107,28 @@ impl UidMeta {
 pub fn uid_name(ctx: &MetaCtx, kind: UidKind, uid: &[u8]) -> MetaResult<String> {
     match ctx.uids.get_name(kind, uid) {
         Ok(n) => Ok(n.into()),
-        Err(UidError::NoSuchId { .. }) => Err(MetaError::NotFound("Could not find the requested UID".into())),
+        Err(UidError::NoSuchId { .. }) => Err(MetaError::NotFound(
+            "Could not find the requested UID".into(),
+        )),
         Err(e) => Err(e.into()),
     }
 }
 
-fn read(ctx: &MetaCtx, kind: UidKind, uid: &[u8], name: &str) -> MetaResult<Option<(UidMeta, Vec<u8>)>> {
+fn read(
+    ctx: &MetaCtx,
+    kind: UidKind,
+    uid: &[u8],
+    name: &str,
+) -> MetaResult<Option<(UidMeta, Vec<u8>)>> {
     let cells = ctx.store.get(&ctx.tables.uid, uid, &[NAME_FAMILY])?;
-    match cells.into_iter().find(|c| c.qualifier == kind.meta_qualifier()) {
-        Some(c) => Ok(Some((UidMeta::from_storage(kind, uid, name, &c.value)?, c.value))),
+    match cells
+        .into_iter()
+        .find(|c| c.qualifier == kind.meta_qualifier())
+    {
+        Some(c) => Ok(Some((
+            UidMeta::from_storage(kind, uid, name, &c.value)?,
+            c.value,
+        ))),
         None => Ok(None),
     }
 }
@@ -116,7 +136,9 @@ fn read(ctx: &MetaCtx, kind: UidKind, uid: &[u8], name: &str) -> MetaResult<Opti
 /// The meta of a UID (a blank one when none is stored); 404 when the UID does not exist.
 pub fn load(ctx: &MetaCtx, kind: UidKind, uid: &[u8]) -> MetaResult<UidMeta> {
     let name = uid_name(ctx, kind, uid)?;
-    Ok(read(ctx, kind, uid, &name)?.map(|x| x.0).unwrap_or_else(|| UidMeta::blank(kind, uid, &name)))
+    Ok(read(ctx, kind, uid, &name)?
+        .map(|x| x.0)
+        .unwrap_or_else(|| UidMeta::blank(kind, uid, &name)))
 }
 
 /// What a POST/PUT carried; `None` = not set by the caller.
@@ -145,9 +167,18 @@ fn set(v: &Option<String>) -> Option<&String> {
 
 impl UidMetaUpdate {
     pub fn target(&self) -> MetaResult<(UidKind, Vec<u8>)> {
-        let uid = self.uid.as_deref().filter(|u| !u.is_empty()).ok_or_else(|| MetaError::bad("Missing UID"))?;
-        let kind = self.kind.as_deref().filter(|u| !u.is_empty()).ok_or_else(|| MetaError::bad("Missing type"))?;
-        let kind = UidKind::parse(kind).ok_or_else(|| MetaError::bad(format!("Invalid type: {kind}")))?;
+        let uid = self
+            .uid
+            .as_deref()
+            .filter(|u| !u.is_empty())
+            .ok_or_else(|| MetaError::bad("Missing UID"))?;
+        let kind = self
+            .kind
+            .as_deref()
+            .filter(|u| !u.is_empty())
+            .ok_or_else(|| MetaError::bad("Missing type"))?;
+        let kind =
+            UidKind::parse(kind).ok_or_else(|| MetaError::bad(format!("Invalid type: {kind}")))?;
         Ok((kind, super::parse_uid_hex(uid, "UID")?))
     }
 
@@ -173,7 +204,9 @@ impl UidMetaUpdate {
             (a, b) => a.min(b),
         };
         UidMeta {
-            display_name: set(&self.display_name).cloned().unwrap_or(base.display_name),
+            display_name: set(&self.display_name)
+                .cloned()
+                .unwrap_or(base.display_name),
             description: set(&self.description).cloned().unwrap_or(base.description),
             notes: set(&self.notes).cloned().unwrap_or(base.notes),
             custom: self.custom.clone().or(base.custom),
@@ -204,7 +237,9 @@ pub fn sync(ctx: &MetaCtx, req: &UidMetaUpdate, overwrite: bool) -> MetaResult<U
         meta.storage_json().as_bytes(),
     )?;
     if !ok {
-        return Err(MetaError::CasFailed("Failed to save the UIDMeta to storage".into()));
+        return Err(MetaError::CasFailed(
+            "Failed to save the UIDMeta to storage".into(),
+        ));
     }
     load(ctx, kind, &uid)
 }
@@ -216,7 +251,10 @@ pub fn delete(ctx: &MetaCtx, kind: UidKind, uid: &[u8]) -> MetaResult<()> {
         &ctx.tables.uid,
         vec![RowMutations {
             row: uid.to_vec(),
-            mutations: vec![Mutation::Delete { family: NAME_FAMILY.to_vec(), qualifier: kind.meta_qualifier().to_vec() }],
+            mutations: vec![Mutation::Delete {
+                family: NAME_FAMILY.to_vec(),
+                qualifier: kind.meta_qualifier().to_vec(),
+            }],
         }],
     )?;
     Ok(())
@@ -224,8 +262,19 @@ pub fn delete(ctx: &MetaCtx, kind: UidKind, uid: &[u8]) -> MetaResult<()> {
 
 /// Realtime creation: writes a fresh meta (created = `now`) unless one exists.
 pub fn create_if_absent(ctx: &MetaCtx, kind: UidKind, uid: &[u8], now: u64) -> MetaResult<bool> {
-    let meta = UidMeta { kind: Some(kind), created: now, ..Default::default() };
-    Ok(ctx.store.check_and_put(&ctx.tables.uid, uid, NAME_FAMILY, kind.meta_qualifier(), None, meta.storage_json().as_bytes())?)
+    let meta = UidMeta {
+        kind: Some(kind),
+        created: now,
+        ..Default::default()
+    };
+    Ok(ctx.store.check_and_put(
+        &ctx.tables.uid,
+        uid,
+        NAME_FAMILY,
+        kind.meta_qualifier(),
+        None,
+        meta.storage_json().as_bytes(),
+    )?)
 }
 
 #[cfg(test)]
@@ -257,19 +306,45 @@ mod tests {
             m.api_json(),
             r#"{"uid":"000001","type":"METRIC","name":"sys.cpu.0","description":"d","notes":"n","created":1328140800,"custom":{"owner":"jdoe"},"displayName":"System CPU"}"#
         );
-        let back = UidMeta::from_storage(UidKind::Metric, &[0, 0, 1], "sys.cpu.0", m.storage_json().as_bytes()).unwrap();
+        let back = UidMeta::from_storage(
+            UidKind::Metric,
+            &[0, 0, 1],
+            "sys.cpu.0",
+            m.storage_json().as_bytes(),
+        )
+        .unwrap();
         assert_eq!(back, m);
     }
 
     #[test]
     fn merge_and_replace() {
-        let stored = UidMeta { description: "d".into(), notes: "n".into(), created: 50, kind: Some(UidKind::Tagk), ..Default::default() };
-        let req = UidMetaUpdate { notes: Some("x".into()), created: Some(10), ..Default::default() };
-        let blank = UidMeta { kind: Some(UidKind::Tagk), ..Default::default() };
+        let stored = UidMeta {
+            description: "d".into(),
+            notes: "n".into(),
+            created: 50,
+            kind: Some(UidKind::Tagk),
+            ..Default::default()
+        };
+        let req = UidMetaUpdate {
+            notes: Some("x".into()),
+            created: Some(10),
+            ..Default::default()
+        };
+        let blank = UidMeta {
+            kind: Some(UidKind::Tagk),
+            ..Default::default()
+        };
         let m = req.apply(Some(stored.clone()), blank.clone(), false);
-        assert_eq!((m.description.as_str(), m.notes.as_str(), m.created), ("d", "x", 10));
+        assert_eq!(
+            (m.description.as_str(), m.notes.as_str(), m.created),
+            ("d", "x", 10)
+        );
         let p = req.apply(Some(stored), blank, true);
         assert_eq!((p.description.as_str(), p.notes.as_str()), ("", "x"));
-        assert!(!UidMetaUpdate { description: Some(String::new()), ..Default::default() }.changed());
+        assert!(!UidMetaUpdate {
+            description: Some(String::new()),
+            ..Default::default()
+        }
+        .changed());
     }
 }

@@ -7,7 +7,8 @@ use std::time::Instant;
 /// exposition only for a GET without `query`, as the router decides.
 pub fn endpoint_of(method: &http::Method, path: &str, query_string: &str) -> Endpoint {
     let e = endpoint(path);
-    let graphite_find = method != http::Method::GET || form_urlencoded::parse(query_string.as_bytes()).any(|(k, _)| k == "query");
+    let graphite_find = method != http::Method::GET
+        || form_urlencoded::parse(query_string.as_bytes()).any(|(k, _)| k == "query");
     if e == Endpoint::Metrics && graphite_find {
         return Endpoint::GraphiteMeta;
     }
@@ -19,7 +20,8 @@ pub fn endpoint(path: &str) -> Endpoint {
     let p = path.trim_end_matches('/').to_ascii_lowercase();
     match p.as_str() {
         "/api/put" | "/api/v1/put" => Endpoint::Put,
-        "/api/query" | "/api/v1/query/last" | "/api/query/last" | "/api/query/exp" | "/api/query/gexp" => Endpoint::Query,
+        "/api/query" | "/api/v1/query/last" | "/api/query/last" | "/api/query/exp"
+        | "/api/query/gexp" => Endpoint::Query,
         "/api/v1/write" => Endpoint::RemoteWrite,
         "/api/v1/read" => Endpoint::RemoteRead,
         "/api/v1/query" => Endpoint::PromqlInstant,
@@ -28,9 +30,17 @@ pub fn endpoint(path: &str) -> Endpoint {
         "/metrics" => Endpoint::Metrics,
         x if x.starts_with("/api/stats") || x.starts_with("/api/v1/stats") => Endpoint::Stats,
         x if x.starts_with("/api/uid") || x.starts_with("/api/v1/uid") => Endpoint::Uid,
-        x if x.starts_with("/api/v1/") && super::super::server::prometheus::handles(x) => Endpoint::PromMeta,
+        x if x.starts_with("/api/v1/") && super::super::server::prometheus::handles(x) => {
+            Endpoint::PromMeta
+        }
         x if super::super::server::graphite_web::handles(x) => Endpoint::GraphiteMeta,
-        x if x.starts_with("/api/annotation") || x.starts_with("/api/tree") || x.starts_with("/api/search") || x.starts_with("/api/suggest") => Endpoint::Meta,
+        x if x.starts_with("/api/annotation")
+            || x.starts_with("/api/tree")
+            || x.starts_with("/api/search")
+            || x.starts_with("/api/suggest") =>
+        {
+            Endpoint::Meta
+        }
         _ => Endpoint::Other,
     }
 }
@@ -60,8 +70,19 @@ pub fn record(e: Endpoint, status: u16, started: Instant) {
 /// to the completed list (dropped unfinished — the client went away — it is listed as 499).
 pub struct QueryTrack(Option<u64>);
 
-pub fn track_query(e: Endpoint, path: &str, query_string: &str, body: &[u8], remote: &str) -> QueryTrack {
-    QueryTrack(query_api(e).map(|_| super::queries::start(super::queries::describe(e.as_str(), path, query_string, body), remote.to_string())))
+pub fn track_query(
+    e: Endpoint,
+    path: &str,
+    query_string: &str,
+    body: &[u8],
+    remote: &str,
+) -> QueryTrack {
+    QueryTrack(query_api(e).map(|_| {
+        super::queries::start(
+            super::queries::describe(e.as_str(), path, query_string, body),
+            remote.to_string(),
+        )
+    }))
 }
 
 impl QueryTrack {
@@ -75,7 +96,10 @@ impl QueryTrack {
 impl Drop for QueryTrack {
     fn drop(&mut self) {
         if let Some(id) = self.0.take() {
-            super::queries::finish(id, http::StatusCode::from_u16(499).unwrap_or(http::StatusCode::BAD_REQUEST));
+            super::queries::finish(
+                id,
+                http::StatusCode::from_u16(499).unwrap_or(http::StatusCode::BAD_REQUEST),
+            );
         }
     }
 }
@@ -94,9 +118,18 @@ mod tests {
         assert_eq!(endpoint("/api/v1/label/job/values"), Endpoint::PromMeta);
         assert_eq!(endpoint("/metrics/find"), Endpoint::GraphiteMeta);
         assert_eq!(endpoint("/metrics"), Endpoint::Metrics);
-        assert_eq!(endpoint_of(&http::Method::GET, "/metrics", ""), Endpoint::Metrics);
-        assert_eq!(endpoint_of(&http::Method::GET, "/metrics", "query=a.*"), Endpoint::GraphiteMeta);
-        assert_eq!(endpoint_of(&http::Method::POST, "/metrics", ""), Endpoint::GraphiteMeta);
+        assert_eq!(
+            endpoint_of(&http::Method::GET, "/metrics", ""),
+            Endpoint::Metrics
+        );
+        assert_eq!(
+            endpoint_of(&http::Method::GET, "/metrics", "query=a.*"),
+            Endpoint::GraphiteMeta
+        );
+        assert_eq!(
+            endpoint_of(&http::Method::POST, "/metrics", ""),
+            Endpoint::GraphiteMeta
+        );
         assert_eq!(endpoint("/api/stats/jvm"), Endpoint::Stats);
         assert_eq!(endpoint("/nope"), Endpoint::Other);
     }

@@ -9,7 +9,12 @@ use crate::write::WriteError;
 pub fn rejected(p: Protocol, reason: Reason, n: u64) {
     super::metrics().ingest(p).reject(reason, n);
     if n > 0 {
-        tracing::debug!(protocol = p.as_str(), reason = reason.as_str(), points = n, "points rejected");
+        tracing::debug!(
+            protocol = p.as_str(),
+            reason = reason.as_str(),
+            points = n,
+            "points rejected"
+        );
     }
 }
 
@@ -18,7 +23,9 @@ pub fn graphite_line_reason(e: &tsgate_graphite::plaintext::LineError) -> Reason
     use tsgate_graphite::plaintext::LineError;
     match e {
         LineError::TooLong => Reason::Limit,
-        LineError::Value(_) | LineError::Timestamp(_) | LineError::TimestampRange(_) => Reason::Value,
+        LineError::Value(_) | LineError::Timestamp(_) | LineError::TimestampRange(_) => {
+            Reason::Value
+        }
         LineError::Fields(_) | LineError::Utf8 => Reason::Parse,
     }
 }
@@ -46,13 +53,22 @@ pub fn stored(p: Protocol, n: u64, durable: &Result<(), WriteError>) {
 
 /// Counts what the writer made of a batch: stored points, refused ones by reason, and — when
 /// the batch was not durable — every otherwise good point as a store failure.
-pub fn outcomes(p: Protocol, outcomes: &[Result<(), PointError>], durable: &Result<(), WriteError>) {
+pub fn outcomes(
+    p: Protocol,
+    outcomes: &[Result<(), PointError>],
+    durable: &Result<(), WriteError>,
+) {
     outcomes_and(p, 0, outcomes, durable)
 }
 
 /// [`outcomes`] of a batch that also held `ready` points with no outcome of their own (see
 /// `Ingest::write_known_then`): stored with the batch, or not.
-pub fn outcomes_and(p: Protocol, ready: u64, outcomes: &[Result<(), PointError>], durable: &Result<(), WriteError>) {
+pub fn outcomes_and(
+    p: Protocol,
+    ready: u64,
+    outcomes: &[Result<(), PointError>],
+    durable: &Result<(), WriteError>,
+) {
     let mut by_reason = [0u64; Reason::COUNT];
     let mut ok = ready;
     for o in outcomes {
@@ -74,7 +90,12 @@ pub fn outcomes_and(p: Protocol, ready: u64, outcomes: &[Result<(), PointError>]
         let n = by_reason[*r as usize];
         if n > 0 {
             c.reject(*r, n);
-            tracing::debug!(protocol = p.as_str(), reason = r.as_str(), points = n, "points rejected");
+            tracing::debug!(
+                protocol = p.as_str(),
+                reason = r.as_str(),
+                points = n,
+                "points rejected"
+            );
         }
     }
 }

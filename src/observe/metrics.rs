@@ -110,15 +110,23 @@ labels!(
 );
 
 /// Status codes with their own slot; the rest share "other".
-pub const STATUS_CODES: [u16; 15] = [200, 204, 206, 301, 400, 401, 403, 404, 405, 408, 413, 415, 422, 500, 503];
+pub const STATUS_CODES: [u16; 15] = [
+    200, 204, 206, 301, 400, 401, 403, 404, 405, 408, 413, 415, 422, 500, 503,
+];
 pub const STATUS_SLOTS: usize = STATUS_CODES.len() + 1;
 
 pub fn status_slot(code: u16) -> usize {
-    STATUS_CODES.iter().position(|&c| c == code).unwrap_or(STATUS_CODES.len())
+    STATUS_CODES
+        .iter()
+        .position(|&c| c == code)
+        .unwrap_or(STATUS_CODES.len())
 }
 
 pub fn status_label(slot: usize) -> String {
-    STATUS_CODES.get(slot).map(|c| c.to_string()).unwrap_or_else(|| "other".into())
+    STATUS_CODES
+        .get(slot)
+        .map(|c| c.to_string())
+        .unwrap_or_else(|| "other".into())
 }
 
 #[derive(Default)]
@@ -165,7 +173,13 @@ impl Metrics {
     }
 
     pub fn rejected(&self, p: Protocol) -> u64 {
-        self.ingest(p).rejected.iter().enumerate().filter(|(i, _)| *i != Reason::Dropped as usize).map(|(_, c)| c.get()).sum()
+        self.ingest(p)
+            .rejected
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != Reason::Dropped as usize)
+            .map(|(_, c)| c.get())
+            .sum()
     }
 
     pub fn uid(&self, kind: crate::schema::uid_table::UidKind) -> &UidCounters {
@@ -205,9 +219,23 @@ pub fn point_reason(e: &PointError) -> Reason {
 /// from the phrases those messages use. Refusals are the cold path, so reading the text is
 /// affordable; anything unrecognised counts as `parse`.
 pub fn message_reason(msg: &str) -> Reason {
-    const TAGS: &[&str] = &["too many tags", "at least one tag", "missing tags", "duplicate tag", "invalid tag", "tag name with", "tag value with"];
+    const TAGS: &[&str] = &[
+        "too many tags",
+        "at least one tag",
+        "missing tags",
+        "duplicate tag",
+        "invalid tag",
+        "tag name with",
+        "tag value with",
+    ];
     const LIMIT: &[&str] = &["too long", "limits."];
-    const VALUE: &[&str] = &["invalid value", "parse value", "empty value", "nan or infinite", "timestamp"];
+    const VALUE: &[&str] = &[
+        "invalid value",
+        "parse value",
+        "empty value",
+        "nan or infinite",
+        "timestamp",
+    ];
     let m = msg.to_ascii_lowercase();
     let has = |list: &[&str]| list.iter().any(|p| m.contains(p));
     if has(TAGS) {
@@ -227,13 +255,35 @@ mod tests {
 
     #[test]
     fn reasons_from_opentsdb_messages() {
-        assert_eq!(message_reason("put: illegal argument: Too many tags: 9 maximum allowed: 8, tags: {a=1}"), Reason::Tags);
-        assert_eq!(message_reason("Invalid tag value with key [host] (\"a!\"): illegal character: !"), Reason::Tags);
-        assert_eq!(message_reason("put: invalid value: Unable to parse value to a number"), Reason::Value);
+        assert_eq!(
+            message_reason(
+                "put: illegal argument: Too many tags: 9 maximum allowed: 8, tags: {a=1}"
+            ),
+            Reason::Tags
+        );
+        assert_eq!(
+            message_reason("Invalid tag value with key [host] (\"a!\"): illegal character: !"),
+            Reason::Tags
+        );
+        assert_eq!(
+            message_reason("put: invalid value: Unable to parse value to a number"),
+            Reason::Value
+        );
         assert_eq!(message_reason("Invalid timestamp"), Reason::Value);
-        assert_eq!(message_reason("put: illegal argument: line too long (limits.telnet_line_max = 10 bytes)"), Reason::Limit);
-        assert_eq!(message_reason("put: illegal argument: not enough arguments (need least 4, got 1)"), Reason::Parse);
+        assert_eq!(
+            message_reason(
+                "put: illegal argument: line too long (limits.telnet_line_max = 10 bytes)"
+            ),
+            Reason::Limit
+        );
+        assert_eq!(
+            message_reason("put: illegal argument: not enough arguments (need least 4, got 1)"),
+            Reason::Parse
+        );
         // A metric named like a phrase does not fool it when the phrase is not there.
-        assert_eq!(message_reason("Invalid metric (\"stage!\"): illegal character: !"), Reason::Parse);
+        assert_eq!(
+            message_reason("Invalid metric (\"stage!\"): illegal character: !"),
+            Reason::Parse
+        );
     }
 }

@@ -74,7 +74,9 @@ pub mod write {
 
     /// A flusher's count of rows waiting for compaction went from `before` to `after`.
     pub fn compaction_queue(before: usize, after: usize) {
-        super::metrics().compaction_queue.add(after as i64 - before as i64);
+        super::metrics()
+            .compaction_queue
+            .add(after as i64 - before as i64);
     }
 
     /// A shard's buffer handed to its flusher.

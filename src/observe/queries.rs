@@ -29,7 +29,10 @@ static TRACKER: LazyLock<Mutex<Tracker>> = LazyLock::new(Default::default);
 static NEXT: AtomicU64 = AtomicU64::new(1);
 
 fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// The query as the client sent it: a JSON body as JSON, otherwise the path and parameters.
@@ -37,7 +40,9 @@ pub fn describe(endpoint: &str, path: &str, query_string: &str, body: &[u8]) -> 
     if let Ok(j @ Json::Object(_)) = serde_json::from_slice::<Json>(body) {
         return json!({"endpoint": endpoint, "path": path, "body": j});
     }
-    let mut params: Vec<(String, String)> = form_urlencoded::parse(query_string.as_bytes()).into_owned().collect();
+    let mut params: Vec<(String, String)> = form_urlencoded::parse(query_string.as_bytes())
+        .into_owned()
+        .collect();
     // Form-encoded POST bodies (PromQL, graphite render) carry the parameters there.
     if !body.is_empty() && std::str::from_utf8(body).is_ok() {
         params.extend(form_urlencoded::parse(body).into_owned());
@@ -49,14 +54,24 @@ pub fn describe(endpoint: &str, path: &str, query_string: &str, body: &[u8]) -> 
 /// A query started; pass the id to [`finish`].
 pub fn start(query: Json, remote: String) -> u64 {
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
-    TRACKER.lock().running.insert(id, Running { query, started_ms: now_ms(), started: Instant::now(), remote });
+    TRACKER.lock().running.insert(
+        id,
+        Running {
+            query,
+            started_ms: now_ms(),
+            started: Instant::now(),
+            remote,
+        },
+    );
     id
 }
 
 /// A query ended with this HTTP status.
 pub fn finish(id: u64, status: http::StatusCode) {
     let mut t = TRACKER.lock();
-    let Some(r) = t.running.remove(&id) else { return };
+    let Some(r) = t.running.remove(&id) else {
+        return;
+    };
     let elapsed = r.started.elapsed();
     let mut entry = json!({
         "query": r.query,

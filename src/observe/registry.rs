@@ -40,8 +40,10 @@ impl Gauge {
 }
 
 /// Upper bounds (seconds) of the latency buckets: 50 µs to 10 s, roughly ×2.5 apart.
-pub const LATENCY_BUCKETS: [f64; 16] =
-    [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
+pub const LATENCY_BUCKETS: [f64; 16] = [
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+    2.5, 10.0,
+];
 
 /// A latency histogram: one atomic per bucket (non-cumulative; summed when rendered) and the
 /// sum kept in whole nanoseconds so that it is a plain atomic add.
@@ -52,16 +54,23 @@ pub struct Histogram {
 
 impl Default for Histogram {
     fn default() -> Self {
-        Histogram { buckets: std::array::from_fn(|_| AtomicU64::new(0)), sum_nanos: AtomicU64::new(0) }
+        Histogram {
+            buckets: std::array::from_fn(|_| AtomicU64::new(0)),
+            sum_nanos: AtomicU64::new(0),
+        }
     }
 }
 
 impl Histogram {
     pub fn observe(&self, d: Duration) {
         let secs = d.as_secs_f64();
-        let i = LATENCY_BUCKETS.iter().position(|&b| secs <= b).unwrap_or(LATENCY_BUCKETS.len());
+        let i = LATENCY_BUCKETS
+            .iter()
+            .position(|&b| secs <= b)
+            .unwrap_or(LATENCY_BUCKETS.len());
         self.buckets[i].fetch_add(1, Ordering::Relaxed);
-        self.sum_nanos.fetch_add(d.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
+        self.sum_nanos
+            .fetch_add(d.as_nanos().min(u64::MAX as u128) as u64, Ordering::Relaxed);
     }
 
     /// Observes the time since `start`.
@@ -79,7 +88,10 @@ impl Histogram {
         let mut out = Vec::with_capacity(self.buckets.len());
         for (i, b) in self.buckets.iter().enumerate() {
             acc += b.load(Ordering::Relaxed);
-            out.push((LATENCY_BUCKETS.get(i).copied().unwrap_or(f64::INFINITY), acc));
+            out.push((
+                LATENCY_BUCKETS.get(i).copied().unwrap_or(f64::INFINITY),
+                acc,
+            ));
         }
         (out, self.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9)
     }
@@ -136,7 +148,11 @@ pub fn format_float(v: f64) -> String {
 impl Exposition {
     pub fn family(&mut self, name: &str, help: &str, kind: Kind) {
         let help = help.replace('\\', "\\\\").replace('\n', "\\n");
-        let _ = writeln!(self.out, "# HELP {name} {help}\n# TYPE {name} {}", kind.as_str());
+        let _ = writeln!(
+            self.out,
+            "# HELP {name} {help}\n# TYPE {name} {}",
+            kind.as_str()
+        );
     }
 
     pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: impl std::fmt::Display) {
@@ -174,7 +190,11 @@ impl Exposition {
             self.sample(&bucket, &with_le, n);
         }
         self.sample(&format!("{name}_sum"), labels, format_float(sum));
-        self.sample(&format!("{name}_count"), labels, buckets.last().map(|b| b.1).unwrap_or(0));
+        self.sample(
+            &format!("{name}_count"),
+            labels,
+            buckets.last().map(|b| b.1).unwrap_or(0),
+        );
     }
 
     pub fn finish(self) -> String {
@@ -208,8 +228,14 @@ mod tests {
         let mut e = Exposition::default();
         e.histogram("lat_seconds", &[("op", "get")], &h);
         let text = e.finish();
-        assert!(text.contains("lat_seconds_bucket{op=\"get\",le=\"0.005\"} 2\n"), "{text}");
-        assert!(text.contains("lat_seconds_bucket{op=\"get\",le=\"+Inf\"} 3\n"), "{text}");
+        assert!(
+            text.contains("lat_seconds_bucket{op=\"get\",le=\"0.005\"} 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("lat_seconds_bucket{op=\"get\",le=\"+Inf\"} 3\n"),
+            "{text}"
+        );
         assert!(text.contains("lat_seconds_count{op=\"get\"} 3\n"), "{text}");
     }
 }

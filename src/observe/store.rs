@@ -65,7 +65,11 @@ impl Store for InstrumentedStore {
     fn scan(&self, table: &str, scan: &Scan) -> StoreResult<RowStream> {
         let start = Instant::now();
         match self.inner.scan(table, scan) {
-            Ok(rows) => Ok(Box::new(TimedRows { inner: rows, start, failed: false })),
+            Ok(rows) => Ok(Box::new(TimedRows {
+                inner: rows,
+                start,
+                failed: false,
+            })),
             Err(e) => {
                 let m = super::metrics();
                 m.store[StoreOp::Scan as usize].since(start);
@@ -75,12 +79,26 @@ impl Store for InstrumentedStore {
         }
     }
 
-    fn scan_rows(&self, table: &str, scan: &Scan, visit: &mut crate::store::RowVisitor<'_>) -> StoreResult<()> {
+    fn scan_rows(
+        &self,
+        table: &str,
+        scan: &Scan,
+        visit: &mut crate::store::RowVisitor<'_>,
+    ) -> StoreResult<()> {
         timed(StoreOp::Scan, || self.inner.scan_rows(table, scan, visit))
     }
 
-    fn increment(&self, table: &str, row: &[u8], family: &[u8], qualifier: &[u8], delta: i64) -> StoreResult<i64> {
-        timed(StoreOp::Increment, || self.inner.increment(table, row, family, qualifier, delta))
+    fn increment(
+        &self,
+        table: &str,
+        row: &[u8],
+        family: &[u8],
+        qualifier: &[u8],
+        delta: i64,
+    ) -> StoreResult<i64> {
+        timed(StoreOp::Increment, || {
+            self.inner.increment(table, row, family, qualifier, delta)
+        })
     }
 
     fn check_and_put(
@@ -92,7 +110,10 @@ impl Store for InstrumentedStore {
         expected: Option<&[u8]>,
         value: &[u8],
     ) -> StoreResult<bool> {
-        timed(StoreOp::Cas, || self.inner.check_and_put(table, row, family, qualifier, expected, value))
+        timed(StoreOp::Cas, || {
+            self.inner
+                .check_and_put(table, row, family, qualifier, expected, value)
+        })
     }
 
     fn flush(&self) -> StoreResult<()> {
@@ -107,7 +128,12 @@ impl Store for InstrumentedStore {
         timed(StoreOp::Put, || self.inner.mutate_at(table, batch, ts))
     }
 
-    fn get_rows(&self, table: &str, rows: &[Vec<u8>], families: &[&[u8]]) -> StoreResult<Vec<Vec<Cell>>> {
+    fn get_rows(
+        &self,
+        table: &str,
+        rows: &[Vec<u8>],
+        families: &[&[u8]],
+    ) -> StoreResult<Vec<Vec<Cell>>> {
         timed(StoreOp::Get, || self.inner.get_rows(table, rows, families))
     }
 
@@ -151,10 +177,25 @@ mod tests {
             m.store[StoreOp::Cas as usize].count(),
             m.store[StoreOp::Scan as usize].count(),
         );
-        s.mutate("tsdb", vec![RowMutations::put(b"r".to_vec(), b"t", b"q".to_vec(), b"v".to_vec())]).unwrap();
+        s.mutate(
+            "tsdb",
+            vec![RowMutations::put(
+                b"r".to_vec(),
+                b"t",
+                b"q".to_vec(),
+                b"v".to_vec(),
+            )],
+        )
+        .unwrap();
         assert_eq!(s.get("tsdb", b"r", &[]).unwrap().len(), 1);
-        assert_eq!(s.increment("tsdb-uid", b"\0", b"id", b"metrics", 1).unwrap(), 1);
-        assert!(s.check_and_put("tsdb-uid", b"n", b"id", b"metrics", None, b"x").unwrap());
+        assert_eq!(
+            s.increment("tsdb-uid", b"\0", b"id", b"metrics", 1)
+                .unwrap(),
+            1
+        );
+        assert!(s
+            .check_and_put("tsdb-uid", b"n", b"id", b"metrics", None, b"x")
+            .unwrap());
         assert_eq!(s.scan("tsdb", &Scan::default()).unwrap().count(), 1);
         // Other tests in this binary use the same counters: they can only have grown more.
         assert!(m.store[StoreOp::Get as usize].count() > g0);

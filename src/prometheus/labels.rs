@@ -19,13 +19,18 @@ pub const PLACEHOLDER_TAGK: &str = "_.labels";
 pub const PLACEHOLDER_TAGV: &str = "none";
 
 fn plain(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '/' | '_') || (!c.is_ascii() && (c as u32) < 0x10000 && c.is_alphabetic())
+    c.is_ascii_alphanumeric()
+        || matches!(c, '-' | '.' | '/' | '_')
+        || (!c.is_ascii() && (c as u32) < 0x10000 && c.is_alphabetic())
 }
 
 /// Escapes one label name or value into an OpenTSDB-valid name (non-empty input).
 pub fn escape(s: &str) -> Cow<'_, str> {
     let b = s.as_bytes();
-    let fast = b.iter().enumerate().all(|(i, &c)| (c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'/')) || (c == b'_' && b.get(i + 1) != Some(&b'.')));
+    let fast = b.iter().enumerate().all(|(i, &c)| {
+        (c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'/'))
+            || (c == b'_' && b.get(i + 1) != Some(&b'.'))
+    });
     if fast {
         return Cow::Borrowed(s);
     }
@@ -65,7 +70,10 @@ pub fn unescape(s: &str) -> Cow<'_, str> {
     let mut i = 0;
     while i < b.len() {
         if b[i] == b'_' && b.get(i + 1) == Some(&b'.') {
-            if let (Some(h), Some(l)) = (b.get(i + 2).and_then(|&c| hex(c)), b.get(i + 3).and_then(|&c| hex(c))) {
+            if let (Some(h), Some(l)) = (
+                b.get(i + 2).and_then(|&c| hex(c)),
+                b.get(i + 3).and_then(|&c| hex(c)),
+            ) {
                 out.push(h << 4 | l);
                 i += 4;
                 continue;
@@ -90,13 +98,25 @@ pub enum LabelError {
     #[error("series {series} has the label {name:?} more than once")]
     Duplicate { series: String, name: String },
     #[error("series {series} has {count} labels besides __name__, more than prometheus.max_tags = {max}")]
-    TooMany { series: String, count: usize, max: usize },
+    TooMany {
+        series: String,
+        count: usize,
+        max: usize,
+    },
 }
 
 /// A Prometheus-style rendering of a label set, for error messages.
 pub fn display(labels: &[(&str, &str)]) -> String {
-    let name = labels.iter().find(|(k, _)| *k == METRIC_NAME).map(|(_, v)| *v).unwrap_or("");
-    let rest: Vec<String> = labels.iter().filter(|(k, _)| *k != METRIC_NAME).map(|(k, v)| format!("{k}={v:?}")).collect();
+    let name = labels
+        .iter()
+        .find(|(k, _)| *k == METRIC_NAME)
+        .map(|(_, v)| *v)
+        .unwrap_or("");
+    let rest: Vec<String> = labels
+        .iter()
+        .filter(|(k, _)| *k != METRIC_NAME)
+        .map(|(k, v)| format!("{k}={v:?}"))
+        .collect();
     format!("{name}{{{}}}", rest.join(", "))
 }
 
@@ -109,7 +129,10 @@ pub struct StoredSeries<'a> {
 }
 
 /// Label set (any order) → metric + tags.
-pub fn to_stored<'a>(labels: &[(&'a str, &'a str)], max_tags: usize) -> Result<StoredSeries<'a>, LabelError> {
+pub fn to_stored<'a>(
+    labels: &[(&'a str, &'a str)],
+    max_tags: usize,
+) -> Result<StoredSeries<'a>, LabelError> {
     let mut metric = None;
     let mut names = 0;
     let mut tags: Vec<(Cow<'a, str>, Cow<'a, str>)> = Vec::with_capacity(labels.len());
@@ -127,20 +150,33 @@ pub fn to_stored<'a>(labels: &[(&'a str, &'a str)], max_tags: usize) -> Result<S
         }
     }
     if names > 1 {
-        return Err(LabelError::Duplicate { series: display(labels), name: METRIC_NAME.into() });
+        return Err(LabelError::Duplicate {
+            series: display(labels),
+            name: METRIC_NAME.into(),
+        });
     }
     let metric = metric.ok_or_else(|| LabelError::NoName(display(labels)))?;
     if tags.len() > max_tags {
-        return Err(LabelError::TooMany { series: display(labels), count: tags.len(), max: max_tags });
+        return Err(LabelError::TooMany {
+            series: display(labels),
+            count: tags.len(),
+            max: max_tags,
+        });
     }
     if tags.is_empty() {
-        tags.push((Cow::Borrowed(PLACEHOLDER_TAGK), Cow::Borrowed(PLACEHOLDER_TAGV)));
+        tags.push((
+            Cow::Borrowed(PLACEHOLDER_TAGK),
+            Cow::Borrowed(PLACEHOLDER_TAGV),
+        ));
     }
     // Escaping is injective, so a repeated label name shows up as neighbours once sorted.
     if !tags.windows(2).all(|w| w[0].0 < w[1].0) {
         tags.sort_unstable();
         if let Some(w) = tags.windows(2).find(|w| w[0].0 == w[1].0) {
-            return Err(LabelError::Duplicate { series: display(labels), name: unescape(&w[0].0).into_owned() });
+            return Err(LabelError::Duplicate {
+                series: display(labels),
+                name: unescape(&w[0].0).into_owned(),
+            });
         }
     }
     Ok(StoredSeries { metric, tags })
@@ -173,8 +209,19 @@ mod tests {
 
     #[test]
     fn common_names_are_unchanged() {
-        for s in ["node_cpu_seconds_total", "cpu.usage_user", "web-01", "/api/v1/query", "__name__", "0.5", "Ünïcödé"] {
-            assert!(matches!(escape(s), Cow::Borrowed(_)) || escape(s) == s, "{s}");
+        for s in [
+            "node_cpu_seconds_total",
+            "cpu.usage_user",
+            "web-01",
+            "/api/v1/query",
+            "__name__",
+            "0.5",
+            "Ünïcödé",
+        ] {
+            assert!(
+                matches!(escape(s), Cow::Borrowed(_)) || escape(s) == s,
+                "{s}"
+            );
             assert_eq!(unescape(s), s);
         }
     }
@@ -187,7 +234,15 @@ mod tests {
         assert_eq!(escape("+Inf"), "_.2BInf");
         assert_eq!(escape("日本"), "日本");
         assert_eq!(escape("🙂"), "_.F0_.9F_.99_.82");
-        for s in ["job:rate5m", "a b", "x_.y", "+Inf", "🙂", "line\nbreak", "a=\"b\""] {
+        for s in [
+            "job:rate5m",
+            "a b",
+            "x_.y",
+            "+Inf",
+            "🙂",
+            "line\nbreak",
+            "a=\"b\"",
+        ] {
             assert!(valid_opentsdb(&escape(s)), "{s} -> {}", escape(s));
         }
     }
@@ -195,23 +250,49 @@ mod tests {
     #[test]
     fn label_sets_round_trip_with_placeholder_and_limit() {
         let s = to_stored(&[("__name__", "up")], 8).unwrap();
-        assert_eq!(s.tags, vec![(Cow::Borrowed(PLACEHOLDER_TAGK), Cow::Borrowed(PLACEHOLDER_TAGV))]);
+        assert_eq!(
+            s.tags,
+            vec![(
+                Cow::Borrowed(PLACEHOLDER_TAGK),
+                Cow::Borrowed(PLACEHOLDER_TAGV)
+            )]
+        );
         let back = from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v)));
         assert_eq!(back, vec![("__name__".to_string(), "up".to_string())]);
 
-        let labels = [("job", "node"), ("__name__", "a:b"), ("empty", ""), ("path", "/x y")];
+        let labels = [
+            ("job", "node"),
+            ("__name__", "a:b"),
+            ("empty", ""),
+            ("path", "/x y"),
+        ];
         let s = to_stored(&labels, 8).unwrap();
         assert_eq!(s.metric, "a_.3Ab");
         let back = from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v)));
-        let want: Labels = [("__name__", "a:b"), ("job", "node"), ("path", "/x y")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let want: Labels = [("__name__", "a:b"), ("job", "node"), ("path", "/x y")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         assert_eq!(back, want);
 
-        assert!(matches!(to_stored(&[("job", "x")], 8), Err(LabelError::NoName(_))));
-        assert!(matches!(to_stored(&[("__name__", "m"), ("a", "1"), ("a", "2")], 8), Err(LabelError::Duplicate { .. })));
-        let many: Vec<(String, String)> = (0..9).map(|i| (format!("l{i}"), "v".to_string())).chain([("__name__".to_string(), "m".to_string())]).collect();
+        assert!(matches!(
+            to_stored(&[("job", "x")], 8),
+            Err(LabelError::NoName(_))
+        ));
+        assert!(matches!(
+            to_stored(&[("__name__", "m"), ("a", "1"), ("a", "2")], 8),
+            Err(LabelError::Duplicate { .. })
+        ));
+        let many: Vec<(String, String)> = (0..9)
+            .map(|i| (format!("l{i}"), "v".to_string()))
+            .chain([("__name__".to_string(), "m".to_string())])
+            .collect();
         let many: Vec<(&str, &str)> = many.iter().map(|(k, v)| (&**k, &**v)).collect();
         let err = to_stored(&many, 8).unwrap_err().to_string();
-        assert!(err.contains("9 labels") && err.contains("prometheus.max_tags = 8"), "{err}");
+        assert!(
+            err.contains("9 labels") && err.contains("prometheus.max_tags = 8"),
+            "{err}"
+        );
     }
 
     proptest! {

@@ -27,7 +27,10 @@ impl MetadataStore {
             .and_then(|p| std::fs::read(p).ok())
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
-        MetadataStore { path, map: RwLock::new(map) }
+        MetadataStore {
+            path,
+            map: RwLock::new(map),
+        }
     }
 
     /// Records metadata; returns whether anything changed. Blocking file I/O when it did.

@@ -13,6 +13,10 @@ pub struct PromState {
 
 impl PromState {
     pub fn open(data_dir: &std::path::Path) -> PromState {
-        PromState { metadata: metadata::MetadataStore::open(Some(data_dir.join("prometheus-metadata.json"))) }
+        PromState {
+            metadata: metadata::MetadataStore::open(Some(
+                data_dir.join("prometheus-metadata.json"),
+            )),
+        }
     }
 }

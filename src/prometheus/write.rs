@@ -56,7 +56,8 @@ pub struct Refused {
 /// Integral values are stored as OpenTSDB integers (1–8 bytes, exact when read back as f64);
 /// everything else, NaNs and the staleness marker included, as 8-byte floats with their bits.
 pub fn data_value(v: f64) -> DataValue {
-    if v.is_finite() && v.fract() == 0.0 && v.abs() < 9.0e18 && !(v == 0.0 && v.is_sign_negative()) {
+    if v.is_finite() && v.fract() == 0.0 && v.abs() < 9.0e18 && !(v == 0.0 && v.is_sign_negative())
+    {
         DataValue::Int(v as i64)
     } else {
         DataValue::F64(v)
@@ -67,7 +68,9 @@ pub fn data_value(v: f64) -> DataValue {
 /// qualifiers), anything else as milliseconds.
 pub fn encode_sample(ts_ms: i64, v: f64) -> Result<(u32, RawPoint), PointError> {
     if ts_ms < 0 || ts_ms as u64 > MAX_TIMESTAMP_MS {
-        return Err(PointError::Invalid(format!("timestamp {ts_ms} ms is outside 0..={MAX_TIMESTAMP_MS}")));
+        return Err(PointError::Invalid(format!(
+            "timestamp {ts_ms} ms is outside 0..={MAX_TIMESTAMP_MS}"
+        )));
     }
     let ts_ms = ts_ms as u64;
     let ts = if ts_ms.is_multiple_of(1000) {
@@ -75,19 +78,29 @@ pub fn encode_sample(ts_ms: i64, v: f64) -> Result<(u32, RawPoint), PointError> 
     } else if crate::schema::rowkey::is_ms(ts_ms) {
         ts_ms
     } else {
-        return Err(PointError::Invalid(format!("timestamp {ts_ms} ms: sub-second times before 1970-02-19 cannot be stored")));
+        return Err(PointError::Invalid(format!(
+            "timestamp {ts_ms} ms: sub-second times before 1970-02-19 cannot be stored"
+        )));
     };
     let base = base_time(ts);
-    RawPoint::encode_allow_non_finite(ts, base, data_value(v)).map(|r| (base, r)).map_err(|e| PointError::Invalid(e.to_string()))
+    RawPoint::encode_allow_non_finite(ts, base, data_value(v))
+        .map(|r| (base, r))
+        .map_err(|e| PointError::Invalid(e.to_string()))
 }
 
 fn meta_kind(t: i32) -> &'static str {
-    MetricType::try_from(t).unwrap_or(MetricType::Unknown).api_name()
+    MetricType::try_from(t)
+        .unwrap_or(MetricType::Unknown)
+        .api_name()
 }
 
 /// Decodes and normalises a (decompressed) 1.0 body; names borrow from it.
 /// `known` answers which series a memo key (`p` + the raw label bytes) named before.
-pub fn from_v1<'a>(raw: &'a [u8], max_tags: usize, known: &dyn Fn(&[u8]) -> Option<crate::series::Series>) -> Result<Batch<'a>, DecodeError> {
+pub fn from_v1<'a>(
+    raw: &'a [u8],
+    max_tags: usize,
+    known: &dyn Fn(&[u8]) -> Option<crate::series::Series>,
+) -> Result<Batch<'a>, DecodeError> {
     let mut b = Batch::default();
     let mut metadata = Vec::new();
     let mut key = Vec::with_capacity(256);
@@ -108,12 +121,36 @@ pub fn from_v1<'a>(raw: &'a [u8], max_tags: usize, known: &dyn Fn(&[u8]) -> Opti
             }
             // A known series' labels are not even decoded (the same bytes decoded before),
             // unless a sample's error message needs them.
-            let labels = if matches!(memo, Memo::Known(_)) { Vec::new() } else { s.labels()? };
-            let describe = || s.labels().map(|l| super::labels::display(&l)).unwrap_or_default();
-            add_series(&mut b, &labels, s.samples.iter().copied(), max_tags, memo, &describe);
+            let labels = if matches!(memo, Memo::Known(_)) {
+                Vec::new()
+            } else {
+                s.labels()?
+            };
+            let describe = || {
+                s.labels()
+                    .map(|l| super::labels::display(&l))
+                    .unwrap_or_default()
+            };
+            add_series(
+                &mut b,
+                &labels,
+                s.samples.iter().copied(),
+                max_tags,
+                memo,
+                &describe,
+            );
             Ok(())
         },
-        |m| metadata.push((m.metric_family_name, Meta { kind: meta_kind(m.r#type).into(), help: m.help, unit: m.unit })),
+        |m| {
+            metadata.push((
+                m.metric_family_name,
+                Meta {
+                    kind: meta_kind(m.r#type).into(),
+                    help: m.help,
+                    unit: m.unit,
+                },
+            ))
+        },
     )?;
     b.metadata = metadata;
     Ok(b)
@@ -138,14 +175,33 @@ pub fn from_v2(req: &v2::Request, max_tags: usize) -> Batch<'_> {
             }
         };
         if let Some(md) = &ts.metadata {
-            let name = labels.iter().find(|(k, _)| *k == super::labels::METRIC_NAME).map(|(_, v)| v.to_string());
-            if let (Some(name), Ok(help), Ok(unit)) = (name, req.symbol(md.help_ref), req.symbol(md.unit_ref)) {
+            let name = labels
+                .iter()
+                .find(|(k, _)| *k == super::labels::METRIC_NAME)
+                .map(|(_, v)| v.to_string());
+            if let (Some(name), Ok(help), Ok(unit)) =
+                (name, req.symbol(md.help_ref), req.symbol(md.unit_ref))
+            {
                 if md.r#type != 0 || !help.is_empty() || !unit.is_empty() {
-                    b.metadata.push((name, Meta { kind: meta_kind(md.r#type).into(), help: help.into(), unit: unit.into() }));
+                    b.metadata.push((
+                        name,
+                        Meta {
+                            kind: meta_kind(md.r#type).into(),
+                            help: help.into(),
+                            unit: unit.into(),
+                        },
+                    ));
                 }
             }
         }
-        add_series(&mut b, &labels, ts.samples.iter().map(|s| (s.timestamp, s.value)), max_tags, Memo::None, &|| super::labels::display(&labels));
+        add_series(
+            &mut b,
+            &labels,
+            ts.samples.iter().map(|s| (s.timestamp, s.value)),
+            max_tags,
+            Memo::None,
+            &|| super::labels::display(&labels),
+        );
     }
     b
 }
@@ -168,11 +224,18 @@ fn add_series<'a>(
         let mut at = None;
         for (ts, v) in samples {
             match encode_sample(ts, v) {
-                Ok((base, point)) => b.known.push(StoredPoint { series, base, point }),
+                Ok((base, point)) => b.known.push(StoredPoint {
+                    series,
+                    base,
+                    point,
+                }),
                 Err(e) => {
                     b.errors.push(format!("{}: {e}", describe()));
                     let idx = *at.get_or_insert_with(|| {
-                        b.series.push(StoredSeries { metric: "".into(), tags: Vec::new() });
+                        b.series.push(StoredSeries {
+                            metric: "".into(),
+                            tags: Vec::new(),
+                        });
                         b.memo.push(Memo::Known(series));
                         b.series.len() - 1
                     });
@@ -213,15 +276,34 @@ mod tests {
 
     fn series(labels: &[(&str, &str)], samples: &[(i64, f64)]) -> TimeSeries {
         TimeSeries {
-            labels: labels.iter().map(|(k, v)| Label { name: k.to_string(), value: v.to_string() }).collect(),
-            samples: samples.iter().map(|&(timestamp, value)| Sample { value, timestamp }).collect(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| Label {
+                    name: k.to_string(),
+                    value: v.to_string(),
+                })
+                .collect(),
+            samples: samples
+                .iter()
+                .map(|&(timestamp, value)| Sample { value, timestamp })
+                .collect(),
             ..Default::default()
         }
     }
 
     #[test]
     fn values_keep_their_bits() {
-        for v in [0.0, -0.0, 1.0, -3.0, 0.25, 1e300, f64::NAN, f64::from_bits(0x7ff0_0000_0000_0002), f64::INFINITY] {
+        for v in [
+            0.0,
+            -0.0,
+            1.0,
+            -3.0,
+            0.25,
+            1e300,
+            f64::NAN,
+            f64::from_bits(0x7ff0_0000_0000_0002),
+            f64::INFINITY,
+        ] {
             let (_, raw) = encode_sample(1_700_000_000_123, v).unwrap();
             assert_eq!(raw.value().unwrap().as_f64().to_bits(), v.to_bits(), "{v}");
         }
@@ -232,9 +314,15 @@ mod tests {
     #[test]
     fn timestamps_whole_seconds_and_ms() {
         let (base, raw) = encode_sample(1_700_000_000_000, 1.0).unwrap();
-        assert_eq!((raw.qualifier().len(), raw.timestamp_ms(base)), (2, 1_700_000_000_000));
+        assert_eq!(
+            (raw.qualifier().len(), raw.timestamp_ms(base)),
+            (2, 1_700_000_000_000)
+        );
         let (base, raw) = encode_sample(1_700_000_000_007, 1.0).unwrap();
-        assert_eq!((raw.qualifier().len(), raw.timestamp_ms(base)), (4, 1_700_000_000_007));
+        assert_eq!(
+            (raw.qualifier().len(), raw.timestamp_ms(base)),
+            (4, 1_700_000_000_007)
+        );
         assert!(encode_sample(-1, 1.0).is_err());
         assert!(encode_sample(1_500, 1.0).is_err());
         assert!(encode_sample(4_000, 1.0).is_ok());
@@ -243,31 +331,56 @@ mod tests {
     #[test]
     fn bad_series_are_named_and_good_ones_kept() {
         let req = WriteRequest {
-            timeseries: vec![series(&[("__name__", "up"), ("job", "a")], &[(1_700_000_000_000, 1.0)]), series(&[("job", "nameless")], &[(1_700_000_000_000, 1.0)])],
+            timeseries: vec![
+                series(
+                    &[("__name__", "up"), ("job", "a")],
+                    &[(1_700_000_000_000, 1.0)],
+                ),
+                series(&[("job", "nameless")], &[(1_700_000_000_000, 1.0)]),
+            ],
             metadata: vec![],
         };
         let raw = req.encode_to_vec();
         let b = from_v1(&raw, 8, &|_| None).unwrap();
         assert_eq!((b.series.len(), b.samples.len()), (1, 1));
         assert_eq!(b.errors.len(), 1);
-        assert!(b.errors[0].contains("nameless") && b.errors[0].contains("no __name__"), "{}", b.errors[0]);
+        assert!(
+            b.errors[0].contains("nameless") && b.errors[0].contains("no __name__"),
+            "{}",
+            b.errors[0]
+        );
     }
 
     #[test]
     fn known_series_skip_their_labels_but_errors_still_name_them() {
-        let req = WriteRequest { timeseries: vec![series(&[("__name__", "up"), ("job", "a")], &[(1_700_000_000_000, 1.0), (-5, 2.0)])], metadata: vec![] };
+        let req = WriteRequest {
+            timeseries: vec![series(
+                &[("__name__", "up"), ("job", "a")],
+                &[(1_700_000_000_000, 1.0), (-5, 2.0)],
+            )],
+            metadata: vec![],
+        };
         let raw = req.encode_to_vec();
         let known = crate::series::SeriesKey::new(b"known-series-test");
-        let b = from_v1(&raw, 8, &|key| (key.first() == Some(&b'p')).then_some(known)).unwrap();
+        let b = from_v1(&raw, 8, &|key| {
+            (key.first() == Some(&b'p')).then_some(known)
+        })
+        .unwrap();
         assert!(matches!(b.memo[..], [Memo::Known(s)] if std::ptr::eq(s, known)));
         // The labels were not converted (the memo's series stands for them), the good sample
         // is ready for the writer...
         assert_eq!(b.series[0].metric, "");
-        assert!(matches!(b.known[..], [StoredPoint { series, base: 1_699_999_200, .. }] if std::ptr::eq(series, known)));
+        assert!(
+            matches!(b.known[..], [StoredPoint { series, base: 1_699_999_200, .. }] if std::ptr::eq(series, known))
+        );
         assert!(matches!(b.samples[..], [(0, Err(_))]));
         // ...yet the bad sample's error names the series from the bytes.
         assert_eq!(b.errors.len(), 1);
-        assert!(b.errors[0].starts_with("up{job=\"a\"}: timestamp -5 ms"), "{}", b.errors[0]);
+        assert!(
+            b.errors[0].starts_with("up{job=\"a\"}: timestamp -5 ms"),
+            "{}",
+            b.errors[0]
+        );
 
         // A label that is not UTF-8 fails the whole body when the series is not known.
         let mut bad = raw.clone();

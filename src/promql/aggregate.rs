@@ -8,23 +8,48 @@ use promql_parser::parser::{AggregateExpr, LabelModifier};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-pub(crate) fn group_labels(l: &[(String, String)], m: &Option<LabelModifier>) -> Vec<(String, String)> {
+pub(crate) fn group_labels(
+    l: &[(String, String)],
+    m: &Option<LabelModifier>,
+) -> Vec<(String, String)> {
     match m {
         None => Vec::new(),
-        Some(LabelModifier::Include(ls)) => l.iter().filter(|(k, _)| ls.labels.iter().any(|n| n == k)).cloned().collect(),
-        Some(LabelModifier::Exclude(ls)) => l.iter().filter(|(k, _)| k != "__name__" && !ls.labels.iter().any(|n| n == k)).cloned().collect(),
+        Some(LabelModifier::Include(ls)) => l
+            .iter()
+            .filter(|(k, _)| ls.labels.iter().any(|n| n == k))
+            .cloned()
+            .collect(),
+        Some(LabelModifier::Exclude(ls)) => l
+            .iter()
+            .filter(|(k, _)| k != "__name__" && !ls.labels.iter().any(|n| n == k))
+            .cloned()
+            .collect(),
     }
 }
 
 /// [`group_labels`] of `l` without its metric name, unless `keep_name`: what a function's
 /// output (which drops the name) would group as, without building that output.
-pub(crate) fn group_labels_of(l: &[(String, String)], m: &Option<LabelModifier>, keep_name: bool) -> Vec<(String, String)> {
+pub(crate) fn group_labels_of(
+    l: &[(String, String)],
+    m: &Option<LabelModifier>,
+    keep_name: bool,
+) -> Vec<(String, String)> {
     match m {
         Some(LabelModifier::Include(ls)) => {
             // The label `drop_name` leaves out (one of two, should a tag be called `__name__`).
-            let dropped = if keep_name { None } else { crate::promql::eval::name_index(l) };
-            let kept = l.iter().enumerate().filter(|&(i, _)| Some(i) != dropped).map(|(_, p)| p);
-            kept.filter(|(k, _)| ls.labels.iter().any(|n| n == k)).cloned().collect()
+            let dropped = if keep_name {
+                None
+            } else {
+                crate::promql::eval::name_index(l)
+            };
+            let kept = l
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| Some(i) != dropped)
+                .map(|(_, p)| p);
+            kept.filter(|(k, _)| ls.labels.iter().any(|n| n == k))
+                .cloned()
+                .collect()
         }
         // `without` drops the name either way.
         _ => group_labels(l, m),
@@ -47,7 +72,12 @@ pub fn eval<'a>(ev: &Evaluator<'a>, a: &AggregateExpr, t: i64) -> Result<Value<'
 }
 
 /// Aggregates `input`, the value of `a`'s inner expression at `t`.
-pub fn aggregate<'a>(ev: &Evaluator<'a>, a: &AggregateExpr, input: Vec<Sample>, t: i64) -> Result<Value<'a>, PromError> {
+pub fn aggregate<'a>(
+    ev: &Evaluator<'a>,
+    a: &AggregateExpr,
+    input: Vec<Sample>,
+    t: i64,
+) -> Result<Value<'a>, PromError> {
     let op = a.op.to_string();
     let mut groups: Vec<(LabelSet, Vec<Sample>)> = Vec::new();
     // Group label sets are shared per distinct group (see `Evaluator::group_of`).
@@ -55,17 +85,30 @@ pub fn aggregate<'a>(ev: &Evaluator<'a>, a: &AggregateExpr, input: Vec<Sample>, 
     let agg = a as *const AggregateExpr as usize;
     for s in input {
         let g = ev.group_of(agg, &s.labels, |l| group_labels(l, &a.modifier));
-        let i = *index.entry(Arc::as_ptr(&g) as *const u8 as usize).or_insert_with(|| {
-            groups.push((g, Vec::new()));
-            groups.len() - 1
-        });
+        let i = *index
+            .entry(Arc::as_ptr(&g) as *const u8 as usize)
+            .or_insert_with(|| {
+                groups.push((g, Vec::new()));
+                groups.len() - 1
+            });
         groups[i].1.push(s);
     }
     let mut out = Vec::with_capacity(groups.len());
     match op.as_str() {
         "topk" | "bottomk" => {
-            let k = ev.eval_scalar(a.param.as_deref().ok_or_else(|| PromError::BadData(format!("{op} needs a parameter")))?, t)?;
-            let k = if k.is_nan() || k < 1.0 { 0 } else if k > 1e18 { usize::MAX } else { k as usize };
+            let k = ev.eval_scalar(
+                a.param
+                    .as_deref()
+                    .ok_or_else(|| PromError::BadData(format!("{op} needs a parameter")))?,
+                t,
+            )?;
+            let k = if k.is_nan() || k < 1.0 {
+                0
+            } else if k > 1e18 {
+                usize::MAX
+            } else {
+                k as usize
+            };
             for (_, mut members) in groups {
                 if op == "topk" {
                     members.sort_by(|x, y| nan_low(y.v, x.v));
@@ -80,9 +123,19 @@ pub fn aggregate<'a>(ev: &Evaluator<'a>, a: &AggregateExpr, input: Vec<Sample>, 
             return Ok(Value::Vector(out));
         }
         "count_values" => {
-            let name = match ev.eval(a.param.as_deref().ok_or_else(|| PromError::BadData("count_values needs a label name".into()))?, t)? {
+            let name = match ev.eval(
+                a.param
+                    .as_deref()
+                    .ok_or_else(|| PromError::BadData("count_values needs a label name".into()))?,
+                t,
+            )? {
                 Value::Str(s) => s,
-                other => return Err(PromError::Execution(format!("count_values: expected a string, got {}", other.type_name()))),
+                other => {
+                    return Err(PromError::Execution(format!(
+                        "count_values: expected a string, got {}",
+                        other.type_name()
+                    )))
+                }
             };
             if !crate::promql::functions::valid_label_name(&name) {
                 return Err(PromError::Execution(format!("invalid label name {name:?}")));
@@ -102,12 +155,27 @@ pub fn aggregate<'a>(ev: &Evaluator<'a>, a: &AggregateExpr, input: Vec<Sample>, 
                     counts[i].1 += 1.0;
                 }
             }
-            return Ok(Value::Vector(counts.into_iter().map(|(l, v)| Sample { labels: Arc::new(l), v }).collect()));
+            return Ok(Value::Vector(
+                counts
+                    .into_iter()
+                    .map(|(l, v)| Sample {
+                        labels: Arc::new(l),
+                        v,
+                    })
+                    .collect(),
+            ));
         }
         _ => {}
     }
     let param = match op.as_str() {
-        "quantile" => Some(ev.eval_scalar(a.param.as_deref().ok_or_else(|| PromError::BadData("quantile needs a parameter".into()))?, t)?),
+        "quantile" => Some(
+            ev.eval_scalar(
+                a.param
+                    .as_deref()
+                    .ok_or_else(|| PromError::BadData("quantile needs a parameter".into()))?,
+                t,
+            )?,
+        ),
         _ => None,
     };
     for (g, members) in groups {
@@ -142,8 +210,12 @@ pub(crate) fn combine(op: &str, vals: &[f64], param: Option<f64>) -> Result<f64,
         }
         "count" => vals.len() as f64,
         "group" => 1.0,
-        "min" => vals[1..].iter().fold(vals[0], |m, &v| if m > v || m.is_nan() { v } else { m }),
-        "max" => vals[1..].iter().fold(vals[0], |m, &v| if m < v || m.is_nan() { v } else { m }),
+        "min" => vals[1..]
+            .iter()
+            .fold(vals[0], |m, &v| if m > v || m.is_nan() { v } else { m }),
+        "max" => vals[1..]
+            .iter()
+            .fold(vals[0], |m, &v| if m < v || m.is_nan() { v } else { m }),
         "stddev" | "stdvar" => {
             let (mut n, mut mean, mut acc) = (0.0, 0.0, 0.0);
             for &v in vals {
@@ -159,7 +231,11 @@ pub(crate) fn combine(op: &str, vals: &[f64], param: Option<f64>) -> Result<f64,
             }
         }
         "quantile" => quantile(param.unwrap_or(f64::NAN), vals.to_vec()),
-        other => return Err(PromError::Execution(format!("aggregation {other} is not supported"))),
+        other => {
+            return Err(PromError::Execution(format!(
+                "aggregation {other} is not supported"
+            )))
+        }
     })
 }
 
@@ -179,15 +255,35 @@ mod group_tests {
 
     #[test]
     fn group_key_of_labels_is_that_of_the_output_without_name() {
-        let l: Vec<(String, String)> =
-            [("__name__", "m"), ("dc", "dc1"), ("host", "h")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let l: Vec<(String, String)> = [("__name__", "m"), ("dc", "dc1"), ("host", "h")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         let l = Arc::new(l);
-        for q in ["sum(x)", "sum by (dc) (x)", "sum by (__name__, dc) (x)", "sum without (host) (x)", "sum without (__name__) (x)", "sum by () (x)"] {
+        for q in [
+            "sum(x)",
+            "sum by (dc) (x)",
+            "sum by (__name__, dc) (x)",
+            "sum without (host) (x)",
+            "sum without (__name__) (x)",
+            "sum by () (x)",
+        ] {
             let m = modifier(q);
-            assert_eq!(group_labels_of(&l, &m, false), group_labels(&drop_name(&l), &m), "{q}");
-            assert_eq!(group_labels_of(&l, &m, true), group_labels(&l, &m), "{q} keeping the name");
+            assert_eq!(
+                group_labels_of(&l, &m, false),
+                group_labels(&drop_name(&l), &m),
+                "{q}"
+            );
+            assert_eq!(
+                group_labels_of(&l, &m, true),
+                group_labels(&l, &m),
+                "{q} keeping the name"
+            );
         }
-        assert_eq!(group_labels_of(&l, &modifier("sum by (__name__, dc) (x)"), false), vec![("dc".to_string(), "dc1".to_string())]);
+        assert_eq!(
+            group_labels_of(&l, &modifier("sum by (__name__, dc) (x)"), false),
+            vec![("dc".to_string(), "dc1".to_string())]
+        );
         // A tag named `__name__` beside the metric's name: one of the two stays, as in the output.
         let mut two = (*l).clone();
         two.push(("__name__".into(), "tag".into()));
@@ -195,7 +291,11 @@ mod group_tests {
         let two = Arc::new(two);
         for q in ["sum by (__name__, dc) (x)", "sum without (host) (x)"] {
             let m = modifier(q);
-            assert_eq!(group_labels_of(&two, &m, false), group_labels(&drop_name(&two), &m), "{q}");
+            assert_eq!(
+                group_labels_of(&two, &m, false),
+                group_labels(&drop_name(&two), &m),
+                "{q}"
+            );
         }
     }
 }

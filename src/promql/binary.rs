@@ -32,21 +32,39 @@ pub fn elem(op: &str, l: f64, r: f64) -> Result<(f64, bool), PromError> {
         "<" => (l, l < r),
         ">=" => (l, l >= r),
         "<=" => (l, l <= r),
-        other => return Err(PromError::Execution(format!("operator {other:?} not allowed here"))),
+        other => {
+            return Err(PromError::Execution(format!(
+                "operator {other:?} not allowed here"
+            )))
+        }
     })
 }
 
 fn scalar_op(op: &str, l: f64, r: f64) -> Result<f64, PromError> {
     let (v, keep) = elem(op, l, r)?;
-    Ok(if is_comparison(op) { if keep { 1.0 } else { 0.0 } } else { v })
+    Ok(if is_comparison(op) {
+        if keep {
+            1.0
+        } else {
+            0.0
+        }
+    } else {
+        v
+    })
 }
 
 /// The matching signature of a label set.
 fn signature(l: &LabelSet, on: bool, names: &[String]) -> Vec<(String, String)> {
     if on {
-        l.iter().filter(|(k, _)| names.iter().any(|n| n == k)).cloned().collect()
+        l.iter()
+            .filter(|(k, _)| names.iter().any(|n| n == k))
+            .cloned()
+            .collect()
     } else {
-        l.iter().filter(|(k, _)| k != "__name__" && !names.iter().any(|n| n == k)).cloned().collect()
+        l.iter()
+            .filter(|(k, _)| k != "__name__" && !names.iter().any(|n| n == k))
+            .cloned()
+            .collect()
     }
 }
 
@@ -61,12 +79,17 @@ pub fn eval<'a>(ev: &Evaluator<'a>, b: &BinaryExpr, t: i64) -> Result<Value<'a>,
     let return_bool = b.return_bool();
     let lhs = ev.eval(&b.lhs, t)?;
     let rhs = ev.eval(&b.rhs, t)?;
-    let (on, names): (bool, Vec<String>) = match b.modifier.as_ref().and_then(|m| m.matching.as_ref()) {
-        Some(LabelModifier::Include(l)) => (true, l.labels.clone()),
-        Some(LabelModifier::Exclude(l)) => (false, l.labels.clone()),
-        None => (false, Vec::new()),
-    };
-    let card = b.modifier.as_ref().map(|m| m.card.clone()).unwrap_or(VectorMatchCardinality::OneToOne);
+    let (on, names): (bool, Vec<String>) =
+        match b.modifier.as_ref().and_then(|m| m.matching.as_ref()) {
+            Some(LabelModifier::Include(l)) => (true, l.labels.clone()),
+            Some(LabelModifier::Exclude(l)) => (false, l.labels.clone()),
+            None => (false, Vec::new()),
+        };
+    let card = b
+        .modifier
+        .as_ref()
+        .map(|m| m.card.clone())
+        .unwrap_or(VectorMatchCardinality::OneToOne);
     match (lhs, rhs) {
         (Value::Scalar(l), Value::Scalar(r)) => Ok(Value::Scalar(scalar_op(op, l, r)?)),
         (Value::Vector(v), Value::Scalar(s)) => vector_scalar(op, v, s, false, return_bool),
@@ -77,11 +100,21 @@ pub fn eval<'a>(ev: &Evaluator<'a>, b: &BinaryExpr, t: i64) -> Result<Value<'a>,
             }
             vector_vector(op, l, r, on, &names, &card, return_bool)
         }
-        (l, r) => Err(PromError::Execution(format!("binary operator {op} between {} and {}", l.type_name(), r.type_name()))),
+        (l, r) => Err(PromError::Execution(format!(
+            "binary operator {op} between {} and {}",
+            l.type_name(),
+            r.type_name()
+        ))),
     }
 }
 
-fn vector_scalar<'a>(op: &str, v: Vec<Sample>, s: f64, swap: bool, return_bool: bool) -> Result<Value<'a>, PromError> {
+fn vector_scalar<'a>(
+    op: &str,
+    v: Vec<Sample>,
+    s: f64,
+    swap: bool,
+    return_bool: bool,
+) -> Result<Value<'a>, PromError> {
     let cmp = is_comparison(op);
     let mut out = Vec::with_capacity(v.len());
     for smp in v {
@@ -96,7 +129,11 @@ fn vector_scalar<'a>(op: &str, v: Vec<Sample>, s: f64, swap: bool, return_bool: 
         } else if !keep {
             continue;
         }
-        let labels = if !cmp || return_bool { drop_name(&smp.labels) } else { smp.labels };
+        let labels = if !cmp || return_bool {
+            drop_name(&smp.labels)
+        } else {
+            smp.labels
+        };
         out.push(Sample { labels, v: value });
     }
     check_unique(&out)?;
@@ -107,16 +144,23 @@ fn set_op(op: &str, l: Vec<Sample>, r: Vec<Sample>, on: bool, names: &[String]) 
     match op {
         "and" => {
             let rs: HashSet<_> = r.iter().map(|s| signature(&s.labels, on, names)).collect();
-            l.into_iter().filter(|s| rs.contains(&signature(&s.labels, on, names))).collect()
+            l.into_iter()
+                .filter(|s| rs.contains(&signature(&s.labels, on, names)))
+                .collect()
         }
         "unless" => {
             let rs: HashSet<_> = r.iter().map(|s| signature(&s.labels, on, names)).collect();
-            l.into_iter().filter(|s| !rs.contains(&signature(&s.labels, on, names))).collect()
+            l.into_iter()
+                .filter(|s| !rs.contains(&signature(&s.labels, on, names)))
+                .collect()
         }
         _ => {
             let ls: HashSet<_> = l.iter().map(|s| signature(&s.labels, on, names)).collect();
             let mut out = l;
-            out.extend(r.into_iter().filter(|s| !ls.contains(&signature(&s.labels, on, names))));
+            out.extend(
+                r.into_iter()
+                    .filter(|s| !ls.contains(&signature(&s.labels, on, names))),
+            );
             out
         }
     }
@@ -142,7 +186,15 @@ fn vector_vector<'a>(
         let sig = signature(&s.labels, on, names);
         if let Some(dup) = one_sigs.get(&sig) {
             let side = if one_to_many { "left" } else { "right" };
-            let matched: Vec<(String, String)> = if on { sig.clone() } else { s.labels.iter().filter(|(k, _)| names.iter().any(|n| n == k)).cloned().collect() };
+            let matched: Vec<(String, String)> = if on {
+                sig.clone()
+            } else {
+                s.labels
+                    .iter()
+                    .filter(|(k, _)| names.iter().any(|n| n == k))
+                    .cloned()
+                    .collect()
+            };
             return Err(PromError::Execution(format!(
                 "found duplicate series for the match group {} on the {side} hand-side of the operation: [{}, {}];many-to-many matching not allowed: matching labels must be unique on one side",
                 render(&matched),
@@ -158,7 +210,9 @@ fn vector_vector<'a>(
     let mut out = Vec::new();
     for s in &many {
         let sig = signature(&s.labels, on, names);
-        let Some(o) = one_sigs.get(&sig) else { continue };
+        let Some(o) = one_sigs.get(&sig) else {
+            continue;
+        };
         let (vl, vr) = if one_to_many { (o.v, s.v) } else { (s.v, o.v) };
         let (mut value, keep) = elem(op, vl, vr)?;
         if return_bool {
@@ -198,7 +252,10 @@ fn vector_vector<'a>(
         } else {
             let set = matched.entry(sig).or_default();
             if !set.insert(labels.clone()) {
-                return Err(PromError::Execution("multiple matches for labels: grouping labels must ensure unique matches".into()));
+                return Err(PromError::Execution(
+                    "multiple matches for labels: grouping labels must ensure unique matches"
+                        .into(),
+                ));
             }
         }
         out.push(Sample { labels, v: value });

@@ -75,7 +75,12 @@ fn ptr(l: &LabelSet) -> usize {
 }
 
 /// `window` continued from the previous window's bounds, valid when time moved forward.
-pub(super) fn window_from<'p>(points: &'p [(i64, f64)], lo: i64, hi: i64, cur: &mut (usize, usize)) -> &'p [(i64, f64)] {
+pub(super) fn window_from<'p>(
+    points: &'p [(i64, f64)],
+    lo: i64,
+    hi: i64,
+    cur: &mut (usize, usize),
+) -> &'p [(i64, f64)] {
     let (mut a, mut b) = *cur;
     let n = points.len();
     if a > n || b > n || (a > 0 && points[a - 1].0 >= lo) || (b > 0 && points[b - 1].0 > hi) {
@@ -131,7 +136,9 @@ pub fn check_unique(v: &[Sample]) -> Result<(), PromError> {
     let mut seen = std::collections::HashSet::with_capacity(v.len());
     for s in v {
         if !seen.insert(&s.labels) {
-            return Err(PromError::Execution("vector cannot contain metrics with the same labelset".into()));
+            return Err(PromError::Execution(
+                "vector cannot contain metrics with the same labelset".into(),
+            ));
         }
     }
     Ok(())
@@ -146,12 +153,23 @@ pub fn unwrap_parens(mut e: &Expr) -> &Expr {
 
 impl<'a> Evaluator<'a> {
     pub fn new(data: &'a Data, start: i64, end: i64, settings: Settings) -> Evaluator<'a> {
-        Evaluator { data, start, end, settings, memo: Memo::default() }
+        Evaluator {
+            data,
+            start,
+            end,
+            settings,
+            memo: Memo::default(),
+        }
     }
 
     /// The labels `group` makes of `l` for aggregation `agg`, computed once per label set and
     /// shared by every member of the group, so groups can be told apart by address.
-    pub fn group_of(&self, agg: usize, l: &LabelSet, group: impl FnOnce(&LabelSet) -> Vec<(String, String)>) -> LabelSet {
+    pub fn group_of(
+        &self,
+        agg: usize,
+        l: &LabelSet,
+        group: impl FnOnce(&LabelSet) -> Vec<(String, String)>,
+    ) -> LabelSet {
         let mut m = self.memo.groups.borrow_mut();
         if let Some((_, g)) = m.get(&(agg, ptr(l))) {
             return g.clone();
@@ -178,14 +196,23 @@ impl<'a> Evaluator<'a> {
     }
 
     /// The time a selector or subquery with these modifiers looks at, for step time `t`.
-    fn shifted(&self, t: i64, at: &Option<promql_parser::parser::AtModifier>, off: &Option<promql_parser::parser::Offset>) -> i64 {
+    fn shifted(
+        &self,
+        t: i64,
+        at: &Option<promql_parser::parser::AtModifier>,
+        off: &Option<promql_parser::parser::Offset>,
+    ) -> i64 {
         at_ms(at, self.start, self.end).unwrap_or(t) - offset_ms(off)
     }
 
     /// A range query of a bare instant selector: each series' value at every step, walked
     /// once per series instead of a vector built per step. `None` when two series share a
     /// label set (the step path's merging then decides what the answer is).
-    pub fn selector_steps(&self, vs: &VectorSelector, step: i64) -> Option<Vec<(LabelSet, Vec<(i64, f64)>)>> {
+    pub fn selector_steps(
+        &self,
+        vs: &VectorSelector,
+        step: i64,
+    ) -> Option<Vec<(LabelSet, Vec<(i64, f64)>)>> {
         let lb = self.settings.lookback_ms;
         let mut out: Vec<(LabelSet, Vec<(i64, f64)>)> = Vec::new();
         for s in self.series(vs) {
@@ -215,7 +242,12 @@ impl<'a> Evaluator<'a> {
         let lb = self.settings.lookback_ms;
         self.series(vs)
             .iter()
-            .filter_map(|s| instant_at(&s.all, te, lb).map(|(ts, v)| Sample { labels: s.labels.clone(), v: if own_ts { ts as f64 / 1000.0 } else { v } }))
+            .filter_map(|s| {
+                instant_at(&s.all, te, lb).map(|(ts, v)| Sample {
+                    labels: s.labels.clone(),
+                    v: if own_ts { ts as f64 / 1000.0 } else { v },
+                })
+            })
             .collect()
     }
 
@@ -227,21 +259,36 @@ impl<'a> Evaluator<'a> {
                 let r = dur_ms(&ms.range);
                 let all = self.series(&ms.vs);
                 let mut cursors = self.memo.cursors.borrow_mut();
-                let cursors = cursors.entry(key(&ms.vs)).or_insert_with(|| vec![(0, 0); all.len()]);
+                let cursors = cursors
+                    .entry(key(&ms.vs))
+                    .or_insert_with(|| vec![(0, 0); all.len()]);
                 let series = all
                     .iter()
                     .zip(cursors.iter_mut())
                     .filter_map(|(s, cur)| {
                         let w = window_from(s.ranged(), te - r, te, cur);
-                        (!w.is_empty()).then(|| RangeSeries { labels: s.labels.clone(), no_name: s.no_name.clone(), points: Cow::Borrowed(w) })
+                        (!w.is_empty()).then(|| RangeSeries {
+                            labels: s.labels.clone(),
+                            no_name: s.no_name.clone(),
+                            points: Cow::Borrowed(w),
+                        })
                     })
                     .collect();
-                Ok(Ranged { series, end: te, range: r })
+                Ok(Ranged {
+                    series,
+                    end: te,
+                    range: r,
+                })
             }
             Expr::Subquery(sq) => {
                 let te = self.shifted(t, &sq.at, &sq.offset);
                 let r = dur_ms(&sq.range);
-                let step = sq.step.as_ref().map(dur_ms).unwrap_or(self.settings.default_subquery_step_ms).max(1);
+                let step = sq
+                    .step
+                    .as_ref()
+                    .map(dur_ms)
+                    .unwrap_or(self.settings.default_subquery_step_ms)
+                    .max(1);
                 // First inner step: the smallest multiple of the step ≥ te − r (2.42).
                 let lo = te - r;
                 let mut ti = lo.div_euclid(step) * step;
@@ -253,9 +300,17 @@ impl<'a> Evaluator<'a> {
                 while ti <= te {
                     self.settings.check_deadline("subquery evaluation")?;
                     let pts: Vec<Sample> = match self.eval(&sq.expr, ti)? {
-                        Value::Scalar(v) => vec![Sample { labels: Arc::new(Vec::new()), v }],
+                        Value::Scalar(v) => vec![Sample {
+                            labels: Arc::new(Vec::new()),
+                            v,
+                        }],
                         Value::Vector(v) => v,
-                        other => return Err(PromError::Execution(format!("subquery over a {} is not allowed", other.type_name()))),
+                        other => {
+                            return Err(PromError::Execution(format!(
+                                "subquery over a {} is not allowed",
+                                other.type_name()
+                            )))
+                        }
                     };
                     for s in pts {
                         let e = acc.entry(s.labels.clone()).or_insert_with(|| {
@@ -268,11 +323,22 @@ impl<'a> Evaluator<'a> {
                 }
                 let series = order.into_iter().map(|l| {
                     let p = acc.remove(&l).unwrap_or_default();
-                    RangeSeries { no_name: drop_name(&l), labels: l, points: Cow::Owned(p) }
+                    RangeSeries {
+                        no_name: drop_name(&l),
+                        labels: l,
+                        points: Cow::Owned(p),
+                    }
                 });
-                Ok(Ranged { series: series.collect(), end: te, range: r })
+                Ok(Ranged {
+                    series: series.collect(),
+                    end: te,
+                    range: r,
+                })
             }
-            other => Err(PromError::Execution(format!("expected a range vector, got {}", other.value_type()))),
+            other => Err(PromError::Execution(format!(
+                "expected a range vector, got {}",
+                other.value_type()
+            ))),
         }
     }
 
@@ -282,15 +348,26 @@ impl<'a> Evaluator<'a> {
             Expr::StringLiteral(s) => Ok(Value::Str(s.val.clone())),
             Expr::Paren(p) => self.eval(&p.expr, t),
             Expr::VectorSelector(vs) => Ok(Value::Vector(self.select_instant(vs, t, false))),
-            Expr::MatrixSelector(_) | Expr::Subquery(_) => Ok(Value::Matrix(self.eval_range(e, t)?.series)),
+            Expr::MatrixSelector(_) | Expr::Subquery(_) => {
+                Ok(Value::Matrix(self.eval_range(e, t)?.series))
+            }
             Expr::Unary(u) => match self.eval(&u.expr, t)? {
                 Value::Scalar(v) => Ok(Value::Scalar(-v)),
                 Value::Vector(v) => {
-                    let out: Vec<Sample> = v.into_iter().map(|s| Sample { labels: drop_name(&s.labels), v: -s.v }).collect();
+                    let out: Vec<Sample> = v
+                        .into_iter()
+                        .map(|s| Sample {
+                            labels: drop_name(&s.labels),
+                            v: -s.v,
+                        })
+                        .collect();
                     check_unique(&out)?;
                     Ok(Value::Vector(out))
                 }
-                other => Err(PromError::Execution(format!("unary minus of a {}", other.type_name()))),
+                other => Err(PromError::Execution(format!(
+                    "unary minus of a {}",
+                    other.type_name()
+                ))),
             },
             Expr::Binary(b) => super::binary::eval(self, b, t),
             Expr::Aggregate(a) => super::aggregate::eval(self, a, t),
@@ -301,7 +378,9 @@ impl<'a> Evaluator<'a> {
                 }
                 Ok(v)
             }
-            Expr::Extension(_) => Err(PromError::Execution("extension expressions are not supported".into())),
+            Expr::Extension(_) => Err(PromError::Execution(
+                "extension expressions are not supported".into(),
+            )),
         }
     }
 
@@ -313,7 +392,10 @@ impl<'a> Evaluator<'a> {
         match unwrap_parens(e) {
             Expr::Call(c) => match super::functions::eval(self, c, t)? {
                 Value::Vector(v) => Ok(v),
-                other => Err(PromError::Execution(format!("expected an instant vector, got {}", other.type_name()))),
+                other => Err(PromError::Execution(format!(
+                    "expected an instant vector, got {}",
+                    other.type_name()
+                ))),
             },
             other => self.eval_vector(other, t),
         }
@@ -322,14 +404,20 @@ impl<'a> Evaluator<'a> {
     pub fn eval_scalar(&self, e: &Expr, t: i64) -> Result<f64, PromError> {
         match self.eval(e, t)? {
             Value::Scalar(v) => Ok(v),
-            other => Err(PromError::Execution(format!("expected a scalar, got {}", other.type_name()))),
+            other => Err(PromError::Execution(format!(
+                "expected a scalar, got {}",
+                other.type_name()
+            ))),
         }
     }
 
     pub fn eval_vector(&self, e: &Expr, t: i64) -> Result<Vec<Sample>, PromError> {
         match self.eval(e, t)? {
             Value::Vector(v) => Ok(v),
-            other => Err(PromError::Execution(format!("expected an instant vector, got {}", other.type_name()))),
+            other => Err(PromError::Execution(format!(
+                "expected an instant vector, got {}",
+                other.type_name()
+            ))),
         }
     }
 }

@@ -10,7 +10,11 @@ pub fn fmt_float(v: f64) -> String {
     if v.is_nan() {
         "NaN".into()
     } else if v.is_infinite() {
-        if v > 0.0 { "+Inf".into() } else { "-Inf".into() }
+        if v > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        }
     } else {
         format!("{v}")
     }
@@ -18,7 +22,8 @@ pub fn fmt_float(v: f64) -> String {
 
 pub fn valid_label_name(s: &str) -> bool {
     let mut c = s.chars();
-    matches!(c.next(), Some(f) if f.is_ascii_alphabetic() || f == '_') && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+    matches!(c.next(), Some(f) if f.is_ascii_alphabetic() || f == '_')
+        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
 }
 
 /// Linear interpolation quantile; NaN sorts lowest; φ outside [0, 1] gives ±Inf.
@@ -65,7 +70,8 @@ fn pow2_reciprocal(n: f64) -> Option<f64> {
     let bits = n.to_bits();
     let exp = bits >> 52;
     // A normal positive power of two up to 2^1022, whose reciprocal is normal too.
-    (bits & MANTISSA == 0 && (1023..=2045).contains(&exp)).then(|| f64::from_bits((2046 - exp) << 52))
+    (bits & MANTISSA == 0 && (1023..=2045).contains(&exp))
+        .then(|| f64::from_bits((2046 - exp) << 52))
 }
 
 /// `avg_over_time`'s running mean (Prometheus' incremental mean with Kahan compensation).
@@ -128,7 +134,8 @@ pub fn avg_over_time_each(windows: &[&[(i64, f64)]]) -> Vec<f64> {
 }
 
 fn linear_regression(p: &[(i64, f64)], intercept_time: i64) -> (f64, f64) {
-    let (mut n, mut sx, mut cx, mut sy, mut cy, mut sxy, mut cxy, mut sx2, mut cx2) = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    let (mut n, mut sx, mut cx, mut sy, mut cy, mut sxy, mut cxy, mut sx2, mut cx2) =
+        (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
     let init_y = p[0].1;
     let mut const_y = true;
     for (i, &(t, v)) in p.iter().enumerate() {
@@ -156,7 +163,14 @@ fn linear_regression(p: &[(i64, f64)], intercept_time: i64) -> (f64, f64) {
 }
 
 /// 2.42's `extrapolatedRate` (clamp to zero first, then the threshold rule).
-fn extrapolated(p: &[(i64, f64)], range_start: i64, range_end: i64, range_ms: i64, counter: bool, rate: bool) -> Option<f64> {
+fn extrapolated(
+    p: &[(i64, f64)],
+    range_start: i64,
+    range_end: i64,
+    range_ms: i64,
+    counter: bool,
+    rate: bool,
+) -> Option<f64> {
     if p.len() < 2 {
         return None;
     }
@@ -183,8 +197,16 @@ fn extrapolated(p: &[(i64, f64)], range_start: i64, range_end: i64, range_ms: i6
     }
     let threshold = avg * 1.1;
     let mut interval = sampled;
-    interval += if to_start < threshold { to_start } else { avg / 2.0 };
-    interval += if to_end < threshold { to_end } else { avg / 2.0 };
+    interval += if to_start < threshold {
+        to_start
+    } else {
+        avg / 2.0
+    };
+    interval += if to_end < threshold {
+        to_end
+    } else {
+        avg / 2.0
+    };
     result *= interval / sampled;
     if rate {
         result /= range_ms as f64 / 1000.0;
@@ -210,7 +232,20 @@ fn date_part(name: &str, secs: f64) -> f64 {
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
     let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let month_days = [31, if leap { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let month_days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
     (match name {
         "day_of_month" => d,
         "day_of_week" => (days + 4).rem_euclid(7),
@@ -234,7 +269,15 @@ fn math_fn(name: &str) -> Option<fn(f64) -> f64> {
         "ln" => f64::ln,
         "log2" => f64::log2,
         "log10" => f64::log10,
-        "sgn" => |v: f64| if v > 0.0 { 1.0 } else if v < 0.0 { -1.0 } else { v },
+        "sgn" => |v: f64| {
+            if v > 0.0 {
+                1.0
+            } else if v < 0.0 {
+                -1.0
+            } else {
+                v
+            }
+        },
         "acos" => f64::acos,
         "acosh" => f64::acosh,
         "asin" => f64::asin,
@@ -254,7 +297,12 @@ fn math_fn(name: &str) -> Option<fn(f64) -> f64> {
 }
 
 fn map_vector(v: Vec<Sample>, f: impl Fn(f64) -> f64) -> Vec<Sample> {
-    v.into_iter().map(|s| Sample { labels: drop_name(&s.labels), v: f(s.v) }).collect()
+    v.into_iter()
+        .map(|s| Sample {
+            labels: drop_name(&s.labels),
+            v: f(s.v),
+        })
+        .collect()
 }
 
 /// Labels for `absent()`: the selector's equality matchers (a name matched twice is dropped).
@@ -337,7 +385,11 @@ fn bucket_quantile(q: f64, mut buckets: Vec<(f64, f64)>) -> f64 {
 }
 
 fn arg(c: &Call, i: usize) -> Result<&Expr, PromError> {
-    c.args.args.get(i).map(|b| b.as_ref()).ok_or_else(|| PromError::BadData(format!("{}: missing argument {}", c.func.name, i + 1)))
+    c.args
+        .args
+        .get(i)
+        .map(|b| b.as_ref())
+        .ok_or_else(|| PromError::BadData(format!("{}: missing argument {}", c.func.name, i + 1)))
 }
 
 pub fn eval<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromError> {
@@ -349,17 +401,31 @@ pub fn eval<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
             let v = ev.eval_vector(arg(c, 0)?, t)?;
             return Ok(Value::Scalar(if v.len() == 1 { v[0].v } else { f64::NAN }));
         }
-        "vector" => vec![Sample { labels: Arc::new(Vec::new()), v: ev.eval_scalar(arg(c, 0)?, t)? }],
-        n if math_fn(n).is_some() => map_vector(ev.eval_vector(arg(c, 0)?, t)?, math_fn(n).unwrap()),
+        "vector" => vec![Sample {
+            labels: Arc::new(Vec::new()),
+            v: ev.eval_scalar(arg(c, 0)?, t)?,
+        }],
+        n if math_fn(n).is_some() => {
+            map_vector(ev.eval_vector(arg(c, 0)?, t)?, math_fn(n).unwrap())
+        }
         "round" => {
-            let to = if c.args.args.len() > 1 { ev.eval_scalar(arg(c, 1)?, t)? } else { 1.0 };
+            let to = if c.args.args.len() > 1 {
+                ev.eval_scalar(arg(c, 1)?, t)?
+            } else {
+                1.0
+            };
             let inv = 1.0 / to;
-            map_vector(ev.eval_vector(arg(c, 0)?, t)?, |v| (v * inv + 0.5).floor() / inv)
+            map_vector(ev.eval_vector(arg(c, 0)?, t)?, |v| {
+                (v * inv + 0.5).floor() / inv
+            })
         }
         "clamp" | "clamp_min" | "clamp_max" => {
             let v = ev.eval_vector(arg(c, 0)?, t)?;
             let (lo, hi) = match name {
-                "clamp" => (ev.eval_scalar(arg(c, 1)?, t)?, ev.eval_scalar(arg(c, 2)?, t)?),
+                "clamp" => (
+                    ev.eval_scalar(arg(c, 1)?, t)?,
+                    ev.eval_scalar(arg(c, 2)?, t)?,
+                ),
                 "clamp_min" => (ev.eval_scalar(arg(c, 1)?, t)?, f64::NAN),
                 _ => (f64::NAN, ev.eval_scalar(arg(c, 1)?, t)?),
             };
@@ -368,21 +434,40 @@ pub fn eval<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
             } else {
                 // Go's math.Max/Min propagate NaN; an absent bound is skipped.
                 map_vector(v, |x| {
-                    let x = if lo.is_nan() && name != "clamp" { x } else { go_max(lo, x) };
-                    if hi.is_nan() && name != "clamp" { x } else { go_min(hi, x) }
+                    let x = if lo.is_nan() && name != "clamp" {
+                        x
+                    } else {
+                        go_max(lo, x)
+                    };
+                    if hi.is_nan() && name != "clamp" {
+                        x
+                    } else {
+                        go_min(hi, x)
+                    }
                 })
             }
         }
         "timestamp" => {
             let a = unwrap_parens(arg(c, 0)?);
             match a {
-                Expr::VectorSelector(vs) => ev.select_instant(vs, t, true).into_iter().map(|s| Sample { labels: drop_name(&s.labels), v: s.v }).collect(),
+                Expr::VectorSelector(vs) => ev
+                    .select_instant(vs, t, true)
+                    .into_iter()
+                    .map(|s| Sample {
+                        labels: drop_name(&s.labels),
+                        v: s.v,
+                    })
+                    .collect(),
                 _ => map_vector(ev.eval_vector(a, t)?, |_| t as f64 / 1000.0),
             }
         }
-        "day_of_month" | "day_of_week" | "day_of_year" | "days_in_month" | "hour" | "minute" | "month" | "year" => {
+        "day_of_month" | "day_of_week" | "day_of_year" | "days_in_month" | "hour" | "minute"
+        | "month" | "year" => {
             if c.args.args.is_empty() {
-                vec![Sample { labels: Arc::new(Vec::new()), v: date_part(name, t as f64 / 1000.0) }]
+                vec![Sample {
+                    labels: Arc::new(Vec::new()),
+                    v: date_part(name, t as f64 / 1000.0),
+                }]
             } else {
                 map_vector(ev.eval_vector(arg(c, 0)?, t)?, |v| date_part(name, v))
             }
@@ -390,7 +475,10 @@ pub fn eval<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
         "absent" => {
             let v = ev.eval_vector(arg(c, 0)?, t)?;
             if v.is_empty() {
-                vec![Sample { labels: absent_labels(arg(c, 0)?), v: 1.0 }]
+                vec![Sample {
+                    labels: absent_labels(arg(c, 0)?),
+                    v: 1.0,
+                }]
             } else {
                 Vec::new()
             }
@@ -412,22 +500,41 @@ pub fn eval<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
             let s = |i| -> Result<String, PromError> {
                 match ev.eval(arg(c, i)?, t)? {
                     Value::Str(s) => Ok(s),
-                    o => Err(PromError::Execution(format!("label_replace: expected a string, got {}", o.type_name()))),
+                    o => Err(PromError::Execution(format!(
+                        "label_replace: expected a string, got {}",
+                        o.type_name()
+                    ))),
                 }
             };
             let (dst, repl, src, re) = (s(1)?, s(2)?, s(3)?, s(4)?);
-            let regex = regex::Regex::new(&format!("^(?:{re})$")).map_err(|e| PromError::Execution(format!("invalid regular expression in label_replace(): {re}: {e}")))?;
+            let regex = regex::Regex::new(&format!("^(?:{re})$")).map_err(|e| {
+                PromError::Execution(format!(
+                    "invalid regular expression in label_replace(): {re}: {e}"
+                ))
+            })?;
             if !valid_label_name(&dst) {
-                return Err(PromError::Execution(format!("invalid destination label name in label_replace(): {dst}")));
+                return Err(PromError::Execution(format!(
+                    "invalid destination label name in label_replace(): {dst}"
+                )));
             }
             let mut out = Vec::with_capacity(v.len());
             for smp in v {
-                let sv = smp.labels.iter().find(|(k, _)| *k == src).map(|(_, v)| v.as_str()).unwrap_or("");
+                let sv = smp
+                    .labels
+                    .iter()
+                    .find(|(k, _)| *k == src)
+                    .map(|(_, v)| v.as_str())
+                    .unwrap_or("");
                 let labels = match regex.captures(sv) {
                     Some(caps) => {
                         let mut res = String::new();
                         caps.expand(&repl, &mut res);
-                        let mut l: Vec<(String, String)> = smp.labels.iter().filter(|(k, _)| *k != dst).cloned().collect();
+                        let mut l: Vec<(String, String)> = smp
+                            .labels
+                            .iter()
+                            .filter(|(k, _)| *k != dst)
+                            .cloned()
+                            .collect();
                         if !res.is_empty() {
                             l.push((dst.clone(), res));
                             l.sort();
@@ -447,26 +554,52 @@ pub fn eval<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
             for i in 1..c.args.args.len() {
                 match ev.eval(arg(c, i)?, t)? {
                     Value::Str(s) => strs.push(s),
-                    o => return Err(PromError::Execution(format!("label_join: expected a string, got {}", o.type_name()))),
+                    o => {
+                        return Err(PromError::Execution(format!(
+                            "label_join: expected a string, got {}",
+                            o.type_name()
+                        )))
+                    }
                 }
             }
             if strs.len() < 2 {
-                return Err(PromError::BadData("label_join needs a destination label and a separator".into()));
+                return Err(PromError::BadData(
+                    "label_join needs a destination label and a separator".into(),
+                ));
             }
             let (dst, sep, srcs) = (&strs[0], &strs[1], &strs[2..]);
             if !valid_label_name(dst) {
-                return Err(PromError::Execution(format!("invalid destination label name in label_join(): {dst}")));
+                return Err(PromError::Execution(format!(
+                    "invalid destination label name in label_join(): {dst}"
+                )));
             }
             let mut out = Vec::with_capacity(v.len());
             for smp in v {
-                let vals: Vec<&str> = srcs.iter().map(|s| smp.labels.iter().find(|(k, _)| k == s).map(|(_, v)| v.as_str()).unwrap_or("")).collect();
+                let vals: Vec<&str> = srcs
+                    .iter()
+                    .map(|s| {
+                        smp.labels
+                            .iter()
+                            .find(|(k, _)| k == s)
+                            .map(|(_, v)| v.as_str())
+                            .unwrap_or("")
+                    })
+                    .collect();
                 let joined = vals.join(sep);
-                let mut l: Vec<(String, String)> = smp.labels.iter().filter(|(k, _)| k != dst).cloned().collect();
+                let mut l: Vec<(String, String)> = smp
+                    .labels
+                    .iter()
+                    .filter(|(k, _)| k != dst)
+                    .cloned()
+                    .collect();
                 if !joined.is_empty() {
                     l.push((dst.clone(), joined));
                     l.sort();
                 }
-                out.push(Sample { labels: Arc::new(l), v: smp.v });
+                out.push(Sample {
+                    labels: Arc::new(l),
+                    v: smp.v,
+                });
             }
             check_unique(&out)?;
             return Ok(Value::Vector(out));
@@ -475,18 +608,39 @@ pub fn eval<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
             let q = ev.eval_scalar(arg(c, 0)?, t)?;
             let v = ev.eval_vector(arg(c, 1)?, t)?;
             let mut groups: Vec<(Vec<(String, String)>, Vec<(f64, f64)>)> = Vec::new();
-            let mut at: std::collections::HashMap<Vec<(String, String)>, usize> = std::collections::HashMap::new();
+            let mut at: std::collections::HashMap<Vec<(String, String)>, usize> =
+                std::collections::HashMap::new();
             for s in v {
-                let Some(le) = s.labels.iter().find(|(k, _)| k == "le").map(|(_, v)| v.as_str()) else { continue };
-                let Some(bound) = parse_go_float(le) else { continue };
-                let key: Vec<(String, String)> = s.labels.iter().filter(|(k, _)| k != "le" && k != "__name__").cloned().collect();
+                let Some(le) = s
+                    .labels
+                    .iter()
+                    .find(|(k, _)| k == "le")
+                    .map(|(_, v)| v.as_str())
+                else {
+                    continue;
+                };
+                let Some(bound) = parse_go_float(le) else {
+                    continue;
+                };
+                let key: Vec<(String, String)> = s
+                    .labels
+                    .iter()
+                    .filter(|(k, _)| k != "le" && k != "__name__")
+                    .cloned()
+                    .collect();
                 let i = *at.entry(key.clone()).or_insert_with(|| {
                     groups.push((key, Vec::new()));
                     groups.len() - 1
                 });
                 groups[i].1.push((bound, s.v));
             }
-            groups.into_iter().map(|(l, b)| Sample { labels: Arc::new(l), v: bucket_quantile(q, b) }).collect()
+            groups
+                .into_iter()
+                .map(|(l, b)| Sample {
+                    labels: Arc::new(l),
+                    v: bucket_quantile(q, b),
+                })
+                .collect()
         }
         "histogram_count" | "histogram_sum" | "histogram_fraction" => {
             // Native histograms only; float series give nothing (as in 2.42).
@@ -498,11 +652,19 @@ pub fn eval<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
 }
 
 fn go_max(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) }
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.max(b)
+    }
 }
 
 fn go_min(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() { f64::NAN } else { a.min(b) }
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else {
+        a.min(b)
+    }
 }
 
 /// Go's ParseFloat as used for `le` (accepts `+Inf`, `Inf`, `NaN`).
@@ -521,23 +683,46 @@ fn range_fn<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
     let (marg, scalar_args): (usize, Vec<f64>) = match name {
         "quantile_over_time" => (1, vec![ev.eval_scalar(arg(c, 0)?, t)?]),
         "predict_linear" => (0, vec![ev.eval_scalar(arg(c, 1)?, t)?]),
-        "double_exponential_smoothing" => (0, vec![ev.eval_scalar(arg(c, 1)?, t)?, ev.eval_scalar(arg(c, 2)?, t)?]),
-        "rate" | "increase" | "delta" | "irate" | "idelta" | "deriv" | "changes" | "resets" | "avg_over_time" | "min_over_time" | "max_over_time" | "sum_over_time"
-        | "count_over_time" | "stddev_over_time" | "stdvar_over_time" | "last_over_time" | "present_over_time" | "absent_over_time" => (0, Vec::new()),
-        other => return Err(PromError::Execution(format!("function {other}() is not supported by tsgate (PromQL 2.42 subset)"))),
+        "double_exponential_smoothing" => (
+            0,
+            vec![
+                ev.eval_scalar(arg(c, 1)?, t)?,
+                ev.eval_scalar(arg(c, 2)?, t)?,
+            ],
+        ),
+        "rate" | "increase" | "delta" | "irate" | "idelta" | "deriv" | "changes" | "resets"
+        | "avg_over_time" | "min_over_time" | "max_over_time" | "sum_over_time"
+        | "count_over_time" | "stddev_over_time" | "stdvar_over_time" | "last_over_time"
+        | "present_over_time" | "absent_over_time" => (0, Vec::new()),
+        other => {
+            return Err(PromError::Execution(format!(
+                "function {other}() is not supported by tsgate (PromQL 2.42 subset)"
+            )))
+        }
     };
     let r = ev.eval_range(arg(c, marg)?, t)?;
     if name == "absent_over_time" {
-        let out = if r.series.is_empty() { vec![Sample { labels: absent_labels(arg(c, 0)?), v: 1.0 }] } else { Vec::new() };
+        let out = if r.series.is_empty() {
+            vec![Sample {
+                labels: absent_labels(arg(c, 0)?),
+                v: 1.0,
+            }]
+        } else {
+            Vec::new()
+        };
         return Ok(Value::Vector(out));
     }
     if name == "double_exponential_smoothing" {
         let (sf, tf) = (scalar_args[0], scalar_args[1]);
         if sf <= 0.0 || sf >= 1.0 {
-            return Err(PromError::Execution(format!("invalid smoothing factor. Expected: 0 < sf < 1, got: {sf:.6}")));
+            return Err(PromError::Execution(format!(
+                "invalid smoothing factor. Expected: 0 < sf < 1, got: {sf:.6}"
+            )));
         }
         if tf <= 0.0 || tf >= 1.0 {
-            return Err(PromError::Execution(format!("invalid trend factor. Expected: 0 < tf < 1, got: {tf:.6}")));
+            return Err(PromError::Execution(format!(
+                "invalid trend factor. Expected: 0 < tf < 1, got: {tf:.6}"
+            )));
         }
     }
     let (rstart, rend) = (r.end - r.range, r.end);
@@ -545,7 +730,11 @@ fn range_fn<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
     for s in &r.series {
         let v = range_value(name, &s.points, rstart, rend, r.range, t, &scalar_args);
         if let Some(v) = v {
-            let labels = if name == "last_over_time" { s.labels.clone() } else { s.no_name.clone() };
+            let labels = if name == "last_over_time" {
+                s.labels.clone()
+            } else {
+                s.no_name.clone()
+            };
             out.push(Sample { labels, v });
         }
     }
@@ -554,7 +743,15 @@ fn range_fn<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
 
 /// A range function's value over one series' window `p` of `[rstart, rend]` (`range` long),
 /// at evaluation time `t`; `None` when it has none.
-pub fn range_value(name: &str, p: &[(i64, f64)], rstart: i64, rend: i64, range: i64, t: i64, scalar_args: &[f64]) -> Option<f64> {
+pub fn range_value(
+    name: &str,
+    p: &[(i64, f64)],
+    rstart: i64,
+    rend: i64,
+    range: i64,
+    t: i64,
+    scalar_args: &[f64],
+) -> Option<f64> {
     let vals = || p.iter().map(|x| x.1);
     match name {
         "rate" => extrapolated(p, rstart, rend, range, true, true),
@@ -565,10 +762,18 @@ pub fn range_value(name: &str, p: &[(i64, f64)], rstart: i64, rend: i64, range: 
                 None
             } else {
                 let (prev, last) = (p[p.len() - 2], p[p.len() - 1]);
-                let dv = if name == "irate" && last.1 < prev.1 { last.1 } else { last.1 - prev.1 };
+                let dv = if name == "irate" && last.1 < prev.1 {
+                    last.1
+                } else {
+                    last.1 - prev.1
+                };
                 let dt = last.0 - prev.0;
                 if name == "irate" {
-                    if dt == 0 { None } else { Some(dv / (dt as f64 / 1000.0)) }
+                    if dt == 0 {
+                        None
+                    } else {
+                        Some(dv / (dt as f64 / 1000.0))
+                    }
                 } else {
                     Some(dv)
                 }
@@ -593,7 +798,11 @@ pub fn range_value(name: &str, p: &[(i64, f64)], rstart: i64, rend: i64, range: 
             }
             s1
         }),
-        "changes" => Some(p.windows(2).filter(|w| w[0].1 != w[1].1 && !(w[0].1.is_nan() && w[1].1.is_nan())).count() as f64),
+        "changes" => Some(
+            p.windows(2)
+                .filter(|w| w[0].1 != w[1].1 && !(w[0].1.is_nan() && w[1].1.is_nan()))
+                .count() as f64,
+        ),
         "resets" => Some(p.windows(2).filter(|w| w[1].1 < w[0].1).count() as f64),
         "avg_over_time" => {
             let mut m = RunningMean::default();
@@ -609,8 +818,20 @@ pub fn range_value(name: &str, p: &[(i64, f64)], rstart: i64, rend: i64, range: 
             }
             Some(if s.is_infinite() { s } else { s + comp })
         }
-        "min_over_time" => Some(vals().skip(1).fold(p[0].1, |m, v| if v < m || m.is_nan() { v } else { m })),
-        "max_over_time" => Some(vals().skip(1).fold(p[0].1, |m, v| if v > m || m.is_nan() { v } else { m })),
+        "min_over_time" => {
+            Some(
+                vals()
+                    .skip(1)
+                    .fold(p[0].1, |m, v| if v < m || m.is_nan() { v } else { m }),
+            )
+        }
+        "max_over_time" => {
+            Some(
+                vals()
+                    .skip(1)
+                    .fold(p[0].1, |m, v| if v > m || m.is_nan() { v } else { m }),
+            )
+        }
         "count_over_time" => Some(p.len() as f64),
         "present_over_time" => Some(1.0),
         "last_over_time" => Some(p[p.len() - 1].1),
@@ -624,7 +845,11 @@ pub fn range_value(name: &str, p: &[(i64, f64)], rstart: i64, rend: i64, range: 
                 (aux, ca) = kahan_inc(d * (v - (mean + cm)), aux, ca);
             }
             let var = (aux + ca) / n;
-            Some(if name == "stddev_over_time" { var.sqrt() } else { var })
+            Some(if name == "stddev_over_time" {
+                var.sqrt()
+            } else {
+                var
+            })
         }
         _ => None,
     }
@@ -691,7 +916,12 @@ mod tests {
         // Counter 0,10,…,80 every 15 s from t=0: rate[1m] at +67 s = 0.6667, increase[1m] = 40,
         // increase[2m] at +125 s = 80 (values verified against Prometheus 2.42).
         let pts: Vec<(i64, f64)> = (0..9).map(|i| (i * 15_000, i as f64 * 10.0)).collect();
-        let w = |lo: i64, hi: i64| pts.iter().copied().filter(|p| p.0 >= lo && p.0 <= hi).collect::<Vec<_>>();
+        let w = |lo: i64, hi: i64| {
+            pts.iter()
+                .copied()
+                .filter(|p| p.0 >= lo && p.0 <= hi)
+                .collect::<Vec<_>>()
+        };
         let r = extrapolated(&w(7_000, 67_000), 7_000, 67_000, 60_000, true, true).unwrap();
         assert!((r - 0.666_666_666).abs() < 1e-6, "{r}");
         let inc = extrapolated(&w(7_000, 67_000), 7_000, 67_000, 60_000, true, false).unwrap();
@@ -705,7 +935,12 @@ mod tests {
         assert_eq!(quantile(0.5, vec![1.0, 2.0, 3.0, 4.0]), 2.5);
         assert_eq!(quantile(-0.5, vec![1.0]), f64::NEG_INFINITY);
         assert_eq!(quantile(1.5, vec![1.0]), f64::INFINITY);
-        let b = vec![(0.1, 10.0), (0.5, 50.0), (1.0, 90.0), (f64::INFINITY, 100.0)];
+        let b = vec![
+            (0.1, 10.0),
+            (0.5, 50.0),
+            (1.0, 90.0),
+            (f64::INFINITY, 100.0),
+        ];
         assert!((bucket_quantile(0.5, b.clone()) - 0.5).abs() < 1e-12);
         assert!((bucket_quantile(0.95, b.clone()) - 1.0).abs() < 1e-12);
         assert!(bucket_quantile(0.5, vec![(1.0, 1.0)]).is_nan());
@@ -716,7 +951,17 @@ mod tests {
         // 2023-11-14T22:13:20Z is a Tuesday, day 318.
         let t = 1_700_000_000.0;
         assert_eq!(
-            ["year", "month", "day_of_month", "hour", "minute", "day_of_week", "day_of_year", "days_in_month"].map(|n| date_part(n, t)),
+            [
+                "year",
+                "month",
+                "day_of_month",
+                "hour",
+                "minute",
+                "day_of_week",
+                "day_of_year",
+                "days_in_month"
+            ]
+            .map(|n| date_part(n, t)),
             [2023.0, 11.0, 14.0, 22.0, 13.0, 2.0, 318.0, 30.0]
         );
         assert_eq!(date_part("month", 951_782_400.0), 2.0); // 2000-02-29

@@ -68,7 +68,12 @@ impl Settings {
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { lookback_ms: 300_000, default_subquery_step_ms: 60_000, max_samples: 50_000_000, deadline: None }
+        Settings {
+            lookback_ms: 300_000,
+            default_subquery_step_ms: 60_000,
+            max_samples: 50_000_000,
+            deadline: None,
+        }
     }
 }
 
@@ -84,7 +89,9 @@ pub enum QueryResult {
 
 /// Expressions parsed lately, by their text: dashboards send the same few expressions on every
 /// refresh, and cloning a parsed tree costs far less than parsing it again.
-static PARSED: std::sync::LazyLock<parking_lot::Mutex<std::collections::HashMap<String, std::sync::Arc<Expr>>>> = std::sync::LazyLock::new(Default::default);
+static PARSED: std::sync::LazyLock<
+    parking_lot::Mutex<std::collections::HashMap<String, std::sync::Arc<Expr>>>,
+> = std::sync::LazyLock::new(Default::default);
 const PARSED_MAX: usize = 512;
 /// Longer texts are parsed every time rather than kept.
 const PARSED_TEXT_MAX: usize = 4096;
@@ -112,9 +119,12 @@ pub fn parse(q: &str) -> Result<Expr, PromError> {
 fn parse_text(q: &str) -> Result<Expr, PromError> {
     static HW: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     static DEXP: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let dexp = DEXP.get_or_init(|| regex::Regex::new(r"\bdouble_exponential_smoothing\s*\(").unwrap());
+    let dexp =
+        DEXP.get_or_init(|| regex::Regex::new(r"\bdouble_exponential_smoothing\s*\(").unwrap());
     if dexp.is_match(q) {
-        return Err(PromError::BadData("1:1: parse error: unknown function with name \"double_exponential_smoothing\"".into()));
+        return Err(PromError::BadData(
+            "1:1: parse error: unknown function with name \"double_exponential_smoothing\"".into(),
+        ));
     }
     let hw = HW.get_or_init(|| regex::Regex::new(r"\bholt_winters(\s*\()").unwrap());
     let q = hw.replace_all(q, "double_exponential_smoothing$1");
@@ -152,14 +162,22 @@ fn check_number_durations(q: &str) -> Result<(), PromError> {
             b']' => depth = depth.saturating_sub(1),
             _ if c.is_ascii_alphanumeric() || c == b'.' || c == b'_' => {
                 let start = i;
-                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'.' || b[i] == b'_' || (matches!(b[i], b'+' | b'-') && matches!(b[i - 1], b'e' | b'E'))) {
+                while i < b.len()
+                    && (b[i].is_ascii_alphanumeric()
+                        || b[i] == b'.'
+                        || b[i] == b'_'
+                        || (matches!(b[i], b'+' | b'-') && matches!(b[i - 1], b'e' | b'E')))
+                {
                     i += 1;
                 }
                 let word = &q[start..i];
                 if depth > 0 || after_offset {
                     if let Ok(n) = word.parse::<f64>() {
                         if std::time::Duration::try_from_secs_f64(n).is_err() {
-                            return Err(PromError::BadData(format!("1:{}: parse error: duration out of range: {word:?}", start + 1)));
+                            return Err(PromError::BadData(format!(
+                                "1:{}: parse error: duration out of range: {word:?}",
+                                start + 1
+                            )));
                         }
                     }
                 }
@@ -179,7 +197,9 @@ fn check_number_durations(q: &str) -> Result<(), PromError> {
 /// The matchers of a selector as the store understands them.
 pub fn selector_matchers(vs: &parser::VectorSelector) -> Result<Vec<Matcher>, PromError> {
     if !vs.matchers.or_matchers.is_empty() {
-        return Err(PromError::BadData("`or` inside a selector is not PromQL 2.42".into()));
+        return Err(PromError::BadData(
+            "`or` inside a selector is not PromQL 2.42".into(),
+        ));
     }
     let mut out = Vec::new();
     if let Some(n) = &vs.name {
@@ -212,9 +232,17 @@ pub fn parse_match(s: &str) -> Result<Vec<Matcher>, PromError> {
 }
 
 /// Evaluates `expr` at one time (ms).
-pub fn instant_query(store: &QueryEngine, expr: &Expr, t: i64, settings: Settings) -> Result<QueryResult, PromError> {
+pub fn instant_query(
+    store: &QueryEngine,
+    expr: &Expr,
+    t: i64,
+    settings: Settings,
+) -> Result<QueryResult, PromError> {
     if let Some(steps) = streamed::eval(store, expr, t, t, 1, settings) {
-        let v = steps?.into_iter().flat_map(|(t, v)| v.into_iter().map(move |s| (s.labels, t, s.v))).collect();
+        let v = steps?
+            .into_iter()
+            .flat_map(|(t, v)| v.into_iter().map(move |s| (s.labels, t, s.v)))
+            .collect();
         return Ok(QueryResult::Vector(v));
     }
     let data = selectors::fetch(store, expr, t, t, settings)?;
@@ -222,14 +250,24 @@ pub fn instant_query(store: &QueryEngine, expr: &Expr, t: i64, settings: Setting
 }
 
 /// Evaluates `expr` at one time (ms) over data already fetched for it.
-pub fn instant_eval(data: &selectors::Data, expr: &Expr, t: i64, settings: Settings) -> Result<QueryResult, PromError> {
+pub fn instant_eval(
+    data: &selectors::Data,
+    expr: &Expr,
+    t: i64,
+    settings: Settings,
+) -> Result<QueryResult, PromError> {
     let ev = eval::Evaluator::new(data, t, t, settings);
     Ok(match ev.eval(expr, t)? {
         eval::Value::Scalar(v) => QueryResult::Scalar(t, v),
         eval::Value::Str(s) => QueryResult::Str(t, s),
-        eval::Value::Vector(v) => QueryResult::Vector(v.into_iter().map(|s| (s.labels, t, s.v)).collect()),
+        eval::Value::Vector(v) => {
+            QueryResult::Vector(v.into_iter().map(|s| (s.labels, t, s.v)).collect())
+        }
         eval::Value::Matrix(m) => {
-            let mut out: Vec<(LabelSet, Vec<(i64, f64)>)> = m.into_iter().map(|s| (s.labels, s.points.into_owned())).collect();
+            let mut out: Vec<(LabelSet, Vec<(i64, f64)>)> = m
+                .into_iter()
+                .map(|s| (s.labels, s.points.into_owned()))
+                .collect();
             out.sort_by(|a, b| a.0.cmp(&b.0));
             QueryResult::Matrix(out)
         }
@@ -237,7 +275,14 @@ pub fn instant_eval(data: &selectors::Data, expr: &Expr, t: i64, settings: Setti
 }
 
 /// Evaluates `expr` at `start, start+step, … ≤ end` (ms); the result is sorted by labels.
-pub fn range_query(store: &QueryEngine, expr: &Expr, start: i64, end: i64, step: i64, settings: Settings) -> Result<QueryResult, PromError> {
+pub fn range_query(
+    store: &QueryEngine,
+    expr: &Expr,
+    start: i64,
+    end: i64,
+    step: i64,
+    settings: Settings,
+) -> Result<QueryResult, PromError> {
     check_range_type(expr)?;
     if let Some(steps) = streamed::eval(store, expr, start, end, step, settings) {
         let mut m = Matrix::default();
@@ -267,7 +312,14 @@ pub fn check_range_type(expr: &Expr) -> Result<(), PromError> {
 }
 
 /// The steps of a range query over data already fetched for it.
-pub fn range_eval(data: &selectors::Data, expr: &Expr, start: i64, end: i64, step: i64, settings: Settings) -> Result<QueryResult, PromError> {
+pub fn range_eval(
+    data: &selectors::Data,
+    expr: &Expr,
+    start: i64,
+    end: i64,
+    step: i64,
+    settings: Settings,
+) -> Result<QueryResult, PromError> {
     let ev = eval::Evaluator::new(data, start, end, settings);
     if let Expr::VectorSelector(vs) = eval::unwrap_parens(expr) {
         if let Some(m) = ev.selector_steps(vs, step.max(1)) {
@@ -279,9 +331,19 @@ pub fn range_eval(data: &selectors::Data, expr: &Expr, start: i64, end: i64, ste
     while t <= end {
         settings.check_deadline("expression evaluation")?;
         match ev.eval(expr, t)? {
-            eval::Value::Scalar(v) => m.add(t, vec![eval::Sample { labels: Arc::new(Vec::new()), v }]),
+            eval::Value::Scalar(v) => m.add(
+                t,
+                vec![eval::Sample {
+                    labels: Arc::new(Vec::new()),
+                    v,
+                }],
+            ),
             eval::Value::Vector(v) => m.add(t, v),
-            _ => return Err(PromError::Execution("range query step did not yield a vector or scalar".into())),
+            _ => {
+                return Err(PromError::Execution(
+                    "range query step did not yield a vector or scalar".into(),
+                ))
+            }
         }
         t += step;
     }

@@ -61,14 +61,23 @@ pub fn at_ms(at: &Option<AtModifier>, start: i64, end: i64) -> Option<i64> {
 }
 
 /// Widens `spans` with what `e` needs when evaluated at times in `[tmin, tmax]`.
-pub(crate) fn spans(e: &Expr, tmin: i64, tmax: i64, q: (i64, i64), s: &Settings, out: &mut HashMap<usize, (i64, i64, *const VectorSelector)>) {
+pub(crate) fn spans(
+    e: &Expr,
+    tmin: i64,
+    tmax: i64,
+    q: (i64, i64),
+    s: &Settings,
+    out: &mut HashMap<usize, (i64, i64, *const VectorSelector)>,
+) {
     let mut add = |vs: &VectorSelector, back: i64| {
         let o = offset_ms(&vs.offset);
         let (lo, hi) = match at_ms(&vs.at, q.0, q.1) {
             Some(a) => (a - o, a - o),
             None => (tmin - o, tmax - o),
         };
-        let entry = out.entry(key(vs)).or_insert((i64::MAX, i64::MIN, vs as *const _));
+        let entry = out
+            .entry(key(vs))
+            .or_insert((i64::MAX, i64::MIN, vs as *const _));
         entry.0 = entry.0.min(lo - back);
         entry.1 = entry.1.max(hi);
     };
@@ -105,7 +114,13 @@ pub(crate) fn spans(e: &Expr, tmin: i64, tmax: i64, q: (i64, i64), s: &Settings,
 }
 
 /// Builds the fetched data from series given in memory (tests and the fuzz targets).
-pub fn data_from(expr: &Expr, series: &[(Vec<(String, String)>, Vec<(i64, f64)>)], start: i64, end: i64, s: Settings) -> Result<Data, PromError> {
+pub fn data_from(
+    expr: &Expr,
+    series: &[(Vec<(String, String)>, Vec<(i64, f64)>)],
+    start: i64,
+    end: i64,
+    s: Settings,
+) -> Result<Data, PromError> {
     let mut need = HashMap::new();
     spans(expr, start, end, (start, end), &s, &mut need);
     let mut data = Data::new();
@@ -117,10 +132,22 @@ pub fn data_from(expr: &Expr, series: &[(Vec<(String, String)>, Vec<(i64, f64)>)
             .iter()
             .filter(|(l, _)| crate::query::select::labels_match(l, &ms))
             .map(|(l, p)| {
-                let all: Vec<(i64, f64)> = p.iter().copied().filter(|x| x.0 >= lo && x.0 <= hi).collect();
-                let nostale = all.iter().any(|p| is_stale_nan(p.1)).then(|| all.iter().copied().filter(|p| !is_stale_nan(p.1)).collect());
+                let all: Vec<(i64, f64)> = p
+                    .iter()
+                    .copied()
+                    .filter(|x| x.0 >= lo && x.0 <= hi)
+                    .collect();
+                let nostale = all
+                    .iter()
+                    .any(|p| is_stale_nan(p.1))
+                    .then(|| all.iter().copied().filter(|p| !is_stale_nan(p.1)).collect());
                 let labels = Arc::new(l.clone());
-                SeriesData { no_name: super::eval::drop_name(&labels), labels, all, nostale }
+                SeriesData {
+                    no_name: super::eval::drop_name(&labels),
+                    labels,
+                    all,
+                    nostale,
+                }
             })
             .collect();
         data.insert(k, found);
@@ -129,7 +156,13 @@ pub fn data_from(expr: &Expr, series: &[(Vec<(String, String)>, Vec<(i64, f64)>)
 }
 
 /// Fetches every selector of `expr` once, for evaluation times `[start, end]`.
-pub fn fetch(store: &QueryEngine, expr: &Expr, start: i64, end: i64, s: Settings) -> Result<Data, PromError> {
+pub fn fetch(
+    store: &QueryEngine,
+    expr: &Expr,
+    start: i64,
+    end: i64,
+    s: Settings,
+) -> Result<Data, PromError> {
     let mut need = HashMap::new();
     spans(expr, start, end, (start, end), &s, &mut need);
     let mut data = Data::new();
@@ -144,11 +177,25 @@ pub fn fetch(store: &QueryEngine, expr: &Expr, start: i64, end: i64, s: Settings
         for f in found {
             loaded += f.points.len();
             if loaded > s.max_samples {
-                return Err(PromError::Execution("query processing would load too many samples into memory in query execution".into()));
+                return Err(PromError::Execution(
+                    "query processing would load too many samples into memory in query execution"
+                        .into(),
+                ));
             }
-            let nostale = f.points.iter().any(|p| is_stale_nan(p.1)).then(|| f.points.iter().copied().filter(|p| !is_stale_nan(p.1)).collect());
+            let nostale = f.points.iter().any(|p| is_stale_nan(p.1)).then(|| {
+                f.points
+                    .iter()
+                    .copied()
+                    .filter(|p| !is_stale_nan(p.1))
+                    .collect()
+            });
             let labels = Arc::new(f.labels);
-            series.push(SeriesData { no_name: super::eval::drop_name(&labels), labels, all: f.points, nostale });
+            series.push(SeriesData {
+                no_name: super::eval::drop_name(&labels),
+                labels,
+                all: f.points,
+                nostale,
+            });
         }
         data.insert(k, series);
     }
@@ -184,8 +231,16 @@ mod tests {
         let stale = f64::from_bits(tsgate_prometheus::STALE_NAN_BITS);
         let pts = [(0, 1.0), (10_000, 2.0), (20_000, stale)];
         assert_eq!(instant_at(&pts, 5_000, 300_000), Some((0, 1.0)));
-        assert_eq!(instant_at(&pts, 300_000 + 10_000, 300_000), None, "stale marker is newest");
-        assert_eq!(instant_at(&pts[..2], 310_000, 300_000), Some((10_000, 2.0)), "closed lower bound");
+        assert_eq!(
+            instant_at(&pts, 300_000 + 10_000, 300_000),
+            None,
+            "stale marker is newest"
+        );
+        assert_eq!(
+            instant_at(&pts[..2], 310_000, 300_000),
+            Some((10_000, 2.0)),
+            "closed lower bound"
+        );
         assert_eq!(instant_at(&pts[..2], 310_001, 300_000), None);
         assert_eq!(instant_at(&pts, -1, 300_000), None);
         assert_eq!(window(&pts, 0, 10_000), &pts[..2]);

@@ -40,18 +40,26 @@ const FUNCTIONS: &[&str] = &[
 ];
 
 /// Aggregations without a parameter.
-const OPERATORS: &[&str] = &["sum", "avg", "count", "min", "max", "group", "stddev", "stdvar"];
+const OPERATORS: &[&str] = &[
+    "sum", "avg", "count", "min", "max", "group", "stddev", "stdvar",
+];
 
 fn shape(expr: &Expr) -> Option<(&AggregateExpr, &Call, &MatrixSelector)> {
-    let Expr::Aggregate(a) = unwrap_parens(expr) else { return None };
+    let Expr::Aggregate(a) = unwrap_parens(expr) else {
+        return None;
+    };
     if a.param.is_some() || !OPERATORS.contains(&a.op.to_string().as_str()) {
         return None;
     }
-    let Expr::Call(c) = unwrap_parens(&a.expr) else { return None };
+    let Expr::Call(c) = unwrap_parens(&a.expr) else {
+        return None;
+    };
     if !FUNCTIONS.contains(&c.func.name) || c.args.args.len() != 1 {
         return None;
     }
-    let Expr::MatrixSelector(ms) = unwrap_parens(&c.args.args[0]) else { return None };
+    let Expr::MatrixSelector(ms) = unwrap_parens(&c.args.args[0]) else {
+        return None;
+    };
     Some((a, c, ms))
 }
 
@@ -64,7 +72,14 @@ struct Reduced {
 
 /// The aggregation's value at each step (`start`, `start + step`, … ≤ `end`, ms), when `expr`
 /// has the shape this module evaluates; `None` otherwise.
-pub fn eval(store: &QueryEngine, expr: &Expr, start: i64, end: i64, step: i64, settings: Settings) -> Option<Result<Vec<(i64, Vec<Sample>)>, PromError>> {
+pub fn eval(
+    store: &QueryEngine,
+    expr: &Expr,
+    start: i64,
+    end: i64,
+    step: i64,
+    settings: Settings,
+) -> Option<Result<Vec<(i64, Vec<Sample>)>, PromError>> {
     let (a, c, ms) = shape(expr)?;
     Some(run(store, expr, (a, c, ms), start, end, step, settings))
 }
@@ -72,8 +87,22 @@ pub fn eval(store: &QueryEngine, expr: &Expr, start: i64, end: i64, step: i64, s
 /// One series' function values at every step (`None` when it has none): what the step
 /// evaluator computes for it (the window at the shifted time, then the function), without
 /// building its per-step vectors.
-fn reduce_series(labels: crate::prometheus::labels::Labels, points: &[(i64, f64)], name: &str, ms: &MatrixSelector, steps: &[i64], start: i64, end: i64) -> Option<Reduced> {
-    let nostale: Option<Vec<(i64, f64)>> = points.iter().any(|p| is_stale_nan(p.1)).then(|| points.iter().copied().filter(|p| !is_stale_nan(p.1)).collect());
+fn reduce_series(
+    labels: crate::prometheus::labels::Labels,
+    points: &[(i64, f64)],
+    name: &str,
+    ms: &MatrixSelector,
+    steps: &[i64],
+    start: i64,
+    end: i64,
+) -> Option<Reduced> {
+    let nostale: Option<Vec<(i64, f64)>> = points.iter().any(|p| is_stale_nan(p.1)).then(|| {
+        points
+            .iter()
+            .copied()
+            .filter(|p| !is_stale_nan(p.1))
+            .collect()
+    });
     let points = nostale.as_deref().unwrap_or(points);
     let labels = Arc::new(labels);
     let range = dur_ms(&ms.range);
@@ -92,9 +121,19 @@ fn reduce_series(labels: crate::prometheus::labels::Labels, points: &[(i64, f64)
     }
     let values: Vec<(u32, f64)> = if name == "avg_over_time" {
         // Several windows' means at once (see `avg_over_time_each`).
-        at_steps.iter().map(|s| s.0).zip(avg_over_time_each(&windows)).collect()
+        at_steps
+            .iter()
+            .map(|s| s.0)
+            .zip(avg_over_time_each(&windows))
+            .collect()
     } else {
-        at_steps.iter().zip(&windows).filter_map(|(&(i, te, t), w)| Some((i, range_value(name, w, te - range, te, range, t, &[])?))).collect()
+        at_steps
+            .iter()
+            .zip(&windows)
+            .filter_map(|(&(i, te, t), w)| {
+                Some((i, range_value(name, w, te - range, te, range, t, &[])?))
+            })
+            .collect()
     };
     (!values.is_empty()).then_some(Reduced { labels, values })
 }
@@ -110,10 +149,17 @@ fn run(
 ) -> Result<Vec<(i64, Vec<Sample>)>, PromError> {
     let mut need = HashMap::new();
     selectors::spans(expr, start, end, (start, end), &settings, &mut need);
-    let Some(&(lo, hi, _)) = need.get(&key(&ms.vs)) else { return Ok(Vec::new()) };
+    let Some(&(lo, hi, _)) = need.get(&key(&ms.vs)) else {
+        return Ok(Vec::new());
+    };
     let matchers = selector_matchers(&ms.vs)?;
-    let steps: Vec<i64> = (0..).map(|i| start + i * step.max(1)).take_while(|&t| t <= end).collect();
-    let Some(plan) = store.select_plan(&matchers)? else { return Ok(Vec::new()) };
+    let steps: Vec<i64> = (0..)
+        .map(|i| start + i * step.max(1))
+        .take_while(|&t| t <= end)
+        .collect();
+    let Some(plan) = store.select_plan(&matchers)? else {
+        return Ok(Vec::new());
+    };
     settings.check_deadline("query preparation")?;
     // Metrics are read and reduced on every core; each series' values wait, tagged by its
     // labels, for the aggregation below.
@@ -124,7 +170,11 @@ fn run(
     let kept = AtomicUsize::new(0);
     let cores = crate::cores();
     // Fewer metrics than cores: each metric is read as several shares of its series.
-    let parts = if plan.metrics.len() < cores { store.plan_shares(&plan, cores.div_ceil(plan.metrics.len().max(1))) } else { 1 };
+    let parts = if plan.metrics.len() < cores {
+        store.plan_shares(&plan, cores.div_ceil(plan.metrics.len().max(1)))
+    } else {
+        1
+    };
     let units = plan.metrics.len() * parts;
     let workers = cores.min(units).max(1);
     // What this request may put in the row cache, shared by its readers.
@@ -136,7 +186,9 @@ fn run(
         let mut mine = Vec::new();
         while !failed.load(Ordering::Relaxed) {
             let i = next_metric.fetch_add(1, Ordering::Relaxed);
-            let Some(metric) = plan.metrics.get(i / parts) else { break };
+            let Some(metric) = plan.metrics.get(i / parts) else {
+                break;
+            };
             // Each series of the share reduced once gathered, its points read where they are
             // (in the row cache, when one kept row holds them all).
             store.select_metric_each(&plan, metric, lo, hi, (i % parts, parts), fill.as_ref(), &mut |labels, points| {
@@ -166,7 +218,8 @@ fn run(
     if workers == 1 {
         reduced = reduce()?;
     } else {
-        let parts: Vec<Result<Vec<Reduced>, PromError>> = crate::pool::on_workers(workers, |_| reduce());
+        let parts: Vec<Result<Vec<Reduced>, PromError>> =
+            crate::pool::on_workers(workers, |_| reduce());
         for p in parts {
             reduced.extend(p?);
         }
@@ -181,7 +234,8 @@ fn run(
     // groups first appear at that step.
     let op = a.op.to_string();
     let mut groups: Vec<LabelSet> = Vec::new();
-    let mut group_at: HashMap<Vec<(String, String)>, usize, ahash::RandomState> = HashMap::default();
+    let mut group_at: HashMap<Vec<(String, String)>, usize, ahash::RandomState> =
+        HashMap::default();
     // The function's output labels are the series' without its name (`last_over_time` keeps
     // it): only the group key is made of them, not each series' output label set.
     let keep_name = c.func.name == "last_over_time";
@@ -215,7 +269,10 @@ fn run(
         }
         let mut samples = Vec::with_capacity(order.len());
         for &g in &order {
-            samples.push(Sample { labels: groups[g].clone(), v: aggregate::combine(&op, &members[g], None)? });
+            samples.push(Sample {
+                labels: groups[g].clone(),
+                v: aggregate::combine(&op, &members[g], None)?,
+            });
             members[g].clear();
         }
         out.push((t, samples));

@@ -44,7 +44,14 @@ enum Interp {
     Prev,
 }
 
-const PCTS: [(&str, u16); 6] = [("50", 500), ("75", 750), ("90", 900), ("95", 950), ("99", 990), ("999", 999)];
+const PCTS: [(&str, u16); 6] = [
+    ("50", 500),
+    ("75", 750),
+    ("90", 900),
+    ("95", 950),
+    ("99", 990),
+    ("999", 999),
+];
 
 impl Aggregator {
     pub fn parse(s: &str) -> Option<Aggregator> {
@@ -86,8 +93,23 @@ impl Aggregator {
     /// Every registered name (what `/api/aggregators` lists).
     pub fn names() -> Vec<String> {
         let mut v: Vec<String> = [
-            "sum", "zimsum", "pfsum", "avg", "min", "max", "mimmin", "mimmax", "dev", "median", "mult", "diff", "count",
-            "first", "last", "squareSum", "none",
+            "sum",
+            "zimsum",
+            "pfsum",
+            "avg",
+            "min",
+            "max",
+            "mimmin",
+            "mimmax",
+            "dev",
+            "median",
+            "mult",
+            "diff",
+            "count",
+            "first",
+            "last",
+            "squareSum",
+            "none",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -101,7 +123,10 @@ impl Aggregator {
     }
 
     pub fn name(self) -> String {
-        Aggregator::names().into_iter().find(|n| Aggregator::parse(n) == Some(self)).unwrap_or_default()
+        Aggregator::names()
+            .into_iter()
+            .find(|n| Aggregator::parse(n) == Some(self))
+            .unwrap_or_default()
     }
 
     fn interp(self) -> Interp {
@@ -135,8 +160,12 @@ impl Aggregator {
             Count => n,
             First => vals[0],
             Last => vals[vals.len() - 1],
-            SquareSum => vals.iter().fold(0i64, |a, &b| a.wrapping_add(b.wrapping_mul(b))),
-            Pct(p, est) => percentile(&vals.iter().map(|&v| v as f64).collect::<Vec<_>>(), p, est) as i64,
+            SquareSum => vals
+                .iter()
+                .fold(0i64, |a, &b| a.wrapping_add(b.wrapping_mul(b))),
+            Pct(p, est) => {
+                percentile(&vals.iter().map(|&v| v as f64).collect::<Vec<_>>(), p, est) as i64
+            }
         }
     }
 
@@ -216,13 +245,21 @@ pub fn percentile(v: &[f64], p_tenths: u16, est: Estimation) -> f64 {
         Estimation::R3 => {
             let h = n * p;
             let i = (h.round_ties_even() as i64).clamp(1, s.len() as i64);
-            if h <= 0.5 { s[0] } else { s[i as usize - 1] }
+            if h <= 0.5 {
+                s[0]
+            } else {
+                s[i as usize - 1]
+            }
         }
         Estimation::R7 => {
             let h = ((n - 1.0) * p + 1.0).clamp(1.0, n);
             let f = h.floor();
             let lo = s[f as usize - 1];
-            if f as usize >= s.len() { lo } else { lo + (h - f) * (s[f as usize] - lo) }
+            if f as usize >= s.len() {
+                lo
+            } else {
+                lo + (h - f) * (s[f as usize] - lo)
+            }
         }
     }
 }
@@ -302,7 +339,10 @@ pub fn aggregate(agg: Aggregator, inputs: &[&[(u64, Num)]]) -> Vec<(u64, Num)> {
         }
         let v = if vals.iter().all(|v| matches!(v, Num::Int(_))) {
             ints.clear();
-            ints.extend(vals.iter().map(|v| if let Num::Int(i) = v { *i } else { 0 }));
+            ints.extend(
+                vals.iter()
+                    .map(|v| if let Num::Int(i) = v { *i } else { 0 }),
+            );
             Num::Int(agg.reduce_i64(&ints))
         } else {
             fl.clear();
@@ -317,9 +357,16 @@ pub fn aggregate(agg: Aggregator, inputs: &[&[(u64, Num)]]) -> Vec<(u64, Num)> {
 /// Every input's timestamps, sorted and distinct. Series downsampled alike share theirs,
 /// which is checked in one pass instead of sorting them all.
 fn union_times(inputs: &[&[(u64, Num)]]) -> Vec<u64> {
-    let first = inputs.iter().max_by_key(|s| s.len()).copied().unwrap_or(&[]);
+    let first = inputs
+        .iter()
+        .max_by_key(|s| s.len())
+        .copied()
+        .unwrap_or(&[]);
     let strictly_increasing = first.windows(2).all(|w| w[0].0 < w[1].0);
-    let shared = strictly_increasing && inputs.iter().all(|s| s.len() == first.len() && s.iter().zip(first).all(|(a, b)| a.0 == b.0));
+    let shared = strictly_increasing
+        && inputs
+            .iter()
+            .all(|s| s.len() == first.len() && s.iter().zip(first).all(|(a, b)| a.0 == b.0));
     if shared {
         return first.iter().map(|p| p.0).collect();
     }
@@ -366,19 +413,38 @@ mod tests {
         let a = series(&[(10, 5), (30, 15), (50, 5)]);
         let b = series(&[(0, 10), (20, 20), (40, 10), (60, 20)]);
         let inputs = [a.as_slice(), b.as_slice()];
-        assert_eq!(ints(&aggregate(Aggregator::Sum, &inputs)), vec![10, 20, 30, 30, 20, 20, 20]);
-        assert_eq!(ints(&aggregate(Aggregator::Zimsum, &inputs)), vec![10, 5, 20, 15, 10, 5, 20]);
-        assert_eq!(ints(&aggregate(Aggregator::Mimmax, &inputs)), vec![10, 5, 20, 15, 10, 5, 20]);
-        assert_eq!(ints(&aggregate(Aggregator::Count, &inputs)), vec![1, 2, 2, 2, 2, 2, 1]);
-        assert_eq!(ints(&aggregate(Aggregator::Pfsum, &inputs)), vec![10, 15, 25, 35, 25, 15, 20]);
+        assert_eq!(
+            ints(&aggregate(Aggregator::Sum, &inputs)),
+            vec![10, 20, 30, 30, 20, 20, 20]
+        );
+        assert_eq!(
+            ints(&aggregate(Aggregator::Zimsum, &inputs)),
+            vec![10, 5, 20, 15, 10, 5, 20]
+        );
+        assert_eq!(
+            ints(&aggregate(Aggregator::Mimmax, &inputs)),
+            vec![10, 5, 20, 15, 10, 5, 20]
+        );
+        assert_eq!(
+            ints(&aggregate(Aggregator::Count, &inputs)),
+            vec![1, 2, 2, 2, 2, 2, 1]
+        );
+        assert_eq!(
+            ints(&aggregate(Aggregator::Pfsum, &inputs)),
+            vec![10, 15, 25, 35, 25, 15, 20]
+        );
     }
 
     /// TestTsdbQueryQueries.runInterpolationSeconds: 1..300 and 300..1 offset by 15 s.
     #[test]
     fn integer_interpolation_truncates() {
         let t0 = 1356998430u64 * 1000;
-        let a: Vec<_> = (0..300).map(|i| (t0 + i * 30_000, Num::Int(i as i64 + 1))).collect();
-        let b: Vec<_> = (0..300).map(|i| (t0 + 15_000 + i * 30_000, Num::Int(300 - i as i64))).collect();
+        let a: Vec<_> = (0..300)
+            .map(|i| (t0 + i * 30_000, Num::Int(i as i64 + 1)))
+            .collect();
+        let b: Vec<_> = (0..300)
+            .map(|i| (t0 + 15_000 + i * 30_000, Num::Int(300 - i as i64)))
+            .collect();
         let out = aggregate(Aggregator::Sum, &[a.as_slice(), b.as_slice()]);
         assert_eq!(out.len(), 600);
         let v = ints(&out);
@@ -413,7 +479,10 @@ mod tests {
         assert_eq!(Avg.reduce_i64(&[1, 2]), 1, "integer division");
         assert_eq!(Avg.reduce_f64(&[1.0, 2.0, f64::NAN]), 1.5);
         assert_eq!(Median.reduce_i64(&[4, 1, 3, 2]), 3, "upper median");
-        assert_eq!(Dev.reduce_f64(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]), 2.0);
+        assert_eq!(
+            Dev.reduce_f64(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]),
+            2.0
+        );
         assert_eq!(Dev.reduce_i64(&[5]), 0);
         assert_eq!(Diff.reduce_i64(&[3, 10, 7]), 4);
         assert_eq!(Mult.reduce_i64(&[2, 3, 4]), 24);
@@ -430,6 +499,8 @@ mod tests {
         assert_eq!(Aggregator::parse("p75"), Some(Pct(750, Estimation::Legacy)));
         assert_eq!(Aggregator::parse("p42"), Option::None);
         assert_eq!(Aggregator::names().len(), 35);
-        assert!(Aggregator::names().iter().all(|n| Aggregator::parse(n).is_some()));
+        assert!(Aggregator::names()
+            .iter()
+            .all(|n| Aggregator::parse(n).is_some()));
     }
 }

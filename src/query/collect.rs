@@ -30,14 +30,40 @@ pub(super) struct Collector<'a> {
 }
 
 impl<'a> Collector<'a> {
-    pub(super) fn new(q: &'a QueryEngine, start: u64, end: u64, stamps: Stamps, keep: &'a dyn Fn(&str, &[(String, String)]) -> bool) -> Collector<'a> {
-        Collector { q, start, end, stamps, keep, seen: HashMap::new(), found: Vec::new(), unsorted: Vec::new(), lent: Vec::new(), lending: false, tsuid: Vec::new() }
+    pub(super) fn new(
+        q: &'a QueryEngine,
+        start: u64,
+        end: u64,
+        stamps: Stamps,
+        keep: &'a dyn Fn(&str, &[(String, String)]) -> bool,
+    ) -> Collector<'a> {
+        Collector {
+            q,
+            start,
+            end,
+            stamps,
+            keep,
+            seen: HashMap::new(),
+            found: Vec::new(),
+            unsorted: Vec::new(),
+            lent: Vec::new(),
+            lending: false,
+            tsuid: Vec::new(),
+        }
     }
 
     /// A collector whose series' points may stay in the cached rows they come from, for
     /// [`Collector::each`] (points in ms).
-    pub(super) fn lending(q: &'a QueryEngine, start: u64, end: u64, keep: &'a dyn Fn(&str, &[(String, String)]) -> bool) -> Collector<'a> {
-        Collector { lending: true, ..Collector::new(q, start, end, Stamps::Ms, keep) }
+    pub(super) fn lending(
+        q: &'a QueryEngine,
+        start: u64,
+        end: u64,
+        keep: &'a dyn Fn(&str, &[(String, String)]) -> bool,
+    ) -> Collector<'a> {
+        Collector {
+            lending: true,
+            ..Collector::new(q, start, end, Stamps::Ms, keep)
+        }
     }
 
     /// Series `i`'s points in its own list, copied from the row they were lent from.
@@ -53,7 +79,12 @@ impl<'a> Collector<'a> {
 
     /// The series of `metric` (named `name`) with tag bytes `tags`: where it is in `found`,
     /// or None when `keep` refused it.
-    fn slot(&mut self, name: &str, metric: &[u8], tags: &[u8]) -> Result<Option<usize>, QueryError> {
+    fn slot(
+        &mut self,
+        name: &str,
+        metric: &[u8],
+        tags: &[u8],
+    ) -> Result<Option<usize>, QueryError> {
         self.tsuid.clear();
         self.tsuid.extend_from_slice(metric);
         self.tsuid.extend_from_slice(tags);
@@ -64,10 +95,17 @@ impl<'a> Collector<'a> {
         let mut named = Vec::new();
         for pair in tags.chunks_exact(layout.tag_width()) {
             let (k, v) = pair.split_at(layout.tagk_width);
-            named.push((self.q.uids.get_name(UidKind::Tagk, k)?.into(), self.q.uids.get_name(UidKind::Tagv, v)?.into()));
+            named.push((
+                self.q.uids.get_name(UidKind::Tagk, k)?.into(),
+                self.q.uids.get_name(UidKind::Tagv, v)?.into(),
+            ));
         }
         let s = if (self.keep)(name, &named) {
-            self.found.push(StoredSelected { metric: name.to_string(), tags: named, points: Vec::new() });
+            self.found.push(StoredSelected {
+                metric: name.to_string(),
+                tags: named,
+                points: Vec::new(),
+            });
             self.unsorted.push(false);
             self.lent.push(None);
             Some(self.found.len() - 1)
@@ -79,8 +117,16 @@ impl<'a> Collector<'a> {
     }
 
     /// A row read from the store: its points in the window decoded from its cells.
-    pub(super) fn cells(&mut self, name: &str, key: &[u8], rk: &RowKey, cells: &[CellRef]) -> Result<(), QueryError> {
-        let Some(i) = self.slot(name, rk.metric, rk.tags)? else { return Ok(()) };
+    pub(super) fn cells(
+        &mut self,
+        name: &str,
+        key: &[u8],
+        rk: &RowKey,
+        cells: &[CellRef],
+    ) -> Result<(), QueryError> {
+        let Some(i) = self.slot(name, rk.metric, rk.tags)? else {
+            return Ok(());
+        };
         if self.stamps == Stamps::None {
             return Ok(());
         }
@@ -90,7 +136,9 @@ impl<'a> Collector<'a> {
         // Each unit its own loop: seconds are made while the row's points are in cache
         // (a later pass over a thousand series' points found them evicted).
         self.unsorted[i] |= with_columns(cells, |cols| match self.stamps {
-            Stamps::Seconds => append_row(key, cols, rk.base, start, end, pts, |ts| (ts / 1000) as i64),
+            Stamps::Seconds => {
+                append_row(key, cols, rk.base, start, end, pts, |ts| (ts / 1000) as i64)
+            }
             _ => append_row(key, cols, rk.base, start, end, pts, |ts| ts as i64),
         })?;
         Ok(())
@@ -98,8 +146,16 @@ impl<'a> Collector<'a> {
 
     /// A row as kept whole in the cache (points in ms): those in the window, timed as
     /// [`Collector::cells`] times them.
-    pub(super) fn whole(&mut self, name: &str, metric: &[u8], tags: &[u8], points: &RowPoints) -> Result<(), QueryError> {
-        let Some(i) = self.slot(name, metric, tags)? else { return Ok(()) };
+    pub(super) fn whole(
+        &mut self,
+        name: &str,
+        metric: &[u8],
+        tags: &[u8],
+        points: &RowPoints,
+    ) -> Result<(), QueryError> {
+        let Some(i) = self.slot(name, metric, tags)? else {
+            return Ok(());
+        };
         if self.stamps == Stamps::None {
             return Ok(());
         }
@@ -107,9 +163,20 @@ impl<'a> Collector<'a> {
         // A row's points are in time order (its qualifiers are): the window is one run of them.
         // Mostly the whole row is: then its ends say so, where a search through a row not in the
         // processor's cache waited on memory at every step (most of this function's time).
-        let (Some(first), Some(last)) = (points.first(), points.last()) else { return Ok(()) };
-        let from = if first.0 >= start { 0 } else { points.partition_point(|p| p.0 < start) };
-        let to = if last.0 <= end { points.len() } else { points.partition_point(|p| p.0 <= end) }.max(from);
+        let (Some(first), Some(last)) = (points.first(), points.last()) else {
+            return Ok(());
+        };
+        let from = if first.0 >= start {
+            0
+        } else {
+            points.partition_point(|p| p.0 < start)
+        };
+        let to = if last.0 <= end {
+            points.len()
+        } else {
+            points.partition_point(|p| p.0 <= end)
+        }
+        .max(from);
         if from == to {
             return Ok(());
         }
@@ -145,7 +212,10 @@ impl<'a> Collector<'a> {
 
     /// [`Collector::finish`], each series to `f` in turn, with its points lent from the
     /// cached row that holds them all (the series' own list is then empty), or not.
-    pub(super) fn each<E>(self, mut f: impl FnMut(StoredSelected, Option<&[(i64, f64)]>) -> Result<(), E>) -> Result<(), E> {
+    pub(super) fn each<E>(
+        self,
+        mut f: impl FnMut(StoredSelected, Option<&[(i64, f64)]>) -> Result<(), E>,
+    ) -> Result<(), E> {
         for ((mut s, unsorted), lent) in self.found.into_iter().zip(self.unsorted).zip(self.lent) {
             if let Some((row, a, b)) = &lent {
                 f(s, Some(&row[*a..*b]))?;

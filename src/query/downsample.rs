@@ -22,13 +22,23 @@ pub fn parse_downsample(spec: &str) -> Result<Downsample, String> {
     };
     let iv = parts[0];
     if iv.contains("all") {
-        return Ok(Downsample { spec: spec.into(), interval_ms: 0, all: true, calendar: None, step: (0, CalUnit::Ms), aggregator, fill });
+        return Ok(Downsample {
+            spec: spec.into(),
+            interval_ms: 0,
+            all: true,
+            calendar: None,
+            step: (0, CalUnit::Ms),
+            aggregator,
+            fill,
+        });
     }
     let (iv, cal) = match iv.strip_suffix('c') {
         Some(x) => (x, true),
         None => (iv, false),
     };
-    let split = iv.find(|c: char| !c.is_ascii_digit()).ok_or_else(|| format!("Invalid interval: {iv}"))?;
+    let split = iv
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(|| format!("Invalid interval: {iv}"))?;
     let (n, unit) = iv.split_at(split);
     let n: u64 = n.parse().map_err(|_| format!("Invalid interval: {iv}"))?;
     if n == 0 {
@@ -47,7 +57,10 @@ pub fn parse_downsample(spec: &str) -> Result<Downsample, String> {
     };
     // Checked, and no longer than the whole time line OpenTSDB stores (10^13 ms): beyond, the
     // bucket arithmetic would overflow.
-    let interval_ms = n.checked_mul(unit_ms).filter(|&ms| ms <= 10_000_000_000_000).ok_or_else(|| format!("Invalid interval: {iv}"))?;
+    let interval_ms = n
+        .checked_mul(unit_ms)
+        .filter(|&ms| ms <= 10_000_000_000_000)
+        .ok_or_else(|| format!("Invalid interval: {iv}"))?;
     Ok(Downsample {
         spec: spec.into(),
         interval_ms,
@@ -77,8 +90,14 @@ impl Buckets {
         if self.ds.all {
             return self.start_ms;
         }
-        let Some((n, unit)) = self.ds.calendar else { return ts - ts % self.ds.interval_ms };
-        let dt = self.tz.timestamp_millis_opt(ts as i64).single().expect("valid ms timestamp");
+        let Some((n, unit)) = self.ds.calendar else {
+            return ts - ts % self.ds.interval_ms;
+        };
+        let dt = self
+            .tz
+            .timestamp_millis_opt(ts as i64)
+            .single()
+            .expect("valid ms timestamp");
         let local = dt.naive_local();
         let day0 = local.date().and_hms_opt(0, 0, 0).expect("midnight");
         let floor_local = match unit {
@@ -105,7 +124,10 @@ impl Buckets {
             }
             CalUnit::Year => {
                 let y = local.year() as i64 / n as i64 * n as i64;
-                chrono::NaiveDate::from_ymd_opt(y as i32, 1, 1).expect("valid year").and_hms_opt(0, 0, 0).expect("midnight")
+                chrono::NaiveDate::from_ymd_opt(y as i32, 1, 1)
+                    .expect("valid year")
+                    .and_hms_opt(0, 0, 0)
+                    .expect("midnight")
             }
         };
         match self.tz.from_local_datetime(&floor_local).earliest() {
@@ -143,14 +165,23 @@ pub struct Downsampler {
 
 impl Downsampler {
     pub fn new(buckets: Buckets) -> Downsampler {
-        let fixed_width = !buckets.ds.all && buckets.ds.calendar.is_none() && buckets.ds.interval_ms > 0;
-        Downsampler { buckets, fixed_width, cur: None, vals: Vec::new(), out: Vec::new() }
+        let fixed_width =
+            !buckets.ds.all && buckets.ds.calendar.is_none() && buckets.ds.interval_ms > 0;
+        Downsampler {
+            buckets,
+            fixed_width,
+            cur: None,
+            vals: Vec::new(),
+            out: Vec::new(),
+        }
     }
 
     pub fn push(&mut self, ts: u64, v: Num) {
         // Points come in time order: one still inside the current fixed-width bucket needs no
         // bucket arithmetic (calendar buckets always take it: their widths vary).
-        let same = self.cur.is_some_and(|b| self.fixed_width && ts >= b && ts - b < self.buckets.ds.interval_ms);
+        let same = self
+            .cur
+            .is_some_and(|b| self.fixed_width && ts >= b && ts - b < self.buckets.ds.interval_ms);
         if !same {
             let b = self.buckets.bucket(ts);
             if self.cur != Some(b) {
@@ -164,7 +195,10 @@ impl Downsampler {
     fn close(&mut self) {
         if let Some(b) = self.cur.take() {
             if !self.vals.is_empty() {
-                self.out.push((b, Num::Float(self.buckets.ds.aggregator.reduce_f64(&self.vals))));
+                self.out.push((
+                    b,
+                    Num::Float(self.buckets.ds.aggregator.reduce_f64(&self.vals)),
+                ));
             }
             self.vals.clear();
         }
@@ -231,7 +265,11 @@ mod tests {
     use super::*;
 
     fn ds(spec: &str, start: u64) -> Downsampler {
-        Downsampler::new(Buckets::new(parse_downsample(spec).unwrap(), chrono_tz::UTC, start))
+        Downsampler::new(Buckets::new(
+            parse_downsample(spec).unwrap(),
+            chrono_tz::UTC,
+            start,
+        ))
     }
 
     fn floats(v: &[(u64, Num)]) -> Vec<f64> {
@@ -241,7 +279,9 @@ mod tests {
     /// TestTsdbQueryDownsample.runLongSingleTSDownsample: 1..300 every 30 s from 1356998430.
     #[test]
     fn opentsdb_downsample_examples() {
-        let pts: Vec<(u64, Num)> = (0..300).map(|i| ((1356998430 + 30 * i) * 1000, Num::Int(i as i64 + 1))).collect();
+        let pts: Vec<(u64, Num)> = (0..300)
+            .map(|i| ((1356998430 + 30 * i) * 1000, Num::Int(i as i64 + 1)))
+            .collect();
         let mut d = ds("1m-avg", 1356998400000);
         pts.iter().for_each(|&(t, v)| d.push(t, v));
         let out = d.finish(1356998400000, 1357041600000);
@@ -256,10 +296,18 @@ mod tests {
         assert_eq!((cv[0], cv[1], cv[150]), (1.0, 2.0, 1.0));
         let mut all = ds("0all-sum", 1356998400000);
         pts.iter().for_each(|&(t, v)| all.push(t, v));
-        assert_eq!(all.finish(1356998400000, 1357041600000), vec![(1356998400000, Num::Float(45150.0))]);
+        assert_eq!(
+            all.finish(1356998400000, 1357041600000),
+            vec![(1356998400000, Num::Float(45150.0))]
+        );
         let mut part = ds("0all-sum", 1356998500000);
-        pts.iter().filter(|p| (1356998500000..=1356998600000).contains(&p.0)).for_each(|&(t, v)| part.push(t, v));
-        assert_eq!(part.finish(1356998500000, 1356998600000), vec![(1356998500000, Num::Float(15.0))]);
+        pts.iter()
+            .filter(|p| (1356998500000..=1356998600000).contains(&p.0))
+            .for_each(|&(t, v)| part.push(t, v));
+        assert_eq!(
+            part.finish(1356998500000, 1356998600000),
+            vec![(1356998500000, Num::Float(15.0))]
+        );
     }
 
     proptest::proptest! {
@@ -303,7 +351,11 @@ mod tests {
 
     #[test]
     fn calendar_buckets() {
-        let b = Buckets::new(parse_downsample("1dc-sum").unwrap(), "America/New_York".parse().unwrap(), 0);
+        let b = Buckets::new(
+            parse_downsample("1dc-sum").unwrap(),
+            "America/New_York".parse().unwrap(),
+            0,
+        );
         // 2013-01-01T12:00Z is 07:00 in New York: the day starts at 05:00Z.
         assert_eq!(b.bucket(1357041600000), 1357016400000);
         let m = Buckets::new(parse_downsample("1nc-sum").unwrap(), chrono_tz::UTC, 0);
@@ -314,15 +366,38 @@ mod tests {
     /// TestTsdbQueryQueries' counter vectors.
     #[test]
     fn rates() {
-        let s = |v: &[i64]| -> Vec<(u64, Num)> { v.iter().enumerate().map(|(i, &x)| ((i as u64 + 1) * 30_000, Num::Int(x))).collect() };
-        let c = RateOptions { counter: true, counter_max: 100, ..Default::default() };
+        let s = |v: &[i64]| -> Vec<(u64, Num)> {
+            v.iter()
+                .enumerate()
+                .map(|(i, &x)| ((i as u64 + 1) * 30_000, Num::Int(x)))
+                .collect()
+        };
+        let c = RateOptions {
+            counter: true,
+            counter_max: 100,
+            ..Default::default()
+        };
         assert_eq!(floats(&rate(&s(&[45, 75, 5]), &c)), vec![1.0, 1.0]);
-        let r = RateOptions { counter: true, counter_max: 10000, reset_value: 35, ..Default::default() };
+        let r = RateOptions {
+            counter: true,
+            counter_max: 10000,
+            reset_value: 35,
+            ..Default::default()
+        };
         assert_eq!(floats(&rate(&s(&[45, 75, 25]), &r)), vec![1.0, 0.0]);
-        let d = RateOptions { counter: true, drop_resets: true, ..Default::default() };
+        let d = RateOptions {
+            counter: true,
+            drop_resets: true,
+            ..Default::default()
+        };
         let out = rate(&s(&[45, 75, 25, 55]), &d);
-        assert_eq!(out, vec![(60_000, Num::Float(1.0)), (120_000, Num::Float(1.0))]);
-        let plain: Vec<(u64, Num)> = (0..300).map(|i| ((1356998430 + 30 * i) * 1000, Num::Int(i as i64 + 1))).collect();
+        assert_eq!(
+            out,
+            vec![(60_000, Num::Float(1.0)), (120_000, Num::Float(1.0))]
+        );
+        let plain: Vec<(u64, Num)> = (0..300)
+            .map(|i| ((1356998430 + 30 * i) * 1000, Num::Int(i as i64 + 1)))
+            .collect();
         let r = rate(&plain, &RateOptions::default());
         assert_eq!(r.len(), 299);
         assert_eq!(r[0].0, 1356998460000);
@@ -335,6 +410,9 @@ mod tests {
     fn huge_intervals_are_invalid() {
         assert!(parse_downsample("1999999999999999999m-avg").is_err());
         assert!(parse_downsample("400y-avg").is_err());
-        assert_eq!(parse_downsample("300y-avg").unwrap().interval_ms, 300 * 365 * 86_400_000);
+        assert_eq!(
+            parse_downsample("300y-avg").unwrap().interval_ms,
+            300 * 365 * 86_400_000
+        );
     }
 }

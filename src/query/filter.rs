@@ -108,15 +108,37 @@ pub struct TagFilter {
 }
 
 impl TagFilter {
-    pub fn new(kind: FilterType, tagk: &str, expr: &str, group_by: bool) -> Result<TagFilter, String> {
+    pub fn new(
+        kind: FilterType,
+        tagk: &str,
+        expr: &str,
+        group_by: bool,
+    ) -> Result<TagFilter, String> {
         if tagk.is_empty() {
             return Err("Missing tag key".into());
         }
-        let lower = matches!(kind, FilterType::IliteralOr | FilterType::NotIliteralOr | FilterType::Iwildcard);
-        let e = if lower { expr.to_lowercase() } else { expr.to_string() };
-        let mut f = TagFilter { kind, tagk: tagk.into(), expr: expr.into(), group_by, literals: Vec::new(), regex: None };
+        let lower = matches!(
+            kind,
+            FilterType::IliteralOr | FilterType::NotIliteralOr | FilterType::Iwildcard
+        );
+        let e = if lower {
+            expr.to_lowercase()
+        } else {
+            expr.to_string()
+        };
+        let mut f = TagFilter {
+            kind,
+            tagk: tagk.into(),
+            expr: expr.into(),
+            group_by,
+            literals: Vec::new(),
+            regex: None,
+        };
         match kind {
-            FilterType::LiteralOr | FilterType::IliteralOr | FilterType::NotLiteralOr | FilterType::NotIliteralOr => {
+            FilterType::LiteralOr
+            | FilterType::IliteralOr
+            | FilterType::NotLiteralOr
+            | FilterType::NotIliteralOr => {
                 if expr.is_empty() {
                     return Err("Filter cannot be null or empty".into());
                 }
@@ -129,7 +151,10 @@ impl TagFilter {
                 f.literals = vec![e];
             }
             FilterType::Regexp => {
-                f.regex = Some(regex::Regex::new(expr).map_err(|e| format!("Invalid regular expression: {e}"))?);
+                f.regex = Some(
+                    regex::Regex::new(expr)
+                        .map_err(|e| format!("Invalid regular expression: {e}"))?,
+                );
             }
             FilterType::NotKey => {
                 if !expr.is_empty() {
@@ -171,7 +196,9 @@ impl TagFilter {
 
     /// Does a series whose value for this tag key is `value` (None = key absent) pass?
     pub fn matches(&self, value: Option<&str>) -> bool {
-        let Some(v) = value else { return self.kind == FilterType::NotKey };
+        let Some(v) = value else {
+            return self.kind == FilterType::NotKey;
+        };
         match self.kind {
             FilterType::NotKey => false,
             FilterType::LiteralOr => self.literals.iter().any(|l| l == v),
@@ -203,7 +230,10 @@ fn glob(pattern: &str, v: &str) -> bool {
     }
     let parts: Vec<&str> = pattern.split('*').collect();
     let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !v.starts_with(first) || !v[first.len()..].ends_with(last) || v.len() < first.len() + last.len() {
+    if !v.starts_with(first)
+        || !v[first.len()..].ends_with(last)
+        || v.len() < first.len() + last.len()
+    {
         return false;
     }
     let mut rest = &v[first.len()..v.len() - last.len()];
@@ -230,7 +260,10 @@ mod tests {
         assert!(!f("literal_or", "web01|web02").matches(Some("Web02")));
         assert!(f("iliteral_or", "web01|WEB02").matches(Some("Web02")));
         assert!(f("not_literal_or", "web01").matches(Some("web02")));
-        assert!(!f("not_literal_or", "web01").matches(None), "the key must be present");
+        assert!(
+            !f("not_literal_or", "web01").matches(None),
+            "the key must be present"
+        );
         assert!(f("wildcard", "*").matches(Some("x")));
         assert!(f("wildcard", "web*").matches(Some("web01")));
         assert!(f("wildcard", "*.net").matches(Some("a.net")));
@@ -238,7 +271,10 @@ mod tests {
         assert!(!f("wildcard", "web*.tsdb.*").matches(Some("web01.tsdc.net")));
         assert!(!f("wildcard", "ab*ba").matches(Some("aba")));
         assert!(f("iwildcard", "WEB*").matches(Some("web01")));
-        assert!(f("regexp", "eb0[12]").matches(Some("web01")), "regexp is a partial match");
+        assert!(
+            f("regexp", "eb0[12]").matches(Some("web01")),
+            "regexp is a partial match"
+        );
         assert!(!f("regexp", "^eb").matches(Some("web01")));
         assert!(f("not_key", "").matches(None));
         assert!(!f("not_key", "").matches(Some("x")));
@@ -246,6 +282,9 @@ mod tests {
         let t = TagFilter::from_tag_value("host", "web*").unwrap();
         assert_eq!((t.kind, t.group_by), (FilterType::Iwildcard, true));
         let u = TagFilter::from_uri("host", "regexp(web.*)", false).unwrap();
-        assert_eq!((u.kind, u.expr.as_str(), u.group_by), (FilterType::Regexp, "web.*", false));
+        assert_eq!(
+            (u.kind, u.expr.as_str(), u.group_by),
+            (FilterType::Regexp, "web.*", false)
+        );
     }
 }

@@ -11,7 +11,9 @@
 //! CPU.
 
 use super::collect::Collector;
-use super::row_cache::{hour_key, hour_key_weight, hour_row_weight, Fill, HourRows, RowCache, RowPoints};
+use super::row_cache::{
+    hour_key, hour_key_weight, hour_row_weight, Fill, HourRows, RowCache, RowPoints,
+};
 use super::seek::{tags_share, RowFilter};
 use super::select::{append_row, stop_on_error, with_columns, Stamps, Window, KEPT_HOURS_MAX};
 use super::{QueryEngine, QueryError};
@@ -54,9 +56,17 @@ impl QueryEngine {
         // A narrow filter seeks to a few series' rows, which costs less than looking through
         // every row of an hour (and reading the hour whole to keep it would cost more still).
         // Long windows would look up an entry per hour for little.
-        let cache = self.rows.as_deref().filter(|_| !filter.narrow && hours <= KEPT_HOURS_MAX);
+        let cache = self
+            .rows
+            .as_deref()
+            .filter(|_| !filter.narrow && hours <= KEPT_HOURS_MAX);
         // The store applies the regex only to scans without a seeker: so does this.
-        let regex = filter.regex.as_deref().filter(|_| filter.seek.is_none()).map(crate::store::embedded::compile_row_regex).transpose();
+        let regex = filter
+            .regex
+            .as_deref()
+            .filter(|_| filter.seek.is_none())
+            .map(crate::store::embedded::compile_row_regex)
+            .transpose();
         let (Some(cache), Ok(regex)) = (cache, regex) else {
             let scans = self.metric_scans(uid, w.first, w.last, &shared);
             return self.scan_into(&scans, name, c);
@@ -84,7 +94,10 @@ impl QueryEngine {
                         return (h, Hour::Kept(rows));
                     }
                     // Readers of other shares read the same hours: each fills its own of them.
-                    if fill.is_some_and(|f| f.left() > 0) && i % parts.max(1) == part && cache.keeps(&k) {
+                    if fill.is_some_and(|f| f.left() > 0)
+                        && i % parts.max(1) == part
+                        && cache.keeps(&k)
+                    {
                         return (h, Hour::Fill(k));
                     }
                     (h, Hour::Read)
@@ -111,7 +124,15 @@ impl QueryEngine {
                         // Taken just before the read: the longer before, the likelier a flush
                         // of other rows of its stripe outdates it.
                         let ticket = cache.ticket(k);
-                        if let Some((rows, taken)) = self.read_hour(&salt, uid, *h, name, &wanted, (cache, fill, hour_key_weight(k.len())), c)? {
+                        if let Some((rows, taken)) = self.read_hour(
+                            &salt,
+                            uid,
+                            *h,
+                            name,
+                            &wanted,
+                            (cache, fill, hour_key_weight(k.len())),
+                            c,
+                        )? {
                             if !cache.put_hour(k.clone(), ticket, rows) {
                                 fill.give(taken);
                             }
@@ -156,12 +177,17 @@ impl QueryEngine {
         let mut taken = if whole { base } else { 0 };
         let mut failed = None;
         let mut body = |key: &[u8], cells: &[CellRef]| -> Result<(), QueryError> {
-            let Ok(rk) = self.layout.parse(key) else { return Ok(()) };
+            let Ok(rk) = self.layout.parse(key) else {
+                return Ok(());
+            };
             let want = wanted(key, rk.tags);
             let mut all = Vec::new();
             let kept = whole
                 && rk.base == h
-                && with_columns(cells, |cols| append_row(key, cols, rk.base, 0, u64::MAX, &mut all, |ts| ts as i64)).is_ok()
+                && with_columns(cells, |cols| {
+                    append_row(key, cols, rk.base, 0, u64::MAX, &mut all, |ts| ts as i64)
+                })
+                .is_ok()
                 && all.is_sorted_by_key(|p| p.0)
                 && {
                     let w = hour_row_weight(rk.tags.len(), all.len());
@@ -182,7 +208,11 @@ impl QueryEngine {
                     taken = 0;
                     rows = Vec::new();
                 }
-                return if want { c.cells(name, key, &rk, cells) } else { Ok(()) };
+                return if want {
+                    c.cells(name, key, &rk, cells)
+                } else {
+                    Ok(())
+                };
             }
             let all: RowPoints = Arc::from(all);
             if want {
@@ -191,7 +221,11 @@ impl QueryEngine {
             rows.push((Box::from(rk.tags), all));
             Ok(())
         };
-        let scanned = self.store.scan_rows(&self.table, &scan, &mut stop_on_error(&mut body, &mut failed));
+        let scanned = self.store.scan_rows(
+            &self.table,
+            &scan,
+            &mut stop_on_error(&mut body, &mut failed),
+        );
         let error = match (failed, scanned) {
             (Some(e), _) => Some(e),
             (None, Err(e)) => Some(e.into()),

@@ -98,7 +98,10 @@ struct Budget {
 
 impl Budget {
     fn new(deadline: Option<std::time::Instant>) -> Budget {
-        Budget { deadline, points: AtomicU64::new(0) }
+        Budget {
+            deadline,
+            points: AtomicU64::new(0),
+        }
     }
 }
 
@@ -133,10 +136,14 @@ impl QueryEngine {
             )));
         }
         if q.flags.delete && !self.allow_delete {
-            return Err(QueryError::BadRequest("Deleting data is not enabled (query.allow_delete = false)".into()));
+            return Err(QueryError::BadRequest(
+                "Deleting data is not enabled (query.allow_delete = false)".into(),
+            ));
         }
         let tz: chrono_tz::Tz = match &q.timezone {
-            Some(z) => z.parse().map_err(|_| QueryError::BadRequest(format!("Invalid timezone: {z}")))?,
+            Some(z) => z
+                .parse()
+                .map_err(|_| QueryError::BadRequest(format!("Invalid timezone: {z}")))?,
             None => chrono_tz::UTC,
         };
         let budget = Budget::new(self.limits.timeout.map(|t| std::time::Instant::now() + t));
@@ -154,10 +161,19 @@ impl QueryEngine {
     /// metrics, so they run on every core; a deleting query stays on one thread. After a
     /// failure no further sub-query starts: the first error in request order is the one a
     /// sequential run would report (all earlier ones were started before it).
-    fn run_subqueries(&self, q: &Query, tz: chrono_tz::Tz, budget: &Budget) -> Vec<Result<(Vec<ResultSeries>, Summary), QueryError>> {
+    fn run_subqueries(
+        &self,
+        q: &Query,
+        tz: chrono_tz::Tz,
+        budget: &Budget,
+    ) -> Vec<Result<(Vec<ResultSeries>, Summary), QueryError>> {
         let cores = crate::cores();
         // One sub-query (the commonest request) reads its metric as shares on every core.
-        let parts = if q.queries.len() == 1 && !q.flags.delete { self.shares(cores) } else { 1 };
+        let parts = if q.queries.len() == 1 && !q.flags.delete {
+            self.shares(cores)
+        } else {
+            1
+        };
         let one = |sq: &SubQuery| -> Result<(Vec<ResultSeries>, Summary), QueryError> {
             let mut summary = Summary::default();
             let series = self.fetch_shares(q, sq, tz, &mut summary, budget, parts)?;
@@ -181,22 +197,23 @@ impl QueryEngine {
         }
         let next = AtomicUsize::new(0);
         let failed = AtomicBool::new(false);
-        let mut done: Vec<(usize, Result<(Vec<ResultSeries>, Summary), QueryError>)> = crate::pool::on_workers(workers, |_| {
-            let mut mine = Vec::new();
-            while !failed.load(Ordering::SeqCst) {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(sq) = q.queries.get(i) else { break };
-                let r = one(sq);
-                if r.is_err() {
-                    failed.store(true, Ordering::SeqCst);
+        let mut done: Vec<(usize, Result<(Vec<ResultSeries>, Summary), QueryError>)> =
+            crate::pool::on_workers(workers, |_| {
+                let mut mine = Vec::new();
+                while !failed.load(Ordering::SeqCst) {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(sq) = q.queries.get(i) else { break };
+                    let r = one(sq);
+                    if r.is_err() {
+                        failed.store(true, Ordering::SeqCst);
+                    }
+                    mine.push((i, r));
                 }
-                mine.push((i, r));
-            }
-            mine
-        })
-        .into_iter()
-        .flatten()
-        .collect();
+                mine
+            })
+            .into_iter()
+            .flatten()
+            .collect();
         done.sort_by_key(|(i, _)| *i);
         done.into_iter().map(|(_, r)| r).collect()
     }
@@ -214,17 +231,23 @@ impl QueryEngine {
     ) -> Result<Vec<Series>, QueryError> {
         // A failing pushdown (an unknown tag) takes the one-thread path, which reports it in
         // OpenTSDB's order (an unknown metric first).
-        let parts = if parts > 1 && self.pushdown(sq).map_or(true, |f| f.narrow) { 1 } else { parts };
+        let parts = if parts > 1 && self.pushdown(sq).map_or(true, |f| f.narrow) {
+            1
+        } else {
+            parts
+        };
         // Series matched so far, across the shares: `query.max_series` holds for their sum.
         let matched = AtomicUsize::new(0);
         let matched = &matched;
         let mut series = if parts <= 1 {
             self.fetch(q, sq, tz, summary, budget, 0, 1, matched)?
         } else {
-            let read: Vec<Result<(Vec<Series>, Summary), QueryError>> = crate::pool::on_workers(parts, |part| {
-                let mut s = Summary::default();
-                self.fetch(q, sq, tz, &mut s, budget, part, parts, matched).map(|v| (v, s))
-            });
+            let read: Vec<Result<(Vec<Series>, Summary), QueryError>> =
+                crate::pool::on_workers(parts, |part| {
+                    let mut s = Summary::default();
+                    self.fetch(q, sq, tz, &mut s, budget, part, parts, matched)
+                        .map(|v| (v, s))
+                });
             let mut all = Vec::new();
             for r in read {
                 let (v, s) = r?;
@@ -252,11 +275,17 @@ impl QueryEngine {
         matched: &AtomicUsize,
     ) -> Result<Vec<Series>, QueryError> {
         let (metric_uid, tsuid_set) = if sq.tsuids.is_empty() {
-            (self.uids.require_id(UidKind::Metric, &sq.metric)?.into_vec(), None)
+            (
+                self.uids
+                    .require_id(UidKind::Metric, &sq.metric)?
+                    .into_vec(),
+                None,
+            )
         } else {
             let mut set = std::collections::HashSet::new();
             for t in &sq.tsuids {
-                let b = crate::schema::parse_hex(t).ok_or_else(|| QueryError::BadRequest(format!("Invalid TSUID: {t}")))?;
+                let b = crate::schema::parse_hex(t)
+                    .ok_or_else(|| QueryError::BadRequest(format!("Invalid TSUID: {t}")))?;
                 if b.len() <= self.layout.metric_width {
                     return Err(QueryError::BadRequest(format!("Invalid TSUID: {t}")));
                 }
@@ -264,7 +293,9 @@ impl QueryEngine {
             }
             let m = set.iter().next().expect("non-empty")[..self.layout.metric_width].to_vec();
             if set.iter().any(|t| t[..self.layout.metric_width] != m[..]) {
-                return Err(QueryError::BadRequest("All TSUIDs must belong to the same metric".into()));
+                return Err(QueryError::BadRequest(
+                    "All TSUIDs must belong to the same metric".into(),
+                ));
             }
             (m, Some(set))
         };
@@ -292,7 +323,9 @@ impl QueryEngine {
             let mut row_body = |key: &[u8], cells: &[CellRef]| -> Result<(), QueryError> {
                 summary.rows += 1;
                 self.check_limits(budget, matched.load(Ordering::Relaxed))?;
-                let Ok(rk) = self.layout.parse(key) else { return Ok(()) };
+                let Ok(rk) = self.layout.parse(key) else {
+                    return Ok(());
+                };
                 let tsuid = rk.tsuid();
                 if tsuid_set.as_ref().is_some_and(|s| !s.contains(&tsuid)) {
                     return Ok(());
@@ -302,10 +335,18 @@ impl QueryEngine {
                     None => {
                         let mut tags: BTreeMap<String, String> = BTreeMap::new();
                         for (k, v) in rk.tag_pairs() {
-                            tags.insert(self.uids.get_name(UidKind::Tagk, k)?.into(), self.uids.get_name(UidKind::Tagv, v)?.into());
+                            tags.insert(
+                                self.uids.get_name(UidKind::Tagk, k)?.into(),
+                                self.uids.get_name(UidKind::Tagv, v)?.into(),
+                            );
                         }
-                        let pass = sq.filters.iter().all(|f| f.matches(tags.get(&f.tagk).map(|s| s.as_str())))
-                            && (!sq.explicit_tags || (tags.len() == count_distinct(&filter_keys) && tags.keys().all(|k| filter_keys.contains(&k.as_str()))));
+                        let pass = sq
+                            .filters
+                            .iter()
+                            .all(|f| f.matches(tags.get(&f.tagk).map(|s| s.as_str())))
+                            && (!sq.explicit_tags
+                                || (tags.len() == count_distinct(&filter_keys)
+                                    && tags.keys().all(|k| filter_keys.contains(&k.as_str()))));
                         let i = pass.then(|| {
                             states.push(SeriesState {
                                 tsuid: tsuid.clone(),
@@ -328,8 +369,14 @@ impl QueryEngine {
                     }
                 };
                 let Some(idx) = idx else { return Ok(()) };
-                let cols: Vec<StoredColumn> =
-                    cells.iter().map(|c| StoredColumn { qualifier: c.qualifier, value: c.value, ts: c.timestamp }).collect();
+                let cols: Vec<StoredColumn> = cells
+                    .iter()
+                    .map(|c| StoredColumn {
+                        qualifier: c.qualifier,
+                        value: c.value,
+                        ts: c.timestamp,
+                    })
+                    .collect();
                 let st = &mut states[idx];
                 // Rows of ordered columns (compacted, or in-order ingest) decode straight to
                 // points; anything else takes the general merge, which also reports errors.
@@ -342,7 +389,9 @@ impl QueryEngine {
                 };
                 let mark = sink.len();
                 let point = |ts, v| (ts, Num::from(v));
-                if !append_ordered_by(&cols, rk.base, q.start_ms, q.end_ms, sink, point) && !append_merged_by(&cols, rk.base, q.start_ms, q.end_ms, sink, point) {
+                if !append_ordered_by(&cols, rk.base, q.start_ms, q.end_ms, sink, point)
+                    && !append_merged_by(&cols, rk.base, q.start_ms, q.end_ms, sink, point)
+                {
                     let merged = merge_columns(&cols);
                     if let Some((qual, e)) = merged.errors.first() {
                         return Err(QueryError::Corrupt(format!(
@@ -364,7 +413,10 @@ impl QueryEngine {
                         if ts < q.start_ms || ts > q.end_ms {
                             continue;
                         }
-                        let v: Num = p.value().map_err(|e| QueryError::Corrupt(e.to_string()))?.into();
+                        let v: Num = p
+                            .value()
+                            .map_err(|e| QueryError::Corrupt(e.to_string()))?
+                            .into();
                         sink.push((ts, v));
                     }
                 }
@@ -381,7 +433,11 @@ impl QueryEngine {
                 }
                 Ok(())
             };
-            self.store.scan_rows(&self.table, &scan, &mut select::stop_on_error(&mut row_body, &mut failed))?;
+            self.store.scan_rows(
+                &self.table,
+                &scan,
+                &mut select::stop_on_error(&mut row_body, &mut failed),
+            )?;
             if let Some(e) = failed.take() {
                 return Err(e);
             }
@@ -399,9 +455,15 @@ impl QueryEngine {
                     None => s.raw,
                 };
                 if sq.rate {
-                    points = downsample::rate(&points, &sq.rate_options.clone().unwrap_or_default());
+                    points =
+                        downsample::rate(&points, &sq.rate_options.clone().unwrap_or_default());
                 }
-                Series { tsuid: s.tsuid, tags: s.tags, points, notes: s.notes }
+                Series {
+                    tsuid: s.tsuid,
+                    tags: s.tags,
+                    points,
+                    notes: s.notes,
+                }
             })
             .filter(|s| !s.points.is_empty() || !s.notes.is_empty())
             .collect())
@@ -423,7 +485,10 @@ impl QueryEngine {
                 l.max_points
             )));
         }
-        if budget.deadline.is_some_and(|d| std::time::Instant::now() > d) {
+        if budget
+            .deadline
+            .is_some_and(|d| std::time::Instant::now() > d)
+        {
             return Err(QueryError::Timeout(format!(
                 "Query timeout exceeded ({} ms, query.timeout_ms)",
                 l.timeout.map(|t| t.as_millis()).unwrap_or(0)
@@ -450,7 +515,11 @@ impl QueryEngine {
                         }
                     }
                     if ids.is_empty() {
-                        return Err(UidError::NoSuchName { kind: "tagv", name: lits[0].clone() }.into());
+                        return Err(UidError::NoSuchName {
+                            kind: "tagv",
+                            name: lits[0].clone(),
+                        }
+                        .into());
                     }
                     Some(ids)
                 }
@@ -468,12 +537,23 @@ impl QueryEngine {
     }
 
     /// Removes the points of `[start, end]` from the given rows (`delete: true` queries).
-    fn delete_range(&self, rows: &[(Vec<u8>, u32)], start_ms: u64, end_ms: u64) -> Result<(), QueryError> {
+    fn delete_range(
+        &self,
+        rows: &[(Vec<u8>, u32)],
+        start_ms: u64,
+        end_ms: u64,
+    ) -> Result<(), QueryError> {
         use crate::store::{Mutation, RowMutations};
         for (row, base) in rows {
             let cells = self.store.get(&self.table, row, &[b"t"])?;
-            let cols: Vec<StoredColumn> =
-                cells.iter().map(|c| StoredColumn { qualifier: &c.qualifier, value: &c.value, ts: c.timestamp }).collect();
+            let cols: Vec<StoredColumn> = cells
+                .iter()
+                .map(|c| StoredColumn {
+                    qualifier: &c.qualifier,
+                    value: &c.value,
+                    ts: c.timestamp,
+                })
+                .collect();
             let merged = merge_columns(&cols);
             let keep: Vec<_> = merged
                 .points
@@ -483,14 +563,29 @@ impl QueryEngine {
             let mut muts: Vec<Mutation> = cells
                 .iter()
                 .filter(|c| c.qualifier.len() % 2 == 0)
-                .map(|c| Mutation::Delete { family: b"t".to_vec(), qualifier: c.qualifier.clone() })
+                .map(|c| Mutation::Delete {
+                    family: b"t".to_vec(),
+                    qualifier: c.qualifier.clone(),
+                })
                 .collect();
             if !keep.is_empty() {
                 let (q, v) = crate::schema::column::build_column(&keep);
-                muts.retain(|m| !matches!(m, Mutation::Delete { qualifier, .. } if *qualifier == q));
-                muts.push(Mutation::Put { family: b"t".to_vec(), qualifier: q, value: v });
+                muts.retain(
+                    |m| !matches!(m, Mutation::Delete { qualifier, .. } if *qualifier == q),
+                );
+                muts.push(Mutation::Put {
+                    family: b"t".to_vec(),
+                    qualifier: q,
+                    value: v,
+                });
             }
-            self.store.mutate(&self.table, vec![RowMutations { row: row.clone(), mutations: muts }])?;
+            self.store.mutate(
+                &self.table,
+                vec![RowMutations {
+                    row: row.clone(),
+                    mutations: muts,
+                }],
+            )?;
         }
         Ok(())
     }
@@ -511,15 +606,24 @@ impl QueryEngine {
         }
         let metric_name = match (metric, tsuid) {
             (Some(m), _) => m.to_string(),
-            (None, Some(t)) => self.uids.get_name(UidKind::Metric, &t[..self.layout.metric_width])?.into(),
+            (None, Some(t)) => self
+                .uids
+                .get_name(UidKind::Metric, &t[..self.layout.metric_width])?
+                .into(),
             _ => return Err(QueryError::BadRequest("Missing metric or tsuid".into())),
         };
-        let start_ms = if back_hours == 0 { 0 } else { now_ms.saturating_sub(back_hours * 3_600_000) };
+        let start_ms = if back_hours == 0 {
+            0
+        } else {
+            now_ms.saturating_sub(back_hours * 3_600_000)
+        };
         let sq = SubQuery {
             index: 0,
             aggregator: Aggregator::None,
             metric: metric_name,
-            tsuids: tsuid.map(|t| vec![crate::schema::hex_upper(t)]).unwrap_or_default(),
+            tsuids: tsuid
+                .map(|t| vec![crate::schema::hex_upper(t)])
+                .unwrap_or_default(),
             filters,
             downsample: None,
             rate: false,
@@ -535,8 +639,20 @@ impl QueryEngine {
             use_calendar: false,
         };
         let budget = Budget::new(self.limits.timeout.map(|t| std::time::Instant::now() + t));
-        let series = self.fetch(&q, &sq, chrono_tz::UTC, &mut Summary::default(), &budget, 0, 1, &AtomicUsize::new(0))?;
-        Ok(series.into_iter().filter_map(|s| s.points.last().map(|&(t, v)| (s.tsuid.clone(), t, v))).collect())
+        let series = self.fetch(
+            &q,
+            &sq,
+            chrono_tz::UTC,
+            &mut Summary::default(),
+            &budget,
+            0,
+            1,
+            &AtomicUsize::new(0),
+        )?;
+        Ok(series
+            .into_iter()
+            .filter_map(|s| s.points.last().map(|&(t, v)| (s.tsuid.clone(), t, v)))
+            .collect())
     }
 }
 
@@ -557,8 +673,18 @@ pub struct Series {
 }
 
 /// Groups series by the values of their group-by tag keys and aggregates each group.
-pub fn group_and_aggregate(sq: &SubQuery, series: Vec<Series>, start_ms: u64, end_ms: u64) -> Vec<ResultSeries> {
-    let mut group_keys: Vec<&str> = sq.filters.iter().filter(|f| f.group_by).map(|f| f.tagk.as_str()).collect();
+pub fn group_and_aggregate(
+    sq: &SubQuery,
+    series: Vec<Series>,
+    start_ms: u64,
+    end_ms: u64,
+) -> Vec<ResultSeries> {
+    let mut group_keys: Vec<&str> = sq
+        .filters
+        .iter()
+        .filter(|f| f.group_by)
+        .map(|f| f.tagk.as_str())
+        .collect();
     group_keys.sort_unstable();
     group_keys.dedup();
     let mut groups: BTreeMap<Vec<String>, Vec<Series>> = BTreeMap::new();
@@ -566,26 +692,47 @@ pub fn group_and_aggregate(sq: &SubQuery, series: Vec<Series>, start_ms: u64, en
         let key = if sq.aggregator == Aggregator::None {
             vec![crate::schema::hex_upper(&s.tsuid)]
         } else {
-            group_keys.iter().map(|k| s.tags.get(*k).cloned().unwrap_or_default()).collect()
+            group_keys
+                .iter()
+                .map(|k| s.tags.get(*k).cloned().unwrap_or_default())
+                .collect()
         };
         groups.entry(key).or_default().push(s);
     }
-    let nan_as_null = sq.downsample.as_ref().is_some_and(|d| d.fill == spec::FillPolicy::Null);
+    let nan_as_null = sq
+        .downsample
+        .as_ref()
+        .is_some_and(|d| d.fill == spec::FillPolicy::Null);
     let all = sq.downsample.as_ref().is_some_and(|d| d.all);
     groups
         .into_values()
         .map(|members| {
             let (tags, aggregate_tags) = common_tags(&members);
-            let mut tsuids: Vec<String> = members.iter().map(|s| crate::schema::hex_upper(&s.tsuid)).collect();
+            let mut tsuids: Vec<String> = members
+                .iter()
+                .map(|s| crate::schema::hex_upper(&s.tsuid))
+                .collect();
             tsuids.sort();
             let inputs: Vec<&[(u64, Num)]> = members.iter().map(|s| s.points.as_slice()).collect();
             let mut dps = aggregate::aggregate(sq.aggregator, &inputs);
             if !all && sq.downsample.is_none() {
                 dps.retain(|(t, _)| *t >= start_ms && *t <= end_ms);
             }
-            let mut annotations: Vec<_> = members.iter().flat_map(|s| s.notes.iter().cloned()).collect();
+            let mut annotations: Vec<_> = members
+                .iter()
+                .flat_map(|s| s.notes.iter().cloned())
+                .collect();
             annotations.sort_by_key(|a| a.start_ms());
-            ResultSeries { index: sq.index, metric: sq.metric.clone(), tags, aggregate_tags, tsuids, dps, nan_as_null, annotations }
+            ResultSeries {
+                index: sq.index,
+                metric: sq.metric.clone(),
+                tags,
+                aggregate_tags,
+                tsuids,
+                dps,
+                nan_as_null,
+                annotations,
+            }
         })
         .collect()
 }
@@ -631,7 +778,10 @@ pub(crate) fn tag_pair_regex(layout: &KeyLayout, per_key: seek::RequiredPairs) -
     for (k, vals) in per_key {
         re.push_str(&format!("(?:.{{{pair}}})*?{}", esc(&k)));
         match vals {
-            Some(v) => re.push_str(&format!("(?:{})", v.iter().map(|x| esc(x)).collect::<Vec<_>>().join("|"))),
+            Some(v) => re.push_str(&format!(
+                "(?:{})",
+                v.iter().map(|x| esc(x)).collect::<Vec<_>>().join("|")
+            )),
             None => re.push_str(&format!(".{{{vw}}}")),
         }
     }

@@ -24,7 +24,12 @@ pub fn plain_shortest(v: f64, buf: &mut ryu::Buffer) -> Option<&str> {
 
 /// The digits of a plain decimal from its first non-zero one, less an integral value's `.0`.
 fn significant_digits(s: &str) -> usize {
-    s.strip_suffix(".0").unwrap_or(s).bytes().filter(u8::is_ascii_digit).skip_while(|&d| d == b'0').count()
+    s.strip_suffix(".0")
+        .unwrap_or(s)
+        .bytes()
+        .filter(u8::is_ascii_digit)
+        .skip_while(|&d| d == b'0')
+        .count()
 }
 
 pub fn java_double(d: f64) -> String {
@@ -50,10 +55,18 @@ fn java_double_slow(d: f64) -> String {
         return "NaN".into();
     }
     if d.is_infinite() {
-        return if d > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+        return if d > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
     }
     if d == 0.0 {
-        return if d.is_sign_negative() { "-0.0".into() } else { "0.0".into() };
+        return if d.is_sign_negative() {
+            "-0.0".into()
+        } else {
+            "0.0".into()
+        };
     }
     let a = d.abs();
     if (1e-3..1e7).contains(&a) {
@@ -63,7 +76,11 @@ fn java_double_slow(d: f64) -> String {
     // Scientific: shortest digits, mantissa with at least one decimal.
     let s = format!("{d:e}");
     let (mant, exp) = s.split_once('e').expect("{:e} has an exponent");
-    let mant = if mant.contains('.') { mant.to_string() } else { format!("{mant}.0") };
+    let mant = if mant.contains('.') {
+        mant.to_string()
+    } else {
+        format!("{mant}.0")
+    };
     format!("{mant}E{exp}")
 }
 
@@ -86,13 +103,20 @@ mod tests {
 
     #[test]
     fn ties_round_as_the_standard_formatters_do() {
-        for (v, want) in [(8.0 + 2f64.powi(-16), "8.000015258789063"), (2f64.powi(46) + 0.125, "70368744177664.13"), (2f64.powi(49) + 0.25, "562949953421312.3")] {
+        for (v, want) in [
+            (8.0 + 2f64.powi(-16), "8.000015258789063"),
+            (2f64.powi(46) + 0.125, "70368744177664.13"),
+            (2f64.powi(49) + 0.25, "562949953421312.3"),
+        ] {
             assert_eq!(format!("{v}"), want);
             assert_eq!(plain_shortest(v, &mut ryu::Buffer::new()), None, "{v}");
             assert_eq!(crate::server::prometheus::format::sample_value(v), want);
         }
         assert_eq!(java_double(8.0 + 2f64.powi(-16)), "8.000015258789063");
-        assert_eq!(plain_shortest(62.04, &mut ryu::Buffer::new()), Some("62.04"));
+        assert_eq!(
+            plain_shortest(62.04, &mut ryu::Buffer::new()),
+            Some("62.04")
+        );
     }
 
     /// What `plain_shortest` gives, as the standard formatters print it.

@@ -32,10 +32,16 @@ fn aggregator(name: &str) -> Result<Aggregator, String> {
 fn rate_options(j: &Json) -> RateOptions {
     let mut o = RateOptions::default();
     o.counter = flag(j, "counter") || flag(j, "isCounter");
-    if let Some(m) = j.get("counterMax").and_then(|v| v.as_i64().or_else(|| v.as_str().and_then(|s| s.parse().ok()))) {
+    if let Some(m) = j.get("counterMax").and_then(|v| {
+        v.as_i64()
+            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+    }) {
         o.counter_max = m;
     }
-    if let Some(r) = j.get("resetValue").and_then(|v| v.as_i64().or_else(|| v.as_str().and_then(|s| s.parse().ok()))) {
+    if let Some(r) = j.get("resetValue").and_then(|v| {
+        v.as_i64()
+            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+    }) {
         o.reset_value = r;
     }
     o.drop_resets = flag(j, "dropResets");
@@ -47,19 +53,35 @@ pub fn from_json(body: &[u8], now: u64) -> Result<Query, String> {
     if body.iter().all(|b| b.is_ascii_whitespace()) {
         return Err("Missing message content".into());
     }
-    let j: Json = serde_json::from_slice(body).map_err(|e| format!("Unable to parse the given JSON: {e}"))?;
+    let j: Json =
+        serde_json::from_slice(body).map_err(|e| format!("Unable to parse the given JSON: {e}"))?;
     let start_ms = time_value(j.get("start"), now)?.ok_or("Missing start time")?;
     let end_ms = time_value(j.get("end"), now)?.unwrap_or(now);
     let mut queries = Vec::new();
-    let subs = j.get("queries").and_then(|q| q.as_array()).filter(|a| !a.is_empty()).ok_or("Missing queries")?;
+    let subs = j
+        .get("queries")
+        .and_then(|q| q.as_array())
+        .filter(|a| !a.is_empty())
+        .ok_or("Missing queries")?;
     for (index, q) in subs.iter().enumerate() {
-        let agg = q.get("aggregator").and_then(|a| a.as_str()).ok_or("Missing the aggregation function")?;
+        let agg = q
+            .get("aggregator")
+            .and_then(|a| a.as_str())
+            .ok_or("Missing the aggregation function")?;
         let aggregator = aggregator(agg)?;
-        let metric = q.get("metric").and_then(|m| m.as_str()).unwrap_or_default().to_string();
+        let metric = q
+            .get("metric")
+            .and_then(|m| m.as_str())
+            .unwrap_or_default()
+            .to_string();
         let tsuids: Vec<String> = q
             .get("tsuids")
             .and_then(|t| t.as_array())
-            .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect()
+            })
             .unwrap_or_default();
         if metric.is_empty() && tsuids.is_empty() {
             return Err("Missing the metric or tsuids, provide at least one".into());
@@ -67,19 +89,33 @@ pub fn from_json(body: &[u8], now: u64) -> Result<Query, String> {
         let mut filters = Vec::new();
         if let Some(tags) = q.get("tags").and_then(|t| t.as_object()) {
             for (k, v) in tags {
-                filters.push(TagFilter::from_tag_value(k, v.as_str().unwrap_or_default())?);
+                filters.push(TagFilter::from_tag_value(
+                    k,
+                    v.as_str().unwrap_or_default(),
+                )?);
             }
         }
         if let Some(fs) = q.get("filters").and_then(|f| f.as_array()) {
             for f in fs {
-                let ty = f.get("type").and_then(|t| t.as_str()).ok_or("Missing filter type")?;
-                let kind = FilterType::parse(ty).ok_or_else(|| format!("Could not find a filter for type: {ty}"))?;
-                let tagk = f.get("tagk").and_then(|t| t.as_str()).ok_or("Missing tagk in filter")?;
+                let ty = f
+                    .get("type")
+                    .and_then(|t| t.as_str())
+                    .ok_or("Missing filter type")?;
+                let kind = FilterType::parse(ty)
+                    .ok_or_else(|| format!("Could not find a filter for type: {ty}"))?;
+                let tagk = f
+                    .get("tagk")
+                    .and_then(|t| t.as_str())
+                    .ok_or("Missing tagk in filter")?;
                 let expr = f.get("filter").and_then(|t| t.as_str()).unwrap_or_default();
                 filters.push(TagFilter::new(kind, tagk, expr, flag(f, "groupBy"))?);
             }
         }
-        let downsample = match q.get("downsample").and_then(|d| d.as_str()).filter(|d| !d.is_empty()) {
+        let downsample = match q
+            .get("downsample")
+            .and_then(|d| d.as_str())
+            .filter(|d| !d.is_empty())
+        {
             Some(d) => Some(parse_downsample(d)?),
             None => None,
         };
@@ -91,7 +127,10 @@ pub fn from_json(body: &[u8], now: u64) -> Result<Query, String> {
             filters,
             downsample,
             rate: flag(q, "rate"),
-            rate_options: q.get("rateOptions").filter(|o| o.is_object()).map(rate_options),
+            rate_options: q
+                .get("rateOptions")
+                .filter(|o| o.is_object())
+                .map(rate_options),
             explicit_tags: flag(q, "explicitTags"),
         });
     }
@@ -118,7 +157,13 @@ pub fn from_json(body: &[u8], now: u64) -> Result<Query, String> {
 
 /// The GET form. `params` keeps repeated keys in order; single-valued ones take the last.
 pub fn from_params(params: &[(String, String)], now: u64) -> Result<Query, String> {
-    let last = |k: &str| params.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    let last = |k: &str| {
+        params
+            .iter()
+            .rev()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+    };
     let present = |k: &str| params.iter().any(|(n, _)| n == k);
     let start = last("start").ok_or("Missing parameter <code>start</code>")?;
     let start_ms = parse_time(start, now)?;
@@ -176,7 +221,9 @@ fn middle(parts: &[&str], sq: &mut SubQuery) -> Result<(), String> {
                     i = 1;
                 }
                 if let Some(m) = opts.get(i).filter(|s| !s.is_empty()) {
-                    o.counter_max = m.parse().map_err(|_| format!("Invalid counter max value: {m}"))?;
+                    o.counter_max = m
+                        .parse()
+                        .map_err(|_| format!("Invalid counter max value: {m}"))?;
                 }
                 if let Some(r) = opts.get(i + 1).filter(|s| !s.is_empty()) {
                     o.reset_value = r.parse().map_err(|_| format!("Invalid reset value: {r}"))?;
@@ -209,10 +256,14 @@ fn split_m(m: &str) -> Result<Vec<&str>, String> {
     }
     parts.push(&m[start..]);
     if parts.len() < 2 {
-        return Err(format!("Invalid parameter m={m} (not enough :-separated parts)"));
+        return Err(format!(
+            "Invalid parameter m={m} (not enough :-separated parts)"
+        ));
     }
     if parts.len() > 7 {
-        return Err(format!("Invalid parameter m={m} (too many :-separated parts)"));
+        return Err(format!(
+            "Invalid parameter m={m} (too many :-separated parts)"
+        ));
     }
     Ok(parts)
 }
@@ -241,7 +292,11 @@ pub fn parse_m(m: &str, index: usize) -> Result<SubQuery, String> {
 pub fn parse_tsuid(t: &str, index: usize) -> Result<SubQuery, String> {
     let parts = split_m(t)?;
     let aggregator = aggregator(parts[0])?;
-    let tsuids: Vec<String> = parts[parts.len() - 1].split(',').filter(|s| !s.is_empty()).map(String::from).collect();
+    let tsuids: Vec<String> = parts[parts.len() - 1]
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
     if tsuids.is_empty() {
         return Err("Missing the metric or tsuids, provide at least one".into());
     }
@@ -262,7 +317,9 @@ pub fn parse_tsuid(t: &str, index: usize) -> Result<SubQuery, String> {
 
 /// `metric{k=v,k2=type(expr)}{k3=…}`: the first braces group by, the second do not.
 pub fn parse_metric_filters(s: &str) -> Result<(String, Vec<TagFilter>), String> {
-    let Some(open) = s.find('{') else { return Ok((s.to_string(), Vec::new())) };
+    let Some(open) = s.find('{') else {
+        return Ok((s.to_string(), Vec::new()));
+    };
     let metric = s[..open].to_string();
     let mut filters = Vec::new();
     let mut rest = &s[open..];
@@ -273,7 +330,9 @@ pub fn parse_metric_filters(s: &str) -> Result<(String, Vec<TagFilter>), String>
             if part.is_empty() {
                 continue;
             }
-            let (k, v) = part.split_once('=').ok_or_else(|| format!("invalid tag: {part}"))?;
+            let (k, v) = part
+                .split_once('=')
+                .ok_or_else(|| format!("invalid tag: {part}"))?;
             filters.push(TagFilter::from_uri(k, v, group_by)?);
         }
         rest = &r[close + 1..];
@@ -323,18 +382,33 @@ mod tests {
 
     #[test]
     fn m_syntax() {
-        let q = parse_m("sum:rate{counter,100,5}:1m-avg-nan:sys.cpu{host=web*,dc=lga|sjc}{env=regexp(prod.*)}", 0).unwrap();
+        let q = parse_m(
+            "sum:rate{counter,100,5}:1m-avg-nan:sys.cpu{host=web*,dc=lga|sjc}{env=regexp(prod.*)}",
+            0,
+        )
+        .unwrap();
         assert_eq!(q.metric, "sys.cpu");
         assert!(q.rate);
         let o = q.rate_options.unwrap();
         assert!(o.counter && o.counter_max == 100 && o.reset_value == 5);
         assert_eq!(q.downsample.unwrap().interval_ms, 60_000);
         assert_eq!(q.filters.len(), 3);
-        assert_eq!((q.filters[0].kind, q.filters[0].group_by), (FilterType::Iwildcard, true));
-        assert_eq!((q.filters[1].kind, q.filters[1].group_by), (FilterType::LiteralOr, true));
-        assert_eq!((q.filters[2].kind, q.filters[2].group_by), (FilterType::Regexp, false));
+        assert_eq!(
+            (q.filters[0].kind, q.filters[0].group_by),
+            (FilterType::Iwildcard, true)
+        );
+        assert_eq!(
+            (q.filters[1].kind, q.filters[1].group_by),
+            (FilterType::LiteralOr, true)
+        );
+        assert_eq!(
+            (q.filters[2].kind, q.filters[2].group_by),
+            (FilterType::Regexp, false)
+        );
         assert!(parse_m("sum", 0).unwrap_err().contains("not enough"));
-        assert!(parse_m("bogus:m", 0).unwrap_err().contains("No such aggregation function: bogus"));
+        assert!(parse_m("bogus:m", 0)
+            .unwrap_err()
+            .contains("No such aggregation function: bogus"));
         let d = parse_m("avg:rate{dropcounter}:m", 0).unwrap();
         assert!(d.rate_options.unwrap().drop_resets);
         let t = parse_tsuid("sum:000001000001000001,000001000001000002", 0).unwrap();
@@ -354,9 +428,15 @@ mod tests {
         assert_eq!(q.end_ms, 10_000_000);
         assert!(q.flags.ms_resolution);
         assert_eq!(q.queries[0].filters.len(), 2);
-        assert_eq!(q.queries[0].rate_options.as_ref().unwrap().counter_max, 1000);
+        assert_eq!(
+            q.queries[0].rate_options.as_ref().unwrap().counter_max,
+            1000
+        );
         assert_eq!(from_json(b"{}", 0).unwrap_err(), "Missing start time");
-        assert_eq!(from_json(br#"{"start":1}"#, 0).unwrap_err(), "Missing queries");
+        assert_eq!(
+            from_json(br#"{"start":1}"#, 0).unwrap_err(),
+            "Missing queries"
+        );
         assert_eq!(
             from_json(br#"{"start":1,"queries":[{"aggregator":"sum"}]}"#, 0).unwrap_err(),
             "Missing the metric or tsuids, provide at least one"

@@ -13,7 +13,11 @@ fn push_num(out: &mut String, v: Num, nan_as_null: bool) {
     match v {
         Num::Int(i) => out.push_str(itoa::Buffer::new().format(i)),
         Num::Float(f) if f.is_nan() => out.push_str(if nan_as_null { "null" } else { "\"NaN\"" }),
-        Num::Float(f) if f.is_infinite() => out.push_str(if f > 0.0 { "\"Infinity\"" } else { "\"-Infinity\"" }),
+        Num::Float(f) if f.is_infinite() => out.push_str(if f > 0.0 {
+            "\"Infinity\""
+        } else {
+            "\"-Infinity\""
+        }),
         Num::Float(f) => push_java_double(out, f),
     }
 }
@@ -22,7 +26,10 @@ fn push_num(out: &mut String, v: Num, nan_as_null: bool) {
 pub fn query_echo(sq: &SubQuery) -> Json {
     let mut tags = serde_json::Map::new();
     for f in sq.filters.iter().filter(|f| f.group_by) {
-        tags.insert(f.tagk.clone(), json!(format!("{}({})", f.kind.name(), f.expr)));
+        tags.insert(
+            f.tagk.clone(),
+            json!(format!("{}({})", f.kind.name(), f.expr)),
+        );
     }
     json!({
         "aggregator": sq.aggregator.name(),
@@ -46,13 +53,25 @@ pub struct Extras {
     pub global: Vec<Json>,
 }
 
-pub fn render(q: &Query, series: &[ResultSeries], summary: &Summary, extras: &Extras, elapsed_ms: f64) -> String {
+pub fn render(
+    q: &Query,
+    series: &[ResultSeries],
+    summary: &Summary,
+    extras: &Extras,
+    elapsed_ms: f64,
+) -> String {
     let mut s = String::from("[");
     for (i, r) in series.iter().enumerate() {
         if i > 0 {
             s.push(',');
         }
-        let _ = write!(s, "{{\"metric\":{},\"tags\":{},\"aggregateTags\":{}", json!(r.metric), json!(r.tags), json!(r.aggregate_tags));
+        let _ = write!(
+            s,
+            "{{\"metric\":{},\"tags\":{},\"aggregateTags\":{}",
+            json!(r.metric),
+            json!(r.tags),
+            json!(r.aggregate_tags)
+        );
         if q.flags.show_query {
             let _ = write!(s, ",\"query\":{}", query_echo(&q.queries[r.index]));
         }
@@ -63,7 +82,11 @@ pub fn render(q: &Query, series: &[ResultSeries], summary: &Summary, extras: &Ex
             let _ = write!(s, ",\"annotations\":{}", json!(r.annotations));
         }
         if q.flags.global_annotations && !extras.global.is_empty() {
-            let _ = write!(s, ",\"globalAnnotations\":{}", Json::Array(extras.global.clone()));
+            let _ = write!(
+                s,
+                ",\"globalAnnotations\":{}",
+                Json::Array(extras.global.clone())
+            );
         }
         s.push_str(",\"dps\":");
         s.push(if q.flags.arrays { '[' } else { '{' });

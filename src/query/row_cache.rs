@@ -97,7 +97,11 @@ pub fn row_weight(key_len: usize, points: usize) -> u64 {
 
 /// An hour entry's weight in the cache's budget: its key's part, and its rows'.
 pub fn hour_weight(key_len: usize, rows: &[(Box<[u8]>, RowPoints)]) -> u64 {
-    hour_key_weight(key_len) + rows.iter().map(|(tags, p)| hour_row_weight(tags.len(), p.len())).sum::<u64>()
+    hour_key_weight(key_len)
+        + rows
+            .iter()
+            .map(|(tags, p)| hour_row_weight(tags.len(), p.len()))
+            .sum::<u64>()
 }
 
 /// The part of an hour entry's weight its key and slot make.
@@ -131,7 +135,10 @@ pub struct RowCache {
     used: AtomicBool,
     /// When each hour was last written (hours written within `quiet_for`, and some older).
     /// With when it was last pruned of hours gone quiet.
-    recent: Mutex<(std::collections::HashMap<u32, std::time::Instant>, std::time::Instant)>,
+    recent: Mutex<(
+        std::collections::HashMap<u32, std::time::Instant>,
+        std::time::Instant,
+    )>,
     /// How long an hour must go unwritten before its rows are kept ([`QUIET`]).
     pub quiet_for: std::time::Duration,
     /// Shapes of requests that ran out of allowance (see [`RowCache::fill_for`]).
@@ -179,7 +186,11 @@ impl RowCache {
     /// What one request may put in the cache, in its weight: a request reading more (every
     /// path over days) would only evict what the next one needs.
     pub fn fill(&self) -> Fill {
-        Fill { left: AtomicI64::new((self.bytes / FILL_SHARE) as i64), ran_out: AtomicBool::new(false), barred: false }
+        Fill {
+            left: AtomicI64::new((self.bytes / FILL_SHARE) as i64),
+            ran_out: AtomicBool::new(false),
+            barred: false,
+        }
     }
 
     /// [`RowCache::fill`] for a request of a given shape (a hash of what it reads), nothing
@@ -190,7 +201,12 @@ impl RowCache {
     /// dashboard's moving window). Give the allowance back to [`RowCache::done`].
     pub fn fill_for(&self, shape: u64) -> Fill {
         let mut fill = self.fill();
-        if self.overflowing.lock().get(&shape).is_some_and(|at| at.elapsed() < SHAPE_BAR) {
+        if self
+            .overflowing
+            .lock()
+            .get(&shape)
+            .is_some_and(|at| at.elapsed() < SHAPE_BAR)
+        {
             fill.left.store(0, Ordering::Relaxed);
             fill.barred = true;
         }
@@ -239,7 +255,11 @@ impl RowCache {
 
     /// For `/api/stats`: look-ups answered, look-ups not, and the weight held (bytes).
     pub fn stats(&self) -> (u64, u64, u64) {
-        (self.hits.load(Ordering::Relaxed), self.misses.load(Ordering::Relaxed), self.cache.weight())
+        (
+            self.hits.load(Ordering::Relaxed),
+            self.misses.load(Ordering::Relaxed),
+            self.cache.weight(),
+        )
     }
 
     /// To be taken before the row (or hour) is read and given back to [`RowCache::put`] (or
@@ -255,12 +275,17 @@ impl RowCache {
     /// The base hour of a row key, or of an hour entry's key.
     fn hour_of(&self, key: &[u8]) -> Option<u32> {
         let at = self.head.checked_sub(4)?;
-        key.get(at..self.head).map(|b| u32::from_be_bytes(b.try_into().expect("four bytes")))
+        key.get(at..self.head)
+            .map(|b| u32::from_be_bytes(b.try_into().expect("four bytes")))
     }
 
     /// Whether no write to hour `h` was heard for [`QUIET`].
     fn quiet(&self, h: u32) -> bool {
-        self.recent.lock().0.get(&h).is_none_or(|at| at.elapsed() >= self.quiet_for)
+        self.recent
+            .lock()
+            .0
+            .get(&h)
+            .is_none_or(|at| at.elapsed() >= self.quiet_for)
     }
 
     /// Keeps the row's points as read after `ticket` was taken, unless a write to a row of its
@@ -414,7 +439,8 @@ mod tests {
 
     fn store(cache: &Arc<RowCache>) -> (tempfile::TempDir, crate::store::SharedStore) {
         let dir = tempfile::tempdir().unwrap();
-        let inner = Arc::new(EmbeddedStore::open(dir.path(), &TableNames::default().specs()).unwrap());
+        let inner =
+            Arc::new(EmbeddedStore::open(dir.path(), &TableNames::default().specs()).unwrap());
         let s = watched(inner, cache.clone());
         (dir, s)
     }
@@ -424,14 +450,32 @@ mod tests {
         let cache = Arc::new(RowCache::new(1 << 20, "tsdb", 3).unwrap());
         let (_dir, store) = store(&cache);
         let (row, other) = (b"row-a".to_vec(), b"row-b".to_vec());
-        cache.put(row.clone(), cache.ticket(&row), Arc::from(vec![(1000, 1.5)]));
+        cache.put(
+            row.clone(),
+            cache.ticket(&row),
+            Arc::from(vec![(1000, 1.5)]),
+        );
         cache.put(other.clone(), cache.ticket(&other), Arc::from(Vec::new()));
         assert_eq!(cache.get(&row).as_deref(), Some(&[(1000, 1.5)][..]));
-        store.mutate("tsdb", vec![RowMutations::put(row.clone(), b"t", vec![0, 0], vec![1])]).unwrap();
+        store
+            .mutate(
+                "tsdb",
+                vec![RowMutations::put(row.clone(), b"t", vec![0, 0], vec![1])],
+            )
+            .unwrap();
         assert!(cache.get(&row).is_none(), "a written row is dropped");
-        assert_eq!(cache.get(&other).as_deref(), Some(&[][..]), "another row stays");
+        assert_eq!(
+            cache.get(&other).as_deref(),
+            Some(&[][..]),
+            "another row stays"
+        );
         // Another table's row of the same key is not this cache's.
-        store.mutate("tsdb-tree", vec![RowMutations::put(other.clone(), b"t", vec![0], vec![1])]).unwrap();
+        store
+            .mutate(
+                "tsdb-tree",
+                vec![RowMutations::put(other.clone(), b"t", vec![0], vec![1])],
+            )
+            .unwrap();
         assert!(cache.get(&other).is_some());
     }
 
@@ -442,7 +486,12 @@ mod tests {
         let row = b"row-a".to_vec();
         // A reader takes its ticket and reads the row (empty); a write lands before it puts.
         let ticket = cache.ticket(&row);
-        store.mutate("tsdb", vec![RowMutations::put(row.clone(), b"t", vec![0, 0], vec![1])]).unwrap();
+        store
+            .mutate(
+                "tsdb",
+                vec![RowMutations::put(row.clone(), b"t", vec![0, 0], vec![1])],
+            )
+            .unwrap();
         cache.put(row.clone(), ticket, Arc::from(Vec::new()));
         assert!(cache.get(&row).is_none());
         // A read after the write is kept.
@@ -455,12 +504,24 @@ mod tests {
         let cache = RowCache::new(64 << 10, "tsdb", 3).unwrap();
         for i in 0..200u32 {
             let row = i.to_be_bytes().to_vec();
-            cache.put(row.clone(), cache.ticket(&row), Arc::from(vec![(0, 0.0); 360]));
+            cache.put(
+                row.clone(),
+                cache.ticket(&row),
+                Arc::from(vec![(0, 0.0); 360]),
+            );
         }
-        assert!(cache.cache.weight() <= 64 << 10, "{} bytes held", cache.cache.weight());
+        assert!(
+            cache.cache.weight() <= 64 << 10,
+            "{} bytes held",
+            cache.cache.weight()
+        );
         let fill = cache.fill();
         let row = row_weight(20, 360);
-        assert_eq!((0..10).filter(|_| fill.take(row)).count() as u64, (32 << 10) / row, "a request fills half of it");
+        assert_eq!(
+            (0..10).filter(|_| fill.take(row)).count() as u64,
+            (32 << 10) / row,
+            "a request fills half of it"
+        );
         assert!(fill.take(1), "what is left still covers a smaller row");
     }
 
@@ -479,8 +540,14 @@ mod tests {
         cache.done(7, &barred);
         assert!(cache.fill_for(8).left() > 0, "another shape still fills");
         // Barred for a while, then filling again.
-        cache.overflowing.lock().insert(7, std::time::Instant::now() - SHAPE_BAR);
-        assert!(cache.fill_for(7).left() > 0, "it fills again once barred for SHAPE_BAR");
+        cache
+            .overflowing
+            .lock()
+            .insert(7, std::time::Instant::now() - SHAPE_BAR);
+        assert!(
+            cache.fill_for(7).left() > 0,
+            "it fills again once barred for SHAPE_BAR"
+        );
     }
 
     #[test]
@@ -490,16 +557,30 @@ mod tests {
         // Keys: a 3-byte metric, then the hour (4 bytes), then tags.
         let key = |hour: u32, tags: &[u8]| [&b"met"[..], &hour.to_be_bytes(), tags].concat();
         let (row, other) = (key(7200, b"ab"), key(3600, b"ab"));
-        store.mutate("tsdb", vec![RowMutations::put(row.clone(), b"t", vec![0, 0], vec![1])]).unwrap();
+        store
+            .mutate(
+                "tsdb",
+                vec![RowMutations::put(row.clone(), b"t", vec![0, 0], vec![1])],
+            )
+            .unwrap();
         let hour = hour_key(&row[..7]);
         assert!(!cache.keeps(&hour));
         assert!(!cache.put_hour(hour.clone(), cache.ticket(&hour), Arc::from(Vec::new())));
         cache.put(row.clone(), cache.ticket(&row), Arc::from(vec![(0, 1.0)]));
-        assert!(cache.get_hour(&hour).is_none() && cache.get(&row).is_none(), "the hour was just written");
-        cache.put(other.clone(), cache.ticket(&other), Arc::from(vec![(0, 1.0)]));
+        assert!(
+            cache.get_hour(&hour).is_none() && cache.get(&row).is_none(),
+            "the hour was just written"
+        );
+        cache.put(
+            other.clone(),
+            cache.ticket(&other),
+            Arc::from(vec![(0, 1.0)]),
+        );
         assert!(cache.get(&other).is_some(), "another hour is quiet");
         // As if written a quiet period ago.
-        let long_ago = std::time::Instant::now().checked_sub(QUIET).expect("the clock has run that long");
+        let long_ago = std::time::Instant::now()
+            .checked_sub(QUIET)
+            .expect("the clock has run that long");
         cache.recent.lock().0.insert(7200, long_ago);
         assert!(cache.keeps(&hour));
         assert!(cache.put_hour(hour.clone(), cache.ticket(&hour), Arc::from(Vec::new())));

@@ -29,7 +29,11 @@ impl RowFilter {
             let s = PairSeeker::new(layout, required);
             RowSeeker(Arc::new(move |row: &[u8]| s.judge(row)))
         });
-        RowFilter { regex, seek, narrow }
+        RowFilter {
+            regex,
+            seek,
+            narrow,
+        }
     }
 
     /// This filter narrowed to one of `parts` disjoint shares of the series (by a hash of the
@@ -51,7 +55,11 @@ impl RowFilter {
                 false => RowSeek::Skip,
             }
         }));
-        RowFilter { regex: self.regex.clone(), seek: Some(seek), narrow: self.narrow }
+        RowFilter {
+            regex: self.regex.clone(),
+            seek: Some(seek),
+            narrow: self.narrow,
+        }
     }
 }
 
@@ -62,7 +70,9 @@ pub(crate) fn tags_share(tags: &[u8], parts: usize) -> usize {
 
 /// FNV-1a: key bytes are short, and any spread will do.
 pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Judges a row key against required tag pairs, and says where the next candidate row is.
@@ -82,11 +92,14 @@ impl PairSeeker {
         let required = required
             .into_iter()
             .map(|(k, vs)| {
-                (k, vs.map(|mut v| {
-                    v.sort();
-                    v.dedup();
-                    v
-                }))
+                (
+                    k,
+                    vs.map(|mut v| {
+                        v.sort();
+                        v.dedup();
+                        v
+                    }),
+                )
             })
             .collect();
         PairSeeker {
@@ -106,7 +119,9 @@ impl PairSeeker {
         for start in (self.head..row.len()).step_by(self.pair) {
             let k = &row[start..start + self.kw];
             let v = &row[start + self.kw..start + self.pair];
-            let Some((rk, allowed)) = want.peek() else { return RowSeek::Take };
+            let Some((rk, allowed)) = want.peek() else {
+                return RowSeek::Take;
+            };
             if rk.as_slice() < k {
                 // A required key sorts before this pair's and the row lacks it: so does every
                 // row sharing the bytes before this pair.
@@ -161,7 +176,13 @@ mod tests {
     use proptest::prelude::*;
 
     fn layout() -> KeyLayout {
-        KeyLayout { metric_width: 1, tagk_width: 1, tagv_width: 1, salt_width: 0, salt_buckets: 1 }
+        KeyLayout {
+            metric_width: 1,
+            tagk_width: 1,
+            tagv_width: 1,
+            salt_width: 0,
+            salt_buckets: 1,
+        }
     }
 
     /// A row: metric, base (4 bytes), then pairs with strictly increasing keys.
@@ -174,11 +195,17 @@ mod tests {
     }
 
     /// The rows a seeking store returns: walk the sorted rows, jumping where the seeker says.
-    fn skip_scan(rows: &std::collections::BTreeSet<Vec<u8>>, s: &PairSeeker) -> (Vec<Vec<u8>>, usize) {
+    fn skip_scan(
+        rows: &std::collections::BTreeSet<Vec<u8>>,
+        s: &PairSeeker,
+    ) -> (Vec<Vec<u8>>, usize) {
         seek_scan(rows, &|r| s.judge(r))
     }
 
-    fn seek_scan(rows: &std::collections::BTreeSet<Vec<u8>>, judge: &dyn Fn(&[u8]) -> RowSeek) -> (Vec<Vec<u8>>, usize) {
+    fn seek_scan(
+        rows: &std::collections::BTreeSet<Vec<u8>>,
+        judge: &dyn Fn(&[u8]) -> RowSeek,
+    ) -> (Vec<Vec<u8>>, usize) {
         let (mut out, mut seeks) = (Vec::new(), 0);
         let mut it = rows.range::<Vec<u8>, _>(..);
         while let Some(r) = it.next() {
@@ -199,7 +226,9 @@ mod tests {
     fn matches(row: &[u8], req: &RequiredPairs) -> bool {
         let pairs: Vec<(u8, u8)> = row[5..].chunks(2).map(|p| (p[0], p[1])).collect();
         req.iter().all(|(k, vs)| {
-            pairs.iter().any(|(pk, pv)| *pk == k[0] && vs.as_ref().is_none_or(|vs| vs.iter().any(|v| v[0] == *pv)))
+            pairs.iter().any(|(pk, pv)| {
+                *pk == k[0] && vs.as_ref().is_none_or(|vs| vs.iter().any(|v| v[0] == *pv))
+            })
         })
     }
 
@@ -245,7 +274,10 @@ mod tests {
         }
         let req: RequiredPairs = [(vec![2], Some(vec![vec![0]]))].into_iter().collect();
         let (got, seeks) = skip_scan(&rows, &PairSeeker::new(&layout(), req));
-        assert_eq!(got, vec![row(7, 0, &[(1, 0), (2, 0)]), row(7, 1, &[(1, 0), (2, 0)])]);
+        assert_eq!(
+            got,
+            vec![row(7, 0, &[(1, 0), (2, 0)]), row(7, 1, &[(1, 0), (2, 0)])]
+        );
         assert!(seeks <= 8, "{seeks} seeks for 400 rows");
     }
 
@@ -257,15 +289,26 @@ mod tests {
                 rows.insert(row(7, base, &[(1, host % 3), (2, host)]));
             }
         }
-        let req: RequiredPairs = [(vec![1], Some(vec![vec![1], vec![2]]))].into_iter().collect();
+        let req: RequiredPairs = [(vec![1], Some(vec![vec![1], vec![2]]))]
+            .into_iter()
+            .collect();
         let f = RowFilter::for_pairs(&layout(), req.clone());
         let all: Vec<Vec<u8>> = rows.iter().filter(|r| matches(r, &req)).cloned().collect();
         let judge = |f: &RowFilter, r: &[u8]| (f.seek.as_ref().unwrap().0)(r);
         let mut got: Vec<Vec<u8>> = Vec::new();
         for part in 0..3 {
             let share = f.share(&layout(), part, 3);
-            let mine: Vec<Vec<u8>> = rows.iter().filter(|r| judge(&share, r) == RowSeek::Take).cloned().collect();
-            assert!(mine.len() > all.len() / 6, "share {part} holds {} of {} rows", mine.len(), all.len());
+            let mine: Vec<Vec<u8>> = rows
+                .iter()
+                .filter(|r| judge(&share, r) == RowSeek::Take)
+                .cloned()
+                .collect();
+            assert!(
+                mine.len() > all.len() / 6,
+                "share {part} holds {} of {} rows",
+                mine.len(),
+                all.len()
+            );
             // Every hour's row of a series lands in the same share.
             for r in &mine {
                 for base in 0..3u8 {
@@ -279,7 +322,10 @@ mod tests {
         got.sort();
         assert_eq!(got, all);
         let unfiltered = RowFilter::default().share(&layout(), 1, 2);
-        assert!(rows.iter().any(|r| judge(&unfiltered, r) == RowSeek::Take) && rows.iter().any(|r| judge(&unfiltered, r) == RowSeek::Skip));
+        assert!(
+            rows.iter().any(|r| judge(&unfiltered, r) == RowSeek::Take)
+                && rows.iter().any(|r| judge(&unfiltered, r) == RowSeek::Skip)
+        );
     }
 
     #[test]

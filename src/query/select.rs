@@ -7,16 +7,18 @@ use super::collect::Collector;
 use super::row_cache::{row_weight, Fill, RowPoints};
 use super::seek::{RequiredPairs, RowFilter};
 use super::{QueryEngine, QueryError};
-use crate::prometheus::labels::{escape, from_stored, Labels, METRIC_NAME, PLACEHOLDER_TAGK, PLACEHOLDER_TAGV};
+use crate::prometheus::labels::{
+    escape, from_stored, Labels, METRIC_NAME, PLACEHOLDER_TAGK, PLACEHOLDER_TAGV,
+};
 use crate::schema::column::DataValue;
 use crate::schema::compaction::{append_merged_by, append_ordered_by, merge_columns, StoredColumn};
 use crate::schema::rowkey::{base_time, ROW_SPAN};
 use crate::schema::uid_table::UidKind;
 use crate::store::{CellRef, RowSeek, RowSeeker, Scan, StoreResult};
-use std::sync::Arc;
 use regex::Regex;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 #[derive(Debug, Clone)]
 pub enum MatchOp {
@@ -63,12 +65,19 @@ fn go_to_rust_regex(re: &str) -> String {
 
 impl Matcher {
     pub fn eq(name: &str, value: &str) -> Matcher {
-        Matcher { name: name.into(), value: value.into(), op: MatchOp::Eq }
+        Matcher {
+            name: name.into(),
+            value: value.into(),
+            op: MatchOp::Eq,
+        }
     }
 
     /// `kind`: 0 EQ, 1 NEQ, 2 RE, 3 NRE (remote read's numbering).
     pub fn new(kind: i32, name: &str, value: &str) -> Result<Matcher, String> {
-        let compile = || Regex::new(&format!("^(?:{})$", go_to_rust_regex(value))).map_err(|e| format!("invalid regular expression {value:?}: {e}"));
+        let compile = || {
+            Regex::new(&format!("^(?:{})$", go_to_rust_regex(value)))
+                .map_err(|e| format!("invalid regular expression {value:?}: {e}"))
+        };
         let op = match kind {
             0 => MatchOp::Eq,
             1 => MatchOp::Neq,
@@ -76,7 +85,11 @@ impl Matcher {
             3 => MatchOp::Nre(compile()?),
             k => return Err(format!("unknown matcher type {k}")),
         };
-        Ok(Matcher { name: name.into(), value: value.into(), op })
+        Ok(Matcher {
+            name: name.into(),
+            value: value.into(),
+            op,
+        })
     }
 
     pub fn matches(&self, v: &str) -> bool {
@@ -97,7 +110,11 @@ impl Matcher {
 /// Whether a sorted label set passes every matcher.
 pub fn labels_match(labels: &Labels, matchers: &[Matcher]) -> bool {
     matchers.iter().all(|m| {
-        let v = labels.iter().find(|(k, _)| *k == m.name).map(|(_, v)| v.as_str()).unwrap_or("");
+        let v = labels
+            .iter()
+            .find(|(k, _)| *k == m.name)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("");
         m.matches(v)
     })
 }
@@ -113,9 +130,16 @@ impl QueryEngine {
     /// Metric names (stored form) the `__name__` matchers allow.
     fn candidate_metrics(&self, matchers: &[Matcher]) -> Result<Vec<String>, QueryError> {
         let name_ms: Vec<&Matcher> = matchers.iter().filter(|m| m.name == METRIC_NAME).collect();
-        if let Some(eq) = name_ms.iter().find(|m| matches!(m.op, MatchOp::Eq) && !m.value.is_empty()) {
+        if let Some(eq) = name_ms
+            .iter()
+            .find(|m| matches!(m.op, MatchOp::Eq) && !m.value.is_empty())
+        {
             let ok = name_ms.iter().all(|m| m.matches(&eq.value));
-            return Ok(if ok { vec![escape(&eq.value).into_owned()] } else { Vec::new() });
+            return Ok(if ok {
+                vec![escape(&eq.value).into_owned()]
+            } else {
+                Vec::new()
+            });
         }
         let all = self.uids.list(UidKind::Metric)?;
         Ok(all
@@ -140,9 +164,15 @@ impl QueryEngine {
             }
             // Only names stored as written: a name that needs escaping may also have been
             // stored raw (telnet, /api/put), which the label comparison would still match.
-            let (Cow::Borrowed(k), Cow::Borrowed(v)) = (escape(&m.name), escape(&m.value)) else { continue };
-            let Some(k) = self.uids.get_id(UidKind::Tagk, k)? else { return Ok(None) };
-            let Some(v) = self.uids.get_id(UidKind::Tagv, v)? else { return Ok(None) };
+            let (Cow::Borrowed(k), Cow::Borrowed(v)) = (escape(&m.name), escape(&m.value)) else {
+                continue;
+            };
+            let Some(k) = self.uids.get_id(UidKind::Tagk, k)? else {
+                return Ok(None);
+            };
+            let Some(v) = self.uids.get_id(UidKind::Tagv, v)? else {
+                return Ok(None);
+            };
             match per_key.entry(k.into_vec()) {
                 std::collections::btree_map::Entry::Vacant(e) => {
                     e.insert(Some(vec![v.into_vec()]));
@@ -162,17 +192,27 @@ impl QueryEngine {
     /// tag keys all of them carry, each with the values they have. A superset of those series
     /// passes; the caller still picks its own.
     pub fn series_filter(&self, series: &[&[(String, String)]]) -> Result<RowFilter, QueryError> {
-        let Some((first, rest)) = series.split_first() else { return Ok(RowFilter::default()) };
+        let Some((first, rest)) = series.split_first() else {
+            return Ok(RowFilter::default());
+        };
         let mut per_key = RequiredPairs::new();
         for (k, _) in first.iter() {
             if !rest.iter().all(|s| s.iter().any(|(k2, _)| k2 == k)) {
                 continue;
             }
-            let Some(kid) = self.uids.get_id(UidKind::Tagk, k)? else { return Ok(RowFilter::default()) };
+            let Some(kid) = self.uids.get_id(UidKind::Tagk, k)? else {
+                return Ok(RowFilter::default());
+            };
             let mut vals = Vec::new();
             for s in series {
-                let v = &s.iter().find(|(k2, _)| k2 == k).expect("every series has the key").1;
-                let Some(vid) = self.uids.get_id(UidKind::Tagv, v)? else { return Ok(RowFilter::default()) };
+                let v = &s
+                    .iter()
+                    .find(|(k2, _)| k2 == k)
+                    .expect("every series has the key")
+                    .1;
+                let Some(vid) = self.uids.get_id(UidKind::Tagv, v)? else {
+                    return Ok(RowFilter::default());
+                };
                 vals.push(vid.into_vec());
             }
             per_key.insert(kid.into_vec(), Some(vals));
@@ -183,21 +223,52 @@ impl QueryEngine {
     /// Every series matching `matchers` with points in `[start_ms, end_ms]`. Without
     /// `with_points`, series are those with a row (one hour) overlapping the range, and their
     /// points are left empty (label APIs).
-    pub fn select(&self, matchers: &[Matcher], start_ms: i64, end_ms: i64, with_points: bool) -> Result<Vec<Selected>, QueryError> {
-        let label_ms: Vec<Matcher> = matchers.iter().filter(|m| m.name != METRIC_NAME).cloned().collect();
+    pub fn select(
+        &self,
+        matchers: &[Matcher],
+        start_ms: i64,
+        end_ms: i64,
+        with_points: bool,
+    ) -> Result<Vec<Selected>, QueryError> {
+        let label_ms: Vec<Matcher> = matchers
+            .iter()
+            .filter(|m| m.name != METRIC_NAME)
+            .cloned()
+            .collect();
         let metrics = self.candidate_metrics(matchers)?;
-        let Some(row_filter) = self.required_pairs(&label_ms)? else { return Ok(Vec::new()) };
+        let Some(row_filter) = self.required_pairs(&label_ms)? else {
+            return Ok(Vec::new());
+        };
         // One call per selector of a request: its allowance for the row cache.
         let shape = Self::read_shape(&metrics, start_ms, end_ms);
         let fill = self.rows.as_ref().map(|c| c.fill_for(shape));
         // Without label matchers every series is kept: its labels are then made once, below.
         let keep = |metric: &str, tags: &[(String, String)]| {
-            label_ms.is_empty() || labels_match(&from_stored(metric, tags.iter().map(|(k, v)| (&**k, &**v))), &label_ms)
+            label_ms.is_empty()
+                || labels_match(
+                    &from_stored(metric, tags.iter().map(|(k, v)| (&**k, &**v))),
+                    &label_ms,
+                )
         };
         let mut out: Vec<Selected> = self
-            .select_stored(&metrics, start_ms, end_ms, if with_points { Stamps::Ms } else { Stamps::None }, row_filter, fill.as_ref(), &keep)?
+            .select_stored(
+                &metrics,
+                start_ms,
+                end_ms,
+                if with_points {
+                    Stamps::Ms
+                } else {
+                    Stamps::None
+                },
+                row_filter,
+                fill.as_ref(),
+                &keep,
+            )?
             .into_iter()
-            .map(|s| Selected { labels: from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v))), points: s.points })
+            .map(|s| Selected {
+                labels: from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v))),
+                points: s.points,
+            })
             .collect();
         if let (Some(cache), Some(fill)) = (&self.rows, &fill) {
             cache.done(shape, fill);
@@ -210,7 +281,9 @@ impl QueryEngine {
     /// [`super::row_cache::RowCache::fill_for`]): a read of the same metrics over as many hours
     /// has the same one, wherever its window is.
     pub fn read_shape(metrics: &[String], start_ms: i64, end_ms: i64) -> u64 {
-        let mut shape = (end_ms.saturating_sub(start_ms) / 3_600_000).to_be_bytes().to_vec();
+        let mut shape = (end_ms.saturating_sub(start_ms) / 3_600_000)
+            .to_be_bytes()
+            .to_vec();
         for m in metrics {
             shape.extend_from_slice(m.as_bytes());
             shape.push(0);
@@ -222,21 +295,39 @@ impl QueryEngine {
     /// they go and so hold the points of one metric at most: the candidate metric names, then
     /// [`QueryEngine::select_metric_each`] for each (from any thread).
     pub fn select_plan(&self, matchers: &[Matcher]) -> Result<Option<MetricPlan>, QueryError> {
-        let label_ms: Vec<Matcher> = matchers.iter().filter(|m| m.name != METRIC_NAME).cloned().collect();
+        let label_ms: Vec<Matcher> = matchers
+            .iter()
+            .filter(|m| m.name != METRIC_NAME)
+            .cloned()
+            .collect();
         let metrics = self.candidate_metrics(matchers)?;
-        let Some(row_filter) = self.required_pairs(&label_ms)? else { return Ok(None) };
-        Ok(Some(MetricPlan { metrics, label_ms, row_filter }))
+        let Some(row_filter) = self.required_pairs(&label_ms)? else {
+            return Ok(None);
+        };
+        Ok(Some(MetricPlan {
+            metrics,
+            label_ms,
+            row_filter,
+        }))
     }
 
     /// How many disjoint shares readers on `cores` cores should split one metric into (1 when
     /// the store can't seek, which a share needs).
     pub fn shares(&self, cores: usize) -> usize {
-        if self.store.seeks() { cores.max(1) } else { 1 }
+        if self.store.seeks() {
+            cores.max(1)
+        } else {
+            1
+        }
     }
 
     /// [`QueryEngine::shares`] for a plan: 1 when it names a few series.
     pub fn plan_shares(&self, plan: &MetricPlan, cores: usize) -> usize {
-        if plan.row_filter.narrow { 1 } else { self.shares(cores) }
+        if plan.row_filter.narrow {
+            1
+        } else {
+            self.shares(cores)
+        }
     }
 
     /// The matching series of one metric of `plan`, share `part` of `parts` of them (see
@@ -257,13 +348,32 @@ impl QueryEngine {
     ) -> Result<(), E> {
         // Without label matchers every series is kept: its labels are then made once, below.
         let keep = |metric: &str, tags: &[(String, String)]| {
-            plan.label_ms.is_empty() || labels_match(&from_stored(metric, tags.iter().map(|(k, v)| (&**k, &**v))), &plan.label_ms)
+            plan.label_ms.is_empty()
+                || labels_match(
+                    &from_stored(metric, tags.iter().map(|(k, v)| (&**k, &**v))),
+                    &plan.label_ms,
+                )
         };
-        let Some(w) = Window::new(start_ms, end_ms) else { return Ok(()) };
+        let Some(w) = Window::new(start_ms, end_ms) else {
+            return Ok(());
+        };
         for MetricId { uid, name } in self.ids_of(&[metric.to_string()])? {
             let mut c = Collector::lending(self, w.start, w.end, &keep);
-            self.collect_metric(&uid, &name, &w, &plan.row_filter, (part, parts), fill, &mut c)?;
-            c.each(|s, lent| f(from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v))), lent.unwrap_or(&s.points)))?;
+            self.collect_metric(
+                &uid,
+                &name,
+                &w,
+                &plan.row_filter,
+                (part, parts),
+                fill,
+                &mut c,
+            )?;
+            c.each(|s, lent| {
+                f(
+                    from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v))),
+                    lent.unwrap_or(&s.points),
+                )
+            })?;
         }
         Ok(())
     }
@@ -284,7 +394,16 @@ impl QueryEngine {
         keep: &dyn Fn(&str, &[(String, String)]) -> bool,
     ) -> Result<Vec<StoredSelected>, QueryError> {
         let ids = self.ids_of(metrics)?;
-        self.select_ids(&ids, start_ms, end_ms, stamps, &row_filter, (0, 1), fill, keep)
+        self.select_ids(
+            &ids,
+            start_ms,
+            end_ms,
+            stamps,
+            &row_filter,
+            (0, 1),
+            fill,
+            keep,
+        )
     }
 
     /// The metrics of `metrics` that exist, with their UIDs, in that order.
@@ -292,7 +411,10 @@ impl QueryEngine {
         let mut ids = Vec::with_capacity(metrics.len());
         for metric in metrics {
             if let Some(uid) = self.uids.get_id(UidKind::Metric, metric)? {
-                ids.push(MetricId { uid: uid.into_vec(), name: metric.clone() });
+                ids.push(MetricId {
+                    uid: uid.into_vec(),
+                    name: metric.clone(),
+                });
             }
         }
         Ok(ids)
@@ -313,7 +435,9 @@ impl QueryEngine {
         keep: &dyn Fn(&str, &[(String, String)]) -> bool,
     ) -> Result<Vec<StoredSelected>, QueryError> {
         let mut out = Vec::new();
-        let Some(w) = Window::new(start_ms, end_ms) else { return Ok(out) };
+        let Some(w) = Window::new(start_ms, end_ms) else {
+            return Ok(out);
+        };
         for MetricId { uid, name } in metrics {
             let mut c = Collector::new(self, w.start, w.end, stamps, keep);
             self.collect_metric(uid, name, &w, row_filter, share, fill, &mut c)?;
@@ -324,13 +448,30 @@ impl QueryEngine {
 
     /// One scan per salt bucket over one metric's rows in `[first, last)` hours, filtered by
     /// `row_filter`.
-    pub(super) fn metric_scans(&self, uid: &[u8], first: u32, last: u32, row_filter: &RowFilter) -> Vec<Scan> {
-        self.layout.salt_prefixes().into_iter().map(|salt| self.metric_scan(&salt, uid, first, last, row_filter)).collect()
+    pub(super) fn metric_scans(
+        &self,
+        uid: &[u8],
+        first: u32,
+        last: u32,
+        row_filter: &RowFilter,
+    ) -> Vec<Scan> {
+        self.layout
+            .salt_prefixes()
+            .into_iter()
+            .map(|salt| self.metric_scan(&salt, uid, first, last, row_filter))
+            .collect()
     }
 
     /// A scan over one metric's rows under `salt` in `[first, last)` hours, filtered by
     /// `row_filter`.
-    pub(super) fn metric_scan(&self, salt: &[u8], uid: &[u8], first: u32, last: u32, row_filter: &RowFilter) -> Scan {
+    pub(super) fn metric_scan(
+        &self,
+        salt: &[u8],
+        uid: &[u8],
+        first: u32,
+        last: u32,
+        row_filter: &RowFilter,
+    ) -> Scan {
         Scan {
             start: self.layout.metric_start(salt, uid, first),
             stop: self.layout.metric_start(salt, uid, last),
@@ -347,7 +488,10 @@ impl QueryEngine {
         let mut out = Vec::with_capacity(names.len());
         for name in names {
             if let Some(uid) = self.uids.get_id(UidKind::Metric, name)? {
-                out.push(MetricId { uid: uid.into_vec(), name: name.clone() });
+                out.push(MetricId {
+                    uid: uid.into_vec(),
+                    name: name.clone(),
+                });
             }
         }
         Ok(by_uid(out))
@@ -366,9 +510,13 @@ impl QueryEngine {
                 let start = key(&uids[0], firsts[0]);
                 let stop = key(uids.last().expect("two or more"), last);
                 let seek = move |row: &[u8]| {
-                    let Ok(rk) = layout.parse(row) else { return RowSeek::Skip };
+                    let Ok(rk) = layout.parse(row) else {
+                        return RowSeek::Skip;
+                    };
                     let next = match position(&uids, rk.metric) {
-                        Ok(i) if rk.base < firsts[i] => return RowSeek::SeekTo(key(&uids[i], firsts[i])),
+                        Ok(i) if rk.base < firsts[i] => {
+                            return RowSeek::SeekTo(key(&uids[i], firsts[i]))
+                        }
                         Ok(i) if rk.base >= last => i + 1,
                         Ok(_) => return RowSeek::Take,
                         Err(i) => i,
@@ -378,7 +526,13 @@ impl QueryEngine {
                         None => RowSeek::Done,
                     }
                 };
-                Scan { start, stop, families: vec![b"t".to_vec()], seek: Some(RowSeeker(Arc::new(seek))), ..Default::default() }
+                Scan {
+                    start,
+                    stop,
+                    families: vec![b"t".to_vec()],
+                    seek: Some(RowSeeker(Arc::new(seek))),
+                    ..Default::default()
+                }
             })
             .collect()
     }
@@ -405,10 +559,21 @@ impl QueryEngine {
     /// With `fill` (a request's allowance, see [`super::row_cache::RowCache::fill`]) and a row cache, each path's
     /// rows of closed hours are looked up first; a path is read from its first row not cached
     /// on, and the closed hours' rows read are kept, while the allowance lasts.
-    pub fn select_whole(&self, uids: Vec<Vec<u8>>, start_ms: i64, end_ms: i64, fill: Option<&Fill>) -> Result<Vec<Vec<(i64, f64)>>, QueryError> {
+    pub fn select_whole(
+        &self,
+        uids: Vec<Vec<u8>>,
+        start_ms: i64,
+        end_ms: i64,
+        fill: Option<&Fill>,
+    ) -> Result<Vec<Vec<(i64, f64)>>, QueryError> {
         let mut out = vec![Vec::new(); uids.len()];
-        let Some(w) = Window::new(start_ms, end_ms) else { return Ok(out) };
-        let (Some(k), Some(v)) = (self.uids.get_id(UidKind::Tagk, PLACEHOLDER_TAGK)?, self.uids.get_id(UidKind::Tagv, PLACEHOLDER_TAGV)?) else {
+        let Some(w) = Window::new(start_ms, end_ms) else {
+            return Ok(out);
+        };
+        let (Some(k), Some(v)) = (
+            self.uids.get_id(UidKind::Tagk, PLACEHOLDER_TAGK)?,
+            self.uids.get_id(UidKind::Tagv, PLACEHOLDER_TAGV)?,
+        ) else {
             return Ok(out);
         };
         let tags = [&k[..], &v[..]].concat();
@@ -423,7 +588,8 @@ impl QueryEngine {
         let mut cached: Vec<Vec<RowPoints>> = vec![Vec::new(); uids.len()];
         // The paths to read, where each is in `out`, the hour to read it from, and whether its
         // closed hours' rows are kept.
-        let (mut read, mut at, mut firsts, mut keeps) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut read, mut at, mut firsts, mut keeps) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         // The closed hours' rows to read, each with its ticket (taken before the read).
         let mut tickets: Vec<(Vec<u8>, u64)> = Vec::new();
         for (i, uid) in uids.into_iter().enumerate() {
@@ -431,7 +597,9 @@ impl QueryEngine {
             let key = |base: u64| self.layout.row_key(&tsuid, base as u32);
             let mut from = w.first as u64;
             for base in hours(from) {
-                let Some(points) = cache.get(&key(base)) else { break };
+                let Some(points) = cache.get(&key(base)) else {
+                    break;
+                };
                 cached[i].push(points);
                 from = base + ROW_SPAN;
             }
@@ -440,8 +608,13 @@ impl QueryEngine {
             }
             // Kept while the allowance lasts, for windows of at most KEPT_HOURS_MAX, and once
             // the hours have gone quiet (see `row_cache::QUIET`).
-            let closed = (w.last as u64).min(open).saturating_sub(from).div_ceil(ROW_SPAN);
-            let keep = closed <= KEPT_HOURS_MAX && fill.covers(tickets.len() as u64 + closed) && hours(from).all(|b| cache.quiet_hour(b as u32));
+            let closed = (w.last as u64)
+                .min(open)
+                .saturating_sub(from)
+                .div_ceil(ROW_SPAN);
+            let keep = closed <= KEPT_HOURS_MAX
+                && fill.covers(tickets.len() as u64 + closed)
+                && hours(from).all(|b| cache.quiet_hour(b as u32));
             if keep {
                 tickets.extend(hours(from).map(|base| {
                     let k = key(base);
@@ -454,7 +627,11 @@ impl QueryEngine {
             firsts.push(from as u32);
             keeps.push(keep);
         }
-        let got = if read.is_empty() { None } else { Some(self.read_whole(read, firsts, &tags, &w, Some((fill, open, keeps)))?) };
+        let got = if read.is_empty() {
+            None
+        } else {
+            Some(self.read_whole(read, firsts, &tags, &w, Some((fill, open, keeps)))?)
+        };
         for (i, rows) in cached.iter().enumerate() {
             out[i] = in_window(rows, w.start, w.end);
         }
@@ -471,7 +648,12 @@ impl QueryEngine {
         }
         let (mut rows, odd) = (got.rows, got.odd);
         for (key, ticket) in tickets {
-            if !odd.is_empty() && self.layout.parse(&key).is_ok_and(|rk| odd.contains(rk.metric)) {
+            if !odd.is_empty()
+                && self
+                    .layout
+                    .parse(&key)
+                    .is_ok_and(|rk| odd.contains(rk.metric))
+            {
                 continue;
             }
             let (points, weight): (RowPoints, u64) = match rows.remove(&key) {
@@ -481,7 +663,9 @@ impl QueryEngine {
                 }
                 // No such row: kept as empty, unless the read stopped keeping rows (it may then
                 // have passed over this one).
-                None if !got.full && fill.take(row_weight(key.len(), 0)) => (Arc::from(Vec::new()), row_weight(key.len(), 0)),
+                None if !got.full && fill.take(row_weight(key.len(), 0)) => {
+                    (Arc::from(Vec::new()), row_weight(key.len(), 0))
+                }
                 None => continue,
             };
             // What a refused put took from the allowance goes back.
@@ -495,8 +679,17 @@ impl QueryEngine {
     /// [`QueryEngine::select_whole`]'s read from the store, each path of `uids` from hour
     /// `firsts[i]`; with `keep` (allowance, open hour's base in s, per path), also each row of a
     /// kept path's hour before the open one whole (points in ms), while the allowance covers it.
-    fn read_whole(&self, uids: Vec<Vec<u8>>, firsts: Vec<u32>, tags: &[u8], w: &Window, keep: Option<(&Fill, u64, Vec<bool>)>) -> Result<WholeRead, QueryError> {
-        let Window { start, end, last, .. } = *w;
+    fn read_whole(
+        &self,
+        uids: Vec<Vec<u8>>,
+        firsts: Vec<u32>,
+        tags: &[u8],
+        w: &Window,
+        keep: Option<(&Fill, u64, Vec<bool>)>,
+    ) -> Result<WholeRead, QueryError> {
+        let Window {
+            start, end, last, ..
+        } = *w;
         let mut out = vec![Vec::new(); uids.len()];
         let mut rows: HashMap<Vec<u8>, RowPoints> = HashMap::new();
         let mut odd: HashSet<Vec<u8>> = HashSet::new();
@@ -505,34 +698,56 @@ impl QueryEngine {
         let scans = if self.store.seeks() && uids.len() > 1 {
             self.span_scans(&uids, &firsts, last)
         } else {
-            uids.iter().zip(firsts.iter()).flat_map(|(uid, &first)| self.metric_scans(uid, first, last, &RowFilter::default())).collect()
+            uids.iter()
+                .zip(firsts.iter())
+                .flat_map(|(uid, &first)| {
+                    self.metric_scans(uid, first, last, &RowFilter::default())
+                })
+                .collect()
         };
         let mut failed = None;
         let mut unsorted = vec![false; uids.len()];
         let mut row_body = |key: &[u8], cells: &[CellRef]| -> Result<(), QueryError> {
-            let Ok(rk) = self.layout.parse(key) else { return Ok(()) };
-            let Ok(i) = position(&uids, rk.metric) else { return Ok(()) };
+            let Ok(rk) = self.layout.parse(key) else {
+                return Ok(());
+            };
+            let Ok(i) = position(&uids, rk.metric) else {
+                return Ok(());
+            };
             if rk.tags != tags {
                 return Ok(());
             }
             // A row under a salt other than its series' (data salted otherwise) would not be
             // found under the key computed for it: its path is not kept.
-            if keep.is_some() && self.layout.salt_width > 0 && rk.salt != self.layout.salt(&[rk.metric, rk.tags].concat()).as_slice() {
+            if keep.is_some()
+                && self.layout.salt_width > 0
+                && rk.salt != self.layout.salt(&[rk.metric, rk.tags].concat()).as_slice()
+            {
                 odd.insert(rk.metric.to_vec());
             }
-            let kept = keep.as_ref().and_then(|(fill, open, keeps)| (!full && keeps[i] && (rk.base as u64) < *open).then_some(*fill));
+            let kept = keep.as_ref().and_then(|(fill, open, keeps)| {
+                (!full && keeps[i] && (rk.base as u64) < *open).then_some(*fill)
+            });
             // The whole row, to keep (a row that does not decode whole is read for the window
             // alone, as without the cache, and not kept).
             let all = kept.and_then(|_| {
                 let mut all = Vec::new();
-                with_columns(cells, |cols| append_row(key, cols, rk.base, 0, u64::MAX, &mut all, |ts| ts as i64)).ok().map(|_| all)
+                with_columns(cells, |cols| {
+                    append_row(key, cols, rk.base, 0, u64::MAX, &mut all, |ts| ts as i64)
+                })
+                .ok()
+                .map(|_| all)
             });
             if kept.is_some() && all.is_none() {
                 // Not kept, so its hour must not be kept as absent either: the path is left out.
                 odd.insert(rk.metric.to_vec());
             }
             let (Some(fill), Some(all)) = (kept, all) else {
-                unsorted[i] |= with_columns(cells, |cols| append_row(key, cols, rk.base, start, end, &mut out[i], |ts| (ts / 1000) as i64))?;
+                unsorted[i] |= with_columns(cells, |cols| {
+                    append_row(key, cols, rk.base, start, end, &mut out[i], |ts| {
+                        (ts / 1000) as i64
+                    })
+                })?;
                 return Ok(());
             };
             let pts = &mut out[i];
@@ -547,7 +762,11 @@ impl QueryEngine {
             Ok(())
         };
         for scan in &scans {
-            self.store.scan_rows(&self.table, scan, &mut stop_on_error(&mut row_body, &mut failed))?;
+            self.store.scan_rows(
+                &self.table,
+                scan,
+                &mut stop_on_error(&mut row_body, &mut failed),
+            )?;
             if let Some(e) = failed.take() {
                 return Err(e);
             }
@@ -557,19 +776,35 @@ impl QueryEngine {
                 pts.sort_by_key(|p| p.0);
             }
         }
-        Ok(WholeRead { series: out, rows, odd, full })
+        Ok(WholeRead {
+            series: out,
+            rows,
+            odd,
+            full,
+        })
     }
 
     /// The rows of `scans` (of metric `name`) onto `c`.
-    pub(super) fn scan_into(&self, scans: &[Scan], name: &str, c: &mut Collector) -> Result<(), QueryError> {
+    pub(super) fn scan_into(
+        &self,
+        scans: &[Scan],
+        name: &str,
+        c: &mut Collector,
+    ) -> Result<(), QueryError> {
         // What went wrong inside the visitor, which can only stop the scan.
         let mut failed: Option<QueryError> = None;
         for scan in scans {
             let mut row_body = |key: &[u8], cells: &[CellRef]| -> Result<(), QueryError> {
-                let Ok(rk) = self.layout.parse(key) else { return Ok(()) };
+                let Ok(rk) = self.layout.parse(key) else {
+                    return Ok(());
+                };
                 c.cells(name, key, &rk, cells)
             };
-            self.store.scan_rows(&self.table, scan, &mut stop_on_error(&mut row_body, &mut failed))?;
+            self.store.scan_rows(
+                &self.table,
+                scan,
+                &mut stop_on_error(&mut row_body, &mut failed),
+            )?;
             if let Some(e) = failed.take() {
                 return Err(e);
             }
@@ -579,9 +814,16 @@ impl QueryEngine {
 }
 
 /// `f` of a row's cells as stored columns; a compacted row's one cell without allocating.
-pub(super) fn with_columns<'c, T>(cells: &[CellRef<'c>], f: impl FnOnce(&[StoredColumn<'c>]) -> T) -> T {
+pub(super) fn with_columns<'c, T>(
+    cells: &[CellRef<'c>],
+    f: impl FnOnce(&[StoredColumn<'c>]) -> T,
+) -> T {
     fn col<'c>(c: &CellRef<'c>) -> StoredColumn<'c> {
-        StoredColumn { qualifier: c.qualifier, value: c.value, ts: c.timestamp }
+        StoredColumn {
+            qualifier: c.qualifier,
+            value: c.value,
+            ts: c.timestamp,
+        }
     }
     match cells {
         [one] => f(&[col(one)]),
@@ -606,8 +848,15 @@ struct WholeRead {
 }
 
 /// A whole row's points (ms) in `[start, end]` ms, timed in seconds as `append_row` times them.
-fn seconds_in(points: &[(i64, f64)], start: u64, end: u64) -> impl Iterator<Item = (i64, f64)> + '_ {
-    points.iter().filter(move |p| p.0 as u64 >= start && p.0 as u64 <= end).map(|&(ms, v)| (ms / 1000, v))
+fn seconds_in(
+    points: &[(i64, f64)],
+    start: u64,
+    end: u64,
+) -> impl Iterator<Item = (i64, f64)> + '_ {
+    points
+        .iter()
+        .filter(move |p| p.0 as u64 >= start && p.0 as u64 <= end)
+        .map(|&(ms, v)| (ms / 1000, v))
 }
 
 /// Cached rows of one path (in hour order) as its points in `[start, end]` ms, in seconds.
@@ -643,16 +892,31 @@ pub enum Stamps {
 /// series come in time order within a salt bucket, and each row's points are in order, so
 /// this is the only place order can break (salting, or a row holding offsets past its hour,
 /// which no OpenTSDB writes but its decoders accept).
-pub(super) fn append_row(key: &[u8], cols: &[StoredColumn], base: u32, start: u64, end: u64, pts: &mut Vec<(i64, f64)>, time: impl Fn(u64) -> i64) -> Result<bool, QueryError> {
+pub(super) fn append_row(
+    key: &[u8],
+    cols: &[StoredColumn],
+    base: u32,
+    start: u64,
+    end: u64,
+    pts: &mut Vec<(i64, f64)>,
+    time: impl Fn(u64) -> i64,
+) -> Result<bool, QueryError> {
     let (mark, before) = (pts.len(), pts.last().map(|p| p.0));
-    let out_of_order = |pts: &[(i64, f64)]| before.is_some_and(|b| pts.get(mark).is_some_and(|p| p.0 < b));
+    let out_of_order =
+        |pts: &[(i64, f64)]| before.is_some_and(|b| pts.get(mark).is_some_and(|p| p.0 < b));
     let point = |ts: u64, v: DataValue| (time(ts), v.as_f64());
-    if append_ordered_by(cols, base, start, end, pts, point) || append_merged_by(cols, base, start, end, pts, point) {
+    if append_ordered_by(cols, base, start, end, pts, point)
+        || append_merged_by(cols, base, start, end, pts, point)
+    {
         return Ok(out_of_order(pts));
     }
     let merged = merge_columns(cols);
     if let Some((q, e)) = merged.errors.first() {
-        return Err(QueryError::Corrupt(format!("row {} column {}: {e}", crate::schema::hex_upper(key), crate::schema::hex_upper(q))));
+        return Err(QueryError::Corrupt(format!(
+            "row {} column {}: {e}",
+            crate::schema::hex_upper(key),
+            crate::schema::hex_upper(q)
+        )));
     }
     for p in merged.points {
         let ts = p.timestamp_ms(base);
@@ -699,7 +963,12 @@ impl Window {
         let end = (end_ms as u64).min(u32::MAX as u64 * 1000);
         let first = base_time(start / 1000);
         let last = (base_time(end / 1000) as u64 + ROW_SPAN).min(u32::MAX as u64) as u32;
-        Some(Window { start, end, first, last })
+        Some(Window {
+            start,
+            end,
+            first,
+            last,
+        })
     }
 }
 
@@ -748,24 +1017,57 @@ mod tests {
         use crate::store::RowMutations;
         let q = empty_engine(dir, salted, cache_bytes);
         let (uids, layout) = (&q.uids, q.layout);
-        let tag = |k: &str, v: &str| [uids.assign(UidKind::Tagk, k).unwrap().into_vec(), uids.assign(UidKind::Tagv, v).unwrap().into_vec()].concat();
+        let tag = |k: &str, v: &str| {
+            [
+                uids.assign(UidKind::Tagk, k).unwrap().into_vec(),
+                uids.assign(UidKind::Tagv, v).unwrap().into_vec(),
+            ]
+            .concat()
+        };
         let (whole, other) = (tag(PLACEHOLDER_TAGK, PLACEHOLDER_TAGV), tag("t", "v"));
         let mut rows = Vec::new();
         for m in 0..20 {
-            let metric = uids.assign(UidKind::Metric, &format!("m{m:02}")).unwrap().into_vec();
-            let series = if m % 3 == 0 { vec![(&whole, 1), (&other, -1)] } else { vec![(&whole, 1)] };
-            for (hour, (tags, sign)) in (0..4u32).flat_map(|h| series.iter().map(move |s| (h, *s))) {
+            let metric = uids
+                .assign(UidKind::Metric, &format!("m{m:02}"))
+                .unwrap()
+                .into_vec();
+            let series = if m % 3 == 0 {
+                vec![(&whole, 1), (&other, -1)]
+            } else {
+                vec![(&whole, 1)]
+            };
+            for (hour, (tags, sign)) in (0..4u32).flat_map(|h| series.iter().map(move |s| (h, *s)))
+            {
                 let tsuid = [&metric[..], &tags[..]].concat();
                 let base = 3600 * (1000 + hour);
                 // 30 points: a compacted column's qualifier (60 bytes) is long enough to be cut
                 // in the embedded store's keys.
-                let pts: Vec<RawPoint> = (0..30u64).map(|i| RawPoint::encode(base as u64 + i * 120, base, DataValue::Int(sign * (m * 10_000 + hour as i64 * 100 + i as i64))).unwrap()).collect();
+                let pts: Vec<RawPoint> = (0..30u64)
+                    .map(|i| {
+                        RawPoint::encode(
+                            base as u64 + i * 120,
+                            base,
+                            DataValue::Int(sign * (m * 10_000 + hour as i64 * 100 + i as i64)),
+                        )
+                        .unwrap()
+                    })
+                    .collect();
                 if hour % 2 == 0 {
                     let (q, val) = build_column(&pts);
-                    rows.push(RowMutations::put(layout.row_key(&tsuid, base), b"t", q, val));
+                    rows.push(RowMutations::put(
+                        layout.row_key(&tsuid, base),
+                        b"t",
+                        q,
+                        val,
+                    ));
                 } else {
                     for p in &pts {
-                        rows.push(RowMutations::put(layout.row_key(&tsuid, base), b"t", p.qualifier().to_vec(), p.value_bytes().to_vec()));
+                        rows.push(RowMutations::put(
+                            layout.row_key(&tsuid, base),
+                            b"t",
+                            p.qualifier().to_vec(),
+                            p.value_bytes().to_vec(),
+                        ));
                     }
                 }
             }
@@ -783,17 +1085,34 @@ mod tests {
             (layout.salt_width, layout.salt_buckets) = (1, 4);
         }
         // Rows are read right after they are written here: kept without waiting for quiet.
-        let cache = super::super::row_cache::RowCache::new(cache_bytes, "tsdb", layout.head_width()).map(|mut c| {
-            c.quiet_for = std::time::Duration::ZERO;
-            Arc::new(c)
-        });
-        let store: crate::store::SharedStore = Arc::new(EmbeddedStore::open(dir, &TableNames::default().specs()).unwrap());
+        let cache =
+            super::super::row_cache::RowCache::new(cache_bytes, "tsdb", layout.head_width()).map(
+                |mut c| {
+                    c.quiet_for = std::time::Duration::ZERO;
+                    Arc::new(c)
+                },
+            );
+        let store: crate::store::SharedStore =
+            Arc::new(EmbeddedStore::open(dir, &TableNames::default().specs()).unwrap());
         let store = match &cache {
             Some(c) => crate::store::watch::watched(store, c.clone()),
             None => store,
         };
-        let uids = Arc::new(crate::uid::UidCore::new(store.clone(), "tsdb-uid".into(), [3, 3, 3], [true; 3]));
-        QueryEngine { store, uids, layout, table: "tsdb".into(), allow_delete: false, limits: Default::default(), rows: cache }
+        let uids = Arc::new(crate::uid::UidCore::new(
+            store.clone(),
+            "tsdb-uid".into(),
+            [3, 3, 3],
+            [true; 3],
+        ));
+        QueryEngine {
+            store,
+            uids,
+            layout,
+            table: "tsdb".into(),
+            allow_delete: false,
+            limits: Default::default(),
+            rows: cache,
+        }
     }
 
     proptest::proptest! {
@@ -864,27 +1183,59 @@ mod tests {
         use crate::store::RowMutations;
         let dir = tempfile::tempdir().unwrap();
         let q = engine_with_cache(dir.path(), false, 1 << 20);
-        let ids = q.metric_ids(&["m01".to_string(), "m02".to_string()]).unwrap();
+        let ids = q
+            .metric_ids(&["m01".to_string(), "m02".to_string()])
+            .unwrap();
         let uids: Vec<Vec<u8>> = ids.iter().map(|id| id.uid.clone()).collect();
         let hour = |h: u32| 3600 * (1000 + h);
         // Hours 3 and 4: a row of single columns, then no row at all.
         let (start, end) = (hour(3) as i64 * 1000, (hour(5) as i64 - 1) * 1000);
-        let select = |uids: Vec<Vec<u8>>| q.select_whole(uids, start, end, Some(&q.rows.as_ref().unwrap().fill())).unwrap();
+        let select = |uids: Vec<Vec<u8>>| {
+            q.select_whole(uids, start, end, Some(&q.rows.as_ref().unwrap().fill()))
+                .unwrap()
+        };
         let first = select(uids.clone());
         assert_eq!(first.iter().map(Vec::len).collect::<Vec<_>>(), [30, 30]);
         let tsuid = |uid: &[u8]| {
-            let k = q.uids.get_id(UidKind::Tagk, PLACEHOLDER_TAGK).unwrap().unwrap();
-            let v = q.uids.get_id(UidKind::Tagv, PLACEHOLDER_TAGV).unwrap().unwrap();
+            let k = q
+                .uids
+                .get_id(UidKind::Tagk, PLACEHOLDER_TAGK)
+                .unwrap()
+                .unwrap();
+            let v = q
+                .uids
+                .get_id(UidKind::Tagv, PLACEHOLDER_TAGV)
+                .unwrap()
+                .unwrap();
             [uid, &k[..], &v[..]].concat()
         };
-        let cached = |uid: &[u8], base: u32| q.rows.as_ref().unwrap().get(&q.layout.row_key(&tsuid(uid), base));
+        let cached = |uid: &[u8], base: u32| {
+            q.rows
+                .as_ref()
+                .unwrap()
+                .get(&q.layout.row_key(&tsuid(uid), base))
+        };
         assert_eq!(cached(&uids[0], hour(3)).map(|r| r.len()), Some(30));
-        assert_eq!(cached(&uids[1], hour(4)).map(|r| r.len()), Some(0), "an hour without a row is kept empty");
+        assert_eq!(
+            cached(&uids[1], hour(4)).map(|r| r.len()),
+            Some(0),
+            "an hour without a row is kept empty"
+        );
         assert_eq!(select(uids.clone()), first, "the same again from the cache");
         let put = |uid: &[u8], base: u32, at: u64, value: i64| {
             let p = RawPoint::encode(base as u64 + at, base, DataValue::Int(value)).unwrap();
             let key = q.layout.row_key(&tsuid(uid), base);
-            q.store.mutate("tsdb", vec![RowMutations::put(key, b"t", p.qualifier().to_vec(), p.value_bytes().to_vec())]).unwrap();
+            q.store
+                .mutate(
+                    "tsdb",
+                    vec![RowMutations::put(
+                        key,
+                        b"t",
+                        p.qualifier().to_vec(),
+                        p.value_bytes().to_vec(),
+                    )],
+                )
+                .unwrap();
         };
         put(&uids[0], hour(3), 61, -7);
         put(&uids[1], hour(4), 5, -8);
@@ -897,7 +1248,14 @@ mod tests {
         let now = base_time(crate::query::time::now_ms() / 1000);
         put(&uids[0], now, 1, 42);
         let (start, end) = (now as i64 * 1000, (now as i64 + 3599) * 1000);
-        let got = q.select_whole(uids[..1].to_vec(), start, end, Some(&q.rows.as_ref().unwrap().fill())).unwrap();
+        let got = q
+            .select_whole(
+                uids[..1].to_vec(),
+                start,
+                end,
+                Some(&q.rows.as_ref().unwrap().fill()),
+            )
+            .unwrap();
         assert_eq!(got, [vec![(now as i64 + 1, 42.0)]]);
         // (unless the hour closed meanwhile)
         if base_time(crate::query::time::now_ms() / 1000) == now {
@@ -915,29 +1273,76 @@ mod tests {
         // A request may fill half of the cache: 80 KB.
         let q = engine_with_cache(dir.path(), false, 160_000);
         let uid = q.uids.assign(UidKind::Metric, "big").unwrap().into_vec();
-        let k = q.uids.get_id(UidKind::Tagk, PLACEHOLDER_TAGK).unwrap().unwrap();
-        let v = q.uids.get_id(UidKind::Tagv, PLACEHOLDER_TAGV).unwrap().unwrap();
+        let k = q
+            .uids
+            .get_id(UidKind::Tagk, PLACEHOLDER_TAGK)
+            .unwrap()
+            .unwrap();
+        let v = q
+            .uids
+            .get_id(UidKind::Tagv, PLACEHOLDER_TAGV)
+            .unwrap()
+            .unwrap();
         let tsuid = [&uid[..], &k[..], &v[..]].concat();
         // Four hours of a point a second: each row weighs about 58 KB, so a read keeps one.
         let hour = |h: u32| 3600 * (1000 + h);
         let rows = (0..4)
             .map(|h| {
-                let pts: Vec<RawPoint> = (0..3600u64).map(|i| RawPoint::encode(hour(h) as u64 + i, hour(h), DataValue::Int(i as i64 + h as i64)).unwrap()).collect();
+                let pts: Vec<RawPoint> = (0..3600u64)
+                    .map(|i| {
+                        RawPoint::encode(
+                            hour(h) as u64 + i,
+                            hour(h),
+                            DataValue::Int(i as i64 + h as i64),
+                        )
+                        .unwrap()
+                    })
+                    .collect();
                 let (qual, val) = build_column(&pts);
                 RowMutations::put(q.layout.row_key(&tsuid, hour(h)), b"t", qual, val)
             })
             .collect();
         q.store.mutate("tsdb", rows).unwrap();
-        let (start, end) = (hour(0) as i64 * 1000 + 500_000, hour(3) as i64 * 1000 + 100_000);
-        let select = || q.select_whole(vec![uid.clone()], start, end, Some(&q.rows.as_ref().unwrap().fill())).unwrap();
+        let (start, end) = (
+            hour(0) as i64 * 1000 + 500_000,
+            hour(3) as i64 * 1000 + 100_000,
+        );
+        let select = || {
+            q.select_whole(
+                vec![uid.clone()],
+                start,
+                end,
+                Some(&q.rows.as_ref().unwrap().fill()),
+            )
+            .unwrap()
+        };
         let first = select();
-        let cached = |h: u32| q.rows.as_ref().unwrap().get(&q.layout.row_key(&tsuid, hour(h))).map(|r| r.len());
+        let cached = |h: u32| {
+            q.rows
+                .as_ref()
+                .unwrap()
+                .get(&q.layout.row_key(&tsuid, hour(h)))
+                .map(|r| r.len())
+        };
         assert_eq!((cached(0), cached(1), cached(2)), (Some(3600), None, None));
         // The next reads from the second hour on, and keeps that one.
         let second = select();
-        assert_eq!((cached(0), cached(1), cached(2)), (Some(3600), Some(3600), None));
+        assert_eq!(
+            (cached(0), cached(1), cached(2)),
+            (Some(3600), Some(3600), None)
+        );
         let keep = |_: &str, _: &[(String, String)]| true;
-        let stored = q.select_stored(&["big".to_string()], start, end, Stamps::Seconds, RowFilter::default(), None, &keep).unwrap();
+        let stored = q
+            .select_stored(
+                &["big".to_string()],
+                start,
+                end,
+                Stamps::Seconds,
+                RowFilter::default(),
+                None,
+                &keep,
+            )
+            .unwrap();
         assert_eq!(first[0], stored[0].points);
         assert_eq!(second, first);
         assert_eq!(first[0].len(), 3 * 3600 - 500 + 101);
@@ -958,12 +1363,28 @@ mod tests {
                 for host in (0..hosts).filter(|h| (h + hour) % 5 != 0) {
                     let base = (3600 * (1000 + hour)) as u32;
                     let key = q.layout.row_key(&tagged_tsuid(&q, metric, host), base);
-                    let pts: Vec<RawPoint> = (0..30i64).map(|i| RawPoint::encode(base as u64 + i as u64 * 120, base, DataValue::Int(host * 1000 + hour * 100 + i)).unwrap()).collect();
+                    let pts: Vec<RawPoint> = (0..30i64)
+                        .map(|i| {
+                            RawPoint::encode(
+                                base as u64 + i as u64 * 120,
+                                base,
+                                DataValue::Int(host * 1000 + hour * 100 + i),
+                            )
+                            .unwrap()
+                        })
+                        .collect();
                     if (host + hour) % 2 == 0 {
                         let (qual, val) = build_column(&pts);
                         rows.push(RowMutations::put(key, b"t", qual, val));
                     } else {
-                        rows.extend(pts.iter().map(|p| RowMutations::put(key.clone(), b"t", p.qualifier().to_vec(), p.value_bytes().to_vec())));
+                        rows.extend(pts.iter().map(|p| {
+                            RowMutations::put(
+                                key.clone(),
+                                b"t",
+                                p.qualifier().to_vec(),
+                                p.value_bytes().to_vec(),
+                            )
+                        }));
                     }
                 }
             }
@@ -976,8 +1397,16 @@ mod tests {
     fn tagged_tsuid(q: &QueryEngine, metric: &str, host: i64) -> Vec<u8> {
         let id = |kind, name: &str| q.uids.get_or_create(kind, name).unwrap().into_vec();
         let mut pairs = vec![
-            [id(UidKind::Tagk, "host"), id(UidKind::Tagv, &format!("h{host}"))].concat(),
-            [id(UidKind::Tagk, "dc"), id(UidKind::Tagv, &format!("d{}", host % 3))].concat(),
+            [
+                id(UidKind::Tagk, "host"),
+                id(UidKind::Tagv, &format!("h{host}")),
+            ]
+            .concat(),
+            [
+                id(UidKind::Tagk, "dc"),
+                id(UidKind::Tagv, &format!("d{}", host % 3)),
+            ]
+            .concat(),
         ];
         if host % 4 == 0 {
             pairs.push([id(UidKind::Tagk, "rack"), id(UidKind::Tagv, "r1")].concat());
@@ -987,12 +1416,34 @@ mod tests {
     }
 
     /// `q`'s selection of `metrics`, share by share, merged and sorted by series.
-    fn select_shares(q: &QueryEngine, metrics: &[&str], start: i64, end: i64, stamps: Stamps, filter: &RowFilter, parts: usize) -> Vec<StoredSelected> {
+    fn select_shares(
+        q: &QueryEngine,
+        metrics: &[&str],
+        start: i64,
+        end: i64,
+        stamps: Stamps,
+        filter: &RowFilter,
+        parts: usize,
+    ) -> Vec<StoredSelected> {
         let names: Vec<String> = metrics.iter().map(|m| m.to_string()).collect();
         let ids = q.ids_of(&names).unwrap();
         let fill = q.rows.as_ref().map(|c| c.fill());
         let keep = |_: &str, _: &[(String, String)]| true;
-        let mut all: Vec<StoredSelected> = (0..parts).flat_map(|part| q.select_ids(&ids, start, end, stamps, filter, (part, parts), fill.as_ref(), &keep).unwrap()).collect();
+        let mut all: Vec<StoredSelected> = (0..parts)
+            .flat_map(|part| {
+                q.select_ids(
+                    &ids,
+                    start,
+                    end,
+                    stamps,
+                    filter,
+                    (part, parts),
+                    fill.as_ref(),
+                    &keep,
+                )
+                .unwrap()
+            })
+            .collect();
         all.sort_by(|a, b| (&a.metric, &a.tags).cmp(&(&b.metric, &b.tags)));
         all
     }
@@ -1070,50 +1521,167 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let q = tagged_engine(dir.path(), false, 4 << 20);
         let cache = q.rows.clone().unwrap();
-        let uid = q.uids.get_id(UidKind::Metric, "cpu").unwrap().unwrap().into_vec();
+        let uid = q
+            .uids
+            .get_id(UidKind::Metric, "cpu")
+            .unwrap()
+            .unwrap()
+            .into_vec();
         let hour = |h: u32| 3600 * (1000 + h);
-        let entry = |h: u32| cache.get_hour(&hour_key(&q.layout.metric_start(&[], &uid, hour(h)))).map(|rows| rows.len());
+        let entry = |h: u32| {
+            cache
+                .get_hour(&hour_key(&q.layout.metric_start(&[], &uid, hour(h))))
+                .map(|rows| rows.len())
+        };
         // Hours 1 and 2, a few minutes of each.
-        let (start, end) = ((hour(1) as i64 + 3000) * 1000, (hour(2) as i64 + 300) * 1000);
-        let first = select_shares(&q, &["cpu"], start, end, Stamps::Ms, &RowFilter::default(), 1);
-        assert_eq!((entry(0), entry(1), entry(2), entry(3)), (None, Some(10), Some(10), None), "every row of the hours read, none else");
-        assert_eq!(first.len(), 12, "each host has a row in one of the two hours");
+        let (start, end) = (
+            (hour(1) as i64 + 3000) * 1000,
+            (hour(2) as i64 + 300) * 1000,
+        );
+        let first = select_shares(
+            &q,
+            &["cpu"],
+            start,
+            end,
+            Stamps::Ms,
+            &RowFilter::default(),
+            1,
+        );
+        assert_eq!(
+            (entry(0), entry(1), entry(2), entry(3)),
+            (None, Some(10), Some(10), None),
+            "every row of the hours read, none else"
+        );
+        assert_eq!(
+            first.len(),
+            12,
+            "each host has a row in one of the two hours"
+        );
         let (hits, _, bytes) = cache.stats();
         assert!(bytes > 20 * 30 * 16);
-        assert_eq!(select_shares(&q, &["cpu"], start, end, Stamps::Ms, &RowFilter::default(), 1), first);
+        assert_eq!(
+            select_shares(
+                &q,
+                &["cpu"],
+                start,
+                end,
+                Stamps::Ms,
+                &RowFilter::default(),
+                1
+            ),
+            first
+        );
         assert_eq!(cache.stats().0, hits + 2, "both hours from the cache");
         // Lent where one row holds a series' points in the window, copied where two do.
-        let plan = MetricPlan { metrics: vec!["cpu".into()], label_ms: Vec::new(), row_filter: RowFilter::default() };
+        let plan = MetricPlan {
+            metrics: vec!["cpu".into()],
+            label_ms: Vec::new(),
+            row_filter: RowFilter::default(),
+        };
         let mut lent = Vec::new();
-        q.select_metric_each(&plan, "cpu", start, end, (0, 1), None, &mut |labels, points| {
-            lent.push((labels, points.to_vec()));
-            Ok::<(), QueryError>(())
-        })
+        q.select_metric_each(
+            &plan,
+            "cpu",
+            start,
+            end,
+            (0, 1),
+            None,
+            &mut |labels, points| {
+                lent.push((labels, points.to_vec()));
+                Ok::<(), QueryError>(())
+            },
+        )
         .unwrap();
         lent.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut want: Vec<_> = first.iter().map(|s| (from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v))), s.points.clone())).collect();
+        let mut want: Vec<_> = first
+            .iter()
+            .map(|s| {
+                (
+                    from_stored(&s.metric, s.tags.iter().map(|(k, v)| (&**k, &**v))),
+                    s.points.clone(),
+                )
+            })
+            .collect();
         want.sort_by(|a, b| a.0.cmp(&b.0));
         assert_eq!(lent, want);
-        assert!(want.iter().filter(|(_, p)| p.len() > 5).count() >= 8, "most hosts have points in both hours");
-        let p = crate::schema::column::RawPoint::encode(hour(2) as u64 + 5, hour(2), DataValue::Int(-5)).unwrap();
+        assert!(
+            want.iter().filter(|(_, p)| p.len() > 5).count() >= 8,
+            "most hosts have points in both hours"
+        );
+        let p = crate::schema::column::RawPoint::encode(
+            hour(2) as u64 + 5,
+            hour(2),
+            DataValue::Int(-5),
+        )
+        .unwrap();
         // Host 3 has no row in hour 2: the write makes one.
         let key = q.layout.row_key(&tagged_tsuid(&q, "cpu", 3), hour(2));
-        q.store.mutate("tsdb", vec![crate::store::RowMutations::put(key, b"t", p.qualifier().to_vec(), p.value_bytes().to_vec())]).unwrap();
-        assert_eq!((entry(1), entry(2)), (Some(10), None), "the written hour alone is dropped");
-        let after = select_shares(&q, &["cpu"], start, end, Stamps::Ms, &RowFilter::default(), 1);
-        let h3 = after.iter().find(|s| s.tags.contains(&("host".to_string(), "h3".to_string()))).unwrap();
-        assert_eq!(h3.points.last(), Some(&((hour(2) as i64 + 5) * 1000, -5.0)), "{h3:?}");
+        q.store
+            .mutate(
+                "tsdb",
+                vec![crate::store::RowMutations::put(
+                    key,
+                    b"t",
+                    p.qualifier().to_vec(),
+                    p.value_bytes().to_vec(),
+                )],
+            )
+            .unwrap();
+        assert_eq!(
+            (entry(1), entry(2)),
+            (Some(10), None),
+            "the written hour alone is dropped"
+        );
+        let after = select_shares(
+            &q,
+            &["cpu"],
+            start,
+            end,
+            Stamps::Ms,
+            &RowFilter::default(),
+            1,
+        );
+        let h3 = after
+            .iter()
+            .find(|s| s.tags.contains(&("host".to_string(), "h3".to_string())))
+            .unwrap();
+        assert_eq!(
+            h3.points.last(),
+            Some(&((hour(2) as i64 + 5) * 1000, -5.0)),
+            "{h3:?}"
+        );
         assert_eq!(entry(2), Some(11), "kept again, with the new row");
         // The open hour is read, not kept.
         let now = base_time(crate::query::time::now_ms() / 1000);
-        let p = crate::schema::column::RawPoint::encode(now as u64 + 1, now, DataValue::Int(7)).unwrap();
+        let p = crate::schema::column::RawPoint::encode(now as u64 + 1, now, DataValue::Int(7))
+            .unwrap();
         let key = q.layout.row_key(&tagged_tsuid(&q, "cpu", 1), now);
-        q.store.mutate("tsdb", vec![crate::store::RowMutations::put(key, b"t", p.qualifier().to_vec(), p.value_bytes().to_vec())]).unwrap();
-        let got = select_shares(&q, &["cpu"], now as i64 * 1000, (now as i64 + 3599) * 1000, Stamps::Ms, &RowFilter::default(), 1);
+        q.store
+            .mutate(
+                "tsdb",
+                vec![crate::store::RowMutations::put(
+                    key,
+                    b"t",
+                    p.qualifier().to_vec(),
+                    p.value_bytes().to_vec(),
+                )],
+            )
+            .unwrap();
+        let got = select_shares(
+            &q,
+            &["cpu"],
+            now as i64 * 1000,
+            (now as i64 + 3599) * 1000,
+            Stamps::Ms,
+            &RowFilter::default(),
+            1,
+        );
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].points, [((now as i64 + 1) * 1000, 7.0)]);
         if base_time(crate::query::time::now_ms() / 1000) == now {
-            assert!(cache.get_hour(&hour_key(&q.layout.metric_start(&[], &uid, now))).is_none());
+            assert!(cache
+                .get_hour(&hour_key(&q.layout.metric_start(&[], &uid, now)))
+                .is_none());
         }
     }
 
@@ -1131,7 +1699,18 @@ mod tests {
         let read = |start: i64, end: i64| {
             let fill = cache.fill();
             let before = fill.left();
-            let got = q.select_ids(&ids, start, end, Stamps::Ms, &RowFilter::default(), (0, 1), Some(&fill), &keep).unwrap();
+            let got = q
+                .select_ids(
+                    &ids,
+                    start,
+                    end,
+                    Stamps::Ms,
+                    &RowFilter::default(),
+                    (0, 1),
+                    Some(&fill),
+                    &keep,
+                )
+                .unwrap();
             (got, before - fill.left())
         };
         let (got, taken) = read(ms(1), ms(3) - 1);
@@ -1170,7 +1749,16 @@ mod tests {
     fn missing_labels_are_empty() {
         let labels: Labels = vec![("__name__".into(), "up".into()), ("job".into(), "a".into())];
         assert!(labels_match(&labels, &[Matcher::eq("foo", "")]));
-        assert!(!labels_match(&labels, &[Matcher::new(1, "foo", "").unwrap()]));
-        assert!(labels_match(&labels, &[Matcher::new(1, "job", "").unwrap(), Matcher::eq("__name__", "up")]));
+        assert!(!labels_match(
+            &labels,
+            &[Matcher::new(1, "foo", "").unwrap()]
+        ));
+        assert!(labels_match(
+            &labels,
+            &[
+                Matcher::new(1, "job", "").unwrap(),
+                Matcher::eq("__name__", "up")
+            ]
+        ));
     }
 }

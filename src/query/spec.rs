@@ -70,7 +70,12 @@ pub struct RateOptions {
 
 impl Default for RateOptions {
     fn default() -> Self {
-        RateOptions { counter: false, counter_max: i64::MAX, reset_value: 0, drop_resets: false }
+        RateOptions {
+            counter: false,
+            counter_max: i64::MAX,
+            reset_value: 0,
+            drop_resets: false,
+        }
     }
 }
 

@@ -2,7 +2,10 @@
 //! (≤ 10 characters) or milliseconds, `<s>.<ms>`, and `yyyy/MM/dd[-HH:mm[:ss]]` (UTC).
 
 pub fn now_ms() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 fn unit_ms(u: &str) -> Option<u64> {
@@ -36,7 +39,9 @@ pub fn parse_time(s: &str, now: u64) -> Result<u64, String> {
         return Ok(now.saturating_sub(n.saturating_mul(ms)));
     }
     if s.starts_with('-') {
-        return Err(format!("Invalid time: {s}. Negative timestamps are not supported."));
+        return Err(format!(
+            "Invalid time: {s}. Negative timestamps are not supported."
+        ));
     }
     if s.contains('/') || s.contains(':') {
         return parse_date(s).ok_or_else(bad);
@@ -45,7 +50,10 @@ pub fn parse_time(s: &str, now: u64) -> Result<u64, String> {
         return ms.parse().map_err(|_| bad());
     }
     if let Some((sec, frac)) = s.split_once('.') {
-        if sec.len() == 10 && (1..=3).contains(&frac.len()) && frac.bytes().all(|b| b.is_ascii_digit()) {
+        if sec.len() == 10
+            && (1..=3).contains(&frac.len())
+            && frac.bytes().all(|b| b.is_ascii_digit())
+        {
             // OpenTSDB removes the dot (so `.41` is read as 41 ms: its quirk).
             return format!("{sec}{frac}").parse().map_err(|_| bad());
         }
@@ -65,12 +73,18 @@ fn parse_date(s: &str) -> Option<u64> {
         16 | 19 => (s.get(..10)?, Some(s.get(11..)?)),
         _ => return None,
     };
-    let d: Vec<u32> = date.split('/').map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    let d: Vec<u32> = date
+        .split('/')
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
     let [y, mo, da] = d[..] else { return None };
     let (h, mi, se) = match time {
         None => (0, 0, 0),
         Some(t) => {
-            let p: Vec<u32> = t.split(':').map(|x| x.parse().ok()).collect::<Option<_>>()?;
+            let p: Vec<u32> = t
+                .split(':')
+                .map(|x| x.parse().ok())
+                .collect::<Option<_>>()?;
             match p[..] {
                 [h, m] => (h, m, 0),
                 [h, m, s] => (h, m, s),

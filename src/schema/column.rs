@@ -46,7 +46,12 @@ pub struct RawPoint {
 
 impl std::fmt::Debug for RawPoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "RawPoint(q={:02x?}, v={:02x?})", self.qualifier(), self.value_bytes())
+        write!(
+            f,
+            "RawPoint(q={:02x?}, v={:02x?})",
+            self.qualifier(),
+            self.value_bytes()
+        )
     }
 }
 
@@ -59,17 +64,33 @@ impl RawPoint {
     /// Like [`RawPoint::encode`], but a non-finite f64 (NaN with its exact bits, such as
     /// Prometheus' staleness marker, or ±Inf) is stored as the ordinary 8-byte float column it
     /// is. Only the Prometheus write path uses this; OpenTSDB inputs keep rejecting them.
-    pub fn encode_allow_non_finite(ts: u64, base: u32, value: DataValue) -> Result<RawPoint, SchemaError> {
+    pub fn encode_allow_non_finite(
+        ts: u64,
+        base: u32,
+        value: DataValue,
+    ) -> Result<RawPoint, SchemaError> {
         Self::encode_checked(ts, base, value, true)
     }
 
-    fn encode_checked(ts: u64, base: u32, value: DataValue, allow_non_finite: bool) -> Result<RawPoint, SchemaError> {
+    fn encode_checked(
+        ts: u64,
+        base: u32,
+        value: DataValue,
+        allow_non_finite: bool,
+    ) -> Result<RawPoint, SchemaError> {
         super::rowkey::check_timestamp(ts)?;
         let (flags, v, vlen) = match value {
-            DataValue::F64(f) if allow_non_finite && !f.is_finite() => (FLAG_FLOAT | 7, f.to_bits().to_be_bytes(), 8),
+            DataValue::F64(f) if allow_non_finite && !f.is_finite() => {
+                (FLAG_FLOAT | 7, f.to_bits().to_be_bytes(), 8)
+            }
             _ => encode_value(value)?,
         };
-        let mut p = RawPoint { q: [0; 4], qlen: 0, v, vlen };
+        let mut p = RawPoint {
+            q: [0; 4],
+            qlen: 0,
+            v,
+            vlen,
+        };
         if is_ms(ts) {
             // Offsets are computed from the wrapped base exactly as OpenTSDB does.
             let off = (ts - seconds(ts) / 3600 * 3600 * 1000) as u32;
@@ -90,7 +111,12 @@ impl RawPoint {
         if !(q.len() == 2 || q.len() == 4) || v.len() > 8 || v.is_empty() {
             return None;
         }
-        let mut p = RawPoint { q: [0; 4], qlen: q.len() as u8, v: [0; 8], vlen: v.len() as u8 };
+        let mut p = RawPoint {
+            q: [0; 4],
+            qlen: q.len() as u8,
+            v: [0; 8],
+            vlen: v.len() as u8,
+        };
         p.q[..q.len()].copy_from_slice(q);
         p.v[..v.len()].copy_from_slice(v);
         Some(p)
@@ -170,7 +196,9 @@ pub fn decode_value(flags: u8, v: &[u8], at: usize) -> Result<DataValue, SchemaE
     if flags & FLAG_FLOAT != 0 {
         match (len, v) {
             (4, &[a, b, c, d]) => Ok(DataValue::F32(f32::from_be_bytes([a, b, c, d]))),
-            (8, &[a, b, c, d, e, f, g, h]) => Ok(DataValue::F64(f64::from_be_bytes([a, b, c, d, e, f, g, h]))),
+            (8, &[a, b, c, d, e, f, g, h]) => {
+                Ok(DataValue::F64(f64::from_be_bytes([a, b, c, d, e, f, g, h])))
+            }
             _ => Err(SchemaError::BadFloatLength(at)),
         }
     } else {
@@ -178,7 +206,9 @@ pub fn decode_value(flags: u8, v: &[u8], at: usize) -> Result<DataValue, SchemaE
             (1, &[a]) => Ok(DataValue::Int(a as i8 as i64)),
             (2, &[a, b]) => Ok(DataValue::Int(i16::from_be_bytes([a, b]) as i64)),
             (4, &[a, b, c, d]) => Ok(DataValue::Int(i32::from_be_bytes([a, b, c, d]) as i64)),
-            (8, &[a, b, c, d, e, f, g, h]) => Ok(DataValue::Int(i64::from_be_bytes([a, b, c, d, e, f, g, h]))),
+            (8, &[a, b, c, d, e, f, g, h]) => {
+                Ok(DataValue::Int(i64::from_be_bytes([a, b, c, d, e, f, g, h])))
+            }
             _ => Err(SchemaError::BadIntLength(at)),
         }
     }
@@ -187,7 +217,11 @@ pub fn decode_value(flags: u8, v: &[u8], at: usize) -> Result<DataValue, SchemaE
 /// Qualifier length at `q[i]`: 4 when the first byte has the high nibble `F`, else 2.
 #[inline]
 pub fn qualifier_len_at(first: u8) -> usize {
-    if first & 0xF0 == 0xF0 { 4 } else { 2 }
+    if first & 0xF0 == 0xF0 {
+        4
+    } else {
+        2
+    }
 }
 
 /// Kind of a `t` column, told apart by its qualifier as OpenTSDB does.
@@ -226,7 +260,10 @@ pub fn decode_single(q: &[u8], v: &[u8]) -> Result<(RawPoint, bool), SchemaError
     // A 2-byte qualifier starting with nibble F (offset ≥ 3840 s) is no second of this hour,
     // and inside a compacted column it would read as a 4-byte ms qualifier.
     if q.len() == 2 && q[0] & 0xF0 == 0xF0 {
-        return Err(SchemaError::BadQualifier(super::hex_upper(q), (u16::from_be_bytes([q[0], q[1]]) >> 4) as u32));
+        return Err(SchemaError::BadQualifier(
+            super::hex_upper(q),
+            (u16::from_be_bytes([q[0], q[1]]) >> 4) as u32,
+        ));
     }
     let flags = q[q.len() - 1] & FLAGS_MASK;
     let mut q2 = [0u8; 4];
@@ -240,7 +277,11 @@ pub fn decode_single(q: &[u8], v: &[u8]) -> Result<(RawPoint, bool), SchemaError
         }
         val = &v[4..];
         fixed = true;
-    } else if q.len() == 2 && !v.is_empty() && v.len() <= 8 && (flags & LENGTH_MASK) as usize + 1 != v.len() {
+    } else if q.len() == 2
+        && !v.is_empty()
+        && v.len() <= 8
+        && (flags & LENGTH_MASK) as usize + 1 != v.len()
+    {
         q2[1] = (q2[1] & !LENGTH_MASK) | (v.len() as u8 - 1);
         fixed = true;
     }
@@ -256,13 +297,19 @@ pub fn decode_compacted(q: &[u8], v: &[u8], out: &mut Vec<RawPoint>) -> Result<(
     while qi < q.len() {
         let ql = qualifier_len_at(q[qi]);
         if qi + ql > q.len() {
-            return Err(SchemaError::BadCompaction { consumed: vi, expected: v.len().saturating_sub(1) });
+            return Err(SchemaError::BadCompaction {
+                consumed: vi,
+                expected: v.len().saturating_sub(1),
+            });
         }
         let qq = &q[qi..qi + ql];
         let flags = qq[ql - 1] & FLAGS_MASK;
         let vl = (flags & LENGTH_MASK) as usize + 1;
         if vi + vl > v.len() {
-            return Err(SchemaError::BadCompaction { consumed: vi + vl, expected: v.len().saturating_sub(1) });
+            return Err(SchemaError::BadCompaction {
+                consumed: vi + vl,
+                expected: v.len().saturating_sub(1),
+            });
         }
         decode_value(flags, &v[vi..vi + vl], vi)?;
         out.push(RawPoint::from_parts(qq, &v[vi..vi + vl]).expect("lengths checked"));
@@ -270,7 +317,10 @@ pub fn decode_compacted(q: &[u8], v: &[u8], out: &mut Vec<RawPoint>) -> Result<(
         vi += vl;
     }
     if vi + 1 != v.len() {
-        return Err(SchemaError::BadCompaction { consumed: vi, expected: v.len().saturating_sub(1) });
+        return Err(SchemaError::BadCompaction {
+            consumed: vi,
+            expected: v.len().saturating_sub(1),
+        });
     }
     match v[vi] {
         0 | MS_MIXED_COMPACT => Ok(()),
@@ -299,7 +349,9 @@ pub fn walk_compacted(q: &[u8], v: &[u8], mut f: impl FnMut(u32, DataValue) -> b
         } else {
             (u16::from_be_bytes([q[qi], q[qi + 1]]) >> 4) as u32 * 1000
         };
-        let Ok(val) = decode_value(flags, &v[vi..vi + vl], vi) else { return false };
+        let Ok(val) = decode_value(flags, &v[vi..vi + vl], vi) else {
+            return false;
+        };
         if !f(off, val) {
             return false;
         }
@@ -315,13 +367,19 @@ pub fn decode_append(v: &[u8], out: &mut Vec<RawPoint>) -> Result<(), SchemaErro
     while i < v.len() {
         let ql = qualifier_len_at(v[i]);
         if i + ql > v.len() {
-            return Err(SchemaError::BadCompaction { consumed: i, expected: v.len() });
+            return Err(SchemaError::BadCompaction {
+                consumed: i,
+                expected: v.len(),
+            });
         }
         let qq = &v[i..i + ql];
         let flags = qq[ql - 1] & FLAGS_MASK;
         let vl = (flags & LENGTH_MASK) as usize + 1;
         if i + ql + vl > v.len() {
-            return Err(SchemaError::BadCompaction { consumed: i + ql + vl, expected: v.len() });
+            return Err(SchemaError::BadCompaction {
+                consumed: i + ql + vl,
+                expected: v.len(),
+            });
         }
         let vv = &v[i + ql..i + ql + vl];
         decode_value(flags, vv, i + ql)?;
@@ -343,7 +401,11 @@ pub fn build_column(points: &[RawPoint]) -> (Vec<u8>, Vec<u8>) {
     for p in points {
         q.extend_from_slice(p.qualifier());
         v.extend_from_slice(p.value_bytes());
-        if p.is_ms() { any_ms = true } else { any_s = true }
+        if p.is_ms() {
+            any_ms = true
+        } else {
+            any_s = true
+        }
     }
     v.push(if any_s && any_ms { MS_MIXED_COMPACT } else { 0 });
     (q, v)
@@ -358,10 +420,13 @@ mod tests {
         let stale = f64::from_bits(0x7ff0_0000_0000_0002);
         assert!(RawPoint::encode(1356998400, 1356998400, DataValue::F64(stale)).is_err());
         for v in [stale, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
-            let p = RawPoint::encode_allow_non_finite(1356998400, 1356998400, DataValue::F64(v)).unwrap();
+            let p = RawPoint::encode_allow_non_finite(1356998400, 1356998400, DataValue::F64(v))
+                .unwrap();
             assert_eq!(p.qualifier(), &[0x00, 0x0F]);
             assert_eq!(p.value_bytes(), &v.to_bits().to_be_bytes());
-            let DataValue::F64(back) = p.value().unwrap() else { panic!("not a float") };
+            let DataValue::F64(back) = p.value().unwrap() else {
+                panic!("not a float")
+            };
             assert_eq!(back.to_bits(), v.to_bits());
         }
     }
@@ -473,7 +538,10 @@ mod tests {
     /// compacted with another point, made a column that no longer decodes.
     #[test]
     fn second_qualifier_past_the_hour_is_refused() {
-        assert_eq!(decode_single(&h("FF20"), &h("2A")), Err(SchemaError::BadQualifier("FF20".into(), 4082)));
+        assert_eq!(
+            decode_single(&h("FF20"), &h("2A")),
+            Err(SchemaError::BadQualifier("FF20".into(), 4082))
+        );
         assert!(decode_single(&h("E0F0"), &h("2A")).is_ok());
     }
 

@@ -1,7 +1,8 @@
 //! Merging a row's columns into OpenTSDB's compacted form (what its compaction writes).
 
 use super::column::{
-    build_column, column_kind, decode_append, decode_compacted, decode_single, qualifier_len_at, walk_compacted, ColumnKind, DataValue, RawPoint,
+    build_column, column_kind, decode_append, decode_compacted, decode_single, qualifier_len_at,
+    walk_compacted, ColumnKind, DataValue, RawPoint,
 };
 use super::SchemaError;
 
@@ -53,7 +54,8 @@ pub fn merge_columns(cols: &[StoredColumn<'_>]) -> MergedRow {
                 decode_append(c.value, &mut buf)
             }
             ColumnKind::Annotation => {
-                row.annotations.push((c.qualifier.to_vec(), c.value.to_vec()));
+                row.annotations
+                    .push((c.qualifier.to_vec(), c.value.to_vec()));
                 continue;
             }
             ColumnKind::Histogram | ColumnKind::Unknown => continue,
@@ -67,7 +69,10 @@ pub fn merge_columns(cols: &[StoredColumn<'_>]) -> MergedRow {
         }
     }
     all.sort_by(|a, b| {
-        a.0.offset_ms().cmp(&b.0.offset_ms()).then(b.1.cmp(&a.1)).then(b.2.cmp(&a.2))
+        a.0.offset_ms()
+            .cmp(&b.0.offset_ms())
+            .then(b.1.cmp(&a.1))
+            .then(b.2.cmp(&a.2))
     });
     let mut last: Option<u32> = None;
     for (p, _, _) in all {
@@ -95,7 +100,10 @@ fn single_sorted_column(cols: &[StoredColumn<'_>]) -> Option<Vec<RawPoint>> {
         ColumnKind::Compacted => decode_compacted(c.qualifier, c.value, &mut points).ok()?,
         _ => return None,
     }
-    points.windows(2).all(|w| w[0].offset_ms() < w[1].offset_ms()).then_some(points)
+    points
+        .windows(2)
+        .all(|w| w[0].offset_ms() < w[1].offset_ms())
+        .then_some(points)
 }
 
 /// The read path's fast lane: appends the row's points inside `[start_ms, end_ms]` as
@@ -105,8 +113,16 @@ fn single_sorted_column(cols: &[StoredColumn<'_>]) -> Option<Vec<RawPoint>> {
 /// duplicate resolution is needed. Returns false, with `out` as it was, for anything else
 /// (overlaps, appends, annotations, undecodable cells): the caller then takes
 /// [`merge_columns`], which also reports the errors.
-pub fn append_ordered(cols: &[StoredColumn<'_>], base: u32, start_ms: u64, end_ms: u64, out: &mut Vec<(i64, f64)>) -> bool {
-    append_ordered_by(cols, base, start_ms, end_ms, out, |ts, v| (ts as i64, v.as_f64()))
+pub fn append_ordered(
+    cols: &[StoredColumn<'_>],
+    base: u32,
+    start_ms: u64,
+    end_ms: u64,
+    out: &mut Vec<(i64, f64)>,
+) -> bool {
+    append_ordered_by(cols, base, start_ms, end_ms, out, |ts, v| {
+        (ts as i64, v.as_f64())
+    })
 }
 
 /// Most columns [`append_merged_by`] merges; a row with more takes [`merge_columns`].
@@ -179,14 +195,20 @@ pub fn append_merged_by<P>(
                 };
                 let (off, off_b) = (pts[heads[i]].0, pts[heads[b]].0);
                 let later_in_column = heads[i] - from > heads[b] - runs[b].0;
-                if off < off_b || (off == off_b && (ts > runs[b].2 || (ts == runs[b].2 && later_in_column))) {
+                if off < off_b
+                    || (off == off_b && (ts > runs[b].2 || (ts == runs[b].2 && later_in_column)))
+                {
                     best = Some(i);
                 }
             }
             let Some(b) = best else { break };
             // Up to the next offset another column holds, its points are nobody else's: taken
             // in a run (flushes overlap at their edges, so this is most of a row).
-            let limit = (0..runs.len()).filter(|&i| i != b && heads[i] < runs[i].1).map(|i| pts[heads[i]].0).min().unwrap_or(u32::MAX);
+            let limit = (0..runs.len())
+                .filter(|&i| i != b && heads[i] < runs[i].1)
+                .map(|i| pts[heads[i]].0)
+                .min()
+                .unwrap_or(u32::MAX);
             let (off, v) = pts[heads[b]];
             if off < limit {
                 while heads[b] < runs[b].1 && pts[heads[b]].0 < limit {
@@ -290,13 +312,26 @@ pub fn plan_compaction(cols: &[StoredColumn<'_>]) -> Result<Option<CompactionPla
         return Ok(None);
     }
     let (q, v) = build_column(&merged.points);
-    let is_data = |c: &&StoredColumn| matches!(column_kind(c.qualifier), ColumnKind::Single | ColumnKind::Compacted);
-    let existing = cols.iter().filter(is_data).find(|c| c.qualifier == q.as_slice());
+    let is_data = |c: &&StoredColumn| {
+        matches!(
+            column_kind(c.qualifier),
+            ColumnKind::Single | ColumnKind::Compacted
+        )
+    };
+    let existing = cols
+        .iter()
+        .filter(is_data)
+        .find(|c| c.qualifier == q.as_slice());
     let put = match existing {
         Some(c) if c.value == v.as_slice() => None,
         _ => Some((q.clone(), v)),
     };
-    let delete = cols.iter().filter(is_data).filter(|c| c.qualifier != q.as_slice()).map(|c| c.qualifier.to_vec()).collect();
+    let delete = cols
+        .iter()
+        .filter(is_data)
+        .filter(|c| c.qualifier != q.as_slice())
+        .map(|c| c.qualifier.to_vec())
+        .collect();
     Ok(Some(CompactionPlan { put, delete }))
 }
 
@@ -315,7 +350,11 @@ mod tests {
         let cols: Vec<StoredColumn> = owned
             .iter()
             .enumerate()
-            .map(|(i, (q, v))| StoredColumn { qualifier: q, value: v, ts: i as u64 + 1 })
+            .map(|(i, (q, v))| StoredColumn {
+                qualifier: q,
+                value: v,
+                ts: i as u64 + 1,
+            })
             .collect();
         plan_compaction(&cols).unwrap()
     }
@@ -331,27 +370,54 @@ mod tests {
         assert_eq!(p.delete, vec![h("0007"), h("0017")]);
 
         let p = compact(&[("0007", FOUR), ("F0000007", FIVE)]).unwrap();
-        assert_eq!(p, CompactionPlan { put: None, delete: vec![h("0007")] });
+        assert_eq!(
+            p,
+            CompactionPlan {
+                put: None,
+                delete: vec![h("0007")]
+            }
+        );
 
         let p = compact(&[("0007", FOUR), ("0003", "00000004")]).unwrap();
-        assert_eq!(p, CompactionPlan { put: None, delete: vec![h("0007")] });
+        assert_eq!(
+            p,
+            CompactionPlan {
+                put: None,
+                delete: vec![h("0007")]
+            }
+        );
 
         let p = compact(&[("00070027", &format!("{FOUR}{FIVE}00")), ("0007", SIX)]).unwrap();
         assert_eq!(p.put, Some((h("00070027"), h(&format!("{SIX}{FIVE}00")))));
         assert_eq!(p.delete, vec![h("0007")]);
 
         let p = compact(&[("00070027", &format!("{FOUR}{FIVE}00")), ("0017", SIX)]).unwrap();
-        assert_eq!(p.put, Some((h("000700170027"), h(&format!("{FOUR}{SIX}{FIVE}00")))));
+        assert_eq!(
+            p.put,
+            Some((h("000700170027"), h(&format!("{FOUR}{SIX}{FIVE}00"))))
+        );
         assert_eq!(p.delete, vec![h("00070027"), h("0017")]);
 
         let p = compact(&[("0207", FOUR), ("0007", FIVE), ("0107", SIX)]).unwrap();
-        assert_eq!(p.put, Some((h("000701070207"), h(&format!("{FIVE}{SIX}{FOUR}00")))));
+        assert_eq!(
+            p.put,
+            Some((h("000701070207"), h(&format!("{FIVE}{SIX}{FOUR}00"))))
+        );
 
         let p = compact(&[("0003", FOUR)]).unwrap();
-        assert_eq!(p, CompactionPlan { put: Some((h("0007"), h(FOUR))), delete: vec![h("0003")] });
+        assert_eq!(
+            p,
+            CompactionPlan {
+                put: Some((h("0007"), h(FOUR))),
+                delete: vec![h("0003")]
+            }
+        );
 
         let p = compact(&[("0007", FOUR), ("001B", "00000000 40866666")]).unwrap();
-        assert_eq!(p.put, Some((h("0007001B"), h(&format!("{FOUR}4086666600")))));
+        assert_eq!(
+            p.put,
+            Some((h("0007001B"), h(&format!("{FOUR}4086666600"))))
+        );
 
         assert_eq!(compact(&[("010000", "7B7D"), ("0007", FOUR)]), None);
         assert_eq!(compact(&[("00070017", &format!("{FOUR}{FIVE}00"))]), None);
@@ -360,7 +426,11 @@ mod tests {
     #[test]
     fn appends_resolve_later_occurrence_and_are_never_rewritten() {
         let owned = h("00002A 01E018 01E001");
-        let cols = [StoredColumn { qualifier: &[5, 0, 0], value: &owned, ts: 1 }];
+        let cols = [StoredColumn {
+            qualifier: &[5, 0, 0],
+            value: &owned,
+            ts: 1,
+        }];
         let m = merge_columns(&cols);
         assert_eq!(m.points.len(), 2);
         assert_eq!(m.points[1].value_bytes(), [1]);
@@ -371,7 +441,11 @@ mod tests {
     fn corrupt_cells_are_reported_not_dropped() {
         let q = h("00070017");
         let v = h("00");
-        let cols = [StoredColumn { qualifier: &q, value: &v, ts: 1 }];
+        let cols = [StoredColumn {
+            qualifier: &q,
+            value: &v,
+            ts: 1,
+        }];
         assert!(plan_compaction(&cols).is_err());
         assert_eq!(merge_columns(&cols).errors.len(), 1);
     }
@@ -381,16 +455,56 @@ mod tests {
         // Two overlapping columns (0 s, 20 s) and (10 s, 30 s), integers 1..4: merged in order.
         let (q1, v1) = (h("0000 0140"), h("01 03 00"));
         let (q2, v2) = (h("00A0 01E0"), h("02 04 00"));
-        let cols = [StoredColumn { qualifier: &q1, value: &v1, ts: 1 }, StoredColumn { qualifier: &q2, value: &v2, ts: 2 }];
+        let cols = [
+            StoredColumn {
+                qualifier: &q1,
+                value: &v1,
+                ts: 1,
+            },
+            StoredColumn {
+                qualifier: &q2,
+                value: &v2,
+                ts: 2,
+            },
+        ];
         let mut out = Vec::new();
-        assert!(append_merged_by(&cols, 0, 0, u64::MAX, &mut out, |t, v| (t, v.as_f64())));
-        assert_eq!(out, vec![(0, 1.0), (10_000, 2.0), (20_000, 3.0), (30_000, 4.0)]);
+        assert!(append_merged_by(&cols, 0, 0, u64::MAX, &mut out, |t, v| (
+            t,
+            v.as_f64()
+        )));
+        assert_eq!(
+            out,
+            vec![(0, 1.0), (10_000, 2.0), (20_000, 3.0), (30_000, 4.0)]
+        );
         // A column out of order, an annotation, a corrupt column: `out` is left as it was.
         let (qd, vd) = (h("0140 0000"), h("03 01 00"));
         let (qa, va) = (h("01 0000"), b"{}".to_vec());
-        for bad in [StoredColumn { qualifier: &qd, value: &vd, ts: 3 }, StoredColumn { qualifier: &qa, value: &va, ts: 3 }, StoredColumn { qualifier: &q1, value: &v1[..2], ts: 3 }] {
+        for bad in [
+            StoredColumn {
+                qualifier: &qd,
+                value: &vd,
+                ts: 3,
+            },
+            StoredColumn {
+                qualifier: &qa,
+                value: &va,
+                ts: 3,
+            },
+            StoredColumn {
+                qualifier: &q1,
+                value: &v1[..2],
+                ts: 3,
+            },
+        ] {
             let mut out = vec![(7, 7.0)];
-            assert!(!append_merged_by(&[cols[0], bad], 0, 0, u64::MAX, &mut out, |t, v| (t, v.as_f64())));
+            assert!(!append_merged_by(
+                &[cols[0], bad],
+                0,
+                0,
+                u64::MAX,
+                &mut out,
+                |t, v| (t, v.as_f64())
+            ));
             assert_eq!(out, vec![(7, 7.0)]);
         }
     }

@@ -4,10 +4,10 @@
 pub mod annotation;
 pub mod column;
 pub mod compaction;
-pub mod rowkey;
-pub mod uid_table;
 #[cfg(test)]
 mod props;
+pub mod rowkey;
+pub mod uid_table;
 
 pub use column::{DataValue, RawPoint};
 pub use rowkey::{KeyLayout, RowKey};
@@ -63,12 +63,15 @@ pub fn parse_hex(s: &str) -> Option<Vec<u8>> {
 
 /// Java's `String.hashCode()` over UTF-16 code units (branch ids, leaf qualifiers).
 pub fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16().fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
+    s.encode_utf16()
+        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(c as i32))
 }
 
 /// Java's `Arrays.hashCode(byte[])` with signed bytes (salt buckets).
 pub fn java_bytes_hash(b: &[u8]) -> i32 {
-    b.iter().fold(1i32, |h, &x| h.wrapping_mul(31).wrapping_add(x as i8 as i32))
+    b.iter().fold(1i32, |h, &x| {
+        h.wrapping_mul(31).wrapping_add(x as i8 as i32)
+    })
 }
 
 #[cfg(test)]
@@ -90,7 +93,11 @@ mod tests {
             ("sys.cpu.0", "CBBF5B09"),
             ("John Doe", "AE805CA5"),
         ] {
-            assert_eq!(hex_upper(&java_string_hash(name).to_be_bytes()), hex, "{name}");
+            assert_eq!(
+                hex_upper(&java_string_hash(name).to_be_bytes()),
+                hex,
+                "{name}"
+            );
         }
     }
 

@@ -1,19 +1,25 @@
 //! Property tests of the schema codec: row keys, qualifiers and values round-trip, and
 //! compaction merges any set of cells into the column that decodes back to the same points.
 
-use super::column::{build_column, decode_compacted, decode_single, walk_compacted, DataValue, RawPoint};
-use super::compaction::{append_merged_by, append_ordered, merge_columns, plan_compaction, StoredColumn};
+use super::column::{
+    build_column, decode_compacted, decode_single, walk_compacted, DataValue, RawPoint,
+};
+use super::compaction::{
+    append_merged_by, append_ordered, merge_columns, plan_compaction, StoredColumn,
+};
 use super::rowkey::{base_time, is_ms, millis, KeyLayout, MAX_TIMESTAMP_MS};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
 fn layout() -> impl Strategy<Value = KeyLayout> {
-    (1usize..=8, 1usize..=8, 1usize..=8, 0usize..=3, 1u32..=40).prop_map(|(m, k, v, s, b)| KeyLayout {
-        metric_width: m,
-        tagk_width: k,
-        tagv_width: v,
-        salt_width: s,
-        salt_buckets: b,
+    (1usize..=8, 1usize..=8, 1usize..=8, 0usize..=3, 1u32..=40).prop_map(|(m, k, v, s, b)| {
+        KeyLayout {
+            metric_width: m,
+            tagk_width: k,
+            tagv_width: v,
+            salt_width: s,
+            salt_buckets: b,
+        }
     })
 }
 
@@ -21,10 +27,23 @@ fn value() -> impl Strategy<Value = DataValue> {
     prop_oneof![
         any::<i64>().prop_map(DataValue::Int),
         // Each integer width's edges, where the encoder picks its length.
-        prop_oneof![Just(0i64), Just(127), Just(-128), Just(128), Just(32767), Just(-32769), Just(i32::MAX as i64 + 1), Just(i64::MIN)]
-            .prop_map(DataValue::Int),
-        any::<f32>().prop_filter("finite", |f| f.is_finite()).prop_map(DataValue::F32),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(DataValue::F64),
+        prop_oneof![
+            Just(0i64),
+            Just(127),
+            Just(-128),
+            Just(128),
+            Just(32767),
+            Just(-32769),
+            Just(i32::MAX as i64 + 1),
+            Just(i64::MIN)
+        ]
+        .prop_map(DataValue::Int),
+        any::<f32>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(DataValue::F32),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(DataValue::F64),
     ]
 }
 
@@ -44,21 +63,29 @@ fn same_value(a: DataValue, b: DataValue) -> bool {
 
 /// One point of an hour's row: offset in ms (whole seconds when `secs`), and its value.
 fn row_point() -> impl Strategy<Value = (bool, u32, DataValue)> {
-    (any::<bool>(), 0u32..3_600_000, value()).prop_map(|(secs, off, v)| (secs, if secs { off / 1000 * 1000 } else { off }, v))
+    (any::<bool>(), 0u32..3_600_000, value())
+        .prop_map(|(secs, off, v)| (secs, if secs { off / 1000 * 1000 } else { off }, v))
 }
 
 const BASE: u32 = 1_356_998_400;
 
 /// Encodes a row point as its own single cell, seconds or ms qualifier.
 fn single(secs: bool, off_ms: u32, v: DataValue) -> RawPoint {
-    let ts = if secs { BASE as u64 + (off_ms / 1000) as u64 } else { BASE as u64 * 1000 + off_ms as u64 };
+    let ts = if secs {
+        BASE as u64 + (off_ms / 1000) as u64
+    } else {
+        BASE as u64 * 1000 + off_ms as u64
+    };
     RawPoint::encode(ts, BASE, v).unwrap()
 }
 
 /// `cells` (in write order) cut at `cuts` into flushes, each stored as a flusher does: the last
 /// write of an offset wins, sorted, one column (or a single cell); with each flush's number.
 fn flush_columns(cells: &[RawPoint], cuts: &[u8]) -> Vec<(Vec<u8>, Vec<u8>, usize)> {
-    let mut bounds: Vec<usize> = cuts.iter().map(|&c| c as usize % (cells.len() + 1)).collect();
+    let mut bounds: Vec<usize> = cuts
+        .iter()
+        .map(|&c| c as usize % (cells.len() + 1))
+        .collect();
     bounds.extend([0, cells.len()]);
     bounds.sort_unstable();
     bounds.dedup();
@@ -71,7 +98,11 @@ fn flush_columns(cells: &[RawPoint], cuts: &[u8]) -> Vec<(Vec<u8>, Vec<u8>, usiz
         part.reverse();
         part.sort_by_key(|p| p.offset_ms());
         part.dedup_by_key(|p| p.offset_ms());
-        let (q, v) = if part.len() == 1 { (part[0].qualifier().to_vec(), part[0].value_bytes().to_vec()) } else { build_column(&part) };
+        let (q, v) = if part.len() == 1 {
+            (part[0].qualifier().to_vec(), part[0].value_bytes().to_vec())
+        } else {
+            build_column(&part)
+        };
         out.push((q, v, n));
     }
     out

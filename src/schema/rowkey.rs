@@ -14,7 +14,13 @@ pub struct KeyLayout {
 
 impl Default for KeyLayout {
     fn default() -> Self {
-        KeyLayout { metric_width: 3, tagk_width: 3, tagv_width: 3, salt_width: 0, salt_buckets: 20 }
+        KeyLayout {
+            metric_width: 3,
+            tagk_width: 3,
+            tagv_width: 3,
+            salt_width: 0,
+            salt_buckets: 20,
+        }
     }
 }
 
@@ -31,13 +37,21 @@ pub fn is_ms(ts: u64) -> bool {
 /// The timestamp in whole seconds.
 #[inline]
 pub fn seconds(ts: u64) -> u64 {
-    if is_ms(ts) { ts / 1000 } else { ts }
+    if is_ms(ts) {
+        ts / 1000
+    } else {
+        ts
+    }
 }
 
 /// The timestamp in milliseconds.
 #[inline]
 pub fn millis(ts: u64) -> u64 {
-    if is_ms(ts) { ts } else { ts * 1000 }
+    if is_ms(ts) {
+        ts
+    } else {
+        ts * 1000
+    }
 }
 
 /// The row's base time; OpenTSDB writes it as a Java int, so it wraps past 2^32.
@@ -157,7 +171,9 @@ impl<'a> RowKey<'a> {
     /// (tagk uid, tagv uid) pairs in key order.
     pub fn tag_pairs(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
         let kw = self.layout.tagk_width;
-        self.tags.chunks_exact(self.layout.tag_width()).map(move |c| c.split_at(kw))
+        self.tags
+            .chunks_exact(self.layout.tag_width())
+            .map(move |c| c.split_at(kw))
     }
 }
 
@@ -195,7 +211,11 @@ mod tests {
 
     #[test]
     fn salts_from_opentsdb_tests() {
-        let l = KeyLayout { salt_width: 1, salt_buckets: 20, ..Default::default() };
+        let l = KeyLayout {
+            salt_width: 1,
+            salt_buckets: 20,
+            ..Default::default()
+        };
         for (tsuid, salt) in [
             ("000001 000001 000001", 0x08u8),
             ("000001 000001 000001 000001 000001", 0x10),
@@ -210,9 +230,17 @@ mod tests {
             assert_eq!(l.salt(&h(tsuid)), vec![salt], "{tsuid}");
         }
         assert_eq!(java_bytes_hash(&h("000001000001000001")), 691019968);
-        let two = KeyLayout { salt_width: 1, salt_buckets: 2, ..Default::default() };
+        let two = KeyLayout {
+            salt_width: 1,
+            salt_buckets: 2,
+            ..Default::default()
+        };
         assert_eq!(two.salt(&h("000001000001000002")), vec![1]);
-        let wide = KeyLayout { salt_width: 4, salt_buckets: 2, ..Default::default() };
+        let wide = KeyLayout {
+            salt_width: 4,
+            salt_buckets: 2,
+            ..Default::default()
+        };
         assert_eq!(wide.salt(&h("000001000001000002")), vec![0, 0, 0, 1]);
         assert_eq!(
             l.row_key(&h("000001000001000001"), 1356998400),

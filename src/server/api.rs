@@ -31,26 +31,39 @@ pub async fn route(state: &Arc<AppState>, req: Request) -> Reply {
     };
     match path.as_str() {
         "/api/put" => put(state, req).await,
-        "/api/query" | "/api/query/last" | "/api/suggest" | "/api/search/lookup" | "/api/config" | "/api/config/filters" => {
-            super::opentsdb_query::route(state, &path, req).await
-        }
+        "/api/query"
+        | "/api/query/last"
+        | "/api/suggest"
+        | "/api/search/lookup"
+        | "/api/config"
+        | "/api/config/filters" => super::opentsdb_query::route(state, &path, req).await,
         p if super::opentsdb_meta::handles(p) => super::opentsdb_meta::route(state, req, p).await,
         "/api/version" => version(),
         p if p == "/api/stats" || p.starts_with("/api/stats/") => super::stats_api::route(state, p),
         "/api/uid/assign" => uid_assign(state, req).await,
         "/api/dropcaches" => {
             state.resolver.drop_caches();
-            json_reply(StatusCode::OK, json!({"status":"200","message":"Caches dropped"}).to_string())
+            json_reply(
+                StatusCode::OK,
+                json!({"status":"200","message":"Caches dropped"}).to_string(),
+            )
         }
-        "/api/aggregators" => json_reply(StatusCode::OK, json!(crate::query::aggregate::Aggregator::names()).to_string()),
-        "" | "/" => json_reply(StatusCode::OK, json!({"name":"tsgate","version":env!("CARGO_PKG_VERSION")}).to_string()),
+        "/api/aggregators" => json_reply(
+            StatusCode::OK,
+            json!(crate::query::aggregate::Aggregator::names()).to_string(),
+        ),
+        "" | "/" => json_reply(
+            StatusCode::OK,
+            json!({"name":"tsgate","version":env!("CARGO_PKG_VERSION")}).to_string(),
+        ),
         _ => error_reply(StatusCode::NOT_FOUND, "Endpoint not found", ""),
     }
 }
 
 /// A 503 for a write the client should send again: `Retry-After` says when.
 pub fn retry_later(mut r: Reply) -> Reply {
-    r.headers_mut().insert("retry-after", http::HeaderValue::from_static("1"));
+    r.headers_mut()
+        .insert("retry-after", http::HeaderValue::from_static("1"));
     r
 }
 
@@ -64,15 +77,24 @@ pub fn method_not_allowed(m: &Method) -> Reply {
 
 /// Decompresses a gzip body within the size limit.
 fn body_text(state: &AppState, req: &Request) -> Result<Vec<u8>, Reply> {
-    let gz = req.headers.get("content-encoding").and_then(|v| v.to_str().ok()).is_some_and(|v| v.eq_ignore_ascii_case("gzip"));
+    let gz = req
+        .headers
+        .get("content-encoding")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("gzip"));
     if !gz {
         return Ok(req.body.to_vec());
     }
     let limit = state.config.limits.http_body_max;
     let mut out = Vec::new();
     let mut dec = flate2::read::GzDecoder::new(&req.body[..]).take(limit as u64 + 1);
-    dec.read_to_end(&mut out)
-        .map_err(|e| error_reply(StatusCode::BAD_REQUEST, "Unable to decompress the request body", &e.to_string()))?;
+    dec.read_to_end(&mut out).map_err(|e| {
+        error_reply(
+            StatusCode::BAD_REQUEST,
+            "Unable to decompress the request body",
+            &e.to_string(),
+        )
+    })?;
     if out.len() > limit {
         return Err(error_reply(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -88,7 +110,11 @@ async fn put(state: &Arc<AppState>, req: Request) -> Reply {
         return method_not_allowed(&req.method);
     }
     if !state.ingest.writer.store_available() {
-        return retry_later(error_reply(StatusCode::SERVICE_UNAVAILABLE, "Storage unavailable, please retry", "the store refuses writes; nothing was stored"));
+        return retry_later(error_reply(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Storage unavailable, please retry",
+            "the store refuses writes; nothing was stored",
+        ));
     }
     let body = match body_text(state, &req) {
         Ok(b) => b,
@@ -101,7 +127,11 @@ async fn put(state: &Arc<AppState>, req: Request) -> Reply {
         Ok(p) => p,
         Err(e) => {
             crate::observe::ingest::batch_rejected(crate::observe::Protocol::HttpPut, &e.message());
-            return error_reply(StatusCode::BAD_REQUEST, &e.message(), e.details().unwrap_or_default());
+            return error_reply(
+                StatusCode::BAD_REQUEST,
+                &e.message(),
+                e.details().unwrap_or_default(),
+            );
         }
     };
     let max_points = state.config.limits.max_points_per_request;
@@ -109,23 +139,49 @@ async fn put(state: &Arc<AppState>, req: Request) -> Reply {
         return error_reply(
             StatusCode::PAYLOAD_TOO_LARGE,
             "Too many data points in one request",
-            &format!("{} data points; the limit is limits.max_points_per_request = {max_points}", jps.len()),
+            &format!(
+                "{} data points; the limit is limits.max_points_per_request = {max_points}",
+                jps.len()
+            ),
         );
     }
-    let (details, summary) = (req.flag("details"), req.flag("summary") || req.flag("details"));
-    let crate::ingest::JsonWrite { invalid: mut errors, written, durable } = state.ingest.write_json(&jps, &state.limits, true).await;
+    let (details, summary) = (
+        req.flag("details"),
+        req.flag("summary") || req.flag("details"),
+    );
+    let crate::ingest::JsonWrite {
+        invalid: mut errors,
+        written,
+        durable,
+    } = state.ingest.write_json(&jps, &state.limits, true).await;
     for (_, e) in &errors {
-        crate::observe::ingest::rejected(crate::observe::Protocol::HttpPut, crate::observe::metrics::message_reason(e), 1);
+        crate::observe::ingest::rejected(
+            crate::observe::Protocol::HttpPut,
+            crate::observe::metrics::message_reason(e),
+            1,
+        );
     }
-    let (index, outcomes): (Vec<usize>, Vec<Result<(), crate::ingest::PointError>>) = written.into_iter().unzip();
+    let (index, outcomes): (Vec<usize>, Vec<Result<(), crate::ingest::PointError>>) =
+        written.into_iter().unzip();
     crate::observe::ingest::outcomes(crate::observe::Protocol::HttpPut, &outcomes, &durable);
     if let Err(e) = durable {
         // Nothing of this request may count as stored: the client must retry.
-        return retry_later(error_reply(StatusCode::SERVICE_UNAVAILABLE, "Unable to store the data points, please retry", &e.to_string()));
+        return retry_later(error_reply(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Unable to store the data points, please retry",
+            &e.to_string(),
+        ));
     }
-    if let Some(Err(e)) = outcomes.iter().find(|o| matches!(o, Err(crate::ingest::PointError::Uid(_)))) {
+    if let Some(Err(e)) = outcomes
+        .iter()
+        .find(|o| matches!(o, Err(crate::ingest::PointError::Uid(_))))
+    {
         // UID assignment failed in the store: worth a retry, unlike a refused point.
-        return retry_later(error_reply(StatusCode::SERVICE_UNAVAILABLE, "Unable to assign UIDs, please retry", &e.to_string()));
+        return retry_later(error_reply(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Unable to assign UIDs, please retry",
+            &e.to_string(),
+        ));
     }
     for (o, &i) in outcomes.iter().zip(&index) {
         if let Err(e) = o {
@@ -137,25 +193,43 @@ async fn put(state: &Arc<AppState>, req: Request) -> Reply {
         }
     }
     if req.flag("sync") {
-        let timeout = req.param("sync_timeout").and_then(|t| t.parse::<u64>().ok()).unwrap_or(0);
+        let timeout = req
+            .param("sync_timeout")
+            .and_then(|t| t.parse::<u64>().ok())
+            .unwrap_or(0);
         let flushed = state.ingest.writer.flush();
         let res = if timeout > 0 {
-            tokio::time::timeout(std::time::Duration::from_millis(timeout), flushed).await.ok()
+            tokio::time::timeout(std::time::Duration::from_millis(timeout), flushed)
+                .await
+                .ok()
         } else {
             Some(flushed.await)
         };
         match res {
             None => return error_reply(StatusCode::BAD_REQUEST, "The put call has timed out", ""),
-            Some(Err(e)) => return error_reply(StatusCode::SERVICE_UNAVAILABLE, "Unable to store the data points", &e.to_string()),
+            Some(Err(e)) => {
+                return error_reply(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Unable to store the data points",
+                    &e.to_string(),
+                )
+            }
             Some(Ok(())) => {}
         }
     }
     let failed = errors.len();
     let success = jps.len() - failed;
-    let status = if failed == 0 { StatusCode::NO_CONTENT } else { StatusCode::BAD_REQUEST };
+    let status = if failed == 0 {
+        StatusCode::NO_CONTENT
+    } else {
+        StatusCode::BAD_REQUEST
+    };
     if !summary {
         if failed == 0 {
-            return http::Response::builder().status(StatusCode::NO_CONTENT).body(Vec::new()).expect("valid");
+            return http::Response::builder()
+                .status(StatusCode::NO_CONTENT)
+                .body(Vec::new())
+                .expect("valid");
         }
         return error_reply(
             StatusCode::BAD_REQUEST,
@@ -174,7 +248,11 @@ async fn put(state: &Arc<AppState>, req: Request) -> Reply {
         body.push_str(&format!(",\"errors\":[{}]", list.join(",")));
     }
     body.push('}');
-    let status = if status == StatusCode::NO_CONTENT { StatusCode::OK } else { status };
+    let status = if status == StatusCode::NO_CONTENT {
+        StatusCode::OK
+    } else {
+        status
+    };
     json_reply(status, body)
 }
 
@@ -197,15 +275,41 @@ async fn uid_assign(state: &Arc<AppState>, req: Request) -> Reply {
     let json_body: Option<Json> = if req.method == Method::POST && !req.body.is_empty() {
         match serde_json::from_slice(&req.body) {
             Ok(j) => Some(j),
-            Err(e) => return error_reply(StatusCode::BAD_REQUEST, "Unable to parse the given JSON", &e.to_string()),
+            Err(e) => {
+                return error_reply(
+                    StatusCode::BAD_REQUEST,
+                    "Unable to parse the given JSON",
+                    &e.to_string(),
+                )
+            }
         }
     } else {
         None
     };
-    for (kind, key) in [(UidKind::Metric, "metric"), (UidKind::Tagk, "tagk"), (UidKind::Tagv, "tagv")] {
+    for (kind, key) in [
+        (UidKind::Metric, "metric"),
+        (UidKind::Tagk, "tagk"),
+        (UidKind::Tagv, "tagv"),
+    ] {
         let names: Vec<String> = match &json_body {
-            Some(j) => j.get(key).and_then(|v| v.as_array()).map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default(),
-            None => req.param(key).map(|v| v.split(',').filter(|s| !s.is_empty()).map(String::from).collect()).unwrap_or_default(),
+            Some(j) => j
+                .get(key)
+                .and_then(|v| v.as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            None => req
+                .param(key)
+                .map(|v| {
+                    v.split(',')
+                        .filter(|s| !s.is_empty())
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default(),
         };
         if !names.is_empty() {
             wanted.push((kind, key, names));
@@ -250,8 +354,18 @@ async fn uid_assign(state: &Arc<AppState>, req: Request) -> Reply {
     })
     .await;
     match result {
-        Ok((body, err)) => json_reply(if err { StatusCode::BAD_REQUEST } else { StatusCode::OK }, Json::Object(body).to_string()),
-        Err(e) => error_reply(StatusCode::INTERNAL_SERVER_ERROR, "UID assignment failed", &e.to_string()),
+        Ok((body, err)) => json_reply(
+            if err {
+                StatusCode::BAD_REQUEST
+            } else {
+                StatusCode::OK
+            },
+            Json::Object(body).to_string(),
+        ),
+        Err(e) => error_reply(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "UID assignment failed",
+            &e.to_string(),
+        ),
     }
 }
-

@@ -23,12 +23,18 @@ pub struct Request {
 impl Request {
     /// Query-string parameters; repeated keys keep every value, in order.
     pub fn params(&self) -> Vec<(String, String)> {
-        form_urlencoded::parse(self.query.as_bytes()).into_owned().collect()
+        form_urlencoded::parse(self.query.as_bytes())
+            .into_owned()
+            .collect()
     }
 
     /// The last value of a parameter (OpenTSDB: the last one wins).
     pub fn param(&self, name: &str) -> Option<String> {
-        self.params().into_iter().rev().find(|(k, _)| k == name).map(|(_, v)| v)
+        self.params()
+            .into_iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v)
     }
 
     /// "Present" flags are true merely by being there.
@@ -68,9 +74,19 @@ async fn read_body(
     declared: Option<u64>,
 ) -> Result<Bytes, Reply> {
     let mut body = body;
-    let mut out = bytes::BytesMut::with_capacity(declared.unwrap_or(0).min(limit.min(BODY_PRESIZE_MAX) as u64) as usize);
+    let mut out = bytes::BytesMut::with_capacity(
+        declared
+            .unwrap_or(0)
+            .min(limit.min(BODY_PRESIZE_MAX) as u64) as usize,
+    );
     while let Some(chunk) = body.next().await {
-        let mut chunk = chunk.map_err(|e| error_reply(StatusCode::BAD_REQUEST, "Unable to read the request body", &e.to_string()))?;
+        let mut chunk = chunk.map_err(|e| {
+            error_reply(
+                StatusCode::BAD_REQUEST,
+                "Unable to read the request body",
+                &e.to_string(),
+            )
+        })?;
         if out.len() + chunk.remaining() > limit {
             return Err(error_reply(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -111,24 +127,42 @@ async fn answer(
     let limit = st.config.limits.http_body_max;
     let read_timeout = std::time::Duration::from_millis(st.config.limits.read_timeout_ms);
     // A declared length over the limit is refused before any of the body is read.
-    let declared = headers.get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
+    let declared = headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
-        return error_reply(StatusCode::PAYLOAD_TOO_LARGE, "Request body too large", &format!("the limit is limits.http_body_max = {limit} bytes"));
+        return error_reply(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Request body too large",
+            &format!("the limit is limits.http_body_max = {limit} bytes"),
+        );
     }
     // A trickled body is bounded like slow headers: `limits.read_timeout_ms`.
-    let body = match tokio::time::timeout(read_timeout, read_body(Box::pin(body), limit, declared)).await {
+    let body = match tokio::time::timeout(read_timeout, read_body(Box::pin(body), limit, declared))
+        .await
+    {
         Ok(Ok(b)) => b,
         Ok(Err(r)) => return r,
         Err(_) => {
             return error_reply(
                 StatusCode::REQUEST_TIMEOUT,
                 "Request body not received in time",
-                &format!("the limit is limits.read_timeout_ms = {} ms", read_timeout.as_millis()),
+                &format!(
+                    "the limit is limits.read_timeout_ms = {} ms",
+                    read_timeout.as_millis()
+                ),
             )
         }
     };
     let track = crate::observe::http::track_query(endpoint, path, &query, &body, peer);
-    let req = Request { method, path: path.to_string(), query, headers, body };
+    let req = Request {
+        method,
+        path: path.to_string(),
+        query,
+        headers,
+        body,
+    };
     if let Err(r) = super::auth::authorize(principal.as_ref(), &req) {
         return r;
     }
@@ -163,13 +197,20 @@ async fn read_your_writes(st: &AppState) {
     match tokio::time::timeout(patience, handed_then_published).await {
         Ok(Ok(())) => {}
         // The shards log their own failures; a query only reads without the latest points.
-        Ok(Err(e)) => tracing::debug!(error = %e, "a query reads without waiting for the latest writes"),
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "a query reads without waiting for the latest writes")
+        }
         Err(_) => tracing::debug!("a query reads without waiting longer for the latest writes"),
     }
 }
 
 /// Serves HTTP/1.1 with keep-alive on a plain TCP stream or a TLS session.
-pub async fn serve_connection<S>(state: Arc<AppState>, stream: S, peer: String, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()>
+pub async fn serve_connection<S>(
+    state: Arc<AppState>,
+    stream: S,
+    peer: String,
+    mut shutdown: watch::Receiver<bool>,
+) -> std::io::Result<()>
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
@@ -180,18 +221,38 @@ where
         .and(warp::query::raw().or(warp::any().map(String::new)).unify())
         .and(warp::header::headers_cloned())
         .and(warp::body::stream())
-        .then(move |method: Method, path: warp::path::FullPath, query: String, headers: HeaderMap, body| {
-            let (st, peer) = (st.clone(), peer.clone());
-            async move {
-                let (started, endpoint) = (std::time::Instant::now(), crate::observe::http::endpoint_of(&method, path.as_str(), &query));
-                let reply = answer(&st, &peer, endpoint, method, path.as_str(), query, headers, body).await;
-                crate::observe::http::record(endpoint, reply.status().as_u16(), started);
-                reply
-            }
-        });
+        .then(
+            move |method: Method,
+                  path: warp::path::FullPath,
+                  query: String,
+                  headers: HeaderMap,
+                  body| {
+                let (st, peer) = (st.clone(), peer.clone());
+                async move {
+                    let (started, endpoint) = (
+                        std::time::Instant::now(),
+                        crate::observe::http::endpoint_of(&method, path.as_str(), &query),
+                    );
+                    let reply = answer(
+                        &st,
+                        &peer,
+                        endpoint,
+                        method,
+                        path.as_str(),
+                        query,
+                        headers,
+                        body,
+                    )
+                    .await;
+                    crate::observe::http::record(endpoint, reply.status().as_u16(), started);
+                    reply
+                }
+            },
+        );
     let svc = hyper_util::service::TowerToHyperService::new(warp::service(filter));
     let l = &state.config.limits;
-    let stream = super::limits::IdleStream::new(stream, std::time::Duration::from_millis(l.idle_timeout_ms));
+    let stream =
+        super::limits::IdleStream::new(stream, std::time::Duration::from_millis(l.idle_timeout_ms));
     let conn = hyper::server::conn::http1::Builder::new()
         .keep_alive(true)
         // Slowloris: the whole header must arrive within `limits.read_timeout_ms`.

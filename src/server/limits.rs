@@ -12,7 +12,13 @@ use tokio::net::TcpStream;
 use tokio::time::Sleep;
 
 fn idle_error(idle: Duration) -> io::Error {
-    io::Error::new(io::ErrorKind::TimedOut, format!("no data for {} ms (limits.idle_timeout_ms)", idle.as_millis()))
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        format!(
+            "no data for {} ms (limits.idle_timeout_ms)",
+            idle.as_millis()
+        ),
+    )
 }
 
 /// One read of a line-protocol connection that fails with `TimedOut` after `idle` without data.
@@ -38,7 +44,11 @@ pub async fn read_idle<R: AsyncRead + Unpin>(
 /// then cut into a few large chunks (each a task, a write and a WAL group commit) instead of
 /// one per 64 KB read. End of input is left for the next read. An error (a reset) is returned
 /// rather than raised, for the caller to raise once what `buf` already holds is handled.
-pub fn read_ready(buf: &mut bytes::BytesMut, upto: usize, mut try_read: impl FnMut(&mut bytes::BytesMut) -> io::Result<usize>) -> Option<io::Error> {
+pub fn read_ready(
+    buf: &mut bytes::BytesMut,
+    upto: usize,
+    mut try_read: impl FnMut(&mut bytes::BytesMut) -> io::Result<usize>,
+) -> Option<io::Error> {
     while buf.len() < upto {
         buf.reserve(upto - buf.len());
         match try_read(buf) {
@@ -62,12 +72,20 @@ pub struct IdleStream<S> {
 
 impl<S> IdleStream<S> {
     pub fn new(inner: S, idle: Duration) -> Self {
-        IdleStream { inner, idle, timer: None }
+        IdleStream {
+            inner,
+            idle,
+            timer: None,
+        }
     }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for IdleStream<S> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         let this = &mut *self;
         match Pin::new(&mut this.inner).poll_read(cx, buf) {
             Poll::Ready(r) => {
@@ -76,7 +94,9 @@ impl<S: AsyncRead + Unpin> AsyncRead for IdleStream<S> {
             }
             Poll::Pending => {
                 let idle = this.idle;
-                let t = this.timer.get_or_insert_with(|| Box::pin(tokio::time::sleep(idle)));
+                let t = this
+                    .timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(idle)));
                 match t.as_mut().poll(cx) {
                     Poll::Ready(()) => {
                         this.timer = None;
@@ -90,7 +110,11 @@ impl<S: AsyncRead + Unpin> AsyncRead for IdleStream<S> {
 }
 
 impl<S: AsyncWrite + Unpin> AsyncWrite for IdleStream<S> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.inner).poll_write(cx, buf)
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -99,7 +123,11 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for IdleStream<S> {
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
-    fn poll_write_vectored(mut self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
     }
     fn is_write_vectored(&self) -> bool {
@@ -139,10 +167,14 @@ mod tests {
     use std::io;
 
     /// Reads a script of results into `buf`: each `Ok(n)` appends n bytes.
-    fn scripted(mut script: Vec<io::Result<usize>>) -> impl FnMut(&mut bytes::BytesMut) -> io::Result<usize> {
+    fn scripted(
+        mut script: Vec<io::Result<usize>>,
+    ) -> impl FnMut(&mut bytes::BytesMut) -> io::Result<usize> {
         script.reverse();
         move |buf| {
-            let r = script.pop().unwrap_or(Err(io::ErrorKind::WouldBlock.into()));
+            let r = script
+                .pop()
+                .unwrap_or(Err(io::ErrorKind::WouldBlock.into()));
             if let Ok(n) = r {
                 buf.extend(std::iter::repeat_n(b'x', n));
             }
@@ -166,8 +198,16 @@ mod tests {
     #[test]
     fn a_reset_keeps_what_was_read() {
         let mut buf = bytes::BytesMut::from(&b"put a 1 1 h=x\n"[..]);
-        let e = read_ready(&mut buf, 1000, scripted(vec![Ok(5), Err(io::ErrorKind::ConnectionReset.into())]));
+        let e = read_ready(
+            &mut buf,
+            1000,
+            scripted(vec![Ok(5), Err(io::ErrorKind::ConnectionReset.into())]),
+        );
         assert_eq!(e.map(|e| e.kind()), Some(io::ErrorKind::ConnectionReset));
-        assert_eq!(buf.len(), 14 + 5, "the bytes before the error are still there to be handled");
+        assert_eq!(
+            buf.len(),
+            14 + 5,
+            "the bytes before the error are still there to be handled"
+        );
     }
 }

@@ -55,7 +55,9 @@ impl AppState {
     /// The counters `stats` and `/api/stats` report, the store's included (with HBase, Thrift
     /// calls by method as `tsd.hbase.rpcs type=<method>`).
     pub fn stats_snapshot(&self) -> Vec<crate::stats::StatRow> {
-        let mut v = self.stats.snapshot(self.resolver.uids().cache_len(), self.resolver.len());
+        let mut v = self
+            .stats
+            .snapshot(self.resolver.uids().cache_len(), self.resolver.len());
         for (method, n) in self.query.store.counters() {
             v.push(("tsd.hbase.rpcs", n, Some(("type", method))));
         }
@@ -121,10 +123,17 @@ pub async fn serve(state: Arc<AppState>, listener: TcpListener, shutdown: watch:
 }
 
 fn peer_of(stream: &TcpStream) -> String {
-    stream.peer_addr().map(|a| a.to_string()).unwrap_or_default()
+    stream
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default()
 }
 
-async fn handle(state: Arc<AppState>, stream: TcpStream, shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
+async fn handle(
+    state: Arc<AppState>,
+    stream: TcpStream,
+    shutdown: watch::Receiver<bool>,
+) -> std::io::Result<()> {
     let mut first = [0u8; 1];
     // A peer that connects and stays silent is closed like any idle connection.
     let idle = std::time::Duration::from_millis(state.config.limits.idle_timeout_ms);
@@ -138,7 +147,9 @@ async fn handle(state: Arc<AppState>, stream: TcpStream, shutdown: watch::Receiv
     const TLS_HANDSHAKE: u8 = 0x16;
     match (&state.tls, first[0]) {
         (Some(tls), TLS_HANDSHAKE) => tls.clone().serve(state, stream, shutdown).await,
-        (Some(tls), b) if b.is_ascii_uppercase() && !tls.allow_plaintext => refuse::refuse_plaintext(stream).await,
+        (Some(tls), b) if b.is_ascii_uppercase() && !tls.allow_plaintext => {
+            refuse::refuse_plaintext(stream).await
+        }
         (_, b) if b.is_ascii_uppercase() => {
             let peer = peer_of(&stream);
             http::serve_connection(state, stream, peer, shutdown).await

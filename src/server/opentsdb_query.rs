@@ -40,11 +40,17 @@ fn query_error(e: QueryError) -> Reply {
 }
 
 /// Runs blocking store work off the async threads.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, QueryError> + Send + 'static) -> Result<T, Reply> {
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, QueryError> + Send + 'static,
+) -> Result<T, Reply> {
     match crate::server::blocking::run(f).await {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) => Err(query_error(e)),
-        Err(e) => Err(error_reply(StatusCode::INTERNAL_SERVER_ERROR, "query task failed", &e.to_string())),
+        Err(e) => Err(error_reply(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "query task failed",
+            &e.to_string(),
+        )),
     }
 }
 
@@ -75,10 +81,16 @@ async fn query(state: &Arc<AppState>, req: Request) -> Reply {
         let mut extras = Extras::default();
         if q.flags.global_annotations {
             let e = &st.query;
-            extras.global = crate::meta::annotation::scan_global(e.store.as_ref(), &e.layout, &e.table, q.start_ms, q.end_ms)?
-                .into_iter()
-                .map(|a| serde_json::to_value(a).unwrap_or_default())
-                .collect();
+            extras.global = crate::meta::annotation::scan_global(
+                e.store.as_ref(),
+                &e.layout,
+                &e.table,
+                q.start_ms,
+                q.end_ms,
+            )?
+            .into_iter()
+            .map(|a| serde_json::to_value(a).unwrap_or_default())
+            .collect();
         }
         let elapsed = started.elapsed().as_secs_f64() * 1000.0;
         Ok(render(&q, &series, &summary, &extras, elapsed))
@@ -99,11 +111,18 @@ fn value_string(v: Num) -> String {
 
 /// `metric{k=v,…}` as used by `/api/query/last` and `/api/search/lookup`.
 pub(crate) fn metric_and_tags(s: &str) -> Result<(String, Vec<(String, String)>), String> {
-    let Some(open) = s.find('{') else { return Ok((s.to_string(), vec![])) };
-    let close = s.rfind('}').filter(|c| *c > open).ok_or_else(|| format!("Missing '}}' at the end of: {s}"))?;
+    let Some(open) = s.find('{') else {
+        return Ok((s.to_string(), vec![]));
+    };
+    let close = s
+        .rfind('}')
+        .filter(|c| *c > open)
+        .ok_or_else(|| format!("Missing '}}' at the end of: {s}"))?;
     let mut tags = Vec::new();
     for part in s[open + 1..close].split(',').filter(|p| !p.is_empty()) {
-        let (k, v) = part.split_once('=').ok_or_else(|| format!("invalid tag: {part}"))?;
+        let (k, v) = part
+            .split_once('=')
+            .ok_or_else(|| format!("invalid tag: {part}"))?;
         tags.push((k.to_string(), v.to_string()));
     }
     Ok((s[..open].to_string(), tags))
@@ -124,50 +143,98 @@ async fn last(state: &Arc<AppState>, req: Request) -> Reply {
                     for t in v.split(',').filter(|t| !t.is_empty()) {
                         match parse_hex(t) {
                             Some(b) => wanted.push((None, vec![], Some(b))),
-                            None => return error_reply(StatusCode::BAD_REQUEST, &format!("Invalid TSUID: {t}"), ""),
+                            None => {
+                                return error_reply(
+                                    StatusCode::BAD_REQUEST,
+                                    &format!("Invalid TSUID: {t}"),
+                                    "",
+                                )
+                            }
                         }
                     }
                 }
             }
-            (req.flag("resolve"), req.param("back_scan").and_then(|b| b.parse().ok()).unwrap_or(0u64))
+            (
+                req.flag("resolve"),
+                req.param("back_scan")
+                    .and_then(|b| b.parse().ok())
+                    .unwrap_or(0u64),
+            )
         }
         Method::POST => {
             let j: Json = match serde_json::from_slice(&req.body) {
                 Ok(j) => j,
-                Err(e) => return error_reply(StatusCode::BAD_REQUEST, "Unable to parse the given JSON", &e.to_string()),
+                Err(e) => {
+                    return error_reply(
+                        StatusCode::BAD_REQUEST,
+                        "Unable to parse the given JSON",
+                        &e.to_string(),
+                    )
+                }
             };
-            for q in j.get("queries").and_then(|q| q.as_array()).cloned().unwrap_or_default() {
+            for q in j
+                .get("queries")
+                .and_then(|q| q.as_array())
+                .cloned()
+                .unwrap_or_default()
+            {
                 if let Some(m) = q.get("metric").and_then(|m| m.as_str()) {
                     let tags = q
                         .get("tags")
                         .and_then(|t| t.as_object())
-                        .map(|o| o.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
+                        .map(|o| {
+                            o.iter()
+                                .map(|(k, v)| {
+                                    (k.clone(), v.as_str().unwrap_or_default().to_string())
+                                })
+                                .collect()
+                        })
                         .unwrap_or_default();
                     wanted.push((Some(m.to_string()), tags, None));
                 }
-                for t in q.get("tsuids").and_then(|t| t.as_array()).cloned().unwrap_or_default() {
+                for t in q
+                    .get("tsuids")
+                    .and_then(|t| t.as_array())
+                    .cloned()
+                    .unwrap_or_default()
+                {
                     if let Some(b) = t.as_str().and_then(parse_hex) {
                         wanted.push((None, vec![], Some(b)));
                     }
                 }
             }
-            (j.get("resolveNames").and_then(|r| r.as_bool()).unwrap_or(false), j.get("backScan").and_then(|b| b.as_u64()).unwrap_or(0))
+            (
+                j.get("resolveNames")
+                    .and_then(|r| r.as_bool())
+                    .unwrap_or(false),
+                j.get("backScan").and_then(|b| b.as_u64()).unwrap_or(0),
+            )
         }
         ref m => return method_not_allowed(m),
     };
     if wanted.is_empty() {
-        return error_reply(StatusCode::BAD_REQUEST, "Missing the timeseries or tsuids", "");
+        return error_reply(
+            StatusCode::BAD_REQUEST,
+            "Missing the timeseries or tsuids",
+            "",
+        );
     }
     let st = state.clone();
     let res = blocking(move || {
         let now = crate::query::time::now_ms();
         let mut out = Vec::new();
         for (metric, tags, tsuid) in wanted {
-            for (tsuid, ts, v) in st.query.last_points(metric.as_deref(), &tags, tsuid.as_deref(), back, now)? {
+            for (tsuid, ts, v) in
+                st.query
+                    .last_points(metric.as_deref(), &tags, tsuid.as_deref(), back, now)?
+            {
                 let mut o = Map::new();
                 if resolve {
                     let w = st.query.layout.metric_width;
-                    o.insert("metric".into(), json!(&*st.query.uids.get_name(UidKind::Metric, &tsuid[..w])?));
+                    o.insert(
+                        "metric".into(),
+                        json!(&*st.query.uids.get_name(UidKind::Metric, &tsuid[..w])?),
+                    );
                     let mut tagmap = Map::new();
                     let pair = st.query.layout.tag_width();
                     for c in tsuid[w..].chunks_exact(pair) {
@@ -196,32 +263,60 @@ async fn last(state: &Arc<AppState>, req: Request) -> Reply {
 
 async fn suggest(state: &Arc<AppState>, req: Request) -> Reply {
     let (ty, q, max) = match req.method {
-        Method::GET => (req.param("type"), req.param("q").unwrap_or_default(), req.param("max")),
+        Method::GET => (
+            req.param("type"),
+            req.param("q").unwrap_or_default(),
+            req.param("max"),
+        ),
         Method::POST => {
             let j: Json = match serde_json::from_slice(&req.body) {
                 Ok(j) => j,
-                Err(e) => return error_reply(StatusCode::BAD_REQUEST, "Unable to parse the given JSON", &e.to_string()),
+                Err(e) => {
+                    return error_reply(
+                        StatusCode::BAD_REQUEST,
+                        "Unable to parse the given JSON",
+                        &e.to_string(),
+                    )
+                }
             };
             (
                 j.get("type").and_then(|t| t.as_str()).map(String::from),
-                j.get("q").and_then(|t| t.as_str()).unwrap_or_default().to_string(),
-                j.get("max").map(|m| m.to_string().trim_matches('"').to_string()),
+                j.get("q")
+                    .and_then(|t| t.as_str())
+                    .unwrap_or_default()
+                    .to_string(),
+                j.get("max")
+                    .map(|m| m.to_string().trim_matches('"').to_string()),
             )
         }
         ref m => return method_not_allowed(m),
     };
-    let Some(ty) = ty else { return error_reply(StatusCode::BAD_REQUEST, "Missing 'type' parameter", "") };
+    let Some(ty) = ty else {
+        return error_reply(StatusCode::BAD_REQUEST, "Missing 'type' parameter", "");
+    };
     let kind = match ty.as_str() {
         "metrics" => UidKind::Metric,
         "tagk" => UidKind::Tagk,
         "tagv" => UidKind::Tagv,
-        other => return error_reply(StatusCode::BAD_REQUEST, &format!("Invalid 'type' parameter:{other}"), ""),
+        other => {
+            return error_reply(
+                StatusCode::BAD_REQUEST,
+                &format!("Invalid 'type' parameter:{other}"),
+                "",
+            )
+        }
     };
     let max = match max {
         None => 25,
         Some(m) => match m.parse::<usize>() {
             Ok(m) => m,
-            Err(_) => return error_reply(StatusCode::BAD_REQUEST, "Unable to parse 'max' as a number", ""),
+            Err(_) => {
+                return error_reply(
+                    StatusCode::BAD_REQUEST,
+                    "Unable to parse 'max' as a number",
+                    "",
+                )
+            }
         },
     };
     let st = state.clone();
@@ -234,16 +329,34 @@ async fn suggest(state: &Arc<AppState>, req: Request) -> Reply {
 async fn lookup(state: &Arc<AppState>, req: Request) -> Reply {
     let (metric, tags, limit) = match req.method {
         Method::GET => {
-            let Some(m) = req.param("m") else { return error_reply(StatusCode::BAD_REQUEST, "Missing parameter <code>m</code>", "") };
+            let Some(m) = req.param("m") else {
+                return error_reply(
+                    StatusCode::BAD_REQUEST,
+                    "Missing parameter <code>m</code>",
+                    "",
+                );
+            };
             match metric_and_tags(&m) {
-                Ok((metric, tags)) => (metric, tags, req.param("limit").and_then(|l| l.parse().ok()).unwrap_or(25usize)),
+                Ok((metric, tags)) => (
+                    metric,
+                    tags,
+                    req.param("limit")
+                        .and_then(|l| l.parse().ok())
+                        .unwrap_or(25usize),
+                ),
                 Err(e) => return error_reply(StatusCode::BAD_REQUEST, &e, ""),
             }
         }
         Method::POST => {
             let j: Json = match serde_json::from_slice(&req.body) {
                 Ok(j) => j,
-                Err(e) => return error_reply(StatusCode::BAD_REQUEST, "Unable to parse the given JSON", &e.to_string()),
+                Err(e) => {
+                    return error_reply(
+                        StatusCode::BAD_REQUEST,
+                        "Unable to parse the given JSON",
+                        &e.to_string(),
+                    )
+                }
             };
             let tags = j
                 .get("tags")
@@ -251,14 +364,19 @@ async fn lookup(state: &Arc<AppState>, req: Request) -> Reply {
                 .map(|a| {
                     a.iter()
                         .map(|t| {
-                            let g = |k: &str| t.get(k).and_then(|v| v.as_str()).unwrap_or("*").to_string();
+                            let g = |k: &str| {
+                                t.get(k).and_then(|v| v.as_str()).unwrap_or("*").to_string()
+                            };
                             (g("key"), g("value"))
                         })
                         .collect()
                 })
                 .unwrap_or_default();
             (
-                j.get("metric").and_then(|m| m.as_str()).unwrap_or_default().to_string(),
+                j.get("metric")
+                    .and_then(|m| m.as_str())
+                    .unwrap_or_default()
+                    .to_string(),
                 tags,
                 j.get("limit").and_then(|l| l.as_u64()).unwrap_or(25) as usize,
             )
@@ -290,10 +408,19 @@ async fn lookup(state: &Arc<AppState>, req: Request) -> Reply {
 
 /// Distinct series of a metric (every hour) whose tags match `k=v` pairs (`*` on either side;
 /// pairs with the same key are ORed).
-fn lookup_series(st: &AppState, metric: &str, tags: &[(String, String)], limit: usize) -> Result<(Vec<Json>, usize), QueryError> {
+fn lookup_series(
+    st: &AppState,
+    metric: &str,
+    tags: &[(String, String)],
+    limit: usize,
+) -> Result<(Vec<Json>, usize), QueryError> {
     let e = &st.query;
     let layout = e.layout;
-    let m = if metric.is_empty() || metric == "*" { None } else { Some(e.uids.require_id(UidKind::Metric, metric)?.into_vec()) };
+    let m = if metric.is_empty() || metric == "*" {
+        None
+    } else {
+        Some(e.uids.require_id(UidKind::Metric, metric)?.into_vec())
+    };
     let mut seen = std::collections::HashSet::new();
     let mut results = Vec::new();
     let mut total = 0;
@@ -305,11 +432,17 @@ fn lookup_series(st: &AppState, metric: &str, tags: &[(String, String)], limit: 
                 families: vec![b"t".to_vec()],
                 ..Default::default()
             },
-            None => Scan { start: salt.clone(), families: vec![b"t".to_vec()], ..Default::default() },
+            None => Scan {
+                start: salt.clone(),
+                families: vec![b"t".to_vec()],
+                ..Default::default()
+            },
         };
         for row in e.store.scan(&e.table, &scan)? {
             let row = row?;
-            let Ok(rk) = layout.parse(&row.key) else { continue };
+            let Ok(rk) = layout.parse(&row.key) else {
+                continue;
+            };
             if rk.metric.iter().all(|&b| b == 0) {
                 continue; // global annotations
             }
@@ -320,7 +453,10 @@ fn lookup_series(st: &AppState, metric: &str, tags: &[(String, String)], limit: 
             let mut named = Map::new();
             let mut pairs = Vec::new();
             for (k, v) in rk.tag_pairs() {
-                let (k, v): (String, String) = (e.uids.get_name(UidKind::Tagk, k)?.into(), e.uids.get_name(UidKind::Tagv, v)?.into());
+                let (k, v): (String, String) = (
+                    e.uids.get_name(UidKind::Tagk, k)?.into(),
+                    e.uids.get_name(UidKind::Tagv, v)?.into(),
+                );
                 pairs.push((k.clone(), v.clone()));
                 named.insert(k, json!(v));
             }
@@ -329,7 +465,11 @@ fn lookup_series(st: &AppState, metric: &str, tags: &[(String, String)], limit: 
                 by_key.entry(k.as_str()).or_default().push(v.as_str());
             }
             let ok = by_key.iter().all(|(k, vals)| {
-                vals.iter().any(|v| pairs.iter().any(|(pk, pv)| (*k == "*" || pk == k) && (*v == "*" || pv == v)))
+                vals.iter().any(|v| {
+                    pairs
+                        .iter()
+                        .any(|(pk, pv)| (*k == "*" || pk == k) && (*v == "*" || pv == v))
+                })
             });
             if !ok {
                 continue;
@@ -337,7 +477,9 @@ fn lookup_series(st: &AppState, metric: &str, tags: &[(String, String)], limit: 
             total += 1;
             if results.len() < limit {
                 let metric_name: String = e.uids.get_name(UidKind::Metric, rk.metric)?.into();
-                results.push(json!({"tsuid": hex_upper(&tsuid), "metric": metric_name, "tags": named}));
+                results.push(
+                    json!({"tsuid": hex_upper(&tsuid), "metric": metric_name, "tags": named}),
+                );
             }
         }
     }
@@ -356,7 +498,10 @@ fn config(state: &AppState) -> Reply {
     put("tsd.storage.hbase.uid_table", s.tables.uid.clone());
     put("tsd.storage.hbase.meta_table", s.tables.meta.clone());
     put("tsd.storage.hbase.tree_table", s.tables.tree.clone());
-    put("tsd.storage.uid.width.metric", s.uid_width_metric.to_string());
+    put(
+        "tsd.storage.uid.width.metric",
+        s.uid_width_metric.to_string(),
+    );
     put("tsd.storage.uid.width.tagk", s.uid_width_tagk.to_string());
     put("tsd.storage.uid.width.tagv", s.uid_width_tagv.to_string());
     put("tsd.storage.salt.width", s.salt_width.to_string());
@@ -364,11 +509,26 @@ fn config(state: &AppState) -> Reply {
     put("tsd.storage.max_tags", c.limits.max_tags.to_string());
     put("tsd.storage.fix_duplicates", "true".into());
     put("tsd.storage.enable_compaction", "true".into());
-    put("tsd.core.auto_create_metrics", c.uid.auto_create_metrics.to_string());
-    put("tsd.core.auto_create_tagks", c.uid.auto_create_tagks.to_string());
-    put("tsd.core.auto_create_tagvs", c.uid.auto_create_tagvs.to_string());
-    put("tsd.core.tag.allow_specialchars", c.limits.allow_special_chars.clone());
-    put("tsd.http.query.allow_delete", c.query.allow_delete.to_string());
+    put(
+        "tsd.core.auto_create_metrics",
+        c.uid.auto_create_metrics.to_string(),
+    );
+    put(
+        "tsd.core.auto_create_tagks",
+        c.uid.auto_create_tagks.to_string(),
+    );
+    put(
+        "tsd.core.auto_create_tagvs",
+        c.uid.auto_create_tagvs.to_string(),
+    );
+    put(
+        "tsd.core.tag.allow_specialchars",
+        c.limits.allow_special_chars.clone(),
+    );
+    put(
+        "tsd.http.query.allow_delete",
+        c.query.allow_delete.to_string(),
+    );
     put("tsd.mode", "rw".into());
     if let Ok(toml::Value::Table(t)) = toml::Value::try_from(c) {
         flatten("tsgate", &toml::Value::Table(t), &mut m);
@@ -378,7 +538,9 @@ fn config(state: &AppState) -> Reply {
 
 fn flatten(prefix: &str, v: &toml::Value, out: &mut std::collections::BTreeMap<String, String>) {
     match v {
-        toml::Value::Table(t) => t.iter().for_each(|(k, v)| flatten(&format!("{prefix}.{k}"), v, out)),
+        toml::Value::Table(t) => t
+            .iter()
+            .for_each(|(k, v)| flatten(&format!("{prefix}.{k}"), v, out)),
         toml::Value::String(s) => {
             out.insert(prefix.to_string(), s.clone());
         }

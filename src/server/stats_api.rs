@@ -9,7 +9,10 @@ use serde_json::{json, Map, Value as Json};
 pub fn route(state: &AppState, path: &str) -> Reply {
     match path {
         "/api/stats" => stats(state),
-        "/api/stats/query" => json_reply(StatusCode::OK, crate::observe::queries::snapshot().to_string()),
+        "/api/stats/query" => json_reply(
+            StatusCode::OK,
+            crate::observe::queries::snapshot().to_string(),
+        ),
         "/api/stats/jvm" => jvm(),
         "/api/stats/threads" => threads(),
         "/api/stats/region_clients" => region_clients(state),
@@ -52,7 +55,11 @@ fn jvm() -> Reply {
     let p = crate::observe::process::read();
     let start_ms = (p.start_time_seconds * 1000.0) as u64;
     let now = crate::query::time::now_ms();
-    let load = std::fs::read_to_string("/proc/loadavg").ok().and_then(|l| l.split_whitespace().next().and_then(|v| v.parse::<f64>().ok()));
+    let load = std::fs::read_to_string("/proc/loadavg").ok().and_then(|l| {
+        l.split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+    });
     let cpus = crate::cores();
     let body = json!({
         "runtime": {"startTime": start_ms, "uptime": now.saturating_sub(start_ms), "vmName": "tsgate", "vmVendor": "tsgate", "vmVersion": env!("CARGO_PKG_VERSION")},
@@ -79,6 +86,7 @@ fn region_clients(state: &AppState) -> Reply {
         return json_reply(StatusCode::OK, "[]".into());
     }
     let rpcs: u64 = state.query.store.counters().iter().map(|(_, n)| n).sum();
-    let body = json!([{"endpoint": state.config.storage.hbase.thrift, "rpcsSent": rpcs, "dead": false}]);
+    let body =
+        json!([{"endpoint": state.config.storage.hbase.thrift, "rpcsSent": rpcs, "dead": false}]);
     json_reply(StatusCode::OK, body.to_string())
 }

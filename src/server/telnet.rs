@@ -27,7 +27,11 @@ struct ChunkResult {
 
 pub const COMMANDS: &[&str] = &["stats", "dropcaches", "version", "exit", "help", "put"];
 
-pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutdown: watch::Receiver<bool>) -> std::io::Result<()> {
+pub async fn serve_connection(
+    state: Arc<AppState>,
+    stream: TcpStream,
+    mut shutdown: watch::Receiver<bool>,
+) -> std::io::Result<()> {
     let (mut rd, mut wr) = stream.into_split();
     let max = state.config.limits.telnet_line_max;
     let idle = std::time::Duration::from_millis(state.config.limits.idle_timeout_ms);
@@ -88,13 +92,26 @@ pub async fn serve_connection(state: Arc<AppState>, stream: TcpStream, mut shutd
             // Too long without a newline: answer, drop it, keep the connection.
             buf.clear();
             skipping = true;
-            crate::observe::ingest::rejected(crate::observe::Protocol::Telnet, crate::observe::Reason::Limit, 1);
+            crate::observe::ingest::rejected(
+                crate::observe::Protocol::Telnet,
+                crate::observe::Reason::Limit,
+                1,
+            );
             let msg = too_long(max).into_bytes();
-            tasks.push_back(tokio::spawn(async move { ChunkResult { output: msg, exit: false } }));
+            tasks.push_back(tokio::spawn(async move {
+                ChunkResult {
+                    output: msg,
+                    exit: false,
+                }
+            }));
         }
         // Bounded pipelining: at most IN_FLIGHT chunks parsed and written at once.
         while tasks.len() > IN_FLIGHT || (eof && !tasks.is_empty()) {
-            let r = tasks.pop_front().expect("non-empty").await.map_err(std::io::Error::other)?;
+            let r = tasks
+                .pop_front()
+                .expect("non-empty")
+                .await
+                .map_err(std::io::Error::other)?;
             wr.write_all(&r.output).await?;
             if r.exit {
                 return Ok(());
@@ -167,7 +184,11 @@ fn known_puts(state: &AppState, chunk: &[u8], max: usize) -> Option<Vec<StoredPo
         let series = memo.get(&key)?;
         let base = base_time(parts.timestamp);
         let point = RawPoint::encode(parts.timestamp, base, to_data_value(parts.value)).ok()?;
-        batch.push(StoredPoint { series, base, point });
+        batch.push(StoredPoint {
+            series,
+            base,
+            point,
+        });
     }
     Some(batch)
 }
@@ -176,11 +197,18 @@ async fn process_chunk(state: Arc<AppState>, chunk: Bytes, max: usize) -> ChunkR
     let mut out = Vec::new();
     if let Some(batch) = known_puts(&state, &chunk, max) {
         if !batch.is_empty() {
-            if let Err(e) = state.ingest.write_known(crate::observe::Protocol::Telnet, batch).await {
+            if let Err(e) = state
+                .ingest
+                .write_known(crate::observe::Protocol::Telnet, batch)
+                .await
+            {
                 out.extend_from_slice(format!("put: HBase error: {e}\n").as_bytes());
             }
         }
-        return ChunkResult { output: out, exit: false };
+        return ChunkResult {
+            output: out,
+            exit: false,
+        };
     }
     let lines: Vec<std::borrow::Cow<str>> = chunk
         .split(|&b| b == b'\n')
@@ -213,8 +241,13 @@ async fn process_chunk(state: Arc<AppState>, chunk: Bytes, max: usize) -> ChunkR
                 series_text(&mut key, &parts);
                 let series = memo.get(&key)?;
                 let base = base_time(parts.timestamp);
-                let point = RawPoint::encode(parts.timestamp, base, to_data_value(parts.value)).ok()?;
-                Some(StoredPoint { series, base, point })
+                let point =
+                    RawPoint::encode(parts.timestamp, base, to_data_value(parts.value)).ok()?;
+                Some(StoredPoint {
+                    series,
+                    base,
+                    point,
+                })
             })
             .collect()
     };
@@ -224,7 +257,11 @@ async fn process_chunk(state: Arc<AppState>, chunk: Bytes, max: usize) -> ChunkR
             continue;
         }
         if line.len() > max {
-            crate::observe::ingest::rejected(crate::observe::Protocol::Telnet, crate::observe::Reason::Limit, 1);
+            crate::observe::ingest::rejected(
+                crate::observe::Protocol::Telnet,
+                crate::observe::Reason::Limit,
+                1,
+            );
             out.extend_from_slice(too_long(max).as_bytes());
             continue;
         }
@@ -239,7 +276,8 @@ async fn process_chunk(state: Arc<AppState>, chunk: Bytes, max: usize) -> ChunkR
                 flush_points(&state, &mut points, &mut out).await;
                 match cmd {
                     Command::Version => out.extend_from_slice(version_lines().as_bytes()),
-                    Command::Help => out.extend_from_slice(tsgate_opentsdb::telnet::help_line(COMMANDS).as_bytes()),
+                    Command::Help => out
+                        .extend_from_slice(tsgate_opentsdb::telnet::help_line(COMMANDS).as_bytes()),
                     Command::Stats => out.extend_from_slice(stats_lines(&state).as_bytes()),
                     Command::DropCaches => {
                         state.resolver.drop_caches();
@@ -251,13 +289,21 @@ async fn process_chunk(state: Arc<AppState>, chunk: Bytes, max: usize) -> ChunkR
                     }
                     Command::Status => out.extend_from_slice(b"ok\n"),
                     // Shutting the server down from any client is not offered.
-                    Command::Diediedie => out.extend_from_slice(b"unknown command: diediedie.  Try `help'.\n"),
-                    Command::Unknown(w) => out.extend_from_slice(format!("unknown command: {w}.  Try `help'.\n").as_bytes()),
+                    Command::Diediedie => {
+                        out.extend_from_slice(b"unknown command: diediedie.  Try `help'.\n")
+                    }
+                    Command::Unknown(w) => out.extend_from_slice(
+                        format!("unknown command: {w}.  Try `help'.\n").as_bytes(),
+                    ),
                     Command::Put(_) => unreachable!("handled above"),
                 }
             }
             Err(e) => {
-                crate::observe::ingest::rejected(crate::observe::Protocol::Telnet, crate::observe::metrics::message_reason(&e.to_string()), 1);
+                crate::observe::ingest::rejected(
+                    crate::observe::Protocol::Telnet,
+                    crate::observe::metrics::message_reason(&e.to_string()),
+                    1,
+                );
                 out.extend_from_slice(e.to_string().as_bytes());
                 out.push(b'\n');
             }
@@ -280,7 +326,11 @@ async fn flush_points(state: &AppState, points: &mut Vec<Put<'_>>, out: &mut Vec
                 Put::Parsed(..) => None,
             })
             .collect();
-        if let Err(e) = state.ingest.write_known(crate::observe::Protocol::Telnet, batch).await {
+        if let Err(e) = state
+            .ingest
+            .write_known(crate::observe::Protocol::Telnet, batch)
+            .await
+        {
             out.extend_from_slice(format!("put: HBase error: {e}\n").as_bytes());
         }
         return;
@@ -290,10 +340,16 @@ async fn flush_points(state: &AppState, points: &mut Vec<Put<'_>>, out: &mut Vec
         .map(|p| match p {
             Put::Known(sp) => Incoming::Known(sp.clone()),
             Put::Parsed(p, text) => {
-                let raw = RawPoint::encode(p.timestamp, base_time(p.timestamp), to_data_value(p.value))
-                    .map(|r| (base_time(p.timestamp), r))
-                    .map_err(|e| PointError::Invalid(e.to_string()));
-                Incoming::Names(EncodedPoint { metric: p.metric, tags: &p.tags, raw, text: text.as_deref() })
+                let raw =
+                    RawPoint::encode(p.timestamp, base_time(p.timestamp), to_data_value(p.value))
+                        .map(|r| (base_time(p.timestamp), r))
+                        .map_err(|e| PointError::Invalid(e.to_string()));
+                Incoming::Names(EncodedPoint {
+                    metric: p.metric,
+                    tags: &p.tags,
+                    raw,
+                    text: text.as_deref(),
+                })
             }
         })
         .collect();
@@ -325,7 +381,10 @@ pub fn version_lines() -> String {
 }
 
 fn stats_lines(state: &AppState) -> String {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     let host = hostname();
     let mut s = String::new();
     for (m, v, tag) in state.stats_snapshot() {
@@ -339,5 +398,7 @@ fn stats_lines(state: &AppState) -> String {
 }
 
 pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "localhost".into())
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
 }

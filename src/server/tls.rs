@@ -33,7 +33,11 @@ pub enum TlsError {
     #[error("server.tls needs both cert and key")]
     Incomplete,
     #[error("cannot read server.tls.{what} {path}: {source}")]
-    Read { what: &'static str, path: PathBuf, source: rustls::pki_types::pem::Error },
+    Read {
+        what: &'static str,
+        path: PathBuf,
+        source: rustls::pki_types::pem::Error,
+    },
     #[error("server.tls.cert {0} holds no certificate")]
     NoCert(PathBuf),
     #[error("server.tls: {0}")]
@@ -63,11 +67,19 @@ impl Tls {
         }
         let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cfg.cert)
             .and_then(|it| it.collect::<Result<_, _>>())
-            .map_err(|source| TlsError::Read { what: "cert", path: cfg.cert.clone(), source })?;
+            .map_err(|source| TlsError::Read {
+                what: "cert",
+                path: cfg.cert.clone(),
+                source,
+            })?;
         if certs.is_empty() {
             return Err(TlsError::NoCert(cfg.cert.clone()));
         }
-        let key = PrivateKeyDer::from_pem_file(&cfg.key).map_err(|source| TlsError::Read { what: "key", path: cfg.key.clone(), source })?;
+        let key = PrivateKeyDer::from_pem_file(&cfg.key).map_err(|source| TlsError::Read {
+            what: "key",
+            path: cfg.key.clone(),
+            source,
+        })?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut sc = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()?
@@ -75,7 +87,10 @@ impl Tls {
             .with_single_cert(certs, key)?;
         // hyper serves HTTP/1.1 only.
         sc.alpn_protocols = vec![b"http/1.1".to_vec()];
-        Ok(Some(Arc::new(Tls { acceptor: TlsAcceptor::from(Arc::new(sc)), allow_plaintext: cfg.allow_plaintext })))
+        Ok(Some(Arc::new(Tls {
+            acceptor: TlsAcceptor::from(Arc::new(sc)),
+            allow_plaintext: cfg.allow_plaintext,
+        })))
     }
 
     /// Completes the handshake, then serves HTTP (with keep-alive) inside the session.
@@ -85,10 +100,15 @@ impl Tls {
         stream: TcpStream,
         shutdown: tokio::sync::watch::Receiver<bool>,
     ) -> std::io::Result<()> {
-        let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+        let peer = stream
+            .peer_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
         let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, self.acceptor.accept(stream))
             .await
-            .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
+            .map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::TimedOut, "TLS handshake timed out")
+            })??;
         super::http::serve_connection(state, tls, peer, shutdown).await
     }
 }

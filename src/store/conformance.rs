@@ -6,14 +6,25 @@ use super::{Cell, Mutation, Row, RowMutations, Scan, SharedStore};
 pub const TABLE: &str = "tsdb-uid";
 
 fn put(store: &SharedStore, row: &[u8], fam: &[u8], q: &[u8], v: &[u8]) {
-    store.mutate(TABLE, vec![RowMutations::put(row.to_vec(), fam, q.to_vec(), v.to_vec())]).expect("put");
+    store
+        .mutate(
+            TABLE,
+            vec![RowMutations::put(row.to_vec(), fam, q.to_vec(), v.to_vec())],
+        )
+        .expect("put");
 }
 
 /// The row keys `scan` returns, after checking that `scan_rows` lends the same rows and cells,
 /// for the scan as given and for each family on its own (a store may lend one family's cells
 /// by a path of its own).
 fn keys(store: &SharedStore, scan: &Scan) -> Vec<Vec<u8>> {
-    let rows = |scan: &Scan| -> Vec<Row> { store.scan(TABLE, scan).expect("scan").map(|r| r.expect("row")).collect() };
+    let rows = |scan: &Scan| -> Vec<Row> {
+        store
+            .scan(TABLE, scan)
+            .expect("scan")
+            .map(|r| r.expect("row"))
+            .collect()
+    };
     for family in [None, Some(&b"id"[..]), Some(&b"name"[..])] {
         let mut s = scan.clone();
         if let Some(f) = family {
@@ -23,11 +34,18 @@ fn keys(store: &SharedStore, scan: &Scan) -> Vec<Vec<u8>> {
         store
             .scan_rows(TABLE, &s, &mut |key, cells| {
                 let cells = cells.iter().map(|&c| Cell::from(c)).collect();
-                lent.push(Row { key: key.to_vec(), cells });
+                lent.push(Row {
+                    key: key.to_vec(),
+                    cells,
+                });
                 Ok(true)
             })
             .expect("scan_rows");
-        assert_eq!(lent, rows(&s), "scan_rows lends what scan returns ({family:?})");
+        assert_eq!(
+            lent,
+            rows(&s),
+            "scan_rows lends what scan returns ({family:?})"
+        );
     }
     rows(scan).into_iter().map(|r| r.key).collect()
 }
@@ -35,7 +53,15 @@ fn keys(store: &SharedStore, scan: &Scan) -> Vec<Vec<u8>> {
 /// Rows come back in HBase order (unsigned bytes, shorter prefix first), cells by family then
 /// qualifier, and scans honour start/stop, families, regex and limit.
 pub fn ordering_and_scans(store: &SharedStore) {
-    let rows: [&[u8]; 7] = [b"b", b"a", b"ab", &[0x00], &[0x00, 0x00], &[0xff, 0x01], b"a\x00b"];
+    let rows: [&[u8]; 7] = [
+        b"b",
+        b"a",
+        b"ab",
+        &[0x00],
+        &[0x00, 0x00],
+        &[0xff, 0x01],
+        b"a\x00b",
+    ];
     for r in rows {
         put(store, r, b"id", b"q2", b"v2");
         put(store, r, b"id", b"q1", b"v1");
@@ -46,27 +72,95 @@ pub fn ordering_and_scans(store: &SharedStore) {
     want.sort();
     assert_eq!(all, want, "rows in unsigned byte order");
     let row = store.get(TABLE, b"ab", &[]).expect("get");
-    let cells: Vec<(Vec<u8>, Vec<u8>)> = row.iter().map(|c| (c.family.clone(), c.qualifier.clone())).collect();
+    let cells: Vec<(Vec<u8>, Vec<u8>)> = row
+        .iter()
+        .map(|c| (c.family.clone(), c.qualifier.clone()))
+        .collect();
     assert_eq!(
         cells,
-        vec![(b"id".to_vec(), b"q1".to_vec()), (b"id".to_vec(), b"q2".to_vec()), (b"name".to_vec(), b"n".to_vec())]
+        vec![
+            (b"id".to_vec(), b"q1".to_vec()),
+            (b"id".to_vec(), b"q2".to_vec()),
+            (b"name".to_vec(), b"n".to_vec())
+        ]
     );
-    assert!(row.iter().all(|c| c.timestamp > 0), "cells carry timestamps");
-    assert_eq!(keys(store, &Scan { start: b"a".to_vec(), stop: b"b".to_vec(), ..Default::default() }), vec![b"a".to_vec(), b"a\x00b".to_vec(), b"ab".to_vec()]);
-    assert_eq!(keys(store, &Scan { start: b"ab".to_vec(), ..Default::default() }), vec![b"ab".to_vec(), b"b".to_vec(), vec![0xff, 1]]);
-    assert_eq!(keys(store, &Scan { limit: Some(2), ..Default::default() }).len(), 2);
+    assert!(
+        row.iter().all(|c| c.timestamp > 0),
+        "cells carry timestamps"
+    );
+    assert_eq!(
+        keys(
+            store,
+            &Scan {
+                start: b"a".to_vec(),
+                stop: b"b".to_vec(),
+                ..Default::default()
+            }
+        ),
+        vec![b"a".to_vec(), b"a\x00b".to_vec(), b"ab".to_vec()]
+    );
+    assert_eq!(
+        keys(
+            store,
+            &Scan {
+                start: b"ab".to_vec(),
+                ..Default::default()
+            }
+        ),
+        vec![b"ab".to_vec(), b"b".to_vec(), vec![0xff, 1]]
+    );
+    assert_eq!(
+        keys(
+            store,
+            &Scan {
+                limit: Some(2),
+                ..Default::default()
+            }
+        )
+        .len(),
+        2
+    );
     let mut seen = 0;
-    store.scan_rows(TABLE, &Scan::default(), &mut |_, _| { seen += 1; Ok(seen < 3) }).expect("scan_rows");
+    store
+        .scan_rows(TABLE, &Scan::default(), &mut |_, _| {
+            seen += 1;
+            Ok(seen < 3)
+        })
+        .expect("scan_rows");
     assert_eq!(seen, 3, "a visitor ends the scan by returning false");
-    let only_name = store.scan(TABLE, &Scan { families: vec![b"name".to_vec()], ..Default::default() }).expect("scan");
+    let only_name = store
+        .scan(
+            TABLE,
+            &Scan {
+                families: vec![b"name".to_vec()],
+                ..Default::default()
+            },
+        )
+        .expect("scan");
     for r in only_name {
         assert!(r.expect("row").cells.iter().all(|c| c.family == b"name"));
     }
-    let re = Scan { row_regex: Some(r"^a.*$".into()), ..Default::default() };
-    assert_eq!(keys(store, &re), vec![b"a".to_vec(), b"a\x00b".to_vec(), b"ab".to_vec()]);
-    let bytes_re = Scan { row_regex: Some(r"^\xFF\x01$".into()), ..Default::default() };
-    assert_eq!(keys(store, &bytes_re), vec![vec![0xff, 1]], "regexes match raw bytes");
-    assert!(store.get(TABLE, b"zz", &[]).expect("get").is_empty(), "a missing row is empty");
+    let re = Scan {
+        row_regex: Some(r"^a.*$".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        keys(store, &re),
+        vec![b"a".to_vec(), b"a\x00b".to_vec(), b"ab".to_vec()]
+    );
+    let bytes_re = Scan {
+        row_regex: Some(r"^\xFF\x01$".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        keys(store, &bytes_re),
+        vec![vec![0xff, 1]],
+        "regexes match raw bytes"
+    );
+    assert!(
+        store.get(TABLE, b"zz", &[]).expect("get").is_empty(),
+        "a missing row is empty"
+    );
 }
 
 /// Deletes remove single cells or whole rows; a batch applies in order.
@@ -75,11 +169,33 @@ pub fn deletes(store: &SharedStore) {
     put(store, b"del", b"id", b"b", b"2");
     put(store, b"del", b"name", b"c", b"3");
     store
-        .mutate(TABLE, vec![RowMutations { row: b"del".to_vec(), mutations: vec![Mutation::Delete { family: b"id".to_vec(), qualifier: b"a".to_vec() }] }])
+        .mutate(
+            TABLE,
+            vec![RowMutations {
+                row: b"del".to_vec(),
+                mutations: vec![Mutation::Delete {
+                    family: b"id".to_vec(),
+                    qualifier: b"a".to_vec(),
+                }],
+            }],
+        )
         .expect("delete");
-    let left: Vec<Vec<u8>> = store.get(TABLE, b"del", &[]).expect("get").into_iter().map(|c| c.qualifier).collect();
+    let left: Vec<Vec<u8>> = store
+        .get(TABLE, b"del", &[])
+        .expect("get")
+        .into_iter()
+        .map(|c| c.qualifier)
+        .collect();
     assert_eq!(left, vec![b"b".to_vec(), b"c".to_vec()]);
-    store.mutate(TABLE, vec![RowMutations { row: b"del".to_vec(), mutations: vec![Mutation::DeleteRow] }]).expect("delete row");
+    store
+        .mutate(
+            TABLE,
+            vec![RowMutations {
+                row: b"del".to_vec(),
+                mutations: vec![Mutation::DeleteRow],
+            }],
+        )
+        .expect("delete row");
     assert!(store.get(TABLE, b"del", &[]).expect("get").is_empty());
     // Put then delete of the same cell in one batch: the delete wins.
     store
@@ -88,8 +204,15 @@ pub fn deletes(store: &SharedStore) {
             vec![RowMutations {
                 row: b"pd".to_vec(),
                 mutations: vec![
-                    Mutation::Put { family: b"id".to_vec(), qualifier: b"x".to_vec(), value: b"1".to_vec() },
-                    Mutation::Delete { family: b"id".to_vec(), qualifier: b"x".to_vec() },
+                    Mutation::Put {
+                        family: b"id".to_vec(),
+                        qualifier: b"x".to_vec(),
+                        value: b"1".to_vec(),
+                    },
+                    Mutation::Delete {
+                        family: b"id".to_vec(),
+                        qualifier: b"x".to_vec(),
+                    },
                 ],
             }],
         )
@@ -99,28 +222,60 @@ pub fn deletes(store: &SharedStore) {
 
 /// Increment and compare-and-set are atomic under contention.
 pub fn atomics(store: &SharedStore) {
-    assert_eq!(store.increment(TABLE, b"ctr", b"id", b"n", 5).expect("inc"), 5);
+    assert_eq!(
+        store.increment(TABLE, b"ctr", b"id", b"n", 5).expect("inc"),
+        5
+    );
     let threads: Vec<_> = (0..4)
         .map(|_| {
             let s = store.clone();
-            std::thread::spawn(move || (0..250).map(|_| s.increment(TABLE, b"ctr", b"id", b"n", 1).expect("inc")).collect::<Vec<_>>())
+            std::thread::spawn(move || {
+                (0..250)
+                    .map(|_| s.increment(TABLE, b"ctr", b"id", b"n", 1).expect("inc"))
+                    .collect::<Vec<_>>()
+            })
         })
         .collect();
-    let mut seen: Vec<i64> = threads.into_iter().flat_map(|t| t.join().expect("thread")).collect();
+    let mut seen: Vec<i64> = threads
+        .into_iter()
+        .flat_map(|t| t.join().expect("thread"))
+        .collect();
     seen.sort();
-    assert_eq!(seen, (6..1006).collect::<Vec<_>>(), "every increment result is unique");
+    assert_eq!(
+        seen,
+        (6..1006).collect::<Vec<_>>(),
+        "every increment result is unique"
+    );
     let v = store.get(TABLE, b"ctr", &[b"id"]).expect("get");
-    assert_eq!(v[0].value, 1005i64.to_be_bytes().to_vec(), "counters are 8-byte big-endian");
+    assert_eq!(
+        v[0].value,
+        1005i64.to_be_bytes().to_vec(),
+        "counters are 8-byte big-endian"
+    );
 
-    assert!(store.check_and_put(TABLE, b"cas", b"id", b"q", None, b"first").expect("cas"));
-    assert!(!store.check_and_put(TABLE, b"cas", b"id", b"q", None, b"second").expect("cas"));
-    assert!(!store.check_and_put(TABLE, b"cas", b"id", b"q", Some(b"nope"), b"third").expect("cas"));
-    assert!(store.check_and_put(TABLE, b"cas", b"id", b"q", Some(b"first"), b"fourth").expect("cas"));
-    assert_eq!(store.get(TABLE, b"cas", &[]).expect("get")[0].value, b"fourth");
+    assert!(store
+        .check_and_put(TABLE, b"cas", b"id", b"q", None, b"first")
+        .expect("cas"));
+    assert!(!store
+        .check_and_put(TABLE, b"cas", b"id", b"q", None, b"second")
+        .expect("cas"));
+    assert!(!store
+        .check_and_put(TABLE, b"cas", b"id", b"q", Some(b"nope"), b"third")
+        .expect("cas"));
+    assert!(store
+        .check_and_put(TABLE, b"cas", b"id", b"q", Some(b"first"), b"fourth")
+        .expect("cas"));
+    assert_eq!(
+        store.get(TABLE, b"cas", &[]).expect("get")[0].value,
+        b"fourth"
+    );
     let winners: usize = (0..8)
         .map(|i| {
             let s = store.clone();
-            std::thread::spawn(move || s.check_and_put(TABLE, b"race", b"id", b"q", None, &[i]).expect("cas") as usize)
+            std::thread::spawn(move || {
+                s.check_and_put(TABLE, b"race", b"id", b"q", None, &[i])
+                    .expect("cas") as usize
+            })
         })
         .collect::<Vec<_>>()
         .into_iter()
@@ -141,22 +296,54 @@ pub fn timestamped_mutations(store: &SharedStore) {
     // Another writer overwrites `hot` after the read, in a later millisecond.
     std::thread::sleep(std::time::Duration::from_millis(5));
     put(store, b"tsr", b"id", b"hot", b"3");
-    let merged = Mutation::Put { family: b"id".to_vec(), qualifier: b"merged".to_vec(), value: b"12".to_vec() };
-    let at = |ms: Vec<Mutation>| vec![RowMutations { row: b"tsr".to_vec(), mutations: ms }];
-    store.mutate_at(TABLE, at(vec![merged]), t).expect("put at ts");
+    let merged = Mutation::Put {
+        family: b"id".to_vec(),
+        qualifier: b"merged".to_vec(),
+        value: b"12".to_vec(),
+    };
+    let at = |ms: Vec<Mutation>| {
+        vec![RowMutations {
+            row: b"tsr".to_vec(),
+            mutations: ms,
+        }]
+    };
+    store
+        .mutate_at(TABLE, at(vec![merged]), t)
+        .expect("put at ts");
     let deletes = [b"old".as_slice(), b"hot"]
         .iter()
-        .map(|q| Mutation::Delete { family: b"id".to_vec(), qualifier: q.to_vec() })
+        .map(|q| Mutation::Delete {
+            family: b"id".to_vec(),
+            qualifier: q.to_vec(),
+        })
         .collect();
-    store.mutate_at(TABLE, at(deletes), t).expect("delete at ts");
+    store
+        .mutate_at(TABLE, at(deletes), t)
+        .expect("delete at ts");
     let after = store.get(TABLE, b"tsr", &[b"id"]).expect("get");
-    let view: Vec<(&[u8], &[u8])> = after.iter().map(|c| (c.qualifier.as_slice(), c.value.as_slice())).collect();
-    assert_eq!(view, vec![(b"hot".as_slice(), b"3".as_slice()), (b"merged", b"12")], "the newer write survives");
+    let view: Vec<(&[u8], &[u8])> = after
+        .iter()
+        .map(|c| (c.qualifier.as_slice(), c.value.as_slice()))
+        .collect();
+    assert_eq!(
+        view,
+        vec![(b"hot".as_slice(), b"3".as_slice()), (b"merged", b"12")],
+        "the newer write survives"
+    );
     assert_eq!(after[1].timestamp, t, "the put carries the given timestamp");
     // A put older than the cell's current version does not replace it.
-    let stale = Mutation::Put { family: b"id".to_vec(), qualifier: b"hot".to_vec(), value: b"stale".to_vec() };
-    store.mutate_at(TABLE, at(vec![stale]), t).expect("stale put");
-    assert_eq!(store.get(TABLE, b"tsr", &[b"id"]).expect("get")[0].value, b"3");
+    let stale = Mutation::Put {
+        family: b"id".to_vec(),
+        qualifier: b"hot".to_vec(),
+        value: b"stale".to_vec(),
+    };
+    store
+        .mutate_at(TABLE, at(vec![stale]), t)
+        .expect("stale put");
+    assert_eq!(
+        store.get(TABLE, b"tsr", &[b"id"]).expect("get")[0].value,
+        b"3"
+    );
 }
 
 /// `get_rows` answers several rows at once, one entry per row asked, empty for a missing row.
@@ -164,10 +351,30 @@ pub fn multi_get(store: &SharedStore) {
     put(store, b"mg1", b"id", b"a", b"1");
     put(store, b"mg2", b"name", b"b", b"2");
     put(store, b"mg2", b"id", b"c", b"3");
-    let rows = store.get_rows(TABLE, &[b"mg2".to_vec(), b"nope".to_vec(), b"mg1".to_vec()], &[]).expect("get_rows");
-    let q = |cells: &Vec<super::Cell>| cells.iter().map(|c| c.qualifier.clone()).collect::<Vec<_>>();
-    assert_eq!(rows.iter().map(q).collect::<Vec<_>>(), vec![vec![b"c".to_vec(), b"b".to_vec()], vec![], vec![b"a".to_vec()]]);
-    let only_id = store.get_rows(TABLE, &[b"mg2".to_vec()], &[b"id"]).expect("get_rows");
+    let rows = store
+        .get_rows(
+            TABLE,
+            &[b"mg2".to_vec(), b"nope".to_vec(), b"mg1".to_vec()],
+            &[],
+        )
+        .expect("get_rows");
+    let q = |cells: &Vec<super::Cell>| {
+        cells
+            .iter()
+            .map(|c| c.qualifier.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        rows.iter().map(q).collect::<Vec<_>>(),
+        vec![
+            vec![b"c".to_vec(), b"b".to_vec()],
+            vec![],
+            vec![b"a".to_vec()]
+        ]
+    );
+    let only_id = store
+        .get_rows(TABLE, &[b"mg2".to_vec()], &[b"id"])
+        .expect("get_rows");
     assert_eq!(q(&only_id[0]), vec![b"c".to_vec()]);
 }
 
@@ -200,10 +407,23 @@ pub fn seeking_scans(store: &SharedStore) {
     };
     let want = |from: u8, to: u8| (from..to).map(|a| vec![b's', a, 7]).collect::<Vec<_>>();
     assert_eq!(keys(store, &scan(b"s", b"t", vec![])), want(0, 20));
-    assert_eq!(keys(store, &scan(b"s\x03\x08", b"s\x09", vec![b"id".to_vec()])), want(4, 9));
-    assert_eq!(keys(store, &scan(b"s\x05", b"s\x05\x07", vec![])), want(5, 5));
-    let rows: Vec<_> = store.scan(TABLE, &scan(b"s\x02", b"s\x04", vec![])).expect("scan").map(|r| r.expect("row")).collect();
-    assert!(rows.iter().all(|r| r.cells.len() == 2), "both families' cells of each row");
+    assert_eq!(
+        keys(store, &scan(b"s\x03\x08", b"s\x09", vec![b"id".to_vec()])),
+        want(4, 9)
+    );
+    assert_eq!(
+        keys(store, &scan(b"s\x05", b"s\x05\x07", vec![])),
+        want(5, 5)
+    );
+    let rows: Vec<_> = store
+        .scan(TABLE, &scan(b"s\x02", b"s\x04", vec![]))
+        .expect("scan")
+        .map(|r| r.expect("row"))
+        .collect();
+    assert!(
+        rows.iter().all(|r| r.cells.len() == 2),
+        "both families' cells of each row"
+    );
     // Far jumps (past many rows) and near ones alike.
     let far = RowSeeker(std::sync::Arc::new(|row: &[u8]| match row {
         [b's', a, 7] if *a % 5 == 0 => RowSeek::Take,
@@ -212,8 +432,20 @@ pub fn seeking_scans(store: &SharedStore) {
         [b's', a, _] => RowSeek::SeekTo(vec![b's', (*a / 5 + 1) * 5]),
         _ => RowSeek::Skip,
     }));
-    let s = Scan { start: b"s".to_vec(), stop: b"t".to_vec(), row_regex: Some("^s(?:\x00|\x05|\x0A|\x0F)\x07$".into()), seek: Some(far), ..Default::default() };
-    assert_eq!(keys(store, &s), [0u8, 5, 10, 15].iter().map(|a| vec![b's', *a, 7]).collect::<Vec<_>>());
+    let s = Scan {
+        start: b"s".to_vec(),
+        stop: b"t".to_vec(),
+        row_regex: Some("^s(?:\x00|\x05|\x0A|\x0F)\x07$".into()),
+        seek: Some(far),
+        ..Default::default()
+    };
+    assert_eq!(
+        keys(store, &s),
+        [0u8, 5, 10, 15]
+            .iter()
+            .map(|a| vec![b's', *a, 7])
+            .collect::<Vec<_>>()
+    );
 }
 
 /// Long qualifiers (a compacted column's is two bytes a point), some sharing a long prefix:
@@ -221,7 +453,16 @@ pub fn seeking_scans(store: &SharedStore) {
 pub fn long_qualifiers(store: &SharedStore) {
     let q = |prefix: usize, tail: &[u8]| -> Vec<u8> { [vec![7u8; prefix], tail.to_vec()].concat() };
     // Out of order on purpose, and around any length a store might cut qualifiers at.
-    let qs: Vec<Vec<u8>> = vec![q(40, &[1]), q(719, &[0]), q(40, &[0]), q(33, &[]), q(32, &[]), q(31, &[8]), q(40, &[0, 0]), q(64, &[])];
+    let qs: Vec<Vec<u8>> = vec![
+        q(40, &[1]),
+        q(719, &[0]),
+        q(40, &[0]),
+        q(33, &[]),
+        q(32, &[]),
+        q(31, &[8]),
+        q(40, &[0, 0]),
+        q(64, &[]),
+    ];
     for (i, x) in qs.iter().enumerate() {
         put(store, b"long", b"id", x, &[i as u8]);
     }
@@ -229,47 +470,181 @@ pub fn long_qualifiers(store: &SharedStore) {
     let mut want = qs.clone();
     want.sort();
     let cells = store.get(TABLE, b"long", &[b"id"]).expect("get");
-    assert_eq!(cells.iter().map(|c| c.qualifier.clone()).collect::<Vec<_>>(), want, "cells in qualifier order");
+    assert_eq!(
+        cells
+            .iter()
+            .map(|c| c.qualifier.clone())
+            .collect::<Vec<_>>(),
+        want,
+        "cells in qualifier order"
+    );
     for c in &cells {
-        let i = qs.iter().position(|x| *x == c.qualifier).expect("a put qualifier");
+        let i = qs
+            .iter()
+            .position(|x| *x == c.qualifier)
+            .expect("a put qualifier");
         assert_eq!(c.value, vec![i as u8], "each cell keeps its own value");
     }
-    assert_eq!(keys(store, &Scan { start: b"long".to_vec(), stop: b"lonh".to_vec(), ..Default::default() }), vec![b"long".to_vec()]);
-    let row: Vec<Row> = store.scan(TABLE, &Scan { start: b"long".to_vec(), ..Default::default() }).expect("scan").map(|r| r.expect("row")).collect();
-    let id_cells: Vec<Vec<u8>> = row[0].cells.iter().filter(|c| c.family == b"id").map(|c| c.qualifier.clone()).collect();
+    assert_eq!(
+        keys(
+            store,
+            &Scan {
+                start: b"long".to_vec(),
+                stop: b"lonh".to_vec(),
+                ..Default::default()
+            }
+        ),
+        vec![b"long".to_vec()]
+    );
+    let row: Vec<Row> = store
+        .scan(
+            TABLE,
+            &Scan {
+                start: b"long".to_vec(),
+                ..Default::default()
+            },
+        )
+        .expect("scan")
+        .map(|r| r.expect("row"))
+        .collect();
+    let id_cells: Vec<Vec<u8>> = row[0]
+        .cells
+        .iter()
+        .filter(|c| c.family == b"id")
+        .map(|c| c.qualifier.clone())
+        .collect();
     assert_eq!(id_cells, want, "a scan's cells in qualifier order");
     // Overwrite, delete, compare-and-set and timestamped writes address one cell each.
     put(store, b"long", b"id", &qs[2], b"new");
     store
-        .mutate(TABLE, vec![RowMutations { row: b"long".to_vec(), mutations: vec![Mutation::Delete { family: b"id".to_vec(), qualifier: qs[0].clone() }] }])
+        .mutate(
+            TABLE,
+            vec![RowMutations {
+                row: b"long".to_vec(),
+                mutations: vec![Mutation::Delete {
+                    family: b"id".to_vec(),
+                    qualifier: qs[0].clone(),
+                }],
+            }],
+        )
         .expect("delete");
-    assert!(!store.check_and_put(TABLE, b"long", b"id", &qs[6], Some(b"\x02"), b"no").expect("cas"), "compares its own cell, not a neighbour's");
-    assert!(store.check_and_put(TABLE, b"long", b"id", &qs[6], Some(b"\x06"), b"cas").expect("cas"));
-    assert!(!store.check_and_put(TABLE, b"long", b"id", &q(40, &[2]), Some(b"\x00"), b"no").expect("cas"), "an absent long qualifier");
-    let ts = store.get(TABLE, b"long", &[b"id"]).expect("get").iter().map(|c| c.timestamp).max().expect("cells");
-    let at = |ms: Vec<Mutation>| vec![RowMutations { row: b"long".to_vec(), mutations: ms }];
-    store.mutate_at(TABLE, at(vec![Mutation::Delete { family: b"id".to_vec(), qualifier: qs[1].clone() }]), ts).expect("delete at ts");
-    let got: Vec<(Vec<u8>, Vec<u8>)> = store.get(TABLE, b"long", &[b"id"]).expect("get").into_iter().map(|c| (c.qualifier, c.value)).collect();
+    assert!(
+        !store
+            .check_and_put(TABLE, b"long", b"id", &qs[6], Some(b"\x02"), b"no")
+            .expect("cas"),
+        "compares its own cell, not a neighbour's"
+    );
+    assert!(store
+        .check_and_put(TABLE, b"long", b"id", &qs[6], Some(b"\x06"), b"cas")
+        .expect("cas"));
+    assert!(
+        !store
+            .check_and_put(TABLE, b"long", b"id", &q(40, &[2]), Some(b"\x00"), b"no")
+            .expect("cas"),
+        "an absent long qualifier"
+    );
+    let ts = store
+        .get(TABLE, b"long", &[b"id"])
+        .expect("get")
+        .iter()
+        .map(|c| c.timestamp)
+        .max()
+        .expect("cells");
+    let at = |ms: Vec<Mutation>| {
+        vec![RowMutations {
+            row: b"long".to_vec(),
+            mutations: ms,
+        }]
+    };
+    store
+        .mutate_at(
+            TABLE,
+            at(vec![Mutation::Delete {
+                family: b"id".to_vec(),
+                qualifier: qs[1].clone(),
+            }]),
+            ts,
+        )
+        .expect("delete at ts");
+    let got: Vec<(Vec<u8>, Vec<u8>)> = store
+        .get(TABLE, b"long", &[b"id"])
+        .expect("get")
+        .into_iter()
+        .map(|c| (c.qualifier, c.value))
+        .collect();
     let mut left: Vec<(Vec<u8>, Vec<u8>)> = qs
         .iter()
         .enumerate()
         .filter(|(i, _)| *i != 0 && *i != 1)
-        .map(|(i, x)| (x.clone(), if i == 2 { b"new".to_vec() } else if i == 6 { b"cas".to_vec() } else { vec![i as u8] }))
+        .map(|(i, x)| {
+            (
+                x.clone(),
+                if i == 2 {
+                    b"new".to_vec()
+                } else if i == 6 {
+                    b"cas".to_vec()
+                } else {
+                    vec![i as u8]
+                },
+            )
+        })
         .collect();
     left.sort();
     assert_eq!(got, left);
     // A counter, a first compare-and-set and a timestamped put on long qualifiers that share
     // a prefix with cells already there: each touches its own cell only.
-    assert_eq!(store.increment(TABLE, b"long", b"id", &q(40, &[9]), 3).expect("inc"), 3);
-    assert_eq!(store.increment(TABLE, b"long", b"id", &q(40, &[9]), 4).expect("inc"), 7);
-    assert!(store.check_and_put(TABLE, b"long", b"id", &q(40, &[3]), None, b"first").expect("cas"));
-    store.mutate_at(TABLE, at(vec![Mutation::Put { family: b"id".to_vec(), qualifier: q(40, &[4]), value: b"at".to_vec() }]), ts).expect("put at ts");
-    for (k, v) in [(q(40, &[9]), 7i64.to_be_bytes().to_vec()), (q(40, &[3]), b"first".to_vec()), (q(40, &[4]), b"at".to_vec())] {
+    assert_eq!(
+        store
+            .increment(TABLE, b"long", b"id", &q(40, &[9]), 3)
+            .expect("inc"),
+        3
+    );
+    assert_eq!(
+        store
+            .increment(TABLE, b"long", b"id", &q(40, &[9]), 4)
+            .expect("inc"),
+        7
+    );
+    assert!(store
+        .check_and_put(TABLE, b"long", b"id", &q(40, &[3]), None, b"first")
+        .expect("cas"));
+    store
+        .mutate_at(
+            TABLE,
+            at(vec![Mutation::Put {
+                family: b"id".to_vec(),
+                qualifier: q(40, &[4]),
+                value: b"at".to_vec(),
+            }]),
+            ts,
+        )
+        .expect("put at ts");
+    for (k, v) in [
+        (q(40, &[9]), 7i64.to_be_bytes().to_vec()),
+        (q(40, &[3]), b"first".to_vec()),
+        (q(40, &[4]), b"at".to_vec()),
+    ] {
         left.push((k, v));
     }
     left.sort();
-    let got: Vec<(Vec<u8>, Vec<u8>)> = store.get(TABLE, b"long", &[b"id"]).expect("get").into_iter().map(|c| (c.qualifier, c.value)).collect();
+    let got: Vec<(Vec<u8>, Vec<u8>)> = store
+        .get(TABLE, b"long", &[b"id"])
+        .expect("get")
+        .into_iter()
+        .map(|c| (c.qualifier, c.value))
+        .collect();
     assert_eq!(got, left);
-    store.mutate(TABLE, vec![RowMutations { row: b"long".to_vec(), mutations: vec![Mutation::DeleteRow] }]).expect("delete row");
-    assert!(store.get(TABLE, b"long", &[]).expect("get").is_empty(), "a row delete takes long qualifiers too");
+    store
+        .mutate(
+            TABLE,
+            vec![RowMutations {
+                row: b"long".to_vec(),
+                mutations: vec![Mutation::DeleteRow],
+            }],
+        )
+        .expect("delete row");
+    assert!(
+        store.get(TABLE, b"long", &[]).expect("get").is_empty(),
+        "a row delete takes long qualifiers too"
+    );
 }

@@ -3,8 +3,11 @@
 //! long qualifier is cut short in the key and kept whole in the value, and readers restore the
 //! order of a row's cells); every value carries its 8-byte cell timestamp in front.
 
-use super::{keycodec, Cell, Mutation, Row, RowMutations, RowSeek, RowStream, Scan, Store, StoreError, StoreResult, TableSpec};
 use super::keycodec::Qualifiers;
+use super::{
+    keycodec, Cell, Mutation, Row, RowMutations, RowSeek, RowStream, Scan, Store, StoreError,
+    StoreResult, TableSpec,
+};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use parking_lot::RwLock;
 use std::collections::HashMap;
@@ -58,7 +61,8 @@ const TIDY_QUIET_MS: u64 = 1_000;
 
 /// Milliseconds on a monotonic clock (a wall clock stepped back would hold a tidy back).
 fn now_ms() -> u64 {
-    static START: std::sync::LazyLock<std::time::Instant> = std::sync::LazyLock::new(std::time::Instant::now);
+    static START: std::sync::LazyLock<std::time::Instant> =
+        std::sync::LazyLock::new(std::time::Instant::now);
     // Plus one: a store that never deleted (0) is quiet from the start.
     START.elapsed().as_millis() as u64 + TIDY_QUIET_MS + 1
 }
@@ -68,20 +72,35 @@ const MAJOR_COMPACT_ON_CLOSE_MAX: u64 = 1 << 30;
 
 fn keyspace_options() -> KeyspaceCreateOptions {
     KeyspaceCreateOptions::default()
-        .data_block_compression_policy(fjall::config::CompressionPolicy::all(fjall::CompressionType::Lz4))
-        .data_block_size_policy(fjall::config::BlockSizePolicy::new([SMALL_BLOCK, SMALL_BLOCK, SMALL_BLOCK, BLOCK_SIZE]))
+        .data_block_compression_policy(fjall::config::CompressionPolicy::all(
+            fjall::CompressionType::Lz4,
+        ))
+        .data_block_size_policy(fjall::config::BlockSizePolicy::new([
+            SMALL_BLOCK,
+            SMALL_BLOCK,
+            SMALL_BLOCK,
+            BLOCK_SIZE,
+        ]))
 }
 
 /// Writes after `close` are refused: `close` may have emptied the engine's journal.
 fn open_for_writes(closed: bool, table: &str) -> StoreResult<()> {
     if closed {
-        return Err(StoreError::Engine { op: "write", table: table.to_string(), msg: "the store is closed".into() });
+        return Err(StoreError::Engine {
+            op: "write",
+            table: table.to_string(),
+            msg: "the store is closed".into(),
+        });
     }
     Ok(())
 }
 
 fn engine_err<'a>(op: &'static str, table: &'a str) -> impl Fn(fjall::Error) -> StoreError + 'a {
-    move |e| StoreError::Engine { op, table: table.to_string(), msg: e.to_string() }
+    move |e| StoreError::Engine {
+        op,
+        table: table.to_string(),
+        msg: e.to_string(),
+    }
 }
 
 impl EmbeddedStore {
@@ -92,24 +111,39 @@ impl EmbeddedStore {
     }
 
     /// As [`EmbeddedStore::open`], with a block cache of `cache_bytes` (`storage.cache_mb`).
-    pub fn open_with_cache(dir: &Path, tables: &[TableSpec], cache_bytes: u64) -> StoreResult<EmbeddedStore> {
+    pub fn open_with_cache(
+        dir: &Path,
+        tables: &[TableSpec],
+        cache_bytes: u64,
+    ) -> StoreResult<EmbeddedStore> {
         Self::open_in_form(dir, tables, cache_bytes, Qualifiers::Cut)
     }
 
     /// As [`EmbeddedStore::open_with_cache`], making a new store in the key form `new`; an
     /// existing store keeps its own. (Tests make stores of the earlier, whole form with it.)
-    pub fn open_in_form(dir: &Path, tables: &[TableSpec], cache_bytes: u64, new: Qualifiers) -> StoreResult<EmbeddedStore> {
+    pub fn open_in_form(
+        dir: &Path,
+        tables: &[TableSpec],
+        cache_bytes: u64,
+        new: Qualifiers,
+    ) -> StoreResult<EmbeddedStore> {
         let db = Database::builder(dir)
             .cache_size(cache_bytes)
             .open()
-            .map_err(|e| StoreError::Engine { op: "open", table: dir.display().to_string(), msg: e.to_string() })?;
+            .map_err(|e| StoreError::Engine {
+                op: "open",
+                table: dir.display().to_string(),
+                msg: e.to_string(),
+            })?;
         let form = key_form(&db, tables, new);
         let mut map = HashMap::new();
         for t in tables {
             let mut fams = Vec::new();
             for f in &t.families {
                 let name = keyspace_name(&t.name, f, form);
-                let ks = db.keyspace(&name, keyspace_options).map_err(engine_err("open", &t.name))?;
+                let ks = db
+                    .keyspace(&name, keyspace_options)
+                    .map_err(engine_err("open", &t.name))?;
                 fams.push((f.to_vec(), ks));
             }
             fams.sort_by(|a, b| a.0.cmp(&b.0));
@@ -136,7 +170,10 @@ impl EmbeddedStore {
         let mut prev = self.clock.load(Ordering::Relaxed);
         loop {
             let next = wall.max(prev + 1);
-            match self.clock.compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed) {
+            match self
+                .clock
+                .compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
                 Ok(_) => return next,
                 Err(p) => prev = p,
             }
@@ -145,19 +182,30 @@ impl EmbeddedStore {
 
     /// Every table's every family.
     fn keyspaces(&self) -> impl Iterator<Item = &Keyspace> {
-        self.tables.values().flat_map(|f| f.iter().map(|(_, ks)| ks))
+        self.tables
+            .values()
+            .flat_map(|f| f.iter().map(|(_, ks)| ks))
     }
 
     /// Writes the memtables of `keyspaces` out (waiting up to `patience`), then rewrites each
     /// whose tables then hold at most `max_bytes` into a single sorted run: the row rewrites of
     /// compaction (partial columns replaced by compacted ones) leave their old versions and
     /// tombstones in the engine until then, and the newest tombstones are in the memtable.
-    fn write_out_and_rewrite(&self, keyspaces: &[&Keyspace], patience: std::time::Duration, max_bytes: u64, op: &'static str) -> StoreResult<()> {
+    fn write_out_and_rewrite(
+        &self,
+        keyspaces: &[&Keyspace],
+        patience: std::time::Duration,
+        max_bytes: u64,
+        op: &'static str,
+    ) -> StoreResult<()> {
         for ks in keyspaces {
             ks.rotate_memtable().map_err(engine_err(op, "*"))?;
         }
         let deadline = std::time::Instant::now() + patience;
-        let settled = || self.db.outstanding_flushes() == 0 && keyspaces.iter().all(|k| k.sealed_memtable_count() == 0);
+        let settled = || {
+            self.db.outstanding_flushes() == 0
+                && keyspaces.iter().all(|k| k.sealed_memtable_count() == 0)
+        };
         while !settled() && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
@@ -175,13 +223,20 @@ impl EmbeddedStore {
     /// How many engine tables hold `table`'s families now (diagnostics and tests: a `tidy`
     /// leaves one per family).
     pub fn engine_tables(&self, table: &str) -> StoreResult<usize> {
-        Ok(self.families(table)?.iter().map(|(_, ks)| ks.table_count()).sum())
+        Ok(self
+            .families(table)?
+            .iter()
+            .map(|(_, ks)| ks.table_count())
+            .sum())
     }
 
     fn empty_journal(&self) -> std::io::Result<()> {
         let journals: Vec<_> = std::fs::read_dir(&self.dir)?
             .map(|e| e.map(|e| e.path()))
-            .filter(|p| p.as_ref().map_or(true, |p| p.extension().is_some_and(|x| x == "jnl")))
+            .filter(|p| {
+                p.as_ref()
+                    .map_or(true, |p| p.extension().is_some_and(|x| x == "jnl"))
+            })
             .collect::<Result<_, _>>()?;
         if let [active] = journals.as_slice() {
             let f = std::fs::OpenOptions::new().write(true).open(active)?;
@@ -192,16 +247,27 @@ impl EmbeddedStore {
     }
 
     fn families(&self, table: &str) -> StoreResult<&Vec<(Vec<u8>, Keyspace)>> {
-        self.tables.get(table).ok_or_else(|| StoreError::NoSuchTable(table.to_string()))
+        self.tables
+            .get(table)
+            .ok_or_else(|| StoreError::NoSuchTable(table.to_string()))
     }
 
     fn family(&self, table: &str, family: &[u8]) -> StoreResult<&Keyspace> {
-        self.families(table)?.iter().find(|(f, _)| f == family).map(|(_, k)| k).ok_or_else(|| {
-            StoreError::NoSuchFamily { table: table.to_string(), family: String::from_utf8_lossy(family).into() }
-        })
+        self.families(table)?
+            .iter()
+            .find(|(f, _)| f == family)
+            .map(|(_, k)| k)
+            .ok_or_else(|| StoreError::NoSuchFamily {
+                table: table.to_string(),
+                family: String::from_utf8_lossy(family).into(),
+            })
     }
 
-    fn selected<'a>(&'a self, table: &str, families: &[impl AsRef<[u8]>]) -> StoreResult<Vec<(&'a [u8], &'a Keyspace)>> {
+    fn selected<'a>(
+        &'a self,
+        table: &str,
+        families: &[impl AsRef<[u8]>],
+    ) -> StoreResult<Vec<(&'a [u8], &'a Keyspace)>> {
         let all = self.families(table)?;
         if families.is_empty() {
             return Ok(all.iter().map(|(f, k)| (f.as_slice(), k)).collect());
@@ -213,19 +279,32 @@ impl EmbeddedStore {
             }
         }
         if out.len() != families.len() {
-            let missing = families.iter().find(|x| !all.iter().any(|(f, _)| f.as_slice() == x.as_ref()));
+            let missing = families
+                .iter()
+                .find(|x| !all.iter().any(|(f, _)| f.as_slice() == x.as_ref()));
             return Err(StoreError::NoSuchFamily {
                 table: table.into(),
-                family: missing.map(|m| String::from_utf8_lossy(m.as_ref()).into_owned()).unwrap_or_default(),
+                family: missing
+                    .map(|m| String::from_utf8_lossy(m.as_ref()).into_owned())
+                    .unwrap_or_default(),
             });
         }
         Ok(out)
     }
 
-    fn read_cell(&self, table: &str, ks: &Keyspace, row: &[u8], q: &[u8]) -> StoreResult<Option<Vec<u8>>> {
+    fn read_cell(
+        &self,
+        table: &str,
+        ks: &Keyspace,
+        row: &[u8],
+        q: &[u8],
+    ) -> StoreResult<Option<Vec<u8>>> {
         let key = self.key(row, q);
-        let Some(v) = ks.get(&key).map_err(engine_err("get", table))? else { return Ok(None) };
-        let (_, stored_q, value) = self.unstored(&key[key.len() - self.form.in_key_len(q.len())..], &v);
+        let Some(v) = ks.get(&key).map_err(engine_err("get", table))? else {
+            return Ok(None);
+        };
+        let (_, stored_q, value) =
+            self.unstored(&key[key.len() - self.form.in_key_len(q.len())..], &v);
         // A cut key names its qualifier by hash: the whole one it holds must be this one.
         Ok((stored_q == q).then(|| value.to_vec()))
     }
@@ -243,22 +322,42 @@ impl EmbeddedStore {
     }
 
     /// A scan's cell stream in each family it reads.
-    fn family_cells<'a>(&'a self, table: &str, scan: &Scan) -> StoreResult<Vec<(&'a [u8], FamilyCells)>> {
+    fn family_cells<'a>(
+        &'a self,
+        table: &str,
+        scan: &Scan,
+    ) -> StoreResult<Vec<(&'a [u8], FamilyCells)>> {
         let start = keycodec::row_bound(&scan.start);
         let stop = (!scan.stop.is_empty()).then(|| keycodec::row_bound(&scan.stop));
         // A seeker takes exactly the rows the regex accepts: with one, the regex (and its
         // compilation, per scan) is not needed.
         let filter = match scan.seek {
             Some(_) => None,
-            None => scan.row_regex.as_deref().map(compile_row_regex).transpose()?,
+            None => scan
+                .row_regex
+                .as_deref()
+                .map(compile_row_regex)
+                .transpose()?,
         };
         Ok(self
             .selected(table, &scan.families)?
             .into_iter()
-            .map(|(f, ks)| (f, FamilyCells::new(ks, table, &start, stop.clone(), filter.clone(), scan.seek.clone(), self.form)))
+            .map(|(f, ks)| {
+                (
+                    f,
+                    FamilyCells::new(
+                        ks,
+                        table,
+                        &start,
+                        stop.clone(),
+                        filter.clone(),
+                        scan.seek.clone(),
+                        self.form,
+                    ),
+                )
+            })
             .collect())
     }
-
 }
 
 /// What the engine calls the keyspace of a table's family. A store whose keys cut long
@@ -278,7 +377,13 @@ const CUT_SUFFIX: &str = "#cut";
 /// How an opened database's store ends its keys: cut if it has a keyspace of the cut form,
 /// whole if it has only keyspaces of the earlier form, `new` for an empty one.
 fn key_form(db: &Database, tables: &[TableSpec], new: Qualifiers) -> Qualifiers {
-    let has = |form| tables.iter().any(|t| t.families.iter().any(|f| db.keyspace_exists(&keyspace_name(&t.name, f, form))));
+    let has = |form| {
+        tables.iter().any(|t| {
+            t.families
+                .iter()
+                .any(|f| db.keyspace_exists(&keyspace_name(&t.name, f, form)))
+        })
+    };
     if has(Qualifiers::Cut) {
         Qualifiers::Cut
     } else if has(Qualifiers::Whole) {
@@ -371,8 +476,14 @@ struct RawCell {
 
 impl RawCell {
     fn lend<'a>(&'a self, family: &'a [u8], form: Qualifiers) -> super::CellRef<'a> {
-        let (timestamp, qualifier, value) = unstored(&self.key[self.qualifier_at..], &self.value, form);
-        super::CellRef { family, qualifier, value, timestamp }
+        let (timestamp, qualifier, value) =
+            unstored(&self.key[self.qualifier_at..], &self.value, form);
+        super::CellRef {
+            family,
+            qualifier,
+            value,
+            timestamp,
+        }
     }
 
     fn to_cell(&self, family: &[u8], form: Qualifiers) -> Cell {
@@ -382,7 +493,15 @@ impl RawCell {
 
 impl FamilyCells {
     #[allow(clippy::too_many_arguments)]
-    fn new(ks: &Keyspace, table: &str, start: &[u8], stop: Option<Vec<u8>>, filter: Option<regex::bytes::Regex>, seek: Option<super::RowSeeker>, form: Qualifiers) -> FamilyCells {
+    fn new(
+        ks: &Keyspace,
+        table: &str,
+        start: &[u8],
+        stop: Option<Vec<u8>>,
+        filter: Option<regex::bytes::Regex>,
+        seek: Option<super::RowSeeker>,
+        form: Qualifiers,
+    ) -> FamilyCells {
         FamilyCells {
             it: Some(range(ks, start.to_vec())),
             ks: ks.clone(),
@@ -399,7 +518,11 @@ impl FamilyCells {
     }
 
     fn err(&self, msg: String) -> StoreError {
-        StoreError::Engine { op: "scan", table: self.table.clone(), msg }
+        StoreError::Engine {
+            op: "scan",
+            table: self.table.clone(),
+            msg,
+        }
     }
 
     /// The next cell of a kept row, and whether it is the first of its row (`self.row` is then
@@ -419,12 +542,22 @@ impl FamilyCells {
             };
             if self.judged_any && k[..end] == self.judged[..] {
                 if self.keep {
-                    return Some(Ok((RawCell { qualifier_at: end + 2, key: k, value: v }, false)));
+                    return Some(Ok((
+                        RawCell {
+                            qualifier_at: end + 2,
+                            key: k,
+                            value: v,
+                        },
+                        false,
+                    )));
                 }
                 continue;
             }
             keycodec::unescape_row(&k[..end], &mut self.row);
-            let verdict = self.seek.as_ref().map_or(RowSeek::Take, |s| (s.0)(&self.row));
+            let verdict = self
+                .seek
+                .as_ref()
+                .map_or(RowSeek::Take, |s| (s.0)(&self.row));
             self.keep = match verdict {
                 RowSeek::Take => self.filter.as_ref().is_none_or(|f| f.is_match(&self.row)),
                 RowSeek::Skip => false,
@@ -453,7 +586,14 @@ impl FamilyCells {
             self.judged.extend_from_slice(&k[..end]);
             self.judged_any = true;
             if self.keep {
-                return Some(Ok((RawCell { qualifier_at: end + 2, key: k, value: v }, true)));
+                return Some(Ok((
+                    RawCell {
+                        qualifier_at: end + 2,
+                        key: k,
+                        value: v,
+                    },
+                    true,
+                )));
             }
         }
     }
@@ -535,7 +675,10 @@ impl Iterator for MergedRows {
             return None;
         }
         let min = self.heads.iter().flatten().map(|r| r.key.clone()).min()?;
-        let mut out = Row { key: min.clone(), cells: Vec::new() };
+        let mut out = Row {
+            key: min.clone(),
+            cells: Vec::new(),
+        };
         for i in 0..self.heads.len() {
             if self.heads[i].as_ref().is_some_and(|r| r.key == min) {
                 let r = self.heads[i].take().expect("checked");
@@ -568,7 +711,12 @@ impl Store for EmbeddedStore {
             for g in ks.prefix(&prefix) {
                 let (k, v) = g.into_inner().map_err(engine_err("get", table))?;
                 let (ts, qualifier, value) = self.unstored(&k[prefix.len()..], &v);
-                cells.push(Cell { family: f.to_vec(), qualifier: qualifier.to_vec(), value: value.to_vec(), timestamp: ts });
+                cells.push(Cell {
+                    family: f.to_vec(),
+                    qualifier: qualifier.to_vec(),
+                    value: value.to_vec(),
+                    timestamp: ts,
+                });
             }
             in_qualifier_order(&mut cells[first..], |c| &c.qualifier);
         }
@@ -584,13 +732,30 @@ impl Store for EmbeddedStore {
         let mut wb = self.db.batch();
         for rm in &batch {
             // Puts first, then deletes: HBase's order within a batch.
-            for m in rm.mutations.iter().filter(|m| matches!(m, Mutation::Put { .. })) {
-                if let Mutation::Put { family, qualifier, value } = m {
+            for m in rm
+                .mutations
+                .iter()
+                .filter(|m| matches!(m, Mutation::Put { .. }))
+            {
+                if let Mutation::Put {
+                    family,
+                    qualifier,
+                    value,
+                } = m
+                {
                     let ks = self.family(table, family)?;
-                    wb.insert(ks, self.key(&rm.row, qualifier), self.stored(ts, qualifier, value));
+                    wb.insert(
+                        ks,
+                        self.key(&rm.row, qualifier),
+                        self.stored(ts, qualifier, value),
+                    );
                 }
             }
-            for m in rm.mutations.iter().filter(|m| !matches!(m, Mutation::Put { .. })) {
+            for m in rm
+                .mutations
+                .iter()
+                .filter(|m| !matches!(m, Mutation::Put { .. }))
+            {
                 match m {
                     Mutation::Put { .. } => {}
                     Mutation::Delete { family, qualifier } => {
@@ -615,7 +780,12 @@ impl Store for EmbeddedStore {
         let sources: Vec<FamilyRows> = self
             .family_cells(table, scan)?
             .into_iter()
-            .map(|(f, cells)| FamilyRows { family: f.to_vec(), cells, next: None, failed: None })
+            .map(|(f, cells)| FamilyRows {
+                family: f.to_vec(),
+                cells,
+                next: None,
+                failed: None,
+            })
             .collect();
         let n = sources.len();
         Ok(Box::new(MergedRows {
@@ -626,7 +796,12 @@ impl Store for EmbeddedStore {
         }))
     }
 
-    fn scan_rows(&self, table: &str, scan: &Scan, visit: &mut super::RowVisitor<'_>) -> StoreResult<()> {
+    fn scan_rows(
+        &self,
+        table: &str,
+        scan: &Scan,
+        visit: &mut super::RowVisitor<'_>,
+    ) -> StoreResult<()> {
         if self.selected(table, &scan.families)?.len() != 1 {
             // Rows spread over several families are merged (and copied) by `scan`.
             return super::visit_rows(self.scan(table, scan)?, visit);
@@ -639,7 +814,8 @@ impl Store for EmbeddedStore {
         while left > 0 {
             let next = cells.next_cell();
             if !matches!(next, Some(Ok((_, false)))) && !raw.is_empty() {
-                let mut lent: Vec<super::CellRef> = raw.iter().map(|c| c.lend(family, self.form)).collect();
+                let mut lent: Vec<super::CellRef> =
+                    raw.iter().map(|c| c.lend(family, self.form)).collect();
                 in_qualifier_order(&mut lent, |c| c.qualifier);
                 if !visit(&row, &lent)? {
                     return Ok(());
@@ -664,17 +840,29 @@ impl Store for EmbeddedStore {
         Ok(())
     }
 
-    fn increment(&self, table: &str, row: &[u8], family: &[u8], qualifier: &[u8], delta: i64) -> StoreResult<i64> {
+    fn increment(
+        &self,
+        table: &str,
+        row: &[u8],
+        family: &[u8],
+        qualifier: &[u8],
+        delta: i64,
+    ) -> StoreResult<i64> {
         let ks = self.family(table, family)?;
         let g = self.rmw.write();
         open_for_writes(*g, table)?;
         let cur = match self.read_cell(table, ks, row, qualifier)? {
             None => 0,
-            Some(v) => crate::schema::uid_table::decode_counter(&v)
-                .ok_or_else(|| StoreError::NotACounter(format!("{table}/{}", crate::schema::hex_upper(row))))?,
+            Some(v) => crate::schema::uid_table::decode_counter(&v).ok_or_else(|| {
+                StoreError::NotACounter(format!("{table}/{}", crate::schema::hex_upper(row)))
+            })?,
         };
         let next = cur.wrapping_add(delta);
-        ks.insert(self.key(row, qualifier), self.stored(self.now(), qualifier, &next.to_be_bytes())).map_err(engine_err("increment", table))?;
+        ks.insert(
+            self.key(row, qualifier),
+            self.stored(self.now(), qualifier, &next.to_be_bytes()),
+        )
+        .map_err(engine_err("increment", table))?;
         Ok(next)
     }
 
@@ -694,12 +882,18 @@ impl Store for EmbeddedStore {
         if cur.as_deref() != expected {
             return Ok(false);
         }
-        ks.insert(self.key(row, qualifier), self.stored(self.now(), qualifier, value)).map_err(engine_err("check_and_put", table))?;
+        ks.insert(
+            self.key(row, qualifier),
+            self.stored(self.now(), qualifier, value),
+        )
+        .map_err(engine_err("check_and_put", table))?;
         Ok(true)
     }
 
     fn flush(&self) -> StoreResult<()> {
-        self.db.persist(PersistMode::SyncAll).map_err(engine_err("flush", "*"))
+        self.db
+            .persist(PersistMode::SyncAll)
+            .map_err(engine_err("flush", "*"))
     }
 
     fn close(&self) -> StoreResult<()> {
@@ -709,7 +903,12 @@ impl Store for EmbeddedStore {
         let keyspaces: Vec<&Keyspace> = self.keyspaces().collect();
         // Bounded by size so that shutdown stays quick on a large store, where the engine's own
         // leveled compaction does this work as data ages.
-        self.write_out_and_rewrite(&keyspaces, std::time::Duration::from_secs(30), MAJOR_COMPACT_ON_CLOSE_MAX, "close")?;
+        self.write_out_and_rewrite(
+            &keyspaces,
+            std::time::Duration::from_secs(30),
+            MAJOR_COMPACT_ON_CLOSE_MAX,
+            "close",
+        )?;
         // Journals are released by the engine's flush workers just after their last flush.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
         while self.db.journal_count() > 1 && std::time::Instant::now() < deadline {
@@ -723,8 +922,15 @@ impl Store for EmbeddedStore {
         // disk as a second copy of everything ingested since. Emptied, not removed: the engine
         // recovers its sequence numbers from the tables only when it finds a journal to replay
         // (without one, new writes would sort below the old ones).
-        if self.db.write_buffer_size() == 0 && self.db.outstanding_flushes() == 0 && self.db.journal_count() == 1 {
-            self.empty_journal().map_err(|e| StoreError::Engine { op: "close", table: "*".into(), msg: e.to_string() })?;
+        if self.db.write_buffer_size() == 0
+            && self.db.outstanding_flushes() == 0
+            && self.db.journal_count() == 1
+        {
+            self.empty_journal().map_err(|e| StoreError::Engine {
+                op: "close",
+                table: "*".into(),
+                msg: e.to_string(),
+            })?;
         }
         Ok(())
     }
@@ -741,17 +947,26 @@ impl Store for EmbeddedStore {
         // Several flushers compact at once and each asks as it catches up: the first to ask
         // would rewrite the tables while the others still delete. Only once no delete has come
         // for a while is the work over, and one rewrite then covers it all.
-        let quiet = now_ms().saturating_sub(self.last_delete_ms.load(Ordering::Relaxed)) >= TIDY_QUIET_MS;
+        let quiet =
+            now_ms().saturating_sub(self.last_delete_ms.load(Ordering::Relaxed)) >= TIDY_QUIET_MS;
         if !quiet || self.deletes.load(Ordering::Relaxed) < TIDY_MIN_DELETES {
             return Ok(());
         }
         // Claimed by one caller (several flushers may ask at once); one that loses the race, or
         // sees deletes arrive meanwhile, leaves the count for the next tick.
         let n = self.deletes.load(Ordering::Relaxed);
-        if n < TIDY_MIN_DELETES || self.deletes.compare_exchange(n, 0, Ordering::Relaxed, Ordering::Relaxed).is_err() {
+        if n < TIDY_MIN_DELETES
+            || self
+                .deletes
+                .compare_exchange(n, 0, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
             return Ok(());
         }
-        let small: Vec<&Keyspace> = self.keyspaces().filter(|k| k.disk_space() <= TIDY_MAX).collect();
+        let small: Vec<&Keyspace> = self
+            .keyspaces()
+            .filter(|k| k.disk_space() <= TIDY_MAX)
+            .collect();
         self.write_out_and_rewrite(&small, std::time::Duration::from_secs(10), u64::MAX, "tidy")
     }
 
@@ -760,40 +975,48 @@ impl Store for EmbeddedStore {
         open_for_writes(*g, table)?;
         let mut wb = self.db.batch();
         let version = |ks: &Keyspace, key: &[u8]| -> StoreResult<Option<u64>> {
-            Ok(ks.get(key).map_err(engine_err("mutate_at", table))?.map(|v| split_stamp(&v).0))
+            Ok(ks
+                .get(key)
+                .map_err(engine_err("mutate_at", table))?
+                .map(|v| split_stamp(&v).0))
         };
         for RowMutations { row, mutations } in &batch {
-          for m in mutations {
-            match m {
-                Mutation::Put { family, qualifier, value } => {
-                    let ks = self.family(table, family)?;
-                    let key = self.key(row, qualifier);
-                    if version(ks, &key)?.is_none_or(|cur| cur <= ts) {
-                        wb.insert(ks, key, self.stored(ts, qualifier, value));
+            for m in mutations {
+                match m {
+                    Mutation::Put {
+                        family,
+                        qualifier,
+                        value,
+                    } => {
+                        let ks = self.family(table, family)?;
+                        let key = self.key(row, qualifier);
+                        if version(ks, &key)?.is_none_or(|cur| cur <= ts) {
+                            wb.insert(ks, key, self.stored(ts, qualifier, value));
+                        }
                     }
-                }
-                Mutation::Delete { family, qualifier } => {
-                    let ks = self.family(table, family)?;
-                    let key = self.key(row, qualifier);
-                    if version(ks, &key)?.is_some_and(|cur| cur <= ts) {
-                        wb.remove(ks, key);
-                        self.deletes.fetch_add(1, Ordering::Relaxed);
-                        self.last_delete_ms.store(now_ms(), Ordering::Relaxed);
+                    Mutation::Delete { family, qualifier } => {
+                        let ks = self.family(table, family)?;
+                        let key = self.key(row, qualifier);
+                        if version(ks, &key)?.is_some_and(|cur| cur <= ts) {
+                            wb.remove(ks, key);
+                            self.deletes.fetch_add(1, Ordering::Relaxed);
+                            self.last_delete_ms.store(now_ms(), Ordering::Relaxed);
+                        }
                     }
-                }
-                Mutation::DeleteRow => {
-                    let prefix = keycodec::row_prefix(row);
-                    for (_, ks) in self.families(table)? {
-                        for g in ks.prefix(&prefix) {
-                            let (k, v) = g.into_inner().map_err(engine_err("mutate_at", table))?;
-                            if split_stamp(&v).0 <= ts {
-                                wb.remove(ks, k);
+                    Mutation::DeleteRow => {
+                        let prefix = keycodec::row_prefix(row);
+                        for (_, ks) in self.families(table)? {
+                            for g in ks.prefix(&prefix) {
+                                let (k, v) =
+                                    g.into_inner().map_err(engine_err("mutate_at", table))?;
+                                if split_stamp(&v).0 <= ts {
+                                    wb.remove(ks, k);
+                                }
                             }
                         }
                     }
                 }
             }
-          }
         }
         wb.commit().map_err(engine_err("mutate_at", table))
     }
@@ -813,13 +1036,25 @@ mod tests {
         {
             let db = Database::builder(dir.path()).open().unwrap();
             let ks = db.keyspace("tsdb:t", keyspace_options).unwrap();
-            ks.insert(keycodec::encode(b"row", &q, Qualifiers::Whole), stored(7, &q, b"value", Qualifiers::Whole)).unwrap();
+            ks.insert(
+                keycodec::encode(b"row", &q, Qualifiers::Whole),
+                stored(7, &q, b"value", Qualifiers::Whole),
+            )
+            .unwrap();
             db.persist(PersistMode::SyncAll).unwrap();
         }
         let s = EmbeddedStore::open(dir.path(), &specs).unwrap();
         assert!(!s.cuts_qualifiers());
         let cells = s.get("tsdb", b"row", &[]).unwrap();
-        assert_eq!(cells, vec![Cell { family: b"t".to_vec(), qualifier: q, value: b"value".to_vec(), timestamp: 7 }]);
+        assert_eq!(
+            cells,
+            vec![Cell {
+                family: b"t".to_vec(),
+                qualifier: q,
+                value: b"value".to_vec(),
+                timestamp: 7
+            }]
+        );
         assert_eq!(keyspace_name("tsdb", b"t", Qualifiers::Cut), "tsdb:t#cut");
     }
 }

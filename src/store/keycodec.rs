@@ -37,7 +37,11 @@ impl Qualifiers {
 
     /// How many bytes a qualifier `len` bytes long takes at the end of its key.
     pub fn in_key_len(self, len: usize) -> usize {
-        if self.cuts(len) { CUT_AT + HASH_LEN } else { len }
+        if self.cuts(len) {
+            CUT_AT + HASH_LEN
+        } else {
+            len
+        }
     }
 
     fn push(self, q: &[u8], out: &mut Vec<u8>) {

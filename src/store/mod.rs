@@ -30,13 +30,23 @@ pub struct CellRef<'a> {
 
 impl<'a> From<&'a Cell> for CellRef<'a> {
     fn from(c: &'a Cell) -> Self {
-        CellRef { family: &c.family, qualifier: &c.qualifier, value: &c.value, timestamp: c.timestamp }
+        CellRef {
+            family: &c.family,
+            qualifier: &c.qualifier,
+            value: &c.value,
+            timestamp: c.timestamp,
+        }
     }
 }
 
 impl From<CellRef<'_>> for Cell {
     fn from(c: CellRef<'_>) -> Self {
-        Cell { family: c.family.to_vec(), qualifier: c.qualifier.to_vec(), value: c.value.to_vec(), timestamp: c.timestamp }
+        Cell {
+            family: c.family.to_vec(),
+            qualifier: c.qualifier.to_vec(),
+            value: c.value.to_vec(),
+            timestamp: c.timestamp,
+        }
     }
 }
 
@@ -53,8 +63,15 @@ pub struct Row {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Mutation {
-    Put { family: Vec<u8>, qualifier: Vec<u8>, value: Vec<u8> },
-    Delete { family: Vec<u8>, qualifier: Vec<u8> },
+    Put {
+        family: Vec<u8>,
+        qualifier: Vec<u8>,
+        value: Vec<u8>,
+    },
+    Delete {
+        family: Vec<u8>,
+        qualifier: Vec<u8>,
+    },
     DeleteRow,
 }
 
@@ -68,7 +85,14 @@ pub struct RowMutations {
 
 impl RowMutations {
     pub fn put(row: Vec<u8>, family: &[u8], qualifier: Vec<u8>, value: Vec<u8>) -> Self {
-        RowMutations { row, mutations: vec![Mutation::Put { family: family.to_vec(), qualifier, value }] }
+        RowMutations {
+            row,
+            mutations: vec![Mutation::Put {
+                family: family.to_vec(),
+                qualifier,
+                value,
+            }],
+        }
     }
 }
 
@@ -116,7 +140,11 @@ impl std::fmt::Debug for RowSeeker {
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("storage engine error during {op} on table {table}: {msg}")]
-    Engine { op: &'static str, table: String, msg: String },
+    Engine {
+        op: &'static str,
+        table: String,
+        msg: String,
+    },
     #[error("unknown table {0}")]
     NoSuchTable(String),
     #[error("unknown family {family} in table {table}")]
@@ -149,7 +177,14 @@ pub trait Store: Send + Sync + 'static {
         visit_rows(self.scan(table, scan)?, visit)
     }
     /// Atomically adds `delta` to an 8-byte big-endian counter (absent = 0); returns the new value.
-    fn increment(&self, table: &str, row: &[u8], family: &[u8], qualifier: &[u8], delta: i64) -> StoreResult<i64>;
+    fn increment(
+        &self,
+        table: &str,
+        row: &[u8],
+        family: &[u8],
+        qualifier: &[u8],
+        delta: i64,
+    ) -> StoreResult<i64>;
     /// Puts `value` only if the cell currently holds `expected` (`None` = absent). True if put.
     fn check_and_put(
         &self,
@@ -179,7 +214,12 @@ pub trait Store: Send + Sync + 'static {
 
     /// The cells of several rows, one entry per requested row, in order (one round trip where
     /// the backend allows it).
-    fn get_rows(&self, table: &str, rows: &[Vec<u8>], families: &[&[u8]]) -> StoreResult<Vec<Vec<Cell>>> {
+    fn get_rows(
+        &self,
+        table: &str,
+        rows: &[Vec<u8>],
+        families: &[&[u8]],
+    ) -> StoreResult<Vec<Vec<Cell>>> {
         rows.iter().map(|r| self.get(table, r, families)).collect()
     }
 
@@ -247,7 +287,12 @@ pub struct TableNames {
 
 impl Default for TableNames {
     fn default() -> Self {
-        TableNames { data: "tsdb".into(), uid: "tsdb-uid".into(), meta: "tsdb-meta".into(), tree: "tsdb-tree".into() }
+        TableNames {
+            data: "tsdb".into(),
+            uid: "tsdb-uid".into(),
+            meta: "tsdb-meta".into(),
+            tree: "tsdb-tree".into(),
+        }
     }
 }
 
@@ -255,10 +300,22 @@ impl TableNames {
     /// OpenTSDB's four tables with their families.
     pub fn specs(&self) -> Vec<TableSpec> {
         vec![
-            TableSpec { name: self.data.clone(), families: vec![b"t".to_vec()] },
-            TableSpec { name: self.uid.clone(), families: vec![b"id".to_vec(), b"name".to_vec()] },
-            TableSpec { name: self.meta.clone(), families: vec![b"name".to_vec()] },
-            TableSpec { name: self.tree.clone(), families: vec![b"t".to_vec()] },
+            TableSpec {
+                name: self.data.clone(),
+                families: vec![b"t".to_vec()],
+            },
+            TableSpec {
+                name: self.uid.clone(),
+                families: vec![b"id".to_vec(), b"name".to_vec()],
+            },
+            TableSpec {
+                name: self.meta.clone(),
+                families: vec![b"name".to_vec()],
+            },
+            TableSpec {
+                name: self.tree.clone(),
+                families: vec![b"t".to_vec()],
+            },
         ]
     }
 }

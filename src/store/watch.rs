@@ -3,7 +3,9 @@
 //! drops what it kept of those rows. Only complete where this process is the store's only
 //! writer ([`Store::shared`] false): another node's writes to HBase reach no watcher.
 
-use crate::store::{Cell, RowMutations, RowStream, RowVisitor, Scan, SharedStore, Store, StoreResult};
+use crate::store::{
+    Cell, RowMutations, RowStream, RowVisitor, Scan, SharedStore, Store, StoreResult,
+};
 use std::sync::Arc;
 
 pub trait RowWatcher: Send + Sync {
@@ -25,7 +27,12 @@ pub fn watched(inner: SharedStore, watcher: Arc<dyn RowWatcher>) -> SharedStore 
 }
 
 impl WatchedStore {
-    fn one<T>(&self, table: &str, row: &[u8], write: impl FnOnce() -> StoreResult<T>) -> StoreResult<T> {
+    fn one<T>(
+        &self,
+        table: &str,
+        row: &[u8],
+        write: impl FnOnce() -> StoreResult<T>,
+    ) -> StoreResult<T> {
         let r = write();
         if self.watcher.watches(table) {
             self.watcher.written(table, &[row]);
@@ -33,12 +40,21 @@ impl WatchedStore {
         r
     }
 
-    fn batch(&self, table: &str, batch: Vec<RowMutations>, write: impl FnOnce(Vec<RowMutations>) -> StoreResult<()>) -> StoreResult<()> {
+    fn batch(
+        &self,
+        table: &str,
+        batch: Vec<RowMutations>,
+        write: impl FnOnce(Vec<RowMutations>) -> StoreResult<()>,
+    ) -> StoreResult<()> {
         // The keys are copied: the batch moves into the store.
-        let rows: Option<Vec<Vec<u8>>> = self.watcher.watches(table).then(|| batch.iter().map(|m| m.row.clone()).collect());
+        let rows: Option<Vec<Vec<u8>>> = self
+            .watcher
+            .watches(table)
+            .then(|| batch.iter().map(|m| m.row.clone()).collect());
         let r = write(batch);
         if let Some(rows) = rows {
-            self.watcher.written(table, &rows.iter().map(Vec::as_slice).collect::<Vec<_>>());
+            self.watcher
+                .written(table, &rows.iter().map(Vec::as_slice).collect::<Vec<_>>());
         }
         r
     }
@@ -61,8 +77,17 @@ impl Store for WatchedStore {
         self.inner.scan_rows(table, scan, visit)
     }
 
-    fn increment(&self, table: &str, row: &[u8], family: &[u8], qualifier: &[u8], delta: i64) -> StoreResult<i64> {
-        self.one(table, row, || self.inner.increment(table, row, family, qualifier, delta))
+    fn increment(
+        &self,
+        table: &str,
+        row: &[u8],
+        family: &[u8],
+        qualifier: &[u8],
+        delta: i64,
+    ) -> StoreResult<i64> {
+        self.one(table, row, || {
+            self.inner.increment(table, row, family, qualifier, delta)
+        })
     }
 
     fn check_and_put(
@@ -74,7 +99,10 @@ impl Store for WatchedStore {
         expected: Option<&[u8]>,
         value: &[u8],
     ) -> StoreResult<bool> {
-        self.one(table, row, || self.inner.check_and_put(table, row, family, qualifier, expected, value))
+        self.one(table, row, || {
+            self.inner
+                .check_and_put(table, row, family, qualifier, expected, value)
+        })
     }
 
     fn flush(&self) -> StoreResult<()> {
@@ -89,7 +117,12 @@ impl Store for WatchedStore {
         self.batch(table, batch, |b| self.inner.mutate_at(table, b, ts))
     }
 
-    fn get_rows(&self, table: &str, rows: &[Vec<u8>], families: &[&[u8]]) -> StoreResult<Vec<Vec<Cell>>> {
+    fn get_rows(
+        &self,
+        table: &str,
+        rows: &[Vec<u8>],
+        families: &[&[u8]],
+    ) -> StoreResult<Vec<Vec<Cell>>> {
         self.inner.get_rows(table, rows, families)
     }
 
@@ -135,7 +168,10 @@ mod tests {
             let store = self.store.lock().unwrap().clone().unwrap();
             for r in rows {
                 let landed = !store.get(table, r, &[]).unwrap().is_empty();
-                self.heard.lock().unwrap().push((table.to_string(), r.to_vec(), landed));
+                self.heard
+                    .lock()
+                    .unwrap()
+                    .push((table.to_string(), r.to_vec(), landed));
             }
         }
     }
@@ -143,23 +179,52 @@ mod tests {
     #[test]
     fn every_kind_of_write_is_heard_after_it_landed_and_reads_are_not() {
         let dir = tempfile::tempdir().unwrap();
-        let inner: SharedStore = Arc::new(EmbeddedStore::open(dir.path(), &TableNames::default().specs()).unwrap());
-        let log = Arc::new(Log { store: Mutex::new(Some(inner.clone())), heard: Mutex::new(Vec::new()) });
+        let inner: SharedStore =
+            Arc::new(EmbeddedStore::open(dir.path(), &TableNames::default().specs()).unwrap());
+        let log = Arc::new(Log {
+            store: Mutex::new(Some(inner.clone())),
+            heard: Mutex::new(Vec::new()),
+        });
         let s = watched(inner, log.clone());
         let row = |i: u8| vec![b'r', i];
-        s.mutate("tsdb", (0..3).map(|i| RowMutations::put(row(i), b"t", vec![0, 0], vec![1])).collect()).unwrap();
-        s.mutate_at("tsdb", vec![RowMutations::put(row(3), b"t", vec![0, 16], vec![2])], 5).unwrap();
-        s.increment("tsdb-uid", &row(4), b"id", b"metrics", 1).unwrap();
-        s.check_and_put("tsdb-uid", &row(5), b"id", b"x", None, b"1").unwrap();
-        s.mutate("tsdb-meta", vec![RowMutations::put(row(6), b"name", vec![1], vec![1])]).unwrap();
+        s.mutate(
+            "tsdb",
+            (0..3)
+                .map(|i| RowMutations::put(row(i), b"t", vec![0, 0], vec![1]))
+                .collect(),
+        )
+        .unwrap();
+        s.mutate_at(
+            "tsdb",
+            vec![RowMutations::put(row(3), b"t", vec![0, 16], vec![2])],
+            5,
+        )
+        .unwrap();
+        s.increment("tsdb-uid", &row(4), b"id", b"metrics", 1)
+            .unwrap();
+        s.check_and_put("tsdb-uid", &row(5), b"id", b"x", None, b"1")
+            .unwrap();
+        s.mutate(
+            "tsdb-meta",
+            vec![RowMutations::put(row(6), b"name", vec![1], vec![1])],
+        )
+        .unwrap();
         s.get("tsdb", &row(0), &[]).unwrap();
-        s.scan_rows("tsdb", &Scan::default(), &mut |_, _| Ok(true)).unwrap();
+        s.scan_rows("tsdb", &Scan::default(), &mut |_, _| Ok(true))
+            .unwrap();
         s.flush().unwrap();
         let heard = log.heard.lock().unwrap().clone();
-        let want: Vec<(String, Vec<u8>, bool)> = [("tsdb", 0), ("tsdb", 1), ("tsdb", 2), ("tsdb", 3), ("tsdb-uid", 4), ("tsdb-uid", 5)]
-            .into_iter()
-            .map(|(t, i)| (t.to_string(), row(i), true))
-            .collect();
+        let want: Vec<(String, Vec<u8>, bool)> = [
+            ("tsdb", 0),
+            ("tsdb", 1),
+            ("tsdb", 2),
+            ("tsdb", 3),
+            ("tsdb-uid", 4),
+            ("tsdb-uid", 5),
+        ]
+        .into_iter()
+        .map(|(t, i)| (t.to_string(), row(i), true))
+        .collect();
         assert_eq!(heard, want, "each write heard once, after it landed; reads, flushes and unwatched tables not at all");
     }
 }

@@ -45,7 +45,11 @@ pub fn leaf_qualifier(display: &str) -> Vec<u8> {
 }
 
 pub fn leaf_json(display: &str, tsuid_hex: &str) -> String {
-    format!("{{\"displayName\":{},\"tsuid\":{}}}", esc(display), esc(tsuid_hex))
+    format!(
+        "{{\"displayName\":{},\"tsuid\":{}}}",
+        esc(display),
+        esc(tsuid_hex)
+    )
 }
 
 #[derive(serde::Deserialize)]
@@ -83,7 +87,10 @@ impl LeafView {
         format!(
             "{{\"metric\":{},\"tags\":{},\"tsuid\":{},\"displayName\":{}}}",
             esc(&self.metric),
-            self.tags.as_ref().map(|t| StrMap::to_json(&t.java_hashmap_order())).unwrap_or_else(|| "null".into()),
+            self.tags
+                .as_ref()
+                .map(|t| StrMap::to_json(&t.java_hashmap_order()))
+                .unwrap_or_else(|| "null".into()),
             esc(&self.tsuid),
             esc(&self.display_name)
         )
@@ -112,14 +119,25 @@ impl BranchView {
     /// OpenTSDB's order: leaves, branches, path, treeId, displayName, branchId, depth.
     pub fn api_json(&self) -> String {
         let leaves = match &self.leaves {
-            Some(l) => format!("[{}]", l.iter().map(|x| x.api_json()).collect::<Vec<_>>().join(",")),
+            Some(l) => format!(
+                "[{}]",
+                l.iter().map(|x| x.api_json()).collect::<Vec<_>>().join(",")
+            ),
             None => "null".into(),
         };
         let branches = match &self.branches {
-            Some(b) => format!("[{}]", b.iter().map(|x| x.api_json()).collect::<Vec<_>>().join(",")),
+            Some(b) => format!(
+                "[{}]",
+                b.iter().map(|x| x.api_json()).collect::<Vec<_>>().join(",")
+            ),
             None => "null".into(),
         };
-        let path: Vec<String> = self.path.iter().enumerate().map(|(i, n)| format!("\"{i}\":{}", esc(n))).collect();
+        let path: Vec<String> = self
+            .path
+            .iter()
+            .enumerate()
+            .map(|(i, n)| format!("\"{i}\":{}", esc(n)))
+            .collect();
         format!(
             "{{\"leaves\":{leaves},\"branches\":{branches},\"path\":{{{}}},\"treeId\":{},\"displayName\":{},\"branchId\":\"{}\",\"depth\":{}}}",
             path.join(","),
@@ -144,27 +162,49 @@ impl BranchView {
 
 fn parse_branch(tree_id: u16, v: &[u8]) -> Option<BranchView> {
     let s: StoredBranch = serde_json::from_slice(v).ok()?;
-    let mut path: Vec<(u32, String)> = s.path.into_iter().filter_map(|(k, v)| Some((k.parse().ok()?, v))).collect();
+    let mut path: Vec<(u32, String)> = s
+        .path
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.parse().ok()?, v)))
+        .collect();
     path.sort_by_key(|p| p.0);
     let mut path: Vec<String> = path.into_iter().map(|p| p.1).collect();
     if path.is_empty() {
-        path.push(if s.display_name.is_empty() { ROOT.into() } else { s.display_name });
+        path.push(if s.display_name.is_empty() {
+            ROOT.into()
+        } else {
+            s.display_name
+        });
     }
-    Some(BranchView { tree_id, path, branches: None, leaves: None })
+    Some(BranchView {
+        tree_id,
+        path,
+        branches: None,
+        leaves: None,
+    })
 }
 
 /// The metric and tag names of a leaf's TSUID (best effort: unknown UIDs leave them empty).
 fn leaf_names(ctx: &MetaCtx, tsuid_hex: &str) -> (String, Option<StrMap>) {
-    let Some(t) = crate::schema::parse_hex(tsuid_hex) else { return (String::new(), None) };
+    let Some(t) = crate::schema::parse_hex(tsuid_hex) else {
+        return (String::new(), None);
+    };
     let l = &ctx.layout;
     if t.len() < l.metric_width || !(t.len() - l.metric_width).is_multiple_of(l.tag_width()) {
         return (String::new(), None);
     }
-    let metric = ctx.uids.get_name(UidKind::Metric, &t[..l.metric_width]).map(|n| n.to_string()).unwrap_or_default();
+    let metric = ctx
+        .uids
+        .get_name(UidKind::Metric, &t[..l.metric_width])
+        .map(|n| n.to_string())
+        .unwrap_or_default();
     let mut tags = StrMap::default();
     for p in t[l.metric_width..].chunks_exact(l.tag_width()) {
         let (k, v) = p.split_at(l.tagk_width);
-        if let (Ok(k), Ok(v)) = (ctx.uids.get_name(UidKind::Tagk, k), ctx.uids.get_name(UidKind::Tagv, v)) {
+        if let (Ok(k), Ok(v)) = (
+            ctx.uids.get_name(UidKind::Tagk, k),
+            ctx.uids.get_name(UidKind::Tagv, v),
+        ) {
             tags.insert(k.to_string(), Some(v.to_string()));
         }
     }
@@ -180,7 +220,10 @@ pub fn bytes_regex(b: &[u8]) -> String {
 /// (with metric and tag names), as `/api/tree/branch` shows it. `None` when absent.
 pub fn fetch(ctx: &MetaCtx, id: &[u8]) -> MetaResult<Option<BranchView>> {
     if id.len() < 2 || !(id.len() - 2).is_multiple_of(4) {
-        return Err(MetaError::bad(format!("Invalid branch ID: {}", hex_upper(id))));
+        return Err(MetaError::bad(format!(
+            "Invalid branch ID: {}",
+            hex_upper(id)
+        )));
     }
     let tree_id = u16::from_be_bytes([id[0], id[1]]);
     let stop = super::prefix_stop(id);
@@ -205,7 +248,12 @@ pub fn fetch(ctx: &MetaCtx, id: &[u8]) -> MetaResult<Option<BranchView>> {
                 } else if c.qualifier.starts_with(LEAF_PREFIX) {
                     if let Some(l) = parse_leaf(&c.value) {
                         let (metric, tags) = leaf_names(ctx, &l.tsuid);
-                        leaves.push(LeafView { metric, tags, tsuid: l.tsuid, display_name: l.display_name });
+                        leaves.push(LeafView {
+                            metric,
+                            tags,
+                            tsuid: l.tsuid,
+                            display_name: l.display_name,
+                        });
                     }
                 }
             }
@@ -230,19 +278,34 @@ mod tests {
     fn docs_example_ids() {
         // backends/hbase.rst: dal.web01.myapp.bytes_sent in tree 1.
         assert_eq!(hex_upper(&branch_id(1, &["dal"])), "00010001838F");
-        assert_eq!(hex_upper(&branch_id(1, &["dal", "web01", "myapp"])), "00010001838F06BC4C5506387CF5");
+        assert_eq!(
+            hex_upper(&branch_id(1, &["dal", "web01", "myapp"])),
+            "00010001838F06BC4C5506387CF5"
+        );
         assert_eq!(hex_upper(&leaf_qualifier("bytes_sent")[5..]), "530152EC");
         assert_eq!(&leaf_qualifier("bytes_sent")[..5], b"leaf:");
         assert_eq!(hex_upper(&branch_id::<&str>(1, &[])), "0001");
         // user_guide/trees.rst: sys → cpu.
-        assert_eq!(hex_upper(&branch_id(1, &["sys", "cpu"])), "00010001BECD000181A8");
+        assert_eq!(
+            hex_upper(&branch_id(1, &["sys", "cpu"])),
+            "00010001BECD000181A8"
+        );
     }
 
     #[test]
     fn stored_json_forms() {
-        assert_eq!(branch_json::<&str>(&[]), r#"{"path":{"0":"ROOT"},"displayName":"ROOT"}"#);
-        assert_eq!(branch_json(&["sys", "cpu"]), r#"{"path":{"0":"ROOT","1":"sys","2":"cpu"},"displayName":"cpu"}"#);
-        assert_eq!(leaf_json("user", "000001000001000001"), r#"{"displayName":"user","tsuid":"000001000001000001"}"#);
+        assert_eq!(
+            branch_json::<&str>(&[]),
+            r#"{"path":{"0":"ROOT"},"displayName":"ROOT"}"#
+        );
+        assert_eq!(
+            branch_json(&["sys", "cpu"]),
+            r#"{"path":{"0":"ROOT","1":"sys","2":"cpu"},"displayName":"cpu"}"#
+        );
+        assert_eq!(
+            leaf_json("user", "000001000001000001"),
+            r#"{"displayName":"user","tsuid":"000001000001000001"}"#
+        );
         let b = parse_branch(1, branch_json(&["sys", "cpu"]).as_bytes()).unwrap();
         assert_eq!(b.path, vec!["ROOT", "sys", "cpu"]);
         assert_eq!(hex_upper(&b.branch_id()), "00010001BECD000181A8");

@@ -10,7 +10,9 @@
 //! look-around, back-references, possessive quantifiers and `\Q…\E` are rejected when the
 //! rule is stored.
 
-use super::branch::{self, branch_id, branch_json, leaf_json, leaf_qualifier, tree_key, BranchView, LeafView, FAMILY};
+use super::branch::{
+    self, branch_id, branch_json, leaf_json, leaf_qualifier, tree_key, BranchView, LeafView, FAMILY,
+};
 use super::rule::{RuleType, TreeRule};
 use super::{CompiledTree, Tree, COLLISION_PREFIX, COLLISION_ROW_SUFFIX};
 use crate::meta::tsmeta::TsMeta;
@@ -42,7 +44,8 @@ impl Built {
     /// strict tree with an unmatched level, or fewer than two names (OpenTSDB attaches a lone
     /// leaf to the in-memory root and persists nothing).
     pub fn persisted(&self, strict: bool) -> Option<(&[String], &str)> {
-        if self.error.is_some() || (strict && self.not_matched.is_some()) || self.elements.len() < 2 {
+        if self.error.is_some() || (strict && self.not_matched.is_some()) || self.elements.len() < 2
+        {
             return None;
         }
         let (leaf, branches) = self.elements.split_last()?;
@@ -76,18 +79,31 @@ pub fn java_split(re: &Regex, s: &str) -> Vec<String> {
 fn extract(r: &TreeRule, meta: &TsMeta, msgs: &mut Vec<String>) -> Result<Option<String>, String> {
     let mut custom = |m: &UidMeta, what: &str| -> Result<Option<String>, String> {
         match m.custom.as_ref().and_then(|c| c.get(&r.custom_field)) {
-            Some(None) => Err(format!("Value for custom {what} field [{}] was null", r.custom_field)),
+            Some(None) => Err(format!(
+                "Value for custom {what} field [{}] was null",
+                r.custom_field
+            )),
             Some(Some(v)) => {
-                msgs.push(format!("Matched custom tag [{}] for rule: {r}", r.custom_field));
+                msgs.push(format!(
+                    "Matched custom tag [{}] for rule: {r}",
+                    r.custom_field
+                ));
                 Ok(Some(v.clone()))
             }
             None => {
-                msgs.push(format!("No match on custom tag [{}] for rule: {r}", r.custom_field));
+                msgs.push(format!(
+                    "No match on custom tag [{}] for rule: {r}",
+                    r.custom_field
+                ));
                 Ok(None)
             }
         }
     };
-    let find = |kind: UidKind| meta.tags.iter().position(|t| t.kind == Some(kind) && t.name == r.field);
+    let find = |kind: UidKind| {
+        meta.tags
+            .iter()
+            .position(|t| t.kind == Some(kind) && t.name == r.field)
+    };
     match r.kind {
         None => Err(format!("Missing rule type for rule: {r}")),
         Some(RuleType::Metric) => match meta.metric.as_ref().map(|m| m.name.as_str()) {
@@ -97,7 +113,11 @@ fn extract(r: &TreeRule, meta: &TsMeta, msgs: &mut Vec<String>) -> Result<Option
         Some(RuleType::Tagk) => {
             // The value is the next TAGV after the matching TAGK.
             let v = find(UidKind::Tagk)
-                .and_then(|i| meta.tags[i + 1..].iter().find(|t| t.kind == Some(UidKind::Tagv)))
+                .and_then(|i| {
+                    meta.tags[i + 1..]
+                        .iter()
+                        .find(|t| t.kind == Some(UidKind::Tagv))
+                })
                 .map(|t| t.name.clone())
                 .filter(|n| !n.is_empty());
             match v {
@@ -134,17 +154,31 @@ fn extract(r: &TreeRule, meta: &TsMeta, msgs: &mut Vec<String>) -> Result<Option
 
 /// `displayFormat` tokens, replaced in OpenTSDB's order (every occurrence, like Java's
 /// `String.replace`).
-fn display(r: &TreeRule, original: &str, extracted: &str, tsuid: &str, msgs: &mut Vec<String>) -> String {
+fn display(
+    r: &TreeRule,
+    original: &str,
+    extracted: &str,
+    tsuid: &str,
+    msgs: &mut Vec<String>,
+) -> String {
     if r.display_format.is_empty() {
         return extracted.to_string();
     }
-    let mut f = r.display_format.replace("{ovalue}", original).replace("{value}", extracted).replace("{tsuid}", tsuid);
+    let mut f = r
+        .display_format
+        .replace("{ovalue}", original)
+        .replace("{value}", extracted)
+        .replace("{tsuid}", tsuid);
     if f.contains("{tag_name}") {
         let name = match r.kind {
             Some(RuleType::Tagk) => r.field.as_str(),
-            Some(RuleType::MetricCustom | RuleType::TagkCustom | RuleType::TagvCustom) => r.custom_field.as_str(),
+            Some(RuleType::MetricCustom | RuleType::TagkCustom | RuleType::TagvCustom) => {
+                r.custom_field.as_str()
+            }
             _ => {
-                msgs.push(format!("Display format had a {{tag_name}} token but the rule type was not a tag: {r}"));
+                msgs.push(format!(
+                    "Display format had a {{tag_name}} token but the rule type was not a tag: {r}"
+                ));
                 ""
             }
         };
@@ -163,7 +197,11 @@ fn names(cr: &CompiledRule, value: &str, tsuid: &str, msgs: &mut Vec<String>) ->
         };
         let idx = r.regex_group_idx.max(0) as usize + 1;
         if idx >= caps.len() {
-            msgs.push(format!("Regex group index [{}] for rule {r} was out of bounds [{}]", r.regex_group_idx, caps.len() - 1));
+            msgs.push(format!(
+                "Regex group index [{}] for rule {r} was out of bounds [{}]",
+                r.regex_group_idx,
+                caps.len() - 1
+            ));
             return Vec::new();
         }
         match caps.get(idx).map(|m| m.as_str()).filter(|s| !s.is_empty()) {
@@ -176,9 +214,14 @@ fn names(cr: &CompiledRule, value: &str, tsuid: &str, msgs: &mut Vec<String>) ->
     } else if let Some(sep) = &cr.separator {
         let parts = java_split(sep, value);
         if parts.is_empty() {
-            msgs.push(format!("Separator did not match, created an empty list on rule: {r}"));
+            msgs.push(format!(
+                "Separator did not match, created an empty list on rule: {r}"
+            ));
         }
-        parts.iter().map(|p| display(r, value, p, tsuid, msgs)).collect()
+        parts
+            .iter()
+            .map(|p| display(r, value, p, tsuid, msgs))
+            .collect()
     } else {
         vec![display(r, value, value, tsuid, msgs)]
     }
@@ -238,33 +281,56 @@ pub fn build(tree: &CompiledTree, meta: &TsMeta) -> Built {
         b.not_matched = Some(unmatched.join(" "));
     }
     if tree.tree.strict_match && b.not_matched.is_some() {
-        b.messages.push(format!("TSUID failed to match one or more rule levels, will not add: {}", meta.tsuid));
+        b.messages.push(format!(
+            "TSUID failed to match one or more rule levels, will not add: {}",
+            meta.tsuid
+        ));
     } else if let Some((branches, leaf)) = b.persisted(tree.tree.strict_match) {
-        let parent = branches.last().cloned().unwrap_or_else(|| branch::ROOT.into());
+        let parent = branches
+            .last()
+            .cloned()
+            .unwrap_or_else(|| branch::ROOT.into());
         b.messages.push(format!(
             "Depth [{}] Adding leaf [name: {leaf} tsuid: {}] to parent branch [Name: [{parent}]]",
             branches.len() + 1,
             meta.tsuid
         ));
     } else if b.elements.is_empty() {
-        b.messages.push("No rule matched: the series resulted in a null branch".into());
+        b.messages
+            .push("No rule matched: the series resulted in a null branch".into());
     }
     b
 }
 
 /// The branch tree a build would produce, from ROOT down (for `/api/tree/test`).
 pub fn preview(tree: &Tree, b: &Built, tsuid: &str) -> Option<BranchView> {
-    if b.error.is_some() || (tree.strict_match && b.not_matched.is_some()) || b.elements.is_empty() {
+    if b.error.is_some() || (tree.strict_match && b.not_matched.is_some()) || b.elements.is_empty()
+    {
         return None;
     }
     let (leaf, branches) = b.elements.split_last()?;
     let mut path = vec![branch::ROOT.to_string()];
     path.extend(branches.iter().cloned());
-    let leaf = LeafView { metric: String::new(), tags: None, tsuid: tsuid.into(), display_name: leaf.clone() };
+    let leaf = LeafView {
+        metric: String::new(),
+        tags: None,
+        tsuid: tsuid.into(),
+        display_name: leaf.clone(),
+    };
     // Innermost first: the deepest branch holds the leaf, each parent holds its child.
-    let mut node = BranchView { tree_id: tree.tree_id, path: path.clone(), branches: None, leaves: Some(vec![leaf]) };
+    let mut node = BranchView {
+        tree_id: tree.tree_id,
+        path: path.clone(),
+        branches: None,
+        leaves: Some(vec![leaf]),
+    };
     for depth in (0..path.len() - 1).rev() {
-        node = BranchView { tree_id: tree.tree_id, path: path[..=depth].to_vec(), branches: Some(vec![node]), leaves: None };
+        node = BranchView {
+            tree_id: tree.tree_id,
+            path: path[..=depth].to_vec(),
+            branches: Some(vec![node]),
+            leaves: None,
+        };
     }
     Some(node)
 }
@@ -284,17 +350,36 @@ pub enum Stored {
 /// ones are left alone) and the leaf; a leaf held by another series is a collision, recorded
 /// in the collision row when the tree stores failures.
 pub fn store(ctx: &MetaCtx, tree: &Tree, b: &Built, tsuid: &str) -> MetaResult<Stored> {
-    let Some((branches, leaf)) = b.persisted(tree.strict_match) else { return Ok(Stored::Nothing) };
+    let Some((branches, leaf)) = b.persisted(tree.strict_match) else {
+        return Ok(Stored::Nothing);
+    };
     let t = &ctx.tables.tree;
     let id = tree.tree_id;
-    ctx.store.check_and_put(t, &tree_key(id), FAMILY, branch::BRANCH_QUALIFIER, None, branch_json::<&str>(&[]).as_bytes())?;
+    ctx.store.check_and_put(
+        t,
+        &tree_key(id),
+        FAMILY,
+        branch::BRANCH_QUALIFIER,
+        None,
+        branch_json::<&str>(&[]).as_bytes(),
+    )?;
     for depth in 1..=branches.len() {
         let path = &branches[..depth];
-        ctx.store.check_and_put(t, &branch_id(id, path), FAMILY, branch::BRANCH_QUALIFIER, None, branch_json(path).as_bytes())?;
+        ctx.store.check_and_put(
+            t,
+            &branch_id(id, path),
+            FAMILY,
+            branch::BRANCH_QUALIFIER,
+            None,
+            branch_json(path).as_bytes(),
+        )?;
     }
     let row = branch_id(id, branches);
     let q = leaf_qualifier(leaf);
-    if ctx.store.check_and_put(t, &row, FAMILY, &q, None, leaf_json(leaf, tsuid).as_bytes())? {
+    if ctx
+        .store
+        .check_and_put(t, &row, FAMILY, &q, None, leaf_json(leaf, tsuid).as_bytes())?
+    {
         return Ok(Stored::Filed);
     }
     let existing = ctx
@@ -313,7 +398,15 @@ pub fn store(ctx: &MetaCtx, tree: &Tree, b: &Built, tsuid: &str) -> MetaResult<S
         crow.push(COLLISION_ROW_SUFFIX);
         let mut cq = COLLISION_PREFIX.to_vec();
         cq.extend_from_slice(&crate::schema::parse_hex(tsuid).unwrap_or_default());
-        ctx.store.mutate(t, vec![crate::store::RowMutations::put(crow, FAMILY, cq, existing.clone().into_bytes())])?;
+        ctx.store.mutate(
+            t,
+            vec![crate::store::RowMutations::put(
+                crow,
+                FAMILY,
+                cq,
+                existing.clone().into_bytes(),
+            )],
+        )?;
     }
     Ok(Stored::Collision(existing))
 }
@@ -326,26 +419,54 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn rule(level: i32, order: i32, kind: RuleType, field: &str) -> TreeRule {
-        TreeRule { kind: Some(kind), field: field.into(), level, order, tree_id: 1, ..Default::default() }
+        TreeRule {
+            kind: Some(kind),
+            field: field.into(),
+            level,
+            order,
+            tree_id: 1,
+            ..Default::default()
+        }
     }
 
     fn uid(kind: UidKind, name: &str) -> UidMeta {
-        UidMeta { kind: Some(kind), name: name.into(), ..Default::default() }
+        UidMeta {
+            kind: Some(kind),
+            name: name.into(),
+            ..Default::default()
+        }
     }
 
     /// `TestTree.buildTestRuleSet`.
     fn test_tree() -> Tree {
-        let mut t = Tree { tree_id: 1, name: "Test Tree".into(), enabled: true, ..Default::default() };
+        let mut t = Tree {
+            tree_id: 1,
+            name: "Test Tree".into(),
+            enabled: true,
+            ..Default::default()
+        };
         t.add_rule(rule(0, 0, RuleType::Tagk, "fqdn"));
-        t.add_rule(TreeRule { regex: r"^.*\.([a-zA-Z]{3,4})[0-9]{0,1}\..*\..*$".into(), ..rule(0, 1, RuleType::Tagk, "host") });
+        t.add_rule(TreeRule {
+            regex: r"^.*\.([a-zA-Z]{3,4})[0-9]{0,1}\..*\..*$".into(),
+            ..rule(0, 1, RuleType::Tagk, "host")
+        });
         t.add_rule(rule(1, 0, RuleType::Tagk, "fqdn"));
-        t.add_rule(TreeRule { regex: r"^([a-zA-Z]+)(\-|[0-9])*.*\..*$".into(), ..rule(1, 1, RuleType::Tagk, "host") });
+        t.add_rule(TreeRule {
+            regex: r"^([a-zA-Z]+)(\-|[0-9])*.*\..*$".into(),
+            ..rule(1, 1, RuleType::Tagk, "host")
+        });
         t.add_rule(rule(2, 0, RuleType::Tagk, "fqdn"));
         t.add_rule(rule(2, 1, RuleType::Tagk, "host"));
-        t.add_rule(TreeRule { separator: r"\.".into(), ..rule(3, 0, RuleType::Metric, "") });
+        t.add_rule(TreeRule {
+            separator: r"\.".into(),
+            ..rule(3, 0, RuleType::Metric, "")
+        });
         t.add_rule(rule(4, 0, RuleType::Tagk, "type"));
         t.add_rule(rule(4, 1, RuleType::Tagk, "method"));
-        t.add_rule(TreeRule { display_format: "Port: {value}".into(), ..rule(4, 2, RuleType::Tagk, "port") });
+        t.add_rule(TreeRule {
+            display_format: "Port: {value}".into(),
+            ..rule(4, 2, RuleType::Tagk, "port")
+        });
         t
     }
 
@@ -353,7 +474,12 @@ mod tests {
         TsMeta {
             tsuid: "0102030405".into(),
             metric: Some(uid(UidKind::Metric, "sys.cpu.0")),
-            tags: vec![uid(UidKind::Tagk, "host"), uid(UidKind::Tagv, host), uid(UidKind::Tagk, "type"), uid(UidKind::Tagv, "user")],
+            tags: vec![
+                uid(UidKind::Tagk, "host"),
+                uid(UidKind::Tagv, host),
+                uid(UidKind::Tagk, "type"),
+                uid(UidKind::Tagv, "user"),
+            ],
             ..TsMeta::new(&[1, 2, 3, 4, 5], 0)
         }
     }
@@ -364,7 +490,11 @@ mod tests {
         let c = CompiledTree::new(t).unwrap();
         let b = build(&c, meta);
         let (branches, leaf) = b.persisted(strict)?;
-        Some((hex_upper(&branch_id(1, branches)), leaf.to_string(), 1 + branches.len()))
+        Some((
+            hex_upper(&branch_id(1, branches)),
+            leaf.to_string(),
+            1 + branches.len(),
+        ))
     }
 
     fn with(f: impl FnOnce(&mut BTreeMap<i32, BTreeMap<i32, TreeRule>>)) -> Tree {
@@ -379,10 +509,25 @@ mod tests {
         let r = |l: i32, o: i32| (l, o);
         type Case<'a> = (&'a str, Tree, Option<(&'a str, &'a str, usize)>);
         let cases: Vec<Case> = vec![
-            ("defaults", test_tree(), Some(("00010001A2460001CB54247F72020001BECD000181A800000030", "user", 7))),
+            (
+                "defaults",
+                test_tree(),
+                Some((
+                    "00010001A2460001CB54247F72020001BECD000181A800000030",
+                    "user",
+                    7,
+                )),
+            ),
             (
                 "L3 separator removed",
-                with(|rs| rs.get_mut(&3).unwrap().get_mut(&0).unwrap().separator.clear()),
+                with(|rs| {
+                    rs.get_mut(&3)
+                        .unwrap()
+                        .get_mut(&0)
+                        .unwrap()
+                        .separator
+                        .clear()
+                }),
                 Some(("00010001A2460001CB54247F7202CBBF5B09", "user", 5)),
             ),
             (
@@ -397,28 +542,54 @@ mod tests {
             ),
             (
                 "L3 displayFormat Wrong: {tag_name}",
-                with(|rs| rs.get_mut(&3).unwrap().get_mut(&0).unwrap().display_format = "Wrong: {tag_name}".into()),
+                with(|rs| {
+                    rs.get_mut(&3).unwrap().get_mut(&0).unwrap().display_format =
+                        "Wrong: {tag_name}".into()
+                }),
                 Some(("00010001A2460001CB54247F7202C3165573", "user", 5)),
             ),
             (
                 "L3 displayFormat OVERRIDE",
-                with(|rs| rs.get_mut(&3).unwrap().get_mut(&0).unwrap().display_format = "OVERRIDE".into()),
+                with(|rs| {
+                    rs.get_mut(&3).unwrap().get_mut(&0).unwrap().display_format = "OVERRIDE".into()
+                }),
                 Some(("00010001A2460001CB54247F72024E3D0BCC", "user", 5)),
             ),
         ];
         for (name, t, want) in cases {
             let got = outcome(t, &meta);
-            assert_eq!(got, want.map(|(a, b, c)| (a.to_string(), b.to_string(), c)), "{name}");
+            assert_eq!(
+                got,
+                want.map(|(a, b, c)| (a.to_string(), b.to_string(), c)),
+                "{name}"
+            );
         }
         // L1/o1 display formats: the level-1 branch ID and its name.
         for (fmt, id, display) in [
-            ("OV: {ovalue}", "00010001A24637E140D5", "OV: web-01.lga.mysite.com"),
+            (
+                "OV: {ovalue}",
+                "00010001A24637E140D5",
+                "OV: web-01.lga.mysite.com",
+            ),
             ("V: {value}", "00010001A24696026FD8", "V: web"),
-            ("TSUID: {tsuid}", "00010001A246E0A07086", "TSUID: 0102030405"),
-            ("TAGNAME: {tag_name}", "00010001A2467BFCCB13", "TAGNAME: host"),
-            ("{ovalue}:{value}:{tag_name}:{tsuid}", "00010001A246E4592083", "web-01.lga.mysite.com:web:host:0102030405"),
+            (
+                "TSUID: {tsuid}",
+                "00010001A246E0A07086",
+                "TSUID: 0102030405",
+            ),
+            (
+                "TAGNAME: {tag_name}",
+                "00010001A2467BFCCB13",
+                "TAGNAME: host",
+            ),
+            (
+                "{ovalue}:{value}:{tag_name}:{tsuid}",
+                "00010001A246E4592083",
+                "web-01.lga.mysite.com:web:host:0102030405",
+            ),
         ] {
-            let t = with(|rs| rs.get_mut(&1).unwrap().get_mut(&1).unwrap().display_format = fmt.into());
+            let t =
+                with(|rs| rs.get_mut(&1).unwrap().get_mut(&1).unwrap().display_format = fmt.into());
             let b = build(&CompiledTree::new(t).unwrap(), &meta);
             let (branches, leaf) = b.persisted(false).unwrap();
             assert_eq!(branches[1], display, "{fmt}");
@@ -440,12 +611,20 @@ mod tests {
         meta.metric.as_mut().unwrap().custom = custom("John Doe");
         assert_eq!(
             outcome(t.clone(), &meta),
-            Some(("0001AE805CA50001CB54247F72020001BECD000181A800000030".into(), "user".into(), 7))
+            Some((
+                "0001AE805CA50001CB54247F72020001BECD000181A800000030".into(),
+                "user".into(),
+                7
+            ))
         );
         meta.metric.as_mut().unwrap().custom = custom("");
         assert_eq!(
             outcome(t.clone(), &meta),
-            Some(("00010001A2460001CB54247F72020001BECD000181A800000030".into(), "user".into(), 7))
+            Some((
+                "00010001A2460001CB54247F72020001BECD000181A800000030".into(),
+                "user".into(),
+                7
+            ))
         );
         // Present but null stops processing.
         meta.metric.as_mut().unwrap().custom = Some(StrMap(vec![("owner".into(), None)]));
@@ -468,32 +647,68 @@ mod tests {
     #[test]
     fn docs_example_tree() {
         // user_guide/trees.rst, strictMatch off.
-        let mut t = Tree { tree_id: 1, enabled: true, ..Default::default() };
+        let mut t = Tree {
+            tree_id: 1,
+            enabled: true,
+            ..Default::default()
+        };
         t.add_rule(rule(0, 0, RuleType::Tagk, "dc"));
-        t.add_rule(TreeRule { regex: r".*\.(.*)\.mysite\.com".into(), ..rule(0, 1, RuleType::Tagk, "host") });
+        t.add_rule(TreeRule {
+            regex: r".*\.(.*)\.mysite\.com".into(),
+            ..rule(0, 1, RuleType::Tagk, "host")
+        });
         t.add_rule(rule(1, 0, RuleType::Tagk, "host"));
-        t.add_rule(TreeRule { separator: r"\.".into(), ..rule(2, 0, RuleType::Metric, "") });
+        t.add_rule(TreeRule {
+            separator: r"\.".into(),
+            ..rule(2, 0, RuleType::Metric, "")
+        });
         let c = CompiledTree::new(t).unwrap();
         let meta = |metric: &str, dc: bool| {
             let mut tags = vec![];
             if dc {
                 tags.extend([uid(UidKind::Tagk, "dc"), uid(UidKind::Tagv, "dal")]);
             }
-            tags.extend([uid(UidKind::Tagk, "host"), uid(UidKind::Tagv, "web01.dal.mysite.com")]);
-            TsMeta { metric: Some(uid(UidKind::Metric, metric)), tags, ..TsMeta::new(&[1, 2, 4, 1, 1], 0) }
+            tags.extend([
+                uid(UidKind::Tagk, "host"),
+                uid(UidKind::Tagv, "web01.dal.mysite.com"),
+            ]);
+            TsMeta {
+                metric: Some(uid(UidKind::Metric, metric)),
+                tags,
+                ..TsMeta::new(&[1, 2, 4, 1, 1], 0)
+            }
         };
         let b = build(&c, &meta("cpu.system", true));
         let (branches, leaf) = b.persisted(false).unwrap();
         assert_eq!(branches, ["dal", "web01.dal.mysite.com", "cpu"]);
         assert_eq!(leaf, "system");
         assert_eq!(hex_upper(&branch_id(1, &branches[..1])), "00010001838F");
-        assert_eq!(hex_upper(&branch_id(1, &branches[..2])), "00010001838F5C9B027E");
-        assert_eq!(hex_upper(&branch_id(1, branches)), "00010001838F5C9B027E000181A8");
+        assert_eq!(
+            hex_upper(&branch_id(1, &branches[..2])),
+            "00010001838F5C9B027E"
+        );
+        assert_eq!(
+            hex_upper(&branch_id(1, branches)),
+            "00010001838F5C9B027E000181A8"
+        );
         assert_eq!(hex_upper(&leaf_qualifier(leaf)[5..]), "CB1C722F");
         let b = build(&c, &meta("app.connections", false));
         let (branches, leaf) = b.persisted(false).unwrap();
-        assert_eq!((branches, leaf), (&["dal".to_string(), "web01.dal.mysite.com".into(), "app".into()][..], "connections"));
-        assert_eq!(hex_upper(&branch_id(1, branches)), "00010001838F5C9B027E00017A21");
+        assert_eq!(
+            (branches, leaf),
+            (
+                &[
+                    "dal".to_string(),
+                    "web01.dal.mysite.com".into(),
+                    "app".into()
+                ][..],
+                "connections"
+            )
+        );
+        assert_eq!(
+            hex_upper(&branch_id(1, branches)),
+            "00010001838F5C9B027E00017A21"
+        );
     }
 
     #[test]
@@ -508,7 +723,10 @@ mod tests {
 
     #[test]
     fn skipped_levels_close_up_and_a_single_name_stores_nothing() {
-        let mut t = Tree { tree_id: 1, ..Default::default() };
+        let mut t = Tree {
+            tree_id: 1,
+            ..Default::default()
+        };
         t.add_rule(rule(0, 0, RuleType::Tagk, "nope"));
         t.add_rule(rule(1, 0, RuleType::Metric, ""));
         let c = CompiledTree::new(t).unwrap();

@@ -82,7 +82,10 @@ impl Tree {
                 .rules
                 .iter()
                 .map(|(l, orders)| {
-                    let o: Vec<String> = orders.iter().map(|(o, r)| format!("\"{o}\":{}", r.to_json())).collect();
+                    let o: Vec<String> = orders
+                        .iter()
+                        .map(|(o, r)| format!("\"{o}\":{}", r.to_json()))
+                        .collect();
                     format!("\"{l}\":{{{}}}", o.join(","))
                 })
                 .collect();
@@ -125,10 +128,15 @@ impl Tree {
             created: s.created,
             rules: BTreeMap::new(),
         };
-        for c in cells.iter().filter(|c| c.qualifier.starts_with(rule::QUALIFIER_PREFIX)) {
+        for c in cells
+            .iter()
+            .filter(|c| c.qualifier.starts_with(rule::QUALIFIER_PREFIX))
+        {
             match TreeRule::from_json(&c.value) {
                 Ok(r) => t.add_rule(r),
-                Err(e) => tracing::warn!(tree = tree_id, error = %e, "skipping an undecodable tree rule"),
+                Err(e) => {
+                    tracing::warn!(tree = tree_id, error = %e, "skipping an undecodable tree rule")
+                }
             }
         }
         Some(t)
@@ -156,7 +164,9 @@ pub fn prefix_stop(p: &[u8]) -> Vec<u8> {
 }
 
 pub fn fetch(ctx: &MetaCtx, tree_id: u16) -> MetaResult<Option<Tree>> {
-    let cells = ctx.store.get(&ctx.tables.tree, &tree_key(tree_id), &[FAMILY])?;
+    let cells = ctx
+        .store
+        .get(&ctx.tables.tree, &tree_key(tree_id), &[FAMILY])?;
     Ok(Tree::from_cells(tree_id, &cells))
 }
 
@@ -170,12 +180,18 @@ pub fn fetch_required(ctx: &MetaCtx, tree_id: u16) -> MetaResult<Tree> {
 
 /// Every tree (rows with a 2-byte key), by ID.
 pub fn fetch_all(ctx: &MetaCtx) -> MetaResult<Vec<Tree>> {
-    let scan = Scan { families: vec![FAMILY.to_vec()], row_regex: Some("^..$".into()), ..Default::default() };
+    let scan = Scan {
+        families: vec![FAMILY.to_vec()],
+        row_regex: Some("^..$".into()),
+        ..Default::default()
+    };
     let mut out = Vec::new();
     for row in ctx.store.scan(&ctx.tables.tree, &scan)? {
         let row = row?;
         if row.key.len() == 2 {
-            if let Some(t) = Tree::from_cells(u16::from_be_bytes([row.key[0], row.key[1]]), &row.cells) {
+            if let Some(t) =
+                Tree::from_cells(u16::from_be_bytes([row.key[0], row.key[1]]), &row.cells)
+            {
                 out.push(t);
             }
         }
@@ -221,13 +237,20 @@ impl TreeUpdate {
 
     fn apply(&self, stored: &Tree, overwrite: bool) -> Tree {
         let base = if overwrite {
-            Tree { tree_id: stored.tree_id, created: stored.created, rules: stored.rules.clone(), ..Default::default() }
+            Tree {
+                tree_id: stored.tree_id,
+                created: stored.created,
+                rules: stored.rules.clone(),
+                ..Default::default()
+            }
         } else {
             stored.clone()
         };
         Tree {
             name: set(&self.name).cloned().unwrap_or(base.name.clone()),
-            description: set(&self.description).cloned().unwrap_or(base.description.clone()),
+            description: set(&self.description)
+                .cloned()
+                .unwrap_or(base.description.clone()),
             notes: set(&self.notes).cloned().unwrap_or(base.notes.clone()),
             strict_match: self.strict_match.unwrap_or(base.strict_match),
             enabled: self.enabled.unwrap_or(base.enabled),
@@ -248,28 +271,61 @@ pub fn create(ctx: &MetaCtx, req: &TreeUpdate) -> MetaResult<Tree> {
     }
     let t = &ctx.tables.tree;
     for _ in 0..16 {
-        let next = fetch_all(ctx)?.iter().map(|t| t.tree_id as u32).max().unwrap_or(0) + 1;
+        let next = fetch_all(ctx)?
+            .iter()
+            .map(|t| t.tree_id as u32)
+            .max()
+            .unwrap_or(0)
+            + 1;
         if next > 65535 {
             return Err(MetaError::bad("Exhausted all Tree IDs"));
         }
         let id = next as u16;
-        let tree = req.apply(&Tree { tree_id: id, created: crate::meta::now_s(), ..Default::default() }, false);
-        if ctx.store.check_and_put(t, &tree_key(id), FAMILY, TREE_QUALIFIER, None, tree.storage_json().as_bytes())? {
-            ctx.store.check_and_put(t, &tree_key(id), FAMILY, BRANCH_QUALIFIER, None, branch::branch_json::<&str>(&[]).as_bytes())?;
+        let tree = req.apply(
+            &Tree {
+                tree_id: id,
+                created: crate::meta::now_s(),
+                ..Default::default()
+            },
+            false,
+        );
+        if ctx.store.check_and_put(
+            t,
+            &tree_key(id),
+            FAMILY,
+            TREE_QUALIFIER,
+            None,
+            tree.storage_json().as_bytes(),
+        )? {
+            ctx.store.check_and_put(
+                t,
+                &tree_key(id),
+                FAMILY,
+                BRANCH_QUALIFIER,
+                None,
+                branch::branch_json::<&str>(&[]).as_bytes(),
+            )?;
             return Ok(tree);
         }
     }
-    Err(MetaError::CasFailed("Unable to save changes to tree: 0".into()))
+    Err(MetaError::CasFailed(
+        "Unable to save changes to tree: 0".into(),
+    ))
 }
 
 /// POST (merge) / PUT (replace) of an existing tree's fields; rules are untouched.
 pub fn update(ctx: &MetaCtx, tree_id: u16, req: &TreeUpdate, overwrite: bool) -> MetaResult<Tree> {
-    let cells = ctx.store.get(&ctx.tables.tree, &tree_key(tree_id), &[FAMILY])?;
+    let cells = ctx
+        .store
+        .get(&ctx.tables.tree, &tree_key(tree_id), &[FAMILY])?;
     let stored = Tree::from_cells(tree_id, &cells).ok_or_else(|| not_found(tree_id))?;
     if !req.changed() {
         return Err(MetaError::NotModified);
     }
-    let token = cells.iter().find(|c| c.qualifier == TREE_QUALIFIER).map(|c| c.value.clone());
+    let token = cells
+        .iter()
+        .find(|c| c.qualifier == TREE_QUALIFIER)
+        .map(|c| c.value.clone());
     let tree = req.apply(&stored, overwrite);
     let ok = ctx.store.check_and_put(
         &ctx.tables.tree,
@@ -280,7 +336,9 @@ pub fn update(ctx: &MetaCtx, tree_id: u16, req: &TreeUpdate, overwrite: bool) ->
         tree.storage_json().as_bytes(),
     )?;
     if !ok {
-        return Err(MetaError::CasFailed(format!("Unable to save changes to tree: {tree_id}")));
+        return Err(MetaError::CasFailed(format!(
+            "Unable to save changes to tree: {tree_id}"
+        )));
     }
     fetch_required(ctx, tree_id)
 }
@@ -289,26 +347,43 @@ pub fn update(ctx: &MetaCtx, tree_id: u16, req: &TreeUpdate, overwrite: bool) ->
 /// also the tree and its rules.
 pub fn delete(ctx: &MetaCtx, tree_id: u16, definition: bool) -> MetaResult<()> {
     let key = tree_key(tree_id);
-    let scan = Scan { start: key.clone(), stop: prefix_stop(&key), families: vec![FAMILY.to_vec()], ..Default::default() };
+    let scan = Scan {
+        start: key.clone(),
+        stop: prefix_stop(&key),
+        families: vec![FAMILY.to_vec()],
+        ..Default::default()
+    };
     let mut batch = Vec::new();
     for row in ctx.store.scan(&ctx.tables.tree, &scan)? {
         let row = row?;
         if row.key.len() > 2 || definition {
-            batch.push(RowMutations { row: row.key, mutations: vec![Mutation::DeleteRow] });
+            batch.push(RowMutations {
+                row: row.key,
+                mutations: vec![Mutation::DeleteRow],
+            });
             continue;
         }
         // The tree row keeps its definition and rules; its root branch and leaves go.
         let doomed: Vec<Mutation> = row
             .cells
             .iter()
-            .filter(|c| c.qualifier != TREE_QUALIFIER && !c.qualifier.starts_with(rule::QUALIFIER_PREFIX))
-            .map(|c| Mutation::Delete { family: FAMILY.to_vec(), qualifier: c.qualifier.clone() })
+            .filter(|c| {
+                c.qualifier != TREE_QUALIFIER && !c.qualifier.starts_with(rule::QUALIFIER_PREFIX)
+            })
+            .map(|c| Mutation::Delete {
+                family: FAMILY.to_vec(),
+                qualifier: c.qualifier.clone(),
+            })
             .collect();
         if !doomed.is_empty() {
-            batch.push(RowMutations { row: row.key, mutations: doomed });
+            batch.push(RowMutations {
+                row: row.key,
+                mutations: doomed,
+            });
         }
         if batch.len() >= 1024 {
-            ctx.store.mutate(&ctx.tables.tree, std::mem::take(&mut batch))?;
+            ctx.store
+                .mutate(&ctx.tables.tree, std::mem::take(&mut batch))?;
         }
     }
     if !batch.is_empty() {
@@ -318,15 +393,24 @@ pub fn delete(ctx: &MetaCtx, tree_id: u16, definition: bool) -> MetaResult<()> {
 }
 
 fn rule_cell(ctx: &MetaCtx, tree_id: u16, level: i32, order: i32) -> MetaResult<Option<Vec<u8>>> {
-    let cells = ctx.store.get(&ctx.tables.tree, &tree_key(tree_id), &[FAMILY])?;
+    let cells = ctx
+        .store
+        .get(&ctx.tables.tree, &tree_key(tree_id), &[FAMILY])?;
     let q = rule::qualifier(level, order);
-    Ok(cells.into_iter().find(|c| c.qualifier == q).map(|c| c.value))
+    Ok(cells
+        .into_iter()
+        .find(|c| c.qualifier == q)
+        .map(|c| c.value))
 }
 
 /// The tree a rule request addresses (404 when missing) and the rule's level and order.
 pub fn rule_address(ctx: &MetaCtx, req: &TreeRuleUpdate) -> MetaResult<(Tree, i32, i32)> {
     let tree_id = check_tree_id(req.tree_id.unwrap_or(0) as i64)?;
-    Ok((fetch_required(ctx, tree_id)?, req.level.unwrap_or(0), req.order.unwrap_or(0)))
+    Ok((
+        fetch_required(ctx, tree_id)?,
+        req.level.unwrap_or(0),
+        req.order.unwrap_or(0),
+    ))
 }
 
 /// POST (merge) / PUT (replace) of one rule, validated, compare-and-set on its JSON.
@@ -354,7 +438,9 @@ pub fn sync_rule(ctx: &MetaCtx, req: &TreeRuleUpdate, overwrite: bool) -> MetaRe
         r.to_json().as_bytes(),
     )?;
     if !ok {
-        return Err(MetaError::CasFailed(format!("Unable to save rule {r} to storage")));
+        return Err(MetaError::CasFailed(format!(
+            "Unable to save rule {r} to storage"
+        )));
     }
     Ok(r)
 }
@@ -364,38 +450,66 @@ pub fn delete_rule(ctx: &MetaCtx, tree_id: u16, level: i32, order: i32) -> MetaR
         &ctx.tables.tree,
         vec![RowMutations {
             row: tree_key(tree_id),
-            mutations: vec![Mutation::Delete { family: FAMILY.to_vec(), qualifier: rule::qualifier(level, order) }],
+            mutations: vec![Mutation::Delete {
+                family: FAMILY.to_vec(),
+                qualifier: rule::qualifier(level, order),
+            }],
         }],
     )?;
     Ok(())
 }
 
 pub fn delete_all_rules(ctx: &MetaCtx, tree_id: u16) -> MetaResult<()> {
-    let cells = ctx.store.get(&ctx.tables.tree, &tree_key(tree_id), &[FAMILY])?;
+    let cells = ctx
+        .store
+        .get(&ctx.tables.tree, &tree_key(tree_id), &[FAMILY])?;
     let doomed: Vec<Mutation> = cells
         .into_iter()
         .filter(|c| c.qualifier.starts_with(rule::QUALIFIER_PREFIX))
-        .map(|c| Mutation::Delete { family: FAMILY.to_vec(), qualifier: c.qualifier })
+        .map(|c| Mutation::Delete {
+            family: FAMILY.to_vec(),
+            qualifier: c.qualifier,
+        })
         .collect();
     if !doomed.is_empty() {
-        ctx.store.mutate(&ctx.tables.tree, vec![RowMutations { row: tree_key(tree_id), mutations: doomed }])?;
+        ctx.store.mutate(
+            &ctx.tables.tree,
+            vec![RowMutations {
+                row: tree_key(tree_id),
+                mutations: doomed,
+            }],
+        )?;
     }
     Ok(())
 }
 
 /// The collision (`suffix` 01) or not-matched (02) entries of a tree: TSUID hex → value,
 /// optionally only for some TSUIDs.
-pub fn failures(ctx: &MetaCtx, tree_id: u16, suffix: u8, only: &[Vec<u8>]) -> MetaResult<Vec<(String, String)>> {
-    let prefix = if suffix == COLLISION_ROW_SUFFIX { COLLISION_PREFIX } else { NOT_MATCHED_PREFIX };
+pub fn failures(
+    ctx: &MetaCtx,
+    tree_id: u16,
+    suffix: u8,
+    only: &[Vec<u8>],
+) -> MetaResult<Vec<(String, String)>> {
+    let prefix = if suffix == COLLISION_ROW_SUFFIX {
+        COLLISION_PREFIX
+    } else {
+        NOT_MATCHED_PREFIX
+    };
     let mut row = tree_key(tree_id);
     row.push(suffix);
     let mut out = Vec::new();
     for c in ctx.store.get(&ctx.tables.tree, &row, &[FAMILY])? {
-        let Some(tsuid) = c.qualifier.strip_prefix(prefix) else { continue };
+        let Some(tsuid) = c.qualifier.strip_prefix(prefix) else {
+            continue;
+        };
         if !only.is_empty() && !only.iter().any(|t| t.as_slice() == tsuid) {
             continue;
         }
-        out.push((hex_upper(tsuid), String::from_utf8_lossy(&c.value).into_owned()));
+        out.push((
+            hex_upper(tsuid),
+            String::from_utf8_lossy(&c.value).into_owned(),
+        ));
     }
     Ok(out)
 }
@@ -413,7 +527,11 @@ impl CompiledTree {
             let mut l = Vec::new();
             for r in orders.values() {
                 let (regex, separator) = r.compile()?;
-                l.push(builder::CompiledRule { rule: r.clone(), regex, separator });
+                l.push(builder::CompiledRule {
+                    rule: r.clone(),
+                    regex,
+                    separator,
+                });
             }
             levels.push(l);
         }
@@ -443,7 +561,9 @@ impl TreeCache {
             let id = t.tree_id;
             match CompiledTree::new(t) {
                 Ok(c) => trees.push(c),
-                Err(e) => tracing::warn!(tree = id, error = %e, "tree skipped: a rule does not compile"),
+                Err(e) => {
+                    tracing::warn!(tree = id, error = %e, "tree skipped: a rule does not compile")
+                }
             }
         }
         let trees = Arc::new(trees);
@@ -462,7 +582,13 @@ mod tests {
 
     #[test]
     fn tree_json_forms() {
-        let mut t = Tree { tree_id: 1, name: "Test Tree".into(), created: 1356998400, enabled: true, ..Default::default() };
+        let mut t = Tree {
+            tree_id: 1,
+            name: "Test Tree".into(),
+            created: 1356998400,
+            enabled: true,
+            ..Default::default()
+        };
         assert_eq!(
             t.storage_json(),
             r#"{"name":"Test Tree","description":"","notes":"","strictMatch":false,"created":1356998400,"enabled":true,"storeFailures":false}"#
@@ -471,8 +597,15 @@ mod tests {
             t.api_json(),
             r#"{"name":"Test Tree","description":"","notes":"","rules":null,"created":1356998400,"treeId":1,"strictMatch":false,"storeFailures":false,"enabled":true}"#
         );
-        t.add_rule(TreeRule { kind: Some(rule::RuleType::Metric), tree_id: 1, level: 1, ..Default::default() });
-        assert!(t.api_json().contains(r#""rules":{"1":{"0":{"type":"METRIC","#));
+        t.add_rule(TreeRule {
+            kind: Some(rule::RuleType::Metric),
+            tree_id: 1,
+            level: 1,
+            ..Default::default()
+        });
+        assert!(t
+            .api_json()
+            .contains(r#""rules":{"1":{"0":{"type":"METRIC","#));
         assert_eq!(prefix_stop(&[0, 1]), vec![0, 2]);
         assert_eq!(prefix_stop(&[0, 0xFF]), vec![1]);
         assert!(check_tree_id(0).is_err() && check_tree_id(65536).is_err());

@@ -59,7 +59,14 @@ pub struct TreeRule {
 impl std::fmt::Display for TreeRule {
     /// `[<treeId>:<level>:<order>:<TYPE>]`, the form OpenTSDB's messages use.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "[{}:{}:{}:{}]", self.tree_id, self.level, self.order, self.kind.map(|k| k.name()).unwrap_or("null"))
+        write!(
+            f,
+            "[{}:{}:{}:{}]",
+            self.tree_id,
+            self.level,
+            self.order,
+            self.kind.map(|k| k.name()).unwrap_or("null")
+        )
     }
 }
 
@@ -102,20 +109,31 @@ impl TreeRule {
 
     /// OpenTSDB's rule validation, with its messages.
     pub fn validate(&self) -> Result<(), String> {
-        let Some(kind) = self.kind else { return Err("Missing rule type".into()) };
+        let Some(kind) = self.kind else {
+            return Err("Missing rule type".into());
+        };
         match kind {
             RuleType::Metric => {}
             RuleType::MetricCustom | RuleType::TagkCustom | RuleType::TagvCustom => {
                 if self.field.is_empty() {
-                    return Err(format!("Missing field name required for {} rule", kind.name()));
+                    return Err(format!(
+                        "Missing field name required for {} rule",
+                        kind.name()
+                    ));
                 }
                 if self.custom_field.is_empty() {
-                    return Err(format!("Missing custom field name required for {} rule", kind.name()));
+                    return Err(format!(
+                        "Missing custom field name required for {} rule",
+                        kind.name()
+                    ));
                 }
             }
             RuleType::Tagk => {
                 if self.field.is_empty() {
-                    return Err(format!("Missing field name required for {} rule", kind.name()));
+                    return Err(format!(
+                        "Missing field name required for {} rule",
+                        kind.name()
+                    ));
                 }
             }
         }
@@ -133,7 +151,9 @@ impl TreeRule {
             if p.is_empty() {
                 return Ok(None);
             }
-            Regex::new(p).map(Some).map_err(|e| format!("Invalid regular expression {p:?}: {e}"))
+            Regex::new(p)
+                .map(Some)
+                .map_err(|e| format!("Invalid regular expression {p:?}: {e}"))
         };
         Ok((c(&self.regex)?, c(&self.separator)?))
     }
@@ -217,7 +237,15 @@ mod tests {
 
     #[test]
     fn json_order_and_round_trip() {
-        let r = TreeRule { kind: Some(RuleType::Tagk), field: "host".into(), regex: "^.*\\.(.*)$".into(), level: 1, order: 2, tree_id: 1, ..Default::default() };
+        let r = TreeRule {
+            kind: Some(RuleType::Tagk),
+            field: "host".into(),
+            regex: "^.*\\.(.*)$".into(),
+            level: 1,
+            order: 2,
+            tree_id: 1,
+            ..Default::default()
+        };
         let j = r.to_json();
         assert_eq!(
             j,
@@ -233,13 +261,22 @@ mod tests {
         let mut r = TreeRule::default();
         assert_eq!(r.validate().unwrap_err(), "Missing rule type");
         r.kind = Some(RuleType::TagvCustom);
-        assert_eq!(r.validate().unwrap_err(), "Missing field name required for TAGV_CUSTOM rule");
+        assert_eq!(
+            r.validate().unwrap_err(),
+            "Missing field name required for TAGV_CUSTOM rule"
+        );
         r.field = "host".into();
-        assert_eq!(r.validate().unwrap_err(), "Missing custom field name required for TAGV_CUSTOM rule");
+        assert_eq!(
+            r.validate().unwrap_err(),
+            "Missing custom field name required for TAGV_CUSTOM rule"
+        );
         r.kind = Some(RuleType::Tagk);
         assert!(r.validate().is_ok());
         r.regex = "(?<=x)y".into();
-        assert!(r.validate().unwrap_err().starts_with("Invalid regular expression"));
+        assert!(r
+            .validate()
+            .unwrap_err()
+            .starts_with("Invalid regular expression"));
         assert_eq!(RuleType::parse("tagk_CUSTOM"), Ok(RuleType::TagkCustom));
         assert_eq!(RuleType::parse("x").unwrap_err(), "Unrecognized rule type");
     }

@@ -63,8 +63,16 @@ fn now_ms() -> u64 {
 
 impl Compactor {
     pub fn new(store: SharedStore, table: &str) -> Compactor {
-        let settle_ms = if store.shared() { SETTLE.as_millis() as u64 } else { 0 };
-        Compactor { store, table: table.to_string(), settle_ms }
+        let settle_ms = if store.shared() {
+            SETTLE.as_millis() as u64
+        } else {
+            0
+        };
+        Compactor {
+            store,
+            table: table.to_string(),
+            settle_ms,
+        }
     }
 
     /// Compacts one row (one read).
@@ -97,7 +105,12 @@ impl Compactor {
             let mut by_ts: BTreeMap<u64, Vec<RowWrite>> = BTreeMap::new();
             for (row, cells) in chunk.iter().zip(read) {
                 match self.plan(row, &cells) {
-                    Ok(Planned::Write(w)) => by_ts.entry(w.newest).or_default().push((row.clone(), w.put, w.delete)),
+                    Ok(Planned::Write(w)) => {
+                        by_ts
+                            .entry(w.newest)
+                            .or_default()
+                            .push((row.clone(), w.put, w.delete))
+                    }
                     Ok(Planned::Done(Outcome::TooFresh)) => later.push(row.clone()),
                     Ok(Planned::Done(_)) => {}
                     Err(e) => tracing::warn!(error = %e, "compaction skipped"),
@@ -127,11 +140,21 @@ impl Compactor {
     }
 
     fn plan(&self, row: &[u8], cells: &[Cell]) -> Result<Planned, CompactError> {
-        let cols: Vec<StoredColumn> =
-            cells.iter().map(|c| StoredColumn { qualifier: &c.qualifier, value: &c.value, ts: c.timestamp }).collect();
-        let plan = plan_compaction(&cols)
-            .map_err(|source| CompactError::Corrupt { row: crate::schema::hex_upper(row), source })?;
-        let Some(plan) = plan else { return Ok(Planned::Done(Outcome::Unchanged)) };
+        let cols: Vec<StoredColumn> = cells
+            .iter()
+            .map(|c| StoredColumn {
+                qualifier: &c.qualifier,
+                value: &c.value,
+                ts: c.timestamp,
+            })
+            .collect();
+        let plan = plan_compaction(&cols).map_err(|source| CompactError::Corrupt {
+            row: crate::schema::hex_upper(row),
+            source,
+        })?;
+        let Some(plan) = plan else {
+            return Ok(Planned::Done(Outcome::Unchanged));
+        };
         if plan.put.is_none() && plan.delete.is_empty() {
             return Ok(Planned::Done(Outcome::Unchanged));
         }
@@ -139,10 +162,24 @@ impl Compactor {
         if self.settle_ms > 0 && newest + self.settle_ms > now_ms() {
             return Ok(Planned::Done(Outcome::TooFresh));
         }
-        let put = plan.put.map(|(qualifier, value)| Mutation::Put { family: DATA_FAMILY.to_vec(), qualifier, value });
-        let delete =
-            plan.delete.into_iter().map(|qualifier| Mutation::Delete { family: DATA_FAMILY.to_vec(), qualifier }).collect();
-        Ok(Planned::Write(Write { newest, put, delete }))
+        let put = plan.put.map(|(qualifier, value)| Mutation::Put {
+            family: DATA_FAMILY.to_vec(),
+            qualifier,
+            value,
+        });
+        let delete = plan
+            .delete
+            .into_iter()
+            .map(|qualifier| Mutation::Delete {
+                family: DATA_FAMILY.to_vec(),
+                qualifier,
+            })
+            .collect();
+        Ok(Planned::Write(Write {
+            newest,
+            put,
+            delete,
+        }))
     }
 
     /// The compacted columns first, then the deletes, all at `ts` (see the module comment).
@@ -152,7 +189,10 @@ impl Compactor {
         if self.store.atomic_batches() {
             let batch = writes
                 .into_iter()
-                .map(|(row, put, delete)| RowMutations { row, mutations: put.into_iter().chain(delete).collect() })
+                .map(|(row, put, delete)| RowMutations {
+                    row,
+                    mutations: put.into_iter().chain(delete).collect(),
+                })
                 .collect();
             return self.store.mutate_at(&self.table, batch, ts);
         }
@@ -160,10 +200,16 @@ impl Compactor {
         let mut deletes = Vec::new();
         for (row, put, delete) in writes {
             if let Some(p) = put {
-                puts.push(RowMutations { row: row.clone(), mutations: vec![p] });
+                puts.push(RowMutations {
+                    row: row.clone(),
+                    mutations: vec![p],
+                });
             }
             if !delete.is_empty() {
-                deletes.push(RowMutations { row, mutations: delete });
+                deletes.push(RowMutations {
+                    row,
+                    mutations: delete,
+                });
             }
         }
         if !puts.is_empty() {

@@ -62,7 +62,10 @@ pub fn settle(points: &mut Vec<RawPoint>) {
 }
 
 fn now_s() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 /// OpenTSDB compacts a row once its hour ended more than a second ago.
@@ -93,7 +96,12 @@ impl Flusher {
     /// the write path's largest allocation, and a burst has one in the flusher while the shard
     /// fills the next. On failure `*done` is where a retry resumes (the chunks before it are
     /// stored; writing a chunk again would only put the same columns).
-    fn write_from(&self, buffer: &mut Buffer, done: &mut usize, touched: &mut Vec<(Vec<u8>, u32)>) -> Result<(), WriteError> {
+    fn write_from(
+        &self,
+        buffer: &mut Buffer,
+        done: &mut usize,
+        touched: &mut Vec<(Vec<u8>, u32)>,
+    ) -> Result<(), WriteError> {
         while *done < buffer.rows.len() {
             let chunk = *done..(*done + MUTATE_CHUNK).min(buffer.rows.len());
             let mut batch = Vec::with_capacity(chunk.len());
@@ -120,7 +128,13 @@ impl Flusher {
         let mut pending: HashMap<Vec<u8>, (u32, Instant)> = HashMap::new();
         let compactor = Compactor::new(self.store.clone(), &self.table);
         while let Ok(job) = jobs.recv() {
-            let FlushJob { buffer, wal_upto, waiters, readers, last } = job;
+            let FlushJob {
+                buffer,
+                wal_upto,
+                waiters,
+                readers,
+                last,
+            } = job;
             let (points, started, queued) = (buffer.points, Instant::now(), pending.len());
             let result = self.flush_durably(buffer, wal_upto, &mut pending, readers);
             crate::observe::write::flushed(points, started);
@@ -170,12 +184,14 @@ impl Flusher {
                     // Only a write that reached the store proves it healthy (an empty flush
                     // of another shard must not hide a failing one).
                     if !touched.is_empty() {
-                        self.store_ok.store(true, std::sync::atomic::Ordering::Relaxed);
+                        self.store_ok
+                            .store(true, std::sync::atomic::Ordering::Relaxed);
                     }
                     break;
                 }
                 Err(e) => {
-                    self.store_ok.store(false, std::sync::atomic::Ordering::Relaxed);
+                    self.store_ok
+                        .store(false, std::sync::atomic::Ordering::Relaxed);
                     tracing::error!(error = %e, "store write failed; retrying");
                     std::thread::sleep(delay);
                     delay = (delay * 2).min(Duration::from_secs(5));
@@ -183,7 +199,9 @@ impl Flusher {
             }
         }
         // Readable now: the jobs before this one were written first.
-        self.in_flight.written.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.in_flight
+            .written
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         for r in readers {
             let _ = r.send(Ok(()));
         }
@@ -191,7 +209,8 @@ impl Flusher {
             pending.insert(row, (base, now));
         }
         if let (Some(c), Some(counts)) = (&self.ts_counter, counts) {
-            let counts: Vec<(&[u8], u64)> = counts.iter().map(|(s, n)| (&s.tsuid[..], *n)).collect();
+            let counts: Vec<(&[u8], u64)> =
+                counts.iter().map(|(s, n)| (&s.tsuid[..], *n)).collect();
             // Metadata is best effort: a failure here must not hold up the data.
             if let Err(e) = c.record(&counts) {
                 tracing::warn!(error = %e, "ts_ctr update failed");
@@ -199,17 +218,25 @@ impl Flusher {
         }
         if let Some(upto) = wal_upto {
             self.store.flush()?;
-            super::wal::retire_upto(&self.wal_dir, upto).map_err(|e| WriteError::Wal(e.to_string()))?;
+            super::wal::retire_upto(&self.wal_dir, upto)
+                .map_err(|e| WriteError::Wal(e.to_string()))?;
         }
         Ok(())
     }
 
     /// Compacts the rows due; returns how many it compacted.
-    fn compact_ready(&self, compactor: &Compactor, pending: &mut HashMap<Vec<u8>, (u32, Instant)>, all: bool) -> usize {
+    fn compact_ready(
+        &self,
+        compactor: &Compactor,
+        pending: &mut HashMap<Vec<u8>, (u32, Instant)>,
+        all: bool,
+    ) -> usize {
         let now = now_s();
         let mut ready: Vec<(Vec<u8>, u32, Instant)> = pending
             .iter()
-            .filter(|(_, (base, touched))| hour_closed(*base, now) && (all || touched.elapsed() >= self.compaction_delay))
+            .filter(|(_, (base, touched))| {
+                hour_closed(*base, now) && (all || touched.elapsed() >= self.compaction_delay)
+            })
             .map(|(k, (base, t))| (k.clone(), *base, *t))
             .collect();
         if ready.is_empty() {
@@ -234,11 +261,18 @@ impl Flusher {
             for row in &rows {
                 pending.remove(row);
             }
-            let left = if all { compactor.compact_all(&rows, SETTLE * 3) } else { compactor.compact(&rows) };
+            let left = if all {
+                compactor.compact_all(&rows, SETTLE * 3)
+            } else {
+                compactor.compact(&rows)
+            };
             taken += rows.len().saturating_sub(left.len());
             // Rows still settling (or that failed) come back after the settle time.
-            let retry_at = Instant::now().checked_sub(self.compaction_delay.saturating_sub(SETTLE)).unwrap_or_else(Instant::now);
-            let base_of: HashMap<&[u8], u32> = chunk.iter().map(|(k, base, _)| (&k[..], *base)).collect();
+            let retry_at = Instant::now()
+                .checked_sub(self.compaction_delay.saturating_sub(SETTLE))
+                .unwrap_or_else(Instant::now);
+            let base_of: HashMap<&[u8], u32> =
+                chunk.iter().map(|(k, base, _)| (&k[..], *base)).collect();
             for row in left {
                 let base = base_of.get(&row[..]).copied().unwrap_or(0);
                 pending.insert(row, (base, retry_at));
@@ -284,7 +318,12 @@ mod tests {
     #[test]
     fn settle_keeps_the_last_write_of_an_offset() {
         let p = |ts: u64, v: i64| RawPoint::encode(ts, 1356998400, DataValue::Int(v)).unwrap();
-        let mut pts = vec![p(1356998410, 1), p(1356998400, 2), p(1356998410, 3), p(1356998400000, 4)];
+        let mut pts = vec![
+            p(1356998410, 1),
+            p(1356998400, 2),
+            p(1356998410, 3),
+            p(1356998400000, 4),
+        ];
         settle(&mut pts);
         assert_eq!(pts.len(), 2);
         assert_eq!(pts[0].value().unwrap(), DataValue::Int(4));
@@ -292,11 +331,17 @@ mod tests {
         // In order and once each: as they were.
         let mut pts = vec![p(1356998400, 1), p(1356998400500, 2), p(1356998410, 3)];
         settle(&mut pts);
-        assert_eq!(pts.iter().map(|p| p.value().unwrap()).collect::<Vec<_>>(), [1, 2, 3].map(DataValue::Int));
+        assert_eq!(
+            pts.iter().map(|p| p.value().unwrap()).collect::<Vec<_>>(),
+            [1, 2, 3].map(DataValue::Int)
+        );
         // In order but for a repeat at the end: the later write stands.
         let mut pts = vec![p(1356998400, 1), p(1356998410, 2), p(1356998410, 3)];
         settle(&mut pts);
-        assert_eq!(pts.iter().map(|p| p.value().unwrap()).collect::<Vec<_>>(), [1, 3].map(DataValue::Int));
+        assert_eq!(
+            pts.iter().map(|p| p.value().unwrap()).collect::<Vec<_>>(),
+            [1, 3].map(DataValue::Int)
+        );
     }
 
     /// Fails its `fail_at`-th `mutate` (counting from 1), once.
@@ -307,28 +352,61 @@ mod tests {
     }
 
     impl crate::store::Store for FlakyStore {
-        fn get(&self, t: &str, r: &[u8], f: &[&[u8]]) -> crate::store::StoreResult<Vec<crate::store::Cell>> {
+        fn get(
+            &self,
+            t: &str,
+            r: &[u8],
+            f: &[&[u8]],
+        ) -> crate::store::StoreResult<Vec<crate::store::Cell>> {
             self.inner.get(t, r, f)
         }
         fn mutate(&self, t: &str, b: Vec<RowMutations>) -> crate::store::StoreResult<()> {
             if self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == self.fail_at {
-                return Err(crate::store::StoreError::Engine { op: "mutate", table: t.into(), msg: "injected".into() });
+                return Err(crate::store::StoreError::Engine {
+                    op: "mutate",
+                    table: t.into(),
+                    msg: "injected".into(),
+                });
             }
             self.inner.mutate(t, b)
         }
-        fn scan(&self, t: &str, s: &crate::store::Scan) -> crate::store::StoreResult<crate::store::RowStream> {
+        fn scan(
+            &self,
+            t: &str,
+            s: &crate::store::Scan,
+        ) -> crate::store::StoreResult<crate::store::RowStream> {
             self.inner.scan(t, s)
         }
-        fn increment(&self, t: &str, r: &[u8], f: &[u8], q: &[u8], d: i64) -> crate::store::StoreResult<i64> {
+        fn increment(
+            &self,
+            t: &str,
+            r: &[u8],
+            f: &[u8],
+            q: &[u8],
+            d: i64,
+        ) -> crate::store::StoreResult<i64> {
             self.inner.increment(t, r, f, q, d)
         }
-        fn check_and_put(&self, t: &str, r: &[u8], f: &[u8], q: &[u8], e: Option<&[u8]>, v: &[u8]) -> crate::store::StoreResult<bool> {
+        fn check_and_put(
+            &self,
+            t: &str,
+            r: &[u8],
+            f: &[u8],
+            q: &[u8],
+            e: Option<&[u8]>,
+            v: &[u8],
+        ) -> crate::store::StoreResult<bool> {
             self.inner.check_and_put(t, r, f, q, e, v)
         }
         fn flush(&self) -> crate::store::StoreResult<()> {
             self.inner.flush()
         }
-        fn mutate_at(&self, t: &str, b: Vec<RowMutations>, ts: u64) -> crate::store::StoreResult<()> {
+        fn mutate_at(
+            &self,
+            t: &str,
+            b: Vec<RowMutations>,
+            ts: u64,
+        ) -> crate::store::StoreResult<()> {
             self.inner.mutate_at(t, b, ts)
         }
     }
@@ -338,11 +416,24 @@ mod tests {
 
     /// A flusher over a store that fails its second write once, and a buffer of `ROWS` rows of
     /// three points each, row i holding i*10, i*10+1, i*10+2.
-    fn flaky_flush() -> (tempfile::TempDir, Flusher, std::sync::Arc<FlakyStore>, Buffer, Vec<crate::series::Series>) {
+    fn flaky_flush() -> (
+        tempfile::TempDir,
+        Flusher,
+        std::sync::Arc<FlakyStore>,
+        Buffer,
+        Vec<crate::series::Series>,
+    ) {
         let dir = tempfile::tempdir().unwrap();
         let names = crate::store::TableNames::default();
-        let inner: SharedStore = std::sync::Arc::new(crate::store::embedded::EmbeddedStore::open(&dir.path().join("store"), &names.specs()).unwrap());
-        let flaky = std::sync::Arc::new(FlakyStore { inner, calls: Default::default(), fail_at: 2 });
+        let inner: SharedStore = std::sync::Arc::new(
+            crate::store::embedded::EmbeddedStore::open(&dir.path().join("store"), &names.specs())
+                .unwrap(),
+        );
+        let flaky = std::sync::Arc::new(FlakyStore {
+            inner,
+            calls: Default::default(),
+            fail_at: 2,
+        });
         let flusher = Flusher {
             store: flaky.clone(),
             table: names.data.clone(),
@@ -354,10 +445,33 @@ mod tests {
             in_flight: Default::default(),
         };
         let mut buffer = Buffer::default();
-        let series: Vec<_> = (0..ROWS as u32).map(|i| crate::series::SeriesKey::new(&[0, 0, 7, 0, 0, 1, (i >> 16) as u8, (i >> 8) as u8, i as u8])).collect();
+        let series: Vec<_> = (0..ROWS as u32)
+            .map(|i| {
+                crate::series::SeriesKey::new(&[
+                    0,
+                    0,
+                    7,
+                    0,
+                    0,
+                    1,
+                    (i >> 16) as u8,
+                    (i >> 8) as u8,
+                    i as u8,
+                ])
+            })
+            .collect();
         for (i, s) in series.iter().enumerate() {
             for k in 0..3u64 {
-                buffer.insert(s, BASE, RawPoint::encode(BASE as u64 + k * 10, BASE, DataValue::Int(i as i64 * 10 + k as i64)).unwrap());
+                buffer.insert(
+                    s,
+                    BASE,
+                    RawPoint::encode(
+                        BASE as u64 + k * 10,
+                        BASE,
+                        DataValue::Int(i as i64 * 10 + k as i64),
+                    )
+                    .unwrap(),
+                );
             }
         }
         (dir, flusher, flaky, buffer, series)
@@ -371,9 +485,20 @@ mod tests {
             let cells = store.get(&table, &row, &[DATA_FAMILY]).unwrap();
             assert_eq!(cells.len(), 1, "row {i}: one column");
             let mut points = Vec::new();
-            crate::schema::column::decode_compacted(&cells[0].qualifier, &cells[0].value, &mut points).unwrap();
+            crate::schema::column::decode_compacted(
+                &cells[0].qualifier,
+                &cells[0].value,
+                &mut points,
+            )
+            .unwrap();
             let values: Vec<_> = points.iter().map(|p| p.value().unwrap()).collect();
-            assert_eq!(values, (0..3).map(|k| DataValue::Int(i as i64 * 10 + k)).collect::<Vec<_>>(), "row {i}");
+            assert_eq!(
+                values,
+                (0..3)
+                    .map(|k| DataValue::Int(i as i64 * 10 + k))
+                    .collect::<Vec<_>>(),
+                "row {i}"
+            );
         }
     }
 
@@ -384,15 +509,32 @@ mod tests {
     fn a_failed_flush_resumes_at_the_chunk_that_failed() {
         let (_dir, flusher, flaky, mut buffer, series) = flaky_flush();
         let (mut done, mut touched) = (0, Vec::new());
-        assert!(flusher.write_from(&mut buffer, &mut done, &mut touched).is_err());
+        assert!(flusher
+            .write_from(&mut buffer, &mut done, &mut touched)
+            .is_err());
         assert_eq!(done, MUTATE_CHUNK, "the first chunk is stored");
         assert_eq!(touched.len(), MUTATE_CHUNK);
-        assert!(buffer.rows[..MUTATE_CHUNK].iter().all(|r| r.points.is_empty() && r.points.capacity() == 0), "stored rows' points are dropped");
-        assert!(buffer.rows[MUTATE_CHUNK..].iter().all(|r| r.points.len() == 3), "rows not stored keep their points");
-        flusher.write_from(&mut buffer, &mut done, &mut touched).unwrap();
+        assert!(
+            buffer.rows[..MUTATE_CHUNK]
+                .iter()
+                .all(|r| r.points.is_empty() && r.points.capacity() == 0),
+            "stored rows' points are dropped"
+        );
+        assert!(
+            buffer.rows[MUTATE_CHUNK..]
+                .iter()
+                .all(|r| r.points.len() == 3),
+            "rows not stored keep their points"
+        );
+        flusher
+            .write_from(&mut buffer, &mut done, &mut touched)
+            .unwrap();
         assert_eq!((done, touched.len()), (ROWS, ROWS));
         for (i, s) in series.iter().enumerate() {
-            assert_eq!(touched[i], (KeyLayout::default().row_key(s.tsuid, BASE), BASE));
+            assert_eq!(
+                touched[i],
+                (KeyLayout::default().row_key(s.tsuid, BASE), BASE)
+            );
         }
         // One call per chunk, plus the one that failed: nothing was written twice.
         assert_eq!(flaky.calls.load(std::sync::atomic::Ordering::SeqCst), 3 + 1);
@@ -405,10 +547,17 @@ mod tests {
     fn a_flush_retries_a_failed_store_write_to_the_end() {
         let (_dir, flusher, flaky, buffer, series) = flaky_flush();
         let mut pending = HashMap::new();
-        flusher.flush_durably(buffer, None, &mut pending, Vec::new()).unwrap();
-        assert!(flusher.store_ok.load(std::sync::atomic::Ordering::SeqCst), "available again");
+        flusher
+            .flush_durably(buffer, None, &mut pending, Vec::new())
+            .unwrap();
+        assert!(
+            flusher.store_ok.load(std::sync::atomic::Ordering::SeqCst),
+            "available again"
+        );
         assert_eq!(pending.len(), ROWS);
-        assert!(series.iter().all(|s| pending.get(&KeyLayout::default().row_key(s.tsuid, BASE)).is_some_and(|(b, _)| *b == BASE)));
+        assert!(series.iter().all(|s| pending
+            .get(&KeyLayout::default().row_key(s.tsuid, BASE))
+            .is_some_and(|(b, _)| *b == BASE)));
         assert_eq!(flaky.calls.load(std::sync::atomic::Ordering::SeqCst), 3 + 1);
         assert_stored(&flaky.inner, &series);
     }

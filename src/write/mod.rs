@@ -64,7 +64,12 @@ fn wal_root(data_dir: &Path) -> PathBuf {
 }
 
 /// Writes every point left in the WAL (from a crash) to the store, then removes the segments.
-pub fn recover(data_dir: &Path, store: &SharedStore, table: &str, layout: KeyLayout) -> Result<wal::ReplayStats, WriteError> {
+pub fn recover(
+    data_dir: &Path,
+    store: &SharedStore,
+    table: &str,
+    layout: KeyLayout,
+) -> Result<wal::ReplayStats, WriteError> {
     let root = wal_root(data_dir);
     let mut total = wal::ReplayStats::default();
     if !root.exists() {
@@ -87,8 +92,10 @@ pub fn recover(data_dir: &Path, store: &SharedStore, table: &str, layout: KeyLay
     };
     for dir in dirs {
         let mut buffer = shard::Buffer::default();
-        let stats = wal::replay(&dir, |tsuid, base, p| buffer.insert(crate::series::SeriesKey::new(tsuid), base, p))
-            .map_err(|e| WriteError::Wal(format!("{}: {e}", dir.display())))?;
+        let stats = wal::replay(&dir, |tsuid, base, p| {
+            buffer.insert(crate::series::SeriesKey::new(tsuid), base, p)
+        })
+        .map_err(|e| WriteError::Wal(format!("{}: {e}", dir.display())))?;
         if stats.points > 0 {
             tracing::info!(dir = %dir.display(), points = stats.points, records = stats.records, "replaying write-ahead log");
         }
@@ -96,13 +103,24 @@ pub fn recover(data_dir: &Path, store: &SharedStore, table: &str, layout: KeyLay
         store.flush()?;
         // Rows of closed hours get their compaction now: no flusher will see them again.
         let now = crate::query::time::now_ms() / 1000;
-        let closed: Vec<Vec<u8>> = touched.into_iter().filter(|(_, base)| flusher::hour_closed(*base, now)).map(|(r, _)| r).collect();
-        let left = compactor::Compactor::new(store.clone(), table).compact_all(&closed, compactor::SETTLE * 3);
+        let closed: Vec<Vec<u8>> = touched
+            .into_iter()
+            .filter(|(_, base)| flusher::hour_closed(*base, now))
+            .map(|(r, _)| r)
+            .collect();
+        let left = compactor::Compactor::new(store.clone(), table)
+            .compact_all(&closed, compactor::SETTLE * 3);
         if !left.is_empty() {
-            tracing::warn!(rows = left.len(), "rows left uncompacted after replay (readers merge them; fsck --fix compacts)");
+            tracing::warn!(
+                rows = left.len(),
+                "rows left uncompacted after replay (readers merge them; fsck --fix compacts)"
+            );
         }
         store.flush()?;
-        let last = wal::segments(&dir).map_err(|e| WriteError::Wal(e.to_string()))?.last().copied();
+        let last = wal::segments(&dir)
+            .map_err(|e| WriteError::Wal(e.to_string()))?
+            .last()
+            .copied();
         if let Some(last) = last {
             wal::retire_upto(&dir, last).map_err(|e| WriteError::Wal(e.to_string()))?;
         }
@@ -132,7 +150,8 @@ impl Writer {
         let store_ok = Arc::new(std::sync::atomic::AtomicBool::new(true));
         for i in 0..cfg.shards.max(1) {
             let dir = wal_root(data_dir).join(format!("shard-{i}"));
-            let wal = wal::Wal::open(&dir, cfg.fsync).map_err(|e| WriteError::Wal(format!("{}: {e}", dir.display())))?;
+            let wal = wal::Wal::open(&dir, cfg.fsync)
+                .map_err(|e| WriteError::Wal(format!("{}: {e}", dir.display())))?;
             let (tx, rx) = mpsc::channel(cfg.queue_depth);
             let (jobs_tx, jobs_rx) = std::sync::mpsc::sync_channel(1);
             let in_flight = Arc::new(shard::InFlight::default());
@@ -156,7 +175,9 @@ impl Writer {
             // Unbounded, but each request has writers waiting on it (every caller waits).
             let (sync_tx, sync_rx) = std::sync::mpsc::channel();
             let poisoned = Arc::new(std::sync::atomic::AtomicBool::new(false));
-            let syncer = wal::Syncer { poisoned: poisoned.clone() };
+            let syncer = wal::Syncer {
+                poisoned: poisoned.clone(),
+            };
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("wal-sync-{i}"))
@@ -176,12 +197,21 @@ impl Writer {
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("shard-{i}"))
-                    .spawn(move || shard::run(rx, wal, jobs_tx, sync_tx, poisoned, in_flight, scfg, handle))
+                    .spawn(move || {
+                        shard::run(rx, wal, jobs_tx, sync_tx, poisoned, in_flight, scfg, handle)
+                    })
                     .map_err(|e| WriteError::Wal(e.to_string()))?,
             );
             senders.push(tx);
         }
-        Ok((Writer { shards: Arc::new(parking_lot::RwLock::new(senders)), store_ok, in_flight: Arc::new(in_flights) }, WriterThreads { threads }))
+        Ok((
+            Writer {
+                shards: Arc::new(parking_lot::RwLock::new(senders)),
+                store_ok,
+                in_flight: Arc::new(in_flights),
+            },
+            WriterThreads { threads },
+        ))
     }
 
     fn senders(&self) -> Result<Vec<mpsc::Sender<ShardMsg>>, WriteError> {
@@ -194,7 +224,11 @@ impl Writer {
 
     /// Write batches queued for the shards now (for `/metrics`).
     pub fn queued(&self) -> usize {
-        self.shards.read().iter().map(|s| s.max_capacity() - s.capacity()).sum()
+        self.shards
+            .read()
+            .iter()
+            .map(|s| s.max_capacity() - s.capacity())
+            .sum()
     }
 
     /// Whether the store takes writes. While it does not, HTTP writes are answered 503 and TCP
@@ -247,7 +281,10 @@ impl Writer {
             // Counted before the shard can take it (see `InFlight::all_stored`); uncounted
             // again if it never gets there (shutdown, or this future dropped while waiting).
             let queued = Queued::count(&self.in_flight[i].queued, part.len() as u64);
-            shards[i].send(ShardMsg::Write { points: part, ack }).await.map_err(|_| WriteError::ShuttingDown)?;
+            shards[i]
+                .send(ShardMsg::Write { points: part, ack })
+                .await
+                .map_err(|_| WriteError::ShuttingDown)?;
             queued.sent();
             acks.extend(rx);
         }
@@ -275,7 +312,10 @@ impl Writer {
 
     /// Sends `msg` to every shard and waits for every answer (one shard failing does not cut
     /// the wait for the others short); the first failure is the result.
-    async fn ask_shards(&self, msg: fn(oneshot::Sender<Result<(), WriteError>>) -> ShardMsg) -> Result<(), WriteError> {
+    async fn ask_shards(
+        &self,
+        msg: fn(oneshot::Sender<Result<(), WriteError>>) -> ShardMsg,
+    ) -> Result<(), WriteError> {
         let mut acks = Vec::new();
         let mut result = Ok(());
         for s in self.senders()?.iter() {
@@ -310,7 +350,8 @@ impl<'a> Queued<'a> {
 
 impl Drop for Queued<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(self.1, std::sync::atomic::Ordering::SeqCst);
+        self.0
+            .fetch_sub(self.1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -348,18 +389,44 @@ mod tests {
     async fn publish_covers_points_still_queued_for_a_shard() {
         let dir = tempfile::tempdir().unwrap();
         let names = crate::store::TableNames::default();
-        let store: SharedStore = Arc::new(crate::store::embedded::EmbeddedStore::open(&dir.path().join("store"), &names.specs()).unwrap());
+        let store: SharedStore = Arc::new(
+            crate::store::embedded::EmbeddedStore::open(&dir.path().join("store"), &names.specs())
+                .unwrap(),
+        );
         let cfg = one_shard(false);
         let layout = KeyLayout::default();
-        let (writer, threads) = Writer::start(dir.path(), store.clone(), &names.data, layout, &cfg, tokio::runtime::Handle::current()).unwrap();
+        let (writer, threads) = Writer::start(
+            dir.path(),
+            store.clone(),
+            &names.data,
+            layout,
+            &cfg,
+            tokio::runtime::Handle::current(),
+        )
+        .unwrap();
         for round in 0..20u32 {
             let series = crate::series::SeriesKey::new(&[0, 0, 1, 0, 0, 1, 0, 0, 2 + round as u8]);
-            let (base, point) = crate::prometheus::write::encode_sample(1_356_998_400_000, round as f64).unwrap();
-            writer.write(vec![StoredPoint { series, base, point }], false).await.unwrap();
+            let (base, point) =
+                crate::prometheus::write::encode_sample(1_356_998_400_000, round as f64).unwrap();
+            writer
+                .write(
+                    vec![StoredPoint {
+                        series,
+                        base,
+                        point,
+                    }],
+                    false,
+                )
+                .await
+                .unwrap();
             writer.publish().await.unwrap();
             let row = layout.row_key(&series.tsuid, base);
             let cells = store.get(&names.data, &row, &[b"t"]).unwrap();
-            assert_eq!(cells.len(), 1, "round {round}: the point is readable once publish returns");
+            assert_eq!(
+                cells.len(),
+                1,
+                "round {round}: the point is readable once publish returns"
+            );
         }
         writer.close();
         drop(writer);
@@ -372,21 +439,52 @@ mod tests {
     async fn free_wal_files_are_reused_while_running_and_gone_after_a_clean_stop() {
         let dir = tempfile::tempdir().unwrap();
         let names = crate::store::TableNames::default();
-        let store: SharedStore = Arc::new(crate::store::embedded::EmbeddedStore::open(&dir.path().join("store"), &names.specs()).unwrap());
+        let store: SharedStore = Arc::new(
+            crate::store::embedded::EmbeddedStore::open(&dir.path().join("store"), &names.specs())
+                .unwrap(),
+        );
         let cfg = one_shard(true);
-        let (writer, threads) = Writer::start(dir.path(), store.clone(), &names.data, KeyLayout::default(), &cfg, tokio::runtime::Handle::current()).unwrap();
+        let (writer, threads) = Writer::start(
+            dir.path(),
+            store.clone(),
+            &names.data,
+            KeyLayout::default(),
+            &cfg,
+            tokio::runtime::Handle::current(),
+        )
+        .unwrap();
         let shard_dir = wal_root(dir.path()).join("shard-0");
         let files = |suffix: &str| {
-            let mut v: Vec<String> = std::fs::read_dir(&shard_dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| n.ends_with(suffix)).collect();
+            let mut v: Vec<String> = std::fs::read_dir(&shard_dir)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(suffix))
+                .collect();
             v.sort();
             v
         };
-        let inode = |name: &str| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(shard_dir.join(name)).unwrap());
+        let inode = |name: &str| {
+            std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(shard_dir.join(name)).unwrap())
+        };
         let mut reused = 0;
         for round in 0..5u32 {
             let series = crate::series::SeriesKey::new(&[0, 0, 1, 0, 0, 1, 0, 0, 2]);
-            let (base, point) = crate::prometheus::write::encode_sample(1_356_998_400_000 + round as i64 * 1000, round as f64).unwrap();
-            writer.write(vec![StoredPoint { series, base, point }], true).await.unwrap();
+            let (base, point) = crate::prometheus::write::encode_sample(
+                1_356_998_400_000 + round as i64 * 1000,
+                round as f64,
+            )
+            .unwrap();
+            writer
+                .write(
+                    vec![StoredPoint {
+                        series,
+                        base,
+                        point,
+                    }],
+                    true,
+                )
+                .await
+                .unwrap();
             let free_before: Vec<u64> = files(".free").iter().map(|n| inode(n)).collect();
             writer.flush().await.unwrap(); // rotates; the flusher retires what the store now holds
             let current = files(".wal");
@@ -394,16 +492,35 @@ mod tests {
             if free_before.contains(&inode(&current[0])) {
                 reused += 1;
             }
-            assert_eq!(files(".free").len(), 1, "the segment just retired: {:?}", files(""));
+            assert_eq!(
+                files(".free").len(),
+                1,
+                "the segment just retired: {:?}",
+                files("")
+            );
         }
-        assert_eq!(reused, 4, "every rotation after the first takes the file retired before it");
+        assert_eq!(
+            reused, 4,
+            "every rotation after the first takes the file retired before it"
+        );
         writer.close();
         drop(writer);
         threads.join();
         assert!(files(".free").is_empty(), "{:?}", files(""));
         let current = files(".wal");
-        assert_eq!(current.len(), 1, "the current segment stays: {:?}", files(""));
-        assert_eq!(std::fs::metadata(shard_dir.join(&current[0])).unwrap().len(), 0, "no group went to it: emptied");
+        assert_eq!(
+            current.len(),
+            1,
+            "the current segment stays: {:?}",
+            files("")
+        );
+        assert_eq!(
+            std::fs::metadata(shard_dir.join(&current[0]))
+                .unwrap()
+                .len(),
+            0,
+            "no group went to it: emptied"
+        );
         let row = KeyLayout::default().row_key(&[0, 0, 1, 0, 0, 1, 0, 0, 2], 1_356_998_400);
         assert!(!store.get(&names.data, &row, &[b"t"]).unwrap().is_empty());
     }

@@ -30,7 +30,10 @@ const IDLE_GAP_DIVISOR: u32 = 4;
 pub type Ack = oneshot::Sender<Result<(), WriteError>>;
 
 pub enum ShardMsg {
-    Write { points: Vec<StoredPoint>, ack: Option<Ack> },
+    Write {
+        points: Vec<StoredPoint>,
+        ack: Option<Ack>,
+    },
     /// Acknowledged once everything written before it is in the store.
     Flush(oneshot::Sender<Result<(), WriteError>>),
     /// Acknowledged once everything written before it can be read: in the store, though
@@ -76,7 +79,11 @@ impl Buffer {
             _ => {
                 let rows = &mut self.rows;
                 let at = *self.index.entry((series, base)).or_insert_with(|| {
-                    rows.push(Row { series, base, points: Vec::new() });
+                    rows.push(Row {
+                        series,
+                        base,
+                        points: Vec::new(),
+                    });
                     (rows.len() - 1) as u32
                 });
                 series.slot.store(at, std::sync::atomic::Ordering::Relaxed);
@@ -158,7 +165,10 @@ pub fn run(
                 batch.push(m)
             }
             Ok(None) => open = false,
-            Err(_) => quiet = buffer.points > 0 && last_flush.elapsed() >= cfg.flush_interval / IDLE_GAP_DIVISOR,
+            Err(_) => {
+                quiet = buffer.points > 0
+                    && last_flush.elapsed() >= cfg.flush_interval / IDLE_GAP_DIVISOR
+            }
         }
         // Group commit: take whatever else is already queued, up to what fills the buffer. A
         // buffer flushed well past `buffer_max_points` had its rows' vectors doubled once more
@@ -206,7 +216,11 @@ pub fn run(
         // stores these points before that fsync only makes them durable sooner). Writers hear
         // back after the fsync.
         let start = Instant::now();
-        let written = if writes.is_empty() { Ok(None) } else { wal.write().map(Some) };
+        let written = if writes.is_empty() {
+            Ok(None)
+        } else {
+            wal.write().map(Some)
+        };
         if let Err(e) = &written {
             // A failed write may have left a torn record: later groups go to a fresh segment.
             tracing::error!(error = %e, "write-ahead log write failed; moving to a new segment");
@@ -230,11 +244,18 @@ pub fn run(
             }
         }
         // Before any of these points is acknowledged (see `InFlight::all_stored`).
-        in_flight.buffered.store(buffer.points as u64, std::sync::atomic::Ordering::SeqCst);
-        in_flight.queued.fetch_sub(taken, std::sync::atomic::Ordering::SeqCst);
+        in_flight
+            .buffered
+            .store(buffer.points as u64, std::sync::atomic::Ordering::SeqCst);
+        in_flight
+            .queued
+            .fetch_sub(taken, std::sync::atomic::Ordering::SeqCst);
         if let Ok(Some((_, file))) = written {
             if wal.fsync() {
-                if let Err(std::sync::mpsc::SendError(req)) = sync.send(SyncRequest { file, waiters: waiting }) {
+                if let Err(std::sync::mpsc::SendError(req)) = sync.send(SyncRequest {
+                    file,
+                    waiters: waiting,
+                }) {
                     for a in req.waiters {
                         let _ = a.send(Err(WriteError::ShuttingDown));
                     }
@@ -252,7 +273,11 @@ pub fn run(
                 let _ = r.send(Ok(()));
             }
         }
-        let due = quiet || Instant::now() >= next_flush || buffer.points >= cfg.buffer_max_points || !waiters.is_empty() || !open;
+        let due = quiet
+            || Instant::now() >= next_flush
+            || buffer.points >= cfg.buffer_max_points
+            || !waiters.is_empty()
+            || !open;
         let job = if due {
             last_flush = Instant::now();
             next_flush = last_flush + cfg.flush_interval;
@@ -266,17 +291,33 @@ pub fn run(
                     continue;
                 }
             };
-            FlushJob { buffer: std::mem::take(&mut buffer), wal_upto: Some(sealed), waiters, readers, last: !open }
+            FlushJob {
+                buffer: std::mem::take(&mut buffer),
+                wal_upto: Some(sealed),
+                waiters,
+                readers,
+                last: !open,
+            }
         } else if !readers.is_empty() {
             // Only readers ask: the buffer goes to the store now, but the WAL keeps its segment
             // (and the tick its schedule); the next flush covers these points durably.
-            FlushJob { buffer: std::mem::take(&mut buffer), wal_upto: None, waiters, readers, last: false }
+            FlushJob {
+                buffer: std::mem::take(&mut buffer),
+                wal_upto: None,
+                waiters,
+                readers,
+                last: false,
+            }
         } else {
             continue;
         };
         crate::observe::write::handed_to_flusher(job.buffer.points);
-        in_flight.sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        in_flight.buffered.store(0, std::sync::atomic::Ordering::SeqCst);
+        in_flight
+            .sent
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        in_flight
+            .buffered
+            .store(0, std::sync::atomic::Ordering::SeqCst);
         // Blocks when the flusher is behind: that is the backpressure on writers.
         if jobs.send(job).is_err() {
             tracing::error!("flusher is gone; stopping shard");
@@ -308,27 +349,63 @@ mod tests {
     #[test]
     fn after_a_failed_fsync_the_next_batch_goes_to_a_fresh_segment() {
         let dir = tempfile::tempdir().unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         let wal = Wal::open(dir.path(), false).unwrap();
         let (tx, rx) = mpsc::channel(8);
         let (jobs_tx, jobs_rx) = std::sync::mpsc::sync_channel(1);
         let (sync_tx, _sync_rx) = std::sync::mpsc::channel();
         let poisoned = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-        let cfg = ShardConfig { flush_interval: Duration::from_secs(60), max_batch_points: 1024, buffer_max_points: 1 << 20 };
+        let cfg = ShardConfig {
+            flush_interval: Duration::from_secs(60),
+            max_batch_points: 1024,
+            buffer_max_points: 1 << 20,
+        };
         let handle = rt.handle().clone();
         let in_flight = std::sync::Arc::new(InFlight::default());
-        let shard = std::thread::spawn(move || run(rx, wal, jobs_tx, sync_tx, poisoned, in_flight, cfg, handle));
+        let shard = std::thread::spawn(move || {
+            run(rx, wal, jobs_tx, sync_tx, poisoned, in_flight, cfg, handle)
+        });
         let series = crate::series::SeriesKey::new(&[0, 0, 9, 0, 0, 1, 0, 0, 7]);
-        let point = RawPoint::encode(1_356_998_400, 1_356_998_400, crate::schema::DataValue::Int(5)).unwrap();
+        let point = RawPoint::encode(
+            1_356_998_400,
+            1_356_998_400,
+            crate::schema::DataValue::Int(5),
+        )
+        .unwrap();
         let (ack, acked) = oneshot::channel();
         rt.block_on(async {
-            tx.send(ShardMsg::Write { points: vec![StoredPoint { series, base: 1_356_998_400, point }], ack: Some(ack) }).await.unwrap();
+            tx.send(ShardMsg::Write {
+                points: vec![StoredPoint {
+                    series,
+                    base: 1_356_998_400,
+                    point,
+                }],
+                ack: Some(ack),
+            })
+            .await
+            .unwrap();
             acked.await.unwrap().unwrap();
         });
-        let size = |seq: u64| std::fs::metadata(dir.path().join(format!("{seq:020}.wal"))).unwrap().len();
-        assert_eq!(size(1), 0, "segment 1 failed its fsync: nothing more goes to it");
+        let size = |seq: u64| {
+            std::fs::metadata(dir.path().join(format!("{seq:020}.wal")))
+                .unwrap()
+                .len()
+        };
+        assert_eq!(
+            size(1),
+            0,
+            "segment 1 failed its fsync: nothing more goes to it"
+        );
         assert!(size(2) > 0, "the point is in segment 2");
-        assert_eq!(super::super::wal::replay(dir.path(), |_, _, _| {}).unwrap().points, 1);
+        assert_eq!(
+            super::super::wal::replay(dir.path(), |_, _, _| {})
+                .unwrap()
+                .points,
+            1
+        );
         drop(tx);
         let drain = std::thread::spawn(move || while jobs_rx.recv().is_ok() {});
         shard.join().unwrap();
@@ -340,32 +417,55 @@ mod tests {
     #[test]
     fn a_group_commit_stops_where_the_buffer_is_full() {
         let dir = tempfile::tempdir().unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         let wal = Wal::open(dir.path(), false).unwrap();
         let (tx, rx) = mpsc::channel(64);
         let (jobs_tx, jobs_rx) = std::sync::mpsc::sync_channel(64);
         let (sync_tx, _sync_rx) = std::sync::mpsc::channel();
         let poisoned = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let cfg = ShardConfig { flush_interval: Duration::from_secs(60), max_batch_points: 100_000, buffer_max_points: 1_000 };
+        let cfg = ShardConfig {
+            flush_interval: Duration::from_secs(60),
+            max_batch_points: 100_000,
+            buffer_max_points: 1_000,
+        };
         let series = crate::series::SeriesKey::new(&[0, 0, 9, 0, 0, 1, 0, 0, 9]);
         let base = 1_356_998_400u32;
         // Forty writes of 300 points, all queued before the shard starts.
         rt.block_on(async {
             for w in 0..40u64 {
                 let points = (0..300u64)
-                    .map(|i| StoredPoint { series, base, point: RawPoint::encode((base as u64 + (w * 300 + i) % 3600) * 1000, base, DataValue::Int(i as i64)).unwrap() })
+                    .map(|i| StoredPoint {
+                        series,
+                        base,
+                        point: RawPoint::encode(
+                            (base as u64 + (w * 300 + i) % 3600) * 1000,
+                            base,
+                            DataValue::Int(i as i64),
+                        )
+                        .unwrap(),
+                    })
                     .collect();
-                tx.send(ShardMsg::Write { points, ack: None }).await.unwrap();
+                tx.send(ShardMsg::Write { points, ack: None })
+                    .await
+                    .unwrap();
             }
         });
         drop(tx);
         let handle = rt.handle().clone();
         let in_flight = std::sync::Arc::new(InFlight::default());
-        let shard = std::thread::spawn(move || run(rx, wal, jobs_tx, sync_tx, poisoned, in_flight, cfg, handle));
+        let shard = std::thread::spawn(move || {
+            run(rx, wal, jobs_tx, sync_tx, poisoned, in_flight, cfg, handle)
+        });
         shard.join().unwrap();
         let sizes: Vec<usize> = jobs_rx.try_iter().map(|j| j.buffer.points).collect();
         assert_eq!(sizes.iter().sum::<usize>(), 40 * 300);
-        assert!(sizes.iter().all(|&n| n < 1_000 + 300), "flush jobs of {sizes:?} points");
+        assert!(
+            sizes.iter().all(|&n| n < 1_000 + 300),
+            "flush jobs of {sizes:?} points"
+        );
     }
 
     /// Rows found through the series' slots are the rows a plain look-up finds: with two
@@ -376,7 +476,9 @@ mod tests {
         let a = crate::series::SeriesKey::new(&[0, 0, 9, 0, 0, 1, 0, 0, 1]);
         let b = crate::series::SeriesKey::new(&[0, 0, 9, 0, 0, 1, 0, 0, 2]);
         let (h0, h1) = (1_356_998_400u32, 1_357_002_000u32);
-        let p = |ts: u64, v: i64| RawPoint::encode(ts, crate::schema::rowkey::base_time(ts), DataValue::Int(v)).unwrap();
+        let p = |ts: u64, v: i64| {
+            RawPoint::encode(ts, crate::schema::rowkey::base_time(ts), DataValue::Int(v)).unwrap()
+        };
         let (mut one, mut two) = (Buffer::default(), Buffer::default());
         one.insert(a, h0, p(h0 as u64, 1));
         two.insert(a, h0, p(h0 as u64 + 10, 100));
@@ -388,8 +490,18 @@ mod tests {
         one.insert(a, h1, p(h1 as u64 + 10, 6));
         two.insert(a, h0, p(h0 as u64 + 20, 102));
         one.insert(b, h0, p(h0 as u64 + 10, 7));
-        assert_eq!(values(&one), vec![(1, h0, vec![1, 2, 5]), (2, h0, vec![3, 7]), (1, h1, vec![4, 6])]);
-        assert_eq!(values(&two), vec![(1, h0, vec![100, 102]), (2, h1, vec![101])]);
+        assert_eq!(
+            values(&one),
+            vec![
+                (1, h0, vec![1, 2, 5]),
+                (2, h0, vec![3, 7]),
+                (1, h1, vec![4, 6])
+            ]
+        );
+        assert_eq!(
+            values(&two),
+            vec![(1, h0, vec![100, 102]), (2, h1, vec![101])]
+        );
         assert_eq!((one.points, two.points), (7, 3));
     }
 }

@@ -63,7 +63,10 @@ pub fn segments(dir: &Path) -> io::Result<Vec<u64>> {
     for e in fs::read_dir(dir)? {
         let name = e?.file_name();
         let name = name.to_string_lossy();
-        if let Some(n) = name.strip_suffix(".wal").and_then(|s| s.parse::<u64>().ok()) {
+        if let Some(n) = name
+            .strip_suffix(".wal")
+            .and_then(|s| s.parse::<u64>().ok())
+        {
             out.push(n);
         }
     }
@@ -102,8 +105,14 @@ impl Wal {
         fs::create_dir_all(dir)?;
         // After free files' numbers too: a reused file's older records carry its number, and
         // must never match the segment it becomes.
-        let free_seqs = free_files(dir)?.into_iter().filter_map(|p| p.file_stem()?.to_str()?.parse::<u64>().ok());
-        let seq = segments(dir)?.into_iter().chain(free_seqs).max().map_or(1, |s| s + 1);
+        let free_seqs = free_files(dir)?
+            .into_iter()
+            .filter_map(|p| p.file_stem()?.to_str()?.parse::<u64>().ok());
+        let seq = segments(dir)?
+            .into_iter()
+            .chain(free_seqs)
+            .max()
+            .map_or(1, |s| s + 1);
         let file = take_segment_file(dir, seq)?;
         let mut wal = Wal {
             dir: dir.to_path_buf(),
@@ -208,7 +217,10 @@ impl Wal {
     /// segment are made durable by the fsyncs already asked for them (the shard writes its
     /// pending group before rotating; one left over would be committed here).
     pub fn rotate(&mut self) -> io::Result<u64> {
-        debug_assert!(self.buf.is_empty() || (self.header_pending && self.buf.len() == FILE_HEADER), "a group pending at rotation");
+        debug_assert!(
+            self.buf.is_empty() || (self.header_pending && self.buf.len() == FILE_HEADER),
+            "a group pending at rotation"
+        );
         self.commit()?;
         let sealed = self.seq;
         let file = take_segment_file(&self.dir, sealed + 1)?;
@@ -254,7 +266,10 @@ fn take_segment_file(dir: &Path, seq: u64) -> io::Result<Arc<File>> {
     }
     let file = match file {
         Some(f) => f,
-        None => OpenOptions::new().create_new(true).write(true).open(&path)?,
+        None => OpenOptions::new()
+            .create_new(true)
+            .write(true)
+            .open(&path)?,
     };
     Ok(Arc::new(file))
 }
@@ -277,7 +292,11 @@ pub struct Syncer {
 }
 
 impl Syncer {
-    pub fn run<T>(self, rx: std::sync::mpsc::Receiver<SyncRequest<T>>, answer: impl Fn(T, io::Result<()>)) {
+    pub fn run<T>(
+        self,
+        rx: std::sync::mpsc::Receiver<SyncRequest<T>>,
+        answer: impl Fn(T, io::Result<()>),
+    ) {
         // Files whose fsync failed (kept alive so their addresses stay theirs).
         let mut failed: Vec<(Arc<File>, io::ErrorKind, String)> = Vec::new();
         while let Ok(first) = rx.recv() {
@@ -286,7 +305,11 @@ impl Syncer {
             let mut synced: Vec<Arc<File>> = Vec::with_capacity(1);
             for r in &reqs {
                 // One fsync per file covers every request naming it.
-                if synced.iter().chain(failed.iter().map(|(f, ..)| f)).any(|f| Arc::ptr_eq(f, &r.file)) {
+                if synced
+                    .iter()
+                    .chain(failed.iter().map(|(f, ..)| f))
+                    .any(|f| Arc::ptr_eq(f, &r.file))
+                {
                     continue;
                 }
                 let start = Instant::now();
@@ -297,17 +320,24 @@ impl Syncer {
                     Err(e) => {
                         tracing::error!(error = %e, "write-ahead log fsync failed; the shard moves to a new segment");
                         failed.push((r.file.clone(), e.kind(), e.to_string()));
-                        self.poisoned.store(true, std::sync::atomic::Ordering::Release);
+                        self.poisoned
+                            .store(true, std::sync::atomic::Ordering::Release);
                     }
                 }
             }
             for r in reqs {
-                let err = failed.iter().find(|(f, ..)| Arc::ptr_eq(f, &r.file)).map(|(_, k, m)| (*k, m.clone()));
+                let err = failed
+                    .iter()
+                    .find(|(f, ..)| Arc::ptr_eq(f, &r.file))
+                    .map(|(_, k, m)| (*k, m.clone()));
                 for w in r.waiters {
-                    answer(w, match &err {
-                        None => Ok(()),
-                        Some((k, m)) => Err(io::Error::new(*k, m.clone())),
-                    });
+                    answer(
+                        w,
+                        match &err {
+                            None => Ok(()),
+                            Some((k, m)) => Err(io::Error::new(*k, m.clone())),
+                        },
+                    );
                 }
             }
             // A failed file is only ever named again by requests already queued behind it.
@@ -351,7 +381,11 @@ pub fn replay(dir: &Path, mut f: impl FnMut(&[u8], u32, RawPoint)) -> io::Result
         let mut data = Vec::new();
         File::open(segment_path(dir, seq))?.read_to_end(&mut data)?;
         let (mut at, salt) = if data.starts_with(MAGIC) {
-            if data.get(8..FILE_HEADER).map(|b| u64::from_le_bytes(b.try_into().unwrap())) != Some(seq) {
+            if data
+                .get(8..FILE_HEADER)
+                .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+                != Some(seq)
+            {
                 // A reused file whose new header never reached the disk: nothing was written.
                 continue;
             }
@@ -368,7 +402,11 @@ pub fn replay(dir: &Path, mut f: impl FnMut(&[u8], u32, RawPoint)) -> io::Result
                 }
                 Record::End => break,
                 Record::Bad => {
-                    tracing::warn!(segment = seq, offset = at, "WAL segment ends in a torn or damaged record; rest skipped");
+                    tracing::warn!(
+                        segment = seq,
+                        offset = at,
+                        "WAL segment ends in a torn or damaged record; rest skipped"
+                    );
                     stats.damaged += 1;
                     break;
                 }
@@ -384,7 +422,10 @@ fn record_crc(salt: [u8; 4], payload: &[u8]) -> u32 {
 }
 
 enum Record {
-    Read { len: usize, points: usize },
+    Read {
+        len: usize,
+        points: usize,
+    },
     /// Past the last record: the end of what was written, or a reused file's older records.
     End,
     /// Incomplete, or fails its checksum.
@@ -393,10 +434,22 @@ enum Record {
 
 /// Decodes one record: of the current format when `salt` (the segment's number) is given,
 /// else of the format before it.
-fn read_record(data: &[u8], salt: Option<[u8; 4]>, f: &mut impl FnMut(&[u8], u32, RawPoint)) -> Record {
-    let header = if salt.is_some() { HEADER } else { LEGACY_HEADER };
+fn read_record(
+    data: &[u8],
+    salt: Option<[u8; 4]>,
+    f: &mut impl FnMut(&[u8], u32, RawPoint),
+) -> Record {
+    let header = if salt.is_some() {
+        HEADER
+    } else {
+        LEGACY_HEADER
+    };
     if data.len() < header {
-        return if data.iter().all(|&b| b == 0) { Record::End } else { Record::Bad };
+        return if data.iter().all(|&b| b == 0) {
+            Record::End
+        } else {
+            Record::Bad
+        };
     }
     let len = u32::from_le_bytes(data[..4].try_into().unwrap()) as usize;
     if len == 0 {
@@ -426,7 +479,10 @@ fn read_record(data: &[u8], salt: Option<[u8; 4]>, f: &mut impl FnMut(&[u8], u32
             for (t, b, p) in points {
                 f(t, b, p);
             }
-            Record::Read { len: header + len, points: n }
+            Record::Read {
+                len: header + len,
+                points: n,
+            }
         }
         None => Record::Bad,
     }
@@ -468,12 +524,24 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut w = Wal::open(dir.path(), true).unwrap();
         w.begin();
-        w.push(&[0, 0, 1, 0, 0, 1, 0, 0, 1], 1356998400, &point(1356998400, 42));
-        w.push(&[0, 0, 1, 0, 0, 1, 0, 0, 2], 1356998400, &point(1356998410, -7));
+        w.push(
+            &[0, 0, 1, 0, 0, 1, 0, 0, 1],
+            1356998400,
+            &point(1356998400, 42),
+        );
+        w.push(
+            &[0, 0, 1, 0, 0, 1, 0, 0, 2],
+            1356998400,
+            &point(1356998410, -7),
+        );
         w.end();
         w.commit().unwrap();
         w.begin();
-        w.push(&[0, 0, 2, 0, 0, 1, 0, 0, 1], 1356998400, &point(1356998400500, 1));
+        w.push(
+            &[0, 0, 2, 0, 0, 1, 0, 0, 1],
+            1356998400,
+            &point(1356998400500, 1),
+        );
         w.end();
         w.commit().unwrap();
         // A torn third record: header promising more bytes than were written.
@@ -503,7 +571,11 @@ mod tests {
     fn write_group(w: &mut Wal, points: &[(u8, u64, i64)]) {
         w.begin();
         for &(series, ts, v) in points {
-            w.push(&[0, 0, 1, 0, 0, 1, 0, 0, series], crate::schema::rowkey::base_time(ts), &point(ts, v));
+            w.push(
+                &[0, 0, 1, 0, 0, 1, 0, 0, series],
+                crate::schema::rowkey::base_time(ts),
+                &point(ts, v),
+            );
         }
         w.end();
         w.commit().unwrap();
@@ -512,7 +584,9 @@ mod tests {
     fn replayed(dir: &Path) -> (Vec<(u8, i64)>, ReplayStats) {
         let mut got = Vec::new();
         let stats = replay(dir, |t, _, p| {
-            let DataValue::Int(v) = p.value().unwrap() else { panic!("an integer") };
+            let DataValue::Int(v) = p.value().unwrap() else {
+                panic!("an integer")
+            };
             got.push((t[8], v))
         })
         .unwrap();
@@ -526,17 +600,30 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut w = Wal::open(dir.path(), true).unwrap();
         for i in 0..50 {
-            write_group(&mut w, &[(1, 1356998400 + i, i as i64), (2, 1356998400 + i, -(i as i64))]);
+            write_group(
+                &mut w,
+                &[
+                    (1, 1356998400 + i, i as i64),
+                    (2, 1356998400 + i, -(i as i64)),
+                ],
+            );
         }
         let sealed = w.rotate().unwrap();
         retire_upto(dir.path(), sealed).unwrap();
-        assert_eq!(free_files(dir.path()).unwrap().len(), 1, "segment 1 is kept for reuse");
+        assert_eq!(
+            free_files(dir.path()).unwrap().len(),
+            1,
+            "segment 1 is kept for reuse"
+        );
         // Segment 2 is empty: the next rotation makes segment 3 out of segment 1's file.
         w.rotate().unwrap();
         assert_eq!(free_files(dir.path()).unwrap().len(), 0);
         write_group(&mut w, &[(3, 1356998400, 7)]);
         let len = fs::metadata(segment_path(dir.path(), 3)).unwrap().len();
-        assert!(len > 1000, "segment 3 is segment 1's file, written over ({len} bytes)");
+        assert!(
+            len > 1000,
+            "segment 3 is segment 1's file, written over ({len} bytes)"
+        );
         drop(w);
         let (got, stats) = replayed(dir.path());
         assert_eq!(got, vec![(3, 7)]);
@@ -577,10 +664,22 @@ mod tests {
         assert!(segments(dir.path()).unwrap().is_empty());
         let free = free_files(dir.path()).unwrap();
         assert_eq!(free.len(), FREE_MAX);
-        let newest_free = free.iter().filter_map(|p| p.file_stem()?.to_str()?.parse::<u64>().ok()).max().unwrap();
+        let newest_free = free
+            .iter()
+            .filter_map(|p| p.file_stem()?.to_str()?.parse::<u64>().ok())
+            .max()
+            .unwrap();
         let mut w = Wal::open(dir.path(), true).unwrap();
-        assert!(w.seq() > newest_free, "seq {} after free file {newest_free}", w.seq());
-        assert_eq!(free_files(dir.path()).unwrap().len(), FREE_MAX - 1, "the segment is a free file");
+        assert!(
+            w.seq() > newest_free,
+            "seq {} after free file {newest_free}",
+            w.seq()
+        );
+        assert_eq!(
+            free_files(dir.path()).unwrap().len(),
+            FREE_MAX - 1,
+            "the segment is a free file"
+        );
         write_group(&mut w, &[(2, 1356998400, 6)]);
         drop(w);
         assert_eq!(replayed(dir.path()).0, vec![(2, 6)]);
@@ -620,13 +719,25 @@ mod tests {
         let bad = Arc::new(File::from(std::os::fd::OwnedFd::from(w)));
         let (tx, rx) = std::sync::mpsc::channel();
         for (file, id) in [(&bad, 1), (&good, 2), (&bad, 3), (&good, 4)] {
-            tx.send(SyncRequest { file: file.clone(), waiters: vec![id] }).unwrap();
+            tx.send(SyncRequest {
+                file: file.clone(),
+                waiters: vec![id],
+            })
+            .unwrap();
         }
         drop(tx);
         let poisoned = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let answers = std::sync::Mutex::new(Vec::new());
-        Syncer { poisoned: poisoned.clone() }.run(rx, |id, res| answers.lock().unwrap().push((id, res.is_ok())));
-        assert_eq!(answers.into_inner().unwrap(), vec![(1, false), (2, true), (3, false), (4, true)]);
+        Syncer {
+            poisoned: poisoned.clone(),
+        }
+        .run(rx, |id, res| {
+            answers.lock().unwrap().push((id, res.is_ok()))
+        });
+        assert_eq!(
+            answers.into_inner().unwrap(),
+            vec![(1, false), (2, true), (3, false), (4, true)]
+        );
         assert!(poisoned.load(std::sync::atomic::Ordering::Acquire));
     }
 
@@ -649,7 +760,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut w = Wal::open(dir.path(), false).unwrap();
         w.begin();
-        w.push(&[0, 0, 1, 0, 0, 1, 0, 0, 1], 1356998400, &point(1356998400, 42));
+        w.push(
+            &[0, 0, 1, 0, 0, 1, 0, 0, 1],
+            1356998400,
+            &point(1356998400, 42),
+        );
         w.end();
         w.commit().unwrap();
         drop(w);
@@ -658,7 +773,10 @@ mod tests {
         let last = data.len() - 1;
         data[last] ^= 1;
         fs::write(&path, data).unwrap();
-        let stats = replay(dir.path(), |_, _, _| panic!("no point may come out of a damaged record")).unwrap();
+        let stats = replay(dir.path(), |_, _, _| {
+            panic!("no point may come out of a damaged record")
+        })
+        .unwrap();
         assert_eq!((stats.records, stats.damaged), (0, 1));
     }
 }

@@ -32,7 +32,11 @@ pub fn free_port() -> u16 {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
         .ok()
-        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse::<u32>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u32>().ok())
+        })
         .unwrap_or(32768);
     const FLOOR: u32 = 10_000;
     if low > FLOOR + 1000 {
@@ -47,7 +51,11 @@ pub fn free_port() -> u16 {
             }
         }
     }
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// Where a test's servers keep their data: the embedded engine, or HBase through its Thrift
@@ -60,18 +68,31 @@ pub struct Backend {
 
 impl Backend {
     pub fn embedded() -> Backend {
-        Backend { name: "embedded", double: None, _dir: None }
+        Backend {
+            name: "embedded",
+            double: None,
+            _dir: None,
+        }
     }
 
     /// Starts a double and creates tsgate's tables in it (what `tsgate hbase create-tables` does).
     pub fn hbase() -> Backend {
         use tsgate::store::hbase::{tables, HBaseConfig, HBaseStore};
         let dir = tempfile::tempdir().unwrap();
-        let double = tsgate::store::hbase::double::TestDouble::start(dir.path(), "127.0.0.1:0").unwrap();
-        let cfg = HBaseConfig { thrift: double.addr(), ..Default::default() };
+        let double =
+            tsgate::store::hbase::double::TestDouble::start(dir.path(), "127.0.0.1:0").unwrap();
+        let cfg = HBaseConfig {
+            thrift: double.addr(),
+            ..Default::default()
+        };
         let names = tsgate::store::TableNames::default();
-        tables::create_tables(HBaseStore::new(&cfg, &names.specs()).pool(), &names, "NONE").unwrap();
-        Backend { name: "hbase", double: Some(double), _dir: Some(dir) }
+        tables::create_tables(HBaseStore::new(&cfg, &names.specs()).pool(), &names, "NONE")
+            .unwrap();
+        Backend {
+            name: "hbase",
+            double: Some(double),
+            _dir: Some(dir),
+        }
     }
 
     pub fn is_hbase(&self) -> bool {
@@ -89,7 +110,12 @@ impl Backend {
     /// The flags every `tsgate` command gets for this backend.
     pub fn args(&self) -> Vec<String> {
         match &self.double {
-            Some(d) => vec!["--backend".into(), "hbase".into(), "--hbase-thrift".into(), d.addr()],
+            Some(d) => vec![
+                "--backend".into(),
+                "hbase".into(),
+                "--hbase-thrift".into(),
+                d.addr(),
+            ],
             None => Vec::new(),
         }
     }
@@ -127,14 +153,26 @@ impl Server {
 
     /// Like `start_with`, but reports a server that exited at start-up (a port in use, say)
     /// instead of panicking, so the caller can retry with other ports.
-    pub fn try_start_with(data: &Path, config: Option<&Path>) -> Result<Server, std::process::ExitStatus> {
+    pub fn try_start_with(
+        data: &Path,
+        config: Option<&Path>,
+    ) -> Result<Server, std::process::ExitStatus> {
         Self::try_start_on(&Backend::embedded(), data, config)
     }
 
-    pub fn try_start_on(backend: &Backend, data: &Path, config: Option<&Path>) -> Result<Server, std::process::ExitStatus> {
+    pub fn try_start_on(
+        backend: &Backend,
+        data: &Path,
+        config: Option<&Path>,
+    ) -> Result<Server, std::process::ExitStatus> {
         let addr = format!("127.0.0.1:{}", free_port());
         let mut cmd = Command::new(bin());
-        cmd.args(["serve", "--data-dir"]).arg(data).args(["--listen", &addr, "--log-level", "warn"]);
+        cmd.args(["serve", "--data-dir"]).arg(data).args([
+            "--listen",
+            &addr,
+            "--log-level",
+            "warn",
+        ]);
         // Graphite ports off unless a test asks for them: parallel servers would fight over :2003.
         if !extra_args_have_graphite(config) {
             cmd.args(["--graphite-listen", "", "--pickle-listen", ""]);
@@ -143,8 +181,17 @@ impl Server {
         if let Some(c) = config {
             cmd.arg("--config").arg(c);
         }
-        let child = cmd.stdout(Stdio::null()).stderr(Stdio::inherit()).spawn().expect("spawn tsgate");
-        let mut s = Server { child: Some(child), addr, data: data.to_path_buf(), config: config.map(|c| c.to_path_buf()) };
+        let child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn tsgate");
+        let mut s = Server {
+            child: Some(child),
+            addr,
+            data: data.to_path_buf(),
+            config: config.map(|c| c.to_path_buf()),
+        };
         // The exit status of a server that already stopped (it is then no longer ours to kill).
         let exited = |s: &mut Server| {
             let status = s.child.as_mut().unwrap().try_wait().unwrap()?;
@@ -172,7 +219,11 @@ impl Server {
 
     fn signal(&self, sig: &str) {
         let pid = self.child.as_ref().unwrap().id().to_string();
-        assert!(Command::new("kill").args([sig, &pid]).status().unwrap().success());
+        assert!(Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap()
+            .success());
     }
 
     /// SIGINT and wait: the clean stop path.
@@ -207,7 +258,12 @@ impl Server {
             let (code, body) = self.http("GET", path, "");
             if code == 200 {
                 let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-                let n: usize = v.as_array().unwrap().iter().map(|s| s["dps"].as_object().unwrap().len()).sum();
+                let n: usize = v
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|s| s["dps"].as_object().unwrap().len())
+                    .sum();
                 if n >= want || Instant::now() > deadline {
                     return v;
                 }
@@ -229,29 +285,58 @@ impl Drop for Server {
 }
 
 /// A minimal HTTP/1.1 client over a raw socket: (status, body).
-pub fn http(addr: &str, method: &str, path: &str, body: &str, headers: &[(&str, &str)]) -> (u16, String) {
+pub fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    body: &str,
+    headers: &[(&str, &str)],
+) -> (u16, String) {
     let (code, body) = http_bytes(addr, method, path, body.as_bytes(), headers);
     (code, String::from_utf8_lossy(&body).into_owned())
 }
 
-pub fn http_bytes(addr: &str, method: &str, path: &str, body: &[u8], headers: &[(&str, &str)]) -> (u16, Vec<u8>) {
-    let Ok(mut s) = TcpStream::connect(addr) else { return (0, Vec::new()) };
+pub fn http_bytes(
+    addr: &str,
+    method: &str,
+    path: &str,
+    body: &[u8],
+    headers: &[(&str, &str)],
+) -> (u16, Vec<u8>) {
+    let Ok(mut s) = TcpStream::connect(addr) else {
+        return (0, Vec::new());
+    };
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
     req.push_str("\r\n");
-    if s.write_all(req.as_bytes()).and_then(|_| s.write_all(body)).is_err() {
+    if s.write_all(req.as_bytes())
+        .and_then(|_| s.write_all(body))
+        .is_err()
+    {
         return (0, Vec::new());
     }
     let mut resp = Vec::new();
     let _ = s.read_to_end(&mut resp);
-    let Some(split) = resp.windows(4).position(|w| w == b"\r\n\r\n") else { return (0, Vec::new()) };
+    let Some(split) = resp.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return (0, Vec::new());
+    };
     let head = String::from_utf8_lossy(&resp[..split]).to_string();
-    let code = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let code = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
     let mut body = resp[split + 4..].to_vec();
-    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
         body = dechunk(&body);
     }
     (code, body)
@@ -260,7 +345,9 @@ pub fn http_bytes(addr: &str, method: &str, path: &str, body: &[u8], headers: &[
 fn dechunk(mut b: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     loop {
-        let Some(nl) = b.windows(2).position(|w| w == b"\r\n") else { return out };
+        let Some(nl) = b.windows(2).position(|w| w == b"\r\n") else {
+            return out;
+        };
         let n = usize::from_str_radix(String::from_utf8_lossy(&b[..nl]).trim(), 16).unwrap_or(0);
         if n == 0 {
             return out;
@@ -278,7 +365,9 @@ pub struct Telnet {
 impl Telnet {
     pub fn connect(addr: &str) -> Telnet {
         let stream = TcpStream::connect(addr).unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
         let reader = BufReader::new(stream.try_clone().unwrap());
         Telnet { stream, reader }
     }
@@ -335,21 +424,44 @@ pub fn scan(data: &Path, table: &str) -> Vec<String> {
 }
 
 pub fn scan_on(backend: &Backend, data: &Path, table: &str) -> Vec<String> {
-    let o = tsgate_on(backend, &["scan", "--data-dir", data.to_str().unwrap(), "--table", table]);
-    assert!(o.status.success(), "scan failed: {}", String::from_utf8_lossy(&o.stderr));
+    let o = tsgate_on(
+        backend,
+        &[
+            "scan",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--table",
+            table,
+        ],
+    );
+    assert!(
+        o.status.success(),
+        "scan failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     stdout(&o).lines().map(String::from).collect()
 }
 
 /// Whether a test's config file sets the Graphite listeners itself (then the flags that turn
 /// them off are not passed, since flags override the file).
 fn extra_args_have_graphite(config: Option<&Path>) -> bool {
-    config.and_then(|c| std::fs::read_to_string(c).ok()).is_some_and(|t| t.contains("graphite_listen") || t.contains("pickle_listen"))
+    config
+        .and_then(|c| std::fs::read_to_string(c).ok())
+        .is_some_and(|t| t.contains("graphite_listen") || t.contains("pickle_listen"))
 }
 
 /// The value of `/api/stats` row `metric` (with tag `type=kind`, unless `kind` is empty).
 pub fn stat(addr: &str, metric: &str, kind: &str) -> u64 {
     let (_, body) = http(addr, "GET", "/api/stats", "", &[]);
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-    let row = v.as_array().unwrap().iter().find(|r| r["metric"] == metric && (kind.is_empty() || r["tags"]["type"] == kind)).unwrap();
-    row["value"].as_str().map(|s| s.parse().unwrap()).unwrap_or_else(|| row["value"].as_u64().unwrap())
+    let row = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["metric"] == metric && (kind.is_empty() || r["tags"]["type"] == kind))
+        .unwrap();
+    row["value"]
+        .as_str()
+        .map(|s| s.parse().unwrap())
+        .unwrap_or_else(|| row["value"].as_u64().unwrap())
 }

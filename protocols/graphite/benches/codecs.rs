@@ -6,7 +6,18 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
 use tsgate_graphite::{pickle, plaintext};
 
-const METRICS: [&str; 10] = ["usage_user", "usage_system", "usage_idle", "usage_nice", "usage_iowait", "usage_irq", "usage_softirq", "usage_steal", "usage_guest", "usage_guest_nice"];
+const METRICS: [&str; 10] = [
+    "usage_user",
+    "usage_system",
+    "usage_idle",
+    "usage_nice",
+    "usage_iowait",
+    "usage_irq",
+    "usage_softirq",
+    "usage_steal",
+    "usage_guest",
+    "usage_guest_nice",
+];
 const START: u64 = 1699999200;
 
 /// gen.py's points for one timestamp: `hosts` hosts × 10 metrics, values 0–100 with 2 decimals.
@@ -18,7 +29,11 @@ fn points(hosts: usize) -> Vec<(String, u64, f64)> {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            out.push((format!("dc{}.host_{h}.cpu.{m}", h % 3), START, (x % 10_000) as f64 / 100.0));
+            out.push((
+                format!("dc{}.host_{h}.cpu.{m}", h % 3),
+                START,
+                (x % 10_000) as f64 / 100.0,
+            ));
         }
     }
     out
@@ -26,14 +41,20 @@ fn points(hosts: usize) -> Vec<(String, u64, f64)> {
 
 fn bench_plaintext(c: &mut Criterion) {
     let pts = points(1000);
-    let text: String = pts.iter().map(|(p, ts, v)| format!("{p} {v} {ts}\n")).collect();
+    let text: String = pts
+        .iter()
+        .map(|(p, ts, v)| format!("{p} {v} {ts}\n"))
+        .collect();
     let mut g = c.benchmark_group("graphite");
     g.throughput(Throughput::Elements(pts.len() as u64));
     g.bench_function("plaintext_parse_line", |b| {
         b.iter(|| {
             let mut sum = 0.0;
             for line in text.lines() {
-                sum += plaintext::parse_line(black_box(line), 0).unwrap().unwrap().value;
+                sum += plaintext::parse_line(black_box(line), 0)
+                    .unwrap()
+                    .unwrap()
+                    .value;
             }
             sum
         })
@@ -67,7 +88,9 @@ fn bench_pickle(c: &mut Criterion) {
     assert_eq!(pickle::decode(&frame).unwrap().items.len(), pts.len());
     let mut g = c.benchmark_group("graphite");
     g.throughput(Throughput::Elements(pts.len() as u64));
-    g.bench_function("pickle_decode_500", |b| b.iter(|| pickle::decode(black_box(&frame)).unwrap().items.len()));
+    g.bench_function("pickle_decode_500", |b| {
+        b.iter(|| pickle::decode(black_box(&frame)).unwrap().items.len())
+    });
     g.finish();
 }
 

@@ -8,8 +8,13 @@ pub enum FrameError {
 
 /// Looks for one whole frame at the start of `buf`. `Ok(Some((header + payload length,
 /// payload range)))` when complete, `Ok(None)` when more bytes are needed.
-pub fn next_frame(buf: &[u8], max: usize) -> Result<Option<(usize, std::ops::Range<usize>)>, FrameError> {
-    let Some(head) = buf.get(..4) else { return Ok(None) };
+pub fn next_frame(
+    buf: &[u8],
+    max: usize,
+) -> Result<Option<(usize, std::ops::Range<usize>)>, FrameError> {
+    let Some(head) = buf.get(..4) else {
+        return Ok(None);
+    };
     let len = u32::from_be_bytes([head[0], head[1], head[2], head[3]]) as usize;
     if len > max {
         return Err(FrameError::TooLarge { len, max });
@@ -40,6 +45,9 @@ mod tests {
         assert_eq!(next_frame(&b[7..], 10), Ok(Some((4, 4..4))));
         assert_eq!(next_frame(&b[..6], 10), Ok(None));
         assert_eq!(next_frame(&b[..2], 10), Ok(None));
-        assert_eq!(next_frame(&encode(&[0; 11]), 10), Err(FrameError::TooLarge { len: 11, max: 10 }));
+        assert_eq!(
+            next_frame(&encode(&[0; 11]), 10),
+            Err(FrameError::TooLarge { len: 11, max: 10 })
+        );
     }
 }

@@ -12,7 +12,11 @@ use std::borrow::Cow;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PickleError {
     #[error("forbidden opcode {name} (0x{op:02x}) at byte {pos}: only data opcodes are accepted")]
-    Forbidden { op: u8, name: &'static str, pos: usize },
+    Forbidden {
+        op: u8,
+        name: &'static str,
+        pos: usize,
+    },
     #[error("unknown opcode 0x{op:02x} at byte {pos}")]
     Unknown { op: u8, pos: usize },
     #[error("truncated pickle at byte {0}")]
@@ -56,7 +60,9 @@ impl Value<'_> {
             Value::Int(i) => Some(*i as f64),
             Value::BigInt(f) | Value::Float(f) => Some(*f),
             Value::Str(s) => crate::pyfloat::parse(s.trim_matches(crate::plaintext::is_py_space)),
-            Value::Bytes(b) => std::str::from_utf8(b).ok().and_then(|s| crate::pyfloat::parse(s.trim_matches(crate::plaintext::is_py_space))),
+            Value::Bytes(b) => std::str::from_utf8(b)
+                .ok()
+                .and_then(|s| crate::pyfloat::parse(s.trim_matches(crate::plaintext::is_py_space))),
             _ => None,
         }
     }
@@ -131,7 +137,11 @@ struct Machine<'a> {
 
 impl<'a> Machine<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], PickleError> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.data.len()).ok_or(PickleError::Truncated(self.pos))?;
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.data.len())
+            .ok_or(PickleError::Truncated(self.pos))?;
         let s = &self.data[self.pos..end];
         self.pos = end;
         Ok(s)
@@ -153,19 +163,26 @@ impl<'a> Machine<'a> {
 
     fn u64(&mut self) -> Result<usize, PickleError> {
         let b = self.take(8)?;
-        usize::try_from(u64::from_le_bytes(b.try_into().expect("8 bytes"))).map_err(|_| PickleError::Truncated(self.pos))
+        usize::try_from(u64::from_le_bytes(b.try_into().expect("8 bytes")))
+            .map_err(|_| PickleError::Truncated(self.pos))
     }
 
     /// A text argument up to `\n` (protocol 0).
     fn line(&mut self) -> Result<&'a [u8], PickleError> {
         let rest = &self.data[self.pos..];
-        let n = rest.iter().position(|&b| b == b'\n').ok_or(PickleError::Truncated(self.pos))?;
+        let n = rest
+            .iter()
+            .position(|&b| b == b'\n')
+            .ok_or(PickleError::Truncated(self.pos))?;
         self.pos += n + 1;
         Ok(&rest[..n])
     }
 
     fn bad(&self, what: &'static str) -> PickleError {
-        PickleError::Malformed { pos: self.pos, what }
+        PickleError::Malformed {
+            pos: self.pos,
+            what,
+        }
     }
 
     fn push(&mut self, v: Value<'a>) -> Result<(), PickleError> {
@@ -194,7 +211,10 @@ impl<'a> Machine<'a> {
             return Err(self.bad("no value above the mark"));
         }
         let pos = self.pos;
-        self.stack.last_mut().ok_or(PickleError::Malformed { pos, what: "stack underflow" })
+        self.stack.last_mut().ok_or(PickleError::Malformed {
+            pos,
+            what: "stack underflow",
+        })
     }
 
     fn memo_put(&mut self, idx: usize) -> Result<(), PickleError> {
@@ -215,7 +235,11 @@ impl<'a> Machine<'a> {
     }
 
     fn memo_get(&mut self, idx: usize) -> Result<(), PickleError> {
-        let v = self.memo.get(idx).and_then(|v| v.clone()).ok_or_else(|| self.bad("memo index not set"))?;
+        let v = self
+            .memo
+            .get(idx)
+            .and_then(|v| v.clone())
+            .ok_or_else(|| self.bad("memo index not set"))?;
         self.push(v)
     }
 
@@ -267,12 +291,20 @@ impl<'a> Machine<'a> {
                 }
                 b'p' => {
                     let l = self.line()?;
-                    let idx = self.text(l)?.trim().parse().map_err(|_| self.bad("PUT index"))?;
+                    let idx = self
+                        .text(l)?
+                        .trim()
+                        .parse()
+                        .map_err(|_| self.bad("PUT index"))?;
                     self.memo_put(idx)?;
                 }
                 b'g' => {
                     let l = self.line()?;
-                    let idx = self.text(l)?.trim().parse().map_err(|_| self.bad("GET index"))?;
+                    let idx = self
+                        .text(l)?
+                        .trim()
+                        .parse()
+                        .map_err(|_| self.bad("GET index"))?;
                     self.memo_get(idx)?;
                 }
                 b'q' => {
@@ -307,7 +339,9 @@ impl<'a> Machine<'a> {
                 }
                 b'J' => {
                     let b = self.take(4)?;
-                    self.push(Value::Int(i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64))?;
+                    self.push(Value::Int(
+                        i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i64
+                    ))?;
                 }
                 b'K' => {
                     let v = self.u8()?;
@@ -328,7 +362,11 @@ impl<'a> Machine<'a> {
                     self.push(v)?;
                 }
                 0x8a | 0x8b => {
-                    let n = if op == 0x8a { self.u8()? as usize } else { self.u32()? };
+                    let n = if op == 0x8a {
+                        self.u8()? as usize
+                    } else {
+                        self.u32()?
+                    };
                     if n > MAX_LONG {
                         return Err(self.bad("LONG1/LONG4 too long"));
                     }
@@ -343,7 +381,9 @@ impl<'a> Machine<'a> {
                 }
                 b'G' => {
                     let b = self.take(8)?;
-                    self.push(Value::Float(f64::from_be_bytes(b.try_into().expect("8 bytes"))))?;
+                    self.push(Value::Float(f64::from_be_bytes(
+                        b.try_into().expect("8 bytes"),
+                    )))?;
                 }
                 b'N' => self.push(Value::None)?,
                 0x88 => self.push(Value::Bool(true))?,
@@ -546,15 +586,30 @@ fn raw_unicode_escape(l: &[u8]) -> Option<Cow<'_, str>> {
 /// Decodes one frame's pickle into carbon items. A forbidden or malformed pickle is an error
 /// for the whole frame; an item of the wrong shape is only counted.
 pub fn decode(data: &[u8]) -> Result<Payload<'_>, PickleError> {
-    let m = Machine { data, pos: 0, stack: Vec::new(), marks: Vec::new(), memo: Vec::new(), nodes: 0 };
+    let m = Machine {
+        data,
+        pos: 0,
+        stack: Vec::new(),
+        marks: Vec::new(),
+        memo: Vec::new(),
+        nodes: 0,
+    };
     let top = m.run()?;
     let list = match top {
         Value::List(v) | Value::Tuple(v) => v,
         // A dict iterates over its keys, none of which unpacks: carbon skips everything.
-        Value::Dict => return Ok(Payload { items: Vec::new(), bad_items: 1 }),
+        Value::Dict => {
+            return Ok(Payload {
+                items: Vec::new(),
+                bad_items: 1,
+            })
+        }
         _ => return Err(PickleError::NotAList),
     };
-    let mut out = Payload { items: Vec::with_capacity(list.len()), bad_items: 0 };
+    let mut out = Payload {
+        items: Vec::with_capacity(list.len()),
+        bad_items: 0,
+    };
     for v in list {
         match item(v) {
             Some(i) => out.items.push(i),
@@ -565,9 +620,13 @@ pub fn decode(data: &[u8]) -> Result<Payload<'_>, PickleError> {
 }
 
 fn item(v: Value<'_>) -> Option<Item<'_>> {
-    let (Value::List(pair) | Value::Tuple(pair)) = v else { return None };
+    let (Value::List(pair) | Value::Tuple(pair)) = v else {
+        return None;
+    };
     let [path, point]: [Value; 2] = pair.try_into().ok()?;
-    let (Value::List(tv) | Value::Tuple(tv)) = point else { return None };
+    let (Value::List(tv) | Value::Tuple(tv)) = point else {
+        return None;
+    };
     let [t, val]: [Value; 2] = tv.try_into().ok()?;
     let timestamp = t.as_f64()?;
     let value = val.as_f64()?;
@@ -575,7 +634,11 @@ fn item(v: Value<'_>) -> Option<Item<'_>> {
         Value::Str(s) => s,
         other => Cow::Owned(other.as_path()?.into_owned()),
     };
-    Some(Item { path, timestamp, value })
+    Some(Item {
+        path,
+        timestamp,
+        value,
+    })
 }
 
 #[cfg(test)]
@@ -588,7 +651,21 @@ mod tests {
         let p = b"\x80\x02]q\x00(X\x03\x00\x00\x00a.bq\x01J\xc0\x86\xfdjG?\xf8\x00\x00\x00\x00\x00\x00\x86q\x02\x86q\x03h\x01J\xc1\x86\xfdjK\x02\x86q\x04\x86q\x05e.";
         let d = decode(p).unwrap();
         assert_eq!(d.bad_items, 0);
-        assert_eq!(d.items, vec![Item { path: "a.b".into(), timestamp: 1795000000.0, value: 1.5 }, Item { path: "a.b".into(), timestamp: 1795000001.0, value: 2.0 }]);
+        assert_eq!(
+            d.items,
+            vec![
+                Item {
+                    path: "a.b".into(),
+                    timestamp: 1795000000.0,
+                    value: 1.5
+                },
+                Item {
+                    path: "a.b".into(),
+                    timestamp: 1795000001.0,
+                    value: 2.0
+                }
+            ]
+        );
     }
 
     #[test]
@@ -596,18 +673,42 @@ mod tests {
         // pickle.dumps([('x', (1795000000L, 2.5))], protocol=0) as Python 2 writes it
         let p = b"(lp0\n(S'x'\np1\n(L1795000000L\nF2.5\ntp2\ntp3\na.";
         let d = decode(p).unwrap();
-        assert_eq!(d.items, vec![Item { path: "x".into(), timestamp: 1795000000.0, value: 2.5 }]);
+        assert_eq!(
+            d.items,
+            vec![Item {
+                path: "x".into(),
+                timestamp: 1795000000.0,
+                value: 2.5
+            }]
+        );
     }
 
     #[test]
     fn globals_and_reduce_are_rejected() {
         // pickle.dumps of os.system('echo') via __reduce__, protocol 0 and 2
         let p0 = b"cposix\nsystem\np0\n(Vecho\np1\ntp2\nRp3\n.";
-        assert!(matches!(decode(p0), Err(PickleError::Forbidden { name: "GLOBAL", .. })));
+        assert!(matches!(
+            decode(p0),
+            Err(PickleError::Forbidden { name: "GLOBAL", .. })
+        ));
         let p2 = b"\x80\x02]q\x00(X\x01\x00\x00\x00a\x93R.";
-        assert!(matches!(decode(p2), Err(PickleError::Forbidden { name: "STACK_GLOBAL", .. })));
-        for op in [b'R', b'b', b'i', b'o', 0x81, 0x92, 0x82, 0x83, 0x84, b'P', b'Q'] {
-            assert!(matches!(decode(&[0x80, 2, b']', op]), Err(PickleError::Forbidden { .. })), "{op:x}");
+        assert!(matches!(
+            decode(p2),
+            Err(PickleError::Forbidden {
+                name: "STACK_GLOBAL",
+                ..
+            })
+        ));
+        for op in [
+            b'R', b'b', b'i', b'o', 0x81, 0x92, 0x82, 0x83, 0x84, b'P', b'Q',
+        ] {
+            assert!(
+                matches!(
+                    decode(&[0x80, 2, b']', op]),
+                    Err(PickleError::Forbidden { .. })
+                ),
+                "{op:x}"
+            );
         }
     }
 
@@ -618,7 +719,14 @@ mod tests {
         let d = decode(p).unwrap();
         assert_eq!(d.bad_items, 2);
         assert_eq!(d.items.len(), 2);
-        assert_eq!(d.items[1], Item { path: "list".into(), timestamp: 3.0, value: 4.5 });
+        assert_eq!(
+            d.items[1],
+            Item {
+                path: "list".into(),
+                timestamp: 3.0,
+                value: 4.5
+            }
+        );
         assert!(decode(b"\x80\x02]").is_err());
         assert!(decode(b"K\x01.").is_err());
     }

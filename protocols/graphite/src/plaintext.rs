@@ -59,7 +59,11 @@ pub fn timestamp_ms(ts: f64, now_ms: u64) -> Result<u64, LineError> {
     if ts < 0.0 {
         return Err(LineError::TimestampRange(ts.to_string()));
     }
-    let ms = if ts >= MS_THRESHOLD { ts.trunc() } else { ts.trunc() * 1000.0 };
+    let ms = if ts >= MS_THRESHOLD {
+        ts.trunc()
+    } else {
+        ts.trunc() * 1000.0
+    };
     if ms > MAX_TS_MS as f64 {
         return Err(LineError::TimestampRange(ts.to_string()));
     }
@@ -176,7 +180,8 @@ fn point([path, v, t]: [&str; 3], now_ms: u64) -> Result<Option<Point<'_>>, Line
 /// Splits a UDP datagram into lines as Python's `splitlines()` does for the separators that
 /// matter (`\n`, `\r\n`, `\r`); the last line needs no terminator.
 pub fn datagram_lines(d: &[u8]) -> impl Iterator<Item = &[u8]> {
-    d.split(|&b| b == b'\n' || b == b'\r').filter(|l| !l.is_empty())
+    d.split(|&b| b == b'\n' || b == b'\r')
+        .filter(|l| !l.is_empty())
 }
 
 #[cfg(test)]
@@ -191,7 +196,14 @@ mod tests {
 
     #[test]
     fn carbon_acceptance_table() {
-        assert_eq!(ok("t.basic 1.5 1795000000"), Point { path: "t.basic", value: 1.5, ts_ms: 1_795_000_000_000 });
+        assert_eq!(
+            ok("t.basic 1.5 1795000000"),
+            Point {
+                path: "t.basic",
+                value: 1.5,
+                ts_ms: 1_795_000_000_000
+            }
+        );
         assert_eq!(ok("t.crlf 2 1795000000\r").value, 2.0);
         assert_eq!(ok("t.tabs\t3\t1795000000").value, 3.0);
         assert_eq!(ok("  t.multispace   4   1795000000  ").path, "t.multispace");
@@ -207,9 +219,18 @@ mod tests {
         assert_eq!(ok("t.sci 1e3 1795000000.0e0").value, 1000.0);
         assert_eq!(ok("t.underscore 1_000 1795000000").value, 1000.0);
         assert_eq!(ok("t.plus +7 +1795000000").value, 7.0);
-        assert!(matches!(parse_line("t.hexval 0x10 1795000000", NOW), Err(LineError::Value(_))));
-        assert!(matches!(parse_line("t.comma 1,5 1795000000", NOW), Err(LineError::Value(_))));
-        assert_eq!(parse_line("t.extra 1 1795000000 extra", NOW), Err(LineError::Fields(4)));
+        assert!(matches!(
+            parse_line("t.hexval 0x10 1795000000", NOW),
+            Err(LineError::Value(_))
+        ));
+        assert!(matches!(
+            parse_line("t.comma 1,5 1795000000", NOW),
+            Err(LineError::Value(_))
+        ));
+        assert_eq!(
+            parse_line("t.extra 1 1795000000 extra", NOW),
+            Err(LineError::Fields(4))
+        );
         assert_eq!(parse_line("t.two 1", NOW), Err(LineError::Fields(2)));
         assert_eq!(parse_line("", NOW), Err(LineError::Fields(0)));
         assert_eq!(ok("t.utf8.é 12 1795000000").path, "t.utf8.é");

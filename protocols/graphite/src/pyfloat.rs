@@ -6,11 +6,20 @@ fn digits_ok(s: &str) -> bool {
     // Non-empty run of digits where every `_` sits between two digits.
     let b = s.as_bytes();
     !b.is_empty()
-        && b.iter().enumerate().all(|(i, &c)| c.is_ascii_digit() || (c == b'_' && i > 0 && i + 1 < b.len() && b[i - 1].is_ascii_digit() && b[i + 1].is_ascii_digit()))
+        && b.iter().enumerate().all(|(i, &c)| {
+            c.is_ascii_digit()
+                || (c == b'_'
+                    && i > 0
+                    && i + 1 < b.len()
+                    && b[i - 1].is_ascii_digit()
+                    && b[i + 1].is_ascii_digit())
+        })
 }
 
 /// Powers of ten an f64 holds exactly, up to what [`plain_decimal`] divides by.
-const POW10: [f64; 16] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+const POW10: [f64; 16] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+];
 
 /// A plain decimal (`62.04`, `1699999200`, `-3`, `5.`): sign, at most 15 digits and one point.
 /// Its digits are an integer and its scale a power of ten that an f64 both hold exactly, so
@@ -119,13 +128,26 @@ mod tests {
 
     #[test]
     fn python_float_grammar() {
-        for (s, v) in [("1.5", 1.5), ("+7", 7.0), ("-3", -3.0), ("1e3", 1000.0), ("1_000", 1000.0), ("5.", 5.0), (".5", 0.5), ("1E+2", 100.0), ("1_0.2_5", 10.25)] {
+        for (s, v) in [
+            ("1.5", 1.5),
+            ("+7", 7.0),
+            ("-3", -3.0),
+            ("1e3", 1000.0),
+            ("1_000", 1000.0),
+            ("5.", 5.0),
+            (".5", 0.5),
+            ("1E+2", 100.0),
+            ("1_0.2_5", 10.25),
+        ] {
             assert_eq!(parse(s), Some(v), "{s}");
         }
         assert_eq!(parse("inf"), Some(f64::INFINITY));
         assert_eq!(parse("-Infinity"), Some(f64::NEG_INFINITY));
         assert!(parse("NaN").unwrap().is_nan());
-        for s in ["", "0x10", "1,5", "N", "_1", "1_", "1__0", ".", "e5", "1e", "--1", "1.2.3", "infinit", "1 2"] {
+        for s in [
+            "", "0x10", "1,5", "N", "_1", "1_", "1__0", ".", "e5", "1e", "--1", "1.2.3", "infinit",
+            "1 2",
+        ] {
             assert_eq!(parse(s), None, "{s}");
         }
     }

@@ -28,7 +28,14 @@ pub struct TaggedSeries<'a> {
 impl TaggedSeries<'_> {
     /// The canonical path: `name;k=v;…` with the `;k=v` strings sorted (code-point order).
     pub fn canonical(&self) -> String {
-        let mut s = String::with_capacity(self.name.len() + self.tags.iter().map(|(k, v)| k.len() + v.len() + 2).sum::<usize>());
+        let mut s = String::with_capacity(
+            self.name.len()
+                + self
+                    .tags
+                    .iter()
+                    .map(|(k, v)| k.len() + v.len() + 2)
+                    .sum::<usize>(),
+        );
         s.push_str(&self.name);
         for (k, v) in &self.tags {
             s.push(';');
@@ -67,7 +74,11 @@ fn check_value(path: &str, v: &str) -> Result<(), TagError> {
 
 /// Sorts by the `;k=v` string (not by key alone: `a-b=2` sorts before `a=1` because `-` < `=`)
 /// and keeps the last value of a repeated key.
-fn finish<'a>(path: &str, name: &'a str, mut tags: Vec<(Cow<'a, str>, Cow<'a, str>)>) -> Result<TaggedSeries<'a>, TagError> {
+fn finish<'a>(
+    path: &str,
+    name: &'a str,
+    mut tags: Vec<(Cow<'a, str>, Cow<'a, str>)>,
+) -> Result<TaggedSeries<'a>, TagError> {
     let name = name.trim_start_matches('~');
     if name.is_empty() {
         return Err(TagError::EmptyName(path.into()));
@@ -86,7 +97,10 @@ fn finish<'a>(path: &str, name: &'a str, mut tags: Vec<(Cow<'a, str>, Cow<'a, st
         let b = k2.bytes().chain(std::iter::once(b'=')).chain(v2.bytes());
         a.cmp(b)
     });
-    let ts = TaggedSeries { name: Cow::Borrowed(name), tags };
+    let ts = TaggedSeries {
+        name: Cow::Borrowed(name),
+        tags,
+    };
     // The canonical path must read back as this very series: not with a `;` in the name (the
     // OpenMetrics form allows one), nor shaped like the OpenMetrics form itself (which is how
     // `parse` tells the two forms apart, whether a tag value or the name makes it so).
@@ -108,7 +122,9 @@ pub fn parse(path: &str) -> Result<TaggedSeries<'_>, TagError> {
     let name = parts.next().unwrap_or("");
     let mut tags = Vec::new();
     for seg in parts {
-        let (k, v) = seg.split_once('=').ok_or_else(|| TagError::Malformed(path.into()))?;
+        let (k, v) = seg
+            .split_once('=')
+            .ok_or_else(|| TagError::Malformed(path.into()))?;
         check_key(path, k)?;
         check_value(path, v)?;
         tags.push((Cow::Borrowed(k), Cow::Borrowed(v)));
@@ -123,7 +139,9 @@ fn parse_openmetrics(path: &str, open: usize) -> Result<TaggedSeries<'_>, TagErr
     let mut tags = Vec::new();
     let mut rest = body;
     while !rest.is_empty() {
-        let eq = rest.find('=').ok_or_else(|| TagError::Malformed(path.into()))?;
+        let eq = rest
+            .find('=')
+            .ok_or_else(|| TagError::Malformed(path.into()))?;
         let k = rest[..eq].trim();
         check_key(path, k)?;
         let after = &rest[eq + 1..];
@@ -180,7 +198,16 @@ mod tests {
         assert_eq!(canon("m{b=\"2\",a=\"1\"}").unwrap(), "m;a=1;b=2");
         assert_eq!(canon("m{a=\"x\\\"y\"}").unwrap(), "m;a=x\"y");
         assert_eq!(canon("m;k=v=w").unwrap(), "m;k=v=w");
-        for bad in ["m;tagvalue", "m;=x", "m;t=", "m;ta!g=v", "m;t=~v", "~~~~", "~~~~;a=b", ";a=b"] {
+        for bad in [
+            "m;tagvalue",
+            "m;=x",
+            "m;t=",
+            "m;ta!g=v",
+            "m;t=~v",
+            "~~~~",
+            "~~~~;a=b",
+            ";a=b",
+        ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
     }
@@ -196,11 +223,20 @@ mod tests {
     /// canonical path that read back as another series.
     #[test]
     fn canonical_path_reads_back_as_the_same_series() {
-        assert!(matches!(parse("a;x=1{k=\"v\"}"), Err(TagError::Malformed(_))));
+        assert!(matches!(
+            parse("a;x=1{k=\"v\"}"),
+            Err(TagError::Malformed(_))
+        ));
         // Canonical `a;k{=v"}` would read back in the OpenMetrics form.
-        assert!(matches!(parse(r#"a{k{="v\"}"}"#), Err(TagError::Malformed(_))));
+        assert!(matches!(
+            parse(r#"a{k{="v\"}"}"#),
+            Err(TagError::Malformed(_))
+        ));
         // Second finding: a name shaped like the OpenMetrics form, its only tag being `name`.
-        assert!(matches!(parse("e{r=\"};name=ss{1"), Err(TagError::Malformed(_))));
+        assert!(matches!(
+            parse("e{r=\"};name=ss{1"),
+            Err(TagError::Malformed(_))
+        ));
         for p in ["a{k=\"v\"}", "a;b=c", "x{b=\"1\",a=\"2\"}"] {
             let c = parse(p).unwrap().canonical();
             assert_eq!(parse(&c).unwrap().canonical(), c, "{p}");

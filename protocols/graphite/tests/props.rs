@@ -55,11 +55,20 @@ fn cpython_protocols_0_to_5() {
         return;
     }
     for (proto, line) in String::from_utf8(out.stdout).unwrap().lines().enumerate() {
-        let bytes: Vec<u8> = (0..line.len()).step_by(2).map(|i| u8::from_str_radix(&line[i..i + 2], 16).unwrap()).collect();
+        let bytes: Vec<u8> = (0..line.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&line[i..i + 2], 16).unwrap())
+            .collect();
         let d = pickle::decode(&bytes).unwrap_or_else(|e| panic!("protocol {proto}: {e}"));
         assert_eq!(d.items.len(), 2, "protocol {proto}");
-        assert_eq!((&*d.items[0].path, d.items[0].timestamp, d.items[0].value), ("a.b", 1795000000.0, 1.5));
-        assert_eq!((&*d.items[1].path, d.items[1].timestamp, d.items[1].value), ("c", 1795000001.5, 7.0));
+        assert_eq!(
+            (&*d.items[0].path, d.items[0].timestamp, d.items[0].value),
+            ("a.b", 1795000000.0, 1.5)
+        );
+        assert_eq!(
+            (&*d.items[1].path, d.items[1].timestamp, d.items[1].value),
+            ("c", 1795000001.5, 7.0)
+        );
     }
 }
 

@@ -165,7 +165,11 @@ impl<'a> Parser<'a> {
     #[inline]
     pub(crate) fn plain_string(&mut self) -> Option<&'a str> {
         let start = self.pos + 1;
-        let len = self.b.get(start..)?.iter().position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+        let len = self
+            .b
+            .get(start..)?
+            .iter()
+            .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
         if self.b[start + len] != b'"' {
             return None;
         }

@@ -14,5 +14,7 @@ pub mod value;
 
 pub use point::{validate_point, DataPoint, Limits, OwnedDataPoint};
 pub use put_json::{parse_body, BodyError, JsonPoint};
-pub use telnet::{help_line, parse_import_line, parse_line, split_put, Command, PutParts, TelnetError};
+pub use telnet::{
+    help_line, parse_import_line, parse_line, split_put, Command, PutParts, TelnetError,
+};
 pub use value::{parse_long, parse_value, Value, ValueError};

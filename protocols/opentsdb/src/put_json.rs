@@ -22,7 +22,9 @@ use serde::Serialize;
 
 use crate::javamap;
 use crate::json::{PResult, Parser, Token};
-use crate::point::{check_parts, is_ms_timestamp, not_finite_message, DataPoint, Limits, MAX_MS_TIMESTAMP};
+use crate::point::{
+    check_parts, is_ms_timestamp, not_finite_message, DataPoint, Limits, MAX_MS_TIMESTAMP,
+};
 use crate::value::{java_trim, parse_value, Value, ValueError};
 
 /// A whole-body failure (HTTP 400 with this message / details).
@@ -117,7 +119,8 @@ impl JsonPoint<'_> {
         let value = parse_value(self.value.as_deref().filter(|v| !v.is_empty())?).ok()?;
         let ts = self.timestamp as u64;
         // `check_parts`' checks that do not depend on the names.
-        (value.is_finite() && !(is_ms_timestamp(ts) && ts > MAX_MS_TIMESTAMP)).then_some((ts, value))
+        (value.is_finite() && !(is_ms_timestamp(ts) && ts > MAX_MS_TIMESTAMP))
+            .then_some((ts, value))
     }
 
     /// OpenTSDB's per-point checks, in order; `Err` is the `error` text of the `details` entry.
@@ -449,7 +452,8 @@ fn point<'a>(p: &mut Parser<'a>, prev: Option<&JsonPoint<'a>>) -> PResult<JsonPo
                 // Senders write a series' points together: the same tags object as the point
                 // before parses to the same tags, so its text is compared, not parsed again
                 // (an object ends at its own closing brace, whatever follows it).
-                if let Some((raw, tags)) = prev.and_then(|q| Some((q.tags_raw?, q.tags.as_ref()?))) {
+                if let Some((raw, tags)) = prev.and_then(|q| Some((q.tags_raw?, q.tags.as_ref()?)))
+                {
                     if p.skip_text(raw) {
                         dp.tags = Some(tags.clone());
                         dp.tags_raw = Some(raw);
@@ -734,8 +738,14 @@ mod tests {
 
     #[test]
     fn tags_raw_is_the_last_tags_object() {
-        assert_eq!(one(r#"{"metric":"m","tags":{"a":"b"}}"#).tags_raw, Some(r#"{"a":"b"}"#));
-        assert_eq!(one(r#"{"tags":{"a":"b"},"tags":{ "c" : "d" }}"#).tags_raw, Some(r#"{ "c" : "d" }"#));
+        assert_eq!(
+            one(r#"{"metric":"m","tags":{"a":"b"}}"#).tags_raw,
+            Some(r#"{"a":"b"}"#)
+        );
+        assert_eq!(
+            one(r#"{"tags":{"a":"b"},"tags":{ "c" : "d" }}"#).tags_raw,
+            Some(r#"{ "c" : "d" }"#)
+        );
         assert_eq!(one(r#"{"tags":{"a":"b"},"tags":null}"#).tags_raw, None);
         assert_eq!(one(r#"{"metric":"m"}"#).tags_raw, None);
         // A body decoded lossily owns its text: no raw tags to remember it by.

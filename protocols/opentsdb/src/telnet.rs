@@ -159,16 +159,28 @@ pub fn split_put(line: &str) -> Option<PutParts<'_>> {
     if metric.is_empty() || value_word.is_empty() || tags.is_empty() {
         return None;
     }
-    let ts = if ts_word.contains('.') { parse_long(&ts_word.replace('.', "")) } else { parse_long(ts_word) }.ok()?;
+    let ts = if ts_word.contains('.') {
+        parse_long(&ts_word.replace('.', ""))
+    } else {
+        parse_long(ts_word)
+    }
+    .ok()?;
     if ts <= 0 {
         return None;
     }
     let value = parse_value(value_word).ok()?;
     let timestamp = ts as u64;
-    if !value.is_finite() || (crate::point::is_ms_timestamp(timestamp) && timestamp > crate::point::MAX_MS_TIMESTAMP) {
+    if !value.is_finite()
+        || (crate::point::is_ms_timestamp(timestamp) && timestamp > crate::point::MAX_MS_TIMESTAMP)
+    {
         return None;
     }
-    Some(PutParts { metric, tags, timestamp, value })
+    Some(PutParts {
+        metric,
+        tags,
+        timestamp,
+        value,
+    })
 }
 
 /// The text before the first space and the text after it. A byte loop: these words are a
@@ -269,7 +281,31 @@ mod tests {
 
     /// Lines near the valid ones: odd spacing, bad numbers, odd tags.
     fn near_put() -> impl Strategy<Value = String> {
-        let word = prop::sample::select(vec!["", " ", "sys.cpu", "m", "1356998400", "1356998400.250", "1356998400123", "99999999999999", "0", "-5", "42", "4.5e3", "NaN", "Inf", "0x10", "host=a", "host=b", "dc=x", "host=", "=a", "a=b=c", "ho!st=a", "host=a host=b"]);
+        let word = prop::sample::select(vec![
+            "",
+            " ",
+            "sys.cpu",
+            "m",
+            "1356998400",
+            "1356998400.250",
+            "1356998400123",
+            "99999999999999",
+            "0",
+            "-5",
+            "42",
+            "4.5e3",
+            "NaN",
+            "Inf",
+            "0x10",
+            "host=a",
+            "host=b",
+            "dc=x",
+            "host=",
+            "=a",
+            "a=b=c",
+            "ho!st=a",
+            "host=a host=b",
+        ]);
         prop::collection::vec(word, 0..8).prop_map(|w| format!("put {}", w.join(" ")))
     }
 

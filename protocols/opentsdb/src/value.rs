@@ -200,7 +200,9 @@ pub fn parse_java_double(s: &str) -> Result<f64, String> {
 }
 
 /// Powers of ten an f64 holds exactly.
-const EXACT_POW10: [f64; 16] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+const EXACT_POW10: [f64; 16] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+];
 
 /// The value of a mantissa already checked by [`parse_java_double`] (sign, digits, at most one
 /// point) when it has no exponent and at most 15 digits: then the digits as an integer and the

@@ -9,10 +9,24 @@ use prost::Message;
 use std::hint::black_box;
 use tsgate_prometheus::chunk::{decode_xor, encode_xor, SAMPLES_PER_CHUNK};
 use tsgate_prometheus::frame::write_frame;
-use tsgate_prometheus::proto::{Chunk, ChunkEncoding, ChunkedReadResponse, ChunkedSeries, Label, QueryResult, ReadResponse, Sample, TimeSeries, WriteRequest};
+use tsgate_prometheus::proto::{
+    Chunk, ChunkEncoding, ChunkedReadResponse, ChunkedSeries, Label, QueryResult, ReadResponse,
+    Sample, TimeSeries, WriteRequest,
+};
 use tsgate_prometheus::{snappy, v1_borrowed, v2};
 
-const METRICS: [&str; 10] = ["usage_user", "usage_system", "usage_idle", "usage_nice", "usage_iowait", "usage_irq", "usage_softirq", "usage_steal", "usage_guest", "usage_guest_nice"];
+const METRICS: [&str; 10] = [
+    "usage_user",
+    "usage_system",
+    "usage_idle",
+    "usage_nice",
+    "usage_iowait",
+    "usage_irq",
+    "usage_softirq",
+    "usage_steal",
+    "usage_guest",
+    "usage_guest_nice",
+];
 const START_MS: i64 = 1_699_999_200_000;
 const STEP_MS: i64 = 10_000;
 
@@ -31,7 +45,10 @@ impl Rng {
 fn labels(i: usize) -> Vec<(String, String)> {
     let h = i / METRICS.len();
     vec![
-        ("__name__".into(), format!("cpu_{}", METRICS[i % METRICS.len()])),
+        (
+            "__name__".into(),
+            format!("cpu_{}", METRICS[i % METRICS.len()]),
+        ),
         ("dc".into(), format!("dc{}", h % 3)),
         ("host".into(), format!("host_{h}")),
         ("rack".into(), format!("rack{}", h % 40)),
@@ -39,7 +56,10 @@ fn labels(i: usize) -> Vec<(String, String)> {
 }
 
 fn proto_labels(i: usize) -> Vec<Label> {
-    labels(i).into_iter().map(|(name, value)| Label { name, value }).collect()
+    labels(i)
+        .into_iter()
+        .map(|(name, value)| Label { name, value })
+        .collect()
 }
 
 /// A gauge's random walk, 2 decimals, `n` points from START_MS every STEP_MS.
@@ -60,7 +80,10 @@ fn rw1_request() -> WriteRequest {
         timeseries: (0..2000)
             .map(|i| TimeSeries {
                 labels: proto_labels(i),
-                samples: walk(&mut rng, 1).into_iter().map(|(timestamp, value)| Sample { value, timestamp }).collect(),
+                samples: walk(&mut rng, 1)
+                    .into_iter()
+                    .map(|(timestamp, value)| Sample { value, timestamp })
+                    .collect(),
                 ..Default::default()
             })
             .collect(),
@@ -82,12 +105,27 @@ fn rw2_request(v1: &WriteRequest) -> v2::Request {
         .timeseries
         .iter()
         .map(|ts| v2::TimeSeries {
-            labels_refs: ts.labels.iter().flat_map(|l| [sym(&l.name), sym(&l.value)]).collect(),
-            samples: ts.samples.iter().map(|s| v2::Sample { value: s.value, timestamp: s.timestamp, start_timestamp: 0 }).collect(),
+            labels_refs: ts
+                .labels
+                .iter()
+                .flat_map(|l| [sym(&l.name), sym(&l.value)])
+                .collect(),
+            samples: ts
+                .samples
+                .iter()
+                .map(|s| v2::Sample {
+                    value: s.value,
+                    timestamp: s.timestamp,
+                    start_timestamp: 0,
+                })
+                .collect(),
             ..Default::default()
         })
         .collect();
-    v2::Request { symbols, timeseries }
+    v2::Request {
+        symbols,
+        timeseries,
+    }
 }
 
 fn bench_remote_write(c: &mut Criterion) {
@@ -113,23 +151,39 @@ fn bench_remote_write(c: &mut Criterion) {
             n
         })
     });
-    g.bench_function("rw1_decode_prost_2000", |b| b.iter(|| WriteRequest::decode(black_box(raw.as_slice())).unwrap().timeseries.len()));
+    g.bench_function("rw1_decode_prost_2000", |b| {
+        b.iter(|| {
+            WriteRequest::decode(black_box(raw.as_slice()))
+                .unwrap()
+                .timeseries
+                .len()
+        })
+    });
     g.bench_function("rw2_decode_2000", |b| {
         b.iter(|| {
             let r = v2::Request::decode(black_box(raw2.as_slice())).unwrap();
             r.check_symbols().unwrap();
-            r.timeseries.iter().map(|t| r.labels(&t.labels_refs).unwrap().len() + t.samples.len()).sum::<usize>()
+            r.timeseries
+                .iter()
+                .map(|t| r.labels(&t.labels_refs).unwrap().len() + t.samples.len())
+                .sum::<usize>()
         })
     });
-    g.bench_function("snappy_decompress_rw1_2000", |b| b.iter(|| snappy::decompress(black_box(&body), 1 << 26).unwrap().len()));
-    g.bench_function("snappy_compress_rw1_2000", |b| b.iter(|| snappy::compress(black_box(&raw)).len()));
+    g.bench_function("snappy_decompress_rw1_2000", |b| {
+        b.iter(|| snappy::decompress(black_box(&body), 1 << 26).unwrap().len())
+    });
+    g.bench_function("snappy_compress_rw1_2000", |b| {
+        b.iter(|| snappy::compress(black_box(&raw)).len())
+    });
     g.finish();
 }
 
 /// 100 series of one hour each (360 points): what one remote-read query might return.
 fn read_result() -> Vec<(Vec<Label>, Vec<(i64, f64)>)> {
     let mut rng = Rng(7);
-    (0..100).map(|i| (proto_labels(i), walk(&mut rng, 360))).collect()
+    (0..100)
+        .map(|i| (proto_labels(i), walk(&mut rng, 360)))
+        .collect()
 }
 
 fn bench_remote_read(c: &mut Criterion) {
@@ -144,7 +198,14 @@ fn bench_remote_read(c: &mut Criterion) {
                 results: vec![QueryResult {
                     timeseries: series
                         .iter()
-                        .map(|(l, pts)| TimeSeries { labels: l.clone(), samples: pts.iter().map(|&(timestamp, value)| Sample { value, timestamp }).collect(), ..Default::default() })
+                        .map(|(l, pts)| TimeSeries {
+                            labels: l.clone(),
+                            samples: pts
+                                .iter()
+                                .map(|&(timestamp, value)| Sample { value, timestamp })
+                                .collect(),
+                            ..Default::default()
+                        })
                         .collect(),
                 }],
             };
@@ -158,9 +219,20 @@ fn bench_remote_read(c: &mut Criterion) {
             for (l, pts) in &series {
                 let chunks = pts
                     .chunks(SAMPLES_PER_CHUNK)
-                    .map(|part| Chunk { min_time_ms: part[0].0, max_time_ms: part[part.len() - 1].0, r#type: ChunkEncoding::Xor as i32, data: encode_xor(part) })
+                    .map(|part| Chunk {
+                        min_time_ms: part[0].0,
+                        max_time_ms: part[part.len() - 1].0,
+                        r#type: ChunkEncoding::Xor as i32,
+                        data: encode_xor(part),
+                    })
                     .collect();
-                let msg = ChunkedReadResponse { chunked_series: vec![ChunkedSeries { labels: l.clone(), chunks }], query_index: 0 };
+                let msg = ChunkedReadResponse {
+                    chunked_series: vec![ChunkedSeries {
+                        labels: l.clone(),
+                        chunks,
+                    }],
+                    query_index: 0,
+                };
                 write_frame(&mut body, &msg.encode_to_vec());
             }
             body.len()
@@ -175,8 +247,12 @@ fn bench_xor(c: &mut Criterion) {
     assert_eq!(decode_xor(&chunk).unwrap(), pts);
     let mut g = c.benchmark_group("prometheus");
     g.throughput(Throughput::Elements(pts.len() as u64));
-    g.bench_function("xor_chunk_encode_120", |b| b.iter(|| encode_xor(black_box(&pts)).len()));
-    g.bench_function("xor_chunk_decode_120", |b| b.iter(|| decode_xor(black_box(&chunk)).unwrap().len()));
+    g.bench_function("xor_chunk_encode_120", |b| {
+        b.iter(|| encode_xor(black_box(&pts)).len())
+    });
+    g.bench_function("xor_chunk_decode_120", |b| {
+        b.iter(|| decode_xor(black_box(&chunk)).unwrap().len())
+    });
     g.finish();
 }
 

@@ -52,8 +52,14 @@ fn fits(x: i64, nbits: u32) -> bool {
 
 /// Encodes up to 65535 samples (time-ordered) into one XOR chunk's bytes.
 pub fn encode_xor(samples: &[(i64, f64)]) -> Vec<u8> {
-    assert!(samples.len() <= u16::MAX as usize, "too many samples for one chunk");
-    let mut w = BitWriter { bytes: vec![0, 0], free: 0 };
+    assert!(
+        samples.len() <= u16::MAX as usize,
+        "too many samples for one chunk"
+    );
+    let mut w = BitWriter {
+        bytes: vec![0, 0],
+        free: 0,
+    };
     let (mut t_prev, mut t_delta, mut v_prev) = (0i64, 0i64, 0u64);
     let (mut leading, mut trailing) = (0xffu8, 0u8);
     for (i, &(t, v)) in samples.iter().enumerate() {
@@ -175,7 +181,10 @@ pub fn decode_xor(data: &[u8]) -> Result<Vec<(i64, f64)>, ChunkError> {
         return Err(ChunkError);
     }
     let n = u16::from_be_bytes([data[0], data[1]]) as usize;
-    let mut r = BitReader { b: &data[2..], pos: 0 };
+    let mut r = BitReader {
+        b: &data[2..],
+        pos: 0,
+    };
     let mut out = Vec::with_capacity(n);
     let (mut t, mut t_delta, mut v) = (0i64, 0i64, 0u64);
     let (mut leading, mut trailing) = (0u8, 0u8);
@@ -243,14 +252,24 @@ mod tests {
         // Two samples: t=1000 v=1, t=2000 v=1. Header 0002, zigzag varint 1000 = d0 0f,
         // 64 bits of 1.0, uvarint 1000 = e8 07, then one 0 bit (same value).
         let c = encode_xor(&[(1000, 1.0), (2000, 1.0)]);
-        assert_eq!(c, vec![0, 2, 0xd0, 0x0f, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0, 0xe8, 0x07, 0x00]);
+        assert_eq!(
+            c,
+            vec![0, 2, 0xd0, 0x0f, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0, 0xe8, 0x07, 0x00]
+        );
         assert_eq!(decode_xor(&c).unwrap(), vec![(1000, 1.0), (2000, 1.0)]);
     }
 
     #[test]
     fn stale_nan_and_irregular_times_survive() {
         let stale = f64::from_bits(crate::STALE_NAN_BITS);
-        let s = vec![(-5, 0.5), (15_000, stale), (30_001, 2.0), (30_002, f64::NAN), (10_000_000_000, -0.0), (10_000_000_001, f64::INFINITY)];
+        let s = vec![
+            (-5, 0.5),
+            (15_000, stale),
+            (30_001, 2.0),
+            (30_002, f64::NAN),
+            (10_000_000_000, -0.0),
+            (10_000_000_001, f64::INFINITY),
+        ];
         let back = decode_xor(&encode_xor(&s)).unwrap();
         assert_eq!(back.len(), s.len());
         for (a, b) in s.iter().zip(&back) {

@@ -42,7 +42,10 @@ pub fn read_frames(mut body: &[u8]) -> Result<Vec<&[u8]>, FrameError> {
             }
         }
         // Checked: a declared length near 2^64 must not wrap around the bounds check.
-        let end = usize::try_from(len).ok().and_then(|l| l.checked_add(i + 4)).ok_or(FrameError::Truncated)?;
+        let end = usize::try_from(len)
+            .ok()
+            .and_then(|l| l.checked_add(i + 4))
+            .ok_or(FrameError::Truncated)?;
         if body.len() < end {
             return Err(FrameError::Truncated);
         }
@@ -71,7 +74,10 @@ mod tests {
         let big = vec![1u8; 300];
         write_frame(&mut out, &big);
         assert_eq!(&out[14..16], &[0xac, 0x02]);
-        assert_eq!(read_frames(&out).unwrap(), vec![&b"123456789"[..], &big[..]]);
+        assert_eq!(
+            read_frames(&out).unwrap(),
+            vec![&b"123456789"[..], &big[..]]
+        );
         let mut bad = out.clone();
         bad[5] ^= 1;
         assert_eq!(read_frames(&bad), Err(FrameError::Checksum));
@@ -82,7 +88,9 @@ mod tests {
     /// bounds check.
     #[test]
     fn huge_declared_length_is_truncated() {
-        let body = [0xf7, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x5f, 0x64, 0xa3, 0x7a, 0xfb];
+        let body = [
+            0xf7, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x5f, 0x64, 0xa3, 0x7a, 0xfb,
+        ];
         assert_eq!(read_frames(&body), Err(FrameError::Truncated));
     }
 }

@@ -220,17 +220,31 @@ mod tests {
 
     #[test]
     fn eq_matcher_has_no_type_field_on_the_wire() {
-        let m = LabelMatcher { r#type: MatchType::Eq as i32, name: "__name__".into(), value: "up".into() };
+        let m = LabelMatcher {
+            r#type: MatchType::Eq as i32,
+            name: "__name__".into(),
+            value: "up".into(),
+        };
         let b = m.encode_to_vec();
         assert_eq!(b, b"\x12\x08__name__\x1a\x02up");
-        let n = LabelMatcher { r#type: MatchType::Nre as i32, name: "a".into(), value: "b".into() };
+        let n = LabelMatcher {
+            r#type: MatchType::Nre as i32,
+            name: "a".into(),
+            value: "b".into(),
+        };
         assert_eq!(n.encode_to_vec(), b"\x08\x03\x12\x01a\x1a\x01b");
     }
 
     #[test]
     fn sample_wire_layout() {
         // value: wire type 1 (fixed64 LE), timestamp: plain varint.
-        let s = Sample { value: 1.0, timestamp: 1000 };
-        assert_eq!(s.encode_to_vec(), b"\x09\x00\x00\x00\x00\x00\x00\xf0\x3f\x10\xe8\x07");
+        let s = Sample {
+            value: 1.0,
+            timestamp: 1000,
+        };
+        assert_eq!(
+            s.encode_to_vec(),
+            b"\x09\x00\x00\x00\x00\x00\x00\xf0\x3f\x10\xe8\x07"
+        );
     }
 }

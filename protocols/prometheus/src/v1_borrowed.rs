@@ -62,7 +62,10 @@ impl<'a> Reader<'a> {
     fn varint_long(&mut self) -> Result<u64, DecodeError> {
         let mut v = 0u64;
         for shift in (0..70).step_by(7) {
-            let byte = *self.b.get(self.pos).ok_or_else(|| err("truncated varint"))?;
+            let byte = *self
+                .b
+                .get(self.pos)
+                .ok_or_else(|| err("truncated varint"))?;
             self.pos += 1;
             if shift == 63 && byte > 1 {
                 return Err(err("varint overflow"));
@@ -77,13 +80,20 @@ impl<'a> Reader<'a> {
     #[inline]
     fn bytes(&mut self) -> Result<&'a [u8], DecodeError> {
         let n = self.varint()? as usize;
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.b.len()).ok_or_else(|| err("length beyond the buffer"))?;
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&e| e <= self.b.len())
+            .ok_or_else(|| err("length beyond the buffer"))?;
         let s = &self.b[self.pos..end];
         self.pos = end;
         Ok(s)
     }
     fn fixed64(&mut self) -> Result<u64, DecodeError> {
-        let s = self.b.get(self.pos..self.pos + 8).ok_or_else(|| err("truncated fixed64"))?;
+        let s = self
+            .b
+            .get(self.pos..self.pos + 8)
+            .ok_or_else(|| err("truncated fixed64"))?;
         self.pos += 8;
         Ok(u64::from_le_bytes(s.try_into().unwrap()))
     }
@@ -152,7 +162,10 @@ pub fn decode<'a>(
     while !r.done() {
         match r.key()? {
             (1, 2) => {
-                let mut ts = Reader { b: r.bytes()?, pos: 0 };
+                let mut ts = Reader {
+                    b: r.bytes()?,
+                    pos: 0,
+                };
                 s.label_fields.clear();
                 s.samples.clear();
                 s.exemplars = 0;
@@ -184,10 +197,16 @@ pub fn decode<'a>(
                         (_, w) => ts.skip(w)?,
                     }
                 }
-                s.labels_raw = if split { None } else { span.map(|(a, e)| &ts.b[a..e]) };
+                s.labels_raw = if split {
+                    None
+                } else {
+                    span.map(|(a, e)| &ts.b[a..e])
+                };
                 series(&s)?;
             }
-            (3, 2) => metadata(MetricMetadata::decode(r.bytes()?).map_err(|e| DecodeError(e.to_string()))?),
+            (3, 2) => metadata(
+                MetricMetadata::decode(r.bytes()?).map_err(|e| DecodeError(e.to_string()))?,
+            ),
             (_, w) => r.skip(w)?,
         }
     }
@@ -202,10 +221,23 @@ mod tests {
 
     fn arb_request() -> impl Strategy<Value = WriteRequest> {
         let label = ("\\PC{0,8}", "\\PC{0,8}").prop_map(|(name, value)| Label { name, value });
-        let sample = (any::<i64>(), any::<u64>()).prop_map(|(timestamp, bits)| Sample { value: f64::from_bits(bits), timestamp });
-        let series = (proptest::collection::vec(label, 0..5), proptest::collection::vec(sample, 0..4))
-            .prop_map(|(labels, samples)| TimeSeries { labels, samples, ..Default::default() });
-        proptest::collection::vec(series, 0..6).prop_map(|timeseries| WriteRequest { timeseries, metadata: vec![] })
+        let sample = (any::<i64>(), any::<u64>()).prop_map(|(timestamp, bits)| Sample {
+            value: f64::from_bits(bits),
+            timestamp,
+        });
+        let series = (
+            proptest::collection::vec(label, 0..5),
+            proptest::collection::vec(sample, 0..4),
+        )
+            .prop_map(|(labels, samples)| TimeSeries {
+                labels,
+                samples,
+                ..Default::default()
+            });
+        proptest::collection::vec(series, 0..6).prop_map(|timeseries| WriteRequest {
+            timeseries,
+            metadata: vec![],
+        })
     }
 
     proptest! {
@@ -257,7 +289,12 @@ mod tests {
     fn metadata_and_unknown_fields() {
         let req = WriteRequest {
             timeseries: vec![],
-            metadata: vec![MetricMetadata { r#type: 1, metric_family_name: "x".into(), help: "h".into(), unit: "".into() }],
+            metadata: vec![MetricMetadata {
+                r#type: 1,
+                metric_family_name: "x".into(),
+                help: "h".into(),
+                unit: "".into(),
+            }],
         };
         let mut bytes = req.encode_to_vec();
         bytes.extend_from_slice(&[0x10, 0x05]); // field 2 (reserved), varint

@@ -71,7 +71,10 @@ pub enum SymbolError {
 impl Request {
     /// Resolves one symbol reference, bounds-checked.
     pub fn symbol(&self, r: u32) -> Result<&str, SymbolError> {
-        self.symbols.get(r as usize).map(|s| s.as_str()).ok_or(SymbolError::OutOfRange(r, self.symbols.len()))
+        self.symbols
+            .get(r as usize)
+            .map(|s| s.as_str())
+            .ok_or(SymbolError::OutOfRange(r, self.symbols.len()))
     }
 
     /// Checks the table's first entry when there is a table at all.
@@ -87,7 +90,9 @@ impl Request {
         if !refs.len().is_multiple_of(2) {
             return Err(SymbolError::OddRefs(refs.len()));
         }
-        refs.chunks(2).map(|p| Ok((self.symbol(p[0])?, self.symbol(p[1])?))).collect()
+        refs.chunks(2)
+            .map(|p| Ok((self.symbol(p[0])?, self.symbol(p[1])?)))
+            .collect()
     }
 }
 
@@ -98,17 +103,34 @@ mod tests {
     #[test]
     fn spec_example_round_trips_and_resolves() {
         let req = Request {
-            symbols: vec!["".into(), "__name__".into(), "up".into(), "job".into(), "a".into()],
+            symbols: vec![
+                "".into(),
+                "__name__".into(),
+                "up".into(),
+                "job".into(),
+                "a".into(),
+            ],
             timeseries: vec![TimeSeries {
                 labels_refs: vec![1, 2, 3, 4],
-                samples: vec![Sample { value: 1.0, timestamp: 1000, start_timestamp: 0 }],
-                metadata: Some(Metadata { r#type: 2, help_ref: 0, unit_ref: 0 }),
+                samples: vec![Sample {
+                    value: 1.0,
+                    timestamp: 1000,
+                    start_timestamp: 0,
+                }],
+                metadata: Some(Metadata {
+                    r#type: 2,
+                    help_ref: 0,
+                    unit_ref: 0,
+                }),
                 ..Default::default()
             }],
         };
         let back = Request::decode(req.encode_to_vec().as_slice()).unwrap();
         assert_eq!(back, req);
-        assert_eq!(back.labels(&back.timeseries[0].labels_refs).unwrap(), vec![("__name__", "up"), ("job", "a")]);
+        assert_eq!(
+            back.labels(&back.timeseries[0].labels_refs).unwrap(),
+            vec![("__name__", "up"), ("job", "a")]
+        );
         assert_eq!(back.labels(&[1, 9]), Err(SymbolError::OutOfRange(9, 5)));
         assert_eq!(back.labels(&[1]), Err(SymbolError::OddRefs(1)));
         // v1 and v2 share no field numbers: each decodes the other as empty.

@@ -1,7 +1,9 @@
 //! The `[auth]` config section, its checks, and the hashing the CLI offers
 //! (`tsgate auth hash-password`, `tsgate auth hash-token`, `tsgate auth new-token`).
 
-use argon2::password_hash::{rand_core::OsRng, rand_core::RngCore, PasswordHash, PasswordHasher, SaltString};
+use argon2::password_hash::{
+    rand_core::OsRng, rand_core::RngCore, PasswordHash, PasswordHasher, SaltString,
+};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
@@ -22,10 +24,16 @@ pub struct Rights {
 }
 
 impl Rights {
-    pub const NONE: Rights = Rights { read: false, write: false };
+    pub const NONE: Rights = Rights {
+        read: false,
+        write: false,
+    };
 
     pub fn from_list(list: &[Right]) -> Rights {
-        Rights { read: list.contains(&Right::Read), write: list.contains(&Right::Write) }
+        Rights {
+            read: list.contains(&Right::Read),
+            write: list.contains(&Right::Write),
+        }
     }
 
     pub fn has(self, r: Right) -> bool {
@@ -74,18 +82,33 @@ pub enum AuthError {
     #[error("auth.enabled is true but no [[auth.users]] or [[auth.tokens]] are configured")]
     NoPrincipals,
     #[error("auth.users[{index}] ({name:?}): {problem}")]
-    User { index: usize, name: String, problem: String },
+    User {
+        index: usize,
+        name: String,
+        problem: String,
+    },
     #[error("auth.tokens[{index}] ({name:?}): {problem}")]
-    Token { index: usize, name: String, problem: String },
+    Token {
+        index: usize,
+        name: String,
+        problem: String,
+    },
     #[error("cannot read auth.tokens[{index}].token_file {path}: {source}")]
-    TokenFile { index: usize, path: PathBuf, source: std::io::Error },
+    TokenFile {
+        index: usize,
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("password hashing failed: {0}")]
     Hashing(String),
 }
 
 /// What [`AuthConfig::load`] returns: users (name, PHC hash, rights) and tokens (name,
 /// digest, rights).
-pub type Loaded = (Vec<(String, String, Rights)>, Vec<(String, [u8; 32], Rights)>);
+pub type Loaded = (
+    Vec<(String, String, Rights)>,
+    Vec<(String, [u8; 32], Rights)>,
+);
 
 impl AuthConfig {
     /// Checks every entry and reads the token files. Errors name the entry.
@@ -95,29 +118,58 @@ impl AuthConfig {
         }
         let mut users = Vec::new();
         for (index, u) in self.users.iter().enumerate() {
-            let bad = |problem: &str| AuthError::User { index, name: u.name.clone(), problem: problem.into() };
+            let bad = |problem: &str| AuthError::User {
+                index,
+                name: u.name.clone(),
+                problem: problem.into(),
+            };
             if u.name.is_empty() || u.name.contains(':') {
                 return Err(bad("name must be non-empty and contain no ':'"));
             }
-            if users.iter().any(|(n, _, _): &(String, String, Rights)| n == &u.name) {
+            if users
+                .iter()
+                .any(|(n, _, _): &(String, String, Rights)| n == &u.name)
+            {
                 return Err(bad("duplicate user name"));
             }
             match PasswordHash::new(&u.password_hash) {
                 Ok(h) if h.algorithm.as_str().starts_with("argon2") => {}
-                _ => return Err(bad("password_hash must be an argon2 hash from `tsgate auth hash-password`")),
+                _ => {
+                    return Err(bad(
+                        "password_hash must be an argon2 hash from `tsgate auth hash-password`",
+                    ))
+                }
             }
-            users.push((u.name.clone(), u.password_hash.clone(), rights(&u.rights).map_err(|p| bad(p))?));
+            users.push((
+                u.name.clone(),
+                u.password_hash.clone(),
+                rights(&u.rights).map_err(|p| bad(p))?,
+            ));
         }
         let mut tokens = Vec::new();
         for (index, t) in self.tokens.iter().enumerate() {
-            let name = if t.name.is_empty() { format!("token-{index}") } else { t.name.clone() };
-            let bad = |problem: &str| AuthError::Token { index, name: name.clone(), problem: problem.into() };
+            let name = if t.name.is_empty() {
+                format!("token-{index}")
+            } else {
+                t.name.clone()
+            };
+            let bad = |problem: &str| AuthError::Token {
+                index,
+                name: name.clone(),
+                problem: problem.into(),
+            };
             let has_file = !t.token_file.as_os_str().is_empty();
             let digest = match (t.token_sha256.is_empty(), has_file) {
-                (false, false) => parse_hex32(&t.token_sha256).ok_or_else(|| bad("token_sha256 must be 64 hex digits"))?,
+                (false, false) => parse_hex32(&t.token_sha256)
+                    .ok_or_else(|| bad("token_sha256 must be 64 hex digits"))?,
                 (true, true) => {
-                    let text = std::fs::read_to_string(&t.token_file)
-                        .map_err(|source| AuthError::TokenFile { index, path: t.token_file.clone(), source })?;
+                    let text = std::fs::read_to_string(&t.token_file).map_err(|source| {
+                        AuthError::TokenFile {
+                            index,
+                            path: t.token_file.clone(),
+                            source,
+                        }
+                    })?;
                     let token = text.trim();
                     if token.is_empty() {
                         return Err(bad("token_file is empty"));
@@ -154,7 +206,10 @@ fn parse_hex32(s: &str) -> Option<[u8; 32]> {
 /// The argon2id PHC string of a password, with a fresh random salt.
 pub fn hash_password(password: &str) -> Result<String, String> {
     let salt = SaltString::generate(&mut OsRng);
-    argon2::Argon2::default().hash_password(password.as_bytes(), &salt).map(|h| h.to_string()).map_err(|e| e.to_string())
+    argon2::Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|h| h.to_string())
+        .map_err(|e| e.to_string())
 }
 
 pub fn token_sha256(token: &str) -> [u8; 32] {
@@ -182,11 +237,21 @@ mod tests {
         let h = hash_password("s3cret").unwrap();
         assert!(h.starts_with("$argon2id$"));
         let parsed = PasswordHash::new(&h).unwrap();
-        assert!(argon2::Argon2::default().verify_password(b"s3cret", &parsed).is_ok());
-        assert!(argon2::Argon2::default().verify_password(b"s3cret ", &parsed).is_err());
+        assert!(argon2::Argon2::default()
+            .verify_password(b"s3cret", &parsed)
+            .is_ok());
+        assert!(argon2::Argon2::default()
+            .verify_password(b"s3cret ", &parsed)
+            .is_err());
         // sha256("abc"), the FIPS 180-2 example.
-        assert_eq!(hex(&token_sha256("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-        assert_eq!(parse_hex32(&hex(&token_sha256("abc"))), Some(token_sha256("abc")));
+        assert_eq!(
+            hex(&token_sha256("abc")),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(
+            parse_hex32(&hex(&token_sha256("abc"))),
+            Some(token_sha256("abc"))
+        );
         assert_eq!(new_token().len(), 64);
         assert_ne!(new_token(), new_token());
     }
@@ -194,10 +259,24 @@ mod tests {
     #[test]
     fn bad_entries_are_named() {
         let cfg: AuthConfig = toml::from_str("enabled = true\n[[tokens]]\nname = \"ci\"\ntoken_sha256 = \"zz\"\nrights = [\"read\"]\n").unwrap();
-        assert!(cfg.load().unwrap_err().to_string().contains("auth.tokens[0] (\"ci\"): token_sha256"));
+        assert!(cfg
+            .load()
+            .unwrap_err()
+            .to_string()
+            .contains("auth.tokens[0] (\"ci\"): token_sha256"));
         let cfg: AuthConfig = toml::from_str("enabled = true\n[[users]]\nname = \"a\"\npassword_hash = \"plain\"\nrights = [\"read\"]\n").unwrap();
         assert!(cfg.load().unwrap_err().to_string().contains("argon2"));
-        assert!(toml::from_str::<AuthConfig>("[[users]]\nname = \"a\"\nrights = [\"admin\"]\n").is_err());
-        assert!(matches!(AuthConfig { enabled: true, ..Default::default() }.load(), Err(AuthError::NoPrincipals)));
+        assert!(
+            toml::from_str::<AuthConfig>("[[users]]\nname = \"a\"\nrights = [\"admin\"]\n")
+                .is_err()
+        );
+        assert!(matches!(
+            AuthConfig {
+                enabled: true,
+                ..Default::default()
+            }
+            .load(),
+            Err(AuthError::NoPrincipals)
+        ));
     }
 }

@@ -73,21 +73,36 @@ impl Authenticator {
             return Ok(None);
         }
         let (users, tokens) = cfg.load()?;
-        let users = users.into_iter().map(|(name, hash, rights)| (name, User { hash, rights })).collect();
-        let tokens = tokens.into_iter().map(|(name, sha256, rights)| Token { name, sha256, rights }).collect();
-        let slots = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+        let users = users
+            .into_iter()
+            .map(|(name, hash, rights)| (name, User { hash, rights }))
+            .collect();
+        let tokens = tokens
+            .into_iter()
+            .map(|(name, sha256, rights)| Token {
+                name,
+                sha256,
+                rights,
+            })
+            .collect();
+        let slots = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2);
         Ok(Some(Arc::new(Authenticator {
             users,
             tokens,
             cache: Default::default(),
-            dummy_hash: config::hash_password("tsgate-dummy-password").map_err(AuthError::Hashing)?,
+            dummy_hash: config::hash_password("tsgate-dummy-password")
+                .map_err(AuthError::Hashing)?,
             verify_slots: Arc::new(tokio::sync::Semaphore::new(slots)),
         })))
     }
 
     /// Who the `Authorization` header says the client is.
     pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, Denied> {
-        let Some(value) = headers.get(http::header::AUTHORIZATION) else { return Err(Denied::Missing) };
+        let Some(value) = headers.get(http::header::AUTHORIZATION) else {
+            return Err(Denied::Missing);
+        };
         let value = value.to_str().map_err(|_| Denied::Invalid)?.trim();
         let (scheme, rest) = value.split_once(' ').ok_or(Denied::Invalid)?;
         let rest = rest.trim();
@@ -95,7 +110,9 @@ impl Authenticator {
             return self.bearer(rest).ok_or(Denied::Invalid);
         }
         if scheme.eq_ignore_ascii_case("basic") {
-            let raw = base64::engine::general_purpose::STANDARD.decode(rest).map_err(|_| Denied::Invalid)?;
+            let raw = base64::engine::general_purpose::STANDARD
+                .decode(rest)
+                .map_err(|_| Denied::Invalid)?;
             return self.basic(raw).await.ok_or(Denied::Invalid);
         }
         Err(Denied::Invalid)
@@ -108,7 +125,10 @@ impl Authenticator {
         let mut found = None;
         for t in &self.tokens {
             if bool::from(t.sha256.ct_eq(&digest)) {
-                found = Some(Principal { name: t.name.clone(), rights: t.rights });
+                found = Some(Principal {
+                    name: t.name.clone(),
+                    rights: t.rights,
+                });
             }
         }
         found
@@ -128,14 +148,21 @@ impl Authenticator {
         let password = password.to_string();
         let _slot = self.verify_slots.acquire().await.ok()?;
         let ok = tokio::task::spawn_blocking(move || {
-            PasswordHash::new(&hash).is_ok_and(|h| argon2::Argon2::default().verify_password(password.as_bytes(), &h).is_ok())
+            PasswordHash::new(&hash).is_ok_and(|h| {
+                argon2::Argon2::default()
+                    .verify_password(password.as_bytes(), &h)
+                    .is_ok()
+            })
         })
         .await
         .unwrap_or(false);
         if !ok || !known {
             return None;
         }
-        let p = Principal { name: name.to_string(), rights };
+        let p = Principal {
+            name: name.to_string(),
+            rights,
+        };
         let mut cache = self.cache.lock();
         if cache.len() >= CACHE_MAX {
             cache.clear();
@@ -147,7 +174,11 @@ impl Authenticator {
 
 /// Step one, before the body is read: `Ok(None)` for the open paths, the principal otherwise,
 /// or the 401 reply in the endpoint family's error format.
-pub async fn admit(auth: &Authenticator, path: &str, headers: &HeaderMap) -> Result<Option<Principal>, Reply> {
+pub async fn admit(
+    auth: &Authenticator,
+    path: &str,
+    headers: &HeaderMap,
+) -> Result<Option<Principal>, Reply> {
     if rights::is_open(path) {
         return Ok(None);
     }
@@ -181,7 +212,10 @@ pub fn warn_unprotected(cfg: &crate::config::Config) {
     if cfg.telnet_enabled() && public(&cfg.server.listen) {
         tracing::warn!(addr = %cfg.server.listen, "auth is on but server.telnet = true: telnet `put` on this port is not authenticated");
     }
-    for (key, addr) in [("server.graphite_listen", &cfg.server.graphite_listen), ("server.pickle_listen", &cfg.server.pickle_listen)] {
+    for (key, addr) in [
+        ("server.graphite_listen", &cfg.server.graphite_listen),
+        ("server.pickle_listen", &cfg.server.pickle_listen),
+    ] {
         if public(addr) {
             tracing::warn!(key, addr = %addr, "auth is on but this Graphite listener is not authenticated: bind it to 127.0.0.1 or set it to \"\"");
         }
@@ -189,8 +223,15 @@ pub fn warn_unprotected(cfg: &crate::config::Config) {
 }
 
 fn is_loopback(addr: &str) -> bool {
-    let host = addr.rsplit_once(':').map(|(h, _)| h).unwrap_or(addr).trim_matches(|c| c == '[' || c == ']');
-    host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    let host = addr
+        .rsplit_once(':')
+        .map(|(h, _)| h)
+        .unwrap_or(addr)
+        .trim_matches(|c| c == '[' || c == ']');
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 #[cfg(test)]
@@ -204,14 +245,21 @@ mod tests {
     }
 
     fn basic(user_pass: &str) -> HeaderMap {
-        header(&format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(user_pass)))
+        header(&format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(user_pass)
+        ))
     }
 
     #[tokio::test]
     async fn basic_bearer_and_the_cache() {
         let cfg = AuthConfig {
             enabled: true,
-            users: vec![config::UserConfig { name: "u".into(), password_hash: config::hash_password("pw").unwrap(), rights: vec![Right::Read] }],
+            users: vec![config::UserConfig {
+                name: "u".into(),
+                password_hash: config::hash_password("pw").unwrap(),
+                rights: vec![Right::Read],
+            }],
             tokens: vec![config::TokenConfig {
                 name: "t".into(),
                 token_sha256: config::hex(&config::token_sha256("tok")),
@@ -220,27 +268,66 @@ mod tests {
             }],
         };
         let a = Authenticator::from_config(&cfg).unwrap().unwrap();
-        assert_eq!(a.authenticate(&HeaderMap::new()).await, Err(Denied::Missing));
-        assert_eq!(a.authenticate(&basic("u:wrong")).await, Err(Denied::Invalid));
-        assert_eq!(a.authenticate(&basic("nobody:pw")).await, Err(Denied::Invalid));
+        assert_eq!(
+            a.authenticate(&HeaderMap::new()).await,
+            Err(Denied::Missing)
+        );
+        assert_eq!(
+            a.authenticate(&basic("u:wrong")).await,
+            Err(Denied::Invalid)
+        );
+        assert_eq!(
+            a.authenticate(&basic("nobody:pw")).await,
+            Err(Denied::Invalid)
+        );
         assert!(a.cache.lock().is_empty(), "failures are not cached");
         let p = a.authenticate(&basic("u:pw")).await.unwrap();
-        assert_eq!(p, Principal { name: "u".into(), rights: Rights { read: true, write: false } });
+        assert_eq!(
+            p,
+            Principal {
+                name: "u".into(),
+                rights: Rights {
+                    read: true,
+                    write: false
+                }
+            }
+        );
         assert_eq!(a.cache.lock().len(), 1);
         // Served from the cache now; still only for the exact credentials.
         assert_eq!(a.authenticate(&basic("u:pw")).await.unwrap(), p);
         assert_eq!(a.authenticate(&basic("u:pw2")).await, Err(Denied::Invalid));
         let t = a.authenticate(&header("bearer  tok")).await.unwrap();
-        assert_eq!(t.rights, Rights { read: false, write: true });
-        assert_eq!(a.authenticate(&header("Bearer tok2")).await, Err(Denied::Invalid));
-        assert_eq!(a.authenticate(&header("Digest x")).await, Err(Denied::Invalid));
-        assert_eq!(a.authenticate(&header("Basic !!!")).await, Err(Denied::Invalid));
-        assert!(Authenticator::from_config(&AuthConfig::default()).unwrap().is_none());
+        assert_eq!(
+            t.rights,
+            Rights {
+                read: false,
+                write: true
+            }
+        );
+        assert_eq!(
+            a.authenticate(&header("Bearer tok2")).await,
+            Err(Denied::Invalid)
+        );
+        assert_eq!(
+            a.authenticate(&header("Digest x")).await,
+            Err(Denied::Invalid)
+        );
+        assert_eq!(
+            a.authenticate(&header("Basic !!!")).await,
+            Err(Denied::Invalid)
+        );
+        assert!(Authenticator::from_config(&AuthConfig::default())
+            .unwrap()
+            .is_none());
     }
 
     #[test]
     fn loopback_addresses() {
-        assert!(is_loopback("127.0.0.1:2003") && is_loopback("[::1]:2003") && is_loopback("localhost:2003"));
+        assert!(
+            is_loopback("127.0.0.1:2003")
+                && is_loopback("[::1]:2003")
+                && is_loopback("localhost:2003")
+        );
         assert!(!is_loopback("0.0.0.0:2003") && !is_loopback("10.0.0.5:2003"));
     }
 }

@@ -13,8 +13,14 @@ pub fn unauthorized(path: &str, d: Denied) -> Reply {
     };
     let mut r = family_reply(path, StatusCode::UNAUTHORIZED, "unauthorized", msg);
     let h = r.headers_mut();
-    h.append(http::header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"tsgate\""));
-    h.append(http::header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"tsgate\""));
+    h.append(
+        http::header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Basic realm=\"tsgate\""),
+    );
+    h.append(
+        http::header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"tsgate\""),
+    );
     r
 }
 
@@ -23,17 +29,29 @@ pub fn forbidden(path: &str, who: &str, need: Right) -> Reply {
         Right::Read => "read",
         Right::Write => "write",
     };
-    family_reply(path, StatusCode::FORBIDDEN, "forbidden", &format!("{who:?} does not have the {right} right this request needs"))
+    family_reply(
+        path,
+        StatusCode::FORBIDDEN,
+        "forbidden",
+        &format!("{who:?} does not have the {right} right this request needs"),
+    )
 }
 
 fn family_reply(path: &str, status: StatusCode, kind: &str, msg: &str) -> Reply {
     if crate::server::prometheus::handles(path) {
-        return json_reply(status, serde_json::json!({"status": "error", "errorType": kind, "error": msg}).to_string());
+        return json_reply(
+            status,
+            serde_json::json!({"status": "error", "errorType": kind, "error": msg}).to_string(),
+        );
     }
     if crate::server::graphite_web::handles(path) {
         let p = path.trim_end_matches('/');
         // graphite-web's tag and function endpoints answer errors in JSON, the rest in text.
-        if p == "/tags" || p.starts_with("/tags/") || p == "/functions" || p.starts_with("/functions/") {
+        if p == "/tags"
+            || p.starts_with("/tags/")
+            || p == "/functions"
+            || p.starts_with("/functions/")
+        {
             return crate::server::graphite_web::json_error(status, msg);
         }
         return crate::server::graphite_web::text_reply(status, msg);

@@ -11,7 +11,10 @@ use http::Method;
 /// check liveness without holding a secret (it reveals the version and nothing stored).
 pub fn is_open(path: &str) -> bool {
     let p = path.trim_end_matches('/').to_ascii_lowercase();
-    matches!(p.as_str(), "" | "/api/version" | "/api/v1/version" | "/version")
+    matches!(
+        p.as_str(),
+        "" | "/api/version" | "/api/v1/version" | "/version"
+    )
 }
 
 pub fn required(req: &Request) -> Right {
@@ -29,7 +32,10 @@ fn is_write(req: &Request) -> bool {
     }
     if crate::server::graphite_web::handles(&req.path) {
         let p = req.path.trim_end_matches('/');
-        return matches!(p, "/tags/tagSeries" | "/tags/tagMultiSeries" | "/tags/delSeries");
+        return matches!(
+            p,
+            "/tags/tagSeries" | "/tags/tagMultiSeries" | "/tags/delSeries"
+        );
     }
     let path = req.path.trim_end_matches('/').to_ascii_lowercase();
     let path = match path.strip_prefix("/api/v1/") {
@@ -38,9 +44,14 @@ fn is_write(req: &Request) -> bool {
     };
     match path.as_str() {
         "/api/put" | "/api/uid/assign" | "/api/dropcaches" => true,
-        "/api/query" => req.method == Method::DELETE || (req.method == Method::POST && body_asks_delete(&req.body)),
+        "/api/query" => {
+            req.method == Method::DELETE
+                || (req.method == Method::POST && body_asks_delete(&req.body))
+        }
         // Reads even when POSTed: they only test or list.
-        "/api/tree/branch" | "/api/tree/test" | "/api/tree/collisions" | "/api/tree/notmatched" => false,
+        "/api/tree/branch" | "/api/tree/test" | "/api/tree/collisions" | "/api/tree/notmatched" => {
+            false
+        }
         p if crate::server::opentsdb_meta::handles(p) => logical_method(req) != Method::GET,
         _ => false,
     }
@@ -66,7 +77,10 @@ fn body_asks_delete(body: &[u8]) -> bool {
         return false;
     }
     // The same reading as the query parser's flags: `true` or `"true"`.
-    match serde_json::from_slice::<serde_json::Value>(body).ok().and_then(|v| v.get("delete").cloned()) {
+    match serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("delete").cloned())
+    {
         Some(serde_json::Value::Bool(b)) => b,
         Some(serde_json::Value::String(s)) => s.eq_ignore_ascii_case("true"),
         _ => false,
@@ -78,7 +92,13 @@ mod tests {
     use super::*;
 
     fn req(method: Method, path: &str, query: &str, body: &str) -> Request {
-        Request { method, path: path.into(), query: query.into(), headers: Default::default(), body: body.to_string().into() }
+        Request {
+            method,
+            path: path.into(),
+            query: query.into(),
+            headers: Default::default(),
+            body: body.to_string().into(),
+        }
     }
 
     #[test]
@@ -90,27 +110,78 @@ mod tests {
         assert_eq!(w(Method::POST, "/api/v1/read", "", ""), Right::Read);
         assert_eq!(w(Method::POST, "/api/v1/query", "", ""), Right::Read);
         assert_eq!(w(Method::GET, "/api/query", "m=sum:x", ""), Right::Read);
-        assert_eq!(w(Method::POST, "/api/query", "", r#"{"start":1,"queries":[]}"#), Right::Read);
-        assert_eq!(w(Method::POST, "/api/query", "", r#"{"start":1,"delete":true,"queries":[]}"#), Right::Write);
-        assert_eq!(w(Method::POST, "/api/query", "", r#"{"start":1,"delete":"True","queries":[]}"#), Right::Write);
+        assert_eq!(
+            w(
+                Method::POST,
+                "/api/query",
+                "",
+                r#"{"start":1,"queries":[]}"#
+            ),
+            Right::Read
+        );
+        assert_eq!(
+            w(
+                Method::POST,
+                "/api/query",
+                "",
+                r#"{"start":1,"delete":true,"queries":[]}"#
+            ),
+            Right::Write
+        );
+        assert_eq!(
+            w(
+                Method::POST,
+                "/api/query",
+                "",
+                r#"{"start":1,"delete":"True","queries":[]}"#
+            ),
+            Right::Write
+        );
         assert_eq!(w(Method::DELETE, "/api/query", "", "{}"), Right::Write);
-        assert_eq!(w(Method::GET, "/api/annotation", "start_time=1", ""), Right::Read);
-        assert_eq!(w(Method::GET, "/api/annotation", "method_override=delete", ""), Right::Write);
-        assert_eq!(w(Method::DELETE, "/api/annotation/bulk", "", ""), Right::Write);
+        assert_eq!(
+            w(Method::GET, "/api/annotation", "start_time=1", ""),
+            Right::Read
+        );
+        assert_eq!(
+            w(Method::GET, "/api/annotation", "method_override=delete", ""),
+            Right::Write
+        );
+        assert_eq!(
+            w(Method::DELETE, "/api/annotation/bulk", "", ""),
+            Right::Write
+        );
         assert_eq!(w(Method::POST, "/api/uid/uidmeta", "", ""), Right::Write);
         assert_eq!(w(Method::POST, "/api/tree/rule", "", ""), Right::Write);
         assert_eq!(w(Method::POST, "/api/tree/test", "", ""), Right::Read);
-        assert_eq!(w(Method::GET, "/api/uid/assign", "metric=a", ""), Right::Write);
+        assert_eq!(
+            w(Method::GET, "/api/uid/assign", "metric=a", ""),
+            Right::Write
+        );
         assert_eq!(w(Method::GET, "/api/dropcaches", "", ""), Right::Write);
-        assert_eq!(w(Method::POST, "/tags/tagSeries", "", "path=a;b=c"), Right::Write);
-        assert_eq!(w(Method::GET, "/tags/autoComplete/tags", "", ""), Right::Read);
+        assert_eq!(
+            w(Method::POST, "/tags/tagSeries", "", "path=a;b=c"),
+            Right::Write
+        );
+        assert_eq!(
+            w(Method::GET, "/tags/autoComplete/tags", "", ""),
+            Right::Read
+        );
         assert_eq!(w(Method::POST, "/render", "", "target=a"), Right::Read);
         assert_eq!(w(Method::GET, "/api/stats", "", ""), Right::Read);
     }
 
     #[test]
     fn open_paths() {
-        assert!(is_open("/api/version") && is_open("/") && is_open("/version") && is_open("/API/Version/"));
-        assert!(!is_open("/api/put") && !is_open("/api/versions") && !is_open("/api/v1/status/buildinfo"));
+        assert!(
+            is_open("/api/version")
+                && is_open("/")
+                && is_open("/version")
+                && is_open("/API/Version/")
+        );
+        assert!(
+            !is_open("/api/put")
+                && !is_open("/api/versions")
+                && !is_open("/api/v1/status/buildinfo")
+        );
     }
 }

@@ -29,7 +29,12 @@ fn unit_seconds(u: &str) -> Result<i64, String> {
 
 /// `[+-]` then one or more `number unit`; unsigned means positive. Returns seconds.
 pub fn parse_offset(s: &str) -> Result<i64, String> {
-    let t: String = s.trim().to_ascii_lowercase().chars().filter(|c| !matches!(c, ' ' | '_' | ',')).collect();
+    let t: String = s
+        .trim()
+        .to_ascii_lowercase()
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '_' | ','))
+        .collect();
     let (sign, mut rest) = match t.as_bytes().first() {
         Some(b'-') => (-1, &t[1..]),
         Some(b'+') => (1, &t[1..]),
@@ -40,19 +45,28 @@ pub fn parse_offset(s: &str) -> Result<i64, String> {
     }
     let mut total = 0i64;
     while !rest.is_empty() {
-        let d = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let d = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
         if d == 0 {
             return Err(format!("Invalid offset '{s}'"));
         }
-        let n: i64 = rest[..d].parse().map_err(|_| format!("Invalid offset '{s}'"))?;
+        let n: i64 = rest[..d]
+            .parse()
+            .map_err(|_| format!("Invalid offset '{s}'"))?;
         rest = &rest[d..];
-        let u = rest.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(rest.len());
+        let u = rest
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(rest.len());
         // Only one sign per offset: `-1h-30min` is an error, as in graphite.
         if u == 0 || rest[u..].starts_with(|c: char| !c.is_ascii_digit()) {
             return Err(format!("Invalid offset '{s}'"));
         }
         // Checked: a huge count is an invalid offset, not a wrapped one.
-        total = n.checked_mul(unit_seconds(&rest[..u])?).and_then(|x| total.checked_add(x)).ok_or_else(|| format!("Invalid offset '{s}'"))?;
+        total = n
+            .checked_mul(unit_seconds(&rest[..u])?)
+            .and_then(|x| total.checked_add(x))
+            .ok_or_else(|| format!("Invalid offset '{s}'"))?;
         rest = &rest[u..];
     }
     Ok(sign * total)
@@ -60,10 +74,18 @@ pub fn parse_offset(s: &str) -> Result<i64, String> {
 
 /// An at-time (`from`, `until`) in epoch seconds, relative to `now`.
 pub fn parse_attime(s: &str, now: i64) -> Result<i64, String> {
-    let t: String = s.trim().to_ascii_lowercase().chars().filter(|c| !matches!(c, ' ' | '_' | ',')).collect();
+    let t: String = s
+        .trim()
+        .to_ascii_lowercase()
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '_' | ','))
+        .collect();
     if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
         // An 8-digit YYYYMMDD with a valid month and day is a date, not an epoch.
-        if t.len() == 8 && (1..=12).contains(&t[4..6].parse::<u32>().unwrap_or(0)) && (1..=31).contains(&t[6..8].parse::<u32>().unwrap_or(0)) {
+        if t.len() == 8
+            && (1..=12).contains(&t[4..6].parse::<u32>().unwrap_or(0))
+            && (1..=31).contains(&t[6..8].parse::<u32>().unwrap_or(0))
+        {
             return parse_ref(&t, now);
         }
         return t.parse().map_err(|_| format!("Invalid time '{s}'"));
@@ -75,14 +97,20 @@ pub fn parse_attime(s: &str, now: i64) -> Result<i64, String> {
     };
     let base = parse_ref(r, now)?;
     match off {
-        Some(o) => base.checked_add(parse_offset(o)?).ok_or_else(|| format!("Invalid time '{s}'")),
+        Some(o) => base
+            .checked_add(parse_offset(o)?)
+            .ok_or_else(|| format!("Invalid time '{s}'")),
         None => Ok(base),
     }
 }
 
 fn parse_ref(r: &str, now: i64) -> Result<i64, String> {
     let bad = || format!("Invalid time '{r}'");
-    let now_dt = Utc.timestamp_opt(now, 0).single().ok_or_else(bad)?.naive_utc();
+    let now_dt = Utc
+        .timestamp_opt(now, 0)
+        .single()
+        .ok_or_else(bad)?
+        .naive_utc();
     if r.is_empty() || r == "now" {
         return Ok(now);
     }
@@ -98,7 +126,10 @@ fn parse_ref(r: &str, now: i64) -> Result<i64, String> {
     if tod.is_none() {
         if let Some(colon) = rest.find(':') {
             let h: u32 = rest[..colon].parse().map_err(|_| bad())?;
-            let m: u32 = rest.get(colon + 1..colon + 3).and_then(|x| x.parse().ok()).ok_or_else(bad)?;
+            let m: u32 = rest
+                .get(colon + 1..colon + 3)
+                .and_then(|x| x.parse().ok())
+                .ok_or_else(bad)?;
             rest = &rest[colon + 3..];
             let mut h = h;
             if let Some(x) = rest.strip_prefix("am") {
@@ -109,9 +140,17 @@ fn parse_ref(r: &str, now: i64) -> Result<i64, String> {
                 rest = x;
             }
             tod = Some(NaiveTime::from_hms_opt(h, m, 0).ok_or_else(bad)?);
-        } else if let Some(ap) = rest.find("am").or_else(|| rest.find("pm")).filter(|&i| i > 0 && i <= 2 && rest[..i].bytes().all(|b| b.is_ascii_digit())) {
+        } else if let Some(ap) = rest
+            .find("am")
+            .or_else(|| rest.find("pm"))
+            .filter(|&i| i > 0 && i <= 2 && rest[..i].bytes().all(|b| b.is_ascii_digit()))
+        {
             let h: u32 = rest[..ap].parse().map_err(|_| bad())?;
-            let h = if &rest[ap..ap + 2] == "pm" { h % 12 + 12 } else { h % 12 };
+            let h = if &rest[ap..ap + 2] == "pm" {
+                h % 12 + 12
+            } else {
+                h % 12
+            };
             tod = Some(NaiveTime::from_hms_opt(h, 0, 0).ok_or_else(bad)?);
             rest = &rest[ap + 2..];
         }
@@ -121,15 +160,24 @@ fn parse_ref(r: &str, now: i64) -> Result<i64, String> {
         "" => today,
         "today" => today,
         // Checked: a `now` at the end of the calendar has no tomorrow.
-        "yesterday" => today.checked_sub_signed(Duration::days(1)).ok_or_else(bad)?,
-        "tomorrow" => today.checked_add_signed(Duration::days(1)).ok_or_else(bad)?,
-        d if d.len() == 8 && d.bytes().all(|b| b.is_ascii_digit()) => NaiveDate::parse_from_str(d, "%Y%m%d").map_err(|_| bad())?,
+        "yesterday" => today
+            .checked_sub_signed(Duration::days(1))
+            .ok_or_else(bad)?,
+        "tomorrow" => today
+            .checked_add_signed(Duration::days(1))
+            .ok_or_else(bad)?,
+        d if d.len() == 8 && d.bytes().all(|b| b.is_ascii_digit()) => {
+            NaiveDate::parse_from_str(d, "%Y%m%d").map_err(|_| bad())?
+        }
         d if d.contains('/') => {
             let parts: Vec<&str> = d.split('/').collect();
             if parts.len() != 3 {
                 return Err(bad());
             }
-            let (m, dd): (u32, u32) = (parts[0].parse().map_err(|_| bad())?, parts[1].parse().map_err(|_| bad())?);
+            let (m, dd): (u32, u32) = (
+                parts[0].parse().map_err(|_| bad())?,
+                parts[1].parse().map_err(|_| bad())?,
+            );
             let mut y: i32 = parts[2].parse().map_err(|_| bad())?;
             if parts[2].len() == 2 {
                 y += 2000;
@@ -137,7 +185,9 @@ fn parse_ref(r: &str, now: i64) -> Result<i64, String> {
             NaiveDate::from_ymd_opt(y, m, dd).ok_or_else(bad)?
         }
         d => {
-            const MONTHS: [&str; 12] = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+            const MONTHS: [&str; 12] = [
+                "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+            ];
             const DAYS: [&str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
             if let Some(m) = MONTHS.iter().position(|m| d.starts_with(m)) {
                 let digits: String = d.chars().filter(|c| c.is_ascii_digit()).collect();
@@ -146,13 +196,21 @@ fn parse_ref(r: &str, now: i64) -> Result<i64, String> {
             } else if let Some(w) = DAYS.iter().position(|w| d.starts_with(w)) {
                 // The most recent such day; today counts.
                 let back = (today.weekday().num_days_from_monday() as i64 - w as i64).rem_euclid(7);
-                today.checked_sub_signed(Duration::days(back)).ok_or_else(bad)?
+                today
+                    .checked_sub_signed(Duration::days(back))
+                    .ok_or_else(bad)?
             } else {
                 return Err(bad());
             }
         }
     };
-    let time = tod.unwrap_or_else(|| if rest.is_empty() { now_dt.time() } else { NaiveTime::MIN });
+    let time = tod.unwrap_or_else(|| {
+        if rest.is_empty() {
+            now_dt.time()
+        } else {
+            NaiveTime::MIN
+        }
+    });
     Ok(NaiveDateTime::new(date, time).and_utc().timestamp())
 }
 
@@ -165,7 +223,10 @@ mod tests {
 
     fn at(s: &str) -> String {
         let t = parse_attime(s, NOW).unwrap();
-        Utc.timestamp_opt(t, 0).unwrap().format("%Y-%m-%d %H:%M:%S").to_string()
+        Utc.timestamp_opt(t, 0)
+            .unwrap()
+            .format("%Y-%m-%d %H:%M:%S")
+            .to_string()
     }
 
     #[test]
@@ -214,9 +275,17 @@ mod tests {
         assert!(parse_offset("-99999999999999999y").is_err());
         assert!(parse_offset("9223372036854775807s1s").is_err());
         assert!(parse_attime("now+9223372036854775807s", NOW).is_err());
-        let last_day = NaiveDate::MAX.and_hms_opt(12, 0, 0).unwrap().and_utc().timestamp();
+        let last_day = NaiveDate::MAX
+            .and_hms_opt(12, 0, 0)
+            .unwrap()
+            .and_utc()
+            .timestamp();
         assert!(parse_attime("tomorrow", last_day).is_err());
-        let first_day = NaiveDate::MIN.and_hms_opt(12, 0, 0).unwrap().and_utc().timestamp();
+        let first_day = NaiveDate::MIN
+            .and_hms_opt(12, 0, 0)
+            .unwrap()
+            .and_utc()
+            .timestamp();
         assert!(parse_attime("yesterday", first_day).is_err());
     }
 }

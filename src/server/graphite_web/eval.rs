@@ -83,18 +83,28 @@ pub struct StoreSource<'a> {
 
 impl<'a> StoreSource<'a> {
     pub fn new(state: &'a AppState) -> StoreSource<'a> {
-        StoreSource { state, fill: state.query.rows.as_ref().map(|c| c.fill()), uncached: AtomicBool::new(false) }
+        StoreSource {
+            state,
+            fill: state.query.rows.as_ref().map(|c| c.fill()),
+            uncached: AtomicBool::new(false),
+        }
     }
 
     fn fill(&self) -> Option<&Fill> {
-        self.fill.as_ref().filter(|_| !self.uncached.load(Ordering::Relaxed))
+        self.fill
+            .as_ref()
+            .filter(|_| !self.uncached.load(Ordering::Relaxed))
     }
 
     /// Reads past the cache from now on when `paths` paths over `(from, until]` are more
     /// rows than the allowance covers.
     fn expect(&self, paths: usize, from: i64, until: i64) {
         let hours = crate::query::QueryEngine::row_hours((from + 1) * 1000, until * 1000 + 999);
-        if self.fill.as_ref().is_some_and(|f| !f.covers(paths as u64 * hours)) {
+        if self
+            .fill
+            .as_ref()
+            .is_some_and(|f| !f.covers(paths as u64 * hours))
+        {
             self.uncached.store(true, Ordering::Relaxed);
         }
     }
@@ -112,7 +122,9 @@ const LINEAR_LOOKUP_MAX: usize = 8;
 
 /// A path stored whole: a metric holding that one series (see `StoreSource::points`).
 fn is_whole(e: &Entry) -> bool {
-    e.tags.len() == 1 && (e.tags[0].0.as_str(), e.tags[0].1.as_str()) == crate::graphite::names::PLACEHOLDER_TAG[0]
+    e.tags.len() == 1
+        && (e.tags[0].0.as_str(), e.tags[0].1.as_str())
+            == crate::graphite::names::PLACEHOLDER_TAG[0]
 }
 
 impl StoreSource<'_> {
@@ -120,16 +132,28 @@ impl StoreSource<'_> {
     /// UID: one scan that seeks from one to the next (see `select_whole`).
     fn read_whole(&self, run: &[(Vec<u8>, usize)], from: i64, until: i64) -> R<ReadPart> {
         let uids: Vec<Vec<u8>> = run.iter().map(|(uid, _)| uid.clone()).collect();
-        let got = self.state.query.select_whole(uids, (from + 1) * 1000, until * 1000 + 999, self.fill()).map_err(|e| EvalError(e.to_string()))?;
+        let got = self
+            .state
+            .query
+            .select_whole(uids, (from + 1) * 1000, until * 1000 + 999, self.fill())
+            .map_err(|e| EvalError(e.to_string()))?;
         let mut gaps = Gaps::default();
-        let got = run.iter().zip(got).filter(|(_, points)| !points.is_empty()).map(|((_, i), points)| (*i, counted(points, &mut gaps))).collect();
+        let got = run
+            .iter()
+            .zip(got)
+            .filter(|(_, points)| !points.is_empty())
+            .map(|((_, i), points)| (*i, counted(points, &mut gaps)))
+            .collect();
         Ok((got, gaps))
     }
 }
 
 impl Source for StoreSource<'_> {
     fn entries(&self) -> R<Arc<Vec<Entry>>> {
-        self.state.graphite_index.snapshot(self.state).map_err(|e| EvalError(e.to_string()))
+        self.state
+            .graphite_index
+            .snapshot(self.state)
+            .map_err(|e| EvalError(e.to_string()))
     }
 
     fn points(&self, entries: &[&Entry], from: i64, until: i64) -> R<Points> {
@@ -152,8 +176,16 @@ impl Source for StoreSource<'_> {
         }
         if !unknown.is_empty() {
             let names: Vec<String> = unknown.iter().map(|&i| entries[i].metric.clone()).collect();
-            let at: HashMap<&str, usize> = unknown.iter().map(|&i| (entries[i].metric.as_str(), i)).collect();
-            for id in self.state.query.metric_ids(&names).map_err(|e| EvalError(e.to_string()))? {
+            let at: HashMap<&str, usize> = unknown
+                .iter()
+                .map(|&i| (entries[i].metric.as_str(), i))
+                .collect();
+            for id in self
+                .state
+                .query
+                .metric_ids(&names)
+                .map_err(|e| EvalError(e.to_string()))?
+            {
                 whole.push((id.uid, at[id.name.as_str()]));
             }
         }
@@ -161,7 +193,10 @@ impl Source for StoreSource<'_> {
         self.expect(whole.len(), from, until);
         // Runs of about eight per core (an uneven run does not hold the others up), and of at
         // most 64 paths: a run's points are still in cache when its gaps are counted.
-        let run = whole.len().div_ceil(parallel::cores() * 8).clamp(1, WHOLE_RUN_MAX);
+        let run = whole
+            .len()
+            .div_ceil(parallel::cores() * 8)
+            .clamp(1, WHOLE_RUN_MAX);
         let runs: Vec<&[(Vec<u8>, usize)]> = whole.chunks(run).collect();
         let read_whole = parallel::map_from(runs, 2, |run| self.read_whole(run, from, until));
         let metrics: Vec<(&str, Vec<usize>)> = by_metric.into_iter().collect();
@@ -169,32 +204,57 @@ impl Source for StoreSource<'_> {
         // thousands of paths in a few metrics (`cpu.usage_*{dc,host}`), each then worth a core
         // of its own.
         let series: usize = metrics.iter().map(|(_, wanted)| wanted.len()).sum();
-        let min = if series >= parallel::MIN_PARALLEL { 2 } else { usize::MAX };
+        let min = if series >= parallel::MIN_PARALLEL {
+            2
+        } else {
+            usize::MAX
+        };
         let read = parallel::map_from(metrics, min, |(metric, wanted)| -> R<ReadPart> {
             let by_tags: Option<HashMap<&[(String, String)], usize, ahash::RandomState>> =
-                (wanted.len() > LINEAR_LOOKUP_MAX).then(|| wanted.iter().map(|&i| (&entries[i].tags[..], i)).collect());
+                (wanted.len() > LINEAR_LOOKUP_MAX)
+                    .then(|| wanted.iter().map(|&i| (&entries[i].tags[..], i)).collect());
             let find = |tags: &[(String, String)]| match &by_tags {
                 Some(m) => m.get(tags).copied(),
-                None => wanted.iter().copied().find(|&i| entries[i].tags[..] == *tags),
+                None => wanted
+                    .iter()
+                    .copied()
+                    .find(|&i| entries[i].tags[..] == *tags),
             };
             let keep = |_: &str, tags: &[(String, String)]| find(tags).is_some();
             // A few series of a metric: the scan seeks to their rows instead of reading all.
             // Not for a path stored whole (read here when the store cannot seek): its metric
             // holds that one series (`keep` still checks), and a filter would only cost its UID
             // look-ups and set-up per metric.
-            let filter = if wanted.len() <= LINEAR_LOOKUP_MAX && !(wanted.len() == 1 && is_whole(entries[wanted[0]])) {
-                let tags: Vec<&[(String, String)]> = wanted.iter().map(|&i| &entries[i].tags[..]).collect();
-                self.state.query.series_filter(&tags).map_err(|e| EvalError(e.to_string()))?
+            let filter = if wanted.len() <= LINEAR_LOOKUP_MAX
+                && !(wanted.len() == 1 && is_whole(entries[wanted[0]]))
+            {
+                let tags: Vec<&[(String, String)]> =
+                    wanted.iter().map(|&i| &entries[i].tags[..]).collect();
+                self.state
+                    .query
+                    .series_filter(&tags)
+                    .map_err(|e| EvalError(e.to_string()))?
             } else {
                 Default::default()
             };
             let got = self
                 .state
                 .query
-                .select_stored(&[metric.to_string()], (from + 1) * 1000, until * 1000 + 999, Stamps::Seconds, filter, self.fill(), &keep)
+                .select_stored(
+                    &[metric.to_string()],
+                    (from + 1) * 1000,
+                    until * 1000 + 999,
+                    Stamps::Seconds,
+                    filter,
+                    self.fill(),
+                    &keep,
+                )
                 .map_err(|e| EvalError(e.to_string()))?;
             let mut gaps = Gaps::default();
-            let got = got.into_iter().filter_map(|s| Some((find(&s.tags)?, counted(s.points, &mut gaps)))).collect();
+            let got = got
+                .into_iter()
+                .filter_map(|s| Some((find(&s.tags)?, counted(s.points, &mut gaps))))
+                .collect();
             Ok((got, gaps))
         });
         gathered(entries.len(), read_whole.into_iter().chain(read))
@@ -203,7 +263,10 @@ impl Source for StoreSource<'_> {
     /// Paths stored whole, each with its UID in the snapshot, on a store that seeks: each is
     /// one seek, whichever others are read with it.
     fn reads_apart(&self, entries: &[&Entry]) -> bool {
-        self.state.query.store.seeks() && entries.iter().all(|e| e.metric_uid.is_some() && is_whole(e))
+        self.state.query.store.seeks()
+            && entries
+                .iter()
+                .all(|e| e.metric_uid.is_some() && is_whole(e))
     }
 
     fn reading(&self, entries: &[&Entry], from: i64, until: i64) {
@@ -211,15 +274,27 @@ impl Source for StoreSource<'_> {
     }
 
     fn points_apart(&self, entries: &[&Entry], from: i64, until: i64) -> R<Points> {
-        let mut whole: Vec<(Vec<u8>, usize)> = entries.iter().enumerate().filter_map(|(i, e)| Some((e.metric_uid.as_ref()?.to_vec(), i))).collect();
+        let mut whole: Vec<(Vec<u8>, usize)> = entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| Some((e.metric_uid.as_ref()?.to_vec(), i)))
+            .collect();
         whole.sort_unstable();
-        gathered(entries.len(), whole.chunks(WHOLE_RUN_MAX).map(|run| self.read_whole(run, from, until)))
+        gathered(
+            entries.len(),
+            whole
+                .chunks(WHOLE_RUN_MAX)
+                .map(|run| self.read_whole(run, from, until)),
+        )
     }
 }
 
 /// What read tasks found, put together as the points of `n` entries.
 fn gathered(n: usize, parts: impl IntoIterator<Item = R<ReadPart>>) -> R<Points> {
-    let mut out = Points { series: vec![Vec::new(); n], gaps: Gaps::default() };
+    let mut out = Points {
+        series: vec![Vec::new(); n],
+        gaps: Gaps::default(),
+    };
     for r in parts {
         let (got, gaps) = r?;
         for (i, points) in got {
@@ -275,7 +350,10 @@ pub fn gaps_in<'s>(series: impl IntoIterator<Item = &'s [(i64, f64)]>) -> Gaps {
 /// 10 s; irregular data gets its commonest interval): the smaller on a tie, or
 /// [`DEFAULT_STEP`] for none.
 pub fn commonest_gap(gaps: &Gaps) -> i64 {
-    gaps.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))).map(|(d, _)| *d).unwrap_or(DEFAULT_STEP)
+    gaps.iter()
+        .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+        .map(|(d, _)| *d)
+        .unwrap_or(DEFAULT_STEP)
 }
 
 /// Counts each gap between consecutive points of one series into `gaps`.
@@ -361,7 +439,11 @@ impl Ctx<'_> {
     /// [`Ctx::fetch`] with `then` applied to each series as soon as it is gridded, on the
     /// core that gridded it: a transform over thousands of series (`perSecond(*.*.cpu.*)`)
     /// then finds each in cache rather than making one more pass over them all.
-    pub fn fetch_mapped(&self, expr: &str, then: &(dyn Fn(Series) -> Series + Sync)) -> R<Vec<Series>> {
+    pub fn fetch_mapped(
+        &self,
+        expr: &str,
+        then: &(dyn Fn(Series) -> Series + Sync),
+    ) -> R<Vec<Series>> {
         let entries = self.source.entries()?;
         let matched = index::resolve(&entries, expr).map_err(EvalError)?;
         self.fetch_entries_mapped(&matched, expr, then)
@@ -371,7 +453,12 @@ impl Ctx<'_> {
         self.fetch_entries_mapped(matched, path_expr, &|s| s)
     }
 
-    fn fetch_entries_mapped(&self, matched: &[&Entry], path_expr: &str, then: &(dyn Fn(Series) -> Series + Sync)) -> R<Vec<Series>> {
+    fn fetch_entries_mapped(
+        &self,
+        matched: &[&Entry],
+        path_expr: &str,
+        then: &(dyn Fn(Series) -> Series + Sync),
+    ) -> R<Vec<Series>> {
         let parts = self.read_fold(matched, path_expr, then, Vec::new, |part, s| part.push(s))?;
         Ok(parts.concat())
     }
@@ -381,7 +468,12 @@ impl Ctx<'_> {
     /// functions and handed to `add` on the core that gridded it, so that thousands of grids
     /// are never all held at once. Returns the parts (see [`parallel::fold`]) in the order of
     /// the series' names.
-    pub fn fold_stream<P: Send>(&self, stream: &Stream, new: impl Fn() -> P + Sync, add: impl Fn(&mut P, Series) + Sync) -> R<Vec<P>> {
+    pub fn fold_stream<P: Send>(
+        &self,
+        stream: &Stream,
+        new: impl Fn() -> P + Sync,
+        add: impl Fn(&mut P, Series) + Sync,
+    ) -> R<Vec<P>> {
         let entries = self.source.entries()?;
         let matched = index::resolve(&entries, stream.path).map_err(EvalError)?;
         self.read_fold(&matched, stream.path, &stream.each, new, add)
@@ -416,7 +508,9 @@ impl Ctx<'_> {
         if !self.source.reads_apart(&sorted) {
             let (step, pts) = self.read(&sorted)?;
             let items: Vec<(&Entry, Vec<(i64, f64)>)> = sorted.into_iter().zip(pts).collect();
-            return Ok(parallel::fold(items, new, |part, (e, p)| add(part, each(self.grid(e, p, step, path_expr)))));
+            return Ok(parallel::fold(items, new, |part, (e, p)| {
+                add(part, each(self.grid(e, p, step, path_expr)))
+            }));
         }
         /// What a chunk's first read made: its part, on the step of its own gaps, or (no gaps
         /// to tell one) its points.
@@ -428,42 +522,59 @@ impl Ctx<'_> {
         // reading them all at once; each read a run of at most READ_RUN_MAX at a time.
         self.source.reading(&sorted, self.from, self.until);
         let chunks = parallel::fold_chunks(sorted);
-        let read = parallel::map_from(chunks, 2, |chunk| -> R<(Vec<&Entry>, Read<P>, Gaps, bool)> {
-            let (mut gaps, mut long) = (Gaps::default(), false);
-            // The points of the first runs, while none has a gap to tell a step by.
-            let mut held: Vec<Vec<(i64, f64)>> = Vec::new();
-            let mut folded: Option<(i64, P)> = None;
-            for (at, run) in chunk.chunks(READ_RUN_MAX).enumerate() {
-                let Points { series: pts, gaps: run_gaps } = self.source.points_apart(run, self.from, self.until)?;
-                long |= pts.iter().any(|p| p.len() >= 2);
-                for (g, n) in &run_gaps {
-                    *gaps.entry(*g).or_default() += n;
-                }
-                match &mut folded {
-                    Some((step, part)) => fold_in(part, run, pts, *step),
-                    None if run_gaps.is_empty() => held.extend(pts),
-                    None => {
-                        let step = self.grid_step(commonest_gap(&run_gaps))?;
-                        let mut part = new();
-                        fold_in(&mut part, &chunk[..at * READ_RUN_MAX], std::mem::take(&mut held), step);
-                        fold_in(&mut part, run, pts, step);
-                        folded = Some((step, part));
+        let read = parallel::map_from(
+            chunks,
+            2,
+            |chunk| -> R<(Vec<&Entry>, Read<P>, Gaps, bool)> {
+                let (mut gaps, mut long) = (Gaps::default(), false);
+                // The points of the first runs, while none has a gap to tell a step by.
+                let mut held: Vec<Vec<(i64, f64)>> = Vec::new();
+                let mut folded: Option<(i64, P)> = None;
+                for (at, run) in chunk.chunks(READ_RUN_MAX).enumerate() {
+                    let Points {
+                        series: pts,
+                        gaps: run_gaps,
+                    } = self.source.points_apart(run, self.from, self.until)?;
+                    long |= pts.iter().any(|p| p.len() >= 2);
+                    for (g, n) in &run_gaps {
+                        *gaps.entry(*g).or_default() += n;
+                    }
+                    match &mut folded {
+                        Some((step, part)) => fold_in(part, run, pts, *step),
+                        None if run_gaps.is_empty() => held.extend(pts),
+                        None => {
+                            let step = self.grid_step(commonest_gap(&run_gaps))?;
+                            let mut part = new();
+                            fold_in(
+                                &mut part,
+                                &chunk[..at * READ_RUN_MAX],
+                                std::mem::take(&mut held),
+                                step,
+                            );
+                            fold_in(&mut part, run, pts, step);
+                            folded = Some((step, part));
+                        }
                     }
                 }
-            }
-            let r = match folded {
-                Some((step, part)) => Read::Folded(step, part),
-                None => Read::Points(held),
-            };
-            Ok((chunk, r, gaps, long))
-        });
+                let r = match folded {
+                    Some((step, part)) => Read::Folded(step, part),
+                    None => Read::Points(held),
+                };
+                Ok((chunk, r, gaps, long))
+            },
+        );
         let read = read.into_iter().collect::<R<Vec<_>>>()?;
         let mut gaps = Gaps::default();
         for (g, n) in read.iter().flat_map(|r| &r.2) {
             *gaps.entry(*g).or_default() += n;
         }
         let step = if !read.iter().any(|r| r.3) && read.iter().any(|r| !r.0.is_empty()) {
-            self.lookback_step(&read.iter().flat_map(|r| r.0.iter().copied()).collect::<Vec<_>>())?
+            self.lookback_step(
+                &read
+                    .iter()
+                    .flat_map(|r| r.0.iter().copied())
+                    .collect::<Vec<_>>(),
+            )?
         } else {
             commonest_gap(&gaps)
         };
@@ -471,7 +582,11 @@ impl Ctx<'_> {
         parallel::map_from(read, 2, |(chunk, r, _, _)| -> R<P> {
             let pts = match r {
                 Read::Folded(s, part) if s == step => return Ok(part),
-                Read::Folded(..) => self.source.points_apart(&chunk, self.from, self.until)?.series,
+                Read::Folded(..) => {
+                    self.source
+                        .points_apart(&chunk, self.from, self.until)?
+                        .series
+                }
                 Read::Points(pts) => pts,
             };
             let mut part = new();
@@ -487,14 +602,26 @@ impl Ctx<'_> {
     /// over such an expression. `None` for anything else (a filter, a sort, a combiner).
     pub fn stream<'e>(&self, e: &'e Expr) -> R<Option<Stream<'e>>> {
         match e {
-            Expr::Path(p) => Ok(Some(Stream { path: p, each: Box::new(|s| s) })),
+            Expr::Path(p) => Ok(Some(Stream {
+                path: p,
+                each: Box::new(|s| s),
+            })),
             Expr::Call(c) => {
-                let Some(step) = super::functions::per_series(c) else { return Ok(None) };
+                let Some(step) = super::functions::per_series(c) else {
+                    return Ok(None);
+                };
                 let step = step?;
-                let Some(inner) = (Args { call: c }).get(step.arg, step.arg_name) else { return Ok(None) };
-                let Some(inner) = self.stream(inner)? else { return Ok(None) };
+                let Some(inner) = (Args { call: c }).get(step.arg, step.arg_name) else {
+                    return Ok(None);
+                };
+                let Some(inner) = self.stream(inner)? else {
+                    return Ok(None);
+                };
                 let (first, then) = (inner.each, step.f);
-                Ok(Some(Stream { path: inner.path, each: Box::new(move |s| then(first(s))) }))
+                Ok(Some(Stream {
+                    path: inner.path,
+                    each: Box::new(move |s| then(first(s))),
+                }))
             }
             _ => Ok(None),
         }
@@ -504,7 +631,11 @@ impl Ctx<'_> {
     #[allow(clippy::type_complexity)]
     fn read(&self, entries: &[&Entry]) -> R<(i64, Vec<Vec<(i64, f64)>>)> {
         let Points { series: pts, gaps } = self.source.points(entries, self.from, self.until)?;
-        let step = if !entries.is_empty() && pts.iter().all(|p| p.len() < 2) { self.lookback_step(entries)? } else { commonest_gap(&gaps) };
+        let step = if !entries.is_empty() && pts.iter().all(|p| p.len() < 2) {
+            self.lookback_step(entries)?
+        } else {
+            commonest_gap(&gaps)
+        };
         Ok((self.grid_step(step)?, pts))
     }
 
@@ -523,7 +654,12 @@ impl Ctx<'_> {
     /// The step of series with too few points in a short window to see their resolution,
     /// learnt from the hour before (one more bounded scan, only in this case).
     fn lookback_step(&self, entries: &[&Entry]) -> R<i64> {
-        Ok(commonest_gap(&self.source.points(entries, self.from - STEP_LOOKBACK, self.until)?.gaps))
+        Ok(commonest_gap(
+            &self
+                .source
+                .points(entries, self.from - STEP_LOOKBACK, self.until)?
+                .gaps,
+        ))
     }
 
     /// One entry's points on the grid, named, tagged and marked with the expression that
@@ -539,7 +675,11 @@ impl Ctx<'_> {
 
     /// The same context over another window.
     pub fn shifted(&self, from: i64, until: i64) -> Self {
-        Ctx { from, until, ..self.clone() }
+        Ctx {
+            from,
+            until,
+            ..self.clone()
+        }
     }
 }
 
@@ -551,7 +691,13 @@ pub struct Args<'c> {
 
 impl<'c> Args<'c> {
     pub fn get(&self, i: usize, name: &str) -> Option<&'c Expr> {
-        self.call.args.get(i).or_else(|| self.call.kwargs.iter().find(|(k, _)| k == name).map(|(_, v)| v))
+        self.call.args.get(i).or_else(|| {
+            self.call
+                .kwargs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v)
+        })
     }
 
     pub fn series(&self, ctx: &Ctx, i: usize, name: &str) -> R<Vec<Series>> {
@@ -563,7 +709,13 @@ impl<'c> Args<'c> {
 
     /// [`Args::series`] with `f` applied to each series on every core; a path expression's
     /// series each as it is read (see [`Ctx::fetch_mapped`]).
-    pub fn series_each(&self, ctx: &Ctx, i: usize, name: &str, f: &(dyn Fn(Series) -> Series + Sync)) -> R<Vec<Series>> {
+    pub fn series_each(
+        &self,
+        ctx: &Ctx,
+        i: usize,
+        name: &str,
+        f: &(dyn Fn(Series) -> Series + Sync),
+    ) -> R<Vec<Series>> {
         match self.get(i, name) {
             Some(Expr::Path(p)) => ctx.fetch_mapped(p, f),
             Some(e) => Ok(parallel::map(ctx.eval(e)?, f)),
@@ -587,14 +739,23 @@ impl<'c> Args<'c> {
             Some(Expr::Bool(b)) => Ok(Some(*b as i64 as f64)),
             Some(Expr::Str(s)) => match s.trim().to_ascii_lowercase().as_str() {
                 "inf" => Ok(Some(f64::INFINITY)),
-                t => t.parse().map(Some).map_err(|_| EvalError(format!("{}: {name} must be a number, got {s:?}", self.call.name))),
+                t => t.parse().map(Some).map_err(|_| {
+                    EvalError(format!(
+                        "{}: {name} must be a number, got {s:?}",
+                        self.call.name
+                    ))
+                }),
             },
-            Some(other) => err(format!("{}: {name} must be a number, got {other:?}", self.call.name)),
+            Some(other) => err(format!(
+                "{}: {name} must be a number, got {other:?}",
+                self.call.name
+            )),
         }
     }
 
     pub fn num(&self, i: usize, name: &str) -> R<f64> {
-        self.opt_num(i, name)?.ok_or_else(|| EvalError(format!("{}: missing argument {name}", self.call.name)))
+        self.opt_num(i, name)?
+            .ok_or_else(|| EvalError(format!("{}: missing argument {name}", self.call.name)))
     }
 
     pub fn num_or(&self, i: usize, name: &str, d: f64) -> R<f64> {
@@ -609,12 +770,16 @@ impl<'c> Args<'c> {
             Some(Expr::Bool(b)) => Ok(Some(if *b { "True" } else { "False" }.into())),
             // A bare word where a string is expected (`consolidateBy(x, max)`) reads as text.
             Some(Expr::Path(p)) => Ok(Some(p.clone())),
-            Some(other) => err(format!("{}: {name} must be a string, got {other:?}", self.call.name)),
+            Some(other) => err(format!(
+                "{}: {name} must be a string, got {other:?}",
+                self.call.name
+            )),
         }
     }
 
     pub fn string(&self, i: usize, name: &str) -> R<String> {
-        self.opt_str(i, name)?.ok_or_else(|| EvalError(format!("{}: missing argument {name}", self.call.name)))
+        self.opt_str(i, name)?
+            .ok_or_else(|| EvalError(format!("{}: missing argument {name}", self.call.name)))
     }
 
     pub fn boolean(&self, i: usize, name: &str, d: bool) -> R<bool> {
@@ -622,8 +787,15 @@ impl<'c> Args<'c> {
             None | Some(Expr::None) => d,
             Some(Expr::Bool(b)) => *b,
             Some(Expr::Num(n)) => *n != 0.0,
-            Some(Expr::Str(s)) | Some(Expr::Path(s)) => matches!(s.to_ascii_lowercase().as_str(), "true" | "1"),
-            Some(other) => return err(format!("{}: {name} must be a boolean, got {other:?}", self.call.name)),
+            Some(Expr::Str(s)) | Some(Expr::Path(s)) => {
+                matches!(s.to_ascii_lowercase().as_str(), "true" | "1")
+            }
+            Some(other) => {
+                return err(format!(
+                    "{}: {name} must be a boolean, got {other:?}",
+                    self.call.name
+                ))
+            }
         })
     }
 
@@ -651,7 +823,16 @@ pub struct MemSource(pub Vec<(String, Vec<(i64, f64)>)>);
 
 impl Source for MemSource {
     fn entries(&self) -> R<Arc<Vec<Entry>>> {
-        let mut v: Vec<Entry> = self.0.iter().map(|(p, _)| Entry { path: p.clone(), metric: p.clone(), tags: vec![], metric_uid: None }).collect();
+        let mut v: Vec<Entry> = self
+            .0
+            .iter()
+            .map(|(p, _)| Entry {
+                path: p.clone(),
+                metric: p.clone(),
+                tags: vec![],
+                metric_uid: None,
+            })
+            .collect();
         v.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(Arc::new(v))
     }
@@ -659,7 +840,11 @@ impl Source for MemSource {
         let series: Vec<Vec<(i64, f64)>> = entries
             .iter()
             .map(|e| match self.0.iter().find(|(p, _)| *p == e.path) {
-                Some((_, pts)) => pts.iter().filter(|(t, _)| *t > from && *t <= until).copied().collect(),
+                Some((_, pts)) => pts
+                    .iter()
+                    .filter(|(t, _)| *t > from && *t <= until)
+                    .copied()
+                    .collect(),
                 None => Vec::new(),
             })
             .collect();
@@ -759,7 +944,10 @@ mod tests {
         let s = to_grid("x", &pts, 60, 600, 900);
         assert_eq!(s.start, 660);
         assert_eq!(s.end, 960);
-        assert_eq!(s.values, vec![Some(1.0), Some(2.0), Some(3.0), Some(4.0), Some(5.0)]);
+        assert_eq!(
+            s.values,
+            vec![Some(1.0), Some(2.0), Some(3.0), Some(4.0), Some(5.0)]
+        );
         let s = to_grid("x", &pts, 60, 599, 900);
         assert_eq!(s.start, 600);
         let step = |series: &[&[(i64, f64)]]| commonest_gap(&gaps_in(series.iter().copied()));

@@ -31,7 +31,9 @@ fn children(entries: &[Entry], query: &str) -> Result<BTreeMap<String, (bool, bo
 }
 
 pub fn find(state: &AppState, p: &Params) -> Reply {
-    let Some(query) = p.get("query").map(str::to_string) else { return bad_request("Missing required parameter 'query'") };
+    let Some(query) = p.get("query").map(str::to_string) else {
+        return bad_request("Missing required parameter 'query'");
+    };
     let format = p.get("format").unwrap_or("treejson");
     if !matches!(format, "treejson" | "completer" | "json" | "nodelist") {
         return bad_request(&format!("Invalid value for 'format': {format}"));
@@ -41,13 +43,21 @@ pub fn find(state: &AppState, p: &Params) -> Reply {
         Err(r) => return r,
     };
     // The completer appends `*` to what was typed; `..` means "any node".
-    let query = if format == "completer" { format!("{}*", query.replace("..", "*.")) } else { query };
+    let query = if format == "completer" {
+        format!("{}*", query.replace("..", "*."))
+    } else {
+        query
+    };
     let nodes = match children(&entries, &query) {
         Ok(n) => n,
         Err(e) => return bad_request(&e),
     };
     let elems = split_elements(&query);
-    let prefix = if elems.len() > 1 { format!("{}.", elems[..elems.len() - 1].join(".")) } else { String::new() };
+    let prefix = if elems.len() > 1 {
+        format!("{}.", elems[..elems.len() - 1].join("."))
+    } else {
+        String::new()
+    };
     let jsonp = p.get("jsonp");
     let body = match format {
         "completer" => {
@@ -81,11 +91,22 @@ pub fn find(state: &AppState, p: &Params) -> Reply {
                 })
                 .collect();
             v.sort();
-            Value::Array(v.into_iter().map(|(path, leaf)| json!({"path": path, "is_leaf": leaf})).collect())
+            Value::Array(
+                v.into_iter()
+                    .map(|(path, leaf)| json!({"path": path, "is_leaf": leaf}))
+                    .collect(),
+            )
         }
         "nodelist" => {
-            let pos: usize = p.get("position").and_then(|x| x.parse().ok()).unwrap_or(elems.len() - 1);
-            let mut set: Vec<String> = nodes.keys().map(|n| format!("{prefix}{n}")).filter_map(|path| path.split('.').nth(pos).map(str::to_string)).collect();
+            let pos: usize = p
+                .get("position")
+                .and_then(|x| x.parse().ok())
+                .unwrap_or(elems.len() - 1);
+            let mut set: Vec<String> = nodes
+                .keys()
+                .map(|n| format!("{prefix}{n}"))
+                .filter_map(|path| path.split('.').nth(pos).map(str::to_string))
+                .collect();
             set.sort();
             set.dedup();
             json!({ "nodes": set })
@@ -102,8 +123,18 @@ pub fn find(state: &AppState, p: &Params) -> Reply {
                 let any_branch = nodes.values().any(|(_, b)| *b);
                 out.push(node("*", !any_branch));
             }
-            out.extend(nodes.iter().filter(|(_, (_, b))| *b).map(|(n, _)| node(n, false)));
-            out.extend(nodes.iter().filter(|(_, (l, b))| *l && !*b).map(|(n, _)| node(n, true)));
+            out.extend(
+                nodes
+                    .iter()
+                    .filter(|(_, (_, b))| *b)
+                    .map(|(n, _)| node(n, false)),
+            );
+            out.extend(
+                nodes
+                    .iter()
+                    .filter(|(_, (l, b))| *l && !*b)
+                    .map(|(n, _)| node(n, true)),
+            );
             Value::Array(out)
         }
     };
@@ -113,7 +144,10 @@ pub fn find(state: &AppState, p: &Params) -> Reply {
 // The error is a ready reply for the handler to return as is.
 #[allow(clippy::result_large_err)]
 fn state_entries(state: &AppState) -> Result<std::sync::Arc<Vec<Entry>>, Reply> {
-    state.graphite_index.snapshot(state).map_err(|e| super::text_reply(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()))
+    state
+        .graphite_index
+        .snapshot(state)
+        .map_err(|e| super::text_reply(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()))
 }
 
 pub fn expand(state: &AppState, p: &Params) -> Reply {
@@ -140,7 +174,8 @@ pub fn expand(state: &AppState, p: &Params) -> Reply {
             .filter(|e| !e.is_tagged())
             .filter_map(|e| {
                 let n: Vec<&str> = e.path.split('.').collect();
-                (glob.matches_prefix(&n) && (!leaves_only || n.len() == elems.len())).then(|| n[..elems.len()].join("."))
+                (glob.matches_prefix(&n) && (!leaves_only || n.len() == elems.len()))
+                    .then(|| n[..elems.len()].join("."))
             })
             .collect();
         let _ = nodes;
@@ -164,7 +199,11 @@ pub fn index_json(state: &AppState, p: &Params) -> Reply {
         Ok(e) => e,
         Err(r) => return r,
     };
-    let leaves: Vec<&str> = entries.iter().filter(|e| !e.is_tagged()).map(|e| e.path.as_str()).collect();
+    let leaves: Vec<&str> = entries
+        .iter()
+        .filter(|e| !e.is_tagged())
+        .map(|e| e.path.as_str())
+        .collect();
     json_or_jsonp(StatusCode::OK, json!(leaves).to_string(), p.get("jsonp"))
 }
 
@@ -173,18 +212,36 @@ mod tests {
     use super::*;
 
     fn e(p: &str) -> Entry {
-        Entry { path: p.into(), metric: p.into(), tags: vec![], metric_uid: None }
+        Entry {
+            path: p.into(),
+            metric: p.into(),
+            tags: vec![],
+            metric_uid: None,
+        }
     }
 
     #[test]
     fn children_mark_leaves_and_branches() {
-        let es = vec![e("demo.web01.cpu"), e("demo.web02.cpu"), e("demo.db01.cpu"), e("demo.aleaf"), e("demo.aleaf.x"), e("t;a=1")];
+        let es = vec![
+            e("demo.web01.cpu"),
+            e("demo.web02.cpu"),
+            e("demo.db01.cpu"),
+            e("demo.aleaf"),
+            e("demo.aleaf.x"),
+            e("t;a=1"),
+        ];
         let c = children(&es, "demo.*").unwrap();
-        assert_eq!(c.keys().collect::<Vec<_>>(), vec!["aleaf", "db01", "web01", "web02"]);
+        assert_eq!(
+            c.keys().collect::<Vec<_>>(),
+            vec!["aleaf", "db01", "web01", "web02"]
+        );
         assert_eq!(c["aleaf"], (true, true));
         assert_eq!(c["web01"], (false, true));
         let c = children(&es, "demo.{web01,db01}.cpu").unwrap();
         assert_eq!(c.len(), 1);
-        assert_eq!(children(&es, "*").unwrap().keys().collect::<Vec<_>>(), vec!["demo"]);
+        assert_eq!(
+            children(&es, "*").unwrap().keys().collect::<Vec<_>>(),
+            vec!["demo"]
+        );
     }
 }

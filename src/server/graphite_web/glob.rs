@@ -40,7 +40,11 @@ pub fn element_regex(pat: &str) -> Result<Regex, String> {
             '*' => re.push_str(".*"),
             '?' => re.push('.'),
             '[' => {
-                let Some(close) = chars[i + 1..].iter().position(|&c| c == ']').map(|p| p + i + 1) else {
+                let Some(close) = chars[i + 1..]
+                    .iter()
+                    .position(|&c| c == ']')
+                    .map(|p| p + i + 1)
+                else {
                     re.push_str("\\[");
                     i += 1;
                     continue;
@@ -108,12 +112,18 @@ pub struct PathGlob {
 
 impl PathGlob {
     pub fn new(q: &str) -> Result<PathGlob, String> {
-        Ok(PathGlob { elements: split_elements(q).iter().map(|e| Element::new(e)).collect::<Result<_, _>>()? })
+        Ok(PathGlob {
+            elements: split_elements(q)
+                .iter()
+                .map(|e| Element::new(e))
+                .collect::<Result<_, _>>()?,
+        })
     }
 
     /// Whether the first `elements.len()` nodes of `nodes` match.
     pub fn matches_prefix(&self, nodes: &[&str]) -> bool {
-        nodes.len() >= self.elements.len() && self.elements.iter().zip(nodes).all(|(r, n)| r.is_match(n))
+        nodes.len() >= self.elements.len()
+            && self.elements.iter().zip(nodes).all(|(r, n)| r.is_match(n))
     }
 
     /// What every matching path starts with: the leading literal elements, each followed by
@@ -133,7 +143,18 @@ impl PathGlob {
     /// What every matching path ends with: the trailing literal elements, each preceded by
     /// its dot when elements come before (empty when the last element is a pattern).
     pub fn literal_suffix(&self) -> String {
-        let tail: Vec<&str> = self.elements.iter().rev().map_while(|e| if let Element::Literal(l) = e { Some(l.as_str()) } else { None }).collect();
+        let tail: Vec<&str> = self
+            .elements
+            .iter()
+            .rev()
+            .map_while(|e| {
+                if let Element::Literal(l) = e {
+                    Some(l.as_str())
+                } else {
+                    None
+                }
+            })
+            .collect();
         let mut out = String::new();
         for (i, l) in tail.iter().rev().enumerate() {
             if i > 0 || tail.len() < self.elements.len() {
@@ -147,7 +168,10 @@ impl PathGlob {
     /// Whether a dotted path has exactly one node per element, each matching.
     pub fn matches_path(&self, path: &str) -> bool {
         let mut nodes = path.split('.');
-        self.elements.iter().all(|e| nodes.next().is_some_and(|n| e.is_match(n))) && nodes.next().is_none()
+        self.elements
+            .iter()
+            .all(|e| nodes.next().is_some_and(|n| e.is_match(n)))
+            && nodes.next().is_none()
     }
 }
 
@@ -161,7 +185,10 @@ mod tests {
             let g = PathGlob::new(q).unwrap();
             (g.literal_prefix(), g.literal_suffix())
         };
-        assert_eq!(ends("*.*.cpu.usage_user"), ("".into(), ".cpu.usage_user".into()));
+        assert_eq!(
+            ends("*.*.cpu.usage_user"),
+            ("".into(), ".cpu.usage_user".into())
+        );
         assert_eq!(ends("a.b"), ("a.b".into(), "a.b".into()));
         assert_eq!(ends("a.*.c"), ("a.".into(), ".c".into()));
         assert_eq!(ends("a.*"), ("a.".into(), "".into()));
@@ -178,12 +205,17 @@ mod tests {
         assert!(m("{web01,db01}", "db01") && !m("{web01,db01}", "web02"));
         assert!(m("{a,b{c,d}}", "bd"));
         assert!(m("a.b", "a.b") && !m("a.b", "axb"));
-        assert_eq!(split_elements("demo.{a.b,c}.x[.]"), vec!["demo", "{a.b,c}", "x[.]"]);
+        assert_eq!(
+            split_elements("demo.{a.b,c}.x[.]"),
+            vec!["demo", "{a.b,c}", "x[.]"]
+        );
     }
 
     #[test]
     fn plain_elements_match_as_their_regex_does() {
-        let nodes = ["", "a", "ab", "a\nb", "\n", "x]", "a,b", "}", "web01", "a\\b"];
+        let nodes = [
+            "", "a", "ab", "a\nb", "\n", "x]", "a,b", "}", "web01", "a\\b",
+        ];
         for pat in ["*", "a", "ab", "x]", "a,b", "}", "web01", "a\\b"] {
             let (e, r) = (Element::new(pat).unwrap(), element_regex(pat).unwrap());
             assert!(!matches!(e, Element::Pattern(_)), "{pat}");
@@ -192,7 +224,12 @@ mod tests {
             }
         }
         let g = PathGlob::new("a.*.c").unwrap();
-        assert!(g.matches_path("a.b.c") && !g.matches_path("a.b.c.d") && !g.matches_path("a.b") && !g.matches_path("a.b.d"));
+        assert!(
+            g.matches_path("a.b.c")
+                && !g.matches_path("a.b.c.d")
+                && !g.matches_path("a.b")
+                && !g.matches_path("a.b.d")
+        );
         assert_eq!(g.literal_prefix(), "a.");
         assert_eq!(PathGlob::new("a.b.c").unwrap().literal_prefix(), "a.b.c");
         assert_eq!(PathGlob::new("*.b").unwrap().literal_prefix(), "");

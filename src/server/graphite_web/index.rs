@@ -43,7 +43,8 @@ impl Entry {
     }
     /// The Graphite name (path without tags) and the tags graphite reports, `name` included.
     pub fn graphite_tags(&self) -> std::collections::BTreeMap<String, String> {
-        let (name, tags) = naming::parse_tagged(&self.path).unwrap_or_else(|_| (self.path.clone(), Vec::new()));
+        let (name, tags) =
+            naming::parse_tagged(&self.path).unwrap_or_else(|_| (self.path.clone(), Vec::new()));
         let mut m: std::collections::BTreeMap<String, String> = tags.into_iter().collect();
         m.insert("name".into(), name);
         m
@@ -79,9 +80,15 @@ impl SeriesIndex {
         }
         let settled = SETTLED + Duration::from_millis(state.config.write.flush_interval_ms);
         let since_change = crate::query::time::now_ms().saturating_sub(changed_ms);
-        let quiet = state.config.storage.backend == "embedded" && since_change >= settled.as_millis() as u64;
+        let quiet = state.config.storage.backend == "embedded"
+            && since_change >= settled.as_millis() as u64;
         let entries = Arc::new(build(state)?);
-        *g = Some(Snapshot { at: Instant::now(), generation, quiet, entries: entries.clone() });
+        *g = Some(Snapshot {
+            at: Instant::now(),
+            generation,
+            quiet,
+            entries: entries.clone(),
+        });
         Ok(entries)
     }
 
@@ -93,19 +100,33 @@ impl SeriesIndex {
 
 fn build(state: &AppState) -> Result<Vec<Entry>, QueryError> {
     let listed = state.query.uids.list(UidKind::Metric)?;
-    let uid_of: std::collections::HashMap<&str, &[u8], ahash::RandomState> = listed.iter().map(|(n, u)| (n.as_str(), &u[..])).collect();
+    let uid_of: std::collections::HashMap<&str, &[u8], ahash::RandomState> =
+        listed.iter().map(|(n, u)| (n.as_str(), &u[..])).collect();
     let metrics: Vec<String> = listed.iter().map(|(n, _)| n.clone()).collect();
     // One scan per metric, and graphite writes a metric per path: the metrics are read in
     // chunks on every core (a request that finds the snapshot stale waits for this).
     let chunks: Vec<&[String]> = metrics.chunks(METRICS_PER_CHUNK).collect();
     let read = super::parallel::map_from(chunks, 2, |c| -> Result<Vec<Entry>, QueryError> {
-        let all = state.query.select_stored(c, 0, i64::MAX, crate::query::select::Stamps::None, Default::default(), None, &|_, _| true)?;
+        let all = state.query.select_stored(
+            c,
+            0,
+            i64::MAX,
+            crate::query::select::Stamps::None,
+            Default::default(),
+            None,
+            &|_, _| true,
+        )?;
         Ok(all
             .into_iter()
             .map(|s| {
                 let path = naming::to_path(state, &s.metric, &s.tags);
                 let metric_uid = uid_of.get(s.metric.as_str()).map(|u| Box::from(*u));
-                Entry { path, metric: s.metric, tags: s.tags, metric_uid }
+                Entry {
+                    path,
+                    metric: s.metric,
+                    tags: s.tags,
+                    metric_uid,
+                }
             })
             .collect())
     });
@@ -136,7 +157,9 @@ pub fn resolve<'a>(entries: &'a [Entry], expr: &str) -> Result<Vec<&'a Entry>, S
     let from = entries.partition_point(|e| e.path.as_str() < prefix.as_str());
     let to = from + entries[from..].partition_point(|e| e.path.starts_with(&prefix));
     let pick = |part: &'a [Entry]| -> Vec<&'a Entry> {
-        part.iter().filter(|e| e.path.ends_with(&suffix) && !e.is_tagged() && glob.matches_path(&e.path)).collect()
+        part.iter()
+            .filter(|e| e.path.ends_with(&suffix) && !e.is_tagged() && glob.matches_path(&e.path))
+            .collect()
     };
     let candidates = &entries[from..to];
     if candidates.len() < RESOLVE_PARALLEL_MIN {
@@ -146,7 +169,14 @@ pub fn resolve<'a>(entries: &'a [Entry], expr: &str) -> Result<Vec<&'a Entry>, S
     // cache miss or two, so the pass is split over the cores, in order.
     let n = crate::cores();
     let size = candidates.len().div_ceil(n);
-    Ok(crate::pool::on_workers(n, |i| pick(candidates.get(i * size..((i + 1) * size).min(candidates.len())).unwrap_or(&[]))).concat())
+    Ok(crate::pool::on_workers(n, |i| {
+        pick(
+            candidates
+                .get(i * size..((i + 1) * size).min(candidates.len()))
+                .unwrap_or(&[]),
+        )
+    })
+    .concat())
 }
 
 /// Candidate paths from which [`resolve`] splits its pass over the cores.
@@ -158,17 +188,32 @@ mod tests {
     use proptest::prelude::*;
 
     fn entry(path: &str) -> Entry {
-        Entry { path: path.to_string(), metric: path.to_string(), tags: Vec::new(), metric_uid: None }
+        Entry {
+            path: path.to_string(),
+            metric: path.to_string(),
+            tags: Vec::new(),
+            metric_uid: None,
+        }
     }
 
     #[test]
     fn a_pass_split_over_the_cores_keeps_every_match_in_order() {
         // More candidates than RESOLVE_PARALLEL_MIN, no literal head: the split pass.
-        let mut entries: Vec<Entry> = (0..3 * RESOLVE_PARALLEL_MIN + 7).map(|i| entry(&format!("dc{}.host_{i:05}.cpu.m{}", i % 3, i % 10))).collect();
+        let mut entries: Vec<Entry> = (0..3 * RESOLVE_PARALLEL_MIN + 7)
+            .map(|i| entry(&format!("dc{}.host_{i:05}.cpu.m{}", i % 3, i % 10)))
+            .collect();
         entries.sort_by(|a, b| a.path.cmp(&b.path));
         let glob = PathGlob::new("*.*.cpu.m3").unwrap();
-        let want: Vec<&str> = entries.iter().filter(|e| glob.matches_path(&e.path)).map(|e| e.path.as_str()).collect();
-        let got: Vec<&str> = resolve(&entries, "*.*.cpu.m3").unwrap().into_iter().map(|e| e.path.as_str()).collect();
+        let want: Vec<&str> = entries
+            .iter()
+            .filter(|e| glob.matches_path(&e.path))
+            .map(|e| e.path.as_str())
+            .collect();
+        let got: Vec<&str> = resolve(&entries, "*.*.cpu.m3")
+            .unwrap()
+            .into_iter()
+            .map(|e| e.path.as_str())
+            .collect();
         assert_eq!(got.len(), (3 * RESOLVE_PARALLEL_MIN + 7) / 10 + 1);
         assert_eq!(got, want);
     }

@@ -114,18 +114,34 @@ fn options(fname: &str, pname: &str, ptype: &str) -> Option<Vec<&'static str>> {
     if ptype == "aggFunc" || ptype == "aggOrSeriesFunc" {
         let mut v: Vec<&str> = AGG_FUNCS.to_vec();
         if ptype == "aggOrSeriesFunc" {
-            v.extend(["averageSeries", "countSeries", "diffSeries", "maxSeries", "minSeries", "multiplySeries", "rangeOfSeries", "stddevSeries", "sumSeries"]);
+            v.extend([
+                "averageSeries",
+                "countSeries",
+                "diffSeries",
+                "maxSeries",
+                "minSeries",
+                "multiplySeries",
+                "rangeOfSeries",
+                "stddevSeries",
+                "sumSeries",
+            ]);
         }
         v.sort();
         return Some(v);
     }
-    (fname == "consolidateBy" && pname == "consolidationFunc").then(|| vec!["average", "avg", "avg_zero", "first", "last", "max", "min", "sum"])
+    (fname == "consolidateBy" && pname == "consolidationFunc").then(|| {
+        vec![
+            "average", "avg", "avg_zero", "first", "last", "max", "min", "sum",
+        ]
+    })
 }
 
 fn suggestions(ptype: &str) -> Option<Vec<&'static str>> {
     match ptype {
         "interval" => Some(vec!["10min", "1h", "1d"]),
-        "intOrInterval" => Some(vec!["5", "7", "10", "1min", "5min", "10min", "30min", "1hour"]),
+        "intOrInterval" => Some(vec![
+            "5", "7", "10", "1min", "5min", "10min", "30min", "1hour",
+        ]),
         _ => None,
     }
 }
@@ -135,7 +151,11 @@ pub fn catalogue() -> Map<String, Value> {
     let mut out = Map::new();
     for line in CATALOGUE.lines().filter(|l| !l.trim().is_empty()) {
         let mut parts = line.splitn(3, '|');
-        let (group, sig, desc) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        let (group, sig, desc) = (
+            parts.next().unwrap_or(""),
+            parts.next().unwrap_or(""),
+            parts.next().unwrap_or(""),
+        );
         let (name, rest) = sig.split_once('(').expect("catalogue syntax");
         let rest = rest.strip_suffix(')').expect("catalogue syntax");
         let mut params = Vec::new();
@@ -159,7 +179,10 @@ pub fn catalogue() -> Map<String, Value> {
                 m.insert("multiple".into(), json!(true));
             }
             if let Some(d) = default {
-                m.insert("default".into(), serde_json::from_str(d).expect("catalogue default is JSON"));
+                m.insert(
+                    "default".into(),
+                    serde_json::from_str(d).expect("catalogue default is JSON"),
+                );
             }
             if let Some(o) = options(name, pname, ty) {
                 m.insert("options".into(), json!(o));
@@ -185,7 +208,12 @@ pub fn catalogue() -> Map<String, Value> {
         out.insert(name.to_string(), entry);
     }
     // Short aliases appear as their own keys, as in graphite-web.
-    for (alias, of) in [("sum", "sumSeries"), ("avg", "averageSeries"), ("pct", "asPercent"), ("xFilesFactor", "setXFilesFactor")] {
+    for (alias, of) in [
+        ("sum", "sumSeries"),
+        ("avg", "averageSeries"),
+        ("pct", "asPercent"),
+        ("xFilesFactor", "setXFilesFactor"),
+    ] {
         if let Some(mut e) = out.get(of).cloned() {
             e["name"] = json!(alias);
             out.insert(alias.into(), e);
@@ -200,10 +228,16 @@ pub fn functions(p: &Params, one: Option<&str>) -> Reply {
     if let Some(name) = one {
         return match cat.get(name) {
             Some(e) => json_or_jsonp(StatusCode::OK, e.to_string(), jsonp),
-            None => json_error(StatusCode::NOT_FOUND, &format!("Function not found: {name}")),
+            None => json_error(
+                StatusCode::NOT_FOUND,
+                &format!("Function not found: {name}"),
+            ),
         };
     }
-    let filtered: Map<String, Value> = cat.into_iter().filter(|(_, e)| p.get("group").is_none_or(|g| e["group"] == g)).collect();
+    let filtered: Map<String, Value> = cat
+        .into_iter()
+        .filter(|(_, e)| p.get("group").is_none_or(|g| e["group"] == g))
+        .collect();
     if p.truthy("grouped") {
         let mut g: Map<String, Value> = Map::new();
         for (k, e) in filtered {
@@ -219,15 +253,32 @@ pub fn functions(p: &Params, one: Option<&str>) -> Reply {
 /// `data` = notes, `tags` from the custom field `tags` (space or comma separated).
 pub fn events(state: &AppState, p: &Params) -> Reply {
     let now = now_s();
-    let t = |k: &str, d: i64| p.get(k).filter(|v| !v.is_empty() && *v != "undefined").map(|v| super::attime::parse_attime(v, now)).unwrap_or(Ok(d));
+    let t = |k: &str, d: i64| {
+        p.get(k)
+            .filter(|v| !v.is_empty() && *v != "undefined")
+            .map(|v| super::attime::parse_attime(v, now))
+            .unwrap_or(Ok(d))
+    };
     let (from, until) = match (t("from", 0), t("until", now)) {
         (Ok(f), Ok(u)) => (f.max(0) as u64, u.max(0) as u64),
         (Err(e), _) | (_, Err(e)) => return super::bad_request(&e),
     };
-    let want: Vec<String> = p.all("tags").iter().flat_map(|t| t.split([' ', ','])).filter(|t| !t.is_empty()).map(str::to_string).collect();
+    let want: Vec<String> = p
+        .all("tags")
+        .iter()
+        .flat_map(|t| t.split([' ', ',']))
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .collect();
     let union = p.get("set") == Some("union");
     let q = &state.query;
-    let notes = match crate::meta::annotation::scan_global(q.store.as_ref(), &q.layout, &q.table, from * 1000, until * 1000 + 999) {
+    let notes = match crate::meta::annotation::scan_global(
+        q.store.as_ref(),
+        &q.layout,
+        &q.table,
+        from * 1000,
+        until * 1000 + 999,
+    ) {
         Ok(n) => n,
         Err(e) => return super::text_reply(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     };
@@ -237,14 +288,28 @@ pub fn events(state: &AppState, p: &Params) -> Reply {
             .custom
             .as_ref()
             .and_then(|c| c.get("tags").cloned().flatten())
-            .map(|t| t.split([' ', ',']).filter(|x| !x.is_empty()).map(str::to_string).collect())
+            .map(|t| {
+                t.split([' ', ','])
+                    .filter(|x| !x.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default();
-        let ok = want.is_empty() || if union { want.iter().any(|w| tags.contains(w)) } else { want.iter().all(|w| tags.contains(w)) };
+        let ok = want.is_empty()
+            || if union {
+                want.iter().any(|w| tags.contains(w))
+            } else {
+                want.iter().all(|w| tags.contains(w))
+            };
         if ok {
             out.push(json!({"when": n.start_ms() / 1000, "what": n.description, "data": n.notes, "tags": tags, "id": i + 1}));
         }
     }
-    json_or_jsonp(StatusCode::OK, Value::Array(out).to_string(), p.get("jsonp"))
+    json_or_jsonp(
+        StatusCode::OK,
+        Value::Array(out).to_string(),
+        p.get("jsonp"),
+    )
 }
 
 #[cfg(test)]
@@ -256,9 +321,15 @@ mod tests {
         assert!(!text.contains("Infinity"));
         let s = &c["summarize"];
         assert_eq!(s["group"], "Transform");
-        assert_eq!(s["params"][0], serde_json::json!({"name": "seriesList", "type": "seriesList", "required": true}));
+        assert_eq!(
+            s["params"][0],
+            serde_json::json!({"name": "seriesList", "type": "seriesList", "required": true})
+        );
         assert_eq!(s["params"][2]["default"], "sum");
-        assert!(s["params"][2]["options"].as_array().unwrap().contains(&serde_json::json!("avg_zero")));
+        assert!(s["params"][2]["options"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("avg_zero")));
         assert_eq!(c["sum"]["name"], "sum");
         assert!(c.len() >= 70);
     }

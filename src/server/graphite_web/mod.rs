@@ -24,8 +24,18 @@ use std::sync::Arc;
 /// Whether a request path belongs to graphite-web's API.
 pub fn handles(path: &str) -> bool {
     let p = path.trim_end_matches('/');
-    matches!(p, "/render" | "/metrics" | "/metrics/find" | "/metrics/expand" | "/metrics/index.json" | "/version" | "/events/get_data" | "/functions" | "/tags")
-        || p.starts_with("/tags/")
+    matches!(
+        p,
+        "/render"
+            | "/metrics"
+            | "/metrics/find"
+            | "/metrics/expand"
+            | "/metrics/index.json"
+            | "/version"
+            | "/events/get_data"
+            | "/functions"
+            | "/tags"
+    ) || p.starts_with("/tags/")
         || p.starts_with("/functions/")
 }
 
@@ -41,12 +51,20 @@ pub async fn route(state: &Arc<AppState>, req: super::http::Request) -> Reply {
         0 => task.await,
         ms => match tokio::time::timeout(std::time::Duration::from_millis(ms), task).await {
             Ok(r) => r,
-            Err(_) => return text_reply(StatusCode::SERVICE_UNAVAILABLE, &format!("query timed out after {ms} ms (query.timeout_ms)")),
+            Err(_) => {
+                return text_reply(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &format!("query timed out after {ms} ms (query.timeout_ms)"),
+                )
+            }
         },
     };
     match res {
         Ok(r) => r,
-        Err(e) => text_reply(StatusCode::INTERNAL_SERVER_ERROR, &format!("internal error: {e}")),
+        Err(e) => text_reply(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("internal error: {e}"),
+        ),
     }
 }
 
@@ -56,7 +74,11 @@ fn dispatch(state: &AppState, method: &http::Method, path: &str, p: &Params) -> 
         "/metrics" | "/metrics/find" => find::find(state, p),
         "/metrics/expand" => find::expand(state, p),
         "/metrics/index.json" => find::index_json(state, p),
-        "/version" => Response::builder().status(StatusCode::OK).header("content-type", "text/html; charset=utf-8").body(b"1.1.10".to_vec()).expect("valid"),
+        "/version" => Response::builder()
+            .status(StatusCode::OK)
+            .header("content-type", "text/html; charset=utf-8")
+            .body(b"1.1.10".to_vec())
+            .expect("valid"),
         "/events/get_data" => meta::events(state, p),
         "/functions" => meta::functions(p, None),
         p2 if p2.starts_with("/functions/") => meta::functions(p, Some(&p2["/functions/".len()..])),
@@ -72,26 +94,49 @@ pub struct Params(pub Vec<(String, String)>);
 impl Params {
     pub fn from_request(req: &super::http::Request) -> Params {
         let mut v: Vec<(String, String)> = req.params();
-        let ct = req.headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
+        let ct = req
+            .headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
         // Grafana's `/metrics/find` POSTs a raw, unencoded `query=…` body; form decoding reads
         // it the same way graphite-web does (`+` is a space).
-        if req.method == http::Method::POST && !ct.starts_with("application/json") && !req.body.is_empty() {
+        if req.method == http::Method::POST
+            && !ct.starts_with("application/json")
+            && !req.body.is_empty()
+        {
             v.extend(form_urlencoded::parse(&req.body).into_owned());
         }
-        Params(v.into_iter().map(|(k, val)| (k.strip_suffix("[]").map(str::to_string).unwrap_or(k), val)).collect())
+        Params(
+            v.into_iter()
+                .map(|(k, val)| (k.strip_suffix("[]").map(str::to_string).unwrap_or(k), val))
+                .collect(),
+        )
     }
 
     pub fn from_pairs(p: &[(&str, &str)]) -> Params {
-        Params(p.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+        Params(
+            p.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
     }
 
     /// The last value (the body beats the query string).
     pub fn get(&self, k: &str) -> Option<&str> {
-        self.0.iter().rev().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
+        self.0
+            .iter()
+            .rev()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
     }
 
     pub fn all(&self, k: &str) -> Vec<&str> {
-        self.0.iter().filter(|(n, _)| n == k).map(|(_, v)| v.as_str()).collect()
+        self.0
+            .iter()
+            .filter(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+            .collect()
     }
 
     pub fn has(&self, k: &str) -> bool {
@@ -100,22 +145,34 @@ impl Params {
 
     /// graphite's boolean parameters: `1`, `true`, `on`, `yes`.
     pub fn truthy(&self, k: &str) -> bool {
-        self.get(k).is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "on" | "yes"))
+        self.get(k)
+            .is_some_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "on" | "yes"))
     }
 }
 
 pub fn text_reply(status: StatusCode, body: &str) -> Reply {
-    Response::builder().status(status).header("content-type", "text/plain; charset=utf-8").body(body.as_bytes().to_vec()).expect("valid")
+    Response::builder()
+        .status(status)
+        .header("content-type", "text/plain; charset=utf-8")
+        .body(body.as_bytes().to_vec())
+        .expect("valid")
 }
 
 /// graphite-web's parameter error: 400 with `Invalid parameters (…)`, which Grafana displays.
 pub fn bad_request(msg: &str) -> Reply {
-    text_reply(StatusCode::BAD_REQUEST, &format!("Invalid parameters ({msg})"))
+    text_reply(
+        StatusCode::BAD_REQUEST,
+        &format!("Invalid parameters ({msg})"),
+    )
 }
 
 /// The tags and functions endpoints' JSON error.
 pub fn json_error(status: StatusCode, msg: &str) -> Reply {
-    json_or_jsonp(status, serde_json::json!({ "error": msg }).to_string(), None)
+    json_or_jsonp(
+        status,
+        serde_json::json!({ "error": msg }).to_string(),
+        None,
+    )
 }
 
 pub fn json_or_jsonp(status: StatusCode, body: String, jsonp: Option<&str>) -> Reply {
@@ -125,7 +182,11 @@ pub fn json_or_jsonp(status: StatusCode, body: String, jsonp: Option<&str>) -> R
             .header("content-type", "text/javascript")
             .body(format!("{cb}({body})").into_bytes())
             .expect("valid"),
-        _ => Response::builder().status(status).header("content-type", "application/json").body(body.into_bytes()).expect("valid"),
+        _ => Response::builder()
+            .status(status)
+            .header("content-type", "application/json")
+            .body(body.into_bytes())
+            .expect("valid"),
     }
 }
 

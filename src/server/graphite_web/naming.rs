@@ -15,7 +15,11 @@ pub fn to_series(state: &AppState, path: &str) -> Result<(String, Vec<(String, S
 
 /// `name;k=v;…` with the `;k=v` strings sorted lexicographically (code-point order).
 pub fn canonical(name: &str, tags: &[(String, String)]) -> String {
-    let mut parts: Vec<String> = tags.iter().filter(|(k, _)| k != "name").map(|(k, v)| format!(";{k}={v}")).collect();
+    let mut parts: Vec<String> = tags
+        .iter()
+        .filter(|(k, _)| k != "name")
+        .map(|(k, v)| format!(";{k}={v}"))
+        .collect();
     parts.sort();
     parts.dedup();
     let mut s = name.to_string();
@@ -35,8 +39,15 @@ pub fn parse_tagged(path: &str) -> Result<(String, Vec<(String, String)>), Strin
         }
         return Ok((name.to_string(), Vec::new()));
     }
-    let t = tsgate_graphite::tags::parse(path).map_err(|e| format!("Cannot parse path {path}: {e}"))?;
-    Ok((t.name.into_owned(), t.tags.into_iter().map(|(k, v)| (k.into_owned(), v.into_owned())).collect()))
+    let t =
+        tsgate_graphite::tags::parse(path).map_err(|e| format!("Cannot parse path {path}: {e}"))?;
+    Ok((
+        t.name.into_owned(),
+        t.tags
+            .into_iter()
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect(),
+    ))
 }
 
 #[cfg(test)]

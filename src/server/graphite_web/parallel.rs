@@ -38,7 +38,10 @@ pub fn map_from<T: Send, U: Send>(items: Vec<T>, min: usize, f: impl Fn(T) -> U 
             mine.push((i, c.into_iter().map(&f).collect::<Vec<U>>()));
         }
     };
-    let mut parts: Vec<(usize, Vec<U>)> = crate::pool::on_workers(cores, work).into_iter().flatten().collect();
+    let mut parts: Vec<(usize, Vec<U>)> = crate::pool::on_workers(cores, work)
+        .into_iter()
+        .flatten()
+        .collect();
     parts.sort_by_key(|p| p.0);
     parts.into_iter().flat_map(|p| p.1).collect()
 }
@@ -47,7 +50,11 @@ pub fn map_from<T: Send, U: Send>(items: Vec<T>, min: usize, f: impl Fn(T) -> U 
 /// own, made by `new` and grown by `add` on whichever core took the chunk. The parts come back
 /// in `items`' order, so a caller merging them in turn combines `items` in order (up to the
 /// grouping of the chunks).
-pub fn fold<T: Send, P: Send>(items: Vec<T>, new: impl Fn() -> P + Sync, add: impl Fn(&mut P, T) + Sync) -> Vec<P> {
+pub fn fold<T: Send, P: Send>(
+    items: Vec<T>,
+    new: impl Fn() -> P + Sync,
+    add: impl Fn(&mut P, T) + Sync,
+) -> Vec<P> {
     map_from(fold_chunks(items), 2, |chunk| {
         let mut part = new();
         for item in chunk {
@@ -90,7 +97,10 @@ mod tests {
     fn keeps_order_at_every_size() {
         for n in [0, 1, MIN_PARALLEL - 1, MIN_PARALLEL, 1000, 10_007] {
             let items: Vec<usize> = (0..n).collect();
-            assert_eq!(map(items.clone(), |x| x * 2), items.iter().map(|x| x * 2).collect::<Vec<_>>());
+            assert_eq!(
+                map(items.clone(), |x| x * 2),
+                items.iter().map(|x| x * 2).collect::<Vec<_>>()
+            );
         }
     }
 

@@ -23,12 +23,20 @@ pub struct Call {
 }
 
 pub fn parse(s: &str) -> Result<Expr, String> {
-    let mut p = P { s: s.as_bytes(), src: s, i: 0 };
+    let mut p = P {
+        s: s.as_bytes(),
+        src: s,
+        i: 0,
+    };
     p.ws();
     let e = p.expression()?;
     p.ws();
     if p.i < p.s.len() {
-        return Err(format!("unexpected {:?} at position {} in {s:?}", String::from_utf8_lossy(&p.s[p.i..]), p.i));
+        return Err(format!(
+            "unexpected {:?} at position {} in {s:?}",
+            String::from_utf8_lossy(&p.s[p.i..]),
+            p.i
+        ));
     }
     Ok(e)
 }
@@ -51,7 +59,11 @@ fn is_ident(c: u8) -> bool {
 /// Characters a path element may hold: printable, minus the grammar's delimiters. Bytes ≥ 0x80
 /// (UTF-8 names) are allowed too, as carbon stores them.
 fn is_path_char(c: u8) -> bool {
-    (c > 0x20 && c != 0x7f) && !matches!(c, b'(' | b')' | b'{' | b'}' | b',' | b'.' | b'\'' | b'"' | b'\\' | b'|')
+    (c > 0x20 && c != 0x7f)
+        && !matches!(
+            c,
+            b'(' | b')' | b'{' | b'}' | b',' | b'.' | b'\'' | b'"' | b'\\' | b'|'
+        )
 }
 
 impl P<'_> {
@@ -97,7 +109,12 @@ impl P<'_> {
                 let name = self.src[self.i..j].to_string();
                 self.i = j + 1;
                 let (args, kwargs) = self.arglist()?;
-                return Ok(Expr::Call(Call { name, args, kwargs, text: self.src[start..self.i].to_string() }));
+                return Ok(Expr::Call(Call {
+                    name,
+                    args,
+                    kwargs,
+                    text: self.src[start..self.i].to_string(),
+                }));
             }
         }
         self.path()
@@ -157,7 +174,9 @@ impl P<'_> {
         match self.peek() {
             Some(q @ (b'\'' | b'"')) => {
                 let start = self.i + 1;
-                let Some(len) = self.s[start..].iter().position(|&c| c == q) else { return self.err("unterminated string") };
+                let Some(len) = self.s[start..].iter().position(|&c| c == q) else {
+                    return self.err("unterminated string");
+                };
                 self.i = start + len + 1;
                 return Ok(Expr::Str(self.src[start..start + len].to_string()));
             }
@@ -168,10 +187,18 @@ impl P<'_> {
             return Ok(Expr::Num(n));
         }
         // Bare words that are values only when a delimiter follows them.
-        for (word, v) in [("true", Expr::Bool(true)), ("false", Expr::Bool(false)), ("none", Expr::None), ("inf", Expr::Num(f64::INFINITY))] {
+        for (word, v) in [
+            ("true", Expr::Bool(true)),
+            ("false", Expr::Bool(false)),
+            ("none", Expr::None),
+            ("inf", Expr::Num(f64::INFINITY)),
+        ] {
             let end = self.i + word.len();
             // Compared as bytes: `end` may fall inside a multi-byte character.
-            if end <= self.s.len() && self.s[self.i..end].eq_ignore_ascii_case(word.as_bytes()) && self.delimited(end) {
+            if end <= self.s.len()
+                && self.s[self.i..end].eq_ignore_ascii_case(word.as_bytes())
+                && self.delimited(end)
+            {
                 self.i = end;
                 return Ok(v);
             }
@@ -246,7 +273,9 @@ impl P<'_> {
         if self.i == start || depth > 0 {
             return self.err("expected a path expression or function call");
         }
-        Ok(Expr::Path(String::from_utf8_lossy(&self.s[start..self.i]).into_owned()))
+        Ok(Expr::Path(
+            String::from_utf8_lossy(&self.s[start..self.i]).into_owned(),
+        ))
     }
 }
 
@@ -274,19 +303,43 @@ mod tests {
     #[test]
     fn paths_globs_kwargs_pipes() {
         let e = parse("sumSeries(demo.{web01,db01}.cpu, a.b[0-9]*.c?)").unwrap();
-        assert_eq!(call(&e).args, vec![Expr::Path("demo.{web01,db01}.cpu".into()), Expr::Path("a.b[0-9]*.c?".into())]);
+        assert_eq!(
+            call(&e).args,
+            vec![
+                Expr::Path("demo.{web01,db01}.cpu".into()),
+                Expr::Path("a.b[0-9]*.c?".into())
+            ]
+        );
         let e = parse("summarize(x.y, '1h', func='max', alignToFrom=true)").unwrap();
         let c = call(&e);
-        assert_eq!(c.kwargs, vec![("func".into(), Expr::Str("max".into())), ("alignToFrom".into(), Expr::Bool(true))]);
+        assert_eq!(
+            c.kwargs,
+            vec![
+                ("func".into(), Expr::Str("max".into())),
+                ("alignToFrom".into(), Expr::Bool(true))
+            ]
+        );
         let e = parse("a.b | scale(2) | alias('x')").unwrap();
         let c = call(&e);
         assert_eq!(c.name, "alias");
-        assert_eq!(call(&c.args[0]).args, vec![Expr::Path("a.b".into()), Expr::Num(2.0)]);
+        assert_eq!(
+            call(&c.args[0]).args,
+            vec![Expr::Path("a.b".into()), Expr::Num(2.0)]
+        );
         // A number followed by more path characters is a path.
         assert_eq!(parse("1.foo").unwrap(), Expr::Path("1.foo".into()));
-        assert_eq!(call(&parse("scale(x, -1.5e3)").unwrap()).args[1], Expr::Num(-1500.0));
-        assert_eq!(call(&parse("keepLastValue(x, inf)").unwrap()).args[1], Expr::Num(f64::INFINITY));
-        assert_eq!(call(&parse("seriesByTag('name=a.b','dc=~x.*')").unwrap()).text, "seriesByTag('name=a.b','dc=~x.*')");
+        assert_eq!(
+            call(&parse("scale(x, -1.5e3)").unwrap()).args[1],
+            Expr::Num(-1500.0)
+        );
+        assert_eq!(
+            call(&parse("keepLastValue(x, inf)").unwrap()).args[1],
+            Expr::Num(f64::INFINITY)
+        );
+        assert_eq!(
+            call(&parse("seriesByTag('name=a.b','dc=~x.*')").unwrap()).text,
+            "seriesByTag('name=a.b','dc=~x.*')"
+        );
         assert!(parse("sumSeries(a.b").is_err());
         assert!(parse("").is_err());
     }
@@ -296,8 +349,14 @@ mod tests {
     #[test]
     fn multibyte_and_trailing_escape_never_panic() {
         // A bare word's length ending inside `€` (3 bytes).
-        assert_eq!(call(&parse("f(tr€)").unwrap()).args, vec![Expr::Path("tr€".into())]);
-        assert_eq!(call(&parse("f(TRUE)").unwrap()).args, vec![Expr::Bool(true)]);
+        assert_eq!(
+            call(&parse("f(tr€)").unwrap()).args,
+            vec![Expr::Path("tr€".into())]
+        );
+        assert_eq!(
+            call(&parse("f(TRUE)").unwrap()).args,
+            vec![Expr::Bool(true)]
+        );
         // A trailing backslash escapes nothing.
         assert_eq!(parse(r"a.b\").unwrap(), Expr::Path(r"a.b\".into()));
         assert!(parse("f(a\\").is_err());

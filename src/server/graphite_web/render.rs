@@ -20,7 +20,14 @@ pub fn render(state: &AppState, p: &Params) -> Reply {
         None => now_s(),
     };
     // `undefined` (what some clients send for an unset bound) is ignored.
-    let time = |k: &str, d: &str| -> Result<i64, String> { parse_attime(p.get(k).filter(|v| !v.is_empty() && *v != "undefined").unwrap_or(d), now) };
+    let time = |k: &str, d: &str| -> Result<i64, String> {
+        parse_attime(
+            p.get(k)
+                .filter(|v| !v.is_empty() && *v != "undefined")
+                .unwrap_or(d),
+            now,
+        )
+    };
     let (mut from, mut until) = match (time("from", "-1d"), time("until", "now")) {
         (Ok(f), Ok(u)) => (f, u),
         (Err(e), _) | (_, Err(e)) => return bad_request(&e),
@@ -36,9 +43,21 @@ pub fn render(state: &AppState, p: &Params) -> Reply {
         Some(Ok(x)) => x,
         Some(Err(_)) => return bad_request("Invalid xFilesFactor"),
     };
-    let format = if p.has("rawData") { "raw" } else if p.has("pickle") { "pickle" } else { p.get("format").unwrap_or("json") };
+    let format = if p.has("rawData") {
+        "raw"
+    } else if p.has("pickle") {
+        "pickle"
+    } else {
+        p.get("format").unwrap_or("json")
+    };
     let source = StoreSource::new(state);
-    let ctx = Ctx { source: &source, from, until, now, xff };
+    let ctx = Ctx {
+        source: &source,
+        from,
+        until,
+        now,
+        xff,
+    };
     let mut out: Vec<Series> = Vec::new();
     for t in p.all("target") {
         if t.trim().is_empty() {
@@ -60,17 +79,27 @@ pub fn render(state: &AppState, p: &Params) -> Reply {
                 Some(Ok(m)) if m > 0 => Some(m),
                 Some(_) => return bad_request("maxDataPoints must be a positive integer"),
             };
-            json_or_jsonp(StatusCode::OK, to_json(&out, mdp, p.has("noNullPoints")), p.get("jsonp"))
+            json_or_jsonp(
+                StatusCode::OK,
+                to_json(&out, mdp, p.has("noNullPoints")),
+                p.get("jsonp"),
+            )
         }
         "csv" => body("text/csv", to_csv(&out).into_bytes()),
         "raw" => body("text/plain", to_raw(&out).into_bytes()),
         "pickle" => body("application/pickle", to_pickle(&out)),
-        f => bad_request(&format!("unsupported format {f:?} (json, csv, raw and pickle are served)")),
+        f => bad_request(&format!(
+            "unsupported format {f:?} (json, csv, raw and pickle are served)"
+        )),
     }
 }
 
 fn body(ct: &str, b: Vec<u8>) -> Reply {
-    Response::builder().status(StatusCode::OK).header("content-type", ct).body(b).expect("valid")
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", ct)
+        .body(b)
+        .expect("valid")
 }
 
 /// A point's value as JSON numbers strict parsers (Go's, Grafana's backend) accept, appended to
@@ -96,7 +125,11 @@ fn push_json_num(out: &mut String, v: Option<f64>) {
 }
 
 /// graphite-web's `renderViewJson` consolidation (§2.3.3): returns `(timestamps, values)`.
-pub fn consolidate_for_json(s: &Series, mdp: Option<usize>, time_range: i64) -> Vec<(i64, Option<f64>)> {
+pub fn consolidate_for_json(
+    s: &Series,
+    mdp: Option<usize>,
+    time_range: i64,
+) -> Vec<(i64, Option<f64>)> {
     let (mut start, mut values, mut step) = (s.start, s.values.clone(), s.step);
     match mdp {
         Some(1) => {
@@ -113,7 +146,10 @@ pub fn consolidate_for_json(s: &Series, mdp: Option<usize>, time_range: i64) -> 
                 // graphite's loop `range(1, valuesToLose)` drops one value fewer than the nudge.
                 let lose = ((nudge / step) - 1).max(0) as usize;
                 values.drain(..lose.min(values.len()));
-                values = values.chunks(vpp as usize).map(|c| consolidate_with(&s.consolidation, c, vpp as usize, s.xff)).collect();
+                values = values
+                    .chunks(vpp as usize)
+                    .map(|c| consolidate_with(&s.consolidation, c, vpp as usize, s.xff))
+                    .collect();
                 step = spp;
             }
         }
@@ -131,7 +167,10 @@ pub fn consolidate_for_json(s: &Series, mdp: Option<usize>, time_range: i64) -> 
 }
 
 pub fn to_json(list: &[Series], mdp: Option<usize>, no_nulls: bool) -> String {
-    let time_range = match (list.iter().map(|s| s.end).max(), list.iter().map(|s| s.start).min()) {
+    let time_range = match (
+        list.iter().map(|s| s.end).max(),
+        list.iter().map(|s| s.start).min(),
+    ) {
         (Some(e), Some(s)) => e - s,
         _ => 0,
     };
@@ -173,9 +212,18 @@ fn to_csv(list: &[Series]) -> String {
     let mut out = String::new();
     for s in list {
         for (t, v) in s.timestamps().zip(&s.values) {
-            let ts = chrono::DateTime::from_timestamp(t, 0).map(|d| d.format("%Y-%m-%d %H:%M:%S").to_string()).unwrap_or_default();
-            let name = if s.name.contains([',', '"']) { format!("\"{}\"", s.name.replace('"', "\"\"")) } else { s.name.clone() };
-            out.push_str(&format!("{name},{ts},{}\r\n", v.map(py_float).unwrap_or_default()));
+            let ts = chrono::DateTime::from_timestamp(t, 0)
+                .map(|d| d.format("%Y-%m-%d %H:%M:%S").to_string())
+                .unwrap_or_default();
+            let name = if s.name.contains([',', '"']) {
+                format!("\"{}\"", s.name.replace('"', "\"\""))
+            } else {
+                s.name.clone()
+            };
+            out.push_str(&format!(
+                "{name},{ts},{}\r\n",
+                v.map(py_float).unwrap_or_default()
+            ));
         }
     }
     out
@@ -184,8 +232,19 @@ fn to_csv(list: &[Series]) -> String {
 fn to_raw(list: &[Series]) -> String {
     let mut out = String::new();
     for s in list {
-        let vals: Vec<String> = s.values.iter().map(|v| v.map(py_float).unwrap_or_else(|| "None".into())).collect();
-        out.push_str(&format!("{},{},{},{}|{}\n", s.name, s.start, s.end, s.step, vals.join(",")));
+        let vals: Vec<String> = s
+            .values
+            .iter()
+            .map(|v| v.map(py_float).unwrap_or_else(|| "None".into()))
+            .collect();
+        out.push_str(&format!(
+            "{},{},{},{}|{}\n",
+            s.name,
+            s.start,
+            s.end,
+            s.step,
+            vals.join(",")
+        ));
     }
     out
 }
@@ -220,7 +279,12 @@ fn to_pickle(list: &[Series]) -> Vec<u8> {
             s(&mut out, &se.name);
             s(&mut out, "pathExpression");
             s(&mut out, &se.path_expr);
-            for (k, v) in [("start", se.start), ("end", se.end), ("step", se.step), ("valuesPerPoint", 1)] {
+            for (k, v) in [
+                ("start", se.start),
+                ("end", se.end),
+                ("step", se.step),
+                ("valuesPerPoint", 1),
+            ] {
                 s(&mut out, k);
                 int(&mut out, v);
             }
@@ -260,7 +324,10 @@ mod tests {
         let s = Series::new("x", 60, 60, (1..=10).map(|v| Some(v as f64)).collect());
         let pts = consolidate_for_json(&s, Some(3), 600);
         assert_eq!(pts, vec![(240, Some(4.5)), (480, Some(8.5))]);
-        assert_eq!(consolidate_for_json(&s, Some(1), 600), vec![(60, Some(5.5))]);
+        assert_eq!(
+            consolidate_for_json(&s, Some(1), 600),
+            vec![(60, Some(5.5))]
+        );
         // Enough points: untouched.
         assert_eq!(consolidate_for_json(&s, Some(100), 600).len(), 10);
     }
@@ -270,11 +337,17 @@ mod tests {
         let mut s = Series::new("a.b", 60, 60, vec![Some(1.0), None, Some(f64::INFINITY)]);
         s.set_tag("scale", "2");
         let j = to_json(&[s], None, false);
-        assert_eq!(j, r#"[{"target":"a.b","tags":{"name":"a.b","scale":"2"},"datapoints":[[1.0,60],[null,120],[1.7976931348623157e308,180]]}]"#);
+        assert_eq!(
+            j,
+            r#"[{"target":"a.b","tags":{"name":"a.b","scale":"2"},"datapoints":[[1.0,60],[null,120],[1.7976931348623157e308,180]]}]"#
+        );
         let v: serde_json::Value = serde_json::from_str(&j).unwrap();
         assert!(v[0]["datapoints"][2][0].is_f64());
         let s = Series::new("a.b", 60, 60, vec![None, Some(2.0)]);
-        assert_eq!(to_json(std::slice::from_ref(&s), None, true), r#"[{"target":"a.b","tags":{"name":"a.b"},"datapoints":[[2.0,120]]}]"#);
+        assert_eq!(
+            to_json(std::slice::from_ref(&s), None, true),
+            r#"[{"target":"a.b","tags":{"name":"a.b"},"datapoints":[[2.0,120]]}]"#
+        );
         assert_eq!(to_raw(&[s]), "a.b,60,180,60|None,2.0\n");
     }
 }

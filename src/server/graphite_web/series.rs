@@ -25,7 +25,17 @@ impl Series {
         let end = start + step * values.len() as i64;
         let mut tags = BTreeMap::new();
         tags.insert("name".to_string(), name.clone());
-        Series { path_expr: name.clone(), name, tags, start, end, step, values, consolidation: "average".into(), xff: 0.0 }
+        Series {
+            path_expr: name.clone(),
+            name,
+            tags,
+            start,
+            end,
+            step,
+            values,
+            consolidation: "average".into(),
+            xff: 0.0,
+        }
     }
 
     /// Renames as transforms do: the new name becomes the path expression too.
@@ -52,7 +62,11 @@ impl Series {
         if n <= 1 {
             return self.clone();
         }
-        let values: Vec<Option<f64>> = self.values.chunks(n).map(|c| consolidate_with(&self.consolidation, c, n, self.xff)).collect();
+        let values: Vec<Option<f64>> = self
+            .values
+            .chunks(n)
+            .map(|c| consolidate_with(&self.consolidation, c, n, self.xff))
+            .collect();
         let step = self.step * n as i64;
         let mut s = self.clone();
         s.values = values;
@@ -77,8 +91,10 @@ pub fn consolidate_with(func: &str, vals: &[Option<f64>], n: usize, xff: f64) ->
 }
 
 /// The names `aggFunc` parameters accept (spec §3.1).
-pub const AGG_FUNCS: &[&str] =
-    &["average", "avg", "avg_zero", "count", "current", "diff", "last", "max", "median", "min", "multiply", "range", "rangeOf", "stddev", "sum", "total"];
+pub const AGG_FUNCS: &[&str] = &[
+    "average", "avg", "avg_zero", "count", "current", "diff", "last", "max", "median", "min",
+    "multiply", "range", "rangeOf", "stddev", "sum", "total",
+];
 
 pub fn is_agg_func(f: &str) -> bool {
     AGG_FUNCS.contains(&f) || f == "first"
@@ -91,7 +107,11 @@ pub fn aggregate(func: &str, vals: &[Option<f64>]) -> Option<f64> {
     match func {
         "count" => return Some(nn.len() as f64),
         "avg_zero" => {
-            return if vals.is_empty() { None } else { Some(vals.iter().map(|v| v.unwrap_or(0.0)).sum::<f64>() / vals.len() as f64) };
+            return if vals.is_empty() {
+                None
+            } else {
+                Some(vals.iter().map(|v| v.unwrap_or(0.0)).sum::<f64>() / vals.len() as f64)
+            };
         }
         "multiply" => {
             if vals.is_empty() || vals.iter().any(|v| v.is_none()) {
@@ -114,14 +134,21 @@ pub fn aggregate(func: &str, vals: &[Option<f64>]) -> Option<f64> {
             let mut v = nn.clone();
             v.sort_by(|a, b| a.total_cmp(b));
             let mid = v.len() / 2;
-            if v.len().is_multiple_of(2) { (v[mid - 1] + v[mid]) / 2.0 } else { v[mid] }
+            if v.len().is_multiple_of(2) {
+                (v[mid - 1] + v[mid]) / 2.0
+            } else {
+                v[mid]
+            }
         }
         "diff" => nn[0] - nn[1..].iter().sum::<f64>(),
         "stddev" => {
             let mean = nn.iter().sum::<f64>() / nn.len() as f64;
             (nn.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / nn.len() as f64).sqrt()
         }
-        "range" | "rangeOf" => nn.iter().copied().fold(f64::NEG_INFINITY, f64::max) - nn.iter().copied().fold(f64::INFINITY, f64::min),
+        "range" | "rangeOf" => {
+            nn.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+                - nn.iter().copied().fold(f64::INFINITY, f64::min)
+        }
         "last" | "current" => *nn.last()?,
         "first" => nn[0],
         _ => return None,
@@ -197,7 +224,12 @@ pub fn normalize(series: &[Series]) -> Option<Normalized> {
                 .collect()
         })
         .collect();
-    Some(Normalized { start: g.start, end: g.end, step: g.step, rows })
+    Some(Normalized {
+        start: g.start,
+        end: g.end,
+        step: g.step,
+        rows,
+    })
 }
 
 /// [`normalize`]'s grid without its rows: the series consolidated to the common step (borrowed
@@ -225,7 +257,12 @@ impl<'a> Grid<'a> {
         let start = cons.iter().map(|s| s.start).min()?;
         let mut end = cons.iter().map(|s| s.end).max()?;
         end -= (end - start) % step;
-        Some(Grid { start, end, step, cons })
+        Some(Grid {
+            start,
+            end,
+            step,
+            cons,
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -244,16 +281,27 @@ impl<'a> Grid<'a> {
         }
         let n = self.len().min(rows.end) as i64;
         let off = d / self.step;
-        let (a, b) = ((rows.start as i64).max(off), n.min(off + s.values.len() as i64));
+        let (a, b) = (
+            (rows.start as i64).max(off),
+            n.min(off + s.values.len() as i64),
+        );
         if b <= a {
             return Aligned::Outside;
         }
-        Aligned::Slice(a as usize, &s.values[(a - off) as usize..(b - off) as usize])
+        Aligned::Slice(
+            a as usize,
+            &s.values[(a - off) as usize..(b - off) as usize],
+        )
     }
 
     /// Calls `f(row, value)` for every non-null value in rows `rows` of one series off the
     /// grid's step.
-    fn each_value_of(&self, s: &Series, rows: &std::ops::Range<usize>, f: &mut impl FnMut(usize, f64)) {
+    fn each_value_of(
+        &self,
+        s: &Series,
+        rows: &std::ops::Range<usize>,
+        f: &mut impl FnMut(usize, f64),
+    ) {
         let n = self.len().min(rows.end);
         for (j, v) in s.values.iter().enumerate() {
             let Some(v) = *v else { continue };
@@ -282,7 +330,10 @@ enum Aligned<'s> {
 /// The aggregation functions whose value can be built up one series at a time, in input
 /// order, giving what [`aggregate`] gives on the row.
 pub fn is_foldable(func: &str) -> bool {
-    matches!(func, "sum" | "total" | "average" | "avg" | "min" | "max" | "count")
+    matches!(
+        func,
+        "sum" | "total" | "average" | "avg" | "min" | "max" | "count"
+    )
 }
 
 /// [`aggregate`] of every row of the grid for a foldable function, with graphite's
@@ -291,21 +342,39 @@ pub fn is_foldable(func: &str) -> bool {
 pub fn fold_rows(g: &Grid, func: &str, xff: f64) -> Vec<Option<f64>> {
     let n = g.len();
     // Wide grids split their rows over the cores; each row still adds its series in order.
-    let parts = if n * g.cons.len() >= 100_000 { super::parallel::cores() } else { 1 };
+    let parts = if n * g.cons.len() >= 100_000 {
+        super::parallel::cores()
+    } else {
+        1
+    };
     let per = n.div_ceil(parts.max(1)).max(1);
-    let ranges: Vec<std::ops::Range<usize>> = (0..n).step_by(per).map(|lo| lo..(lo + per).min(n)).collect();
-    super::parallel::map_from(ranges, 2, |r| fold_range(g, func, xff, r)).into_iter().flatten().collect()
+    let ranges: Vec<std::ops::Range<usize>> = (0..n)
+        .step_by(per)
+        .map(|lo| lo..(lo + per).min(n))
+        .collect();
+    super::parallel::map_from(ranges, 2, |r| fold_range(g, func, xff, r))
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 /// `f64::min` with the earlier value kept on a tie, as Python's `min` does: `f64::min` may
 /// return either zero for `-0.0` and `0.0`, and did differently in two code paths.
 fn first_min(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b < a { b } else { a }
+    if a.is_nan() || b < a {
+        b
+    } else {
+        a
+    }
 }
 
 /// See [`first_min`].
 fn first_max(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b > a { b } else { a }
+    if a.is_nan() || b > a {
+        b
+    } else {
+        a
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -346,7 +415,11 @@ impl RowFold {
             "max" => (Fold::Max, f64::NEG_INFINITY),
             _ => (Fold::Add, zero),
         };
-        RowFold { op, acc: vec![init; rows], count: vec![0; rows] }
+        RowFold {
+            op,
+            acc: vec![init; rows],
+            count: vec![0; rows],
+        }
     }
 
     pub fn rows(&self) -> usize {
@@ -366,7 +439,10 @@ impl RowFold {
     /// A series' values into rows `k..k + values.len()`: the usual case, a slice against a
     /// slice, one loop per operation and no index checks.
     pub fn add_slice(&mut self, k: usize, values: &[Option<f64>]) {
-        let (acc, count) = (&mut self.acc[k..k + values.len()], &mut self.count[k..k + values.len()]);
+        let (acc, count) = (
+            &mut self.acc[k..k + values.len()],
+            &mut self.count[k..k + values.len()],
+        );
         let cells = acc.iter_mut().zip(count.iter_mut()).zip(values);
         match self.op {
             // Without a branch: a null adds -0.0, which leaves every sum as it was (-0.0 + 0.0
@@ -393,7 +469,13 @@ impl RowFold {
     /// Folds in the rows of series that come after this fold's (same function, same rows).
     /// Sums then add in two groups rather than one by one, which may differ in the last bit.
     pub fn merge(&mut self, later: &RowFold) {
-        for (((a, c), b), n) in self.acc.iter_mut().zip(self.count.iter_mut()).zip(&later.acc).zip(&later.count) {
+        for (((a, c), b), n) in self
+            .acc
+            .iter_mut()
+            .zip(self.count.iter_mut())
+            .zip(&later.acc)
+            .zip(&later.count)
+        {
             if *n == 0 {
                 continue;
             }
@@ -451,7 +533,11 @@ pub fn py_float(v: f64) -> String {
     if v.is_nan() {
         "nan".into()
     } else if v.is_infinite() {
-        if v > 0.0 { "inf".into() } else { "-inf".into() }
+        if v > 0.0 {
+            "inf".into()
+        } else {
+            "-inf".into()
+        }
     } else if v.fract() == 0.0 && v.abs() < 1e16 {
         format!("{v:.1}")
     } else {
@@ -486,7 +572,11 @@ mod tests {
         let b = Series::new("b", 0, 60, vec![Some(100.0); 2]);
         let n = normalize(&[a, b]).unwrap();
         assert_eq!(n.step, 60);
-        let sums: Vec<f64> = n.rows.iter().map(|r| aggregate("sum", r).unwrap()).collect();
+        let sums: Vec<f64> = n
+            .rows
+            .iter()
+            .map(|r| aggregate("sum", r).unwrap())
+            .collect();
         assert_eq!(sums, vec![101.0, 101.0]);
     }
 

@@ -29,11 +29,17 @@ enum Op {
 impl TagExpr {
     pub fn parse(s: &str) -> Result<TagExpr, String> {
         let re = Regex::new(r"^([^;!=]+)(!?=~?)([^;]*)$").expect("valid");
-        let c = re.captures(s).ok_or_else(|| format!("Invalid tag expression: {s}"))?;
+        let c = re
+            .captures(s)
+            .ok_or_else(|| format!("Invalid tag expression: {s}"))?;
         let (tag, op, spec) = (c[1].to_string(), &c[2], c[3].to_string());
         // Python `re.match`: anchored at the start only.
         let compile = |p: &str| {
-            let p = if p.starts_with('^') { p.to_string() } else { format!("^(?:{p})") };
+            let p = if p.starts_with('^') {
+                p.to_string()
+            } else {
+                format!("^(?:{p})")
+            };
             Regex::new(&p).map_err(|e| format!("Invalid regular expression in {s}: {e}"))
         };
         let op = match op {
@@ -60,12 +66,18 @@ fn parse_all(exprs: &[String]) -> Result<Vec<TagExpr>, String> {
     exprs.iter().map(|e| TagExpr::parse(e)).collect()
 }
 
-fn matching<'a>(entries: &'a [Entry], exprs: &[TagExpr]) -> Vec<(&'a Entry, BTreeMap<String, String>)> {
+fn matching<'a>(
+    entries: &'a [Entry],
+    exprs: &[TagExpr],
+) -> Vec<(&'a Entry, BTreeMap<String, String>)> {
     entries
         .iter()
         .filter_map(|e| {
             let tags = e.graphite_tags();
-            exprs.iter().all(|x| x.matches(tags.get(&x.tag).map(String::as_str).unwrap_or(""))).then_some((e, tags))
+            exprs
+                .iter()
+                .all(|x| x.matches(tags.get(&x.tag).map(String::as_str).unwrap_or("")))
+                .then_some((e, tags))
         })
         .collect()
 }
@@ -80,7 +92,10 @@ pub fn find_series<'a>(entries: &'a [Entry], exprs: &[String]) -> Result<Vec<&'a
     if parsed.iter().all(|x| x.matches("")) {
         return Err("At least one tagspec must not match the empty string".into());
     }
-    Ok(matching(entries, &parsed).into_iter().map(|(e, _)| e).collect())
+    Ok(matching(entries, &parsed)
+        .into_iter()
+        .map(|(e, _)| e)
+        .collect())
 }
 
 fn limit(p: &Params) -> Option<usize> {
@@ -92,16 +107,28 @@ fn limit(p: &Params) -> Option<usize> {
 }
 
 pub fn route(state: &AppState, method: &Method, path: &str, p: &Params) -> Reply {
-    let post_only = matches!(path, "/tags/tagSeries" | "/tags/tagMultiSeries" | "/tags/delSeries");
+    let post_only = matches!(
+        path,
+        "/tags/tagSeries" | "/tags/tagMultiSeries" | "/tags/delSeries"
+    );
     if post_only && method != Method::POST {
-        return json_error(StatusCode::METHOD_NOT_ALLOWED, "This endpoint only accepts POST");
+        return json_error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "This endpoint only accepts POST",
+        );
     }
     let jsonp = p.get("jsonp");
     match path {
         "/tags/tagSeries" => {
-            let Some(path) = p.get("path") else { return json_error(StatusCode::BAD_REQUEST, "no path specified") };
+            let Some(path) = p.get("path") else {
+                return json_error(StatusCode::BAD_REQUEST, "no path specified");
+            };
             match naming::parse_tagged(path) {
-                Ok((n, t)) => json_or_jsonp(StatusCode::OK, json!(naming::canonical(&n, &t)).to_string(), jsonp),
+                Ok((n, t)) => json_or_jsonp(
+                    StatusCode::OK,
+                    json!(naming::canonical(&n, &t)).to_string(),
+                    jsonp,
+                ),
                 Err(e) => json_error(StatusCode::BAD_REQUEST, &e),
             }
         }
@@ -136,10 +163,16 @@ fn read_only(state: &AppState, path: &str, p: &Params) -> Reply {
             return Ok(entries.iter().map(|e| e.graphite_tags()).collect());
         }
         let parsed = parse_all(exprs)?;
-        Ok(matching(&entries, &parsed).into_iter().map(|(_, t)| t).collect())
+        Ok(matching(&entries, &parsed)
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect())
     };
     let filter = |p: &Params| -> Result<Option<Regex>, String> {
-        p.get("filter").filter(|f| !f.is_empty()).map(|f| Regex::new(&format!("^(?:{f})")).map_err(|e| e.to_string())).transpose()
+        p.get("filter")
+            .filter(|f| !f.is_empty())
+            .map(|f| Regex::new(&format!("^(?:{f})")).map_err(|e| e.to_string()))
+            .transpose()
     };
     let reply = |v: Value| json_or_jsonp(StatusCode::OK, v.to_string(), jsonp);
     match path {
@@ -148,8 +181,16 @@ fn read_only(state: &AppState, path: &str, p: &Params) -> Reply {
                 Ok(f) => f,
                 Err(e) => return json_error(StatusCode::BAD_REQUEST, &e),
             };
-            let all: BTreeSet<String> = entries.iter().flat_map(|e| e.graphite_tags().into_keys()).collect();
-            let v: Vec<Value> = all.into_iter().filter(|t| f.as_ref().is_none_or(|r| r.is_match(t))).take(limit(p).unwrap_or(usize::MAX)).map(|t| json!({"tag": t})).collect();
+            let all: BTreeSet<String> = entries
+                .iter()
+                .flat_map(|e| e.graphite_tags().into_keys())
+                .collect();
+            let v: Vec<Value> = all
+                .into_iter()
+                .filter(|t| f.as_ref().is_none_or(|r| r.is_match(t)))
+                .take(limit(p).unwrap_or(usize::MAX))
+                .map(|t| json!({"tag": t}))
+                .collect();
             reply(Value::Array(v))
         }
         "/tags/findSeries" => match find_series(&entries, &exprs) {
@@ -157,23 +198,43 @@ fn read_only(state: &AppState, path: &str, p: &Params) -> Reply {
             Err(e) => json_error(StatusCode::BAD_REQUEST, &e),
         },
         "/tags/autoComplete/tags" => {
-            let named: BTreeSet<String> = exprs.iter().filter_map(|x| TagExpr::parse(x).ok()).map(|x| x.tag).collect();
+            let named: BTreeSet<String> = exprs
+                .iter()
+                .filter_map(|x| TagExpr::parse(x).ok())
+                .map(|x| x.tag)
+                .collect();
             let prefix = p.get("tagPrefix").unwrap_or("");
             match selected(&exprs) {
                 Ok(sets) => {
-                    let all: BTreeSet<String> = sets.into_iter().flat_map(|t| t.into_keys()).filter(|t| t.starts_with(prefix) && !named.contains(t)).collect();
-                    reply(json!(all.into_iter().take(limit(p).unwrap_or(usize::MAX)).collect::<Vec<_>>()))
+                    let all: BTreeSet<String> = sets
+                        .into_iter()
+                        .flat_map(|t| t.into_keys())
+                        .filter(|t| t.starts_with(prefix) && !named.contains(t))
+                        .collect();
+                    reply(json!(all
+                        .into_iter()
+                        .take(limit(p).unwrap_or(usize::MAX))
+                        .collect::<Vec<_>>()))
                 }
                 Err(e) => json_error(StatusCode::BAD_REQUEST, &e),
             }
         }
         "/tags/autoComplete/values" => {
-            let Some(tag) = p.get("tag") else { return json_error(StatusCode::BAD_REQUEST, "no tag specified") };
+            let Some(tag) = p.get("tag") else {
+                return json_error(StatusCode::BAD_REQUEST, "no tag specified");
+            };
             let prefix = p.get("valuePrefix").unwrap_or("");
             match selected(&exprs) {
                 Ok(sets) => {
-                    let all: BTreeSet<String> = sets.into_iter().filter_map(|mut t| t.remove(tag)).filter(|v| v.starts_with(prefix)).collect();
-                    reply(json!(all.into_iter().take(limit(p).unwrap_or(usize::MAX)).collect::<Vec<_>>()))
+                    let all: BTreeSet<String> = sets
+                        .into_iter()
+                        .filter_map(|mut t| t.remove(tag))
+                        .filter(|v| v.starts_with(prefix))
+                        .collect();
+                    reply(json!(all
+                        .into_iter()
+                        .take(limit(p).unwrap_or(usize::MAX))
+                        .collect::<Vec<_>>()))
                 }
                 Err(e) => json_error(StatusCode::BAD_REQUEST, &e),
             }
@@ -210,15 +271,34 @@ mod tests {
     use super::*;
 
     fn e(p: &str) -> Entry {
-        Entry { path: p.into(), metric: p.into(), tags: vec![], metric_uid: None }
+        Entry {
+            path: p.into(),
+            metric: p.into(),
+            tags: vec![],
+            metric_uid: None,
+        }
     }
 
     #[test]
     fn series_by_tag_semantics() {
-        let es = vec![e("disk.used;datacenter=dc1;rack=a1;server=web01"), e("disk.used;datacenter=dc2;rack=b1;server=web02"), e("cpu.load;server=web01"), e("plain.path")];
-        let f = |x: &[&str]| find_series(&es, &x.iter().map(|s| s.to_string()).collect::<Vec<_>>()).map(|v| v.iter().map(|e| e.path.clone()).collect::<Vec<_>>());
-        assert_eq!(f(&["name=disk.used", "datacenter=dc1"]).unwrap(), vec!["disk.used;datacenter=dc1;rack=a1;server=web01"]);
-        assert_eq!(f(&["server=web01", "datacenter!=dc1"]).unwrap(), vec!["cpu.load;server=web01"]);
+        let es = vec![
+            e("disk.used;datacenter=dc1;rack=a1;server=web01"),
+            e("disk.used;datacenter=dc2;rack=b1;server=web02"),
+            e("cpu.load;server=web01"),
+            e("plain.path"),
+        ];
+        let f = |x: &[&str]| {
+            find_series(&es, &x.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+                .map(|v| v.iter().map(|e| e.path.clone()).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            f(&["name=disk.used", "datacenter=dc1"]).unwrap(),
+            vec!["disk.used;datacenter=dc1;rack=a1;server=web01"]
+        );
+        assert_eq!(
+            f(&["server=web01", "datacenter!=dc1"]).unwrap(),
+            vec!["cpu.load;server=web01"]
+        );
         // `=~` is anchored at the start only.
         assert_eq!(f(&["name=~disk"]).unwrap().len(), 2);
         assert_eq!(f(&["name=~used"]).unwrap().len(), 0);

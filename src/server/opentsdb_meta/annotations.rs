@@ -1,6 +1,9 @@
 //! `/api/annotation`, `/api/annotations` and `/api/annotation/bulk`.
 
-use super::{api_method, has_content, json_body, method_not_allowed, ok_json, qs_bool, status_only, tsuid_list, HResult, HttpError};
+use super::{
+    api_method, has_content, json_body, method_not_allowed, ok_json, qs_bool, status_only,
+    tsuid_list, HResult, HttpError,
+};
 use crate::meta::annotation::{self, Annotation, AnnotationUpdate};
 use crate::query::time::{now_ms, parse_time};
 use crate::server::http::Request;
@@ -21,7 +24,9 @@ fn parse_note(req: &Request) -> Result<AnnotationUpdate, HttpError> {
     if has_content(req) {
         return json_body(req);
     }
-    let start = qs_time_ms(req, "start_time")?.filter(|&t| t >= 1).ok_or_else(|| HttpError::bad("Missing start time"))?;
+    let start = qs_time_ms(req, "start_time")?
+        .filter(|&t| t >= 1)
+        .ok_or_else(|| HttpError::bad("Missing start time"))?;
     Ok(AnnotationUpdate {
         tsuid: req.param("tsuid"),
         start_time: Some(start / 1000),
@@ -42,9 +47,11 @@ pub fn single(st: &AppState, req: &Request, plural: bool) -> HResult {
     let ctx = &st.meta.ctx;
     let (store, layout, table) = (&*ctx.store, &ctx.layout, ctx.tables.data.as_str());
     if plural && method == Method::GET {
-        let start = qs_time_ms(req, "start_time")?.ok_or_else(|| HttpError::bad("Missing start time"))?;
+        let start =
+            qs_time_ms(req, "start_time")?.ok_or_else(|| HttpError::bad("Missing start time"))?;
         let end = qs_time_ms(req, "end_time")?.unwrap_or_else(now_ms);
-        let notes = annotation::scan_global(store, layout, table, start, end).map_err(crate::meta::MetaError::from)?;
+        let notes = annotation::scan_global(store, layout, table, start, end)
+            .map_err(crate::meta::MetaError::from)?;
         return ok_json(json(&notes));
     }
     let note = parse_note(req)?;
@@ -53,7 +60,10 @@ pub fn single(st: &AppState, req: &Request, plural: bool) -> HResult {
             let tsuid = note.tsuid_bytes()?;
             match annotation::get(store, layout, table, &tsuid, note.start())? {
                 Some((n, _)) => ok_json(json(&n)),
-                None => Err(HttpError::new(StatusCode::NOT_FOUND, "Unable to locate annotation in storage")),
+                None => Err(HttpError::new(
+                    StatusCode::NOT_FOUND,
+                    "Unable to locate annotation in storage",
+                )),
             }
         }
         Method::POST | Method::PUT => {
@@ -85,8 +95,12 @@ struct BulkDelete {
 fn json_time(v: &Option<serde_json::Value>) -> Result<Option<u64>, HttpError> {
     match v {
         None | Some(serde_json::Value::Null) => Ok(None),
-        Some(serde_json::Value::Number(n)) => parse_time(&n.to_string(), now_ms()).map(Some).map_err(HttpError::bad),
-        Some(serde_json::Value::String(s)) => parse_time(s, now_ms()).map(Some).map_err(HttpError::bad),
+        Some(serde_json::Value::Number(n)) => parse_time(&n.to_string(), now_ms())
+            .map(Some)
+            .map_err(HttpError::bad),
+        Some(serde_json::Value::String(s)) => {
+            parse_time(s, now_ms()).map(Some).map_err(HttpError::bad)
+        }
         Some(other) => Err(HttpError::bad(format!("Invalid time: {other}"))),
     }
 }
@@ -107,7 +121,9 @@ pub fn bulk(st: &AppState, req: &Request) -> HResult {
                     Ok(a) => out.push(a),
                     // Nothing to change: answer with what is stored.
                     Err(crate::meta::MetaError::NotModified) => {
-                        if let Some((a, _)) = annotation::get(store, layout, table, &n.tsuid_bytes()?, n.start())? {
+                        if let Some((a, _)) =
+                            annotation::get(store, layout, table, &n.tsuid_bytes()?, n.start())?
+                        {
                             out.push(a);
                         }
                     }
@@ -119,19 +135,46 @@ pub fn bulk(st: &AppState, req: &Request) -> HResult {
         Method::DELETE => {
             let (tsuids, global, start, end) = if has_content(req) {
                 let d: BulkDelete = json_body(req)?;
-                (d.tsuids.unwrap_or_default(), d.global, json_time(&d.start_time)?, json_time(&d.end_time)?)
+                (
+                    d.tsuids.unwrap_or_default(),
+                    d.global,
+                    json_time(&d.start_time)?,
+                    json_time(&d.end_time)?,
+                )
             } else {
-                let tsuids = req.param("tsuids").map(|s| s.split(',').map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect()).unwrap_or_default();
-                (tsuids, qs_bool(req, "global").unwrap_or(false), qs_time_ms(req, "start_time")?, qs_time_ms(req, "end_time")?)
+                let tsuids = req
+                    .param("tsuids")
+                    .map(|s| {
+                        s.split(',')
+                            .map(|t| t.trim().to_string())
+                            .filter(|t| !t.is_empty())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                (
+                    tsuids,
+                    qs_bool(req, "global").unwrap_or(false),
+                    qs_time_ms(req, "start_time")?,
+                    qs_time_ms(req, "end_time")?,
+                )
             };
-            let start = start.filter(|&t| t >= 1).ok_or_else(|| HttpError::bad("Missing start time"))?;
+            let start = start
+                .filter(|&t| t >= 1)
+                .ok_or_else(|| HttpError::bad("Missing start time"))?;
             let end = end.unwrap_or_else(now_ms);
             if tsuids.is_empty() && !global {
-                return Err(HttpError::bad("Missing the TSUIDs or global annotations flag"));
+                return Err(HttpError::bad(
+                    "Missing the TSUIDs or global annotations flag",
+                ));
             }
             let bytes = tsuid_list(&tsuids.join(","))?;
-            let n = annotation::delete_range(store, layout, table, &bytes, global, start, end).map_err(crate::meta::MetaError::from)?;
-            let tsuids_json = if tsuids.is_empty() { "null".to_string() } else { json(&tsuids) };
+            let n = annotation::delete_range(store, layout, table, &bytes, global, start, end)
+                .map_err(crate::meta::MetaError::from)?;
+            let tsuids_json = if tsuids.is_empty() {
+                "null".to_string()
+            } else {
+                json(&tsuids)
+            };
             ok_json(format!(
                 "{{\"tsuids\":{tsuids_json},\"global\":{global},\"startTime\":{start},\"endTime\":{end},\"totalDeleted\":{n}}}"
             ))

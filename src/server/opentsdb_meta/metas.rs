@@ -1,6 +1,9 @@
 //! `/api/uid/uidmeta` and `/api/uid/tsmeta`.
 
-use super::{api_method, has_content, json_body, method_not_allowed, ok_json, parse_m, required, status_only, HResult, HttpError};
+use super::{
+    api_method, has_content, json_body, method_not_allowed, ok_json, parse_m, required,
+    status_only, HResult, HttpError,
+};
 use crate::meta::tsmeta::{self, TsMetaUpdate};
 use crate::meta::uidmeta::{self, UidMetaUpdate};
 use crate::meta::{MetaCtx, MetaError};
@@ -10,7 +13,11 @@ use crate::server::AppState;
 use http::{Method, StatusCode};
 
 fn uid_target(req: &Request) -> Result<(UidKind, Vec<u8>), HttpError> {
-    let upd = UidMetaUpdate { uid: Some(required(req, "uid")?), kind: Some(required(req, "type")?), ..Default::default() };
+    let upd = UidMetaUpdate {
+        uid: Some(required(req, "uid")?),
+        kind: Some(required(req, "type")?),
+        ..Default::default()
+    };
     Ok(upd.target()?)
 }
 
@@ -37,7 +44,11 @@ pub fn uidmeta(st: &AppState, req: &Request) -> HResult {
             ok_json(uidmeta::sync(ctx, &upd, m == Method::PUT)?.api_json())
         }
         Method::DELETE => {
-            let (kind, uid) = if has_content(req) { json_body::<UidMetaUpdate>(req)?.target()? } else { uid_target(req)? };
+            let (kind, uid) = if has_content(req) {
+                json_body::<UidMetaUpdate>(req)?.target()?
+            } else {
+                uid_target(req)?
+            };
             uidmeta::delete(ctx, kind, &uid)?;
             Ok(status_only(StatusCode::NO_CONTENT))
         }
@@ -48,38 +59,68 @@ pub fn uidmeta(st: &AppState, req: &Request) -> HResult {
 /// `metric{tags}` → TSUID of that exact series (UIDs must exist).
 fn tsuid_of(st: &AppState, m: &str) -> Result<Vec<u8>, HttpError> {
     let (metric, tags) = parse_m(m)?;
-    let tags: Vec<(String, String)> = tags.into_iter().map(|(k, v)| (k, v.unwrap_or_default())).collect();
+    let tags: Vec<(String, String)> = tags
+        .into_iter()
+        .map(|(k, v)| (k, v.unwrap_or_default()))
+        .collect();
     let t: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    Ok(st.resolver.lookup(&metric, &t).map_err(MetaError::from)?.to_vec())
+    Ok(st
+        .resolver
+        .lookup(&metric, &t)
+        .map_err(MetaError::from)?
+        .to_vec())
 }
 
 fn find_m(ctx: &MetaCtx, m: &str) -> HResult {
     let (metric, tags) = parse_m(m)?;
     let not_found = |e: crate::uid::UidError| -> HttpError {
         match e {
-            crate::uid::UidError::NoSuchName { .. } => HttpError::new(StatusCode::NOT_FOUND, "Unable to find one of the UIDs"),
+            crate::uid::UidError::NoSuchName { .. } => {
+                HttpError::new(StatusCode::NOT_FOUND, "Unable to find one of the UIDs")
+            }
             e => MetaError::from(e).into(),
         }
     };
-    let mid = ctx.uids.require_id(UidKind::Metric, &metric).map_err(not_found)?;
+    let mid = ctx
+        .uids
+        .require_id(UidKind::Metric, &metric)
+        .map_err(not_found)?;
     let mut pairs = Vec::new();
     for (k, v) in tags {
-        let k = ctx.uids.require_id(UidKind::Tagk, &k).map_err(not_found)?.to_vec();
+        let k = ctx
+            .uids
+            .require_id(UidKind::Tagk, &k)
+            .map_err(not_found)?
+            .to_vec();
         let v = match v {
-            Some(v) => Some(ctx.uids.require_id(UidKind::Tagv, &v).map_err(not_found)?.to_vec()),
+            Some(v) => Some(
+                ctx.uids
+                    .require_id(UidKind::Tagv, &v)
+                    .map_err(not_found)?
+                    .to_vec(),
+            ),
             None => None,
         };
         pairs.push((k, v));
     }
     let metas = tsmeta::find(ctx, &mid, &pairs)?;
-    ok_json(format!("[{}]", metas.iter().map(|m| m.api_json()).collect::<Vec<_>>().join(",")))
+    ok_json(format!(
+        "[{}]",
+        metas
+            .iter()
+            .map(|m| m.api_json())
+            .collect::<Vec<_>>()
+            .join(",")
+    ))
 }
 
 pub fn tsmeta(st: &AppState, req: &Request) -> HResult {
     let ctx = &st.meta.ctx;
     match api_method(req)? {
         Method::GET => match req.param("tsuid") {
-            Some(t) => ok_json(tsmeta::load(ctx, &crate::meta::parse_uid_hex(&t, "TSUID")?)?.api_json()),
+            Some(t) => {
+                ok_json(tsmeta::load(ctx, &crate::meta::parse_uid_hex(&t, "TSUID")?)?.api_json())
+            }
             None => find_m(ctx, &required(req, "m")?),
         },
         m @ (Method::POST | Method::PUT) => {
@@ -110,7 +151,11 @@ pub fn tsmeta(st: &AppState, req: &Request) -> HResult {
             ok_json(tsmeta::sync(ctx, &tsuid, &upd, m == Method::PUT, create)?.api_json())
         }
         Method::DELETE => {
-            let t = if has_content(req) { json_body::<TsMetaUpdate>(req)?.tsuid_bytes()? } else { crate::meta::parse_uid_hex(&required(req, "tsuid")?, "TSUID")? };
+            let t = if has_content(req) {
+                json_body::<TsMetaUpdate>(req)?.tsuid_bytes()?
+            } else {
+                crate::meta::parse_uid_hex(&required(req, "tsuid")?, "TSUID")?
+            };
             tsmeta::delete(ctx, &t)?;
             Ok(status_only(StatusCode::NO_CONTENT))
         }

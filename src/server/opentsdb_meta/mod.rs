@@ -17,8 +17,14 @@ use std::sync::Arc;
 
 /// True for the paths this module answers (already lower-cased, without `/api/v1`).
 pub fn handles(path: &str) -> bool {
-    matches!(path, "/api/annotation" | "/api/annotations" | "/api/uid/uidmeta" | "/api/uid/tsmeta" | "/api/tree")
-        || path.starts_with("/api/annotation/")
+    matches!(
+        path,
+        "/api/annotation"
+            | "/api/annotations"
+            | "/api/uid/uidmeta"
+            | "/api/uid/tsmeta"
+            | "/api/tree"
+    ) || path.starts_with("/api/annotation/")
         || path.starts_with("/api/annotations/")
         || path.starts_with("/api/tree/")
 }
@@ -29,12 +35,18 @@ pub async fn route(state: &Arc<AppState>, req: Request, path: &str) -> Reply {
     match tokio::task::spawn_blocking(move || dispatch(&st, &req, &path)).await {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => e.reply(),
-        Err(e) => error_reply(StatusCode::INTERNAL_SERVER_ERROR, "An unknown exception occurred", &e.to_string()),
+        Err(e) => error_reply(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "An unknown exception occurred",
+            &e.to_string(),
+        ),
     }
 }
 
 fn dispatch(st: &AppState, req: &Request, path: &str) -> HResult {
-    if path.ends_with("/bulk") && (path.starts_with("/api/annotation/") || path.starts_with("/api/annotations/")) {
+    if path.ends_with("/bulk")
+        && (path.starts_with("/api/annotation/") || path.starts_with("/api/annotations/"))
+    {
         return annotations::bulk(st, req);
     }
     match path {
@@ -59,7 +71,11 @@ pub type HResult = Result<Reply, HttpError>;
 
 impl HttpError {
     pub fn new(status: StatusCode, message: impl Into<String>) -> HttpError {
-        HttpError { status, message: message.into(), details: String::new() }
+        HttpError {
+            status,
+            message: message.into(),
+            details: String::new(),
+        }
     }
 
     pub fn bad(message: impl Into<String>) -> HttpError {
@@ -77,7 +93,11 @@ impl HttpError {
 impl From<MetaError> for HttpError {
     fn from(e: MetaError) -> HttpError {
         match e {
-            MetaError::BadRequest { message, details } => HttpError { status: StatusCode::BAD_REQUEST, message, details },
+            MetaError::BadRequest { message, details } => HttpError {
+                status: StatusCode::BAD_REQUEST,
+                message,
+                details,
+            },
             MetaError::NotFound(m) => HttpError::new(StatusCode::NOT_FOUND, m),
             MetaError::NotModified => HttpError::new(StatusCode::NOT_MODIFIED, ""),
             MetaError::CasFailed(m) => HttpError {
@@ -85,16 +105,20 @@ impl From<MetaError> for HttpError {
                 message: m,
                 details: "This may be caused by another process modifying storage data".into(),
             },
-            MetaError::Uid(crate::uid::UidError::NoSuchName { kind, name }) => {
-                HttpError::new(StatusCode::NOT_FOUND, format!("No such name for '{kind}': '{name}'"))
-            }
+            MetaError::Uid(crate::uid::UidError::NoSuchName { kind, name }) => HttpError::new(
+                StatusCode::NOT_FOUND,
+                format!("No such name for '{kind}': '{name}'"),
+            ),
             e => HttpError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
         }
     }
 }
 
 pub fn status_only(status: StatusCode) -> Reply {
-    http::Response::builder().status(status).body(Vec::new()).expect("valid response")
+    http::Response::builder()
+        .status(status)
+        .body(Vec::new())
+        .expect("valid response")
 }
 
 pub fn ok_json(body: String) -> HResult {
@@ -121,14 +145,21 @@ pub fn api_method(req: &Request) -> Result<Method, HttpError> {
             "post" => Ok(Method::POST),
             "put" => Ok(Method::PUT),
             "delete" => Ok(Method::DELETE),
-            _ => Err(HttpError::new(StatusCode::METHOD_NOT_ALLOWED, "Unknown or unsupported method override value")),
+            _ => Err(HttpError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "Unknown or unsupported method override value",
+            )),
         },
     }
 }
 
 /// The request body, gunzipped when sent with `Content-Encoding: gzip`.
 fn body(req: &Request) -> Result<Vec<u8>, HttpError> {
-    let gz = req.headers.get("content-encoding").and_then(|v| v.to_str().ok()).is_some_and(|v| v.eq_ignore_ascii_case("gzip"));
+    let gz = req
+        .headers
+        .get("content-encoding")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("gzip"));
     if !gz {
         return Ok(req.body.to_vec());
     }
@@ -136,7 +167,10 @@ fn body(req: &Request) -> Result<Vec<u8>, HttpError> {
     flate2::read::GzDecoder::new(&req.body[..])
         .take(64 << 20)
         .read_to_end(&mut out)
-        .map_err(|e| HttpError { details: e.to_string(), ..HttpError::bad("Unable to decompress the request body") })?;
+        .map_err(|e| HttpError {
+            details: e.to_string(),
+            ..HttpError::bad("Unable to decompress the request body")
+        })?;
     Ok(out)
 }
 
@@ -153,23 +187,33 @@ pub fn json_body<T: DeserializeOwned>(req: &Request) -> Result<T, HttpError> {
             ..HttpError::bad("Missing message content")
         });
     }
-    serde_json::from_slice(&b).map_err(|e| HttpError { details: e.to_string(), ..HttpError::bad("Unable to parse the given JSON") })
+    serde_json::from_slice(&b).map_err(|e| HttpError {
+        details: e.to_string(),
+        ..HttpError::bad("Unable to parse the given JSON")
+    })
 }
 
 /// OpenTSDB's query-string booleans: `true`, `1` or `yes`.
 pub fn qs_bool(req: &Request, name: &str) -> Option<bool> {
-    req.param(name).map(|v| matches!(v.to_ascii_lowercase().as_str(), "true" | "1" | "yes"))
+    req.param(name)
+        .map(|v| matches!(v.to_ascii_lowercase().as_str(), "true" | "1" | "yes"))
 }
 
 pub fn qs_int<T: std::str::FromStr>(req: &Request, name: &str) -> Result<Option<T>, HttpError> {
     match req.param(name) {
         None => Ok(None),
-        Some(v) => v.trim().parse().map(Some).map_err(|_| HttpError::bad(format!("Unable to parse '{name}' value"))),
+        Some(v) => v
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| HttpError::bad(format!("Unable to parse '{name}' value"))),
     }
 }
 
 pub fn required(req: &Request, name: &str) -> Result<String, HttpError> {
-    req.param(name).filter(|v| !v.is_empty()).ok_or_else(|| HttpError::bad(format!("Missing parameter <code>{name}</code>")))
+    req.param(name)
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| HttpError::bad(format!("Missing parameter <code>{name}</code>")))
 }
 
 /// A comma-separated list of hex TSUIDs.
@@ -177,7 +221,9 @@ pub fn tsuid_list(s: &str) -> Result<Vec<Vec<u8>>, HttpError> {
     s.split(',')
         .map(str::trim)
         .filter(|t| !t.is_empty())
-        .map(|t| crate::schema::parse_hex(t).ok_or_else(|| HttpError::bad(format!("Invalid TSUID: {t}"))))
+        .map(|t| {
+            crate::schema::parse_hex(t).ok_or_else(|| HttpError::bad(format!("Invalid TSUID: {t}")))
+        })
         .collect()
 }
 
@@ -186,11 +232,21 @@ pub fn tsuid_list(s: &str) -> Result<Vec<Vec<u8>>, HttpError> {
 pub type TagSpec = (String, Option<String>);
 
 pub fn parse_m(s: &str) -> Result<(String, Vec<TagSpec>), HttpError> {
-    let Some(open) = s.find('{') else { return Ok((s.trim().to_string(), Vec::new())) };
-    let close = s.rfind('}').filter(|&c| c > open).ok_or_else(|| HttpError::bad(format!("Missing '}}' at the end of: {s}")))?;
+    let Some(open) = s.find('{') else {
+        return Ok((s.trim().to_string(), Vec::new()));
+    };
+    let close = s
+        .rfind('}')
+        .filter(|&c| c > open)
+        .ok_or_else(|| HttpError::bad(format!("Missing '}}' at the end of: {s}")))?;
     let mut tags = Vec::new();
-    for part in s[open + 1..close].split(',').filter(|p| !p.trim().is_empty()) {
-        let (k, v) = part.split_once('=').ok_or_else(|| HttpError::bad(format!("invalid tag: {part}")))?;
+    for part in s[open + 1..close]
+        .split(',')
+        .filter(|p| !p.trim().is_empty())
+    {
+        let (k, v) = part
+            .split_once('=')
+            .ok_or_else(|| HttpError::bad(format!("invalid tag: {part}")))?;
         let v = v.trim();
         tags.push((k.trim().to_string(), (v != "*").then(|| v.to_string())));
     }

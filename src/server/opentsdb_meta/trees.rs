@@ -1,7 +1,10 @@
 //! The `/api/tree` family. OpenTSDB's quirk: only physical GET and POST reach these
 //! endpoints; PUT and DELETE are spelled `GET …&method_override=put|delete`.
 
-use super::{api_method, has_content, json_body, method_not_allowed, ok_json, qs_bool, qs_int, status_only, tsuid_list, HResult, HttpError};
+use super::{
+    api_method, has_content, json_body, method_not_allowed, ok_json, qs_bool, qs_int, status_only,
+    tsuid_list, HResult, HttpError,
+};
 use crate::meta::json::esc;
 use crate::meta::{tsmeta, MetaError};
 use crate::schema::{hex_upper, parse_hex};
@@ -16,7 +19,10 @@ pub fn route(st: &AppState, req: &Request, path: &str) -> HResult {
     if req.method != Method::GET && req.method != Method::POST {
         return Err(method_not_allowed(&req.method));
     }
-    let sub = path.strip_prefix("/api/tree").unwrap_or("").trim_matches('/');
+    let sub = path
+        .strip_prefix("/api/tree")
+        .unwrap_or("")
+        .trim_matches('/');
     let res = match sub {
         "" => tree_endpoint(st, req),
         "rule" => rule(st, req),
@@ -25,7 +31,10 @@ pub fn route(st: &AppState, req: &Request, path: &str) -> HResult {
         "test" => test(st, req),
         "collisions" => failures(st, req, tree::COLLISION_ROW_SUFFIX),
         "notmatched" => failures(st, req, tree::NOT_MATCHED_ROW_SUFFIX),
-        _ => Err(HttpError::new(StatusCode::NOT_FOUND, "This endpoint is not supported")),
+        _ => Err(HttpError::new(
+            StatusCode::NOT_FOUND,
+            "This endpoint is not supported",
+        )),
     };
     // Anything that may have changed a tree or its rules: realtime processing reloads.
     if api_method(req).is_ok_and(|m| m != Method::GET) {
@@ -43,7 +52,10 @@ fn qs_tree_id(req: &Request) -> Result<Option<u16>, HttpError> {
     match req.param("treeid").or_else(|| req.param("treeId")) {
         None => Ok(None),
         Some(v) => {
-            let id: i64 = v.trim().parse().map_err(|_| HttpError::bad("Unable to parse the tree ID"))?;
+            let id: i64 = v
+                .trim()
+                .parse()
+                .map_err(|_| HttpError::bad("Unable to parse the tree ID"))?;
             Ok(Some(check_tree_id(id)?))
         }
     }
@@ -69,12 +81,22 @@ fn tree_endpoint(st: &AppState, req: &Request) -> HResult {
             store_failures: qs_bool(req, "store_failures"),
         }
     };
-    let id = upd.tree_id.filter(|&t| t != 0).map(check_tree_id).transpose()?;
+    let id = upd
+        .tree_id
+        .filter(|&t| t != 0)
+        .map(check_tree_id)
+        .transpose()?;
     match method {
         Method::GET => match id {
             None => {
                 let all = tree::fetch_all(ctx)?;
-                ok_json(format!("[{}]", all.iter().map(|t| t.api_json()).collect::<Vec<_>>().join(",")))
+                ok_json(format!(
+                    "[{}]",
+                    all.iter()
+                        .map(|t| t.api_json())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ))
             }
             Some(id) => ok_json(tree::fetch_required(ctx, id)?.api_json()),
         },
@@ -85,15 +107,23 @@ fn tree_endpoint(st: &AppState, req: &Request) -> HResult {
         Method::DELETE => {
             let (id, definition) = if has_content(req) {
                 let v: serde_json::Value = json_body(req)?;
-                let id = v.get("treeId").and_then(|t| t.as_i64()).ok_or_else(|| HttpError::bad("Missing tree ID"))?;
+                let id = v
+                    .get("treeId")
+                    .and_then(|t| t.as_i64())
+                    .ok_or_else(|| HttpError::bad("Missing tree ID"))?;
                 let def = match v.get("definition") {
                     Some(serde_json::Value::Bool(b)) => *b,
-                    Some(serde_json::Value::String(s)) => matches!(s.to_ascii_lowercase().as_str(), "true" | "1" | "yes"),
+                    Some(serde_json::Value::String(s)) => {
+                        matches!(s.to_ascii_lowercase().as_str(), "true" | "1" | "yes")
+                    }
                     _ => false,
                 };
                 (check_tree_id(id)?, def)
             } else {
-                (id.ok_or_else(|| HttpError::bad("Missing tree ID"))?, qs_bool(req, "definition").unwrap_or(false))
+                (
+                    id.ok_or_else(|| HttpError::bad("Missing tree ID"))?,
+                    qs_bool(req, "definition").unwrap_or(false),
+                )
             };
             tree::fetch_required(ctx, id)?;
             tree::delete(ctx, id, definition)?;
@@ -123,16 +153,27 @@ fn rule_from_qs(req: &Request) -> Result<TreeRuleUpdate, HttpError> {
 fn rule(st: &AppState, req: &Request) -> HResult {
     let ctx = &st.meta.ctx;
     let method = api_method(req)?;
-    let upd: TreeRuleUpdate = if has_content(req) { json_body(req)? } else { rule_from_qs(req)? };
+    let upd: TreeRuleUpdate = if has_content(req) {
+        json_body(req)?
+    } else {
+        rule_from_qs(req)?
+    };
     let (tree, level, order) = tree::rule_address(ctx, &upd)?;
     let missing = || {
-        let mut r = crate::tree::rule::TreeRule { level, order, tree_id: tree.tree_id as i32, ..Default::default() };
+        let mut r = crate::tree::rule::TreeRule {
+            level,
+            order,
+            tree_id: tree.tree_id as i32,
+            ..Default::default()
+        };
         let _ = upd.apply_to(&mut r);
         HttpError::new(StatusCode::NOT_FOUND, format!("Unable to locate rule: {r}"))
     };
     match method {
         Method::GET => ok_json(tree.rule(level, order).ok_or_else(missing)?.to_json()),
-        Method::POST | Method::PUT => ok_json(tree::sync_rule(ctx, &upd, method == Method::PUT)?.to_json()),
+        Method::POST | Method::PUT => {
+            ok_json(tree::sync_rule(ctx, &upd, method == Method::PUT)?.to_json())
+        }
         Method::DELETE => {
             tree.rule(level, order).ok_or_else(missing)?;
             tree::delete_rule(ctx, tree.tree_id, level, order)?;
@@ -147,7 +188,11 @@ fn rules(st: &AppState, req: &Request) -> HResult {
     let method = api_method(req)?;
     let (tree_id, list) = if has_content(req) {
         let list: Vec<TreeRuleUpdate> = json_body(req)?;
-        let first = list.first().ok_or_else(|| HttpError::bad("Missing tree rules"))?.tree_id.unwrap_or(0);
+        let first = list
+            .first()
+            .ok_or_else(|| HttpError::bad("Missing tree rules"))?
+            .tree_id
+            .unwrap_or(0);
         if list.iter().any(|r| r.tree_id.unwrap_or(0) != first) {
             return Err(HttpError::bad("All rules must belong to the same tree"));
         }
@@ -182,15 +227,26 @@ fn branch(st: &AppState, req: &Request) -> HResult {
     if api_method(req)? != Method::GET {
         return Err(unsupported());
     }
-    let id = match req.param("branch").or_else(|| req.param("branchid")).or_else(|| req.param("branchId")).filter(|b| !b.is_empty()) {
-        Some(hex) => parse_hex(&hex).filter(|b| b.len() >= 2).ok_or_else(|| HttpError::bad(format!("Invalid branch ID: {hex}")))?,
+    let id = match req
+        .param("branch")
+        .or_else(|| req.param("branchid"))
+        .or_else(|| req.param("branchId"))
+        .filter(|b| !b.is_empty())
+    {
+        Some(hex) => parse_hex(&hex)
+            .filter(|b| b.len() >= 2)
+            .ok_or_else(|| HttpError::bad(format!("Invalid branch ID: {hex}")))?,
         None => tree_key(required_tree_id(req)?),
     };
     match branch::fetch(&st.meta.ctx, &id)? {
         Some(b) => ok_json(b.api_json()),
         None => Err(HttpError::new(
             StatusCode::NOT_FOUND,
-            format!("Unable to locate branch '{}' for tree '{}'", hex_upper(&id), u16::from_be_bytes([id[0], id[1]])),
+            format!(
+                "Unable to locate branch '{}' for tree '{}'",
+                hex_upper(&id),
+                u16::from_be_bytes([id[0], id[1]])
+            ),
         )),
     }
 }
@@ -201,14 +257,22 @@ fn test(st: &AppState, req: &Request) -> HResult {
         return Err(unsupported());
     }
     let tree_id = required_tree_id(req)?;
-    let tsuids = req.param("tsuids").filter(|t| !t.is_empty()).ok_or_else(|| HttpError::bad("Missing TSUIDs"))?;
+    let tsuids = req
+        .param("tsuids")
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| HttpError::bad("Missing TSUIDs"))?;
     let tree = tree::fetch_required(ctx, tree_id)?;
     let compiled = CompiledTree::new(tree).map_err(HttpError::bad)?;
     let mut out = Vec::new();
     for t in tsuids.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-        let meta = parse_hex(t).ok_or(()).and_then(|b| tsmeta::load_or_blank(ctx, &b).map_err(|_| ()));
+        let meta = parse_hex(t)
+            .ok_or(())
+            .and_then(|b| tsmeta::load_or_blank(ctx, &b).map_err(|_| ()));
         let body = match meta {
-            Err(()) => r#"{"branch":null,"messages":["Unable to locate TSUID meta data"],"meta":null}"#.to_string(),
+            Err(()) => {
+                r#"{"branch":null,"messages":["Unable to locate TSUID meta data"],"meta":null}"#
+                    .to_string()
+            }
             Ok(meta) => {
                 let built = builder::build(&compiled, &meta);
                 let view = builder::preview(&compiled.tree, &built, &meta.tsuid);
@@ -235,6 +299,9 @@ fn failures(st: &AppState, req: &Request, suffix: u8) -> HResult {
     tree::fetch_required(ctx, tree_id)?;
     let only = tsuid_list(&req.param("tsuids").unwrap_or_default())?;
     let entries = tree::failures(ctx, tree_id, suffix, &only)?;
-    let body: Vec<String> = entries.iter().map(|(k, v)| format!("{}:{}", esc(k), esc(v))).collect();
+    let body: Vec<String> = entries
+        .iter()
+        .map(|(k, v)| format!("{}:{}", esc(k), esc(v)))
+        .collect();
     ok_json(format!("{{{}}}", body.join(",")))
 }

@@ -37,25 +37,39 @@ struct Window {
 fn window(p: &Params, need_match: bool) -> Result<Window, Reply> {
     let bad = |m: String| error(ErrorType::BadData, &m);
     let start = match p.get("start") {
-        Some(s) if !s.is_empty() => parse_time(s).map_err(|e| bad(format!("invalid parameter \"start\": {e}")))?,
+        Some(s) if !s.is_empty() => {
+            parse_time(s).map_err(|e| bad(format!("invalid parameter \"start\": {e}")))?
+        }
         _ => MIN_TIME_MS,
     };
     let end = match p.get("end") {
-        Some(s) if !s.is_empty() => parse_time(s).map_err(|e| bad(format!("invalid parameter \"end\": {e}")))?,
+        Some(s) if !s.is_empty() => {
+            parse_time(s).map_err(|e| bad(format!("invalid parameter \"end\": {e}")))?
+        }
         _ => MAX_TIME_MS,
     };
     let limit = match p.get("limit") {
-        Some(s) if !s.is_empty() => s.parse::<usize>().map_err(|_| bad(format!("invalid parameter \"limit\": cannot parse {s:?}")))?,
+        Some(s) if !s.is_empty() => s
+            .parse::<usize>()
+            .map_err(|_| bad(format!("invalid parameter \"limit\": cannot parse {s:?}")))?,
         _ => 0,
     };
     let mut matchers = Vec::new();
     for m in p.all("match[]") {
-        matchers.push(crate::promql::parse_match(m).map_err(|e| bad(format!("invalid parameter \"match[]\": {e}")))?);
+        matchers.push(
+            crate::promql::parse_match(m)
+                .map_err(|e| bad(format!("invalid parameter \"match[]\": {e}")))?,
+        );
     }
     if need_match && matchers.is_empty() {
         return Err(bad("no match[] parameter provided".into()));
     }
-    Ok(Window { start, end, limit, matchers })
+    Ok(Window {
+        start,
+        end,
+        limit,
+        matchers,
+    })
 }
 
 /// Every series matching any of the selectors (label sets only).
@@ -101,7 +115,14 @@ pub async fn series(state: &Arc<AppState>, req: Request) -> Reply {
     let list: Vec<Json> = found
         .iter()
         .take(take)
-        .map(|s| Json::Object(s.labels.iter().map(|(k, v)| (k.clone(), Json::String(v.clone()))).collect::<Map<_, _>>()))
+        .map(|s| {
+            Json::Object(
+                s.labels
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Json::String(v.clone())))
+                    .collect::<Map<_, _>>(),
+            )
+        })
         .collect();
     success_raw(&Json::Array(list).to_string(), &warnings)
 }
@@ -124,7 +145,8 @@ pub async fn labels(state: &Arc<AppState>, req: Request) -> Reply {
     if w.matchers.is_empty() {
         // Without a selector: every tag key ever stored (the UID table; time range ignored).
         let st = state.clone();
-        let names = tokio::task::spawn_blocking(move || st.resolver.uids().list(UidKind::Tagk)).await;
+        let names =
+            tokio::task::spawn_blocking(move || st.resolver.uids().list(UidKind::Tagk)).await;
         return match names {
             Ok(Ok(n)) => {
                 let mut v: Vec<String> = n
@@ -143,7 +165,10 @@ pub async fn labels(state: &Arc<AppState>, req: Request) -> Reply {
         Ok(f) => f,
         Err(r) => return r,
     };
-    let set: BTreeSet<String> = found.iter().flat_map(|s| s.labels.iter().map(|(k, _)| k.clone())).collect();
+    let set: BTreeSet<String> = found
+        .iter()
+        .flat_map(|s| s.labels.iter().map(|(k, _)| k.clone()))
+        .collect();
     list_reply(set.into_iter().collect(), w.limit)
 }
 
@@ -156,9 +181,15 @@ pub async fn label_values(state: &Arc<AppState>, req: Request, name: String) -> 
     let name = decode_u_escape(&name).unwrap_or(name);
     if name == "__name__" && w.matchers.is_empty() {
         let st = state.clone();
-        let names = tokio::task::spawn_blocking(move || st.resolver.uids().list(UidKind::Metric)).await;
+        let names =
+            tokio::task::spawn_blocking(move || st.resolver.uids().list(UidKind::Metric)).await;
         return match names {
-            Ok(Ok(n)) => list_reply(n.into_iter().map(|(k, _)| crate::prometheus::labels::unescape(&k).into_owned()).collect(), w.limit),
+            Ok(Ok(n)) => list_reply(
+                n.into_iter()
+                    .map(|(k, _)| crate::prometheus::labels::unescape(&k).into_owned())
+                    .collect(),
+                w.limit,
+            ),
             Ok(Err(e)) => error(ErrorType::Internal, &e.to_string()),
             Err(e) => error(ErrorType::Internal, &e.to_string()),
         };
@@ -166,13 +197,22 @@ pub async fn label_values(state: &Arc<AppState>, req: Request, name: String) -> 
     let mut w = w;
     if w.matchers.is_empty() {
         // Every series that has the label.
-        w.matchers.push(vec![Matcher::new(1, &name, "").expect("NEQ matcher")]);
+        w.matchers
+            .push(vec![Matcher::new(1, &name, "").expect("NEQ matcher")]);
     }
     let found = match select_union(state, &w).await {
         Ok(f) => f,
         Err(r) => return r,
     };
-    let vals: BTreeSet<String> = found.iter().filter_map(|s| s.labels.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone())).collect();
+    let vals: BTreeSet<String> = found
+        .iter()
+        .filter_map(|s| {
+            s.labels
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.clone())
+        })
+        .collect();
     list_reply(vals.into_iter().collect(), w.limit)
 }
 
@@ -210,9 +250,15 @@ pub fn metadata(state: &Arc<AppState>, req: Request) -> Reply {
         if limit >= 0 && out.len() as i64 >= limit {
             break;
         }
-        out.insert(name, json!([{"type": m.kind, "help": m.help, "unit": m.unit}]));
+        out.insert(
+            name,
+            json!([{"type": m.kind, "help": m.help, "unit": m.unit}]),
+        );
     }
-    json_reply(StatusCode::OK, json!({"status": "success", "data": out}).to_string())
+    json_reply(
+        StatusCode::OK,
+        json!({"status": "success", "data": out}).to_string(),
+    )
 }
 
 #[cfg(test)]
@@ -221,7 +267,10 @@ mod tests {
 
     #[test]
     fn grafana_u_escape() {
-        assert_eq!(decode_u_escape("U__my_2e_metric").as_deref(), Some("my.metric"));
+        assert_eq!(
+            decode_u_escape("U__my_2e_metric").as_deref(),
+            Some("my.metric")
+        );
         assert_eq!(decode_u_escape("U__a__b").as_deref(), Some("a_b"));
         assert_eq!(decode_u_escape("job"), None);
     }

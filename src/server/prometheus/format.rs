@@ -48,7 +48,11 @@ fn go_exp(v: f64) -> String {
         Some(d) => ('-', d),
         None => ('+', exp),
     };
-    let digits = if digits.len() < 2 { format!("0{digits}") } else { digits.to_string() };
+    let digits = if digits.len() < 2 {
+        format!("0{digits}")
+    } else {
+        digits.to_string()
+    };
     format!("{mant}e{sign}{digits}")
 }
 
@@ -90,14 +94,21 @@ pub fn push_point(out: &mut String, ms: i64, v: f64) {
 }
 
 pub fn json_reply(status: StatusCode, body: String) -> Reply {
-    http::Response::builder().status(status).header("content-type", "application/json").body(body.into_bytes()).expect("valid")
+    http::Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(body.into_bytes())
+        .expect("valid")
 }
 
 /// `{"status":"success","data":…[,"warnings":[…]]}` around already-rendered JSON.
 pub fn success_raw(data: &str, warnings: &[String]) -> Reply {
     let mut body = format!("{{\"status\":\"success\",\"data\":{data}");
     if !warnings.is_empty() {
-        body.push_str(&format!(",\"warnings\":{}", serde_json::to_string(warnings).unwrap_or_default()));
+        body.push_str(&format!(
+            ",\"warnings\":{}",
+            serde_json::to_string(warnings).unwrap_or_default()
+        ));
     }
     body.push('}');
     json_reply(StatusCode::OK, body)
@@ -127,7 +138,10 @@ impl ErrorType {
 
 pub fn error(kind: ErrorType, msg: &str) -> Reply {
     let (t, status) = kind.parts();
-    json_reply(status, serde_json::json!({"status": "error", "errorType": t, "error": msg}).to_string())
+    json_reply(
+        status,
+        serde_json::json!({"status": "error", "errorType": t, "error": msg}).to_string(),
+    )
 }
 
 #[cfg(test)]

@@ -66,5 +66,8 @@ pub async fn route(state: &Arc<AppState>, req: Request) -> Reply {
 }
 
 fn percent_decode(s: &str) -> String {
-    form_urlencoded::parse(format!("x={}", s.replace('+', "%2B")).as_bytes()).next().map(|(_, v)| v.into_owned()).unwrap_or_default()
+    form_urlencoded::parse(format!("x={}", s.replace('+', "%2B")).as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
 }

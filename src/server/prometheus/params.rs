@@ -12,10 +12,14 @@ impl Params {
             .headers
             .get("content-type")
             .and_then(|c| c.to_str().ok())
-            .is_some_and(|c| c.to_ascii_lowercase().starts_with("application/x-www-form-urlencoded"));
+            .is_some_and(|c| {
+                c.to_ascii_lowercase()
+                    .starts_with("application/x-www-form-urlencoded")
+            });
         if req.method == http::Method::POST && form {
             // Go's FormValue: body values come first.
-            let mut body: Vec<(String, String)> = form_urlencoded::parse(&req.body).into_owned().collect();
+            let mut body: Vec<(String, String)> =
+                form_urlencoded::parse(&req.body).into_owned().collect();
             body.append(&mut v);
             v = body;
         }
@@ -28,7 +32,11 @@ impl Params {
     }
 
     pub fn all(&self, k: &str) -> Vec<&str> {
-        self.0.iter().filter(|(n, _)| n == k).map(|(_, v)| v.as_str()).collect()
+        self.0
+            .iter()
+            .filter(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+            .collect()
     }
 }
 
@@ -55,11 +63,24 @@ pub fn parse_time(s: &str) -> Result<i64, String> {
 fn parse_rfc3339(s: &str) -> Option<i64> {
     // YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)
     let b = s.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !(b[10] == b'T' || b[10] == b't') || b[13] != b':' || b[16] != b':' {
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || !(b[10] == b'T' || b[10] == b't')
+        || b[13] != b':'
+        || b[16] != b':'
+    {
         return None;
     }
     let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
-    let (y, mo, d, h, mi, se) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
+    let (y, mo, d, h, mi, se) = (
+        num(0..4)?,
+        num(5..7)?,
+        num(8..10)?,
+        num(11..13)?,
+        num(14..16)?,
+        num(17..19)?,
+    );
     let mut i = 19;
     let mut ms = 0i64;
     if b.get(i) == Some(&b'.') {
@@ -80,7 +101,8 @@ fn parse_rfc3339(s: &str) -> Option<i64> {
         tz if tz.len() == 6 && (tz.starts_with('+') || tz.starts_with('-')) => {
             let sign = if tz.starts_with('-') { -1 } else { 1 };
             // `get`: the six bytes may hold a multi-byte character.
-            sign * (tz.get(1..3)?.parse::<i64>().ok()? * 3600 + tz.get(4..6)?.parse::<i64>().ok()? * 60)
+            sign * (tz.get(1..3)?.parse::<i64>().ok()? * 3600
+                + tz.get(4..6)?.parse::<i64>().ok()? * 60)
         }
         _ => return None,
     };
@@ -104,7 +126,9 @@ pub fn parse_duration(s: &str) -> Result<i64, String> {
     if let Ok(f) = s.parse::<f64>() {
         let ms = f * 1000.0;
         if !ms.is_finite() || ms > i64::MAX as f64 || ms < i64::MIN as f64 {
-            return Err(format!("cannot parse {s:?} to a valid duration. It overflows int64"));
+            return Err(format!(
+                "cannot parse {s:?} to a valid duration. It overflows int64"
+            ));
         }
         return Ok(ms.round() as i64);
     }
@@ -151,8 +175,14 @@ mod tests {
     fn times_and_durations() {
         assert_eq!(parse_time("4").unwrap(), 4000);
         assert_eq!(parse_time("1700000000.5").unwrap(), 1_700_000_000_500);
-        assert_eq!(parse_time("2015-07-01T20:10:51.781Z").unwrap(), 1_435_781_451_781);
-        assert_eq!(parse_time("2015-07-01T22:10:51+02:00").unwrap(), 1_435_781_451_000);
+        assert_eq!(
+            parse_time("2015-07-01T20:10:51.781Z").unwrap(),
+            1_435_781_451_781
+        );
+        assert_eq!(
+            parse_time("2015-07-01T22:10:51+02:00").unwrap(),
+            1_435_781_451_000
+        );
         assert!(parse_time("yesterday").is_err());
         assert_eq!(parse_duration("15").unwrap(), 15_000);
         assert_eq!(parse_duration("0.5").unwrap(), 500);

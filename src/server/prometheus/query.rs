@@ -15,18 +15,34 @@ const MAX_TIMEOUT_MS: i64 = 120_000;
 fn settings(state: &AppState, p: &Params) -> Result<Settings, Reply> {
     let c = &state.config.prometheus;
     let timeout = match p.get("timeout").filter(|t| !t.is_empty()) {
-        Some(t) => parse_duration(t).map_err(|e| error(ErrorType::BadData, &format!("invalid parameter \"timeout\": {e}")))?.clamp(0, MAX_TIMEOUT_MS),
+        Some(t) => parse_duration(t)
+            .map_err(|e| {
+                error(
+                    ErrorType::BadData,
+                    &format!("invalid parameter \"timeout\": {e}"),
+                )
+            })?
+            .clamp(0, MAX_TIMEOUT_MS),
         None => MAX_TIMEOUT_MS,
     };
     // `query.timeout_ms` caps every query (0 = Prometheus' own 2 minutes).
     let cap = state.config.query.timeout_ms as i64;
     let timeout = if cap > 0 { timeout.min(cap) } else { timeout };
-    let deadline = Some(std::time::Instant::now() + std::time::Duration::from_millis(timeout as u64));
-    Ok(Settings { lookback_ms: c.lookback_delta_ms as i64, max_samples: c.max_samples, deadline, ..Settings::default() })
+    let deadline =
+        Some(std::time::Instant::now() + std::time::Duration::from_millis(timeout as u64));
+    Ok(Settings {
+        lookback_ms: c.lookback_delta_ms as i64,
+        max_samples: c.max_samples,
+        deadline,
+        ..Settings::default()
+    })
 }
 
 fn labels_json(l: &[(String, String)]) -> String {
-    let m: serde_json::Map<String, serde_json::Value> = l.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect();
+    let m: serde_json::Map<String, serde_json::Value> = l
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+        .collect();
     serde_json::Value::Object(m).to_string()
 }
 
@@ -35,10 +51,20 @@ pub fn render(r: &QueryResult) -> String {
     let mut s = String::new();
     match r {
         QueryResult::Scalar(t, v) => {
-            let _ = write!(s, "{{\"resultType\":\"scalar\",\"result\":[{},\"{}\"]}}", *t as f64 / 1000.0, scalar_value(*v));
+            let _ = write!(
+                s,
+                "{{\"resultType\":\"scalar\",\"result\":[{},\"{}\"]}}",
+                *t as f64 / 1000.0,
+                scalar_value(*v)
+            );
         }
         QueryResult::Str(t, v) => {
-            let _ = write!(s, "{{\"resultType\":\"string\",\"result\":[{},{}]}}", *t as f64 / 1000.0, serde_json::Value::String(v.clone()));
+            let _ = write!(
+                s,
+                "{{\"resultType\":\"string\",\"result\":[{},{}]}}",
+                *t as f64 / 1000.0,
+                serde_json::Value::String(v.clone())
+            );
         }
         QueryResult::Vector(v) => {
             s.push_str("{\"resultType\":\"vector\",\"result\":[");
@@ -46,7 +72,12 @@ pub fn render(r: &QueryResult) -> String {
                 if i > 0 {
                     s.push(',');
                 }
-                let _ = write!(s, "{{\"metric\":{},\"value\":{}}}", labels_json(l), point(*t, *val));
+                let _ = write!(
+                    s,
+                    "{{\"metric\":{},\"value\":{}}}",
+                    labels_json(l),
+                    point(*t, *val)
+                );
             }
             s.push_str("]}");
         }
@@ -73,14 +104,28 @@ pub fn render(r: &QueryResult) -> String {
 
 fn prom_error(e: PromError) -> Reply {
     match e {
-        PromError::BadData(m) => error(ErrorType::BadData, &format!("invalid parameter \"query\": {m}")),
+        PromError::BadData(m) => error(
+            ErrorType::BadData,
+            &format!("invalid parameter \"query\": {m}"),
+        ),
         PromError::Execution(m) => error(ErrorType::Execution, &m),
         PromError::Internal(m) => error(ErrorType::Internal, &m),
         e @ PromError::Timeout(_) => error(ErrorType::Timeout, &e.to_string()),
     }
 }
 
-async fn run(state: &Arc<AppState>, s: Settings, query: String, f: impl FnOnce(&crate::query::QueryEngine, &promql_parser::parser::Expr, Settings) -> Result<QueryResult, PromError> + Send + 'static) -> Reply {
+async fn run(
+    state: &Arc<AppState>,
+    s: Settings,
+    query: String,
+    f: impl FnOnce(
+            &crate::query::QueryEngine,
+            &promql_parser::parser::Expr,
+            Settings,
+        ) -> Result<QueryResult, PromError>
+        + Send
+        + 'static,
+) -> Reply {
     let expr = match promql::parse(&query) {
         Ok(e) => e,
         Err(e) => return prom_error(e),
@@ -95,11 +140,21 @@ async fn run(state: &Arc<AppState>, s: Settings, query: String, f: impl FnOnce(&
 
 pub async fn instant(state: &Arc<AppState>, req: Request) -> Reply {
     let p = Params::of(&req);
-    let Some(q) = p.get("query").map(str::to_string) else { return error(ErrorType::BadData, "invalid parameter \"query\": query is empty") };
+    let Some(q) = p.get("query").map(str::to_string) else {
+        return error(
+            ErrorType::BadData,
+            "invalid parameter \"query\": query is empty",
+        );
+    };
     let t = match p.get("time").filter(|t| !t.is_empty()) {
         Some(t) => match parse_time(t) {
             Ok(t) => t,
-            Err(e) => return error(ErrorType::BadData, &format!("invalid parameter \"time\": {e}")),
+            Err(e) => {
+                return error(
+                    ErrorType::BadData,
+                    &format!("invalid parameter \"time\": {e}"),
+                )
+            }
         },
         None => crate::query::time::now_ms() as i64,
     };
@@ -107,14 +162,21 @@ pub async fn instant(state: &Arc<AppState>, req: Request) -> Reply {
         Ok(s) => s,
         Err(r) => return r,
     };
-    run(state, s, q, move |qe, e, s| promql::instant_query(qe, e, t, s)).await
+    run(state, s, q, move |qe, e, s| {
+        promql::instant_query(qe, e, t, s)
+    })
+    .await
 }
 
 pub async fn range(state: &Arc<AppState>, req: Request) -> Reply {
     let p = Params::of(&req);
     let bad = |m: String| error(ErrorType::BadData, &m);
     let get_time = |k: &str| -> Result<i64, Reply> {
-        let v = p.get(k).ok_or_else(|| bad(format!("invalid parameter \"{k}\": cannot parse \"\" to a valid timestamp")))?;
+        let v = p.get(k).ok_or_else(|| {
+            bad(format!(
+                "invalid parameter \"{k}\": cannot parse \"\" to a valid timestamp"
+            ))
+        })?;
         parse_time(v).map_err(|e| bad(format!("invalid parameter \"{k}\": {e}")))
     };
     let (start, end) = match (get_time("start"), get_time("end")) {
@@ -122,12 +184,16 @@ pub async fn range(state: &Arc<AppState>, req: Request) -> Reply {
         (Err(r), _) | (_, Err(r)) => return r,
     };
     if end < start {
-        return bad("invalid parameter \"end\": end timestamp must not be before start time".into());
+        return bad(
+            "invalid parameter \"end\": end timestamp must not be before start time".into(),
+        );
     }
     let step = match p.get("step").map(parse_duration) {
         Some(Ok(s)) => s,
         Some(Err(e)) => return bad(format!("invalid parameter \"step\": {e}")),
-        None => return bad("invalid parameter \"step\": cannot parse \"\" to a valid duration".into()),
+        None => {
+            return bad("invalid parameter \"step\": cannot parse \"\" to a valid duration".into())
+        }
     };
     if step <= 0 {
         return bad("invalid parameter \"step\": zero or negative query resolution step widths are not accepted. Try a positive integer".into());
@@ -135,12 +201,17 @@ pub async fn range(state: &Arc<AppState>, req: Request) -> Reply {
     if (end - start) / step > 11000 {
         return bad("exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)".into());
     }
-    let Some(q) = p.get("query").map(str::to_string) else { return bad("invalid parameter \"query\": query is empty".into()) };
+    let Some(q) = p.get("query").map(str::to_string) else {
+        return bad("invalid parameter \"query\": query is empty".into());
+    };
     let s = match settings(state, &p) {
         Ok(s) => s,
         Err(r) => return r,
     };
-    run(state, s, q, move |qe, e, s| promql::range_query(qe, e, start, end, step, s)).await
+    run(state, s, q, move |qe, e, s| {
+        promql::range_query(qe, e, start, end, step, s)
+    })
+    .await
 }
 
 pub fn format(req: Request) -> Reply {
@@ -150,4 +221,3 @@ pub fn format(req: Request) -> Reply {
         Err(e) => prom_error(e),
     }
 }
-

@@ -11,14 +11,21 @@ use prost::Message;
 use std::sync::Arc;
 use tsgate_prometheus::chunk::{encode_xor, SAMPLES_PER_CHUNK};
 use tsgate_prometheus::frame::write_frame;
-use tsgate_prometheus::proto::{Chunk, ChunkEncoding, ChunkedReadResponse, ChunkedSeries, Label, QueryResult, ReadRequest, ReadResponse, ResponseType, Sample, TimeSeries};
+use tsgate_prometheus::proto::{
+    Chunk, ChunkEncoding, ChunkedReadResponse, ChunkedSeries, Label, QueryResult, ReadRequest,
+    ReadResponse, ResponseType, Sample, TimeSeries,
+};
 use tsgate_prometheus::snappy;
 
 /// Largest chunk payload per frame before a series is split (Prometheus' default 1 MiB).
 const MAX_BYTES_IN_FRAME: usize = 1 << 20;
 
 fn text(status: StatusCode, msg: &str) -> Reply {
-    http::Response::builder().status(status).header("content-type", "text/plain; charset=utf-8").body(format!("{msg}\n").into_bytes()).expect("valid")
+    http::Response::builder()
+        .status(status)
+        .header("content-type", "text/plain; charset=utf-8")
+        .body(format!("{msg}\n").into_bytes())
+        .expect("valid")
 }
 
 /// The first accepted type tsgate supports; none listed means SAMPLES.
@@ -26,11 +33,19 @@ pub fn negotiate(accepted: &[i32]) -> Option<ResponseType> {
     if accepted.is_empty() {
         return Some(ResponseType::Samples);
     }
-    accepted.iter().find_map(|&t| ResponseType::try_from(t).ok())
+    accepted
+        .iter()
+        .find_map(|&t| ResponseType::try_from(t).ok())
 }
 
 fn labels_of(s: &Selected) -> Vec<Label> {
-    s.labels.iter().map(|(k, v)| Label { name: k.clone(), value: v.clone() }).collect()
+    s.labels
+        .iter()
+        .map(|(k, v)| Label {
+            name: k.clone(),
+            value: v.clone(),
+        })
+        .collect()
 }
 
 pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
@@ -40,10 +55,21 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
     };
     let rr = match ReadRequest::decode(raw.as_slice()) {
         Ok(r) => r,
-        Err(e) => return text(StatusCode::BAD_REQUEST, &format!("cannot decode prometheus.ReadRequest: {e}")),
+        Err(e) => {
+            return text(
+                StatusCode::BAD_REQUEST,
+                &format!("cannot decode prometheus.ReadRequest: {e}"),
+            )
+        }
     };
     let Some(kind) = negotiate(&rr.accepted_response_types) else {
-        return text(StatusCode::BAD_REQUEST, &format!("server does not support any of the requested response types: {:?}", rr.accepted_response_types));
+        return text(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "server does not support any of the requested response types: {:?}",
+                rr.accepted_response_types
+            ),
+        );
     };
     let mut queries = Vec::with_capacity(rr.queries.len());
     for q in &rr.queries {
@@ -58,9 +84,16 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
         queries.push((ms, q.start_timestamp_ms, q.end_timestamp_ms, labels_only));
     }
     let st = state.clone();
-    let res = tokio::task::spawn_blocking(move || -> Result<Vec<Vec<Selected>>, crate::query::QueryError> {
-        queries.iter().map(|(ms, start, end, labels_only)| st.query.select(ms, *start, *end, !labels_only)).collect()
-    })
+    let res = tokio::task::spawn_blocking(
+        move || -> Result<Vec<Vec<Selected>>, crate::query::QueryError> {
+            queries
+                .iter()
+                .map(|(ms, start, end, labels_only)| {
+                    st.query.select(ms, *start, *end, !labels_only)
+                })
+                .collect()
+        },
+    )
     .await;
     let results = match res {
         Ok(Ok(r)) => r,
@@ -77,7 +110,11 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
                             .iter()
                             .map(|s| TimeSeries {
                                 labels: labels_of(s),
-                                samples: s.points.iter().map(|&(timestamp, value)| Sample { value, timestamp }).collect(),
+                                samples: s
+                                    .points
+                                    .iter()
+                                    .map(|&(timestamp, value)| Sample { value, timestamp })
+                                    .collect(),
                                 ..Default::default()
                             })
                             .collect(),
@@ -98,13 +135,24 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
                     let mut chunks: Vec<Chunk> = Vec::new();
                     let mut bytes = 0usize;
                     let flush = |chunks: &mut Vec<Chunk>, body: &mut Vec<u8>| {
-                        let msg = ChunkedReadResponse { chunked_series: vec![ChunkedSeries { labels: labels_of(s), chunks: std::mem::take(chunks) }], query_index: qi as i64 };
+                        let msg = ChunkedReadResponse {
+                            chunked_series: vec![ChunkedSeries {
+                                labels: labels_of(s),
+                                chunks: std::mem::take(chunks),
+                            }],
+                            query_index: qi as i64,
+                        };
                         write_frame(body, &msg.encode_to_vec());
                     };
                     for part in s.points.chunks(SAMPLES_PER_CHUNK) {
                         let data = encode_xor(part);
                         bytes += data.len();
-                        chunks.push(Chunk { min_time_ms: part[0].0, max_time_ms: part[part.len() - 1].0, r#type: ChunkEncoding::Xor as i32, data });
+                        chunks.push(Chunk {
+                            min_time_ms: part[0].0,
+                            max_time_ms: part[part.len() - 1].0,
+                            r#type: ChunkEncoding::Xor as i32,
+                            data,
+                        });
                         if bytes >= MAX_BYTES_IN_FRAME {
                             flush(&mut chunks, &mut body);
                             bytes = 0;
@@ -117,7 +165,10 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
             }
             http::Response::builder()
                 .status(StatusCode::OK)
-                .header("content-type", "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse")
+                .header(
+                    "content-type",
+                    "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse",
+                )
                 .body(body)
                 .expect("valid")
         }

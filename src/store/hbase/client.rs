@@ -6,7 +6,9 @@ use super::error::HBaseError;
 use super::pool::{Method, Pool};
 use super::scanner::Scanner;
 use super::HBaseConfig;
-use crate::store::{Cell, RowMutations, RowStream, Scan, Store, StoreError, StoreResult, TableSpec};
+use crate::store::{
+    Cell, RowMutations, RowStream, Scan, Store, StoreError, StoreResult, TableSpec,
+};
 use hbase_thrift::hbase::{BatchMutation, THbaseSyncClient};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -24,7 +26,11 @@ pub struct HBaseStore {
 }
 
 fn err<'a>(op: &'static str, table: &'a str) -> impl Fn(HBaseError) -> StoreError + 'a {
-    move |source| StoreError::HBase { op, table: table.to_string(), source }
+    move |source| StoreError::HBase {
+        op,
+        table: table.to_string(),
+        source,
+    }
 }
 
 fn no_attrs() -> BTreeMap<Vec<u8>, Vec<u8>> {
@@ -36,7 +42,15 @@ impl HBaseStore {
     pub fn new(cfg: &HBaseConfig, tables: &[TableSpec]) -> HBaseStore {
         HBaseStore {
             pool: Arc::new(Pool::new(cfg)),
-            families: tables.iter().map(|t| (t.name.clone(), t.families.iter().map(|f| f.to_vec()).collect())).collect(),
+            families: tables
+                .iter()
+                .map(|t| {
+                    (
+                        t.name.clone(),
+                        t.families.iter().map(|f| f.to_vec()).collect(),
+                    )
+                })
+                .collect(),
             caching: cfg.scan_caching,
             batch: cfg.scan_batch,
         }
@@ -46,7 +60,11 @@ impl HBaseStore {
     pub fn open(cfg: &HBaseConfig, tables: &[TableSpec]) -> Result<HBaseStore, HBaseError> {
         let store = HBaseStore::new(cfg, tables);
         let names = store.table_names()?;
-        let missing: Vec<&str> = tables.iter().map(|t| t.name.as_str()).filter(|t| !names.iter().any(|n| n == t)).collect();
+        let missing: Vec<&str> = tables
+            .iter()
+            .map(|t| t.name.as_str())
+            .filter(|t| !names.iter().any(|n| n == t))
+            .collect();
         if !missing.is_empty() {
             return Err(HBaseError::MissingTables(missing.join(", ")));
         }
@@ -58,12 +76,19 @@ impl HBaseStore {
     }
 
     pub fn table_names(&self) -> Result<Vec<String>, HBaseError> {
-        let names = self.pool.call(Method::GetTableNames, |c| c.get_table_names())?;
-        Ok(names.into_iter().map(|n| String::from_utf8_lossy(&n).into_owned()).collect())
+        let names = self
+            .pool
+            .call(Method::GetTableNames, |c| c.get_table_names())?;
+        Ok(names
+            .into_iter()
+            .map(|n| String::from_utf8_lossy(&n).into_owned())
+            .collect())
     }
 
     fn table_families(&self, table: &str) -> StoreResult<&Vec<Vec<u8>>> {
-        self.families.get(table).ok_or_else(|| StoreError::NoSuchTable(table.to_string()))
+        self.families
+            .get(table)
+            .ok_or_else(|| StoreError::NoSuchTable(table.to_string()))
     }
 }
 
@@ -72,12 +97,23 @@ impl Store for HBaseStore {
         let cols = codec::family_columns(families);
         let results = self
             .pool
-            .call(Method::GetRowWithColumns, |c| c.get_row_with_columns(table.into(), row.to_vec(), cols.clone(), no_attrs()))
+            .call(Method::GetRowWithColumns, |c| {
+                c.get_row_with_columns(table.into(), row.to_vec(), cols.clone(), no_attrs())
+            })
             .map_err(err("get", table))?;
-        Ok(results.into_iter().next().map(|r| codec::cells(r).1).unwrap_or_default())
+        Ok(results
+            .into_iter()
+            .next()
+            .map(|r| codec::cells(r).1)
+            .unwrap_or_default())
     }
 
-    fn get_rows(&self, table: &str, rows: &[Vec<u8>], families: &[&[u8]]) -> StoreResult<Vec<Vec<Cell>>> {
+    fn get_rows(
+        &self,
+        table: &str,
+        rows: &[Vec<u8>],
+        families: &[&[u8]],
+    ) -> StoreResult<Vec<Vec<Cell>>> {
         let cols = codec::family_columns(families);
         let mut found: HashMap<Vec<u8>, Vec<Cell>> = HashMap::with_capacity(rows.len());
         for chunk in rows.chunks(GET_ROWS_MAX) {
@@ -93,7 +129,10 @@ impl Store for HBaseStore {
                 found.insert(key, cells);
             }
         }
-        Ok(rows.iter().map(|r| found.get(r).cloned().unwrap_or_default()).collect())
+        Ok(rows
+            .iter()
+            .map(|r| found.get(r).cloned().unwrap_or_default())
+            .collect())
     }
 
     fn mutate(&self, table: &str, batch: Vec<RowMutations>) -> StoreResult<()> {
@@ -101,24 +140,44 @@ impl Store for HBaseStore {
         let batches: Vec<BatchMutation> = batch
             .into_iter()
             .filter(|rm| !rm.mutations.is_empty())
-            .map(|rm| BatchMutation { row: Some(rm.row), mutations: Some(codec::mutations(rm.mutations, fams)) })
+            .map(|rm| BatchMutation {
+                row: Some(rm.row),
+                mutations: Some(codec::mutations(rm.mutations, fams)),
+            })
             .collect();
         for chunk in batches.chunks(MUTATE_ROWS_MAX) {
             self.pool
-                .call(Method::MutateRows, |c| c.mutate_rows(table.into(), chunk.to_vec(), no_attrs()))
+                .call(Method::MutateRows, |c| {
+                    c.mutate_rows(table.into(), chunk.to_vec(), no_attrs())
+                })
                 .map_err(err("mutate", table))?;
         }
         Ok(())
     }
 
     fn scan(&self, table: &str, scan: &Scan) -> StoreResult<RowStream> {
-        Ok(Box::new(Scanner::new(self.pool.clone(), table, scan, self.caching, self.batch)?))
+        Ok(Box::new(Scanner::new(
+            self.pool.clone(),
+            table,
+            scan,
+            self.caching,
+            self.batch,
+        )?))
     }
 
-    fn increment(&self, table: &str, row: &[u8], family: &[u8], qualifier: &[u8], delta: i64) -> StoreResult<i64> {
+    fn increment(
+        &self,
+        table: &str,
+        row: &[u8],
+        family: &[u8],
+        qualifier: &[u8],
+        delta: i64,
+    ) -> StoreResult<i64> {
         let col = codec::column(family, qualifier);
         self.pool
-            .call(Method::AtomicIncrement, |c| c.atomic_increment(table.into(), row.to_vec(), col.clone(), delta))
+            .call(Method::AtomicIncrement, |c| {
+                c.atomic_increment(table.into(), row.to_vec(), col.clone(), delta)
+            })
             .map_err(err("increment", table))
     }
 
@@ -138,7 +197,14 @@ impl Store for HBaseStore {
         let mput = codec::put(family, qualifier, value);
         self.pool
             .call(Method::CheckAndPut, |c| {
-                c.check_and_put(table.into(), row.to_vec(), col.clone(), expected.clone(), mput.clone(), no_attrs())
+                c.check_and_put(
+                    table.into(),
+                    row.to_vec(),
+                    col.clone(),
+                    expected.clone(),
+                    mput.clone(),
+                    no_attrs(),
+                )
             })
             .map_err(err("check_and_put", table))
     }
@@ -153,11 +219,16 @@ impl Store for HBaseStore {
         let batches: Vec<BatchMutation> = batch
             .into_iter()
             .filter(|rm| !rm.mutations.is_empty())
-            .map(|rm| BatchMutation { row: Some(rm.row), mutations: Some(codec::mutations(rm.mutations, fams)) })
+            .map(|rm| BatchMutation {
+                row: Some(rm.row),
+                mutations: Some(codec::mutations(rm.mutations, fams)),
+            })
             .collect();
         for chunk in batches.chunks(MUTATE_ROWS_MAX) {
             self.pool
-                .call(Method::MutateRowsTs, |c| c.mutate_rows_ts(table.into(), chunk.to_vec(), ts as i64, no_attrs()))
+                .call(Method::MutateRowsTs, |c| {
+                    c.mutate_rows_ts(table.into(), chunk.to_vec(), ts as i64, no_attrs())
+                })
                 .map_err(err("mutate_at", table))?;
         }
         Ok(())

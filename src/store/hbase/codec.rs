@@ -26,11 +26,21 @@ pub fn family_columns(families: &[impl AsRef<[u8]>]) -> Vec<Vec<u8>> {
 }
 
 pub fn put(family: &[u8], qualifier: &[u8], value: &[u8]) -> Mutation {
-    Mutation { is_delete: Some(false), column: Some(column(family, qualifier)), value: Some(value.to_vec()), write_to_w_a_l: Some(true) }
+    Mutation {
+        is_delete: Some(false),
+        column: Some(column(family, qualifier)),
+        value: Some(value.to_vec()),
+        write_to_w_a_l: Some(true),
+    }
 }
 
 fn delete(col: Vec<u8>) -> Mutation {
-    Mutation { is_delete: Some(true), column: Some(col), value: None, write_to_w_a_l: Some(true) }
+    Mutation {
+        is_delete: Some(true),
+        column: Some(col),
+        value: None,
+        write_to_w_a_l: Some(true),
+    }
 }
 
 /// tsgate's mutations as Thrift ones; a whole-row delete becomes one delete per family.
@@ -38,9 +48,17 @@ pub fn mutations(ms: Vec<StoreMutation>, table_families: &[Vec<u8>]) -> Vec<Muta
     let mut out = Vec::with_capacity(ms.len());
     for m in ms {
         match m {
-            StoreMutation::Put { family, qualifier, value } => out.push(put(&family, &qualifier, &value)),
-            StoreMutation::Delete { family, qualifier } => out.push(delete(column(&family, &qualifier))),
-            StoreMutation::DeleteRow => out.extend(table_families.iter().map(|f| delete(f.clone()))),
+            StoreMutation::Put {
+                family,
+                qualifier,
+                value,
+            } => out.push(put(&family, &qualifier, &value)),
+            StoreMutation::Delete { family, qualifier } => {
+                out.push(delete(column(&family, &qualifier)))
+            }
+            StoreMutation::DeleteRow => {
+                out.extend(table_families.iter().map(|f| delete(f.clone())))
+            }
         }
     }
     out

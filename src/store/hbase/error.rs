@@ -14,7 +14,11 @@ pub enum HBaseError {
     #[error("no connection to the HBase Thrift gateway came free within {0:?} (storage.hbase.pool_size)")]
     PoolExhausted(Duration),
     #[error("transport error talking to the HBase Thrift gateway at {addr} (after {attempts} attempts): {message}")]
-    Transport { addr: String, attempts: u32, message: String },
+    Transport {
+        addr: String,
+        attempts: u32,
+        message: String,
+    },
     #[error("protocol error from the HBase Thrift gateway: {0}")]
     Protocol(String),
     #[error("HBase IOError: {0}")]
@@ -32,17 +36,27 @@ pub enum HBaseError {
 impl HBaseError {
     /// Only failures to reach the gateway are retried: a declared HBase exception is an answer.
     pub fn is_transient(&self) -> bool {
-        matches!(self, HBaseError::Connect { .. } | HBaseError::Transport { .. })
+        matches!(
+            self,
+            HBaseError::Connect { .. } | HBaseError::Transport { .. }
+        )
     }
 
     /// Whether the connection that saw this error is still in step with the server.
     pub fn keeps_connection(&self) -> bool {
-        matches!(self, HBaseError::Io(_) | HBaseError::IllegalArgument(_) | HBaseError::AlreadyExists(_))
+        matches!(
+            self,
+            HBaseError::Io(_) | HBaseError::IllegalArgument(_) | HBaseError::AlreadyExists(_)
+        )
     }
 
     pub fn from_thrift(e: thrift::Error, addr: &str) -> HBaseError {
         match e {
-            thrift::Error::Transport(t) => HBaseError::Transport { addr: addr.to_string(), attempts: 1, message: t.to_string() },
+            thrift::Error::Transport(t) => HBaseError::Transport {
+                addr: addr.to_string(),
+                attempts: 1,
+                message: t.to_string(),
+            },
             thrift::Error::Protocol(p) => HBaseError::Protocol(p.to_string()),
             thrift::Error::Application(a) => HBaseError::Application(a.to_string()),
             thrift::Error::User(u) => {

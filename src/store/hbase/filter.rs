@@ -78,8 +78,12 @@ fn emit(hir: &Hir, out: &mut String) -> Option<()> {
         }
         HirKind::Class(Class::Unicode(c)) => {
             // Only ASCII classes appear with Unicode off; anything wider is a byte range too.
-            let ranges: Vec<(u8, u8)> =
-                c.ranges().iter().map(|r| (r.start() as u32, r.end() as u32)).map(|(a, b)| (a.min(255) as u8, b.min(255) as u8)).collect();
+            let ranges: Vec<(u8, u8)> = c
+                .ranges()
+                .iter()
+                .map(|r| (r.start() as u32, r.end() as u32))
+                .map(|(a, b)| (a.min(255) as u8, b.min(255) as u8))
+                .collect();
             emit_class(&ranges, out)?;
         }
         HirKind::Look(look) => match look {
@@ -127,7 +131,10 @@ fn emit(hir: &Hir, out: &mut String) -> Option<()> {
 
 /// `RowFilter(=, 'regexstring:<re>')`, quoting `'` by doubling it as HBase's filter language wants.
 pub fn row_filter(java_regex: &str) -> String {
-    format!("RowFilter(=, 'regexstring:{}')", java_regex.replace('\'', "''"))
+    format!(
+        "RowFilter(=, 'regexstring:{}')",
+        java_regex.replace('\'', "''")
+    )
 }
 
 /// The filters the test double understands: exactly what `row_filter` makes.
@@ -138,13 +145,24 @@ pub enum ParsedFilter {
 
 /// Parses a filter string of the form `row_filter` produces (spaces as HBase's parser allows).
 pub fn parse_filter(s: &str) -> Result<ParsedFilter, String> {
-    let bad = || format!("unsupported filter string (the test double knows RowFilter(=, 'regexstring:…')): {s}");
-    let rest = s.trim().strip_prefix("RowFilter").ok_or_else(bad)?.trim_start();
+    let bad = || {
+        format!(
+            "unsupported filter string (the test double knows RowFilter(=, 'regexstring:…')): {s}"
+        )
+    };
+    let rest = s
+        .trim()
+        .strip_prefix("RowFilter")
+        .ok_or_else(bad)?
+        .trim_start();
     let rest = rest.strip_prefix('(').ok_or_else(bad)?.trim_start();
     let rest = rest.strip_prefix('=').ok_or_else(bad)?.trim_start();
     let rest = rest.strip_prefix(',').ok_or_else(bad)?.trim_start();
     let rest = rest.strip_suffix(')').ok_or_else(bad)?.trim_end();
-    let quoted = rest.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')).ok_or_else(bad)?;
+    let quoted = rest
+        .strip_prefix('\'')
+        .and_then(|r| r.strip_suffix('\''))
+        .ok_or_else(bad)?;
     // Inside the quotes a lone ' would have ended the string: only doubled ones may appear.
     if quoted.replace("''", "").contains('\'') {
         return Err(bad());
@@ -160,7 +178,9 @@ pub struct JavaRowRegex(regex::Regex);
 
 impl JavaRowRegex {
     pub fn compile(java_regex: &str) -> Result<JavaRowRegex, String> {
-        regex::Regex::new(&format!("(?s){java_regex}")).map(JavaRowRegex).map_err(|e| e.to_string())
+        regex::Regex::new(&format!("(?s){java_regex}"))
+            .map(JavaRowRegex)
+            .map_err(|e| e.to_string())
     }
 
     pub fn matches(&self, row: &[u8]) -> bool {
@@ -174,7 +194,9 @@ mod tests {
     use proptest::prelude::*;
 
     fn byte_match(re: &str, row: &[u8]) -> bool {
-        crate::store::embedded::compile_row_regex(re).unwrap().is_match(row)
+        crate::store::embedded::compile_row_regex(re)
+            .unwrap()
+            .is_match(row)
     }
 
     fn server_match(re: &str, row: &[u8]) -> bool {
@@ -199,7 +221,10 @@ mod tests {
     #[test]
     fn quotes_are_doubled_and_parsed_back() {
         assert_eq!(row_filter("a'b"), "RowFilter(=, 'regexstring:a''b')");
-        assert_eq!(parse_filter("RowFilter (=, 'regexstring:a''b')").unwrap(), ParsedFilter::RowRegex("a'b".into()));
+        assert_eq!(
+            parse_filter("RowFilter (=, 'regexstring:a''b')").unwrap(),
+            ParsedFilter::RowRegex("a'b".into())
+        );
         assert!(parse_filter("RowFilter(=, 'regexstring:a'b')").is_err());
         assert!(parse_filter("PrefixFilter('a')").is_err());
         assert!(parse_filter("RowFilter(!=, 'regexstring:a')").is_err());
@@ -209,7 +234,10 @@ mod tests {
     fn high_bytes_are_never_filtered_out() {
         let re = r"^\xFF\x01$";
         assert!(server_match(re, &[0xff, 1]));
-        assert!(server_match(r"^\xC3\xA9x", &[0xc3, 0xa9, b'x']), "a valid UTF-8 pair decodes to one char");
+        assert!(
+            server_match(r"^\xC3\xA9x", &[0xc3, 0xa9, b'x']),
+            "a valid UTF-8 pair decodes to one char"
+        );
     }
 
     proptest! {

@@ -11,7 +11,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use thrift::protocol::{TBinaryInputProtocol, TBinaryOutputProtocol};
-use thrift::transport::{ReadHalf, TBufferedReadTransport, TBufferedWriteTransport, TIoChannel, TTcpChannel, WriteHalf};
+use thrift::transport::{
+    ReadHalf, TBufferedReadTransport, TBufferedWriteTransport, TIoChannel, TTcpChannel, WriteHalf,
+};
 
 pub type Client = HbaseSyncClient<
     TBinaryInputProtocol<TBufferedReadTransport<ReadHalf<TTcpChannel>>>,
@@ -83,7 +85,10 @@ impl CallStats {
     }
 
     pub fn snapshot(&self) -> Vec<(&'static str, u64)> {
-        Method::ALL.iter().map(|m| (m.name(), self.counts[*m as usize].load(Ordering::Relaxed))).collect()
+        Method::ALL
+            .iter()
+            .map(|m| (m.name(), self.counts[*m as usize].load(Ordering::Relaxed)))
+            .collect()
     }
 }
 
@@ -113,7 +118,9 @@ pub struct Conn {
 
 impl Conn {
     pub fn client(&mut self) -> &mut Client {
-        self.client.as_mut().expect("connection present until dropped")
+        self.client
+            .as_mut()
+            .expect("connection present until dropped")
     }
 
     /// Drops a connection whose stream may be out of step with the server.
@@ -143,7 +150,10 @@ impl Pool {
             io_timeout: Duration::from_millis(cfg.timeout_ms.max(1)),
             retries: cfg.retries,
             backoff: Duration::from_millis(cfg.retry_backoff_ms),
-            state: Mutex::new(State { idle: Vec::new(), open: 0 }),
+            state: Mutex::new(State {
+                idle: Vec::new(),
+                open: 0,
+            }),
             freed: Condvar::new(),
             stats: CallStats::default(),
         }
@@ -154,7 +164,10 @@ impl Pool {
     }
 
     fn connect(&self) -> Result<Client, HBaseError> {
-        let err = |source: std::io::Error| HBaseError::Connect { addr: self.addr.clone(), source };
+        let err = |source: std::io::Error| HBaseError::Connect {
+            addr: self.addr.clone(),
+            source,
+        };
         let mut last = None;
         let mut stream = None;
         for a in self.addr.to_socket_addrs().map_err(err)? {
@@ -167,16 +180,24 @@ impl Pool {
             }
         }
         let stream = stream.ok_or_else(|| {
-            err(last.unwrap_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, "address resolved to nothing")))
+            err(last.unwrap_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::NotFound, "address resolved to nothing")
+            }))
         })?;
         stream.set_nodelay(true).map_err(err)?;
-        stream.set_read_timeout(Some(self.io_timeout)).map_err(err)?;
-        stream.set_write_timeout(Some(self.io_timeout)).map_err(err)?;
+        stream
+            .set_read_timeout(Some(self.io_timeout))
+            .map_err(err)?;
+        stream
+            .set_write_timeout(Some(self.io_timeout))
+            .map_err(err)?;
         let (r, w) = TTcpChannel::with_stream(stream)
             .split()
             .map_err(|e| err(std::io::Error::other(e.to_string())))?;
-        let input = TBinaryInputProtocol::new(TBufferedReadTransport::with_capacity(64 << 10, r), true);
-        let output = TBinaryOutputProtocol::new(TBufferedWriteTransport::with_capacity(64 << 10, w), true);
+        let input =
+            TBinaryInputProtocol::new(TBufferedReadTransport::with_capacity(64 << 10, r), true);
+        let output =
+            TBinaryOutputProtocol::new(TBufferedWriteTransport::with_capacity(64 << 10, w), true);
         Ok(HbaseSyncClient::new(input, output))
     }
 
@@ -186,13 +207,19 @@ impl Pool {
         let mut st = self.state.lock();
         loop {
             if let Some(c) = st.idle.pop() {
-                return Ok(Conn { pool: self.clone(), client: Some(c) });
+                return Ok(Conn {
+                    pool: self.clone(),
+                    client: Some(c),
+                });
             }
             if st.open < self.size {
                 st.open += 1;
                 drop(st);
                 return match self.connect() {
-                    Ok(c) => Ok(Conn { pool: self.clone(), client: Some(c) }),
+                    Ok(c) => Ok(Conn {
+                        pool: self.clone(),
+                        client: Some(c),
+                    }),
                     Err(e) => {
                         self.state.lock().open -= 1;
                         self.freed.notify_one();
@@ -208,7 +235,11 @@ impl Pool {
 
     /// Runs one Thrift call on a pooled connection; transport failures (including failing to
     /// connect) are retried with a fresh connection after an exponential backoff.
-    pub fn call<T>(self: &Arc<Self>, method: Method, mut f: impl FnMut(&mut Client) -> thrift::Result<T>) -> Result<T, HBaseError> {
+    pub fn call<T>(
+        self: &Arc<Self>,
+        method: Method,
+        mut f: impl FnMut(&mut Client) -> thrift::Result<T>,
+    ) -> Result<T, HBaseError> {
         let mut attempt = 0;
         let mut delay = self.backoff;
         loop {
@@ -233,7 +264,11 @@ impl Pool {
                     delay = (delay * 2).min(Duration::from_secs(5));
                 }
                 Err(HBaseError::Transport { addr, message, .. }) => {
-                    return Err(HBaseError::Transport { addr, attempts: attempt, message })
+                    return Err(HBaseError::Transport {
+                        addr,
+                        attempts: attempt,
+                        message,
+                    })
                 }
                 other => return other,
             }

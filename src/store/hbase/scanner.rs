@@ -8,7 +8,7 @@ use super::error::HBaseError;
 use super::filter;
 use super::pool::{Conn, Method, Pool};
 use crate::store::{Row, Scan, StoreError, StoreResult};
-use hbase_thrift::hbase::{TScan, THbaseSyncClient};
+use hbase_thrift::hbase::{THbaseSyncClient, TScan};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
@@ -33,13 +33,31 @@ pub struct Scanner {
 }
 
 fn err(table: &str, op: &'static str, source: HBaseError) -> StoreError {
-    StoreError::HBase { op, table: table.to_string(), source }
+    StoreError::HBase {
+        op,
+        table: table.to_string(),
+        source,
+    }
 }
 
 impl Scanner {
-    pub fn new(pool: Arc<Pool>, table: &str, scan: &Scan, caching: u32, batch: u32) -> StoreResult<Scanner> {
-        let exact = scan.row_regex.as_deref().map(crate::store::embedded::compile_row_regex).transpose()?;
-        let server_filter = scan.row_regex.as_deref().and_then(filter::java_superset).map(|j| filter::row_filter(&j));
+    pub fn new(
+        pool: Arc<Pool>,
+        table: &str,
+        scan: &Scan,
+        caching: u32,
+        batch: u32,
+    ) -> StoreResult<Scanner> {
+        let exact = scan
+            .row_regex
+            .as_deref()
+            .map(crate::store::embedded::compile_row_regex)
+            .transpose()?;
+        let server_filter = scan
+            .row_regex
+            .as_deref()
+            .and_then(filter::java_superset)
+            .map(|j| filter::row_filter(&j));
         Ok(Scanner {
             pool,
             table: table.to_string(),
@@ -74,7 +92,8 @@ impl Scanner {
             start_row: Some(start),
             stop_row: (!self.scan.stop.is_empty()).then(|| self.scan.stop.clone()),
             timestamp: None,
-            columns: (!self.scan.families.is_empty()).then(|| codec::family_columns(&self.scan.families)),
+            columns: (!self.scan.families.is_empty())
+                .then(|| codec::family_columns(&self.scan.families)),
             caching: Some(self.caching),
             filter_string: self.server_filter.clone().map(String::into_bytes),
             batch_size: (self.batch > 0).then_some(self.batch),
@@ -83,7 +102,11 @@ impl Scanner {
             cache_blocks: None,
         };
         pool.stats.count(Method::ScannerOpenWithScan);
-        match conn.client().scanner_open_with_scan(self.table.clone().into_bytes(), tscan, BTreeMap::new()) {
+        match conn.client().scanner_open_with_scan(
+            self.table.clone().into_bytes(),
+            tscan,
+            BTreeMap::new(),
+        ) {
             Ok(id) => {
                 self.conn = Some((conn, id));
                 Ok(())
@@ -170,7 +193,8 @@ impl Scanner {
                 let more = self.buffered.pop_front().expect("counted");
                 row.cells.extend(more.cells);
             }
-            row.cells.sort_by(|a, b| (&a.family, &a.qualifier).cmp(&(&b.family, &b.qualifier)));
+            row.cells
+                .sort_by(|a, b| (&a.family, &a.qualifier).cmp(&(&b.family, &b.qualifier)));
             return Ok(Some(row));
         }
     }

@@ -19,8 +19,14 @@ struct Family {
 /// The tables with their families: data and tree keep one version of a cell (OpenTSDB's
 /// `VERSIONS => 1`), the UID and meta families HBase's default.
 fn layout(names: &TableNames) -> Vec<(String, Vec<Family>)> {
-    let one = |name| Family { name, versions: Some(1) };
-    let dflt = |name| Family { name, versions: None };
+    let one = |name| Family {
+        name,
+        versions: Some(1),
+    };
+    let dflt = |name| Family {
+        name,
+        versions: None,
+    };
     vec![
         (names.uid.clone(), vec![dflt("id"), dflt("name")]),
         (names.data.clone(), vec![one("t")]),
@@ -40,11 +46,22 @@ pub fn shell_script(names: &TableNames, compression: &str) -> String {
         let fams: Vec<String> = families
             .iter()
             .map(|f| {
-                let versions = f.versions.map(|v| format!(", VERSIONS => {v}")).unwrap_or_default();
-                format!("{{NAME => {}{versions}, COMPRESSION => {}, BLOOMFILTER => 'ROW'}}", quote(f.name), quote(compression))
+                let versions = f
+                    .versions
+                    .map(|v| format!(", VERSIONS => {v}"))
+                    .unwrap_or_default();
+                format!(
+                    "{{NAME => {}{versions}, COMPRESSION => {}, BLOOMFILTER => 'ROW'}}",
+                    quote(f.name),
+                    quote(compression)
+                )
             })
             .collect();
-        out.push_str(&format!("create {},\n  {}\n\n", quote(&table), fams.join(",\n  ")));
+        out.push_str(&format!(
+            "create {},\n  {}\n\n",
+            quote(&table),
+            fams.join(",\n  ")
+        ));
     }
     out.push_str("exit\n");
     out
@@ -58,7 +75,11 @@ pub enum Created {
 }
 
 /// Creates the tables that do not exist yet; existing ones are left alone.
-pub fn create_tables(pool: &Arc<Pool>, names: &TableNames, compression: &str) -> Result<Vec<Created>, HBaseError> {
+pub fn create_tables(
+    pool: &Arc<Pool>,
+    names: &TableNames,
+    compression: &str,
+) -> Result<Vec<Created>, HBaseError> {
     let mut out = Vec::new();
     for (table, families) in layout(names) {
         let descriptors: Vec<ColumnDescriptor> = families
@@ -76,7 +97,9 @@ pub fn create_tables(pool: &Arc<Pool>, names: &TableNames, compression: &str) ->
                 time_to_live: Some(i32::MAX),
             })
             .collect();
-        match pool.call(Method::CreateTable, |c| c.create_table(table.clone().into_bytes(), descriptors.clone())) {
+        match pool.call(Method::CreateTable, |c| {
+            c.create_table(table.clone().into_bytes(), descriptors.clone())
+        }) {
             Ok(()) => out.push(Created::Created(table)),
             Err(HBaseError::AlreadyExists(_)) => out.push(Created::Existed(table)),
             Err(e) => return Err(e),

@@ -11,7 +11,13 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
         "alias" => (|| {
             let n = a.string(1, "newName")?;
             // Only the display name changes: combiners still see the path expression.
-            Ok(a.series(ctx, 0, "seriesList")?.into_iter().map(|mut s| { s.name = n.clone(); s }).collect())
+            Ok(a.series(ctx, 0, "seriesList")?
+                .into_iter()
+                .map(|mut s| {
+                    s.name = n.clone();
+                    s
+                })
+                .collect())
         })(),
         "aliasByNode" | "aliasByTags" => (|| {
             let nodes: Vec<NodeOrTag> = a.call.args.iter().skip(1).map(Args::node_or_tag).collect();
@@ -22,7 +28,11 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
                 .into_iter()
                 .map(|mut s| {
                     let first = first_path_expression(&s.name);
-                    s.name = nodes.iter().map(|n| node_value(&s, &first, n)).collect::<Vec<_>>().join(".");
+                    s.name = nodes
+                        .iter()
+                        .map(|n| node_value(&s, &first, n))
+                        .collect::<Vec<_>>()
+                        .join(".");
                     s
                 })
                 .collect())
@@ -31,7 +41,14 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             l.into_iter()
                 .map(|mut s| {
                     let first = first_path_expression(&s.name);
-                    s.name = first.split(';').next().unwrap_or("").rsplit('.').next().unwrap_or("").to_string();
+                    s.name = first
+                        .split(';')
+                        .next()
+                        .unwrap_or("")
+                        .rsplit('.')
+                        .next()
+                        .unwrap_or("")
+                        .to_string();
                     s
                 })
                 .collect()
@@ -39,7 +56,13 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
         "aliasSub" => (|| {
             let re = python_regex(&a.string(1, "search")?)?;
             let rep = python_replacement(&a.string(2, "replace")?);
-            Ok(a.series(ctx, 0, "seriesList")?.into_iter().map(|mut s| { s.name = re.replace_all(&s.name, rep.as_str()).into_owned(); s }).collect())
+            Ok(a.series(ctx, 0, "seriesList")?
+                .into_iter()
+                .map(|mut s| {
+                    s.name = re.replace_all(&s.name, rep.as_str()).into_owned();
+                    s
+                })
+                .collect())
         })(),
         _ => return None,
     })
@@ -65,7 +88,10 @@ pub fn python_replacement(r: &str) -> String {
             }
             '\\' if c.get(i + 1) == Some(&'g') && c.get(i + 2) == Some(&'<') => {
                 if let Some(end) = c[i + 3..].iter().position(|&x| x == '>') {
-                    out.push_str(&format!("${{{}}}", c[i + 3..i + 3 + end].iter().collect::<String>()));
+                    out.push_str(&format!(
+                        "${{{}}}",
+                        c[i + 3..i + 3 + end].iter().collect::<String>()
+                    ));
                     i += 4 + end;
                     continue;
                 }
@@ -93,11 +119,18 @@ pub fn first_path_expression(name: &str) -> String {
     fn walk(e: &Expr) -> Option<String> {
         match e {
             Expr::Path(p) => Some(p.clone()),
-            Expr::Call(c) => c.args.iter().chain(c.kwargs.iter().map(|(_, v)| v)).find_map(walk),
+            Expr::Call(c) => c
+                .args
+                .iter()
+                .chain(c.kwargs.iter().map(|(_, v)| v))
+                .find_map(walk),
             _ => None,
         }
     }
-    parse(name).ok().and_then(|e| walk(&e)).unwrap_or_else(|| name.to_string())
+    parse(name)
+        .ok()
+        .and_then(|e| walk(&e))
+        .unwrap_or_else(|| name.to_string())
 }
 
 fn node_value(s: &Series, path: &str, n: &NodeOrTag) -> String {
@@ -135,16 +168,36 @@ mod tests {
 
     #[test]
     fn aliases() {
-        let src = mem(&[("demo.web01.cpu", &[Some(1.0)]), ("demo.db01.cpu", &[Some(2.0)])]);
-        let n = |t: &str| eval(&src, t, 1).into_iter().map(|s| s.name).collect::<Vec<_>>();
+        let src = mem(&[
+            ("demo.web01.cpu", &[Some(1.0)]),
+            ("demo.db01.cpu", &[Some(2.0)]),
+        ]);
+        let n = |t: &str| {
+            eval(&src, t, 1)
+                .into_iter()
+                .map(|s| s.name)
+                .collect::<Vec<_>>()
+        };
         assert_eq!(n("aliasByNode(demo.*.cpu, 1)"), vec!["db01", "web01"]);
-        assert_eq!(n("aliasByNode(scale(demo.*.cpu, 2), 1, -1)"), vec!["db01.cpu", "web01.cpu"]);
+        assert_eq!(
+            n("aliasByNode(scale(demo.*.cpu, 2), 1, -1)"),
+            vec!["db01.cpu", "web01.cpu"]
+        );
         assert_eq!(n("aliasByMetric(demo.web01.cpu)"), vec!["cpu"]);
         assert_eq!(n("alias(demo.*.cpu, 'x')"), vec!["x", "x"]);
-        assert_eq!(n(r#"aliasSub(demo.web01.cpu, "(^.*$)", "\1 A")"#), vec!["demo.web01.cpu A"]);
-        assert_eq!(n(r#"aliasSub(demo.web01.cpu, "web(\d+)", "host-\1")"#), vec!["demo.host-01.cpu"]);
+        assert_eq!(
+            n(r#"aliasSub(demo.web01.cpu, "(^.*$)", "\1 A")"#),
+            vec!["demo.web01.cpu A"]
+        );
+        assert_eq!(
+            n(r#"aliasSub(demo.web01.cpu, "web(\d+)", "host-\1")"#),
+            vec!["demo.host-01.cpu"]
+        );
         // Tags as nodes.
         let s = eval(&src, "demo.web01.cpu", 1);
-        assert_eq!(node_or_tag_value(&s[0], &NodeOrTag::Tag("name".into())), "demo.web01.cpu");
+        assert_eq!(
+            node_or_tag_value(&s[0], &NodeOrTag::Tag("name".into())),
+            "demo.web01.cpu"
+        );
     }
 }

@@ -40,14 +40,24 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
 }
 
 fn moving(ctx: &Ctx, a: &Args, func: &str, fname: &str, xff_pos: usize) -> R<Vec<Series>> {
-    let inner = a.get(0, "seriesList").ok_or_else(|| EvalError(format!("{fname}: missing seriesList")))?;
-    let window = a.get(1, "windowSize").ok_or_else(|| EvalError(format!("{fname}: missing windowSize")))?;
+    let inner = a
+        .get(0, "seriesList")
+        .ok_or_else(|| EvalError(format!("{fname}: missing seriesList")))?;
+    let window = a
+        .get(1, "windowSize")
+        .ok_or_else(|| EvalError(format!("{fname}: missing windowSize")))?;
     let xff = a.opt_num(xff_pos, "xFilesFactor")?.unwrap_or(ctx.xff);
     // An integer (possibly quoted by Grafana) counts points; other text is a time interval.
     let (label, seconds, points) = match window {
         Expr::Num(n) => (fmt_g(*n), None, Some(*n as i64)),
-        Expr::Str(s) if s.trim().parse::<i64>().is_ok() => (s.trim().to_string(), None, s.trim().parse().ok()),
-        Expr::Str(s) => (format!("\"{s}\""), Some(parse_offset(s).map_err(EvalError)?.abs()), None),
+        Expr::Str(s) if s.trim().parse::<i64>().is_ok() => {
+            (s.trim().to_string(), None, s.trim().parse().ok())
+        }
+        Expr::Str(s) => (
+            format!("\"{s}\""),
+            Some(parse_offset(s).map_err(EvalError)?.abs()),
+            None,
+        ),
         other => return Err(EvalError(format!("{fname}: bad windowSize {other:?}"))),
     };
     let series = ctx.eval(inner)?;
@@ -57,7 +67,11 @@ fn moving(ctx: &Ctx, a: &Args, func: &str, fname: &str, xff_pos: usize) -> R<Vec
     Ok(series
         .into_iter()
         .map(|s| {
-            let b = boot.iter().find(|b| b.name == s.name).cloned().unwrap_or_else(|| s.clone());
+            let b = boot
+                .iter()
+                .find(|b| b.name == s.name)
+                .cloned()
+                .unwrap_or_else(|| s.clone());
             let wp = points.unwrap_or_else(|| preview / s.step.max(1)).max(1) as usize;
             let offset = ((s.start - b.start) / b.step.max(1)).max(0) as usize;
             let values = (0..s.values.len())
@@ -75,7 +89,11 @@ fn moving(ctx: &Ctx, a: &Args, func: &str, fname: &str, xff_pos: usize) -> R<Vec
                 .collect();
             let mut out = s.clone();
             out.values = values;
-            let n = if fname == "movingWindow" { format!("movingWindow({},{label},\"{func}\")", s.name) } else { format!("{fname}({},{label})", s.name) };
+            let n = if fname == "movingWindow" {
+                format!("movingWindow({},{label},\"{func}\")", s.name)
+            } else {
+                format!("{fname}({},{label})", s.name)
+            };
             out.rename(n);
             out.set_tag(fname, label.trim_matches('"'));
             out
@@ -129,18 +147,52 @@ mod tests {
         // Found by the fuzzer: the bootstrap of a 6,333,333,333-minute window asked for a grid
         // of 6.3 billion steps (101 GB).
         let src = mem(&[("m", &[Some(1.0), Some(2.0), Some(3.0)])]);
-        let ctx = super::super::super::eval::Ctx { source: &src, from: 1_700_000_000 - 3600, until: 1_700_000_000, now: 1_700_000_000, xff: 0.0 };
-        let e = ctx.eval(&super::super::super::parser::parse("alias(movingAverage(m, '6333333333min'), 'x')").unwrap()).unwrap_err();
+        let ctx = super::super::super::eval::Ctx {
+            source: &src,
+            from: 1_700_000_000 - 3600,
+            until: 1_700_000_000,
+            now: 1_700_000_000,
+            xff: 0.0,
+        };
+        let e = ctx
+            .eval(
+                &super::super::super::parser::parse(
+                    "alias(movingAverage(m, '6333333333min'), 'x')",
+                )
+                .unwrap(),
+            )
+            .unwrap_err();
         assert!(e.0.contains("more than 10000000"), "{}", e.0);
         // A year's bootstrap is fine.
-        assert!(ctx.eval(&super::super::super::parser::parse("movingAverage(m, '365d')").unwrap()).is_ok());
+        assert!(ctx
+            .eval(&super::super::super::parser::parse("movingAverage(m, '365d')").unwrap())
+            .is_ok());
     }
 
     #[test]
     fn moving_windows_include_t_and_bootstrap() {
-        let src = mem(&[("m", &[Some(1.0), Some(2.0), Some(3.0), Some(4.0), Some(5.0), Some(6.0)])]);
-        let ctx = super::super::super::eval::Ctx { source: &src, from: 180, until: 360, now: 360, xff: 0.0 };
-        let p = |t: &str| ctx.eval(&super::super::super::parser::parse(t).unwrap()).unwrap();
+        let src = mem(&[(
+            "m",
+            &[
+                Some(1.0),
+                Some(2.0),
+                Some(3.0),
+                Some(4.0),
+                Some(5.0),
+                Some(6.0),
+            ],
+        )]);
+        let ctx = super::super::super::eval::Ctx {
+            source: &src,
+            from: 180,
+            until: 360,
+            now: 360,
+            xff: 0.0,
+        };
+        let p = |t: &str| {
+            ctx.eval(&super::super::super::parser::parse(t).unwrap())
+                .unwrap()
+        };
         // Window = the 2 points ending at t; the point before `from` comes from the bootstrap.
         let r = p("movingAverage(m, 2)");
         assert_eq!(r[0].name, "movingAverage(m,2)");
@@ -148,8 +200,14 @@ mod tests {
         let r = p("movingSum(m, '2min')");
         assert_eq!(r[0].name, "movingSum(m,\"2min\")");
         assert_eq!(vals(&r[0]), vec![Some(7.0), Some(9.0), Some(11.0)]);
-        assert_eq!(vals(&p("movingMax(m, '2')")[0]), vec![Some(4.0), Some(5.0), Some(6.0)]);
-        assert_eq!(vals(&p("movingMin(m, 3)")[0]), vec![Some(2.0), Some(3.0), Some(4.0)]);
+        assert_eq!(
+            vals(&p("movingMax(m, '2')")[0]),
+            vec![Some(4.0), Some(5.0), Some(6.0)]
+        );
+        assert_eq!(
+            vals(&p("movingMin(m, 3)")[0]),
+            vec![Some(2.0), Some(3.0), Some(4.0)]
+        );
     }
 
     #[test]
@@ -157,7 +215,10 @@ mod tests {
         let src = mem(&[("s", &[Some(1.0), Some(3.0), None, Some(5.0)])]);
         let r = eval(&src, "stdev(s, 2)", 4);
         assert_eq!(r[0].name, "stddev(s,2)");
-        assert_eq!(vals(&r[0]), vec![Some(0.0), Some(1.0), Some(0.0), Some(0.0)]);
+        assert_eq!(
+            vals(&r[0]),
+            vec![Some(0.0), Some(1.0), Some(0.0), Some(0.0)]
+        );
         let r = eval(&src, "nPercentile(s, 50)", 4);
         assert_eq!(vals(&r[0]), vec![Some(3.0); 4]);
     }

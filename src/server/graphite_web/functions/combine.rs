@@ -3,7 +3,10 @@
 
 use super::super::eval::{err, Args, Ctx, EvalError, NodeOrTag, R};
 use super::super::parser::{parse, Expr};
-use super::super::series::{aggregate, fmt_g, fold_rows, is_agg_func, is_foldable, normalize, percentile, Grid, RowFold, Series};
+use super::super::series::{
+    aggregate, fmt_g, fold_rows, is_agg_func, is_foldable, normalize, percentile, Grid, RowFold,
+    Series,
+};
 use super::alias::node_or_tag_value;
 use super::map_values;
 use std::collections::BTreeMap;
@@ -30,26 +33,42 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             let list = a.series(ctx, 0, "seriesList")?;
             let func = agg_name(&a.string(1, "func")?)?;
             let xff = a.opt_num(2, "xFilesFactor")?.unwrap_or(ctx.xff);
-            Ok(combine(&list, &func, &format!("{func}Series"), xff).into_iter().collect())
+            Ok(combine(&list, &func, &format!("{func}Series"), xff)
+                .into_iter()
+                .collect())
         })(),
         "group" => a.series_rest(ctx, 0),
         "divideSeries" => divide_series(ctx, a),
         "asPercent" | "pct" => as_percent(ctx, a),
         "groupByNode" => (|| {
-            if let (Some(node), Ok(cb)) = (a.get(1, "nodeNum").map(Args::node_or_tag), a.opt_str(2, "callback")) {
+            if let (Some(node), Ok(cb)) = (
+                a.get(1, "nodeNum").map(Args::node_or_tag),
+                a.opt_str(2, "callback"),
+            ) {
                 let cb = cb.unwrap_or_else(|| "average".into());
-                if let Some(r) = group_folded(ctx, a.get(0, "seriesList"), std::slice::from_ref(&node), &cb) {
+                if let Some(r) = group_folded(
+                    ctx,
+                    a.get(0, "seriesList"),
+                    std::slice::from_ref(&node),
+                    &cb,
+                ) {
                     return r;
                 }
             }
             let list = a.series(ctx, 0, "seriesList")?;
-            let node = a.get(1, "nodeNum").map(Args::node_or_tag).ok_or_else(|| EvalError("groupByNode: missing nodeNum".into()))?;
-            let cb = a.opt_str(2, "callback")?.unwrap_or_else(|| "average".into());
+            let node = a
+                .get(1, "nodeNum")
+                .map(Args::node_or_tag)
+                .ok_or_else(|| EvalError("groupByNode: missing nodeNum".into()))?;
+            let cb = a
+                .opt_str(2, "callback")?
+                .unwrap_or_else(|| "average".into());
             group_by(ctx, list, &[node], &cb)
         })(),
         "groupByNodes" => (|| {
             if let Ok(cb) = a.string(1, "callback") {
-                let nodes: Vec<NodeOrTag> = a.call.args.iter().skip(2).map(Args::node_or_tag).collect();
+                let nodes: Vec<NodeOrTag> =
+                    a.call.args.iter().skip(2).map(Args::node_or_tag).collect();
                 if let Some(r) = group_folded(ctx, a.get(0, "seriesList"), &nodes, &cb) {
                     return r;
                 }
@@ -65,10 +84,18 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             let list = a.series(ctx, 0, "seriesList")?;
             let n = a.num(1, "n")?;
             let interp = a.boolean(2, "interpolate", false)?;
-            let Some(first) = list.first() else { return Ok(vec![]) };
+            let Some(first) = list.first() else {
+                return Ok(vec![]);
+            };
             let name = format!("percentileOfSeries({},{})", first.path_expr, fmt_g(n));
-            let Some(norm) = normalize(&list) else { return Ok(vec![]) };
-            let values = norm.rows.iter().map(|r| percentile(&r.iter().flatten().copied().collect::<Vec<_>>(), n, interp)).collect();
+            let Some(norm) = normalize(&list) else {
+                return Ok(vec![]);
+            };
+            let values = norm
+                .rows
+                .iter()
+                .map(|r| percentile(&r.iter().flatten().copied().collect::<Vec<_>>(), n, interp))
+                .collect();
             Ok(vec![Series::new(name, norm.start, norm.step, values)])
         })(),
         _ => return None,
@@ -105,7 +132,8 @@ fn combined_name(fname: &str, list: &[Series]) -> String {
 fn common_tags(list: &[Series], name: &str, func: &str) -> BTreeMap<String, String> {
     let mut tags = list.first().map(|s| s.tags.clone()).unwrap_or_default();
     tags.retain(|k, v| list.iter().all(|s| s.tags.get(k) == Some(v)));
-    tags.entry("name".into()).or_insert_with(|| name.to_string());
+    tags.entry("name".into())
+        .or_insert_with(|| name.to_string());
     tags.insert("aggregatedBy".into(), func.to_string());
     tags
 }
@@ -166,7 +194,12 @@ fn folded(ctx: &Ctx, a: &Args, func: &str, fname: &str) -> Option<R<Vec<Series>>
 /// callback: each series is folded into its group's rows on the core that gridded it (see
 /// [`folded`]). Groups come in the order of their first series, as `group_by` gives them.
 /// `None` when the call is not of that shape.
-fn group_folded(ctx: &Ctx, arg: Option<&Expr>, nodes: &[NodeOrTag], cb: &str) -> Option<R<Vec<Series>>> {
+fn group_folded(
+    ctx: &Ctx,
+    arg: Option<&Expr>,
+    nodes: &[NodeOrTag],
+    cb: &str,
+) -> Option<R<Vec<Series>>> {
     let func = agg_name(cb).ok().filter(|f| is_foldable(f))?;
     let stream = match ctx.stream(arg?).transpose()? {
         Ok(s) => s,
@@ -174,7 +207,13 @@ fn group_folded(ctx: &Ctx, arg: Option<&Expr>, nodes: &[NodeOrTag], cb: &str) ->
     };
     let fname = group_fname(cb, &func);
     Some((|| {
-        let key = |s: &Series| nodes.iter().map(|n| node_or_tag_value(s, n)).collect::<Vec<_>>().join(".");
+        let key = |s: &Series| {
+            nodes
+                .iter()
+                .map(|n| node_or_tag_value(s, n))
+                .collect::<Vec<_>>()
+                .join(".")
+        };
         let parts = ctx.fold_stream(&stream, Groups::default, |g, s| g.add(&func, key(&s), s))?;
         let all = parts.into_iter().fold(Groups::default(), |mut all, p| {
             all.merge(p);
@@ -246,7 +285,11 @@ impl Combined {
                 f.add_slice(0, &s.values);
                 self.rows = Some((s.start, s.step, f));
             }
-            Some((start, step, f)) if (*start, *step, f.rows()) == (s.start, s.step, s.values.len()) => f.add_slice(0, &s.values),
+            Some((start, step, f))
+                if (*start, *step, f.rows()) == (s.start, s.step, s.values.len()) =>
+            {
+                f.add_slice(0, &s.values)
+            }
             Some(_) => self.off_grid = true,
         }
         if self.exprs.last() != Some(&s.path_expr) {
@@ -268,7 +311,11 @@ impl Combined {
         match (&mut self.rows, later.rows) {
             (_, None) => {}
             (None, r) => self.rows = r,
-            (Some((start, step, f)), Some((s, st, g))) if (*start, *step, f.rows()) == (s, st, g.rows()) => f.merge(&g),
+            (Some((start, step, f)), Some((s, st, g)))
+                if (*start, *step, f.rows()) == (s, st, g.rows()) =>
+            {
+                f.merge(&g)
+            }
             (Some(_), Some(_)) => self.off_grid = true,
         }
         self.exprs.extend(later.exprs);
@@ -284,13 +331,22 @@ impl Combined {
 
     fn finish(mut self, func: &str, fname: &str, xff: f64) -> R<Option<Series>> {
         if self.off_grid {
-            return err(format!("{fname}: series of one path expression on different grids"));
+            return err(format!(
+                "{fname}: series of one path expression on different grids"
+            ));
         }
-        let Some((start, step, rows)) = self.rows else { return Ok(None) };
+        let Some((start, step, rows)) = self.rows else {
+            return Ok(None);
+        };
         self.exprs.sort();
         self.exprs.dedup();
         let name = format!("{fname}({})", self.exprs.join(","));
-        let mut s = Series::new(name.clone(), start, step, rows.finish(func, self.width, xff));
+        let mut s = Series::new(
+            name.clone(),
+            start,
+            step,
+            rows.finish(func, self.width, xff),
+        );
         let mut tags = self.tags.unwrap_or_default();
         tags.entry("name".into()).or_insert(name);
         tags.insert("aggregatedBy".into(), func.to_string());
@@ -317,7 +373,11 @@ fn divide_series(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     let dividends = a.series(ctx, 0, "dividendSeriesList")?;
     let divisors = a.series(ctx, 1, "divisorSeries")?;
     if divisors.len() > 1 {
-        return err("divideSeries second argument must reference exactly 1 series (got ".to_string() + &divisors.len().to_string() + ")");
+        return err(
+            "divideSeries second argument must reference exactly 1 series (got ".to_string()
+                + &divisors.len().to_string()
+                + ")",
+        );
     }
     let Some(divisor) = divisors.into_iter().next() else {
         return Ok(dividends
@@ -330,7 +390,17 @@ fn divide_series(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
             })
             .collect());
     };
-    Ok(dividends.into_iter().map(|s| pairwise(&s, &divisor, format!("divideSeries({},{})", s.name, divisor.name), |a, b| (b != 0.0).then(|| a / b))).collect())
+    Ok(dividends
+        .into_iter()
+        .map(|s| {
+            pairwise(
+                &s,
+                &divisor,
+                format!("divideSeries({},{})", s.name, divisor.name),
+                |a, b| (b != 0.0).then(|| a / b),
+            )
+        })
+        .collect())
 }
 
 /// `a op b` per timestamp on the normalised grid; null when either side is.
@@ -356,7 +426,13 @@ fn as_percent(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     // each series is divided by its own group's total.
     let nodes: Vec<NodeOrTag> = a.call.args.iter().skip(2).map(Args::node_or_tag).collect();
     if !nodes.is_empty() {
-        let key = |s: &Series| nodes.iter().map(|n| node_or_tag_value(s, n)).collect::<Vec<_>>().join(".");
+        let key = |s: &Series| {
+            nodes
+                .iter()
+                .map(|n| node_or_tag_value(s, n))
+                .collect::<Vec<_>>()
+                .join(".")
+        };
         let totals_src = match a.get(1, "total") {
             None | Some(Expr::None) => list.clone(),
             Some(e) => ctx.eval(e)?,
@@ -365,7 +441,10 @@ fn as_percent(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
         for t in totals_src {
             groups.entry(key(&t)).or_default().push(t);
         }
-        let totals: BTreeMap<String, Series> = groups.into_iter().filter_map(|(k, g)| combine(&g, "sum", "sumSeries", 0.0).map(|t| (k, t))).collect();
+        let totals: BTreeMap<String, Series> = groups
+            .into_iter()
+            .filter_map(|(k, g)| combine(&g, "sum", "sumSeries", 0.0).map(|t| (k, t)))
+            .collect();
         return Ok(list
             .iter()
             .map(|s| match totals.get(&key(s)) {
@@ -382,17 +461,34 @@ fn as_percent(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     match a.get(1, "total") {
         None | Some(Expr::None) => {
             let total = combine(&list, "sum", "sumSeries", 0.0).expect("non-empty");
-            Ok(list.iter().map(|s| pairwise(s, &total, format!("asPercent({},{})", s.name, total.name), pct)).collect())
+            Ok(list
+                .iter()
+                .map(|s| {
+                    pairwise(
+                        s,
+                        &total,
+                        format!("asPercent({},{})", s.name, total.name),
+                        pct,
+                    )
+                })
+                .collect())
         }
         Some(Expr::Num(t)) => {
             let t = *t;
-            Ok(map_values(list, |s| format!("asPercent({},{})", s.name, fmt_g(t)), move |v| v.and_then(|v| pct(v, t))))
+            Ok(map_values(
+                list,
+                |s| format!("asPercent({},{})", s.name, fmt_g(t)),
+                move |v| v.and_then(|v| pct(v, t)),
+            ))
         }
         Some(e) => {
             let mut totals = ctx.eval(e)?;
             if totals.len() == 1 {
                 let t = &totals[0];
-                return Ok(list.iter().map(|s| pairwise(s, t, format!("asPercent({},{})", s.name, t.name), pct)).collect());
+                return Ok(list
+                    .iter()
+                    .map(|s| pairwise(s, t, format!("asPercent({},{})", s.name, t.name), pct))
+                    .collect());
             }
             if totals.len() != list.len() {
                 return err("asPercent second argument must be missing, a single digit, reference exactly 1 series or reference the same number of series as the first argument");
@@ -401,7 +497,11 @@ fn as_percent(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
             let mut list = list;
             list.sort_by(|x, y| x.name.cmp(&y.name));
             totals.sort_by(|x, y| x.name.cmp(&y.name));
-            Ok(list.iter().zip(&totals).map(|(s, t)| pairwise(s, t, format!("asPercent({},{})", s.name, t.name), pct)).collect())
+            Ok(list
+                .iter()
+                .zip(&totals)
+                .map(|(s, t)| pairwise(s, t, format!("asPercent({},{})", s.name, t.name), pct))
+                .collect())
         }
     }
 }
@@ -410,14 +510,22 @@ fn as_percent(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
 /// aggregation or a combining function's name) to each group, named by its key.
 /// The combiner name a grouping's callback gives its groups (`average` → `averageSeries`).
 fn group_fname(cb: &str, func: &str) -> String {
-    if cb.ends_with("Series") { cb.to_string() } else { format!("{func}Series") }
+    if cb.ends_with("Series") {
+        cb.to_string()
+    } else {
+        format!("{func}Series")
+    }
 }
 
 fn group_by(ctx: &Ctx, list: Vec<Series>, nodes: &[NodeOrTag], cb: &str) -> R<Vec<Series>> {
     let func = agg_name(cb)?;
     let mut groups: Vec<(String, Vec<Series>)> = Vec::new();
     for s in list {
-        let key = nodes.iter().map(|n| node_or_tag_value(&s, n)).collect::<Vec<_>>().join(".");
+        let key = nodes
+            .iter()
+            .map(|n| node_or_tag_value(&s, n))
+            .collect::<Vec<_>>()
+            .join(".");
         match groups.iter_mut().find(|(k, _)| *k == key) {
             Some((_, g)) => g.push(s),
             None => groups.push((key, vec![s])),
@@ -438,18 +546,30 @@ fn group_by_tags(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     let list = a.series(ctx, 0, "seriesList")?;
     let cb = a.string(1, "callback")?;
     let func = agg_name(&cb)?;
-    let mut tags: Vec<String> = (2..a.call.args.len()).map(|i| a.string(i, "tags")).collect::<R<_>>()?;
+    let mut tags: Vec<String> = (2..a.call.args.len())
+        .map(|i| a.string(i, "tags"))
+        .collect::<R<_>>()?;
     if tags.is_empty() {
         return err("groupByTags: at least one tag is required");
     }
     tags.sort();
-    let names: std::collections::BTreeSet<&str> = list.iter().map(|s| s.tags.get("name").map(String::as_str).unwrap_or("")).collect();
+    let names: std::collections::BTreeSet<&str> = list
+        .iter()
+        .map(|s| s.tags.get("name").map(String::as_str).unwrap_or(""))
+        .collect();
     let mut groups: BTreeMap<String, Vec<Series>> = BTreeMap::new();
     for s in &list {
-        let base = if names.len() == 1 { names.iter().next().copied().unwrap_or("").to_string() } else { cb.clone() };
+        let base = if names.len() == 1 {
+            names.iter().next().copied().unwrap_or("").to_string()
+        } else {
+            cb.clone()
+        };
         let key = tags.iter().fold(base, |mut k, t| {
             if t != "name" {
-                k.push_str(&format!(";{t}={}", s.tags.get(t).map(String::as_str).unwrap_or("")));
+                k.push_str(&format!(
+                    ";{t}={}",
+                    s.tags.get(t).map(String::as_str).unwrap_or("")
+                ));
             }
             k
         });
@@ -505,7 +625,13 @@ mod tests {
 
     /// `target` over `(0, 60*n]` with graphite's xFilesFactor `xff`.
     fn eval_xff(src: &MemSource, target: &str, n: i64, xff: f64) -> Vec<super::Series> {
-        let ctx = Ctx { source: src, from: 0, until: 60 * n, now: 60 * n, xff };
+        let ctx = Ctx {
+            source: src,
+            from: 0,
+            until: 60 * n,
+            now: 60 * n,
+            xff,
+        };
         ctx.eval(&parse(target).unwrap()).unwrap()
     }
 
@@ -557,48 +683,114 @@ mod tests {
         // graphite-web test_functions: sumSeries / averageSeries over collection with nulls.
         // A sparse series takes its resolution from its siblings (the step is derived per
         // path expression); nulls are ignored by every combiner but multiplySeries.
-        let src = mem(&[("demo.a.cpu", &[Some(1.0), Some(2.0), None, Some(4.0)]), ("demo.b.cpu", &[Some(3.0), None, Some(1.0), Some(4.0)])]);
+        let src = mem(&[
+            ("demo.a.cpu", &[Some(1.0), Some(2.0), None, Some(4.0)]),
+            ("demo.b.cpu", &[Some(3.0), None, Some(1.0), Some(4.0)]),
+        ]);
         let r = eval(&src, "sumSeries(demo.*.cpu)", 4);
         assert_eq!(r.len(), 1);
         assert_eq!(r[0].name, "sumSeries(demo.*.cpu)");
-        assert_eq!(vals(&r[0]), vec![Some(4.0), Some(2.0), Some(1.0), Some(8.0)]);
+        assert_eq!(
+            vals(&r[0]),
+            vec![Some(4.0), Some(2.0), Some(1.0), Some(8.0)]
+        );
         assert_eq!(r[0].tags.get("aggregatedBy").unwrap(), "sum");
-        assert_eq!(vals(&eval(&src, "averageSeries(demo.*.cpu)", 4)[0]), vec![Some(2.0), Some(2.0), Some(1.0), Some(4.0)]);
+        assert_eq!(
+            vals(&eval(&src, "averageSeries(demo.*.cpu)", 4)[0]),
+            vec![Some(2.0), Some(2.0), Some(1.0), Some(4.0)]
+        );
         // safeDiff: nulls dropped first, so a null minuend makes the next value the minuend.
-        assert_eq!(vals(&eval(&src, "diffSeries(demo.a.cpu, demo.b.cpu)", 4)[0]), vec![Some(-2.0), Some(2.0), Some(1.0), Some(0.0)]);
-        assert_eq!(vals(&eval(&src, "multiplySeries(demo.*.cpu)", 4)[0]), vec![Some(3.0), None, None, Some(16.0)]);
-        assert_eq!(vals(&eval(&src, "countSeries(demo.*.cpu)", 4)[0]), vec![Some(2.0); 4]);
-        assert_eq!(vals(&eval(&src, "maxSeries(demo.*.cpu)", 4)[0]), vec![Some(3.0), Some(2.0), Some(1.0), Some(4.0)]);
-        assert_eq!(vals(&eval(&src, "minSeries(demo.*.cpu)", 4)[0]), vec![Some(1.0), Some(2.0), Some(1.0), Some(4.0)]);
-        assert_eq!(eval(&src, "sum(demo.a.cpu, demo.b.cpu)", 4)[0].name, "sumSeries(demo.a.cpu,demo.b.cpu)");
+        assert_eq!(
+            vals(&eval(&src, "diffSeries(demo.a.cpu, demo.b.cpu)", 4)[0]),
+            vec![Some(-2.0), Some(2.0), Some(1.0), Some(0.0)]
+        );
+        assert_eq!(
+            vals(&eval(&src, "multiplySeries(demo.*.cpu)", 4)[0]),
+            vec![Some(3.0), None, None, Some(16.0)]
+        );
+        assert_eq!(
+            vals(&eval(&src, "countSeries(demo.*.cpu)", 4)[0]),
+            vec![Some(2.0); 4]
+        );
+        assert_eq!(
+            vals(&eval(&src, "maxSeries(demo.*.cpu)", 4)[0]),
+            vec![Some(3.0), Some(2.0), Some(1.0), Some(4.0)]
+        );
+        assert_eq!(
+            vals(&eval(&src, "minSeries(demo.*.cpu)", 4)[0]),
+            vec![Some(1.0), Some(2.0), Some(1.0), Some(4.0)]
+        );
+        assert_eq!(
+            eval(&src, "sum(demo.a.cpu, demo.b.cpu)", 4)[0].name,
+            "sumSeries(demo.a.cpu,demo.b.cpu)"
+        );
     }
 
     #[test]
     fn divide_and_percent() {
-        let src = mem(&[("a.x", &[Some(1.0), Some(2.0), Some(3.0)]), ("a.y", &[Some(2.0), Some(0.0), None])]);
+        let src = mem(&[
+            ("a.x", &[Some(1.0), Some(2.0), Some(3.0)]),
+            ("a.y", &[Some(2.0), Some(0.0), None]),
+        ]);
         let r = eval(&src, "divideSeries(a.x, a.y)", 3);
         assert_eq!(r[0].name, "divideSeries(a.x,a.y)");
         assert_eq!(vals(&r[0]), vec![Some(0.5), None, None]);
         let r = eval(&src, "asPercent(a.*)", 3);
         assert_eq!(r[0].name, "asPercent(a.x,sumSeries(a.*))");
-        assert_eq!(vals(&r[0]), vec![Some(100.0 / 3.0), Some(100.0), Some(100.0)]);
-        assert_eq!(vals(&eval(&src, "asPercent(a.x, 4)", 3)[0]), vec![Some(25.0), Some(50.0), Some(75.0)]);
+        assert_eq!(
+            vals(&r[0]),
+            vec![Some(100.0 / 3.0), Some(100.0), Some(100.0)]
+        );
+        assert_eq!(
+            vals(&eval(&src, "asPercent(a.x, 4)", 3)[0]),
+            vec![Some(25.0), Some(50.0), Some(75.0)]
+        );
         // Grouped by node 1: each host's share of its own total.
-        let src = mem(&[("h.a.x", &[Some(1.0)]), ("h.a.y", &[Some(3.0)]), ("h.b.x", &[Some(2.0)])]);
+        let src = mem(&[
+            ("h.a.x", &[Some(1.0)]),
+            ("h.a.y", &[Some(3.0)]),
+            ("h.b.x", &[Some(2.0)]),
+        ]);
         let r = eval(&src, "asPercent(h.*.*, None, 1)", 1);
-        assert_eq!(r.iter().map(|s| s.values[0]).collect::<Vec<_>>(), vec![Some(25.0), Some(75.0), Some(100.0)]);
+        assert_eq!(
+            r.iter().map(|s| s.values[0]).collect::<Vec<_>>(),
+            vec![Some(25.0), Some(75.0), Some(100.0)]
+        );
         assert_eq!(r[0].name, "asPercent(h.a.x,sumSeries(h.*.*))");
     }
 
     #[test]
     fn grouping() {
-        let src = mem(&[("d.web01.cpu", &[Some(1.0)]), ("d.web02.cpu", &[Some(2.0)]), ("d.web01.mem", &[Some(5.0)])]);
+        let src = mem(&[
+            ("d.web01.cpu", &[Some(1.0)]),
+            ("d.web02.cpu", &[Some(2.0)]),
+            ("d.web01.mem", &[Some(5.0)]),
+        ]);
         let r = eval(&src, "groupByNode(d.*.*, 2, 'sum')", 1);
-        assert_eq!(r.iter().map(|s| (s.name.as_str(), s.values[0])).collect::<Vec<_>>(), vec![("cpu", Some(3.0)), ("mem", Some(5.0))]);
+        assert_eq!(
+            r.iter()
+                .map(|s| (s.name.as_str(), s.values[0]))
+                .collect::<Vec<_>>(),
+            vec![("cpu", Some(3.0)), ("mem", Some(5.0))]
+        );
         let r = eval(&src, "groupByNodes(d.*.*, 'sumSeries', 1)", 1);
-        assert_eq!(r.iter().map(|s| (s.name.as_str(), s.values[0])).collect::<Vec<_>>(), vec![("web01", Some(6.0)), ("web02", Some(2.0))]);
-        let r = eval(&src, "applyByNode(d.*.*, 1, 'sumSeries(%.*)', '%.total')", 1);
-        assert_eq!(r.iter().map(|s| (s.name.as_str(), s.values[0])).collect::<Vec<_>>(), vec![("d.web01.total", Some(6.0)), ("d.web02.total", Some(2.0))]);
+        assert_eq!(
+            r.iter()
+                .map(|s| (s.name.as_str(), s.values[0]))
+                .collect::<Vec<_>>(),
+            vec![("web01", Some(6.0)), ("web02", Some(2.0))]
+        );
+        let r = eval(
+            &src,
+            "applyByNode(d.*.*, 1, 'sumSeries(%.*)', '%.total')",
+            1,
+        );
+        assert_eq!(
+            r.iter()
+                .map(|s| (s.name.as_str(), s.values[0]))
+                .collect::<Vec<_>>(),
+            vec![("d.web01.total", Some(6.0)), ("d.web02.total", Some(2.0))]
+        );
         let r = eval(&src, "percentileOfSeries(d.*.*, 50)", 1);
         assert_eq!(r[0].values, vec![Some(2.0)]);
     }

@@ -13,7 +13,11 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             Some(f) if name == "highest" || name == "lowest" => super::combine::agg_name(&f)?,
             _ => func.to_string(),
         };
-        let mut l: Vec<(f64, Series)> = a.series(ctx, 0, "seriesList")?.into_iter().map(|s| (agg_or_neg_inf(&func, &s), s)).collect();
+        let mut l: Vec<(f64, Series)> = a
+            .series(ctx, 0, "seriesList")?
+            .into_iter()
+            .map(|s| (agg_or_neg_inf(&func, &s), s))
+            .collect();
         // Stable sorts: ties keep their input order.
         if highest {
             l.sort_by(|x, y| y.0.total_cmp(&x.0));
@@ -27,7 +31,13 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
         Ok(a.series(ctx, 0, "seriesList")?
             .into_iter()
             .filter(|s| match aggregate(func, &s.values) {
-                Some(v) => if above { v > n } else { v <= n },
+                Some(v) => {
+                    if above {
+                        v > n
+                    } else {
+                        v <= n
+                    }
+                }
                 // A null aggregate passes every *Below filter.
                 None => !above,
             })
@@ -51,24 +61,41 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
         "minimumBelow" => keep("min", false),
         "limit" => (|| {
             let n = a.num(1, "n")? as usize;
-            Ok(a.series(ctx, 0, "seriesList")?.into_iter().take(n).collect())
+            Ok(a.series(ctx, 0, "seriesList")?
+                .into_iter()
+                .take(n)
+                .collect())
         })(),
         "exclude" | "grep" => (|| {
             let re = python_regex(&a.string(1, "pattern")?)?;
             let want = name == "grep";
-            Ok(a.series(ctx, 0, "seriesList")?.into_iter().filter(|s| re.is_match(&s.name) == want).collect())
+            Ok(a.series(ctx, 0, "seriesList")?
+                .into_iter()
+                .filter(|s| re.is_match(&s.name) == want)
+                .collect())
         })(),
         "unique" => (|| {
             let mut seen = std::collections::HashSet::new();
-            Ok(a.series_rest(ctx, 0)?.into_iter().filter(|s| seen.insert(s.name.clone())).collect())
+            Ok(a.series_rest(ctx, 0)?
+                .into_iter()
+                .filter(|s| seen.insert(s.name.clone()))
+                .collect())
         })(),
         "fallbackSeries" => (|| {
             let l = a.series(ctx, 0, "seriesList")?;
-            if l.is_empty() { a.series(ctx, 1, "fallback") } else { Ok(l) }
+            if l.is_empty() {
+                a.series(ctx, 1, "fallback")
+            } else {
+                Ok(l)
+            }
         })(),
         "mostDeviant" => (|| {
             let n = a.num(1, "n")? as usize;
-            let mut l: Vec<(f64, Series)> = a.series(ctx, 0, "seriesList")?.into_iter().map(|s| (agg_or_neg_inf("stddev", &s), s)).collect();
+            let mut l: Vec<(f64, Series)> = a
+                .series(ctx, 0, "seriesList")?
+                .into_iter()
+                .map(|s| (agg_or_neg_inf("stddev", &s), s))
+                .collect();
             l.sort_by(|x, y| y.0.total_cmp(&x.0));
             Ok(l.into_iter().take(n).map(|(_, s)| s).collect())
         })(),
@@ -80,7 +107,11 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
                 .map(|mut s| {
                     let nn: Vec<f64> = s.values.iter().flatten().copied().collect();
                     if let Some(p) = super::super::series::percentile(&nn, n, false) {
-                        s.values = s.values.iter().map(|v| v.filter(|v| if below { *v >= p } else { *v <= p })).collect();
+                        s.values = s
+                            .values
+                            .iter()
+                            .map(|v| v.filter(|v| if below { *v >= p } else { *v <= p }))
+                            .collect();
                     }
                     let nm = format!("{name}({}, {})", s.name, super::super::series::fmt_g(n));
                     s.rename(nm);
@@ -122,22 +153,57 @@ mod tests {
 
     #[test]
     fn filters() {
-        let src = mem(&[("f.a", &[Some(1.0), Some(9.0)]), ("f.b", &[Some(5.0), Some(5.0)]), ("f.c", &[Some(3.0), None]), ("f.d", &[None, None])]);
-        assert_eq!(names(&eval(&src, "highestCurrent(f.*, 2)", 2)), vec!["f.a", "f.b"]);
+        let src = mem(&[
+            ("f.a", &[Some(1.0), Some(9.0)]),
+            ("f.b", &[Some(5.0), Some(5.0)]),
+            ("f.c", &[Some(3.0), None]),
+            ("f.d", &[None, None]),
+        ]);
+        assert_eq!(
+            names(&eval(&src, "highestCurrent(f.*, 2)", 2)),
+            vec!["f.a", "f.b"]
+        );
         assert_eq!(names(&eval(&src, "highestMax(f.*)", 2)), vec!["f.a"]);
         assert_eq!(names(&eval(&src, "highestAverage(f.*, 1)", 2)), vec!["f.a"]);
-        assert_eq!(names(&eval(&src, "lowestAverage(f.*, 2)", 2)), vec!["f.d", "f.c"]);
+        assert_eq!(
+            names(&eval(&src, "lowestAverage(f.*, 2)", 2)),
+            vec!["f.d", "f.c"]
+        );
         assert_eq!(names(&eval(&src, "lowestCurrent(f.*, 1)", 2)), vec!["f.d"]);
-        assert_eq!(names(&eval(&src, "currentAbove(f.*, 4)", 2)), vec!["f.a", "f.b"]);
-        assert_eq!(names(&eval(&src, "currentBelow(f.*, 4)", 2)), vec!["f.c", "f.d"]);
-        assert_eq!(names(&eval(&src, "averageAbove(f.*, 4)", 2)), vec!["f.a", "f.b"]);
+        assert_eq!(
+            names(&eval(&src, "currentAbove(f.*, 4)", 2)),
+            vec!["f.a", "f.b"]
+        );
+        assert_eq!(
+            names(&eval(&src, "currentBelow(f.*, 4)", 2)),
+            vec!["f.c", "f.d"]
+        );
+        assert_eq!(
+            names(&eval(&src, "averageAbove(f.*, 4)", 2)),
+            vec!["f.a", "f.b"]
+        );
         assert_eq!(names(&eval(&src, "maximumAbove(f.*, 5)", 2)), vec!["f.a"]);
         assert_eq!(names(&eval(&src, "limit(f.*, 2)", 2)), vec!["f.a", "f.b"]);
-        assert_eq!(names(&eval(&src, "exclude(f.*, '[ab]$')", 2)), vec!["f.c", "f.d"]);
-        assert_eq!(names(&eval(&src, "grep(f.*, 'b|c')", 2)), vec!["f.b", "f.c"]);
-        assert_eq!(names(&eval(&src, "unique(f.a, f.*)", 2)), vec!["f.a", "f.b", "f.c", "f.d"]);
-        assert_eq!(names(&eval(&src, "fallbackSeries(f.nothing, f.b)", 2)), vec!["f.b"]);
+        assert_eq!(
+            names(&eval(&src, "exclude(f.*, '[ab]$')", 2)),
+            vec!["f.c", "f.d"]
+        );
+        assert_eq!(
+            names(&eval(&src, "grep(f.*, 'b|c')", 2)),
+            vec!["f.b", "f.c"]
+        );
+        assert_eq!(
+            names(&eval(&src, "unique(f.a, f.*)", 2)),
+            vec!["f.a", "f.b", "f.c", "f.d"]
+        );
+        assert_eq!(
+            names(&eval(&src, "fallbackSeries(f.nothing, f.b)", 2)),
+            vec!["f.b"]
+        );
         assert_eq!(names(&eval(&src, "mostDeviant(f.*, 1)", 2)), vec!["f.a"]);
-        assert_eq!(names(&eval(&src, "removeEmptySeries(f.*)", 2)), vec!["f.a", "f.b", "f.c"]);
+        assert_eq!(
+            names(&eval(&src, "removeEmptySeries(f.*)", 2)),
+            vec!["f.a", "f.b", "f.c"]
+        );
     }
 }

@@ -16,7 +16,15 @@ use super::series::Series;
 /// A family's dispatcher: `None` when the name is not one of its functions.
 type Family = fn(&Ctx, &str, &Args) -> Option<R<Vec<Series>>>;
 
-const FAMILIES: &[Family] = &[combine::call, transform::call, calculate::call, filter::call, sort::call, alias::call, special::call];
+const FAMILIES: &[Family] = &[
+    combine::call,
+    transform::call,
+    calculate::call,
+    filter::call,
+    sort::call,
+    alias::call,
+    special::call,
+];
 
 pub fn call(ctx: &Ctx, c: &Call) -> R<Vec<Series>> {
     let args = Args { call: c };
@@ -35,7 +43,11 @@ pub fn per_series(c: &Call) -> Option<R<super::eval::PerSeries>> {
 }
 
 /// Applies `f` to every value, renaming each series with `name(series_name)`.
-pub fn map_values(list: Vec<Series>, name: impl Fn(&Series) -> String, f: impl Fn(Option<f64>) -> Option<f64>) -> Vec<Series> {
+pub fn map_values(
+    list: Vec<Series>,
+    name: impl Fn(&Series) -> String,
+    f: impl Fn(Option<f64>) -> Option<f64>,
+) -> Vec<Series> {
     list.into_iter()
         .map(|mut s| {
             let n = name(&s);
@@ -81,14 +93,28 @@ pub mod testutil {
         MemSource(
             series
                 .iter()
-                .map(|(n, vals)| (n.to_string(), vals.iter().enumerate().filter_map(|(i, v)| v.map(|v| (60 + i as i64 * 60, v))).collect()))
+                .map(|(n, vals)| {
+                    (
+                        n.to_string(),
+                        vals.iter()
+                            .enumerate()
+                            .filter_map(|(i, v)| v.map(|v| (60 + i as i64 * 60, v)))
+                            .collect(),
+                    )
+                })
                 .collect(),
         )
     }
 
     /// Evaluates `target` over `(0, 60*n]` (so the grid starts at 60).
     pub fn eval(src: &MemSource, target: &str, n: i64) -> Vec<Series> {
-        let ctx = Ctx { source: src, from: 0, until: 60 * n, now: 60 * n, xff: 0.0 };
+        let ctx = Ctx {
+            source: src,
+            from: 0,
+            until: 60 * n,
+            now: 60 * n,
+            xff: 0.0,
+        };
         ctx.eval(&parse(target).unwrap()).unwrap()
     }
 
@@ -123,7 +149,24 @@ mod tests {
 
     #[test]
     fn round_half_away_edges() {
-        for x in [0.0, -0.0, 0.5, -0.5, 0.49999999999999994, -0.49999999999999994, 1.5, 2.5, -2.5, 4503599627370495.5, -4503599627370495.5, 9007199254740993.0, f64::INFINITY, f64::NEG_INFINITY, -0.3, 1e-300] {
+        for x in [
+            0.0,
+            -0.0,
+            0.5,
+            -0.5,
+            0.49999999999999994,
+            -0.49999999999999994,
+            1.5,
+            2.5,
+            -2.5,
+            4503599627370495.5,
+            -4503599627370495.5,
+            9007199254740993.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            -0.3,
+            1e-300,
+        ] {
             assert_eq!(round_half_away(x).to_bits(), x.round().to_bits(), "{x:e}");
         }
         assert!(round_half_away(f64::NAN).is_nan());

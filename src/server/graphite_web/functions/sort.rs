@@ -27,12 +27,18 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
         "sortByMaxima" => by("max"),
         "sortByMinima" => (|| {
             // graphite drops series whose maximum is not positive, then sorts by minimum.
-            let mut l: Vec<Series> = a.series(ctx, 0, "seriesList")?.into_iter().filter(|s| key("max", s) > 0.0).collect();
+            let mut l: Vec<Series> = a
+                .series(ctx, 0, "seriesList")?
+                .into_iter()
+                .filter(|s| key("max", s) > 0.0)
+                .collect();
             l.sort_by(|x, y| key("min", x).total_cmp(&key("min", y)));
             Ok(l)
         })(),
         "sortBy" => (|| {
-            let f = super::combine::agg_name(&a.opt_str(1, "func")?.unwrap_or_else(|| "average".into()))?;
+            let f = super::combine::agg_name(
+                &a.opt_str(1, "func")?.unwrap_or_else(|| "average".into()),
+            )?;
             let reverse = a.boolean(2, "reverse", false)?;
             let mut l = a.series(ctx, 0, "seriesList")?;
             l.sort_by(|x, y| key(&f, x).total_cmp(&key(&f, y)));
@@ -76,11 +82,23 @@ mod tests {
 
     #[test]
     fn sorts() {
-        let src = mem(&[("s.a10", &[Some(1.0), Some(1.0)]), ("s.a2", &[Some(5.0), None]), ("s.b", &[Some(3.0), Some(4.0)])]);
-        let n = |t: &str| eval(&src, t, 2).into_iter().map(|s| s.name).collect::<Vec<_>>();
+        let src = mem(&[
+            ("s.a10", &[Some(1.0), Some(1.0)]),
+            ("s.a2", &[Some(5.0), None]),
+            ("s.b", &[Some(3.0), Some(4.0)]),
+        ]);
+        let n = |t: &str| {
+            eval(&src, t, 2)
+                .into_iter()
+                .map(|s| s.name)
+                .collect::<Vec<_>>()
+        };
         assert_eq!(n("sortByName(s.*)"), vec!["s.a10", "s.a2", "s.b"]);
         assert_eq!(n("sortByName(s.*, true)"), vec!["s.a2", "s.a10", "s.b"]);
-        assert_eq!(n("sortByName(s.*, false, true)"), vec!["s.b", "s.a2", "s.a10"]);
+        assert_eq!(
+            n("sortByName(s.*, false, true)"),
+            vec!["s.b", "s.a2", "s.a10"]
+        );
         assert_eq!(n("sortByMaxima(s.*)"), vec!["s.a2", "s.b", "s.a10"]);
         assert_eq!(n("sortByTotal(s.*)"), vec!["s.b", "s.a2", "s.a10"]);
         assert_eq!(n("sortByMinima(s.*)"), vec!["s.a10", "s.b", "s.a2"]);

@@ -9,10 +9,17 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
         "constantLine" => a.num(0, "value").map(|v| vec![constant_line(ctx, v)]),
         "consolidateBy" => (|| {
             let f = a.string(1, "consolidationFunc")?;
-            if !matches!(f.as_str(), "average" | "avg" | "avg_zero" | "first" | "last" | "max" | "min" | "sum") {
+            if !matches!(
+                f.as_str(),
+                "average" | "avg" | "avg_zero" | "first" | "last" | "max" | "min" | "sum"
+            ) {
                 return err(format!("Invalid consolidation function: {f}"));
             }
-            let f2 = if f == "avg" { "average".to_string() } else { f.clone() };
+            let f2 = if f == "avg" {
+                "average".to_string()
+            } else {
+                f.clone()
+            };
             Ok(a.series(ctx, 0, "seriesList")?
                 .into_iter()
                 .map(|mut s| {
@@ -68,10 +75,15 @@ fn series_by_tag(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     for e in &a.call.args {
         match e {
             Expr::Str(s) => exprs.push(s.clone()),
-            other => return err(format!("seriesByTag: tag expressions must be strings, got {other:?}")),
+            other => {
+                return err(format!(
+                    "seriesByTag: tag expressions must be strings, got {other:?}"
+                ))
+            }
         }
     }
     let entries = ctx.source.entries()?;
-    let matched = crate::server::graphite_web::tags::find_series(&entries, &exprs).map_err(EvalError)?;
+    let matched =
+        crate::server::graphite_web::tags::find_series(&entries, &exprs).map_err(EvalError)?;
     ctx.fetch_entries(&matched, &a.call.text)
 }

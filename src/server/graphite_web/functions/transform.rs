@@ -4,51 +4,117 @@
 use super::super::attime::parse_offset;
 use super::super::eval::{err, Args, Ctx, EvalError, PerSeries, R};
 use super::super::series::{aggregate, fmt_g, Series};
-use super::{finite, map_values, round_half_away};
 use super::combine::agg_name;
+use super::{finite, map_values, round_half_away};
 
 pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
     let list = || a.series(ctx, 0, "seriesList");
     Some(match name {
         "scale" => (|| {
             let f = a.num(1, "factor")?;
-            Ok(tagged(map_values(list()?, |s| format!("scale({},{})", s.name, fmt_g(f)), |v| v.map(|v| v * f)), "scale", &fmt_g(f)))
+            Ok(tagged(
+                map_values(
+                    list()?,
+                    |s| format!("scale({},{})", s.name, fmt_g(f)),
+                    |v| v.map(|v| v * f),
+                ),
+                "scale",
+                &fmt_g(f),
+            ))
         })(),
         "offset" => (|| {
             let f = a.num(1, "factor")?;
-            Ok(tagged(map_values(list()?, |s| format!("offset({},{})", s.name, fmt_g(f)), |v| v.map(|v| v + f)), "offset", &fmt_g(f)))
+            Ok(tagged(
+                map_values(
+                    list()?,
+                    |s| format!("offset({},{})", s.name, fmt_g(f)),
+                    |v| v.map(|v| v + f),
+                ),
+                "offset",
+                &fmt_g(f),
+            ))
         })(),
-        "absolute" => list().map(|l| tagged(map_values(l, |s| format!("absolute({})", s.name), |v| v.map(f64::abs)), "absolute", "1")),
-        "invert" => list().map(|l| tagged(map_values(l, |s| format!("invert({})", s.name), |v| v.and_then(|v| finite(1.0 / v).filter(|_| v != 0.0))), "invert", "1")),
+        "absolute" => list().map(|l| {
+            tagged(
+                map_values(l, |s| format!("absolute({})", s.name), |v| v.map(f64::abs)),
+                "absolute",
+                "1",
+            )
+        }),
+        "invert" => list().map(|l| {
+            tagged(
+                map_values(
+                    l,
+                    |s| format!("invert({})", s.name),
+                    |v| v.and_then(|v| finite(1.0 / v).filter(|_| v != 0.0)),
+                ),
+                "invert",
+                "1",
+            )
+        }),
         "pow" => (|| {
             let f = a.num(1, "factor")?;
-            Ok(tagged(map_values(list()?, |s| format!("pow({},{})", s.name, fmt_g(f)), |v| v.and_then(|v| finite(v.powf(f)))), "pow", &fmt_g(f)))
+            Ok(tagged(
+                map_values(
+                    list()?,
+                    |s| format!("pow({},{})", s.name, fmt_g(f)),
+                    |v| v.and_then(|v| finite(v.powf(f))),
+                ),
+                "pow",
+                &fmt_g(f),
+            ))
         })(),
         "log" => (|| {
             let base = a.num_or(1, "base", 10.0)?;
-            Ok(tagged(map_values(list()?, |s| format!("log({}, {})", s.name, fmt_g(base)), |v| v.filter(|v| *v > 0.0).and_then(|v| finite(v.log(base)))), "log", &fmt_g(base)))
+            Ok(tagged(
+                map_values(
+                    list()?,
+                    |s| format!("log({}, {})", s.name, fmt_g(base)),
+                    |v| v.filter(|v| *v > 0.0).and_then(|v| finite(v.log(base))),
+                ),
+                "log",
+                &fmt_g(base),
+            ))
         })(),
         "removeBelowValue" => (|| {
             let n = a.num(1, "n")?;
-            Ok(map_values(list()?, |s| format!("removeBelowValue({}, {})", s.name, fmt_g(n)), |v| v.filter(|v| *v >= n)))
+            Ok(map_values(
+                list()?,
+                |s| format!("removeBelowValue({}, {})", s.name, fmt_g(n)),
+                |v| v.filter(|v| *v >= n),
+            ))
         })(),
         "removeAboveValue" => (|| {
             let n = a.num(1, "n")?;
-            Ok(map_values(list()?, |s| format!("removeAboveValue({}, {})", s.name, fmt_g(n)), |v| v.filter(|v| *v <= n)))
+            Ok(map_values(
+                list()?,
+                |s| format!("removeAboveValue({}, {})", s.name, fmt_g(n)),
+                |v| v.filter(|v| *v <= n),
+            ))
         })(),
         "transformNull" => transform_null(ctx, a),
         "derivative" => list().map(|l| {
-            let l = l.into_iter().map(|mut s| {
-                let mut prev: Option<f64> = None;
-                s.values = s.values.iter().map(|v| {
-                    let out = match (prev, *v) { (Some(p), Some(x)) => Some(x - p), _ => None };
-                    prev = *v;
-                    out
-                }).collect();
-                let n = format!("derivative({})", s.name);
-                s.rename(n);
-                s
-            }).collect();
+            let l = l
+                .into_iter()
+                .map(|mut s| {
+                    let mut prev: Option<f64> = None;
+                    s.values = s
+                        .values
+                        .iter()
+                        .map(|v| {
+                            let out = match (prev, *v) {
+                                (Some(p), Some(x)) => Some(x - p),
+                                _ => None,
+                            };
+                            prev = *v;
+                            out
+                        })
+                        .collect();
+                    let n = format!("derivative({})", s.name);
+                    s.rename(n);
+                    s
+                })
+                .collect();
             tagged(l, "derivative", "1")
         }),
         "nonNegativeDerivative" | "perSecond" => (|| {
@@ -56,61 +122,126 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             a.series_each(ctx, each.arg, each.arg_name, &*each.f)
         })(),
         "integral" => list().map(|l| {
-            let l = l.into_iter().map(|mut s| {
-                let mut acc = 0.0;
-                s.values = s.values.iter().map(|v| v.map(|v| { acc += v; acc })).collect();
-                let n = format!("integral({})", s.name);
-                s.rename(n);
-                s
-            }).collect();
+            let l = l
+                .into_iter()
+                .map(|mut s| {
+                    let mut acc = 0.0;
+                    s.values = s
+                        .values
+                        .iter()
+                        .map(|v| {
+                            v.map(|v| {
+                                acc += v;
+                                acc
+                            })
+                        })
+                        .collect();
+                    let n = format!("integral({})", s.name);
+                    s.rename(n);
+                    s
+                })
+                .collect();
             tagged(l, "integral", "1")
         }),
         "keepLastValue" => (|| {
             let limit = a.num_or(1, "limit", f64::INFINITY)?;
-            Ok(list()?.into_iter().map(|mut s| {
-                keep_last(&mut s.values, limit);
-                let n = format!("keepLastValue({})", s.name);
-                s.rename(n);
-                s
-            }).collect())
+            Ok(list()?
+                .into_iter()
+                .map(|mut s| {
+                    keep_last(&mut s.values, limit);
+                    let n = format!("keepLastValue({})", s.name);
+                    s.rename(n);
+                    s
+                })
+                .collect())
         })(),
         "delay" => (|| {
             let steps = a.num(1, "steps")? as i64;
-            Ok(list()?.into_iter().map(|mut s| {
-                let n = s.values.len() as i64;
-                s.values = (0..n).map(|i| { let j = i - steps; if j >= 0 && j < n { s.values[j as usize] } else { None } }).collect();
-                let name = format!("delay({},{steps})", s.name);
-                s.rename(name);
-                s.set_tag("delay", steps.to_string());
-                s
-            }).collect())
+            Ok(list()?
+                .into_iter()
+                .map(|mut s| {
+                    let n = s.values.len() as i64;
+                    s.values = (0..n)
+                        .map(|i| {
+                            let j = i - steps;
+                            if j >= 0 && j < n {
+                                s.values[j as usize]
+                            } else {
+                                None
+                            }
+                        })
+                        .collect();
+                    let name = format!("delay({},{steps})", s.name);
+                    s.rename(name);
+                    s.set_tag("delay", steps.to_string());
+                    s
+                })
+                .collect())
         })(),
         "add" => (|| {
             let c = a.num(1, "constant")?;
-            Ok(tagged(map_values(list()?, |s| format!("add({},{})", s.name, fmt_g(c)), |v| v.map(|v| v + c)), "add", &fmt_g(c)))
+            Ok(tagged(
+                map_values(
+                    list()?,
+                    |s| format!("add({},{})", s.name, fmt_g(c)),
+                    |v| v.map(|v| v + c),
+                ),
+                "add",
+                &fmt_g(c),
+            ))
         })(),
-        "squareRoot" => list().map(|l| map_values(l, |s| format!("squareRoot({})", s.name), |v| v.filter(|v| *v >= 0.0).map(f64::sqrt))),
-        "exp" => list().map(|l| map_values(l, |s| format!("exp({})", s.name), |v| v.and_then(|v| finite(v.exp())))),
+        "squareRoot" => list().map(|l| {
+            map_values(
+                l,
+                |s| format!("squareRoot({})", s.name),
+                |v| v.filter(|v| *v >= 0.0).map(f64::sqrt),
+            )
+        }),
+        "exp" => list().map(|l| {
+            map_values(
+                l,
+                |s| format!("exp({})", s.name),
+                |v| v.and_then(|v| finite(v.exp())),
+            )
+        }),
         "round" => (|| {
             let p = a.opt_num(1, "precision")?;
             let m = 10f64.powi(p.unwrap_or(0.0) as i32);
             // Python's round: halves go to the even neighbour.
             Ok(map_values(
                 list()?,
-                |s| match p { Some(p) => format!("round({},{})", s.name, p as i64), None => format!("round({})", s.name) },
+                |s| match p {
+                    Some(p) => format!("round({},{})", s.name, p as i64),
+                    None => format!("round({})", s.name),
+                },
                 |v| v.map(|v| (v * m).round_ties_even() / m),
             ))
         })(),
-        "isNonNull" => list().map(|l| map_values(l, |s| format!("isNonNull({})", s.name), |v| Some(if v.is_some() { 1.0 } else { 0.0 }))),
+        "isNonNull" => list().map(|l| {
+            map_values(
+                l,
+                |s| format!("isNonNull({})", s.name),
+                |v| Some(if v.is_some() { 1.0 } else { 0.0 }),
+            )
+        }),
         "changed" => list().map(|l| {
             l.into_iter()
                 .map(|mut s| {
                     let mut prev: Option<f64> = None;
-                    s.values = s.values.iter().map(|v| {
-                        let out = match (*v, prev) { (Some(x), Some(p)) if x != p => 1.0, _ => 0.0 };
-                        if v.is_some() { prev = *v; }
-                        Some(out)
-                    }).collect();
+                    s.values = s
+                        .values
+                        .iter()
+                        .map(|v| {
+                            let out = match (*v, prev) {
+                                (Some(x), Some(p)) if x != p => 1.0,
+                                _ => 0.0,
+                            };
+                            if v.is_some() {
+                                prev = *v;
+                            }
+                            Some(out)
+                        })
+                        .collect();
                     let n = format!("changed({})", s.name);
                     s.rename(n);
                     s
@@ -120,7 +251,12 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
         "offsetToZero" => list().map(|l| {
             l.into_iter()
                 .map(|s| {
-                    let min = s.values.iter().flatten().copied().fold(f64::INFINITY, f64::min);
+                    let min = s
+                        .values
+                        .iter()
+                        .flatten()
+                        .copied()
+                        .fold(f64::INFINITY, f64::min);
                     let n = format!("offsetToZero({})", s.name);
                     map_values(vec![s], |_| n.clone(), |v| v.map(|v| v - min)).remove(0)
                 })
@@ -129,10 +265,33 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
         "minMax" => list().map(|l| {
             l.into_iter()
                 .map(|s| {
-                    let min = s.values.iter().flatten().copied().fold(f64::INFINITY, f64::min);
-                    let max = s.values.iter().flatten().copied().fold(f64::NEG_INFINITY, f64::max);
+                    let min = s
+                        .values
+                        .iter()
+                        .flatten()
+                        .copied()
+                        .fold(f64::INFINITY, f64::min);
+                    let max = s
+                        .values
+                        .iter()
+                        .flatten()
+                        .copied()
+                        .fold(f64::NEG_INFINITY, f64::max);
                     let n = format!("minMax({})", s.name);
-                    map_values(vec![s], |_| n.clone(), |v| v.map(|v| if max > min { (v - min) / (max - min) } else { 0.0 })).remove(0)
+                    map_values(
+                        vec![s],
+                        |_| n.clone(),
+                        |v| {
+                            v.map(|v| {
+                                if max > min {
+                                    (v - min) / (max - min)
+                                } else {
+                                    0.0
+                                }
+                            })
+                        },
+                    )
+                    .remove(0)
                 })
                 .collect()
         }),
@@ -155,7 +314,12 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
                 .map(|s| {
                     let f = secs / s.step as f64;
                     let n = format!("scaleToSeconds({},{})", s.name, secs as i64);
-                    map_values(vec![s], |_| n.clone(), |v| v.map(|v| (v * f * 1e6).round() / 1e6)).remove(0)
+                    map_values(
+                        vec![s],
+                        |_| n.clone(),
+                        |v| v.map(|v| (v * f * 1e6).round() / 1e6),
+                    )
+                    .remove(0)
                 })
                 .collect())
         })(),
@@ -180,10 +344,21 @@ pub fn per_series(name: &str, a: &Args) -> Option<R<PerSeries>> {
         let (max, min) = (a.opt_num(1, "maxValue")?, a.opt_num(2, "minValue")?);
         let f = move |s| {
             let mut s = non_negative(s, max, min, per_second);
-            s.set_tag(if per_second { "perSecond" } else { "nonNegativeDerivative" }, "1");
+            s.set_tag(
+                if per_second {
+                    "perSecond"
+                } else {
+                    "nonNegativeDerivative"
+                },
+                "1",
+            );
             s
         };
-        Ok(PerSeries { arg: 0, arg_name: "seriesList", f: Box::new(f) })
+        Ok(PerSeries {
+            arg: 0,
+            arg_name: "seriesList",
+            f: Box::new(f),
+        })
     })())
 }
 
@@ -196,12 +371,19 @@ fn tagged(mut l: Vec<Series>, k: &str, v: &str) -> Vec<Series> {
 
 /// graphite's `_nonNegativeDelta`: values above max / below min reset; a decrease is a wrap
 /// (with maxValue: `max + 1 + v - prev - min`; with only minValue: `v - min`) or a null.
-fn delta(v: Option<f64>, prev: Option<f64>, max: Option<f64>, min: Option<f64>) -> (Option<f64>, Option<f64>) {
+fn delta(
+    v: Option<f64>,
+    prev: Option<f64>,
+    max: Option<f64>,
+    min: Option<f64>,
+) -> (Option<f64>, Option<f64>) {
     let Some(x) = v else { return (None, None) };
     if max.is_some_and(|m| x > m) || min.is_some_and(|m| x < m) {
         return (None, None);
     }
-    let Some(p) = prev else { return (None, Some(x)) };
+    let Some(p) = prev else {
+        return (None, Some(x));
+    };
     if x >= p {
         return (Some(x - p), Some(x));
     }
@@ -219,7 +401,13 @@ fn delta(v: Option<f64>, prev: Option<f64>, max: Option<f64>, min: Option<f64>) 
 fn non_negative(mut s: Series, max: Option<f64>, min: Option<f64>, per_second: bool) -> Series {
     let mut prev = None;
     let step = s.step as f64;
-    let scaled = |d: f64| if per_second { round_half_away((d / step) * 1e6) / 1e6 } else { d };
+    let scaled = |d: f64| {
+        if per_second {
+            round_half_away((d / step) * 1e6) / 1e6
+        } else {
+            d
+        }
+    };
     if max.is_none() && min.is_none() {
         // `delta` without bounds, with no branch on whether a value went down (for a gauge,
         // as random as the data): the value is worked out either way, then kept or not.
@@ -238,7 +426,15 @@ fn non_negative(mut s: Series, max: Option<f64>, min: Option<f64>, per_second: b
             *v = d.map(scaled);
         }
     }
-    let n = format!("{}({})", if per_second { "perSecond" } else { "nonNegativeDerivative" }, s.name);
+    let n = format!(
+        "{}({})",
+        if per_second {
+            "perSecond"
+        } else {
+            "nonNegativeDerivative"
+        },
+        s.name
+    );
     s.rename(n);
     s
 }
@@ -307,10 +503,17 @@ fn transform_null(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
                 .map(|(i, v)| match (v, &refs) {
                     (Some(x), _) => Some(*x),
                     (None, None) => Some(d),
-                    (None, Some(r)) => r.iter().any(|r| r.values.get(i).copied().flatten().is_some()).then_some(d),
+                    (None, Some(r)) => r
+                        .iter()
+                        .any(|r| r.values.get(i).copied().flatten().is_some())
+                        .then_some(d),
                 })
                 .collect();
-            let n = if refs.is_some() { format!("transformNull({},{},referenceSeries)", s.name, fmt_g(d)) } else { format!("transformNull({},{})", s.name, fmt_g(d)) };
+            let n = if refs.is_some() {
+                format!("transformNull({},{},referenceSeries)", s.name, fmt_g(d))
+            } else {
+                format!("transformNull({},{})", s.name, fmt_g(d))
+            };
             s.rename(n);
             s.set_tag("transformNull", fmt_g(d));
             s
@@ -326,7 +529,9 @@ fn time_shift(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
         shift = format!("-{shift}");
     }
     let d = parse_offset(&shift).map_err(EvalError)?;
-    let inner = a.get(0, "seriesList").ok_or_else(|| EvalError("timeShift: missing seriesList".into()))?;
+    let inner = a
+        .get(0, "seriesList")
+        .ok_or_else(|| EvalError("timeShift: missing seriesList".into()))?;
     let shifted = ctx.shifted(ctx.from + d, ctx.until + d).eval(inner)?;
     Ok(shifted
         .into_iter()
@@ -358,7 +563,14 @@ fn interval(a: &Args, i: usize) -> R<(String, i64)> {
 
 /// Buckets `s` into `width`-second intervals starting at `new_start` (up to `new_end`); a bucket
 /// holds the points whose timestamps fall in it. Null unless xff holds.
-fn bucketize(s: &Series, new_start: i64, new_end: i64, width: i64, func: &str, xff: f64) -> Vec<Option<f64>> {
+fn bucketize(
+    s: &Series,
+    new_start: i64,
+    new_end: i64,
+    width: i64,
+    func: &str,
+    xff: f64,
+) -> Vec<Option<f64>> {
     let n = ((new_end - new_start + width - 1) / width).max(0) as usize;
     let mut buckets: Vec<Vec<Option<f64>>> = vec![Vec::new(); n];
     for (t, v) in s.timestamps().zip(&s.values) {
@@ -390,9 +602,20 @@ fn summarize(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
         .into_iter()
         .map(|s| {
             // Default buckets are aligned to epoch multiples of the interval.
-            let (ns, ne) = if align { (s.start, s.end) } else { (s.start - s.start.rem_euclid(width), s.end - s.end.rem_euclid(width) + width) };
+            let (ns, ne) = if align {
+                (s.start, s.end)
+            } else {
+                (
+                    s.start - s.start.rem_euclid(width),
+                    s.end - s.end.rem_euclid(width) + width,
+                )
+            };
             let values = bucketize(&s, ns, ne, width, &func, s.xff);
-            let name = if align { format!("summarize({}, \"{istr}\", \"{func_s}\", true)", s.name) } else { format!("summarize({}, \"{istr}\", \"{func_s}\")", s.name) };
+            let name = if align {
+                format!("summarize({}, \"{istr}\", \"{func_s}\", true)", s.name)
+            } else {
+                format!("summarize({}, \"{istr}\", \"{func_s}\")", s.name)
+            };
             let mut out = Series::new(name.clone(), ns, width, values);
             out.tags = s.tags.clone();
             out.tags.insert("summarize".into(), istr.clone());
@@ -410,10 +633,18 @@ fn smart_summarize(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     // `alignTo` rounds the request start down to that unit and re-fetches from there.
     let mut c = ctx.clone();
     if let Some(unit) = a.opt_str(3, "alignTo")? {
-        let u = parse_offset(&format!("1{}", unit.trim_start_matches(|c: char| c.is_ascii_digit()))).map_err(EvalError)?.abs();
+        let u = parse_offset(&format!(
+            "1{}",
+            unit.trim_start_matches(|c: char| c.is_ascii_digit())
+        ))
+        .map_err(EvalError)?
+        .abs();
         c = ctx.shifted(ctx.from - ctx.from.rem_euclid(u.max(1)), ctx.until);
     }
-    let list = c.eval(a.get(0, "seriesList").ok_or_else(|| EvalError("smartSummarize: missing seriesList".into()))?)?;
+    let list = c.eval(
+        a.get(0, "seriesList")
+            .ok_or_else(|| EvalError("smartSummarize: missing seriesList".into()))?,
+    )?;
     Ok(list
         .into_iter()
         .map(|s| {
@@ -422,7 +653,8 @@ fn smart_summarize(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
             let mut out = Series::new(name, c.from, width, values);
             out.tags = s.tags.clone();
             out.tags.insert("smartSummarize".into(), istr.clone());
-            out.tags.insert("smartSummarizeFunction".into(), func_s.clone());
+            out.tags
+                .insert("smartSummarizeFunction".into(), func_s.clone());
             out
         })
         .collect())
@@ -443,9 +675,15 @@ fn hitcount(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
             for (i, v) in s.values.iter().enumerate() {
                 let Some(v) = v else { continue };
                 let st = s.start + i as i64 * s.step;
-                let (sb, sm) = ((st - new_start).div_euclid(width), (st - new_start).rem_euclid(width));
+                let (sb, sm) = (
+                    (st - new_start).div_euclid(width),
+                    (st - new_start).rem_euclid(width),
+                );
                 let et = st + s.step;
-                let (mut eb, mut em) = ((et - new_start).div_euclid(width), (et - new_start).rem_euclid(width));
+                let (mut eb, mut em) = (
+                    (et - new_start).div_euclid(width),
+                    (et - new_start).rem_euclid(width),
+                );
                 if eb >= count {
                     eb = count - 1;
                     em = width;
@@ -466,8 +704,15 @@ fn hitcount(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
                     }
                 }
             }
-            let values = buckets.iter().map(|b| (!b.is_empty()).then(|| b.iter().sum())).collect();
-            let name = format!("hitcount({}, \"{istr}\"{})", s.name, if align { ", true" } else { "" });
+            let values = buckets
+                .iter()
+                .map(|b| (!b.is_empty()).then(|| b.iter().sum()))
+                .collect();
+            let name = format!(
+                "hitcount({}, \"{istr}\"{})",
+                s.name,
+                if align { ", true" } else { "" }
+            );
             let mut out = Series::new(name, new_start, width, values);
             out.tags = s.tags.clone();
             out.tags.insert("hitcount".into(), istr.clone());
@@ -512,54 +757,155 @@ mod tests {
         assert_eq!(r[0].name, "scale(a.b,0.5)");
         assert_eq!(r[0].tags["scale"], "0.5");
         assert_eq!(vals(&r[0]), vec![Some(0.5), None, Some(-1.5), Some(0.0)]);
-        assert_eq!(vals(&eval(&src, "scale(a.b, '2')", 4)[0]), vec![Some(2.0), None, Some(-6.0), Some(0.0)]);
-        assert_eq!(vals(&eval(&src, "offset(a.b, 1)", 4)[0]), vec![Some(2.0), None, Some(-2.0), Some(1.0)]);
-        assert_eq!(vals(&eval(&src, "absolute(a.b)", 4)[0]), vec![Some(1.0), None, Some(3.0), Some(0.0)]);
-        assert_eq!(vals(&eval(&src, "invert(a.b)", 4)[0]), vec![Some(1.0), None, Some(-1.0 / 3.0), None]);
-        assert_eq!(vals(&eval(&src, "transformNull(a.b)", 4)[0]), vec![Some(1.0), Some(0.0), Some(-3.0), Some(0.0)]);
-        assert_eq!(eval(&src, "removeBelowValue(a.b, 0)", 4)[0].name, "removeBelowValue(a.b, 0)");
-        assert_eq!(vals(&eval(&src, "removeBelowValue(a.b, 0)", 4)[0]), vec![Some(1.0), None, None, Some(0.0)]);
-        assert_eq!(vals(&eval(&src, "removeAboveValue(a.b, 0)", 4)[0]), vec![None, None, Some(-3.0), Some(0.0)]);
-        assert_eq!(vals(&eval(&src, "integral(a.b)", 4)[0]), vec![Some(1.0), None, Some(-2.0), Some(-2.0)]);
-        assert_eq!(vals(&eval(&src, "delay(a.b, 1)", 4)[0]), vec![None, Some(1.0), None, Some(-3.0)]);
-        assert_eq!(vals(&eval(&src, "pow(a.b, 2)", 4)[0]), vec![Some(1.0), None, Some(9.0), Some(0.0)]);
+        assert_eq!(
+            vals(&eval(&src, "scale(a.b, '2')", 4)[0]),
+            vec![Some(2.0), None, Some(-6.0), Some(0.0)]
+        );
+        assert_eq!(
+            vals(&eval(&src, "offset(a.b, 1)", 4)[0]),
+            vec![Some(2.0), None, Some(-2.0), Some(1.0)]
+        );
+        assert_eq!(
+            vals(&eval(&src, "absolute(a.b)", 4)[0]),
+            vec![Some(1.0), None, Some(3.0), Some(0.0)]
+        );
+        assert_eq!(
+            vals(&eval(&src, "invert(a.b)", 4)[0]),
+            vec![Some(1.0), None, Some(-1.0 / 3.0), None]
+        );
+        assert_eq!(
+            vals(&eval(&src, "transformNull(a.b)", 4)[0]),
+            vec![Some(1.0), Some(0.0), Some(-3.0), Some(0.0)]
+        );
+        assert_eq!(
+            eval(&src, "removeBelowValue(a.b, 0)", 4)[0].name,
+            "removeBelowValue(a.b, 0)"
+        );
+        assert_eq!(
+            vals(&eval(&src, "removeBelowValue(a.b, 0)", 4)[0]),
+            vec![Some(1.0), None, None, Some(0.0)]
+        );
+        assert_eq!(
+            vals(&eval(&src, "removeAboveValue(a.b, 0)", 4)[0]),
+            vec![None, None, Some(-3.0), Some(0.0)]
+        );
+        assert_eq!(
+            vals(&eval(&src, "integral(a.b)", 4)[0]),
+            vec![Some(1.0), None, Some(-2.0), Some(-2.0)]
+        );
+        assert_eq!(
+            vals(&eval(&src, "delay(a.b, 1)", 4)[0]),
+            vec![None, Some(1.0), None, Some(-3.0)]
+        );
+        assert_eq!(
+            vals(&eval(&src, "pow(a.b, 2)", 4)[0]),
+            vec![Some(1.0), None, Some(9.0), Some(0.0)]
+        );
         // Python's math.log(x, base) is ln(x)/ln(base): log(1000, 10) = 2.9999999999999996.
-        let l = eval(&mem(&[("a.b", &[Some(100.0), Some(1000.0), Some(0.5)])]), "log(a.b)", 3);
+        let l = eval(
+            &mem(&[("a.b", &[Some(100.0), Some(1000.0), Some(0.5)])]),
+            "log(a.b)",
+            3,
+        );
         assert_eq!(l[0].name, "log(a.b, 10)");
-        assert_eq!(vals(&l[0]), vec![Some(2.0), Some(2.9999999999999996), Some(0.5f64.ln() / 10f64.ln())]);
+        assert_eq!(
+            vals(&l[0]),
+            vec![
+                Some(2.0),
+                Some(2.9999999999999996),
+                Some(0.5f64.ln() / 10f64.ln())
+            ]
+        );
     }
 
     #[test]
     fn math_and_null_helpers() {
         let src = mem(&[("a", &[Some(4.0), None, Some(2.5), Some(-1.0), Some(3.5)])]);
-        assert_eq!(vals(&eval(&src, "squareRoot(a)", 5)[0]), vec![Some(2.0), None, Some(2.5f64.sqrt()), None, Some(3.5f64.sqrt())]);
-        assert_eq!(vals(&eval(&src, "round(a)", 5)[0]), vec![Some(4.0), None, Some(2.0), Some(-1.0), Some(4.0)]);
-        assert_eq!(vals(&eval(&src, "isNonNull(a)", 5)[0]), vec![Some(1.0), Some(0.0), Some(1.0), Some(1.0), Some(1.0)]);
-        assert_eq!(vals(&eval(&src, "changed(a)", 5)[0]), vec![Some(0.0), Some(0.0), Some(1.0), Some(1.0), Some(1.0)]);
-        assert_eq!(vals(&eval(&src, "offsetToZero(a)", 5)[0]), vec![Some(5.0), None, Some(3.5), Some(0.0), Some(4.5)]);
-        assert_eq!(vals(&eval(&src, "minMax(a)", 5)[0]), vec![Some(1.0), None, Some(0.7), Some(0.0), Some(0.9)]);
-        assert_eq!(vals(&eval(&src, "interpolate(a)", 5)[0]), vec![Some(4.0), Some(3.25), Some(2.5), Some(-1.0), Some(3.5)]);
-        assert_eq!(vals(&eval(&src, "scaleToSeconds(a, 30)", 5)[0]), vec![Some(2.0), None, Some(1.25), Some(-0.5), Some(1.75)]);
+        assert_eq!(
+            vals(&eval(&src, "squareRoot(a)", 5)[0]),
+            vec![
+                Some(2.0),
+                None,
+                Some(2.5f64.sqrt()),
+                None,
+                Some(3.5f64.sqrt())
+            ]
+        );
+        assert_eq!(
+            vals(&eval(&src, "round(a)", 5)[0]),
+            vec![Some(4.0), None, Some(2.0), Some(-1.0), Some(4.0)]
+        );
+        assert_eq!(
+            vals(&eval(&src, "isNonNull(a)", 5)[0]),
+            vec![Some(1.0), Some(0.0), Some(1.0), Some(1.0), Some(1.0)]
+        );
+        assert_eq!(
+            vals(&eval(&src, "changed(a)", 5)[0]),
+            vec![Some(0.0), Some(0.0), Some(1.0), Some(1.0), Some(1.0)]
+        );
+        assert_eq!(
+            vals(&eval(&src, "offsetToZero(a)", 5)[0]),
+            vec![Some(5.0), None, Some(3.5), Some(0.0), Some(4.5)]
+        );
+        assert_eq!(
+            vals(&eval(&src, "minMax(a)", 5)[0]),
+            vec![Some(1.0), None, Some(0.7), Some(0.0), Some(0.9)]
+        );
+        assert_eq!(
+            vals(&eval(&src, "interpolate(a)", 5)[0]),
+            vec![Some(4.0), Some(3.25), Some(2.5), Some(-1.0), Some(3.5)]
+        );
+        assert_eq!(
+            vals(&eval(&src, "scaleToSeconds(a, 30)", 5)[0]),
+            vec![Some(2.0), None, Some(1.25), Some(-0.5), Some(1.75)]
+        );
         assert_eq!(eval(&src, "add(a, 1)", 5)[0].values[0], Some(5.0));
     }
 
     #[test]
     fn derivatives() {
-        let src = mem(&[("c", &[Some(1.0), Some(3.0), None, Some(6.0), Some(2.0), Some(8.0)])]);
-        assert_eq!(vals(&eval(&src, "derivative(c)", 6)[0]), vec![None, Some(2.0), None, None, Some(-4.0), Some(6.0)]);
-        assert_eq!(vals(&eval(&src, "nonNegativeDerivative(c)", 6)[0]), vec![None, Some(2.0), None, None, None, Some(6.0)]);
+        let src = mem(&[(
+            "c",
+            &[Some(1.0), Some(3.0), None, Some(6.0), Some(2.0), Some(8.0)],
+        )]);
+        assert_eq!(
+            vals(&eval(&src, "derivative(c)", 6)[0]),
+            vec![None, Some(2.0), None, None, Some(-4.0), Some(6.0)]
+        );
+        assert_eq!(
+            vals(&eval(&src, "nonNegativeDerivative(c)", 6)[0]),
+            vec![None, Some(2.0), None, None, None, Some(6.0)]
+        );
         // A wrap at maxValue 10: 10 + 1 + 2 - 6 = 7.
-        assert_eq!(vals(&eval(&src, "nonNegativeDerivative(c, 10)", 6)[0]), vec![None, Some(2.0), None, None, Some(7.0), Some(6.0)]);
+        assert_eq!(
+            vals(&eval(&src, "nonNegativeDerivative(c, 10)", 6)[0]),
+            vec![None, Some(2.0), None, None, Some(7.0), Some(6.0)]
+        );
         let r = eval(&src, "perSecond(c)", 6);
         assert_eq!(r[0].name, "perSecond(c)");
-        assert_eq!(vals(&r[0]), vec![None, Some(0.033333), None, None, None, Some(0.1)]);
+        assert_eq!(
+            vals(&r[0]),
+            vec![None, Some(0.033333), None, None, None, Some(0.1)]
+        );
     }
 
     #[test]
     fn keep_last_value_limits() {
         let mut v = vec![None, Some(1.0), None, None, Some(4.0), None, None, None];
         keep_last(&mut v, 2.0);
-        assert_eq!(v, vec![None, Some(1.0), Some(1.0), Some(1.0), Some(4.0), None, None, None]);
+        assert_eq!(
+            v,
+            vec![
+                None,
+                Some(1.0),
+                Some(1.0),
+                Some(1.0),
+                Some(4.0),
+                None,
+                None,
+                None
+            ]
+        );
         let mut v = vec![Some(1.0), None, None, None];
         keep_last(&mut v, f64::INFINITY);
         assert_eq!(v, vec![Some(1.0); 4]);
@@ -567,7 +913,10 @@ mod tests {
 
     #[test]
     fn summarize_and_hitcount() {
-        let src = mem(&[("s", &[Some(1.0), Some(2.0), Some(3.0), Some(4.0), Some(5.0), None])]);
+        let src = mem(&[(
+            "s",
+            &[Some(1.0), Some(2.0), Some(3.0), Some(4.0), Some(5.0), None],
+        )]);
         // Points at 60..360, buckets of 120 s aligned to epoch: [0,120) [120,240) [240,360) [360,480).
         let r = eval(&src, "summarize(s, '2min')", 6);
         assert_eq!(r[0].name, "summarize(s, \"2min\", \"sum\")");
@@ -584,8 +933,16 @@ mod tests {
     #[test]
     fn time_shift_refetches() {
         let src = mem(&[("t", &[Some(1.0), Some(2.0), Some(3.0), Some(4.0)])]);
-        let ctx = super::super::super::eval::Ctx { source: &src, from: 120, until: 240, now: 240, xff: 0.0 };
-        let r = ctx.eval(&super::super::super::parser::parse("timeShift(t, '1min')").unwrap()).unwrap();
+        let ctx = super::super::super::eval::Ctx {
+            source: &src,
+            from: 120,
+            until: 240,
+            now: 240,
+            xff: 0.0,
+        };
+        let r = ctx
+            .eval(&super::super::super::parser::parse("timeShift(t, '1min')").unwrap())
+            .unwrap();
         assert_eq!(r[0].name, "timeShift(t, \"-1min\")");
         assert_eq!(r[0].start, 180);
         assert_eq!(vals(&r[0]), vec![Some(2.0), Some(3.0)]);

@@ -47,13 +47,19 @@ impl Catalog {
         for entry in std::fs::read_dir(dir)? {
             let path = entry?.path();
             if path.extension().is_some_and(|e| e == "families") {
-                let name = path.file_stem().and_then(|s| s.to_str()).and_then(unhex).and_then(|b| String::from_utf8(b).ok());
+                let name = path
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .and_then(unhex)
+                    .and_then(|b| String::from_utf8(b).ok());
                 let Some(name) = name else { continue };
                 let mut families = BTreeMap::new();
                 for line in std::fs::read_to_string(&path)?.lines() {
                     let parts: Vec<&str> = line.split(' ').collect();
                     if let [f, v, c] = parts.as_slice() {
-                        let f = unhex(f).ok_or_else(|| CatalogError::Invalid(format!("{}: bad family", path.display())))?;
+                        let f = unhex(f).ok_or_else(|| {
+                            CatalogError::Invalid(format!("{}: bad family", path.display()))
+                        })?;
                         families.insert(f, (v.parse().unwrap_or(1), c.to_string()));
                     }
                 }
@@ -61,11 +67,21 @@ impl Catalog {
                 tables.insert(name, Arc::new(table));
             }
         }
-        Ok(Catalog { dir: dir.to_path_buf(), tables: RwLock::new(tables) })
+        Ok(Catalog {
+            dir: dir.to_path_buf(),
+            tables: RwLock::new(tables),
+        })
     }
 
-    fn open_table(dir: &Path, name: &str, families: BTreeMap<Vec<u8>, (i32, String)>) -> Result<Table, CatalogError> {
-        let spec = TableSpec { name: name.to_string(), families: families.keys().cloned().collect() };
+    fn open_table(
+        dir: &Path,
+        name: &str,
+        families: BTreeMap<Vec<u8>, (i32, String)>,
+    ) -> Result<Table, CatalogError> {
+        let spec = TableSpec {
+            name: name.to_string(),
+            families: families.keys().cloned().collect(),
+        };
         let store = EmbeddedStore::open(&dir.join(hex(name.as_bytes())), &[spec])?;
         Ok(Table { store, families })
     }
@@ -81,24 +97,41 @@ impl Catalog {
     /// Creates a table; family names may end in a colon, as Thrift clients send them.
     pub fn create(&self, name: &str, families: &[ColumnDescriptor]) -> Result<(), CatalogError> {
         if name.is_empty() || families.is_empty() {
-            return Err(CatalogError::Invalid("a table needs a name and at least one family".into()));
+            return Err(CatalogError::Invalid(
+                "a table needs a name and at least one family".into(),
+            ));
         }
         let mut fams = BTreeMap::new();
         for cd in families {
             let raw = cd.name.clone().unwrap_or_default();
             let fam = raw.strip_suffix(b":").unwrap_or(&raw).to_vec();
             if fam.is_empty() || fam.contains(&b':') {
-                return Err(CatalogError::Invalid(format!("bad family name {:?}", String::from_utf8_lossy(&raw))));
+                return Err(CatalogError::Invalid(format!(
+                    "bad family name {:?}",
+                    String::from_utf8_lossy(&raw)
+                )));
             }
-            fams.insert(fam, (cd.max_versions.unwrap_or(3), cd.compression.clone().unwrap_or_else(|| "NONE".into())));
+            fams.insert(
+                fam,
+                (
+                    cd.max_versions.unwrap_or(3),
+                    cd.compression.clone().unwrap_or_else(|| "NONE".into()),
+                ),
+            );
         }
         let mut tables = self.tables.write();
         if tables.contains_key(name) {
             return Err(CatalogError::Exists(name.to_string()));
         }
-        let desc: String = fams.iter().map(|(f, (v, c))| format!("{} {v} {c}\n", hex(f))).collect();
+        let desc: String = fams
+            .iter()
+            .map(|(f, (v, c))| format!("{} {v} {c}\n", hex(f)))
+            .collect();
         let table = Self::open_table(&self.dir, name, fams)?;
-        std::fs::write(self.dir.join(format!("{}.families", hex(name.as_bytes()))), desc)?;
+        std::fs::write(
+            self.dir.join(format!("{}.families", hex(name.as_bytes()))),
+            desc,
+        )?;
         tables.insert(name.to_string(), Arc::new(table));
         Ok(())
     }

@@ -45,13 +45,21 @@ impl Selection {
         }
         cells
             .into_iter()
-            .filter(|c| self.families.contains(&c.family) || self.columns.contains(&(c.family.clone(), c.qualifier.clone())))
+            .filter(|c| {
+                self.families.contains(&c.family)
+                    || self
+                        .columns
+                        .contains(&(c.family.clone(), c.qualifier.clone()))
+            })
             .collect()
     }
 }
 
 fn tcell(c: &Cell) -> TCell {
-    TCell { value: Some(c.value.clone()), timestamp: Some(c.timestamp as i64) }
+    TCell {
+        value: Some(c.value.clone()),
+        timestamp: Some(c.timestamp as i64),
+    }
 }
 
 /// A row as HBase's Thrift server returns it: a `columns` map, or a `sortedColumns` list
@@ -60,11 +68,25 @@ pub fn row_result(key: Vec<u8>, cells: Vec<Cell>, sorted: bool) -> TRowResult {
     if sorted {
         let list = cells
             .iter()
-            .map(|c| TColumn { column_name: Some(codec::column(&c.family, &c.qualifier)), cell: Some(tcell(c)) })
+            .map(|c| TColumn {
+                column_name: Some(codec::column(&c.family, &c.qualifier)),
+                cell: Some(tcell(c)),
+            })
             .collect();
-        TRowResult { row: Some(key), columns: None, sorted_columns: Some(list) }
+        TRowResult {
+            row: Some(key),
+            columns: None,
+            sorted_columns: Some(list),
+        }
     } else {
-        let map: BTreeMap<Vec<u8>, TCell> = cells.iter().map(|c| (codec::column(&c.family, &c.qualifier), tcell(c))).collect();
-        TRowResult { row: Some(key), columns: Some(map), sorted_columns: None }
+        let map: BTreeMap<Vec<u8>, TCell> = cells
+            .iter()
+            .map(|c| (codec::column(&c.family, &c.qualifier), tcell(c)))
+            .collect();
+        TRowResult {
+            row: Some(key),
+            columns: Some(map),
+            sorted_columns: None,
+        }
     }
 }

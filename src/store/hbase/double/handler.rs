@@ -34,11 +34,16 @@ fn tscan(start: Text, stop: Option<Text>, columns: Vec<Text>) -> TScan {
 type Attrs = BTreeMap<Text, Text>;
 
 fn io_err(msg: impl Into<String>) -> thrift::Error {
-    thrift::Error::User(Box::new(IOError { message: Some(msg.into()), can_retry: Some(false) }))
+    thrift::Error::User(Box::new(IOError {
+        message: Some(msg.into()),
+        can_retry: Some(false),
+    }))
 }
 
 fn illegal(msg: impl Into<String>) -> thrift::Error {
-    thrift::Error::User(Box::new(IllegalArgument { message: Some(msg.into()) }))
+    thrift::Error::User(Box::new(IllegalArgument {
+        message: Some(msg.into()),
+    }))
 }
 
 fn store_err(e: StoreError) -> thrift::Error {
@@ -46,7 +51,9 @@ fn store_err(e: StoreError) -> thrift::Error {
 }
 
 fn unsupported<T>(method: &str) -> thrift::Result<T> {
-    Err(io_err(format!("tsgate's HBase test double does not implement {method}")))
+    Err(io_err(format!(
+        "tsgate's HBase test double does not implement {method}"
+    )))
 }
 
 fn name(t: &[u8]) -> String {
@@ -56,7 +63,11 @@ fn name(t: &[u8]) -> String {
 impl Handler {
     fn table(&self, t: &[u8]) -> thrift::Result<Arc<Table>> {
         let n = name(t);
-        self.catalog.get(&n).ok_or_else(|| io_err(format!("org.apache.hadoop.hbase.TableNotFoundException: {n}")))
+        self.catalog.get(&n).ok_or_else(|| {
+            io_err(format!(
+                "org.apache.hadoop.hbase.TableNotFoundException: {n}"
+            ))
+        })
     }
 
     fn check_family(table: &Table, tname: &str, f: &[u8]) -> thrift::Result<()> {
@@ -69,7 +80,13 @@ impl Handler {
 
     /// Thrift mutations of one row as store mutations. A bare family name deletes the whole
     /// family (HBase's `addFamily`); `family:` is the column with an empty qualifier.
-    fn row_mutations(&self, table: &Table, tname: &str, row: &[u8], ms: Vec<Mutation>) -> thrift::Result<Vec<StoreMutation>> {
+    fn row_mutations(
+        &self,
+        table: &Table,
+        tname: &str,
+        row: &[u8],
+        ms: Vec<Mutation>,
+    ) -> thrift::Result<Vec<StoreMutation>> {
         let mut out = Vec::with_capacity(ms.len());
         for m in ms {
             let col = m.column.unwrap_or_default();
@@ -77,10 +94,16 @@ impl Handler {
             Self::check_family(table, tname, fam)?;
             if m.is_delete.unwrap_or(false) {
                 match qual {
-                    Some(q) => out.push(StoreMutation::Delete { family: fam.to_vec(), qualifier: q.to_vec() }),
+                    Some(q) => out.push(StoreMutation::Delete {
+                        family: fam.to_vec(),
+                        qualifier: q.to_vec(),
+                    }),
                     None => {
                         for c in table.store.get(tname, row, &[fam]).map_err(store_err)? {
-                            out.push(StoreMutation::Delete { family: c.family, qualifier: c.qualifier });
+                            out.push(StoreMutation::Delete {
+                                family: c.family,
+                                qualifier: c.qualifier,
+                            });
                         }
                     }
                 }
@@ -95,7 +118,13 @@ impl Handler {
         Ok(out)
     }
 
-    fn get_row_cells(&self, table: &Table, tname: &str, row: &[u8], columns: &[Text]) -> thrift::Result<Option<TRowResult>> {
+    fn get_row_cells(
+        &self,
+        table: &Table,
+        tname: &str,
+        row: &[u8],
+        columns: &[Text],
+    ) -> thrift::Result<Option<TRowResult>> {
         let sel = Selection::parse(columns);
         let fams = sel.families();
         for f in &fams {
@@ -117,11 +146,20 @@ impl Handler {
         let filter = match scan.filter_string {
             None => None,
             Some(f) => {
-                let ParsedFilter::RowRegex(re) = parse_filter(&String::from_utf8_lossy(&f)).map_err(illegal)?;
-                Some(JavaRowRegex::compile(&re).map_err(|e| illegal(format!("bad regexstring: {e}")))?)
+                let ParsedFilter::RowRegex(re) =
+                    parse_filter(&String::from_utf8_lossy(&f)).map_err(illegal)?;
+                Some(
+                    JavaRowRegex::compile(&re)
+                        .map_err(|e| illegal(format!("bad regexstring: {e}")))?,
+                )
             }
         };
-        let s = Scan { start: scan.start_row.unwrap_or_default(), stop: scan.stop_row.unwrap_or_default(), families, ..Default::default() };
+        let s = Scan {
+            start: scan.start_row.unwrap_or_default(),
+            stop: scan.stop_row.unwrap_or_default(),
+            families,
+            ..Default::default()
+        };
         let rows = table.store.scan(&tname, &s).map_err(store_err)?;
         let batch = scan.batch_size.unwrap_or(0).max(0) as usize;
         Ok(self.scanners.add(OpenScanner {
@@ -152,12 +190,25 @@ impl HbaseSyncHandler for Handler {
         Ok(())
     }
     fn handle_get_table_names(&self) -> thrift::Result<Vec<Text>> {
-        Ok(self.catalog.names().into_iter().map(String::into_bytes).collect())
+        Ok(self
+            .catalog
+            .names()
+            .into_iter()
+            .map(String::into_bytes)
+            .collect())
     }
     fn handle_get_table_names_with_is_table_enabled(&self) -> thrift::Result<BTreeMap<Text, bool>> {
-        Ok(self.catalog.names().into_iter().map(|n| (n.into_bytes(), true)).collect())
+        Ok(self
+            .catalog
+            .names()
+            .into_iter()
+            .map(|n| (n.into_bytes(), true))
+            .collect())
     }
-    fn handle_get_column_descriptors(&self, t: Text) -> thrift::Result<BTreeMap<Text, ColumnDescriptor>> {
+    fn handle_get_column_descriptors(
+        &self,
+        t: Text,
+    ) -> thrift::Result<BTreeMap<Text, ColumnDescriptor>> {
         let table = self.table(&t)?;
         Ok(table
             .families
@@ -186,7 +237,9 @@ impl HbaseSyncHandler for Handler {
     fn handle_create_table(&self, t: Text, cfs: Vec<ColumnDescriptor>) -> thrift::Result<()> {
         match self.catalog.create(&name(&t), &cfs) {
             Ok(()) => Ok(()),
-            Err(CatalogError::Exists(n)) => Err(thrift::Error::User(Box::new(AlreadyExists { message: Some(format!("table name already in use: {n}")) }))),
+            Err(CatalogError::Exists(n)) => Err(thrift::Error::User(Box::new(AlreadyExists {
+                message: Some(format!("table name already in use: {n}")),
+            }))),
             Err(CatalogError::Invalid(m)) => Err(illegal(m)),
             Err(e) => Err(io_err(e.to_string())),
         }
@@ -194,35 +247,91 @@ impl HbaseSyncHandler for Handler {
     fn handle_delete_table(&self, _t: Text) -> thrift::Result<()> {
         unsupported("deleteTable")
     }
-    fn handle_get(&self, t: Text, row: Text, column: Text, _a: Attrs) -> thrift::Result<Vec<TCell>> {
+    fn handle_get(
+        &self,
+        t: Text,
+        row: Text,
+        column: Text,
+        _a: Attrs,
+    ) -> thrift::Result<Vec<TCell>> {
         let table = self.table(&t)?;
         let r = self.get_row_cells(&table, &name(&t), &row, &[column])?;
-        Ok(r.and_then(|r| r.columns).map(|m| m.into_values().collect()).unwrap_or_default())
+        Ok(r.and_then(|r| r.columns)
+            .map(|m| m.into_values().collect())
+            .unwrap_or_default())
     }
-    fn handle_get_ver(&self, _t: Text, _r: Text, _c: Text, _n: i32, _a: Attrs) -> thrift::Result<Vec<TCell>> {
+    fn handle_get_ver(
+        &self,
+        _t: Text,
+        _r: Text,
+        _c: Text,
+        _n: i32,
+        _a: Attrs,
+    ) -> thrift::Result<Vec<TCell>> {
         unsupported("getVer")
     }
-    fn handle_get_ver_ts(&self, _t: Text, _r: Text, _c: Text, _ts: i64, _n: i32, _a: Attrs) -> thrift::Result<Vec<TCell>> {
+    fn handle_get_ver_ts(
+        &self,
+        _t: Text,
+        _r: Text,
+        _c: Text,
+        _ts: i64,
+        _n: i32,
+        _a: Attrs,
+    ) -> thrift::Result<Vec<TCell>> {
         unsupported("getVerTs")
     }
     fn handle_get_row(&self, t: Text, row: Text, a: Attrs) -> thrift::Result<Vec<TRowResult>> {
         self.handle_get_row_with_columns(t, row, Vec::new(), a)
     }
-    fn handle_get_row_with_columns(&self, t: Text, row: Text, columns: Vec<Text>, _a: Attrs) -> thrift::Result<Vec<TRowResult>> {
+    fn handle_get_row_with_columns(
+        &self,
+        t: Text,
+        row: Text,
+        columns: Vec<Text>,
+        _a: Attrs,
+    ) -> thrift::Result<Vec<TRowResult>> {
         let table = self.table(&t)?;
-        Ok(self.get_row_cells(&table, &name(&t), &row, &columns)?.into_iter().collect())
+        Ok(self
+            .get_row_cells(&table, &name(&t), &row, &columns)?
+            .into_iter()
+            .collect())
     }
-    fn handle_get_row_ts(&self, _t: Text, _r: Text, _ts: i64, _a: Attrs) -> thrift::Result<Vec<TRowResult>> {
+    fn handle_get_row_ts(
+        &self,
+        _t: Text,
+        _r: Text,
+        _ts: i64,
+        _a: Attrs,
+    ) -> thrift::Result<Vec<TRowResult>> {
         unsupported("getRowTs")
     }
-    fn handle_get_row_with_columns_ts(&self, _t: Text, _r: Text, _c: Vec<Text>, _ts: i64, _a: Attrs) -> thrift::Result<Vec<TRowResult>> {
+    fn handle_get_row_with_columns_ts(
+        &self,
+        _t: Text,
+        _r: Text,
+        _c: Vec<Text>,
+        _ts: i64,
+        _a: Attrs,
+    ) -> thrift::Result<Vec<TRowResult>> {
         unsupported("getRowWithColumnsTs")
     }
-    fn handle_get_rows(&self, t: Text, rows: Vec<Text>, a: Attrs) -> thrift::Result<Vec<TRowResult>> {
+    fn handle_get_rows(
+        &self,
+        t: Text,
+        rows: Vec<Text>,
+        a: Attrs,
+    ) -> thrift::Result<Vec<TRowResult>> {
         self.handle_get_rows_with_columns(t, rows, Vec::new(), a)
     }
     /// Rows that do not exist are left out of the answer, as HBase does.
-    fn handle_get_rows_with_columns(&self, t: Text, rows: Vec<Text>, columns: Vec<Text>, _a: Attrs) -> thrift::Result<Vec<TRowResult>> {
+    fn handle_get_rows_with_columns(
+        &self,
+        t: Text,
+        rows: Vec<Text>,
+        columns: Vec<Text>,
+        _a: Attrs,
+    ) -> thrift::Result<Vec<TRowResult>> {
         let table = self.table(&t)?;
         let tname = name(&t);
         let mut out = Vec::new();
@@ -231,42 +340,105 @@ impl HbaseSyncHandler for Handler {
         }
         Ok(out)
     }
-    fn handle_get_rows_ts(&self, _t: Text, _r: Vec<Text>, _ts: i64, _a: Attrs) -> thrift::Result<Vec<TRowResult>> {
+    fn handle_get_rows_ts(
+        &self,
+        _t: Text,
+        _r: Vec<Text>,
+        _ts: i64,
+        _a: Attrs,
+    ) -> thrift::Result<Vec<TRowResult>> {
         unsupported("getRowsTs")
     }
-    fn handle_get_rows_with_columns_ts(&self, _t: Text, _r: Vec<Text>, _c: Vec<Text>, _ts: i64, _a: Attrs) -> thrift::Result<Vec<TRowResult>> {
+    fn handle_get_rows_with_columns_ts(
+        &self,
+        _t: Text,
+        _r: Vec<Text>,
+        _c: Vec<Text>,
+        _ts: i64,
+        _a: Attrs,
+    ) -> thrift::Result<Vec<TRowResult>> {
         unsupported("getRowsWithColumnsTs")
     }
-    fn handle_mutate_row(&self, t: Text, row: Text, mutations: Vec<Mutation>, a: Attrs) -> thrift::Result<()> {
-        self.handle_mutate_rows(t, vec![BatchMutation { row: Some(row), mutations: Some(mutations) }], a)
+    fn handle_mutate_row(
+        &self,
+        t: Text,
+        row: Text,
+        mutations: Vec<Mutation>,
+        a: Attrs,
+    ) -> thrift::Result<()> {
+        self.handle_mutate_rows(
+            t,
+            vec![BatchMutation {
+                row: Some(row),
+                mutations: Some(mutations),
+            }],
+            a,
+        )
     }
-    fn handle_mutate_row_ts(&self, t: Text, row: Text, mutations: Vec<Mutation>, ts: i64, a: Attrs) -> thrift::Result<()> {
-        self.handle_mutate_rows_ts(t, vec![BatchMutation { row: Some(row), mutations: Some(mutations) }], ts, a)
+    fn handle_mutate_row_ts(
+        &self,
+        t: Text,
+        row: Text,
+        mutations: Vec<Mutation>,
+        ts: i64,
+        a: Attrs,
+    ) -> thrift::Result<()> {
+        self.handle_mutate_rows_ts(
+            t,
+            vec![BatchMutation {
+                row: Some(row),
+                mutations: Some(mutations),
+            }],
+            ts,
+            a,
+        )
     }
-    fn handle_mutate_rows(&self, t: Text, batches: Vec<BatchMutation>, _a: Attrs) -> thrift::Result<()> {
+    fn handle_mutate_rows(
+        &self,
+        t: Text,
+        batches: Vec<BatchMutation>,
+        _a: Attrs,
+    ) -> thrift::Result<()> {
         let table = self.table(&t)?;
         let tname = name(&t);
         let mut out = Vec::with_capacity(batches.len());
         for b in batches {
             let row = b.row.unwrap_or_default();
-            let mutations = self.row_mutations(&table, &tname, &row, b.mutations.unwrap_or_default())?;
+            let mutations =
+                self.row_mutations(&table, &tname, &row, b.mutations.unwrap_or_default())?;
             out.push(RowMutations { row, mutations });
         }
         table.store.mutate(&tname, out).map_err(store_err)
     }
     /// Puts at `ts`; deletes of the versions at or before `ts` (HBase's `addColumns(f, q, ts)`).
-    fn handle_mutate_rows_ts(&self, t: Text, batches: Vec<BatchMutation>, ts: i64, _a: Attrs) -> thrift::Result<()> {
+    fn handle_mutate_rows_ts(
+        &self,
+        t: Text,
+        batches: Vec<BatchMutation>,
+        ts: i64,
+        _a: Attrs,
+    ) -> thrift::Result<()> {
         let table = self.table(&t)?;
         let tname = name(&t);
         let mut out = Vec::with_capacity(batches.len());
         for b in batches {
             let row = b.row.unwrap_or_default();
-            let mutations = self.row_mutations(&table, &tname, &row, b.mutations.unwrap_or_default())?;
+            let mutations =
+                self.row_mutations(&table, &tname, &row, b.mutations.unwrap_or_default())?;
             out.push(RowMutations { row, mutations });
         }
-        table.store.mutate_at(&tname, out, ts.max(0) as u64).map_err(store_err)
+        table
+            .store
+            .mutate_at(&tname, out, ts.max(0) as u64)
+            .map_err(store_err)
     }
-    fn handle_atomic_increment(&self, t: Text, row: Text, column: Text, value: i64) -> thrift::Result<i64> {
+    fn handle_atomic_increment(
+        &self,
+        t: Text,
+        row: Text,
+        column: Text,
+        value: i64,
+    ) -> thrift::Result<i64> {
         let table = self.table(&t)?;
         let tname = name(&t);
         let (fam, q) = codec::split_column(&column);
@@ -280,7 +452,14 @@ impl HbaseSyncHandler for Handler {
     fn handle_delete_all(&self, _t: Text, _r: Text, _c: Text, _a: Attrs) -> thrift::Result<()> {
         unsupported("deleteAll")
     }
-    fn handle_delete_all_ts(&self, _t: Text, _r: Text, _c: Text, _ts: i64, _a: Attrs) -> thrift::Result<()> {
+    fn handle_delete_all_ts(
+        &self,
+        _t: Text,
+        _r: Text,
+        _c: Text,
+        _ts: i64,
+        _a: Attrs,
+    ) -> thrift::Result<()> {
         unsupported("deleteAllTs")
     }
     fn handle_delete_all_row(&self, _t: Text, _r: Text, _a: Attrs) -> thrift::Result<()> {
@@ -292,34 +471,86 @@ impl HbaseSyncHandler for Handler {
     fn handle_increment_rows(&self, _i: Vec<TIncrement>) -> thrift::Result<()> {
         unsupported("incrementRows")
     }
-    fn handle_delete_all_row_ts(&self, _t: Text, _r: Text, _ts: i64, _a: Attrs) -> thrift::Result<()> {
+    fn handle_delete_all_row_ts(
+        &self,
+        _t: Text,
+        _r: Text,
+        _ts: i64,
+        _a: Attrs,
+    ) -> thrift::Result<()> {
         unsupported("deleteAllRowTs")
     }
-    fn handle_scanner_open_with_scan(&self, t: Text, scan: TScan, _a: Attrs) -> thrift::Result<ScannerID> {
+    fn handle_scanner_open_with_scan(
+        &self,
+        t: Text,
+        scan: TScan,
+        _a: Attrs,
+    ) -> thrift::Result<ScannerID> {
         self.open_scanner(t, scan)
     }
-    fn handle_scanner_open(&self, t: Text, start: Text, columns: Vec<Text>, _a: Attrs) -> thrift::Result<ScannerID> {
+    fn handle_scanner_open(
+        &self,
+        t: Text,
+        start: Text,
+        columns: Vec<Text>,
+        _a: Attrs,
+    ) -> thrift::Result<ScannerID> {
         let scan = tscan(start, None, columns);
         self.open_scanner(t, scan)
     }
-    fn handle_scanner_open_with_stop(&self, t: Text, start: Text, stop: Text, columns: Vec<Text>, _a: Attrs) -> thrift::Result<ScannerID> {
+    fn handle_scanner_open_with_stop(
+        &self,
+        t: Text,
+        start: Text,
+        stop: Text,
+        columns: Vec<Text>,
+        _a: Attrs,
+    ) -> thrift::Result<ScannerID> {
         let scan = tscan(start, Some(stop), columns);
         self.open_scanner(t, scan)
     }
-    fn handle_scanner_open_with_prefix(&self, _t: Text, _p: Text, _c: Vec<Text>, _a: Attrs) -> thrift::Result<ScannerID> {
+    fn handle_scanner_open_with_prefix(
+        &self,
+        _t: Text,
+        _p: Text,
+        _c: Vec<Text>,
+        _a: Attrs,
+    ) -> thrift::Result<ScannerID> {
         unsupported("scannerOpenWithPrefix")
     }
-    fn handle_scanner_open_ts(&self, _t: Text, _s: Text, _c: Vec<Text>, _ts: i64, _a: Attrs) -> thrift::Result<ScannerID> {
+    fn handle_scanner_open_ts(
+        &self,
+        _t: Text,
+        _s: Text,
+        _c: Vec<Text>,
+        _ts: i64,
+        _a: Attrs,
+    ) -> thrift::Result<ScannerID> {
         unsupported("scannerOpenTs")
     }
-    fn handle_scanner_open_with_stop_ts(&self, _t: Text, _s: Text, _e: Text, _c: Vec<Text>, _ts: i64, _a: Attrs) -> thrift::Result<ScannerID> {
+    fn handle_scanner_open_with_stop_ts(
+        &self,
+        _t: Text,
+        _s: Text,
+        _e: Text,
+        _c: Vec<Text>,
+        _ts: i64,
+        _a: Attrs,
+    ) -> thrift::Result<ScannerID> {
         unsupported("scannerOpenWithStopTs")
     }
     fn handle_scanner_get(&self, id: ScannerID) -> thrift::Result<Vec<TRowResult>> {
         self.handle_scanner_get_list(id, 1)
     }
-    fn handle_scanner_get_list(&self, id: ScannerID, nb_rows: i32) -> thrift::Result<Vec<TRowResult>> {
-        let s = self.scanners.get(id).ok_or_else(|| illegal(format!("scanner ID is invalid: {id}")))?;
+    fn handle_scanner_get_list(
+        &self,
+        id: ScannerID,
+        nb_rows: i32,
+    ) -> thrift::Result<Vec<TRowResult>> {
+        let s = self
+            .scanners
+            .get(id)
+            .ok_or_else(|| illegal(format!("scanner ID is invalid: {id}")))?;
         let mut s = s.lock();
         s.next_results(nb_rows.max(1) as usize).map_err(io_err)
     }
@@ -337,17 +568,32 @@ impl HbaseSyncHandler for Handler {
         unsupported("append")
     }
     /// An empty expected value checks that the cell is absent (or empty), as HBase's does.
-    fn handle_check_and_put(&self, t: Text, row: Text, column: Text, value: Text, mput: Mutation, _a: Attrs) -> thrift::Result<bool> {
+    fn handle_check_and_put(
+        &self,
+        t: Text,
+        row: Text,
+        column: Text,
+        value: Text,
+        mput: Mutation,
+        _a: Attrs,
+    ) -> thrift::Result<bool> {
         let table = self.table(&t)?;
         let tname = name(&t);
         let (fam, q) = codec::split_column(&column);
         Self::check_family(&table, &tname, fam)?;
         let q = q.ok_or_else(|| illegal("checkAndPut needs family:qualifier"))?;
         if mput.column.as_deref() != Some(column.as_slice()) || mput.is_delete == Some(true) {
-            return Err(illegal("tsgate's HBase test double only puts the checked column in checkAndPut"));
+            return Err(illegal(
+                "tsgate's HBase test double only puts the checked column in checkAndPut",
+            ));
         }
         let new = mput.value.unwrap_or_default();
-        let put = |expected: Option<&[u8]>| table.store.check_and_put(&tname, &row, fam, q, expected, &new).map_err(store_err);
+        let put = |expected: Option<&[u8]>| {
+            table
+                .store
+                .check_and_put(&tname, &row, fam, q, expected, &new)
+                .map_err(store_err)
+        };
         if value.is_empty() {
             Ok(put(None)? || put(Some(&[]))?)
         } else {

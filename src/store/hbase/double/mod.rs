@@ -28,7 +28,10 @@ pub use catalog::CatalogError;
 #[derive(Debug, thiserror::Error)]
 pub enum DoubleError {
     #[error("test double cannot listen on {addr}: {source}")]
-    Listen { addr: String, source: std::io::Error },
+    Listen {
+        addr: String,
+        source: std::io::Error,
+    },
     #[error("test double cannot open its tables in {dir}: {source}")]
     Open { dir: String, source: CatalogError },
 }
@@ -55,8 +58,15 @@ impl TestDouble {
 
     /// Like `start`, creating the given tables first if they are missing (so the double never
     /// answers before they exist).
-    pub fn start_with_tables(dir: &Path, listen: &str, tables: &[crate::store::TableSpec]) -> Result<TestDouble, DoubleError> {
-        let open_err = |source| DoubleError::Open { dir: dir.display().to_string(), source };
+    pub fn start_with_tables(
+        dir: &Path,
+        listen: &str,
+        tables: &[crate::store::TableSpec],
+    ) -> Result<TestDouble, DoubleError> {
+        let open_err = |source| DoubleError::Open {
+            dir: dir.display().to_string(),
+            source,
+        };
         let catalog = catalog::Catalog::open(dir).map_err(open_err)?;
         for t in tables {
             if catalog.get(&t.name).is_none() {
@@ -78,18 +88,41 @@ impl TestDouble {
                 catalog.create(&t.name, &cds).map_err(open_err)?;
             }
         }
-        let listener = TcpListener::bind(listen).map_err(|source| DoubleError::Listen { addr: listen.into(), source })?;
-        let addr = listener.local_addr().map_err(|source| DoubleError::Listen { addr: listen.into(), source })?;
+        let listener = TcpListener::bind(listen).map_err(|source| DoubleError::Listen {
+            addr: listen.into(),
+            source,
+        })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| DoubleError::Listen {
+                addr: listen.into(),
+                source,
+            })?;
         let scanners = Arc::new(scanners::Scanners::default());
-        let handler = Handler { catalog: Arc::new(catalog), scanners: scanners.clone() };
+        let handler = Handler {
+            catalog: Arc::new(catalog),
+            scanners: scanners.clone(),
+        };
         let processor = Arc::new(HbaseSyncProcessor::new(handler));
-        let shared = Arc::new(Shared { stop: AtomicBool::new(false), calls: AtomicU64::new(0), conns: Mutex::new(Vec::new()) });
+        let shared = Arc::new(Shared {
+            stop: AtomicBool::new(false),
+            calls: AtomicU64::new(0),
+            conns: Mutex::new(Vec::new()),
+        });
         let sh = shared.clone();
         let accept = std::thread::Builder::new()
             .name("hbase-double".into())
             .spawn(move || accept_loop(listener, processor, sh))
-            .map_err(|source| DoubleError::Listen { addr: listen.into(), source })?;
-        Ok(TestDouble { addr, shared, scanners, accept: Some(accept) })
+            .map_err(|source| DoubleError::Listen {
+                addr: listen.into(),
+                source,
+            })?;
+        Ok(TestDouble {
+            addr,
+            shared,
+            scanners,
+            accept: Some(accept),
+        })
     }
 
     /// `host:port` to give tsgate as `storage.hbase.thrift`.
@@ -113,7 +146,9 @@ impl TestDouble {
     }
 
     fn shutdown(&mut self) {
-        let Some(accept) = self.accept.take() else { return };
+        let Some(accept) = self.accept.take() else {
+            return;
+        };
         self.shared.stop.store(true, Ordering::SeqCst);
         // Wake the blocking accept.
         let _ = TcpStream::connect(self.addr);
@@ -134,17 +169,26 @@ impl Drop for TestDouble {
     }
 }
 
-fn accept_loop(listener: TcpListener, processor: Arc<HbaseSyncProcessor<Handler>>, shared: Arc<Shared>) {
+fn accept_loop(
+    listener: TcpListener,
+    processor: Arc<HbaseSyncProcessor<Handler>>,
+    shared: Arc<Shared>,
+) {
     for stream in listener.incoming() {
         if shared.stop.load(Ordering::SeqCst) {
             break;
         }
         let Ok(stream) = stream else { continue };
         let _ = stream.set_nodelay(true);
-        let Ok(clone) = stream.try_clone() else { continue };
+        let Ok(clone) = stream.try_clone() else {
+            continue;
+        };
         let p = processor.clone();
         let sh = shared.clone();
-        if let Ok(t) = std::thread::Builder::new().name("hbase-double-conn".into()).spawn(move || serve(stream, p, sh)) {
+        if let Ok(t) = std::thread::Builder::new()
+            .name("hbase-double-conn".into())
+            .spawn(move || serve(stream, p, sh))
+        {
             let mut conns = shared.conns.lock();
             // Forget connections that have ended.
             conns.retain(|(_, t)| !t.is_finished());
@@ -154,9 +198,13 @@ fn accept_loop(listener: TcpListener, processor: Arc<HbaseSyncProcessor<Handler>
 }
 
 fn serve(stream: TcpStream, processor: Arc<HbaseSyncProcessor<Handler>>, shared: Arc<Shared>) {
-    let Ok((r, w)) = TTcpChannel::with_stream(stream).split() else { return };
-    let mut input = TBinaryInputProtocol::new(TBufferedReadTransport::with_capacity(64 << 10, r), true);
-    let mut output = TBinaryOutputProtocol::new(TBufferedWriteTransport::with_capacity(64 << 10, w), true);
+    let Ok((r, w)) = TTcpChannel::with_stream(stream).split() else {
+        return;
+    };
+    let mut input =
+        TBinaryInputProtocol::new(TBufferedReadTransport::with_capacity(64 << 10, r), true);
+    let mut output =
+        TBinaryOutputProtocol::new(TBufferedWriteTransport::with_capacity(64 << 10, w), true);
     loop {
         match processor.process(&mut input, &mut output) {
             Ok(()) => {

@@ -27,7 +27,11 @@ impl OpenScanner {
         let mut out = Vec::new();
         while out.len() < nb_rows {
             if let Some((key, cells)) = &mut self.pending {
-                let n = if self.batch == 0 { cells.len() } else { self.batch.min(cells.len()) };
+                let n = if self.batch == 0 {
+                    cells.len()
+                } else {
+                    self.batch.min(cells.len())
+                };
                 let piece: Vec<Cell> = cells.drain(..n).collect();
                 out.push(super::columns::row_result(key.clone(), piece, self.sorted));
                 if cells.is_empty() {

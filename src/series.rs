@@ -428,7 +428,7 @@ impl SeriesResolver {
         self.cache.insert(key.into_boxed_slice(), series);
         self.bump();
         if let Some(hook) = self.new_series.get() {
-            hook(&series.tsuid);
+            hook(series.tsuid);
         }
         Ok(series)
     }

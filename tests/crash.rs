@@ -522,7 +522,7 @@ fn kill9_many_times_loses_no_acknowledged_point() {
     for line in scan(&data, "data") {
         let f: Vec<&str> = line.split_whitespace().collect();
         let q = f[2].strip_prefix("t:").unwrap();
-        if q.len() % 4 != 0 || q.is_empty() {
+        if !q.len().is_multiple_of(4) || q.is_empty() {
             continue; // annotations and other non-point columns
         }
         offsets

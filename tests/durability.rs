@@ -101,7 +101,7 @@ fn stored(s: &Server) -> Vec<(u64, f64)> {
                 .collect::<Vec<_>>()
         })
         .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out.sort_by_key(|a| a.0);
     out
 }
 
@@ -218,7 +218,7 @@ fn store_down_answers_503_pauses_tcp_and_loses_nothing() {
         std::thread::sleep(Duration::from_millis(200));
     }
     acked.push((T0 + 200, 200.0));
-    acked.sort_by(|a, b| a.0.cmp(&b.0));
+    acked.sort_by_key(|a| a.0);
     let got = wait_stored(&s, &acked);
     for a in &acked {
         assert!(

@@ -193,7 +193,7 @@ fn bench_schema(c: &mut Criterion) {
             let v = if k % 2 == 0 {
                 DataValue::F32(r as f32 / 100.0)
             } else {
-                DataValue::Int((r * r * (k as u64 % 7)) as i64)
+                DataValue::Int((r * r * (k % 7)) as i64)
             };
             RawPoint::encode(BASE as u64 + k * 10, BASE, v).unwrap()
         })
@@ -327,7 +327,7 @@ fn bench_wal(c: &mut Criterion) {
                 let n = wal.commit().unwrap();
                 // keep the tempdir small: start a new segment and drop the old ones now and then
                 commits += 1;
-                if commits % 256 == 0 {
+                if commits.is_multiple_of(256) {
                     let sealed = wal.rotate().unwrap();
                     retire_upto(&d.path().join(name), sealed).unwrap();
                 }

@@ -205,11 +205,11 @@ impl TagFilter {
             FilterType::NotLiteralOr => !self.literals.iter().any(|l| l == v),
             FilterType::IliteralOr => {
                 let v = v.to_lowercase();
-                self.literals.iter().any(|l| *l == v)
+                self.literals.contains(&v)
             }
             FilterType::NotIliteralOr => {
                 let v = v.to_lowercase();
-                !self.literals.iter().any(|l| *l == v)
+                !self.literals.contains(&v)
             }
             FilterType::Wildcard => glob(&self.literals[0], v),
             FilterType::Iwildcard => glob(&self.literals[0], &v.to_lowercase()),

@@ -111,7 +111,7 @@ impl PairSeeker {
     }
 
     pub fn judge(&self, row: &[u8]) -> RowSeek {
-        if row.len() < self.head || (row.len() - self.head) % self.pair != 0 {
+        if row.len() < self.head || !(row.len() - self.head).is_multiple_of(self.pair) {
             // Not a data row key (the regex's `^.{head}(?:.{pair})*$` rejects it too).
             return RowSeek::Skip;
         }

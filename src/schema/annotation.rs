@@ -6,7 +6,7 @@ use super::column::ANNOTATION_PREFIX;
 /// Replicates its quirk: a start divisible by 1000 is divided by 1000 first, even when it
 /// already was in seconds, so that updates address the same cell real OpenTSDB wrote.
 pub fn qualifier(start: u64) -> Vec<u8> {
-    let ts = if start % 1000 == 0 {
+    let ts = if start.is_multiple_of(1000) {
         start / 1000
     } else {
         start

@@ -134,7 +134,7 @@ impl KeyLayout {
     pub fn parse<'a>(&self, key: &'a [u8]) -> Result<RowKey<'a>, SchemaError> {
         let head = self.head_width();
         let tw = self.tag_width();
-        if key.len() <= head || (key.len() - head) % tw != 0 {
+        if key.len() <= head || !(key.len() - head).is_multiple_of(tw) {
             return Err(SchemaError::BadRowKey(super::hex_upper(key)));
         }
         let m = &key[self.salt_width..self.salt_width + self.metric_width];

@@ -129,7 +129,7 @@ async fn put(state: &Arc<AppState>, req: Request) -> Reply {
             crate::observe::ingest::batch_rejected(crate::observe::Protocol::HttpPut, &e.message());
             return error_reply(
                 StatusCode::BAD_REQUEST,
-                &e.message(),
+                e.message(),
                 e.details().unwrap_or_default(),
             );
         }

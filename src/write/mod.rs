@@ -420,7 +420,7 @@ mod tests {
                 .await
                 .unwrap();
             writer.publish().await.unwrap();
-            let row = layout.row_key(&series.tsuid, base);
+            let row = layout.row_key(series.tsuid, base);
             let cells = store.get(&names.data, &row, &[b"t"]).unwrap();
             assert_eq!(
                 cells.len(),

@@ -203,7 +203,7 @@ pub fn run(
                     taken += points.len() as u64;
                     wal.begin();
                     for p in &points {
-                        wal.push(&p.series.tsuid, p.base, &p.point);
+                        wal.push(p.series.tsuid, p.base, &p.point);
                     }
                     wal.end();
                     writes.push((points, ack));

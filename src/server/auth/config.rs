@@ -143,7 +143,7 @@ impl AuthConfig {
             users.push((
                 u.name.clone(),
                 u.password_hash.clone(),
-                rights(&u.rights).map_err(|p| bad(p))?,
+                rights(&u.rights).map_err(bad)?,
             ));
         }
         let mut tokens = Vec::new();
@@ -178,7 +178,7 @@ impl AuthConfig {
                 }
                 _ => return Err(bad("set exactly one of token_sha256 and token_file")),
             };
-            tokens.push((name.clone(), digest, rights(&t.rights).map_err(|p| bad(p))?));
+            tokens.push((name.clone(), digest, rights(&t.rights).map_err(bad)?));
         }
         Ok((users, tokens))
     }

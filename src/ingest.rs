@@ -69,7 +69,7 @@ pub struct Ingest {
     /// `limits.max_name_length`: longest metric, tag key or tag value, in bytes.
     pub max_name_length: usize,
     /// Telnet and plaintext input read but not yet with the writer.
-    pub received: Arc<crate::received::Received>,
+    pub received: Arc<tsgate_common::received::Received>,
 }
 
 /// The first name of a point longer than `max` bytes, as an error naming the limit.

@@ -10,14 +10,11 @@ pub mod config;
 pub mod fuzz_api;
 pub mod graphite;
 pub mod ingest;
-pub mod memory;
 pub mod meta;
 pub mod observe;
-pub mod pool;
 pub mod prometheus;
 pub mod promql;
 pub mod query;
-pub mod received;
 pub mod schema;
 pub mod series;
 pub mod server;
@@ -27,10 +24,4 @@ pub mod tree;
 pub mod uid;
 pub mod write;
 
-/// The cores this process may run on, read once: the standard library reads the affinity
-/// mask and the cgroup's CPU quota files on every call, tens of microseconds a query paid
-/// several times over.
-pub fn cores() -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
+pub use tsgate_common::cores;

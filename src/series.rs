@@ -454,7 +454,7 @@ impl SeriesResolver {
 
     fn bump(&self) {
         self.changed_ms.store(
-            crate::query::time::now_ms(),
+            tsgate_common::clock::now_ms(),
             std::sync::atomic::Ordering::Release,
         );
         self.generation

@@ -69,7 +69,7 @@ pub fn check(
     for p in uid_problems {
         r.problems.push(p);
     }
-    let now = crate::query::time::now_ms() / 1000;
+    let now = tsgate_common::clock::now_ms() / 1000;
     let compactor = Compactor::new(store.clone(), &t.data);
     for row in store.scan(
         &t.data,

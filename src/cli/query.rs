@@ -3,7 +3,7 @@
 
 use super::Common;
 use crate::query::aggregate::Num;
-use crate::query::numfmt::java_double;
+use tsgate_common::numfmt::java_double;
 use crate::query::spec::{Flags, Query};
 use clap::Args;
 use std::io::Write;
@@ -31,7 +31,7 @@ pub struct QueryArgs {
 
 pub fn run(args: &QueryArgs) -> anyhow::Result<i32> {
     let cfg = args.common.load()?;
-    let now = crate::query::time::now_ms();
+    let now = tsgate_common::clock::now_ms();
     let start_ms = crate::query::time::parse_time(&args.start, now).map_err(anyhow::Error::msg)?;
     let end_ms = match &args.end {
         Some(e) => crate::query::time::parse_time(e, now).map_err(anyhow::Error::msg)?,

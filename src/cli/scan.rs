@@ -36,7 +36,7 @@ pub fn run(args: &ScanArgs) -> anyhow::Result<i32> {
         other => other.to_string(),
     };
     let layout = cfg.layout();
-    let now = crate::query::time::now_ms();
+    let now = tsgate_common::clock::now_ms();
     let mut scans = vec![Scan::default()];
     if let Some(m) = &args.metric {
         let uids = crate::app::uid_core(&cfg, store.clone());

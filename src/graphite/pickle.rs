@@ -4,7 +4,8 @@
 //! `graphite.pickle_max_frame` closes the connection, as carbon does: its length may be
 //! garbage, so there is nothing reliable to skip.
 
-use super::write::{now_ms, write_batch, GPoint};
+use super::write::{write_batch, GPoint};
+use tsgate_common::clock::now_ms;
 use crate::observe::{ingest::rejected, Protocol, Reason};
 use crate::server::AppState;
 use bytes::BytesMut;

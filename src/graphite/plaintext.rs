@@ -7,7 +7,8 @@
 //! the connection stays open (carbon closes it). A last line without a newline is accepted
 //! at end of stream (carbon discards it).
 
-use super::write::{now_ms, write_batch, GPoint};
+use super::write::{write_batch, GPoint};
+use tsgate_common::clock::now_ms;
 use crate::observe::{ingest::rejected, Protocol, Reason};
 use crate::server::AppState;
 use bytes::{Bytes, BytesMut};

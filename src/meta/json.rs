@@ -155,9 +155,9 @@ pub fn java_double_json(d: f64) -> String {
     if d.is_nan() {
         "\"NaN\"".into()
     } else if d.is_infinite() {
-        format!("\"{}\"", crate::query::numfmt::java_double(d))
+        format!("\"{}\"", tsgate_common::numfmt::java_double(d))
     } else {
-        crate::query::numfmt::java_double(d)
+        tsgate_common::numfmt::java_double(d)
     }
 }
 

@@ -58,9 +58,6 @@ pub struct MetaCtx {
     pub tree_processing: bool,
 }
 
-pub fn now_s() -> u64 {
-    crate::query::time::now_ms() / 1000
-}
 
 /// Parses a hex UID/TSUID given by a client.
 pub fn parse_uid_hex(s: &str, what: &str) -> MetaResult<Vec<u8>> {

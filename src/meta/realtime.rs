@@ -49,7 +49,7 @@ pub fn new_series(
     tsuid: &[u8],
     seen_uids: &mut HashSet<(UidKind, Box<[u8]>)>,
 ) -> super::MetaResult<()> {
-    let now = super::now_s();
+    let now = tsgate_common::clock::now_s();
     let l = &ctx.layout;
     if ctx.config.enable_realtime_uid && tsuid.len() >= l.metric_width {
         let mut uids = vec![(UidKind::Metric, &tsuid[..l.metric_width])];

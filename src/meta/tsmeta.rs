@@ -382,7 +382,7 @@ pub fn sync(
         Some((m, b)) => (m, Some(b)),
         None if create => {
             uid_metas(ctx, tsuid)?;
-            (TsMeta::new(tsuid, super::now_s()), None)
+            (TsMeta::new(tsuid, tsgate_common::clock::now_s()), None)
         }
         None => {
             return Err(MetaError::NotFound(

@@ -7,7 +7,7 @@ use serde_json::{json, Value as Json};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::LazyLock;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 /// Completed queries kept (OpenTSDB keeps 256).
 pub const KEEP: usize = 256;
@@ -28,12 +28,7 @@ struct Tracker {
 static TRACKER: LazyLock<Mutex<Tracker>> = LazyLock::new(Default::default);
 static NEXT: AtomicU64 = AtomicU64::new(1);
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+use tsgate_common::clock::now_ms;
 
 /// The query as the client sent it: a JSON body as JSON, otherwise the path and parameters.
 pub fn describe(endpoint: &str, path: &str, query_string: &str, body: &[u8]) -> Json {

@@ -168,7 +168,7 @@ fn run(
     // The values kept per series and step are held to the same limit as loaded points: with
     // many more steps than points they could otherwise outgrow what the step evaluator holds.
     let kept = AtomicUsize::new(0);
-    let cores = crate::cores();
+    let cores = tsgate_common::cores();
     // Fewer metrics than cores: each metric is read as several shares of its series.
     let parts = if plan.metrics.len() < cores {
         store.plan_shares(&plan, cores.div_ceil(plan.metrics.len().max(1)))
@@ -219,7 +219,7 @@ fn run(
         reduced = reduce()?;
     } else {
         let parts: Vec<Result<Vec<Reduced>, PromError>> =
-            crate::pool::on_workers(workers, |_| reduce());
+            tsgate_common::pool::on_workers(workers, |_| reduce());
         for p in parts {
             reduced.extend(p?);
         }

@@ -78,7 +78,7 @@ impl QueryEngine {
         let mine = |tags: &[u8]| parts <= 1 || tags_share(tags, parts) == part;
         let wanted = |key: &[u8], tags: &[u8]| mine(tags) && passes(key);
         // Only the open hour's rows change at every flush; no points, nothing worth keeping.
-        let open = base_time(crate::query::time::now_ms() / 1000);
+        let open = base_time(tsgate_common::clock::now_ms() / 1000);
         let fill = fill.filter(|_| c.stamps() != Stamps::None);
         let mut key = Vec::new();
         for salt in self.layout.salt_prefixes() {

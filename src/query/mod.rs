@@ -8,7 +8,6 @@ mod collect;
 pub mod downsample;
 pub mod filter;
 mod hour_read;
-pub mod numfmt;
 pub mod parse;
 pub mod render;
 pub mod row_cache;
@@ -167,7 +166,7 @@ impl QueryEngine {
         tz: chrono_tz::Tz,
         budget: &Budget,
     ) -> Vec<Result<(Vec<ResultSeries>, Summary), QueryError>> {
-        let cores = crate::cores();
+        let cores = tsgate_common::cores();
         // One sub-query (the commonest request) reads its metric as shares on every core.
         let parts = if q.queries.len() == 1 && !q.flags.delete {
             self.shares(cores)
@@ -198,7 +197,7 @@ impl QueryEngine {
         let next = AtomicUsize::new(0);
         let failed = AtomicBool::new(false);
         let mut done: Vec<(usize, Result<(Vec<ResultSeries>, Summary), QueryError>)> =
-            crate::pool::on_workers(workers, |_| {
+            tsgate_common::pool::on_workers(workers, |_| {
                 let mut mine = Vec::new();
                 while !failed.load(Ordering::SeqCst) {
                     let i = next.fetch_add(1, Ordering::SeqCst);
@@ -243,7 +242,7 @@ impl QueryEngine {
             self.fetch(q, sq, tz, summary, budget, 0, 1, matched)?
         } else {
             let read: Vec<Result<(Vec<Series>, Summary), QueryError>> =
-                crate::pool::on_workers(parts, |part| {
+                tsgate_common::pool::on_workers(parts, |part| {
                     let mut s = Summary::default();
                     self.fetch(q, sq, tz, &mut s, budget, part, parts, matched)
                         .map(|v| (v, s))

@@ -2,7 +2,7 @@
 //! doubles like Java's `Double.toString`, NaN as "NaN" or null), dps as an object or arrays.
 
 use super::aggregate::Num;
-use super::numfmt::push_java_double;
+use tsgate_common::numfmt::push_java_double;
 use super::spec::{Query, SubQuery};
 use super::{ResultSeries, Summary};
 use serde_json::{json, Value as Json};

@@ -582,7 +582,7 @@ impl QueryEngine {
             return Ok(self.read_whole(uids, firsts, &tags, &w, None)?.series);
         };
         // Hours before the open one (whose row changes at every flush) are kept.
-        let open = base_time(crate::query::time::now_ms() / 1000) as u64;
+        let open = base_time(tsgate_common::clock::now_ms() / 1000) as u64;
         let hours = |from: u64| (from..(w.last as u64).min(open)).step_by(ROW_SPAN as usize);
         // Per path: the cached rows before its first one to read.
         let mut cached: Vec<Vec<RowPoints>> = vec![Vec::new(); uids.len()];
@@ -1245,7 +1245,7 @@ mod tests {
         assert_eq!(after[1].len(), 31);
         assert_eq!(after[1].last(), Some(&(hour(4) as i64 + 5, -8.0)));
         // The open hour's row is read but not kept: it changes at every flush.
-        let now = base_time(crate::query::time::now_ms() / 1000);
+        let now = base_time(tsgate_common::clock::now_ms() / 1000);
         put(&uids[0], now, 1, 42);
         let (start, end) = (now as i64 * 1000, (now as i64 + 3599) * 1000);
         let got = q
@@ -1258,7 +1258,7 @@ mod tests {
             .unwrap();
         assert_eq!(got, [vec![(now as i64 + 1, 42.0)]]);
         // (unless the hour closed meanwhile)
-        if base_time(crate::query::time::now_ms() / 1000) == now {
+        if base_time(tsgate_common::clock::now_ms() / 1000) == now {
             assert!(cached(&uids[0], now).is_none());
         }
     }
@@ -1652,7 +1652,7 @@ mod tests {
         );
         assert_eq!(entry(2), Some(11), "kept again, with the new row");
         // The open hour is read, not kept.
-        let now = base_time(crate::query::time::now_ms() / 1000);
+        let now = base_time(tsgate_common::clock::now_ms() / 1000);
         let p = crate::schema::column::RawPoint::encode(now as u64 + 1, now, DataValue::Int(7))
             .unwrap();
         let key = q.layout.row_key(&tagged_tsuid(&q, "cpu", 1), now);
@@ -1678,7 +1678,7 @@ mod tests {
         );
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].points, [((now as i64 + 1) * 1000, 7.0)]);
-        if base_time(crate::query::time::now_ms() / 1000) == now {
+        if base_time(tsgate_common::clock::now_ms() / 1000) == now {
             assert!(cache
                 .get_hour(&hour_key(&q.layout.metric_start(&[], &uid, now)))
                 .is_none());

@@ -1,12 +1,6 @@
 //! OpenTSDB's time grammar for query start/end: `now`, `<n><unit>-ago`, integer seconds
 //! (≤ 10 characters) or milliseconds, `<s>.<ms>`, and `yyyy/MM/dd[-HH:mm[:ss]]` (UTC).
 
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
 
 fn unit_ms(u: &str) -> Option<u64> {
     Some(match u.to_ascii_lowercase().as_str() {

@@ -6,7 +6,7 @@ use super::http::{error_reply, json_reply, Reply, Request};
 use super::AppState;
 use crate::query::aggregate::Num;
 use crate::query::filter::FilterType;
-use crate::query::numfmt::java_double;
+use tsgate_common::numfmt::java_double;
 use crate::query::render::{render, Extras};
 use crate::query::{parse, QueryError};
 use crate::schema::uid_table::UidKind;
@@ -55,7 +55,7 @@ async fn blocking<T: Send + 'static>(
 }
 
 async fn query(state: &Arc<AppState>, req: Request) -> Reply {
-    let now = crate::query::time::now_ms();
+    let now = tsgate_common::clock::now_ms();
     let parsed = match req.method {
         Method::GET => parse::from_params(&req.params(), now),
         Method::POST => parse::from_json(&req.body, now),
@@ -221,7 +221,7 @@ async fn last(state: &Arc<AppState>, req: Request) -> Reply {
     }
     let st = state.clone();
     let res = blocking(move || {
-        let now = crate::query::time::now_ms();
+        let now = tsgate_common::clock::now_ms();
         let mut out = Vec::new();
         for (metric, tags, tsuid) in wanted {
             for (tsuid, ts, v) in

@@ -32,7 +32,7 @@ pub fn metrics(state: &AppState) -> Reply {
 }
 
 fn stats(state: &AppState) -> Reply {
-    let now = crate::query::time::now_ms() / 1000;
+    let now = tsgate_common::clock::now_ms() / 1000;
     let host = super::telnet::hostname();
     let rows: Vec<Json> = state
         .stats_snapshot()
@@ -54,13 +54,13 @@ fn stats(state: &AppState) -> Reply {
 fn jvm() -> Reply {
     let p = crate::observe::process::read();
     let start_ms = (p.start_time_seconds * 1000.0) as u64;
-    let now = crate::query::time::now_ms();
+    let now = tsgate_common::clock::now_ms();
     let load = std::fs::read_to_string("/proc/loadavg").ok().and_then(|l| {
         l.split_whitespace()
             .next()
             .and_then(|v| v.parse::<f64>().ok())
     });
-    let cpus = crate::cores();
+    let cpus = tsgate_common::cores();
     let body = json!({
         "runtime": {"startTime": start_ms, "uptime": now.saturating_sub(start_ms), "vmName": "tsgate", "vmVendor": "tsgate", "vmVersion": env!("CARGO_PKG_VERSION")},
         "memory": {"residentBytes": p.resident_bytes, "virtualBytes": p.virtual_bytes},

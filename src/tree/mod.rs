@@ -284,7 +284,7 @@ pub fn create(ctx: &MetaCtx, req: &TreeUpdate) -> MetaResult<Tree> {
         let tree = req.apply(
             &Tree {
                 tree_id: id,
-                created: crate::meta::now_s(),
+                created: tsgate_common::clock::now_s(),
                 ..Default::default()
             },
             false,

@@ -57,9 +57,7 @@ pub struct Compactor {
     settle_ms: u64,
 }
 
-fn now_ms() -> u64 {
-    crate::query::time::now_ms()
-}
+use tsgate_common::clock::now_ms;
 
 impl Compactor {
     pub fn new(store: SharedStore, table: &str) -> Compactor {

@@ -61,12 +61,7 @@ pub fn settle(points: &mut Vec<RawPoint>) {
     points.dedup_by_key(|p| p.offset_ms());
 }
 
-fn now_s() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
+use tsgate_common::clock::now_s;
 
 /// OpenTSDB compacts a row once its hour ended more than a second ago.
 pub fn hour_closed(base: u32, now: u64) -> bool {
@@ -154,7 +149,7 @@ impl Flusher {
             // after small flushes, nor after a job only a query asked for: the release returns
             // queries' freed memory too (see `crate::memory`).
             if points >= RELEASE_AFTER_POINTS || compacted >= RELEASE_AFTER_ROWS {
-                crate::memory::release_freed();
+                tsgate_common::memory::release_freed();
             }
             if last && result.is_ok() {
                 // Kept for reuse while running; a stopped node does not need them.

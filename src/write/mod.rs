@@ -102,7 +102,7 @@ pub fn recover(
         let touched = flusher.write(buffer)?;
         store.flush()?;
         // Rows of closed hours get their compaction now: no flusher will see them again.
-        let now = crate::query::time::now_ms() / 1000;
+        let now = tsgate_common::clock::now_ms() / 1000;
         let closed: Vec<Vec<u8>> = touched
             .into_iter()
             .filter(|(_, base)| flusher::hour_closed(*base, now))

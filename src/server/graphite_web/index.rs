@@ -79,7 +79,7 @@ impl SeriesIndex {
             }
         }
         let settled = SETTLED + Duration::from_millis(state.config.write.flush_interval_ms);
-        let since_change = crate::query::time::now_ms().saturating_sub(changed_ms);
+        let since_change = tsgate_common::clock::now_ms().saturating_sub(changed_ms);
         let quiet = state.config.storage.backend == "embedded"
             && since_change >= settled.as_millis() as u64;
         let entries = Arc::new(build(state)?);
@@ -167,9 +167,9 @@ pub fn resolve<'a>(entries: &'a [Entry], expr: &str) -> Result<Vec<&'a Entry>, S
     }
     // Tens of thousands of paths (`*.*.cpu.usage_user` has no literal head): each costs a
     // cache miss or two, so the pass is split over the cores, in order.
-    let n = crate::cores();
+    let n = tsgate_common::cores();
     let size = candidates.len().div_ceil(n);
-    Ok(crate::pool::on_workers(n, |i| {
+    Ok(tsgate_common::pool::on_workers(n, |i| {
         pick(
             candidates
                 .get(i * size..((i + 1) * size).min(candidates.len()))

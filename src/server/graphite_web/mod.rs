@@ -190,6 +190,7 @@ pub fn json_or_jsonp(status: StatusCode, body: String, jsonp: Option<&str>) -> R
     }
 }
 
+/// graphite-web counts in signed seconds.
 pub fn now_s() -> i64 {
-    (crate::query::time::now_ms() / 1000) as i64
+    tsgate_common::clock::now_s() as i64
 }

@@ -17,7 +17,7 @@ pub fn map<T: Send, U: Send>(items: Vec<T>, f: impl Fn(T) -> U + Sync) -> Vec<U>
 
 /// How many parts of comparable size to split work into: one per core.
 pub fn cores() -> usize {
-    crate::cores()
+    tsgate_common::cores()
 }
 
 /// [`map`] for items that are each big enough to be worth a thread from `min` of them on.
@@ -38,7 +38,7 @@ pub fn map_from<T: Send, U: Send>(items: Vec<T>, min: usize, f: impl Fn(T) -> U 
             mine.push((i, c.into_iter().map(&f).collect::<Vec<U>>()));
         }
     };
-    let mut parts: Vec<(usize, Vec<U>)> = crate::pool::on_workers(cores, work)
+    let mut parts: Vec<(usize, Vec<U>)> = tsgate_common::pool::on_workers(cores, work)
         .into_iter()
         .flatten()
         .collect();

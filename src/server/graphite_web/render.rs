@@ -113,7 +113,7 @@ fn push_json_num(out: &mut String, v: Option<f64>) {
         Some(x) if x == f64::NEG_INFINITY => out.push_str("-1.7976931348623157e308"),
         Some(x) => {
             let mut buf = ryu::Buffer::new();
-            match crate::query::numfmt::plain_shortest(x, &mut buf) {
+            match tsgate_common::numfmt::plain_shortest(x, &mut buf) {
                 Some(s) => out.push_str(s),
                 None => {
                     use std::fmt::Write;

@@ -5,7 +5,8 @@ use super::{
     tsuid_list, HResult, HttpError,
 };
 use crate::meta::annotation::{self, Annotation, AnnotationUpdate};
-use crate::query::time::{now_ms, parse_time};
+use crate::query::time::parse_time;
+use tsgate_common::clock::now_ms;
 use crate::server::http::Request;
 use crate::server::AppState;
 use http::{Method, StatusCode};

@@ -22,7 +22,7 @@ fn push_sample_value(out: &mut String, v: f64) {
         out.push_str(&go_exp(v));
     } else {
         let mut buf = ryu::Buffer::new();
-        match crate::query::numfmt::plain_shortest(v, &mut buf) {
+        match tsgate_common::numfmt::plain_shortest(v, &mut buf) {
             // Go's 'f' leaves no `.0` on integral values.
             Some(s) => out.push_str(s.strip_suffix(".0").unwrap_or(s)),
             None => {

@@ -156,7 +156,7 @@ pub async fn instant(state: &Arc<AppState>, req: Request) -> Reply {
                 )
             }
         },
-        None => crate::query::time::now_ms() as i64,
+        None => tsgate_common::clock::now_ms() as i64,
     };
     let s = match settings(state, &p) {
         Ok(s) => s,

@@ -3,10 +3,10 @@
 
 use super::Common;
 use crate::query::aggregate::Num;
-use tsgate_common::numfmt::java_double;
 use crate::query::spec::{Flags, Query};
 use clap::Args;
 use std::io::Write;
+use tsgate_common::numfmt::java_double;
 
 #[derive(Args, Debug)]
 pub struct QueryArgs {

@@ -5,13 +5,13 @@
 //! garbage, so there is nothing reliable to skip.
 
 use super::write::{write_batch, GPoint};
-use tsgate_common::clock::now_ms;
 use crate::observe::{ingest::rejected, Protocol, Reason};
 use crate::server::AppState;
 use bytes::BytesMut;
 use std::sync::Arc;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
+use tsgate_common::clock::now_ms;
 use tsgate_graphite::{frame, pickle, plaintext};
 
 pub async fn serve(state: Arc<AppState>, listener: TcpListener, shutdown: watch::Receiver<bool>) {

@@ -8,7 +8,6 @@
 //! at end of stream (carbon discards it).
 
 use super::write::{write_batch, GPoint};
-use tsgate_common::clock::now_ms;
 use crate::observe::{ingest::rejected, Protocol, Reason};
 use crate::server::AppState;
 use bytes::{Bytes, BytesMut};
@@ -17,6 +16,7 @@ use std::sync::Arc;
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tsgate_common::clock::now_ms;
 use tsgate_graphite::plaintext::{parse_line, MAX_LINE};
 
 const READ_CHUNK: usize = 256 * 1024;

@@ -149,4 +149,3 @@ pub async fn write_batch(
     }
     out
 }
-

@@ -58,7 +58,6 @@ pub struct MetaCtx {
     pub tree_processing: bool,
 }
 
-
 /// Parses a hex UID/TSUID given by a client.
 pub fn parse_uid_hex(s: &str, what: &str) -> MetaResult<Vec<u8>> {
     crate::schema::parse_hex(s)

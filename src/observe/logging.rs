@@ -1,25 +1,6 @@
 //! Log setup: `tracing` to stderr as human-readable text or one JSON object per line.
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogFormat {
-    Text,
-    Json,
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("invalid log format {0:?}: expected text or json")]
-pub struct BadFormat(pub String);
-
-impl std::str::FromStr for LogFormat {
-    type Err = BadFormat;
-    fn from_str(s: &str) -> Result<Self, BadFormat> {
-        match s {
-            "text" => Ok(LogFormat::Text),
-            "json" => Ok(LogFormat::Json),
-            other => Err(BadFormat(other.into())),
-        }
-    }
-}
+pub use crate::config::LogFormat;
 
 /// Installs the global subscriber (a second call is a no-op). `RUST_LOG` overrides `level`.
 pub fn init(level: &str, format: LogFormat) {

@@ -2,11 +2,11 @@
 //! doubles like Java's `Double.toString`, NaN as "NaN" or null), dps as an object or arrays.
 
 use super::aggregate::Num;
-use tsgate_common::numfmt::push_java_double;
 use super::spec::{Query, SubQuery};
 use super::{ResultSeries, Summary};
 use serde_json::{json, Value as Json};
 use std::fmt::Write;
+use tsgate_common::numfmt::push_java_double;
 
 /// A point's value appended to `out` (a query writes thousands: no string per point).
 fn push_num(out: &mut String, v: Num, nan_as_null: bool) {

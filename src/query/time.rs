@@ -1,7 +1,6 @@
 //! OpenTSDB's time grammar for query start/end: `now`, `<n><unit>-ago`, integer seconds
 //! (≤ 10 characters) or milliseconds, `<s>.<ms>`, and `yyyy/MM/dd[-HH:mm[:ss]]` (UTC).
 
-
 fn unit_ms(u: &str) -> Option<u64> {
     Some(match u.to_ascii_lowercase().as_str() {
         "ms" => 1,

@@ -6,7 +6,6 @@ use super::http::{error_reply, json_reply, Reply, Request};
 use super::AppState;
 use crate::query::aggregate::Num;
 use crate::query::filter::FilterType;
-use tsgate_common::numfmt::java_double;
 use crate::query::render::{render, Extras};
 use crate::query::{parse, QueryError};
 use crate::schema::uid_table::UidKind;
@@ -15,6 +14,7 @@ use crate::store::Scan;
 use http::{Method, StatusCode};
 use serde_json::{json, Map, Value as Json};
 use std::sync::Arc;
+use tsgate_common::numfmt::java_double;
 
 pub async fn route(state: &Arc<AppState>, path: &str, req: Request) -> Reply {
     match path {

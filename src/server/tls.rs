@@ -2,7 +2,6 @@
 //! telnet from HTTP by the first byte; a TLS ClientHello starts with 0x16 (a handshake record),
 //! which neither a telnet command nor an HTTP method does, so HTTPS shares the port too.
 
-use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,23 +9,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::rustls;
 use tokio_rustls::TlsAcceptor;
 
-/// `[server.tls]`.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct TlsConfig {
-    /// PEM certificate chain (leaf first). Empty = TLS off.
-    pub cert: PathBuf,
-    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
-    pub key: PathBuf,
-    /// Also answer plain HTTP on the port. Off: a plain HTTP request gets 400 and is closed.
-    pub allow_plaintext: bool,
-}
-
-impl TlsConfig {
-    pub fn enabled(&self) -> bool {
-        !self.cert.as_os_str().is_empty() || !self.key.as_os_str().is_empty()
-    }
-}
+pub use crate::config::tls::TlsConfig;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {

@@ -204,8 +204,7 @@ impl Flusher {
             pending.insert(row, (base, now));
         }
         if let (Some(c), Some(counts)) = (&self.ts_counter, counts) {
-            let counts: Vec<(&[u8], u64)> =
-                counts.iter().map(|(s, n)| (s.tsuid, *n)).collect();
+            let counts: Vec<(&[u8], u64)> = counts.iter().map(|(s, n)| (s.tsuid, *n)).collect();
             // Metadata is best effort: a failure here must not hold up the data.
             if let Err(e) = c.record(&counts) {
                 tracing::warn!(error = %e, "ts_ctr update failed");

@@ -4,78 +4,10 @@
 use argon2::password_hash::{
     rand_core::OsRng, rand_core::RngCore, PasswordHash, PasswordHasher, SaltString,
 };
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 
-/// One right a user or token can hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Right {
-    Read,
-    Write,
-}
-
-/// The set of rights a principal holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Rights {
-    pub read: bool,
-    pub write: bool,
-}
-
-impl Rights {
-    pub const NONE: Rights = Rights {
-        read: false,
-        write: false,
-    };
-
-    pub fn from_list(list: &[Right]) -> Rights {
-        Rights {
-            read: list.contains(&Right::Read),
-            write: list.contains(&Right::Write),
-        }
-    }
-
-    pub fn has(self, r: Right) -> bool {
-        match r {
-            Right::Read => self.read,
-            Right::Write => self.write,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct AuthConfig {
-    /// Off by default: every HTTP endpoint is open, as in OpenTSDB.
-    pub enabled: bool,
-    /// `[[auth.users]]`: HTTP Basic.
-    pub users: Vec<UserConfig>,
-    /// `[[auth.tokens]]`: `Authorization: Bearer <token>`.
-    pub tokens: Vec<TokenConfig>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct UserConfig {
-    pub name: String,
-    /// An argon2 PHC string, as `tsgate auth hash-password` prints it.
-    pub password_hash: String,
-    pub rights: Vec<Right>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct TokenConfig {
-    /// A label for logs (defaults to `token-<n>`).
-    pub name: String,
-    /// Lower-case hex SHA-256 of the token (`tsgate auth hash-token`, or `sha256sum`).
-    pub token_sha256: String,
-    /// Or a file holding the token itself (surrounding whitespace ignored), so the secret can
-    /// live in a mounted secret rather than the config.
-    pub token_file: PathBuf,
-    pub rights: Vec<Right>,
-}
+pub use crate::config::auth::{AuthConfig, Right, Rights, TokenConfig, UserConfig};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
@@ -110,78 +42,76 @@ pub type Loaded = (
     Vec<(String, [u8; 32], Rights)>,
 );
 
-impl AuthConfig {
-    /// Checks every entry and reads the token files. Errors name the entry.
-    pub fn load(&self) -> Result<Loaded, AuthError> {
-        if self.users.is_empty() && self.tokens.is_empty() {
-            return Err(AuthError::NoPrincipals);
-        }
-        let mut users = Vec::new();
-        for (index, u) in self.users.iter().enumerate() {
-            let bad = |problem: &str| AuthError::User {
-                index,
-                name: u.name.clone(),
-                problem: problem.into(),
-            };
-            if u.name.is_empty() || u.name.contains(':') {
-                return Err(bad("name must be non-empty and contain no ':'"));
-            }
-            if users
-                .iter()
-                .any(|(n, _, _): &(String, String, Rights)| n == &u.name)
-            {
-                return Err(bad("duplicate user name"));
-            }
-            match PasswordHash::new(&u.password_hash) {
-                Ok(h) if h.algorithm.as_str().starts_with("argon2") => {}
-                _ => {
-                    return Err(bad(
-                        "password_hash must be an argon2 hash from `tsgate auth hash-password`",
-                    ))
-                }
-            }
-            users.push((
-                u.name.clone(),
-                u.password_hash.clone(),
-                rights(&u.rights).map_err(bad)?,
-            ));
-        }
-        let mut tokens = Vec::new();
-        for (index, t) in self.tokens.iter().enumerate() {
-            let name = if t.name.is_empty() {
-                format!("token-{index}")
-            } else {
-                t.name.clone()
-            };
-            let bad = |problem: &str| AuthError::Token {
-                index,
-                name: name.clone(),
-                problem: problem.into(),
-            };
-            let has_file = !t.token_file.as_os_str().is_empty();
-            let digest = match (t.token_sha256.is_empty(), has_file) {
-                (false, false) => parse_hex32(&t.token_sha256)
-                    .ok_or_else(|| bad("token_sha256 must be 64 hex digits"))?,
-                (true, true) => {
-                    let text = std::fs::read_to_string(&t.token_file).map_err(|source| {
-                        AuthError::TokenFile {
-                            index,
-                            path: t.token_file.clone(),
-                            source,
-                        }
-                    })?;
-                    let token = text.trim();
-                    if token.is_empty() {
-                        return Err(bad("token_file is empty"));
-                    }
-                    token_sha256(token)
-                }
-                _ => return Err(bad("set exactly one of token_sha256 and token_file")),
-            };
-            tokens.push((name.clone(), digest, rights(&t.rights).map_err(bad)?));
-        }
-        Ok((users, tokens))
+/// Checks every entry of `[auth]` and reads the token files. Errors name the entry.
+pub fn load(cfg: &AuthConfig) -> Result<Loaded, AuthError> {
+    if cfg.users.is_empty() && cfg.tokens.is_empty() {
+        return Err(AuthError::NoPrincipals);
     }
+    let mut users = Vec::new();
+    for (index, u) in cfg.users.iter().enumerate() {
+        let bad = |problem: &str| AuthError::User {
+            index,
+            name: u.name.clone(),
+            problem: problem.into(),
+        };
+        if u.name.is_empty() || u.name.contains(':') {
+            return Err(bad("name must be non-empty and contain no ':'"));
+        }
+        if users
+            .iter()
+            .any(|(n, _, _): &(String, String, Rights)| n == &u.name)
+        {
+            return Err(bad("duplicate user name"));
+        }
+        match PasswordHash::new(&u.password_hash) {
+            Ok(h) if h.algorithm.as_str().starts_with("argon2") => {}
+            _ => {
+                return Err(bad(
+                    "password_hash must be an argon2 hash from `tsgate auth hash-password`",
+                ))
+            }
+        }
+        users.push((
+            u.name.clone(),
+            u.password_hash.clone(),
+            rights(&u.rights).map_err(bad)?,
+        ));
+    }
+    let mut tokens = Vec::new();
+    for (index, t) in cfg.tokens.iter().enumerate() {
+        let name = if t.name.is_empty() {
+            format!("token-{index}")
+        } else {
+            t.name.clone()
+        };
+        let bad = |problem: &str| AuthError::Token {
+            index,
+            name: name.clone(),
+            problem: problem.into(),
+        };
+        let has_file = !t.token_file.as_os_str().is_empty();
+        let digest = match (t.token_sha256.is_empty(), has_file) {
+            (false, false) => parse_hex32(&t.token_sha256)
+                .ok_or_else(|| bad("token_sha256 must be 64 hex digits"))?,
+            (true, true) => {
+                let text = std::fs::read_to_string(&t.token_file).map_err(|source| {
+                    AuthError::TokenFile {
+                        index,
+                        path: t.token_file.clone(),
+                        source,
+                    }
+                })?;
+                let token = text.trim();
+                if token.is_empty() {
+                    return Err(bad("token_file is empty"));
+                }
+                token_sha256(token)
+            }
+            _ => return Err(bad("set exactly one of token_sha256 and token_file")),
+        };
+        tokens.push((name.clone(), digest, rights(&t.rights).map_err(bad)?));
+    }
+    Ok((users, tokens))
 }
 
 fn rights(list: &[Right]) -> Result<Rights, &'static str> {
@@ -259,23 +189,21 @@ mod tests {
     #[test]
     fn bad_entries_are_named() {
         let cfg: AuthConfig = toml::from_str("enabled = true\n[[tokens]]\nname = \"ci\"\ntoken_sha256 = \"zz\"\nrights = [\"read\"]\n").unwrap();
-        assert!(cfg
-            .load()
+        assert!(load(&cfg)
             .unwrap_err()
             .to_string()
             .contains("auth.tokens[0] (\"ci\"): token_sha256"));
         let cfg: AuthConfig = toml::from_str("enabled = true\n[[users]]\nname = \"a\"\npassword_hash = \"plain\"\nrights = [\"read\"]\n").unwrap();
-        assert!(cfg.load().unwrap_err().to_string().contains("argon2"));
+        assert!(load(&cfg).unwrap_err().to_string().contains("argon2"));
         assert!(
             toml::from_str::<AuthConfig>("[[users]]\nname = \"a\"\nrights = [\"admin\"]\n")
                 .is_err()
         );
         assert!(matches!(
-            AuthConfig {
+            load(&AuthConfig {
                 enabled: true,
                 ..Default::default()
-            }
-            .load(),
+            }),
             Err(AuthError::NoPrincipals)
         ));
     }

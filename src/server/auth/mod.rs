@@ -72,7 +72,7 @@ impl Authenticator {
         if !cfg.enabled {
             return Ok(None);
         }
-        let (users, tokens) = cfg.load()?;
+        let (users, tokens) = config::load(cfg)?;
         let users = users
             .into_iter()
             .map(|(name, hash, rights)| (name, User { hash, rights }))

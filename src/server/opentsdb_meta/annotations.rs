@@ -6,10 +6,10 @@ use super::{
 };
 use crate::meta::annotation::{self, Annotation, AnnotationUpdate};
 use crate::query::time::parse_time;
-use tsgate_common::clock::now_ms;
 use crate::server::http::Request;
 use crate::server::AppState;
 use http::{Method, StatusCode};
+use tsgate_common::clock::now_ms;
 
 /// A query-string time through the date parser, in ms.
 fn qs_time_ms(req: &Request, name: &str) -> Result<Option<u64>, HttpError> {

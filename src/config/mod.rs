@@ -1,5 +1,8 @@
 //! The one TOML config file. Every key has a default; command-line flags override.
 
+pub mod auth;
+pub mod tls;
+
 use crate::schema::KeyLayout;
 use crate::store::hbase::HBaseConfig;
 use crate::store::TableNames;
@@ -22,7 +25,7 @@ pub struct Config {
     pub prometheus: PrometheusConfig,
     pub graphite: GraphiteConfig,
     /// HTTP authentication (`[auth]`, see `server::auth`).
-    pub auth: crate::server::auth::AuthConfig,
+    pub auth: auth::AuthConfig,
     pub log: LogConfig,
 }
 
@@ -159,7 +162,7 @@ pub struct ServerConfig {
     /// would bypass it); `true` keeps it on even then.
     pub telnet: Option<bool>,
     /// HTTPS on `listen` (`[server.tls]`).
-    pub tls: crate::server::tls::TlsConfig,
+    pub tls: tls::TlsConfig,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -377,7 +380,7 @@ impl Config {
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.log
             .format
-            .parse::<crate::observe::logging::LogFormat>()
+            .parse::<LogFormat>()
             .map_err(|e| ConfigError::Invalid(format!("log.format: {e}")))?;
         let s = &self.storage;
         for (k, w) in [
@@ -514,5 +517,27 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("uid_width_tagv"));
+    }
+}
+
+/// `log.format`: how log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("invalid log format {0:?}: expected text or json")]
+pub struct BadFormat(pub String);
+
+impl std::str::FromStr for LogFormat {
+    type Err = BadFormat;
+    fn from_str(s: &str) -> Result<Self, BadFormat> {
+        match s {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            other => Err(BadFormat(other.into())),
+        }
     }
 }

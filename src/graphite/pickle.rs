@@ -5,7 +5,8 @@
 //! garbage, so there is nothing reliable to skip.
 
 use super::write::{write_batch, GPoint};
-use crate::observe::{ingest::rejected, Protocol, Reason};
+use crate::ingest::counts::rejected;
+use crate::observe::{Protocol, Reason};
 use crate::server::AppState;
 use bytes::BytesMut;
 use std::sync::Arc;
@@ -36,7 +37,7 @@ async fn connection(
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    crate::observe::ingest::batch_rejected(Protocol::GraphitePickle, &e);
+                    crate::ingest::counts::batch_rejected(Protocol::GraphitePickle, &e);
                     tracing::warn!(error = %e, "pickle frame too large: closing the connection");
                     return Ok(());
                 }
@@ -56,7 +57,7 @@ async fn handle_frame(state: &AppState, data: &[u8]) {
     let payload = match pickle::decode(data) {
         Ok(p) => p,
         Err(e) => {
-            crate::observe::ingest::batch_rejected(Protocol::GraphitePickle, &e);
+            crate::ingest::counts::batch_rejected(Protocol::GraphitePickle, &e);
             tracing::warn!(error = %e, "pickle frame rejected");
             return;
         }

@@ -8,7 +8,8 @@
 //! at end of stream (carbon discards it).
 
 use super::write::{write_batch, GPoint};
-use crate::observe::{ingest::rejected, Protocol, Reason};
+use crate::ingest::counts::rejected;
+use crate::observe::{Protocol, Reason};
 use crate::server::AppState;
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
@@ -132,7 +133,7 @@ fn keep<'a>(
         Err(e) => {
             // Blank lines are harmless keep-alives.
             if !line.trim().is_empty() {
-                rejected(proto, crate::observe::ingest::graphite_line_reason(&e), 1);
+                rejected(proto, crate::ingest::counts::graphite_line_reason(&e), 1);
                 tracing::debug!(line = %line.chars().take(200).collect::<String>(), error = %e, "invalid graphite line");
             }
         }

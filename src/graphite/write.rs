@@ -89,8 +89,8 @@ pub async fn write_batch(
     if items.is_empty() {
         let n = known.len() as u64;
         let res = state.ingest.write_known(proto, known).await;
-        crate::observe::ingest::rejected(proto, crate::observe::Reason::Unmapped, out.refused);
-        crate::observe::ingest::rejected(proto, crate::observe::Reason::Dropped, out.dropped);
+        crate::ingest::counts::rejected(proto, crate::observe::Reason::Unmapped, out.refused);
+        crate::ingest::counts::rejected(proto, crate::observe::Reason::Dropped, out.dropped);
         match res {
             Ok(()) => out.stored = n,
             Err(e) => {
@@ -130,9 +130,9 @@ pub async fn write_batch(
         })
         .collect();
     let (outcomes, res) = state.ingest.write_incoming(encoded, true).await;
-    crate::observe::ingest::outcomes(proto, &outcomes, &res);
-    crate::observe::ingest::rejected(proto, crate::observe::Reason::Unmapped, out.refused);
-    crate::observe::ingest::rejected(proto, crate::observe::Reason::Dropped, out.dropped);
+    crate::ingest::counts::outcomes(proto, &outcomes, &res);
+    crate::ingest::counts::rejected(proto, crate::observe::Reason::Unmapped, out.refused);
+    crate::ingest::counts::rejected(proto, crate::observe::Reason::Dropped, out.dropped);
     for o in &outcomes {
         match o {
             Ok(()) => out.stored += 1,

@@ -5,7 +5,6 @@ use super::metrics::{
     STATUS_SLOTS,
 };
 use super::registry::{format_float, Exposition, Kind};
-use crate::server::AppState;
 
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -17,19 +16,6 @@ pub struct Live {
     pub queued_batches: usize,
     pub store_rpcs: Vec<(&'static str, u64)>,
     pub process: super::process::ProcessStats,
-}
-
-impl Live {
-    pub fn of(state: &AppState) -> Live {
-        Live {
-            backend: state.config.storage.backend.clone(),
-            uid_cache: state.resolver.uids().cache_len(),
-            series_cache: state.resolver.len(),
-            queued_batches: state.ingest.writer.queued(),
-            store_rpcs: state.query.store.counters(),
-            process: super::process::read(),
-        }
-    }
 }
 
 pub fn render(m: &Metrics, live: &Live) -> String {

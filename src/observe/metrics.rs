@@ -2,7 +2,6 @@
 //! is an index and an atomic add. One instance per process ([`super::metrics`]).
 
 use super::registry::{Counter, Gauge, Histogram};
-use crate::ingest::PointError;
 
 /// Declares a label enum with its label values, in slot order.
 macro_rules! labels {
@@ -203,15 +202,6 @@ impl IngestCounters {
 
     pub fn rejected_by(&self, r: Reason) -> u64 {
         self.rejected[r as usize].get()
-    }
-}
-
-/// The reason for a point the writer refused.
-pub fn point_reason(e: &PointError) -> Reason {
-    match e {
-        PointError::Invalid(_) => Reason::Value,
-        PointError::UnknownName(_) => Reason::UnknownName,
-        PointError::Uid(_) => Reason::Uid,
     }
 }
 

@@ -6,7 +6,6 @@
 
 pub mod expose;
 pub mod http;
-pub mod ingest;
 pub mod logging;
 pub mod metrics;
 pub mod process;

@@ -119,14 +119,14 @@ async fn put(state: &Arc<AppState>, req: Request) -> Reply {
     let body = match body_text(state, &req) {
         Ok(b) => b,
         Err(r) => {
-            crate::observe::ingest::batch_rejected(crate::observe::Protocol::HttpPut, &r.status());
+            crate::ingest::counts::batch_rejected(crate::observe::Protocol::HttpPut, &r.status());
             return r;
         }
     };
     let jps = match parse_body(&body) {
         Ok(p) => p,
         Err(e) => {
-            crate::observe::ingest::batch_rejected(crate::observe::Protocol::HttpPut, &e.message());
+            crate::ingest::counts::batch_rejected(crate::observe::Protocol::HttpPut, &e.message());
             return error_reply(
                 StatusCode::BAD_REQUEST,
                 e.message(),
@@ -155,7 +155,7 @@ async fn put(state: &Arc<AppState>, req: Request) -> Reply {
         durable,
     } = state.ingest.write_json(&jps, &state.limits, true).await;
     for (_, e) in &errors {
-        crate::observe::ingest::rejected(
+        crate::ingest::counts::rejected(
             crate::observe::Protocol::HttpPut,
             crate::observe::metrics::message_reason(e),
             1,
@@ -163,7 +163,7 @@ async fn put(state: &Arc<AppState>, req: Request) -> Reply {
     }
     let (index, outcomes): (Vec<usize>, Vec<Result<(), crate::ingest::PointError>>) =
         written.into_iter().unzip();
-    crate::observe::ingest::outcomes(crate::observe::Protocol::HttpPut, &outcomes, &durable);
+    crate::ingest::counts::outcomes(crate::observe::Protocol::HttpPut, &outcomes, &durable);
     if let Err(e) = durable {
         // Nothing of this request may count as stored: the client must retry.
         return retry_later(error_reply(

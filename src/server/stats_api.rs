@@ -22,7 +22,7 @@ pub fn route(state: &AppState, path: &str) -> Reply {
 
 /// `GET /metrics`: Prometheus text exposition.
 pub fn metrics(state: &AppState) -> Reply {
-    let live = crate::observe::expose::Live::of(state);
+    let live = live(state);
     let body = crate::observe::expose::render(crate::observe::metrics(), &live);
     http::Response::builder()
         .status(StatusCode::OK)
@@ -89,4 +89,16 @@ fn region_clients(state: &AppState) -> Reply {
     let body =
         json!([{"endpoint": state.config.storage.hbase.thrift, "rpcsSent": rpcs, "dead": false}]);
     json_reply(StatusCode::OK, body.to_string())
+}
+
+/// The values `/metrics` reads at scrape time, from the node's parts.
+pub fn live(state: &AppState) -> crate::observe::expose::Live {
+    crate::observe::expose::Live {
+        backend: state.config.storage.backend.clone(),
+        uid_cache: state.resolver.uids().cache_len(),
+        series_cache: state.resolver.len(),
+        queued_batches: state.ingest.writer.queued(),
+        store_rpcs: state.query.store.counters(),
+        process: crate::observe::process::read(),
+    }
 }

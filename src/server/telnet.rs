@@ -92,7 +92,7 @@ pub async fn serve_connection(
             // Too long without a newline: answer, drop it, keep the connection.
             buf.clear();
             skipping = true;
-            crate::observe::ingest::rejected(
+            crate::ingest::counts::rejected(
                 crate::observe::Protocol::Telnet,
                 crate::observe::Reason::Limit,
                 1,
@@ -257,7 +257,7 @@ async fn process_chunk(state: Arc<AppState>, chunk: Bytes, max: usize) -> ChunkR
             continue;
         }
         if line.len() > max {
-            crate::observe::ingest::rejected(
+            crate::ingest::counts::rejected(
                 crate::observe::Protocol::Telnet,
                 crate::observe::Reason::Limit,
                 1,
@@ -299,7 +299,7 @@ async fn process_chunk(state: Arc<AppState>, chunk: Bytes, max: usize) -> ChunkR
                 }
             }
             Err(e) => {
-                crate::observe::ingest::rejected(
+                crate::ingest::counts::rejected(
                     crate::observe::Protocol::Telnet,
                     crate::observe::metrics::message_reason(&e.to_string()),
                     1,
@@ -354,7 +354,7 @@ async fn flush_points(state: &AppState, points: &mut Vec<Put<'_>>, out: &mut Vec
         })
         .collect();
     let (outcomes, res) = state.ingest.write_incoming(incoming, true).await;
-    crate::observe::ingest::outcomes(crate::observe::Protocol::Telnet, &outcomes, &res);
+    crate::ingest::counts::outcomes(crate::observe::Protocol::Telnet, &outcomes, &res);
     for o in outcomes {
         if let Err(e) = o {
             let line = match e {

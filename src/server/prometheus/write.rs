@@ -88,7 +88,7 @@ const RW: crate::observe::Protocol = crate::observe::Protocol::RemoteWrite;
 
 /// Counts a request refused as a whole, and passes its answer on.
 fn rejected(r: Reply) -> Reply {
-    crate::observe::ingest::batch_rejected(RW, &r.status());
+    crate::ingest::counts::batch_rejected(RW, &r.status());
     r
 }
 
@@ -195,10 +195,10 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
         exemplars: _,
         refused,
     } = batch;
-    crate::observe::ingest::rejected(RW, Reason::Tags, refused.tags as u64);
-    crate::observe::ingest::rejected(RW, Reason::Parse, refused.labels as u64);
-    crate::observe::ingest::rejected(RW, Reason::Unsupported, histograms as u64);
-    crate::observe::ingest::rejected(
+    crate::ingest::counts::rejected(RW, Reason::Tags, refused.tags as u64);
+    crate::ingest::counts::rejected(RW, Reason::Parse, refused.labels as u64);
+    crate::ingest::counts::rejected(RW, Reason::Unsupported, histograms as u64);
+    crate::ingest::counts::rejected(
         RW,
         Reason::Value,
         samples.iter().filter(|(_, r)| r.is_err()).count() as u64,
@@ -250,7 +250,7 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
     let n = known.len() + points.len();
     let ready = known.len() as u64;
     let (outcomes, durable) = state.ingest.write_known_then(known, points, true).await;
-    crate::observe::ingest::outcomes_and(RW, ready, &outcomes, &durable);
+    crate::ingest::counts::outcomes_and(RW, ready, &outcomes, &durable);
     if let Err(e) = durable {
         return crate::server::api::retry_later(reply(
             StatusCode::SERVICE_UNAVAILABLE,

@@ -1,13 +1,13 @@
 //! Per-batch accounting of ingest outcomes: tallied locally, then one atomic add per counter
 //! that moved, so the cost per point is a branch, not an atomic.
 
-use super::metrics::{point_reason, Protocol, Reason};
 use crate::ingest::PointError;
+use crate::observe::metrics::{Protocol, Reason};
 use crate::write::WriteError;
 
 /// Counts `n` points refused for `reason` before they reached the writer.
 pub fn rejected(p: Protocol, reason: Reason, n: u64) {
-    super::metrics().ingest(p).reject(reason, n);
+    crate::observe::metrics().ingest(p).reject(reason, n);
     if n > 0 {
         tracing::debug!(
             protocol = p.as_str(),
@@ -32,14 +32,14 @@ pub fn graphite_line_reason(e: &tsgate_graphite::plaintext::LineError) -> Reason
 
 /// Counts a body or frame refused as a whole.
 pub fn batch_rejected(p: Protocol, error: &dyn std::fmt::Display) {
-    super::metrics().ingest(p).batches_rejected.inc();
+    crate::observe::metrics().ingest(p).batches_rejected.inc();
     tracing::debug!(protocol = p.as_str(), error = %error, "batch rejected");
 }
 
 /// Counts a batch of `n` points that were all accepted, by the batch's durability result
 /// (what `outcomes` counts for a batch of `n` oks).
 pub fn stored(p: Protocol, n: u64, durable: &Result<(), WriteError>) {
-    let c = super::metrics().ingest(p);
+    let c = crate::observe::metrics().ingest(p);
     match durable {
         Ok(()) => c.stored.add(n),
         Err(e) => {
@@ -84,7 +84,7 @@ pub fn outcomes_and(
         }
         ok = 0;
     }
-    let c = super::metrics().ingest(p);
+    let c = crate::observe::metrics().ingest(p);
     c.stored.add(ok);
     for r in Reason::ALL {
         let n = by_reason[*r as usize];
@@ -97,5 +97,14 @@ pub fn outcomes_and(
                 "points rejected"
             );
         }
+    }
+}
+
+/// The reason for a point the writer refused.
+pub fn point_reason(e: &PointError) -> Reason {
+    match e {
+        PointError::Invalid(_) => Reason::Value,
+        PointError::UnknownName(_) => Reason::UnknownName,
+        PointError::Uid(_) => Reason::Uid,
     }
 }

@@ -1,6 +1,8 @@
 //! Normalised points → resolved, encoded points handed to the writer. Protocol handlers call
 //! this; it is the one place where names meet UIDs on the write side.
 
+pub mod counts;
+
 use crate::schema::rowkey::base_time;
 use crate::schema::uid_table::UidKind;
 use crate::schema::{DataValue, RawPoint};
@@ -278,7 +280,7 @@ impl Ingest {
     ) -> Result<(), WriteError> {
         let n = points.len() as u64;
         let res = self.writer.write(points, true).await;
-        crate::observe::ingest::stored(proto, n, &res);
+        crate::ingest::counts::stored(proto, n, &res);
         res
     }
 

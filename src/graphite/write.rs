@@ -53,7 +53,7 @@ pub async fn write_batch(
             if let Some(series) = memo.get(&key) {
                 // An unstorable sample takes the general path for its outcome.
                 if let Ok((base, point)) =
-                    crate::prometheus::write::encode_sample(p.ts_ms as i64, p.value)
+                    crate::ingest::encode::encode_sample(p.ts_ms as i64, p.value)
                 {
                     let sp = crate::write::shard::StoredPoint {
                         series,
@@ -123,7 +123,7 @@ pub async fn write_batch(
                 Incoming::Names(EncodedPoint {
                     metric,
                     tags,
-                    raw: crate::prometheus::write::encode_sample(p.ts_ms as i64, p.value),
+                    raw: crate::ingest::encode::encode_sample(p.ts_ms as i64, p.value),
                     text: Some(text),
                 })
             }

@@ -2,6 +2,7 @@
 //! this; it is the one place where names meet UIDs on the write side.
 
 pub mod counts;
+pub mod encode;
 
 use crate::schema::rowkey::base_time;
 use crate::schema::uid_table::UidKind;

@@ -4,9 +4,9 @@
 
 use super::labels::{to_stored, StoredSeries};
 use super::metadata::Meta;
+use crate::ingest::encode::encode_sample;
+use crate::schema::RawPoint;
 use crate::ingest::PointError;
-use crate::schema::rowkey::{base_time, MAX_TIMESTAMP_MS};
-use crate::schema::{DataValue, RawPoint};
 use crate::write::shard::StoredPoint;
 use tsgate_prometheus::proto::MetricType;
 use tsgate_prometheus::v1_borrowed::DecodeError;
@@ -51,41 +51,6 @@ pub struct Refused {
     pub tags: usize,
     /// Labels that are malformed (no name, duplicates, bad symbol references).
     pub labels: usize,
-}
-
-/// Integral values are stored as OpenTSDB integers (1–8 bytes, exact when read back as f64);
-/// everything else, NaNs and the staleness marker included, as 8-byte floats with their bits.
-pub fn data_value(v: f64) -> DataValue {
-    if v.is_finite() && v.fract() == 0.0 && v.abs() < 9.0e18 && !(v == 0.0 && v.is_sign_negative())
-    {
-        DataValue::Int(v as i64)
-    } else {
-        DataValue::F64(v)
-    }
-}
-
-/// A Prometheus ms timestamp as the schema's timestamp: whole seconds as seconds (2-byte
-/// qualifiers), anything else as milliseconds.
-pub fn encode_sample(ts_ms: i64, v: f64) -> Result<(u32, RawPoint), PointError> {
-    if ts_ms < 0 || ts_ms as u64 > MAX_TIMESTAMP_MS {
-        return Err(PointError::Invalid(format!(
-            "timestamp {ts_ms} ms is outside 0..={MAX_TIMESTAMP_MS}"
-        )));
-    }
-    let ts_ms = ts_ms as u64;
-    let ts = if ts_ms.is_multiple_of(1000) {
-        ts_ms / 1000
-    } else if crate::schema::rowkey::is_ms(ts_ms) {
-        ts_ms
-    } else {
-        return Err(PointError::Invalid(format!(
-            "timestamp {ts_ms} ms: sub-second times before 1970-02-19 cannot be stored"
-        )));
-    };
-    let base = base_time(ts);
-    RawPoint::encode_allow_non_finite(ts, base, data_value(v))
-        .map(|r| (base, r))
-        .map_err(|e| PointError::Invalid(e.to_string()))
 }
 
 fn meta_kind(t: i32) -> &'static str {
@@ -307,8 +272,8 @@ mod tests {
             let (_, raw) = encode_sample(1_700_000_000_123, v).unwrap();
             assert_eq!(raw.value().unwrap().as_f64().to_bits(), v.to_bits(), "{v}");
         }
-        assert!(matches!(data_value(42.0), DataValue::Int(42)));
-        assert!(matches!(data_value(-0.0), DataValue::F64(_)));
+        assert!(matches!(crate::ingest::encode::data_value(42.0), crate::schema::DataValue::Int(42)));
+        assert!(matches!(crate::ingest::encode::data_value(-0.0), crate::schema::DataValue::F64(_)));
     }
 
     #[test]

@@ -369,6 +369,14 @@ impl WriterThreads {
 mod tests {
     use super::*;
 
+    /// An integer point at `ts` seconds and the base time of its row.
+    fn sample(ts: u64, v: i64) -> (u32, crate::schema::RawPoint) {
+        let base = crate::schema::rowkey::base_time(ts);
+        let point =
+            crate::schema::RawPoint::encode(ts, base, crate::schema::DataValue::Int(v)).unwrap();
+        (base, point)
+    }
+
     fn one_shard(fsync: bool) -> WriterConfig {
         WriterConfig {
             shards: 1,
@@ -406,8 +414,7 @@ mod tests {
         .unwrap();
         for round in 0..20u32 {
             let series = crate::series::SeriesKey::new(&[0, 0, 1, 0, 0, 1, 0, 0, 2 + round as u8]);
-            let (base, point) =
-                crate::prometheus::write::encode_sample(1_356_998_400_000, round as f64).unwrap();
+            let (base, point) = sample(1_356_998_400, round as i64);
             writer
                 .write(
                     vec![StoredPoint {
@@ -469,11 +476,7 @@ mod tests {
         let mut reused = 0;
         for round in 0..5u32 {
             let series = crate::series::SeriesKey::new(&[0, 0, 1, 0, 0, 1, 0, 0, 2]);
-            let (base, point) = crate::prometheus::write::encode_sample(
-                1_356_998_400_000 + round as i64 * 1000,
-                round as f64,
-            )
-            .unwrap();
+            let (base, point) = sample(1_356_998_400 + round as u64, round as i64);
             writer
                 .write(
                     vec![StoredPoint {

@@ -20,7 +20,6 @@ pub mod series;
 pub mod server;
 pub mod stats;
 pub mod store;
-pub mod tree;
 pub mod uid;
 pub mod write;
 

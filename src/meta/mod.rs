@@ -6,6 +6,7 @@ pub mod annotation;
 pub mod counter;
 pub mod json;
 pub mod realtime;
+pub mod tree;
 pub mod tsmeta;
 pub mod uidmeta;
 
@@ -68,7 +69,7 @@ pub fn parse_uid_hex(s: &str, what: &str) -> MetaResult<Vec<u8>> {
 /// The node's metadata side: shared context, the tree cache and the `ts_ctr` keeper.
 pub struct MetaService {
     pub ctx: Arc<MetaCtx>,
-    pub trees: Arc<crate::tree::TreeCache>,
+    pub trees: Arc<crate::meta::tree::TreeCache>,
     pub ts_counter: Option<Arc<counter::TsCounter>>,
 }
 
@@ -89,7 +90,7 @@ impl MetaService {
             config: cfg.meta.clone(),
             tree_processing: cfg.tree.enable_processing,
         });
-        let trees = Arc::new(crate::tree::TreeCache::default());
+        let trees = Arc::new(crate::meta::tree::TreeCache::default());
         if realtime::wanted(&ctx) {
             let tx = realtime::start(ctx.clone(), trees.clone())?;
             resolver.set_new_series_hook(Box::new(move |tsuid: &[u8]| {

@@ -10,8 +10,8 @@
 //! queued at shutdown that are lost are redone by the next process.
 
 use super::{tsmeta, uidmeta, MetaCtx};
+use crate::meta::tree::{builder, TreeCache};
 use crate::schema::uid_table::UidKind;
-use crate::tree::{builder, TreeCache};
 use crossbeam_channel::{Receiver, Sender};
 use std::collections::HashSet;
 use std::sync::Arc;

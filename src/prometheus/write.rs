@@ -5,8 +5,8 @@
 use super::labels::{to_stored, StoredSeries};
 use super::metadata::Meta;
 use crate::ingest::encode::encode_sample;
-use crate::schema::RawPoint;
 use crate::ingest::PointError;
+use crate::schema::RawPoint;
 use crate::write::shard::StoredPoint;
 use tsgate_prometheus::proto::MetricType;
 use tsgate_prometheus::v1_borrowed::DecodeError;
@@ -272,8 +272,14 @@ mod tests {
             let (_, raw) = encode_sample(1_700_000_000_123, v).unwrap();
             assert_eq!(raw.value().unwrap().as_f64().to_bits(), v.to_bits(), "{v}");
         }
-        assert!(matches!(crate::ingest::encode::data_value(42.0), crate::schema::DataValue::Int(42)));
-        assert!(matches!(crate::ingest::encode::data_value(-0.0), crate::schema::DataValue::F64(_)));
+        assert!(matches!(
+            crate::ingest::encode::data_value(42.0),
+            crate::schema::DataValue::Int(42)
+        ));
+        assert!(matches!(
+            crate::ingest::encode::data_value(-0.0),
+            crate::schema::DataValue::F64(_)
+        ));
     }
 
     #[test]

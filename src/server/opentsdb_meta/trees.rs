@@ -6,13 +6,13 @@ use super::{
     tsuid_list, HResult, HttpError,
 };
 use crate::meta::json::esc;
+use crate::meta::tree::branch::{self, tree_key};
+use crate::meta::tree::rule::TreeRuleUpdate;
+use crate::meta::tree::{self, builder, check_tree_id, CompiledTree, TreeUpdate};
 use crate::meta::{tsmeta, MetaError};
 use crate::schema::{hex_upper, parse_hex};
 use crate::server::http::Request;
 use crate::server::AppState;
-use crate::tree::branch::{self, tree_key};
-use crate::tree::rule::TreeRuleUpdate;
-use crate::tree::{self, builder, check_tree_id, CompiledTree, TreeUpdate};
 use http::{Method, StatusCode};
 
 pub fn route(st: &AppState, req: &Request, path: &str) -> HResult {
@@ -160,7 +160,7 @@ fn rule(st: &AppState, req: &Request) -> HResult {
     };
     let (tree, level, order) = tree::rule_address(ctx, &upd)?;
     let missing = || {
-        let mut r = crate::tree::rule::TreeRule {
+        let mut r = crate::meta::tree::rule::TreeRule {
             level,
             order,
             tree_id: tree.tree_id as i32,

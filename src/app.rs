@@ -352,14 +352,14 @@ pub fn start_graphite(
     let mut tasks = Vec::new();
     if let Some(l) = s.tcp {
         tracing::info!(addr = %l.local_addr().map(|a| a.to_string()).unwrap_or_default(), "Graphite plaintext listening (TCP and UDP)");
-        tasks.push(tokio::spawn(crate::graphite::plaintext::serve_tcp(
+        tasks.push(tokio::spawn(crate::server::carbon::plaintext::serve_tcp(
             state.clone(),
             l,
             shutdown.clone(),
         )));
     }
     if let Some(u) = s.udp {
-        tasks.push(tokio::spawn(crate::graphite::plaintext::serve_udp(
+        tasks.push(tokio::spawn(crate::server::carbon::plaintext::serve_udp(
             state.clone(),
             u,
             shutdown.clone(),
@@ -367,7 +367,7 @@ pub fn start_graphite(
     }
     if let Some(l) = s.pickle {
         tracing::info!(addr = %l.local_addr().map(|a| a.to_string()).unwrap_or_default(), "Graphite pickle listening");
-        tasks.push(tokio::spawn(crate::graphite::pickle::serve(
+        tasks.push(tokio::spawn(crate::server::carbon::pickle::serve(
             state.clone(),
             l,
             shutdown,

@@ -1,7 +1,4 @@
-//! Graphite: carbon ingest (plaintext TCP/UDP, pickle) and the name rules shared with the
-//! graphite-web API.
+//! Graphite's name rules: dotted paths to metric + tags and back, shared by the carbon
+//! listeners (`server::carbon`) and the graphite-web API.
 
 pub mod names;
-pub mod pickle;
-pub mod plaintext;
-pub mod write;

@@ -34,7 +34,9 @@ def strip_comments(text):
 
 def graph(src):
     g = {}
-    for dirpath, _, files in os.walk(src):
+    for dirpath, dirs, files in os.walk(src):
+        # a crate nested inside this one's src/ (src/common, …) is a crate of its own
+        dirs[:] = [d for d in dirs if not os.path.exists(os.path.join(dirpath, d, "Cargo.toml"))]
         for f in files:
             if not f.endswith(".rs"):
                 continue

@@ -15,7 +15,7 @@ pub mod observe;
 pub mod prometheus;
 pub mod promql;
 pub mod query;
-pub mod schema;
+pub use tsgate_schema as schema;
 pub mod series;
 pub mod server;
 pub mod stats;

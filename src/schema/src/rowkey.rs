@@ -185,7 +185,7 @@ pub fn sort_tag_pairs(pairs: &mut [Vec<u8>]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::parse_hex;
+    use crate::parse_hex;
 
     fn h(s: &str) -> Vec<u8> {
         parse_hex(&s.replace(' ', "")).unwrap()

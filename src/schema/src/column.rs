@@ -430,8 +430,8 @@ mod tests {
             assert_eq!(back.to_bits(), v.to_bits());
         }
     }
-    use crate::schema::parse_hex;
-    use crate::schema::rowkey::base_time;
+    use crate::parse_hex;
+    use crate::rowkey::base_time;
 
     fn h(s: &str) -> Vec<u8> {
         parse_hex(&s.replace(' ', "")).unwrap()

@@ -137,7 +137,7 @@ proptest! {
         prop_assert_eq!(p.qualifier().len(), if is_ms(ts) { 4 } else { 2 });
         // Offsets within the hour; the wrapped base of late ms times is OpenTSDB's too.
         prop_assert_eq!(p.offset_ms() as u64, millis(ts) % 3_600_000);
-        if crate::schema::rowkey::seconds(ts) < 1u64 << 32 {
+        if crate::rowkey::seconds(ts) < 1u64 << 32 {
             prop_assert_eq!(p.timestamp_ms(base), millis(ts));
         }
         prop_assert!(same_value(p.value().unwrap(), v), "{:?} != {:?}", p.value(), v);

@@ -26,7 +26,7 @@ pub fn qualifier(start: u64) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::parse_hex;
+    use crate::parse_hex;
 
     #[test]
     fn qualifiers_from_opentsdb_tests() {

@@ -338,7 +338,7 @@ pub fn plan_compaction(cols: &[StoredColumn<'_>]) -> Result<Option<CompactionPla
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::parse_hex;
+    use crate::parse_hex;
 
     fn h(s: &str) -> Vec<u8> {
         parse_hex(&s.replace(' ', "")).unwrap()

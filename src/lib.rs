@@ -19,7 +19,7 @@ pub use tsgate_schema as schema;
 pub mod series;
 pub mod server;
 pub mod stats;
-pub mod store;
+pub use tsgate_store as store;
 pub mod uid;
 pub mod write;
 

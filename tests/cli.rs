@@ -308,7 +308,7 @@ fn hbase_create_tables_through_thrift_or_as_a_shell_script() {
     // Against a double without tables: serving refuses, create-tables makes them, twice is fine.
     let dir = tempfile::tempdir().unwrap();
     let double =
-        tsgate::store::hbase::double::TestDouble::start(&dir.path().join("double"), "127.0.0.1:0")
+        tsgate_testkit::hbase_double::TestDouble::start(&dir.path().join("double"), "127.0.0.1:0")
             .unwrap();
     let addr = double.addr();
     let data = dir.path().join("data");

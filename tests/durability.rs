@@ -10,8 +10,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use tsgate::store::hbase::double::TestDouble;
 use tsgate_prometheus::proto::{Label, Sample, TimeSeries, WriteRequest};
+use tsgate_testkit::hbase_double::TestDouble;
 
 const T0: u64 = 1356998400;
 

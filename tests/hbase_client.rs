@@ -2,9 +2,9 @@
 //! retried on a fresh connection, answers from HBase are not, errors say what failed.
 
 use std::time::{Duration, Instant};
-use tsgate::store::hbase::double::TestDouble;
 use tsgate::store::hbase::{tables, HBaseConfig, HBaseStore};
 use tsgate::store::{Store, TableNames};
+use tsgate_testkit::hbase_double::TestDouble;
 
 fn double_with_tables(dir: &std::path::Path, listen: &str) -> TestDouble {
     let d = TestDouble::start(dir, listen).unwrap();

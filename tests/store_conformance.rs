@@ -5,13 +5,14 @@ use std::sync::Arc;
 use tsgate::schema::compaction::{merge_columns, StoredColumn};
 use tsgate::schema::uid_table::UidKind;
 use tsgate::schema::DataValue;
-use tsgate::store::hbase::double::TestDouble;
 use tsgate::store::hbase::{tables, HBaseConfig, HBaseStore};
 use tsgate::store::{
-    conformance, Cell, RowMutations, RowStream, Scan, SharedStore, Store, StoreResult, TableNames,
+    Cell, RowMutations, RowStream, Scan, SharedStore, Store, StoreResult, TableNames,
 };
 use tsgate::uid::UidCore;
 use tsgate::write::compactor::{Compactor, Outcome};
+use tsgate_testkit::conformance;
+use tsgate_testkit::hbase_double::TestDouble;
 
 /// Whatever must live as long as the store (temp dirs, the double).
 type Guard = Box<dyn std::any::Any>;

@@ -10,6 +10,7 @@ loopback) and one `tsgate serve --backend hbase` against it, sends a data set ma
     and again once the closed hours have been compacted.
 
 usage: compat/bench/bench_hbase.py DATADIR [telnet|http] [TSGATE_BINARY]
+The binary needs the double: cargo build --release --features test-double
 """
 import json, os, socket, subprocess, sys, tempfile, time, urllib.request
 from concurrent.futures import ThreadPoolExecutor

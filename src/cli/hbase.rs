@@ -2,10 +2,11 @@
 //! `tsgate hbase test-double` (the in-process Thrift test double as a server, for development).
 
 use super::Common;
-use crate::store::hbase::double::TestDouble;
 use crate::store::hbase::tables::{create_tables, shell_script, Created};
 use crate::store::hbase::HBaseStore;
 use clap::{Subcommand, ValueEnum};
+#[cfg(feature = "test-double")]
+use tsgate_testkit::hbase_double::TestDouble;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 #[value(rename_all = "UPPER")]
@@ -42,7 +43,9 @@ pub enum HBaseAction {
         print: bool,
     },
     /// Serve the in-process HBase Thrift test double (tables kept under --data-dir) until
-    /// SIGINT/SIGTERM. A development aid: it is not HBase.
+    /// SIGINT/SIGTERM. A development aid: it is not HBase. Built only with the `test-double`
+    /// feature (`cargo build --release --features test-double`).
+    #[cfg(feature = "test-double")]
     TestDouble {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:9090")]
@@ -71,6 +74,7 @@ pub fn run(common: &Common, action: HBaseAction) -> anyhow::Result<i32> {
             }
             Ok(0)
         }
+        #[cfg(feature = "test-double")]
         HBaseAction::TestDouble {
             listen,
             create_tables: create,

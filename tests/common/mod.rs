@@ -62,7 +62,7 @@ pub fn free_port() -> u16 {
 /// gateway — here the in-process test double, which outlives the `tsgate` processes.
 pub struct Backend {
     pub name: &'static str,
-    double: Option<tsgate::store::hbase::double::TestDouble>,
+    double: Option<tsgate_testkit::hbase_double::TestDouble>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -80,7 +80,7 @@ impl Backend {
         use tsgate::store::hbase::{tables, HBaseConfig, HBaseStore};
         let dir = tempfile::tempdir().unwrap();
         let double =
-            tsgate::store::hbase::double::TestDouble::start(dir.path(), "127.0.0.1:0").unwrap();
+            tsgate_testkit::hbase_double::TestDouble::start(dir.path(), "127.0.0.1:0").unwrap();
         let cfg = HBaseConfig {
             thrift: double.addr(),
             ..Default::default()
@@ -103,7 +103,7 @@ impl Backend {
         self.double.as_ref().map(|d| d.addr())
     }
 
-    pub fn double(&self) -> Option<&tsgate::store::hbase::double::TestDouble> {
+    pub fn double(&self) -> Option<&tsgate_testkit::hbase_double::TestDouble> {
         self.double.as_ref()
     }
 

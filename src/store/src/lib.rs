@@ -2,7 +2,6 @@
 //! family:qualifier, ordered scans, atomic increment and compare-and-set. One trait, so the
 //! embedded engine and the HBase gateway are interchangeable (and testable with one suite).
 
-pub mod conformance;
 pub mod embedded;
 pub mod hbase;
 pub mod keycodec;

@@ -61,7 +61,7 @@ impl TestDouble {
     pub fn start_with_tables(
         dir: &Path,
         listen: &str,
-        tables: &[crate::store::TableSpec],
+        tables: &[tsgate_store::TableSpec],
     ) -> Result<TestDouble, DoubleError> {
         let open_err = |source| DoubleError::Open {
             dir: dir.display().to_string(),

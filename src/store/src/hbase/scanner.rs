@@ -7,7 +7,7 @@ use super::codec;
 use super::error::HBaseError;
 use super::filter;
 use super::pool::{Conn, Method, Pool};
-use crate::store::{Row, Scan, StoreError, StoreResult};
+use crate::{Row, Scan, StoreError, StoreResult};
 use hbase_thrift::hbase::{THbaseSyncClient, TScan};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -51,7 +51,7 @@ impl Scanner {
         let exact = scan
             .row_regex
             .as_deref()
-            .map(crate::store::embedded::compile_row_regex)
+            .map(crate::embedded::compile_row_regex)
             .transpose()?;
         let server_filter = scan
             .row_regex

@@ -6,9 +6,7 @@ use super::error::HBaseError;
 use super::pool::{Method, Pool};
 use super::scanner::Scanner;
 use super::HBaseConfig;
-use crate::store::{
-    Cell, RowMutations, RowStream, Scan, Store, StoreError, StoreResult, TableSpec,
-};
+use crate::{Cell, RowMutations, RowStream, Scan, Store, StoreError, StoreResult, TableSpec};
 use hbase_thrift::hbase::{BatchMutation, THbaseSyncClient};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

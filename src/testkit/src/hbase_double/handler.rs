@@ -4,12 +4,12 @@
 use super::catalog::{Catalog, CatalogError, Table};
 use super::columns::{row_result, Selection};
 use super::scanners::{OpenScanner, Scanners};
-use crate::store::hbase::codec;
-use crate::store::hbase::filter::{parse_filter, JavaRowRegex, ParsedFilter};
-use crate::store::{Mutation as StoreMutation, RowMutations, Scan, Store, StoreError};
 use hbase_thrift::hbase::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use tsgate_store::hbase::codec;
+use tsgate_store::hbase::filter::{parse_filter, JavaRowRegex, ParsedFilter};
+use tsgate_store::{Mutation as StoreMutation, RowMutations, Scan, Store, StoreError};
 
 pub struct Handler {
     pub catalog: Arc<Catalog>,

@@ -3,9 +3,7 @@
 //! drops what it kept of those rows. Only complete where this process is the store's only
 //! writer ([`Store::shared`] false): another node's writes to HBase reach no watcher.
 
-use crate::store::{
-    Cell, RowMutations, RowStream, RowVisitor, Scan, SharedStore, Store, StoreResult,
-};
+use crate::{Cell, RowMutations, RowStream, RowVisitor, Scan, SharedStore, Store, StoreResult};
 use std::sync::Arc;
 
 pub trait RowWatcher: Send + Sync {
@@ -150,8 +148,8 @@ impl Store for WatchedStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::embedded::EmbeddedStore;
-    use crate::store::TableNames;
+    use crate::embedded::EmbeddedStore;
+    use crate::TableNames;
     use std::sync::Mutex;
 
     /// Hears `tsdb` and `tsdb-uid`; notes each row heard, and whether the write had landed.

@@ -1,7 +1,7 @@
 //! Behaviour every `Store` backend must share, written once and run against each backend by
 //! the integration suite (`tests/store_conformance.rs`). Panics with a message on a mismatch.
 
-use super::{Cell, Mutation, Row, RowMutations, Scan, SharedStore};
+use tsgate_store::{Cell, Mutation, Row, RowMutations, Scan, SharedStore};
 
 pub const TABLE: &str = "tsdb-uid";
 
@@ -358,7 +358,7 @@ pub fn multi_get(store: &SharedStore) {
             &[],
         )
         .expect("get_rows");
-    let q = |cells: &Vec<super::Cell>| {
+    let q = |cells: &Vec<tsgate_store::Cell>| {
         cells
             .iter()
             .map(|c| c.qualifier.clone())
@@ -381,7 +381,7 @@ pub fn multi_get(store: &SharedStore) {
 /// A scan with a row seeker that agrees with its regex returns the same rows whether the store
 /// seeks (jumping over rows, reopening its range, stopping early) or ignores the seeker.
 pub fn seeking_scans(store: &SharedStore) {
-    use super::{RowSeek, RowSeeker};
+    use tsgate_store::{RowSeek, RowSeeker};
     // Rows "s" + [a, b] for a < 20, b < 10, in both families; the wanted ones have b == 7.
     for a in 0..20u8 {
         for b in 0..10u8 {

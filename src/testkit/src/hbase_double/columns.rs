@@ -1,10 +1,10 @@
 //! Thrift column lists as HBase reads them (`family` = the whole family, `family:qualifier` =
 //! one column) and rows as `TRowResult`s.
 
-use crate::store::hbase::codec;
-use crate::store::Cell;
 use hbase_thrift::hbase::{TCell, TColumn, TRowResult};
 use std::collections::{BTreeMap, BTreeSet};
+use tsgate_store::hbase::codec;
+use tsgate_store::Cell;
 
 /// Which cells a get or scan returns. Empty = everything.
 #[derive(Default, Debug, Clone)]

@@ -853,8 +853,8 @@ impl Store for EmbeddedStore {
         open_for_writes(*g, table)?;
         let cur = match self.read_cell(table, ks, row, qualifier)? {
             None => 0,
-            Some(v) => crate::schema::uid_table::decode_counter(&v).ok_or_else(|| {
-                StoreError::NotACounter(format!("{table}/{}", crate::schema::hex_upper(row)))
+            Some(v) => tsgate_schema::uid_table::decode_counter(&v).ok_or_else(|| {
+                StoreError::NotACounter(format!("{table}/{}", tsgate_schema::hex_upper(row)))
             })?,
         };
         let next = cur.wrapping_add(delta);
@@ -1031,7 +1031,7 @@ mod tests {
     #[test]
     fn a_store_of_the_earlier_form_opens_as_it_was() {
         let dir = tempfile::tempdir().unwrap();
-        let specs = crate::store::TableNames::default().specs();
+        let specs = crate::TableNames::default().specs();
         let q = vec![3u8; 100];
         {
             let db = Database::builder(dir.path()).open().unwrap();

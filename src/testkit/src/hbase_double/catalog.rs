@@ -1,13 +1,13 @@
 //! The double's tables: one embedded store per table under the double's directory, and a small
 //! descriptor file per table so a restarted double finds its tables again.
 
-use crate::store::embedded::EmbeddedStore;
-use crate::store::{StoreError, TableSpec};
 use hbase_thrift::hbase::ColumnDescriptor;
 use parking_lot::RwLock;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use tsgate_store::embedded::EmbeddedStore;
+use tsgate_store::{StoreError, TableSpec};
 
 pub struct Table {
     pub store: EmbeddedStore,
@@ -37,7 +37,7 @@ fn hex(s: &[u8]) -> String {
 }
 
 fn unhex(s: &str) -> Option<Vec<u8>> {
-    crate::schema::parse_hex(s)
+    tsgate_schema::parse_hex(s)
 }
 
 impl Catalog {

@@ -3,13 +3,13 @@
 //! cut into pieces as HBase's scanner batching does.
 
 use super::columns::Selection;
-use crate::store::hbase::filter::JavaRowRegex;
-use crate::store::{Cell, RowStream};
 use hbase_thrift::hbase::TRowResult;
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
+use tsgate_store::hbase::filter::JavaRowRegex;
+use tsgate_store::{Cell, RowStream};
 
 pub struct OpenScanner {
     pub rows: RowStream,

@@ -194,7 +194,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn byte_match(re: &str, row: &[u8]) -> bool {
-        crate::store::embedded::compile_row_regex(re)
+        crate::embedded::compile_row_regex(re)
             .unwrap()
             .is_match(row)
     }

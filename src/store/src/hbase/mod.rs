@@ -3,7 +3,6 @@
 
 pub mod client;
 pub mod codec;
-pub mod double;
 pub mod error;
 pub mod filter;
 pub mod pool;

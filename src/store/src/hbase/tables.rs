@@ -3,7 +3,7 @@
 
 use super::error::HBaseError;
 use super::pool::{Method, Pool};
-use crate::store::TableNames;
+use crate::TableNames;
 use hbase_thrift::hbase::{ColumnDescriptor, THbaseSyncClient};
 use std::sync::Arc;
 

@@ -1,6 +1,6 @@
 //! Between tsgate's cells and mutations and Hbase.thrift's `family:qualifier` columns.
 
-use crate::store::{Cell, Mutation as StoreMutation};
+use crate::{Cell, Mutation as StoreMutation};
 use hbase_thrift::hbase::{Mutation, TCell, TRowResult};
 
 /// `family:qualifier`; the qualifier may hold any byte (HBase splits at the first colon).

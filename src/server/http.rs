@@ -155,7 +155,7 @@ async fn answer(
             )
         }
     };
-    let track = crate::observe::http::track_query(endpoint, path, &query, &body, peer);
+    let track = crate::server::accounting::track_query(endpoint, path, &query, &body, peer);
     let req = Request {
         method,
         path: path.to_string(),
@@ -177,7 +177,8 @@ async fn answer(
 /// Endpoints that read stored points or series: a query, remote read, Prometheus' series and
 /// labels.
 fn reads_data(e: crate::observe::metrics::Endpoint) -> bool {
-    crate::observe::http::query_api(e).is_some() || e == crate::observe::metrics::Endpoint::PromMeta
+    crate::server::accounting::query_api(e).is_some()
+        || e == crate::observe::metrics::Endpoint::PromMeta
 }
 
 /// Before a query reads: waits until the points taken in so far can be read (see
@@ -231,7 +232,7 @@ where
                 async move {
                     let (started, endpoint) = (
                         std::time::Instant::now(),
-                        crate::observe::http::endpoint_of(&method, path.as_str(), &query),
+                        crate::server::accounting::endpoint_of(&method, path.as_str(), &query),
                     );
                     let reply = answer(
                         &st,
@@ -244,7 +245,7 @@ where
                         body,
                     )
                     .await;
-                    crate::observe::http::record(endpoint, reply.status().as_u16(), started);
+                    crate::server::accounting::record(endpoint, reply.status().as_u16(), started);
                     reply
                 }
             },

@@ -2,6 +2,7 @@
 //! connection (an upper-case letter starts an HTTP request), as OpenTSDB's TSD does; 0x16 (a
 //! TLS ClientHello) starts HTTPS when `[server.tls]` is configured.
 
+pub mod accounting;
 pub mod api;
 pub mod auth;
 pub mod blocking;

@@ -1,0 +1,465 @@
+//! The UID core: names ↔ fixed-width ids in `tsdb-uid`, assigned with OpenTSDB 2.x's
+//! algorithm (increment the kind's counter, CAS the reverse map, CAS the forward map), so
+//! several processes sharing one store never hand out one id twice. Cached both ways.
+
+use dashmap::DashMap;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tsgate_schema::uid_table::{id_bytes, UidKind, ID_FAMILY, MAXID_ROW, NAME_FAMILY};
+use tsgate_store::{Mutation, RowMutations, Scan, SharedStore, StoreError};
+
+pub type Uid = Box<[u8]>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum UidError {
+    #[error("No such name for '{kind}': '{name}'")]
+    NoSuchName { kind: &'static str, name: String },
+    #[error("No such unique ID for '{kind}': {id}")]
+    NoSuchId { kind: &'static str, id: String },
+    #[error("All Unique IDs for {kind} on {width} bytes are already assigned!")]
+    Exhausted { kind: &'static str, width: usize },
+    #[error("Found id.length = {len} which is != {width} required for '{kind}'")]
+    WrongWidth {
+        kind: &'static str,
+        len: usize,
+        width: usize,
+    },
+    #[error("Name already exists with UID: {0}")]
+    Exists(String),
+    #[error("Failed to assign an ID for kind='{kind}' name='{name}' after {attempts} attempts")]
+    Failed {
+        kind: &'static str,
+        name: String,
+        attempts: usize,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+pub struct UidCore {
+    store: SharedStore,
+    table: String,
+    widths: [usize; 3],
+    auto_create: [bool; 3],
+    forward: [DashMap<Box<str>, Uid>; 3],
+    reverse: [DashMap<Uid, Box<str>>; 3],
+    /// One assignment at a time per kind inside this process (the CAS protects across processes).
+    assigning: [Mutex<()>; 3],
+    /// New mappings written since the store was last made durable.
+    dirty: AtomicBool,
+}
+
+fn idx(k: UidKind) -> usize {
+    k as usize
+}
+
+const MAX_ATTEMPTS: usize = 3;
+
+impl UidCore {
+    pub fn new(
+        store: SharedStore,
+        table: String,
+        widths: [usize; 3],
+        auto_create: [bool; 3],
+    ) -> UidCore {
+        UidCore {
+            store,
+            table,
+            widths,
+            auto_create,
+            forward: Default::default(),
+            reverse: Default::default(),
+            assigning: Default::default(),
+            dirty: AtomicBool::new(false),
+        }
+    }
+
+    pub fn width(&self, kind: UidKind) -> usize {
+        self.widths[idx(kind)]
+    }
+
+    /// Cache-only lookup: never touches the store.
+    pub fn cached_id(&self, kind: UidKind, name: &str) -> Option<Uid> {
+        self.forward[idx(kind)].get(name).map(|v| v.clone())
+    }
+
+    fn remember(&self, kind: UidKind, name: &str, uid: &[u8]) {
+        self.forward[idx(kind)].insert(name.into(), uid.into());
+        self.reverse[idx(kind)].insert(uid.into(), name.into());
+    }
+
+    fn read_forward(&self, kind: UidKind, name: &str) -> Result<Option<Uid>, UidError> {
+        let cells = self.store.get(&self.table, name.as_bytes(), &[ID_FAMILY])?;
+        let Some(c) = cells.iter().find(|c| c.qualifier == kind.qualifier()) else {
+            return Ok(None);
+        };
+        let w = self.width(kind);
+        if c.value.len() != w {
+            return Err(UidError::WrongWidth {
+                kind: kind.as_str(),
+                len: c.value.len(),
+                width: w,
+            });
+        }
+        Ok(Some(c.value.clone().into_boxed_slice()))
+    }
+
+    /// The id of `name`, from the cache or the store; `None` if it has none.
+    pub fn get_id(&self, kind: UidKind, name: &str) -> Result<Option<Uid>, UidError> {
+        if let Some(u) = self.cached_id(kind, name) {
+            crate::observe::metrics().uid(kind).hits.inc();
+            return Ok(Some(u));
+        }
+        crate::observe::metrics().uid(kind).misses.inc();
+        let found = self.read_forward(kind, name)?;
+        if let Some(u) = &found {
+            self.remember(kind, name, u);
+        }
+        Ok(found)
+    }
+
+    /// The id of `name`, or an error naming it as OpenTSDB does.
+    pub fn require_id(&self, kind: UidKind, name: &str) -> Result<Uid, UidError> {
+        self.get_id(kind, name)?
+            .ok_or_else(|| UidError::NoSuchName {
+                kind: kind.as_str(),
+                name: name.into(),
+            })
+    }
+
+    /// The id of `name`, creating it when this kind auto-creates.
+    pub fn get_or_create(&self, kind: UidKind, name: &str) -> Result<Uid, UidError> {
+        if let Some(u) = self.get_id(kind, name)? {
+            return Ok(u);
+        }
+        if !self.auto_create[idx(kind)] {
+            return Err(UidError::NoSuchName {
+                kind: kind.as_str(),
+                name: name.into(),
+            });
+        }
+        self.create(kind, name).map(|(u, _)| u)
+    }
+
+    /// Makes sure every name of `names` has an id (when this kind auto-creates), with one
+    /// counter increment for all those that need one: a burst of new series (a fleet's first
+    /// report, Graphite paths stored whole) otherwise costs an increment and a turn of the
+    /// assignment lock per name. Afterwards `get_or_create` finds them cached. A name this
+    /// cannot settle (a lost CAS) is left to `get_or_create`, which retries it on its own.
+    pub fn create_many(&self, kind: UidKind, names: &[&str]) -> Result<(), UidError> {
+        if !self.auto_create[idx(kind)] {
+            return Ok(());
+        }
+        let mut seen = std::collections::HashSet::new();
+        let missing: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| self.cached_id(kind, n).is_none() && seen.insert(*n))
+            .collect();
+        if missing.len() < 2 {
+            return Ok(());
+        }
+        let _one = self.assigning[idx(kind)].lock();
+        let mut new = Vec::with_capacity(missing.len());
+        for name in missing {
+            match self.read_forward(kind, name)? {
+                Some(u) => self.remember(kind, name, &u),
+                None => new.push(name),
+            }
+        }
+        if new.is_empty() {
+            return Ok(());
+        }
+        let q = kind.qualifier();
+        let width = self.width(kind);
+        let last = self
+            .store
+            .increment(&self.table, MAXID_ROW, ID_FAMILY, q, new.len() as i64)?;
+        let first = last - new.len() as i64 + 1;
+        if first <= 0 {
+            return Ok(()); // a counter gone wrong: each name takes the one-at-a-time path
+        }
+        for (i, name) in new.into_iter().enumerate() {
+            let uid = id_bytes((first + i as i64) as u64, width).ok_or(UidError::Exhausted {
+                kind: kind.as_str(),
+                width,
+            })?;
+            // As in `create`: reverse first, then forward; a lost race leaves the id unused.
+            if !self.store.check_and_put(
+                &self.table,
+                &uid,
+                NAME_FAMILY,
+                q,
+                None,
+                name.as_bytes(),
+            )? {
+                continue;
+            }
+            self.dirty.store(true, Ordering::Release);
+            if self
+                .store
+                .check_and_put(&self.table, name.as_bytes(), ID_FAMILY, q, None, &uid)?
+            {
+                self.remember(kind, name, &uid);
+                crate::observe::metrics().uid(kind).assigned.inc();
+            } else if let Some(winner) = self.read_forward(kind, name)? {
+                self.remember(kind, name, &winner);
+            }
+        }
+        Ok(())
+    }
+
+    /// Assigns a new id (for `/api/uid/assign` and `tsgate uid assign`): an existing name is an error.
+    pub fn assign(&self, kind: UidKind, name: &str) -> Result<Uid, UidError> {
+        if let Some(u) = self.get_id(kind, name)? {
+            return Err(UidError::Exists(tsgate_schema::hex_upper(&u)));
+        }
+        match self.create(kind, name)? {
+            (u, true) => Ok(u),
+            (u, false) => Err(UidError::Exists(tsgate_schema::hex_upper(&u))),
+        }
+    }
+
+    /// OpenTSDB 2.x's allocation; returns the id and whether this call created it.
+    fn create(&self, kind: UidKind, name: &str) -> Result<(Uid, bool), UidError> {
+        let _one = self.assigning[idx(kind)].lock();
+        if let Some(u) = self.read_forward(kind, name)? {
+            self.remember(kind, name, &u);
+            return Ok((u, false));
+        }
+        let q = kind.qualifier();
+        let width = self.width(kind);
+        for _ in 0..MAX_ATTEMPTS {
+            let id = self
+                .store
+                .increment(&self.table, MAXID_ROW, ID_FAMILY, q, 1)?;
+            if id <= 0 {
+                continue;
+            }
+            let uid = id_bytes(id as u64, width).ok_or(UidError::Exhausted {
+                kind: kind.as_str(),
+                width,
+            })?;
+            // Reverse first: a dangling reverse mapping is harmless, a dangling forward one is not.
+            if !self.store.check_and_put(
+                &self.table,
+                &uid,
+                NAME_FAMILY,
+                q,
+                None,
+                name.as_bytes(),
+            )? {
+                tracing::warn!(
+                    kind = kind.as_str(),
+                    name,
+                    "failed to CAS reverse mapping, retrying with a new id"
+                );
+                continue;
+            }
+            self.dirty.store(true, Ordering::Release);
+            if !self
+                .store
+                .check_and_put(&self.table, name.as_bytes(), ID_FAMILY, q, None, &uid)?
+            {
+                // Another writer won the race: its id stands, ours is leaked.
+                let winner = self
+                    .read_forward(kind, name)?
+                    .ok_or_else(|| UidError::Failed {
+                        kind: kind.as_str(),
+                        name: name.into(),
+                        attempts: MAX_ATTEMPTS,
+                    })?;
+                self.remember(kind, name, &winner);
+                return Ok((winner, false));
+            }
+            self.remember(kind, name, &uid);
+            crate::observe::metrics().uid(kind).assigned.inc();
+            return Ok((uid.into_boxed_slice(), true));
+        }
+        Err(UidError::Failed {
+            kind: kind.as_str(),
+            name: name.into(),
+            attempts: MAX_ATTEMPTS,
+        })
+    }
+
+    /// Makes new mappings durable before anything referring to them is acknowledged.
+    pub fn sync_if_dirty(&self) -> Result<(), UidError> {
+        if self.dirty.swap(false, Ordering::AcqRel) {
+            if let Err(e) = self.store.flush() {
+                self.dirty.store(true, Ordering::Release);
+                return Err(e.into());
+            }
+        }
+        Ok(())
+    }
+
+    pub fn get_name(&self, kind: UidKind, uid: &[u8]) -> Result<Box<str>, UidError> {
+        if let Some(n) = self.reverse[idx(kind)].get(uid) {
+            return Ok(n.clone());
+        }
+        let cells = self.store.get(&self.table, uid, &[NAME_FAMILY])?;
+        let c = cells
+            .iter()
+            .find(|c| c.qualifier == kind.qualifier())
+            .ok_or_else(|| UidError::NoSuchId {
+                kind: kind.as_str(),
+                id: format!("{:?}", uid.iter().map(|&b| b as i8).collect::<Vec<_>>()),
+            })?;
+        let name: Box<str> = String::from_utf8_lossy(&c.value).into();
+        self.reverse[idx(kind)].insert(uid.into(), name.clone());
+        Ok(name)
+    }
+
+    /// Renames a UID: new reverse value, new forward row, old forward row deleted.
+    pub fn rename(&self, kind: UidKind, old: &str, new: &str) -> Result<Uid, UidError> {
+        let uid = self.require_id(kind, old)?;
+        if let Some(u) = self.get_id(kind, new)? {
+            return Err(UidError::Exists(tsgate_schema::hex_upper(&u)));
+        }
+        let q = kind.qualifier().to_vec();
+        self.store.mutate(
+            &self.table,
+            vec![RowMutations::put(
+                uid.to_vec(),
+                NAME_FAMILY,
+                q.clone(),
+                new.as_bytes().to_vec(),
+            )],
+        )?;
+        self.store.mutate(
+            &self.table,
+            vec![RowMutations::put(
+                new.as_bytes().to_vec(),
+                ID_FAMILY,
+                q.clone(),
+                uid.to_vec(),
+            )],
+        )?;
+        self.store.mutate(
+            &self.table,
+            vec![RowMutations {
+                row: old.as_bytes().to_vec(),
+                mutations: vec![Mutation::Delete {
+                    family: ID_FAMILY.to_vec(),
+                    qualifier: q,
+                }],
+            }],
+        )?;
+        self.forward[idx(kind)].remove(old);
+        self.remember(kind, new, &uid);
+        self.dirty.store(true, Ordering::Release);
+        Ok(uid)
+    }
+
+    /// Every (name, uid) of a kind, in name byte order (forward rows).
+    pub fn list(&self, kind: UidKind) -> Result<Vec<(String, Uid)>, UidError> {
+        let scan = Scan {
+            families: vec![ID_FAMILY.to_vec()],
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        for row in self.store.scan(&self.table, &scan)? {
+            let row = row?;
+            if row.key == MAXID_ROW {
+                continue;
+            }
+            if let Some(c) = row.cells.iter().find(|c| c.qualifier == kind.qualifier()) {
+                out.push((
+                    String::from_utf8_lossy(&row.key).into_owned(),
+                    c.value.clone().into_boxed_slice(),
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Names of a kind starting with `prefix`, in byte order, at most `max` (`/api/suggest`).
+    pub fn suggest(
+        &self,
+        kind: UidKind,
+        prefix: &str,
+        max: usize,
+    ) -> Result<Vec<String>, UidError> {
+        let start = prefix.as_bytes().to_vec();
+        let mut stop = start.clone();
+        // The smallest key after every name with this prefix.
+        while let Some(last) = stop.pop() {
+            if last < 0xFF {
+                stop.push(last + 1);
+                break;
+            }
+        }
+        let scan = Scan {
+            start,
+            stop,
+            families: vec![ID_FAMILY.to_vec()],
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        for row in self.store.scan(&self.table, &scan)? {
+            let row = row?;
+            if row.key == MAXID_ROW || !row.cells.iter().any(|c| c.qualifier == kind.qualifier()) {
+                continue;
+            }
+            out.push(String::from_utf8_lossy(&row.key).into_owned());
+            if out.len() >= max {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn drop_caches(&self) {
+        for m in &self.forward {
+            m.clear();
+        }
+        for m in &self.reverse {
+            m.clear();
+        }
+    }
+
+    pub fn cache_len(&self) -> usize {
+        self.forward.iter().map(|m| m.len()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// New names in one batch take consecutive ids in first-seen order, with the counter
+    /// moved once by their number; names already cached or repeated take none.
+    #[test]
+    fn bulk_assignment_takes_one_run_of_ids() {
+        let d = tempfile::tempdir().unwrap();
+        let store: SharedStore = std::sync::Arc::new(
+            tsgate_store::embedded::EmbeddedStore::open(
+                d.path(),
+                &tsgate_store::TableNames::default().specs(),
+            )
+            .unwrap(),
+        );
+        let uids = UidCore::new(store, "tsdb-uid".into(), [3, 3, 3], [true, false, true]);
+        assert_eq!(
+            &*uids.get_or_create(UidKind::Metric, "known").unwrap(),
+            &[0, 0, 1]
+        );
+        uids.create_many(UidKind::Metric, &["b", "known", "a", "b", "c"])
+            .unwrap();
+        for (name, id) in [("b", 2u8), ("a", 3), ("c", 4)] {
+            assert_eq!(
+                uids.cached_id(UidKind::Metric, name).as_deref(),
+                Some(&[0, 0, id][..]),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            &*uids.get_or_create(UidKind::Metric, "d").unwrap(),
+            &[0, 0, 5]
+        );
+        // A kind that does not auto-create gets nothing.
+        uids.create_many(UidKind::Tagk, &["x", "y"]).unwrap();
+        assert!(uids.get_id(UidKind::Tagk, "x").unwrap().is_none());
+    }
+}

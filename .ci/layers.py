@@ -20,6 +20,7 @@ def crate_roots(root):
 
 USE_GROUP = re.compile(r"crate::\{([^;]*?)\}", re.S)
 PATH = re.compile(r"crate::([a-z_][a-z0-9_]*)")
+SUPER = re.compile(r"\b((?:super::)+)([a-z_][a-z0-9_]*)")
 
 def module_of(src, path):
     rel = os.path.relpath(path, src).split(os.sep)
@@ -47,6 +48,14 @@ def graph(src):
             g.setdefault(m, set())
             text = strip_comments(open(p, encoding="utf-8").read())
             refs = set(PATH.findall(text))
+            # `super::super::x` climbing out of the top-level module names a sibling too
+            mod_path = os.path.relpath(p, src)[:-3].split(os.sep)
+            if mod_path[-1] == "mod":
+                mod_path = mod_path[:-1]
+            for sup in SUPER.finditer(text):
+                k = sup.group(1).count("super::")
+                if k >= len(mod_path):
+                    refs.add(sup.group(2))
             for grp in USE_GROUP.findall(text):
                 for item in re.split(r",", grp):
                     item = item.strip()

@@ -7,12 +7,12 @@ pub mod app;
 pub mod cli;
 #[doc(hidden)]
 pub mod fuzz_api;
-pub mod promql;
-pub mod query;
 pub mod server;
 pub mod stats;
 
 pub use tsgate_common::cores;
 pub use tsgate_core::{config, graphite, ingest, meta, observe, prometheus, series, uid, write};
+pub use tsgate_query as query;
+pub use tsgate_query::promql;
 pub use tsgate_schema as schema;
 pub use tsgate_store as store;

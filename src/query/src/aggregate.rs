@@ -280,10 +280,10 @@ impl Num {
     }
 }
 
-impl From<crate::schema::DataValue> for Num {
-    fn from(v: crate::schema::DataValue) -> Num {
+impl From<tsgate_schema::DataValue> for Num {
+    fn from(v: tsgate_schema::DataValue) -> Num {
         match v {
-            crate::schema::DataValue::Int(i) => Num::Int(i),
+            tsgate_schema::DataValue::Int(i) => Num::Int(i),
             other => Num::Float(other.as_f64()),
         }
     }

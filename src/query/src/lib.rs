@@ -9,6 +9,7 @@ pub mod downsample;
 pub mod filter;
 mod hour_read;
 pub mod parse;
+pub mod promql;
 pub mod render;
 pub mod row_cache;
 pub mod seek;
@@ -16,18 +17,18 @@ pub mod select;
 pub mod spec;
 pub mod time;
 
-use crate::schema::compaction::{append_merged_by, append_ordered_by, merge_columns, StoredColumn};
-use crate::schema::rowkey::{base_time, ROW_SPAN};
-use crate::schema::uid_table::UidKind;
-use crate::schema::KeyLayout;
-use crate::store::{CellRef, Scan, SharedStore, StoreError};
-use crate::uid::{UidCore, UidError};
 use aggregate::{Aggregator, Num};
 use downsample::{Buckets, Downsampler};
 use spec::{Query, SubQuery};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use tsgate_core::uid::{UidCore, UidError};
+use tsgate_schema::compaction::{append_merged_by, append_ordered_by, merge_columns, StoredColumn};
+use tsgate_schema::rowkey::{base_time, ROW_SPAN};
+use tsgate_schema::uid_table::UidKind;
+use tsgate_schema::KeyLayout;
+use tsgate_store::{CellRef, Scan, SharedStore, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
@@ -67,7 +68,7 @@ pub struct ResultSeries {
     /// Fill policy `null`: NaN is written as JSON null.
     pub nan_as_null: bool,
     /// The notes stored in the rows of the group's series, in time order.
-    pub annotations: Vec<crate::meta::annotation::Annotation>,
+    pub annotations: Vec<tsgate_core::meta::annotation::Annotation>,
 }
 
 /// Counts for `showSummary`.
@@ -123,7 +124,7 @@ struct SeriesState {
     tags: BTreeMap<String, String>,
     raw: Vec<(u64, Num)>,
     ds: Option<Downsampler>,
-    notes: Vec<crate::meta::annotation::Annotation>,
+    notes: Vec<tsgate_core::meta::annotation::Annotation>,
 }
 
 impl QueryEngine {
@@ -283,7 +284,7 @@ impl QueryEngine {
         } else {
             let mut set = std::collections::HashSet::new();
             for t in &sq.tsuids {
-                let b = crate::schema::parse_hex(t)
+                let b = tsgate_schema::parse_hex(t)
                     .ok_or_else(|| QueryError::BadRequest(format!("Invalid TSUID: {t}")))?;
                 if b.len() <= self.layout.metric_width {
                     return Err(QueryError::BadRequest(format!("Invalid TSUID: {t}")));
@@ -395,13 +396,13 @@ impl QueryEngine {
                     if let Some((qual, e)) = merged.errors.first() {
                         return Err(QueryError::Corrupt(format!(
                             "row {} column {}: {e}",
-                            crate::schema::hex_upper(key),
-                            crate::schema::hex_upper(qual)
+                            tsgate_schema::hex_upper(key),
+                            tsgate_schema::hex_upper(qual)
                         )));
                     }
                     // Annotations live in the same rows: read them on the way (OpenTSDB does too).
                     for (_, v) in &merged.annotations {
-                        if let Ok(a) = crate::meta::annotation::Annotation::from_storage(v) {
+                        if let Ok(a) = tsgate_core::meta::annotation::Annotation::from_storage(v) {
                             if (q.start_ms..=q.end_ms).contains(&a.start_ms()) {
                                 st.notes.push(a);
                             }
@@ -542,7 +543,7 @@ impl QueryEngine {
         start_ms: u64,
         end_ms: u64,
     ) -> Result<(), QueryError> {
-        use crate::store::{Mutation, RowMutations};
+        use tsgate_store::{Mutation, RowMutations};
         for (row, base) in rows {
             let cells = self.store.get(&self.table, row, &[b"t"])?;
             let cols: Vec<StoredColumn> = cells
@@ -568,7 +569,7 @@ impl QueryEngine {
                 })
                 .collect();
             if !keep.is_empty() {
-                let (q, v) = crate::schema::column::build_column(&keep);
+                let (q, v) = tsgate_schema::column::build_column(&keep);
                 muts.retain(
                     |m| !matches!(m, Mutation::Delete { qualifier, .. } if *qualifier == q),
                 );
@@ -621,7 +622,7 @@ impl QueryEngine {
             aggregator: Aggregator::None,
             metric: metric_name,
             tsuids: tsuid
-                .map(|t| vec![crate::schema::hex_upper(t)])
+                .map(|t| vec![tsgate_schema::hex_upper(t)])
                 .unwrap_or_default(),
             filters,
             downsample: None,
@@ -668,7 +669,7 @@ pub struct Series {
     pub tsuid: Vec<u8>,
     pub tags: BTreeMap<String, String>,
     pub points: Vec<(u64, Num)>,
-    pub notes: Vec<crate::meta::annotation::Annotation>,
+    pub notes: Vec<tsgate_core::meta::annotation::Annotation>,
 }
 
 /// Groups series by the values of their group-by tag keys and aggregates each group.
@@ -689,7 +690,7 @@ pub fn group_and_aggregate(
     let mut groups: BTreeMap<Vec<String>, Vec<Series>> = BTreeMap::new();
     for s in series {
         let key = if sq.aggregator == Aggregator::None {
-            vec![crate::schema::hex_upper(&s.tsuid)]
+            vec![tsgate_schema::hex_upper(&s.tsuid)]
         } else {
             group_keys
                 .iter()
@@ -709,7 +710,7 @@ pub fn group_and_aggregate(
             let (tags, aggregate_tags) = common_tags(&members);
             let mut tsuids: Vec<String> = members
                 .iter()
-                .map(|s| crate::schema::hex_upper(&s.tsuid))
+                .map(|s| tsgate_schema::hex_upper(&s.tsuid))
                 .collect();
             tsuids.sort();
             let inputs: Vec<&[(u64, Num)]> = members.iter().map(|s| s.points.as_slice()).collect();

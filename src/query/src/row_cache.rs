@@ -12,13 +12,13 @@
 //! the next flush). Quiet is judged per hour, for every metric at once.
 //!
 //! Kept fresh by the store: every write through it drops the rows it wrote (see
-//! [`crate::store::watch`]), so only for a store this process alone writes. A read that
+//! [`tsgate_store::watch`]), so only for a store this process alone writes. A read that
 //! raced a write is not kept: see [`RowCache::put`].
 
-use crate::store::watch::RowWatcher;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
+use tsgate_store::watch::RowWatcher;
 
 /// A row's points: (ms, value), in time order.
 pub type RowPoints = Arc<[(i64, f64)]>;
@@ -433,11 +433,11 @@ impl RowWatcher for RowCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::embedded::EmbeddedStore;
-    use crate::store::watch::watched;
-    use crate::store::{RowMutations, TableNames};
+    use tsgate_store::embedded::EmbeddedStore;
+    use tsgate_store::watch::watched;
+    use tsgate_store::{RowMutations, TableNames};
 
-    fn store(cache: &Arc<RowCache>) -> (tempfile::TempDir, crate::store::SharedStore) {
+    fn store(cache: &Arc<RowCache>) -> (tempfile::TempDir, tsgate_store::SharedStore) {
         let dir = tempfile::tempdir().unwrap();
         let inner =
             Arc::new(EmbeddedStore::open(dir.path(), &TableNames::default().specs()).unwrap());

@@ -14,8 +14,8 @@ pub mod streamed;
 #[cfg(test)]
 mod tests;
 
-use crate::query::select::Matcher;
-use crate::query::QueryEngine;
+use crate::select::Matcher;
+use crate::QueryEngine;
 use promql_parser::label::MatchOp as PMatchOp;
 use promql_parser::parser::value::ValueType;
 use promql_parser::parser::{self, Expr};
@@ -40,8 +40,8 @@ pub enum PromError {
     Timeout(&'static str),
 }
 
-impl From<crate::query::QueryError> for PromError {
-    fn from(e: crate::query::QueryError) -> Self {
+impl From<crate::QueryError> for PromError {
+    fn from(e: crate::QueryError) -> Self {
         PromError::Internal(e.to_string())
     }
 }
@@ -203,7 +203,7 @@ pub fn selector_matchers(vs: &parser::VectorSelector) -> Result<Vec<Matcher>, Pr
     }
     let mut out = Vec::new();
     if let Some(n) = &vs.name {
-        out.push(Matcher::eq(crate::prometheus::labels::METRIC_NAME, n));
+        out.push(Matcher::eq(tsgate_core::prometheus::labels::METRIC_NAME, n));
     }
     for m in &vs.matchers.matchers {
         let kind = match m.op {

@@ -11,7 +11,7 @@ use super::eval::{unwrap_parens, window_from, Sample};
 use super::functions::{avg_over_time_each, range_value};
 use super::selectors::{self, at_ms, dur_ms, key, offset_ms};
 use super::{selector_matchers, LabelSet, PromError, Settings};
-use crate::query::QueryEngine;
+use crate::QueryEngine;
 use promql_parser::parser::{AggregateExpr, Call, Expr, MatrixSelector};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -88,7 +88,7 @@ pub fn eval(
 /// evaluator computes for it (the window at the shifted time, then the function), without
 /// building its per-step vectors.
 fn reduce_series(
-    labels: crate::prometheus::labels::Labels,
+    labels: tsgate_core::prometheus::labels::Labels,
     points: &[(i64, f64)],
     name: &str,
     ms: &MatrixSelector,

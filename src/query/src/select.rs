@@ -7,18 +7,18 @@ use super::collect::Collector;
 use super::row_cache::{row_weight, Fill, RowPoints};
 use super::seek::{RequiredPairs, RowFilter};
 use super::{QueryEngine, QueryError};
-use crate::prometheus::labels::{
-    escape, from_stored, Labels, METRIC_NAME, PLACEHOLDER_TAGK, PLACEHOLDER_TAGV,
-};
-use crate::schema::column::DataValue;
-use crate::schema::compaction::{append_merged_by, append_ordered_by, merge_columns, StoredColumn};
-use crate::schema::rowkey::{base_time, ROW_SPAN};
-use crate::schema::uid_table::UidKind;
-use crate::store::{CellRef, RowSeek, RowSeeker, Scan, StoreResult};
 use regex::Regex;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use tsgate_core::prometheus::labels::{
+    escape, from_stored, Labels, METRIC_NAME, PLACEHOLDER_TAGK, PLACEHOLDER_TAGV,
+};
+use tsgate_schema::column::DataValue;
+use tsgate_schema::compaction::{append_merged_by, append_ordered_by, merge_columns, StoredColumn};
+use tsgate_schema::rowkey::{base_time, ROW_SPAN};
+use tsgate_schema::uid_table::UidKind;
+use tsgate_store::{CellRef, RowSeek, RowSeeker, Scan, StoreResult};
 
 #[derive(Debug, Clone)]
 pub enum MatchOp {
@@ -146,7 +146,7 @@ impl QueryEngine {
             .into_iter()
             .map(|(n, _)| n)
             .filter(|n| {
-                let name = crate::prometheus::labels::unescape(n);
+                let name = tsgate_core::prometheus::labels::unescape(n);
                 name_ms.iter().all(|m| m.matches(&name))
             })
             .collect())
@@ -914,8 +914,8 @@ pub(super) fn append_row(
     if let Some((q, e)) = merged.errors.first() {
         return Err(QueryError::Corrupt(format!(
             "row {} column {}: {e}",
-            crate::schema::hex_upper(key),
-            crate::schema::hex_upper(q)
+            tsgate_schema::hex_upper(key),
+            tsgate_schema::hex_upper(q)
         )));
     }
     for p in merged.points {
@@ -1013,8 +1013,8 @@ mod tests {
     /// columns (each row read in one of the two ways).
     /// With a row cache of `cache_bytes` (none for 0).
     fn engine_with_cache(dir: &std::path::Path, salted: bool, cache_bytes: u64) -> QueryEngine {
-        use crate::schema::column::{build_column, DataValue, RawPoint};
-        use crate::store::RowMutations;
+        use tsgate_schema::column::{build_column, DataValue, RawPoint};
+        use tsgate_store::RowMutations;
         let q = empty_engine(dir, salted, cache_bytes);
         let (uids, layout) = (&q.uids, q.layout);
         let tag = |k: &str, v: &str| {
@@ -1079,8 +1079,8 @@ mod tests {
     /// An engine over a fresh embedded store, salted (one byte, four buckets) or not, with a
     /// row cache of `cache_bytes` (none for 0) that keeps rows as soon as they are read.
     fn empty_engine(dir: &std::path::Path, salted: bool, cache_bytes: u64) -> QueryEngine {
-        use crate::store::{embedded::EmbeddedStore, TableNames};
-        let mut layout = crate::schema::rowkey::KeyLayout::default();
+        use tsgate_store::{embedded::EmbeddedStore, TableNames};
+        let mut layout = tsgate_schema::rowkey::KeyLayout::default();
         if salted {
             (layout.salt_width, layout.salt_buckets) = (1, 4);
         }
@@ -1092,13 +1092,13 @@ mod tests {
                     Arc::new(c)
                 },
             );
-        let store: crate::store::SharedStore =
+        let store: tsgate_store::SharedStore =
             Arc::new(EmbeddedStore::open(dir, &TableNames::default().specs()).unwrap());
         let store = match &cache {
-            Some(c) => crate::store::watch::watched(store, c.clone()),
+            Some(c) => tsgate_store::watch::watched(store, c.clone()),
             None => store,
         };
-        let uids = Arc::new(crate::uid::UidCore::new(
+        let uids = Arc::new(tsgate_core::uid::UidCore::new(
             store.clone(),
             "tsdb-uid".into(),
             [3, 3, 3],
@@ -1179,8 +1179,8 @@ mod tests {
     /// and a row made in an hour cached as empty.
     #[test]
     fn whole_paths_read_from_the_cache_see_later_writes() {
-        use crate::schema::column::{DataValue, RawPoint};
-        use crate::store::RowMutations;
+        use tsgate_schema::column::{DataValue, RawPoint};
+        use tsgate_store::RowMutations;
         let dir = tempfile::tempdir().unwrap();
         let q = engine_with_cache(dir.path(), false, 1 << 20);
         let ids = q
@@ -1267,8 +1267,8 @@ mod tests {
     /// next read takes those from the cache and reads the rest, and both answer as the store.
     #[test]
     fn a_read_past_its_allowance_keeps_a_prefix_and_answers_the_same() {
-        use crate::schema::column::{build_column, DataValue, RawPoint};
-        use crate::store::RowMutations;
+        use tsgate_schema::column::{build_column, DataValue, RawPoint};
+        use tsgate_store::RowMutations;
         let dir = tempfile::tempdir().unwrap();
         // A request may fill half of the cache: 80 KB.
         let q = engine_with_cache(dir.path(), false, 160_000);
@@ -1354,8 +1354,8 @@ mod tests {
     /// hours missing for some hosts, rows compacted or single columns in turn; with a row cache
     /// of `cache_bytes`.
     fn tagged_engine(dir: &std::path::Path, salted: bool, cache_bytes: u64) -> QueryEngine {
-        use crate::schema::column::{build_column, RawPoint};
-        use crate::store::RowMutations;
+        use tsgate_schema::column::{build_column, RawPoint};
+        use tsgate_store::RowMutations;
         let q = empty_engine(dir, salted, cache_bytes);
         let mut rows = Vec::new();
         for (metric, hosts) in [("cpu", 12i64), ("mem", 4)] {
@@ -1505,9 +1505,9 @@ mod tests {
             }
             // A point into a row (existing or not: hosts 12 and 13 are new to cpu).
             let base = (3600 * (1000 + write_hour)) as u32;
-            let p = crate::schema::column::RawPoint::encode(base as u64 + 61, base, DataValue::Int(-5)).unwrap();
+            let p = tsgate_schema::column::RawPoint::encode(base as u64 + 61, base, DataValue::Int(-5)).unwrap();
             let key = q.layout.row_key(&tagged_tsuid(&q, "cpu", write_host), base);
-            q.store.mutate("tsdb", vec![crate::store::RowMutations::put(key, b"t", p.qualifier().to_vec(), p.value_bytes().to_vec())]).unwrap();
+            q.store.mutate("tsdb", vec![tsgate_store::RowMutations::put(key, b"t", p.qualifier().to_vec(), p.value_bytes().to_vec())]).unwrap();
             let want = select_shares(&plain, &metrics, start, end, stamps, &filter, 1);
             proptest::prop_assert_eq!(select_shares(&q, &metrics, start, end, stamps, &filter, parts), want, "after a write");
         }
@@ -1608,7 +1608,7 @@ mod tests {
             want.iter().filter(|(_, p)| p.len() > 5).count() >= 8,
             "most hosts have points in both hours"
         );
-        let p = crate::schema::column::RawPoint::encode(
+        let p = tsgate_schema::column::RawPoint::encode(
             hour(2) as u64 + 5,
             hour(2),
             DataValue::Int(-5),
@@ -1619,7 +1619,7 @@ mod tests {
         q.store
             .mutate(
                 "tsdb",
-                vec![crate::store::RowMutations::put(
+                vec![tsgate_store::RowMutations::put(
                     key,
                     b"t",
                     p.qualifier().to_vec(),
@@ -1653,13 +1653,13 @@ mod tests {
         assert_eq!(entry(2), Some(11), "kept again, with the new row");
         // The open hour is read, not kept.
         let now = base_time(tsgate_common::clock::now_ms() / 1000);
-        let p = crate::schema::column::RawPoint::encode(now as u64 + 1, now, DataValue::Int(7))
+        let p = tsgate_schema::column::RawPoint::encode(now as u64 + 1, now, DataValue::Int(7))
             .unwrap();
         let key = q.layout.row_key(&tagged_tsuid(&q, "cpu", 1), now);
         q.store
             .mutate(
                 "tsdb",
-                vec![crate::store::RowMutations::put(
+                vec![tsgate_store::RowMutations::put(
                     key,
                     b"t",
                     p.qualifier().to_vec(),

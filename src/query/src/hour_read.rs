@@ -17,9 +17,9 @@ use super::row_cache::{
 use super::seek::{tags_share, RowFilter};
 use super::select::{append_row, stop_on_error, with_columns, Stamps, Window, KEPT_HOURS_MAX};
 use super::{QueryEngine, QueryError};
-use crate::schema::rowkey::{base_time, ROW_SPAN};
-use crate::store::{CellRef, RowSeek};
 use std::sync::Arc;
+use tsgate_schema::rowkey::{base_time, ROW_SPAN};
+use tsgate_store::{CellRef, RowSeek};
 
 /// What is done with one hour of one salt bucket.
 enum Hour {
@@ -65,7 +65,7 @@ impl QueryEngine {
             .regex
             .as_deref()
             .filter(|_| filter.seek.is_none())
-            .map(crate::store::embedded::compile_row_regex)
+            .map(tsgate_store::embedded::compile_row_regex)
             .transpose();
         let (Some(cache), Ok(regex)) = (cache, regex) else {
             let scans = self.metric_scans(uid, w.first, w.last, &shared);

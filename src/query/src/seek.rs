@@ -3,10 +3,10 @@
 //! the next instead of reading the rows between; a one-series query then reads a handful of
 //! rows per hour, not every series of the metric).
 
-use crate::schema::KeyLayout;
-use crate::store::{RowSeek, RowSeeker};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use tsgate_schema::KeyLayout;
+use tsgate_store::{RowSeek, RowSeeker};
 
 /// Tag key UID → the value UIDs it must have (`None`: any value, but present).
 pub type RequiredPairs = BTreeMap<Vec<u8>, Option<Vec<Vec<u8>>>>;
@@ -253,7 +253,7 @@ mod tests {
             let (got, _) = skip_scan(&rows, &s);
             prop_assert_eq!(&got, &want);
             // A seeking store drops the regex: the seeker must take exactly what it accepts.
-            let re = crate::store::embedded::compile_row_regex(&super::super::tag_pair_regex(&layout(), req.clone()).unwrap()).unwrap();
+            let re = tsgate_store::embedded::compile_row_regex(&super::super::tag_pair_regex(&layout(), req.clone()).unwrap()).unwrap();
             for r in &rows {
                 prop_assert_eq!(s.judge(r) == RowSeek::Take, re.is_match(r), "row {:?}", r);
             }

@@ -5,10 +5,10 @@
 use super::row_cache::RowPoints;
 use super::select::{append_row, with_columns, Stamps, StoredSelected};
 use super::{QueryEngine, QueryError};
-use crate::schema::rowkey::RowKey;
-use crate::schema::uid_table::UidKind;
-use crate::store::CellRef;
 use std::collections::HashMap;
+use tsgate_schema::rowkey::RowKey;
+use tsgate_schema::uid_table::UidKind;
+use tsgate_store::CellRef;
 
 pub(super) struct Collector<'a> {
     q: &'a QueryEngine,

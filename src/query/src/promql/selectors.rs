@@ -4,7 +4,7 @@
 //! dropped). 2.42 closes both ends of lookback and range windows.
 
 use super::{selector_matchers, LabelSet, PromError, Settings};
-use crate::query::QueryEngine;
+use crate::QueryEngine;
 use promql_parser::parser::{AtModifier, Expr, Offset, VectorSelector};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -130,7 +130,7 @@ pub fn data_from(
         let ms = selector_matchers(vs)?;
         let found = series
             .iter()
-            .filter(|(l, _)| crate::query::select::labels_match(l, &ms))
+            .filter(|(l, _)| crate::select::labels_match(l, &ms))
             .map(|(l, p)| {
                 let all: Vec<(i64, f64)> = p
                     .iter()

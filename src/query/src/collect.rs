@@ -2,8 +2,8 @@
 //! cache's hour entries: each series once however many rows and salts it spans, its tags
 //! looked up by name once, kept or not by the caller's test, with its points in the window.
 
+use super::decode::{append_row, with_columns};
 use super::row_cache::RowPoints;
-use super::select::{append_row, with_columns, Stamps, StoredSelected};
 use super::{QueryEngine, QueryError};
 use std::collections::HashMap;
 use tsgate_schema::rowkey::RowKey;
@@ -233,4 +233,21 @@ impl<'a> Collector<'a> {
         }
         Ok(())
     }
+}
+
+/// What a selection gives of each series' points: none (the series only), or those in its
+/// window, timed in milliseconds or (Graphite's) whole seconds, rounded down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stamps {
+    None,
+    Ms,
+    Seconds,
+}
+
+/// One selected series in its stored form.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredSelected {
+    pub metric: String,
+    pub tags: Vec<(String, String)>,
+    pub points: Vec<(i64, f64)>,
 }

@@ -11,11 +11,13 @@
 //! CPU.
 
 use super::collect::Collector;
+use super::collect::Stamps;
+use super::decode::{append_row, with_columns};
 use super::row_cache::{
     hour_key, hour_key_weight, hour_row_weight, Fill, HourRows, RowCache, RowPoints,
 };
 use super::seek::{tags_share, RowFilter};
-use super::select::{append_row, stop_on_error, with_columns, Stamps, Window, KEPT_HOURS_MAX};
+use super::select::{stop_on_error, Window, KEPT_HOURS_MAX};
 use super::{QueryEngine, QueryError};
 use std::sync::Arc;
 use tsgate_schema::rowkey::{base_time, ROW_SPAN};

@@ -5,6 +5,7 @@
 
 pub mod aggregate;
 mod collect;
+pub mod decode;
 pub mod downsample;
 pub mod filter;
 mod hour_read;
@@ -24,7 +25,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use tsgate_core::uid::{UidCore, UidError};
-use tsgate_schema::compaction::{append_merged_by, append_ordered_by, merge_columns, StoredColumn};
+use tsgate_schema::compaction::{merge_columns, StoredColumn};
 use tsgate_schema::rowkey::{base_time, ROW_SPAN};
 use tsgate_schema::uid_table::UidKind;
 use tsgate_schema::KeyLayout;
@@ -369,17 +370,7 @@ impl QueryEngine {
                     }
                 };
                 let Some(idx) = idx else { return Ok(()) };
-                let cols: Vec<StoredColumn> = cells
-                    .iter()
-                    .map(|c| StoredColumn {
-                        qualifier: c.qualifier,
-                        value: c.value,
-                        ts: c.timestamp,
-                    })
-                    .collect();
                 let st = &mut states[idx];
-                // Rows of ordered columns (compacted, or in-order ingest) decode straight to
-                // points; anything else takes the general merge, which also reports errors.
                 // A series without a downsampler takes its points directly.
                 let sink = if st.ds.is_some() {
                     scratch.clear();
@@ -388,38 +379,29 @@ impl QueryEngine {
                     &mut st.raw
                 };
                 let mark = sink.len();
-                let point = |ts, v| (ts, Num::from(v));
-                if !append_ordered_by(&cols, rk.base, q.start_ms, q.end_ms, sink, point)
-                    && !append_merged_by(&cols, rk.base, q.start_ms, q.end_ms, sink, point)
-                {
-                    let merged = merge_columns(&cols);
-                    if let Some((qual, e)) = merged.errors.first() {
-                        return Err(QueryError::Corrupt(format!(
-                            "row {} column {}: {e}",
-                            tsgate_schema::hex_upper(key),
-                            tsgate_schema::hex_upper(qual)
-                        )));
-                    }
-                    // Annotations live in the same rows: read them on the way (OpenTSDB does too).
-                    for (_, v) in &merged.annotations {
-                        if let Ok(a) = tsgate_core::meta::annotation::Annotation::from_storage(v) {
-                            if (q.start_ms..=q.end_ms).contains(&a.start_ms()) {
-                                st.notes.push(a);
+                let notes = &mut st.notes;
+                decode::with_columns(cells, |cols| {
+                    decode::append_points(
+                        key,
+                        cols,
+                        rk.base,
+                        q.start_ms,
+                        q.end_ms,
+                        sink,
+                        |ts, v| (ts, Num::from(v)),
+                        // Annotations live in the same rows: read them on the way (OpenTSDB
+                        // does too).
+                        |v| {
+                            if let Ok(a) =
+                                tsgate_core::meta::annotation::Annotation::from_storage(v)
+                            {
+                                if (q.start_ms..=q.end_ms).contains(&a.start_ms()) {
+                                    notes.push(a);
+                                }
                             }
-                        }
-                    }
-                    for p in &merged.points {
-                        let ts = p.timestamp_ms(rk.base);
-                        if ts < q.start_ms || ts > q.end_ms {
-                            continue;
-                        }
-                        let v: Num = p
-                            .value()
-                            .map_err(|e| QueryError::Corrupt(e.to_string()))?
-                            .into();
-                        sink.push((ts, v));
-                    }
-                }
+                        },
+                    )
+                })?;
                 let in_range = (sink.len() - mark) as u64;
                 if let Some(d) = &mut st.ds {
                     for &(ts, v) in scratch.iter() {

@@ -4,6 +4,8 @@
 //! the empty string, as in Prometheus.
 
 use super::collect::Collector;
+pub use super::collect::{Stamps, StoredSelected};
+use super::decode::{append_row, with_columns};
 use super::row_cache::{row_weight, Fill, RowPoints};
 use super::seek::{RequiredPairs, RowFilter};
 use super::{QueryEngine, QueryError};
@@ -14,8 +16,6 @@ use std::sync::Arc;
 use tsgate_core::prometheus::labels::{
     escape, from_stored, Labels, METRIC_NAME, PLACEHOLDER_TAGK, PLACEHOLDER_TAGV,
 };
-use tsgate_schema::column::DataValue;
-use tsgate_schema::compaction::{append_merged_by, append_ordered_by, merge_columns, StoredColumn};
 use tsgate_schema::rowkey::{base_time, ROW_SPAN};
 use tsgate_schema::uid_table::UidKind;
 use tsgate_store::{CellRef, RowSeek, RowSeeker, Scan, StoreResult};
@@ -813,24 +813,6 @@ impl QueryEngine {
     }
 }
 
-/// `f` of a row's cells as stored columns; a compacted row's one cell without allocating.
-pub(super) fn with_columns<'c, T>(
-    cells: &[CellRef<'c>],
-    f: impl FnOnce(&[StoredColumn<'c>]) -> T,
-) -> T {
-    fn col<'c>(c: &CellRef<'c>) -> StoredColumn<'c> {
-        StoredColumn {
-            qualifier: c.qualifier,
-            value: c.value,
-            ts: c.timestamp,
-        }
-    }
-    match cells {
-        [one] => f(&[col(one)]),
-        _ => f(&cells.iter().map(col).collect::<Vec<_>>()),
-    }
-}
-
 /// The longest window (in closed hours) whose rows a path keeps in the row cache: a path read
 /// over days would take a ticket per hour for rows the cache could not hold anyway.
 pub(super) const KEPT_HOURS_MAX: u64 = 48;
@@ -875,57 +857,6 @@ fn in_window(rows: &[RowPoints], start: u64, end: u64) -> Vec<(i64, f64)> {
 /// Where `metric` is in `uids` (sorted).
 fn position(uids: &[Vec<u8>], metric: &[u8]) -> Result<usize, usize> {
     uids.binary_search_by(|u| u.as_slice().cmp(metric))
-}
-
-/// What a selection gives of each series' points: none (the series only), or those in its
-/// window, timed in milliseconds or (Graphite's) whole seconds, rounded down.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stamps {
-    None,
-    Ms,
-    Seconds,
-}
-
-/// One row's points in `[start, end]` ms onto `pts`, in time order, each time given by `time`
-/// (of its milliseconds): its columns in order through the fast lanes, else merged.
-/// Returns whether the row's points begin before the last one already in `pts`: rows of one
-/// series come in time order within a salt bucket, and each row's points are in order, so
-/// this is the only place order can break (salting, or a row holding offsets past its hour,
-/// which no OpenTSDB writes but its decoders accept).
-pub(super) fn append_row(
-    key: &[u8],
-    cols: &[StoredColumn],
-    base: u32,
-    start: u64,
-    end: u64,
-    pts: &mut Vec<(i64, f64)>,
-    time: impl Fn(u64) -> i64,
-) -> Result<bool, QueryError> {
-    let (mark, before) = (pts.len(), pts.last().map(|p| p.0));
-    let out_of_order =
-        |pts: &[(i64, f64)]| before.is_some_and(|b| pts.get(mark).is_some_and(|p| p.0 < b));
-    let point = |ts: u64, v: DataValue| (time(ts), v.as_f64());
-    if append_ordered_by(cols, base, start, end, pts, point)
-        || append_merged_by(cols, base, start, end, pts, point)
-    {
-        return Ok(out_of_order(pts));
-    }
-    let merged = merge_columns(cols);
-    if let Some((q, e)) = merged.errors.first() {
-        return Err(QueryError::Corrupt(format!(
-            "row {} column {}: {e}",
-            tsgate_schema::hex_upper(key),
-            tsgate_schema::hex_upper(q)
-        )));
-    }
-    for p in merged.points {
-        let ts = p.timestamp_ms(base);
-        if ts >= start && ts <= end {
-            let v = p.value().map_err(|e| QueryError::Corrupt(e.to_string()))?;
-            pts.push((time(ts), v.as_f64()));
-        }
-    }
-    Ok(out_of_order(pts))
 }
 
 /// A store visitor running `body` on each row until it fails; the failure goes to `failed` (a
@@ -994,17 +925,10 @@ pub struct MetricPlan {
     row_filter: RowFilter,
 }
 
-/// One selected series in its stored form.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredSelected {
-    pub metric: String,
-    pub tags: Vec<(String, String)>,
-    pub points: Vec<(i64, f64)>,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tsgate_schema::column::DataValue;
 
     /// An engine over a fresh embedded store (salted: one byte, four buckets) holding metrics
     /// m00…m19 (UIDs in that order), each with a series stored as a Graphite path is (the

@@ -429,12 +429,12 @@ fn lookup_series(
             Some(m) => Scan {
                 start: layout.metric_start(&salt, m, 0),
                 stop: layout.metric_start(&salt, m, u32::MAX),
-                families: vec![b"t".to_vec()],
+                families: vec![tsgate_schema::DATA_FAMILY.to_vec()],
                 ..Default::default()
             },
             None => Scan {
                 start: salt.clone(),
-                families: vec![b"t".to_vec()],
+                families: vec![tsgate_schema::DATA_FAMILY.to_vec()],
                 ..Default::default()
             },
         };

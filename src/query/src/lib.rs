@@ -314,7 +314,7 @@ impl QueryEngine {
             let scan = Scan {
                 start: self.layout.metric_start(&salt, &metric_uid, first),
                 stop: self.layout.metric_start(&salt, &metric_uid, last as u32),
-                families: vec![b"t".to_vec()],
+                families: vec![tsgate_schema::DATA_FAMILY.to_vec()],
                 row_regex: row_filter.regex.clone(),
                 limit: None,
                 seek: row_filter.seek.clone(),
@@ -527,7 +527,9 @@ impl QueryEngine {
     ) -> Result<(), QueryError> {
         use tsgate_store::{Mutation, RowMutations};
         for (row, base) in rows {
-            let cells = self.store.get(&self.table, row, &[b"t"])?;
+            let cells = self
+                .store
+                .get(&self.table, row, &[tsgate_schema::DATA_FAMILY])?;
             let cols: Vec<StoredColumn> = cells
                 .iter()
                 .map(|c| StoredColumn {
@@ -546,7 +548,7 @@ impl QueryEngine {
                 .iter()
                 .filter(|c| c.qualifier.len() % 2 == 0)
                 .map(|c| Mutation::Delete {
-                    family: b"t".to_vec(),
+                    family: tsgate_schema::DATA_FAMILY.to_vec(),
                     qualifier: c.qualifier.clone(),
                 })
                 .collect();
@@ -556,7 +558,7 @@ impl QueryEngine {
                     |m| !matches!(m, Mutation::Delete { qualifier, .. } if *qualifier == q),
                 );
                 muts.push(Mutation::Put {
-                    family: b"t".to_vec(),
+                    family: tsgate_schema::DATA_FAMILY.to_vec(),
                     qualifier: q,
                     value: v,
                 });

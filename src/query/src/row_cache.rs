@@ -460,7 +460,12 @@ mod tests {
         store
             .mutate(
                 "tsdb",
-                vec![RowMutations::put(row.clone(), b"t", vec![0, 0], vec![1])],
+                vec![RowMutations::put(
+                    row.clone(),
+                    tsgate_schema::DATA_FAMILY,
+                    vec![0, 0],
+                    vec![1],
+                )],
             )
             .unwrap();
         assert!(cache.get(&row).is_none(), "a written row is dropped");
@@ -473,7 +478,12 @@ mod tests {
         store
             .mutate(
                 "tsdb-tree",
-                vec![RowMutations::put(other.clone(), b"t", vec![0], vec![1])],
+                vec![RowMutations::put(
+                    other.clone(),
+                    tsgate_schema::DATA_FAMILY,
+                    vec![0],
+                    vec![1],
+                )],
             )
             .unwrap();
         assert!(cache.get(&other).is_some());
@@ -489,7 +499,12 @@ mod tests {
         store
             .mutate(
                 "tsdb",
-                vec![RowMutations::put(row.clone(), b"t", vec![0, 0], vec![1])],
+                vec![RowMutations::put(
+                    row.clone(),
+                    tsgate_schema::DATA_FAMILY,
+                    vec![0, 0],
+                    vec![1],
+                )],
             )
             .unwrap();
         cache.put(row.clone(), ticket, Arc::from(Vec::new()));
@@ -560,7 +575,12 @@ mod tests {
         store
             .mutate(
                 "tsdb",
-                vec![RowMutations::put(row.clone(), b"t", vec![0, 0], vec![1])],
+                vec![RowMutations::put(
+                    row.clone(),
+                    tsgate_schema::DATA_FAMILY,
+                    vec![0, 0],
+                    vec![1],
+                )],
             )
             .unwrap();
         let hour = hour_key(&row[..7]);

@@ -475,7 +475,7 @@ impl QueryEngine {
         Scan {
             start: self.layout.metric_start(salt, uid, first),
             stop: self.layout.metric_start(salt, uid, last),
-            families: vec![b"t".to_vec()],
+            families: vec![tsgate_schema::DATA_FAMILY.to_vec()],
             row_regex: row_filter.regex.clone(),
             seek: row_filter.seek.clone(),
             ..Default::default()
@@ -529,7 +529,7 @@ impl QueryEngine {
                 Scan {
                     start,
                     stop,
-                    families: vec![b"t".to_vec()],
+                    families: vec![tsgate_schema::DATA_FAMILY.to_vec()],
                     seek: Some(RowSeeker(Arc::new(seek))),
                     ..Default::default()
                 }
@@ -980,7 +980,7 @@ mod tests {
                     let (q, val) = build_column(&pts);
                     rows.push(RowMutations::put(
                         layout.row_key(&tsuid, base),
-                        b"t",
+                        tsgate_schema::DATA_FAMILY,
                         q,
                         val,
                     ));
@@ -988,7 +988,7 @@ mod tests {
                     for p in &pts {
                         rows.push(RowMutations::put(
                             layout.row_key(&tsuid, base),
-                            b"t",
+                            tsgate_schema::DATA_FAMILY,
                             p.qualifier().to_vec(),
                             p.value_bytes().to_vec(),
                         ));
@@ -1154,7 +1154,7 @@ mod tests {
                     "tsdb",
                     vec![RowMutations::put(
                         key,
-                        b"t",
+                        tsgate_schema::DATA_FAMILY,
                         p.qualifier().to_vec(),
                         p.value_bytes().to_vec(),
                     )],
@@ -1223,7 +1223,12 @@ mod tests {
                     })
                     .collect();
                 let (qual, val) = build_column(&pts);
-                RowMutations::put(q.layout.row_key(&tsuid, hour(h)), b"t", qual, val)
+                RowMutations::put(
+                    q.layout.row_key(&tsuid, hour(h)),
+                    tsgate_schema::DATA_FAMILY,
+                    qual,
+                    val,
+                )
             })
             .collect();
         q.store.mutate("tsdb", rows).unwrap();
@@ -1299,12 +1304,17 @@ mod tests {
                         .collect();
                     if (host + hour) % 2 == 0 {
                         let (qual, val) = build_column(&pts);
-                        rows.push(RowMutations::put(key, b"t", qual, val));
+                        rows.push(RowMutations::put(
+                            key,
+                            tsgate_schema::DATA_FAMILY,
+                            qual,
+                            val,
+                        ));
                     } else {
                         rows.extend(pts.iter().map(|p| {
                             RowMutations::put(
                                 key.clone(),
-                                b"t",
+                                tsgate_schema::DATA_FAMILY,
                                 p.qualifier().to_vec(),
                                 p.value_bytes().to_vec(),
                             )
@@ -1431,7 +1441,7 @@ mod tests {
             let base = (3600 * (1000 + write_hour)) as u32;
             let p = tsgate_schema::column::RawPoint::encode(base as u64 + 61, base, DataValue::Int(-5)).unwrap();
             let key = q.layout.row_key(&tagged_tsuid(&q, "cpu", write_host), base);
-            q.store.mutate("tsdb", vec![tsgate_store::RowMutations::put(key, b"t", p.qualifier().to_vec(), p.value_bytes().to_vec())]).unwrap();
+            q.store.mutate("tsdb", vec![tsgate_store::RowMutations::put(key, tsgate_schema::DATA_FAMILY, p.qualifier().to_vec(), p.value_bytes().to_vec())]).unwrap();
             let want = select_shares(&plain, &metrics, start, end, stamps, &filter, 1);
             proptest::prop_assert_eq!(select_shares(&q, &metrics, start, end, stamps, &filter, parts), want, "after a write");
         }
@@ -1545,7 +1555,7 @@ mod tests {
                 "tsdb",
                 vec![tsgate_store::RowMutations::put(
                     key,
-                    b"t",
+                    tsgate_schema::DATA_FAMILY,
                     p.qualifier().to_vec(),
                     p.value_bytes().to_vec(),
                 )],
@@ -1585,7 +1595,7 @@ mod tests {
                 "tsdb",
                 vec![tsgate_store::RowMutations::put(
                     key,
-                    b"t",
+                    tsgate_schema::DATA_FAMILY,
                     p.qualifier().to_vec(),
                     p.value_bytes().to_vec(),
                 )],

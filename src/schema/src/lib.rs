@@ -10,6 +10,10 @@ pub mod rowkey;
 pub mod uid_table;
 
 pub use column::{DataValue, RawPoint};
+
+/// The column family of `tsdb` (points and annotations), `tsdb-tree` (branches and leaves) and
+/// the rollup tables: OpenTSDB names each of them `t`.
+pub const DATA_FAMILY: &[u8] = b"t";
 pub use rowkey::{KeyLayout, RowKey};
 
 /// Why a stored cell or key could not be decoded.

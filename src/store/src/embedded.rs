@@ -1049,7 +1049,7 @@ mod tests {
         assert_eq!(
             cells,
             vec![Cell {
-                family: b"t".to_vec(),
+                family: tsgate_schema::DATA_FAMILY.to_vec(),
                 qualifier: q,
                 value: b"value".to_vec(),
                 timestamp: 7

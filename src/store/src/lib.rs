@@ -301,7 +301,7 @@ impl TableNames {
         vec![
             TableSpec {
                 name: self.data.clone(),
-                families: vec![b"t".to_vec()],
+                families: vec![tsgate_schema::DATA_FAMILY.to_vec()],
             },
             TableSpec {
                 name: self.uid.clone(),
@@ -313,7 +313,7 @@ impl TableNames {
             },
             TableSpec {
                 name: self.tree.clone(),
-                families: vec![b"t".to_vec()],
+                families: vec![tsgate_schema::DATA_FAMILY.to_vec()],
             },
         ]
     }

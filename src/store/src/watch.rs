@@ -188,13 +188,18 @@ mod tests {
         s.mutate(
             "tsdb",
             (0..3)
-                .map(|i| RowMutations::put(row(i), b"t", vec![0, 0], vec![1]))
+                .map(|i| RowMutations::put(row(i), tsgate_schema::DATA_FAMILY, vec![0, 0], vec![1]))
                 .collect(),
         )
         .unwrap();
         s.mutate_at(
             "tsdb",
-            vec![RowMutations::put(row(3), b"t", vec![0, 16], vec![2])],
+            vec![RowMutations::put(
+                row(3),
+                tsgate_schema::DATA_FAMILY,
+                vec![0, 16],
+                vec![2],
+            )],
             5,
         )
         .unwrap();

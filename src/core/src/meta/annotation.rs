@@ -11,7 +11,7 @@ use tsgate_schema::rowkey::{base_time, is_ms, ROW_SPAN};
 use tsgate_schema::KeyLayout;
 use tsgate_store::{Mutation, RowMutations, Scan, Store, StoreError};
 
-pub const FAMILY: &[u8] = b"t";
+pub use tsgate_schema::DATA_FAMILY as FAMILY;
 
 /// One annotation. `tsuid` is empty for a global note; times are as given (seconds or ms).
 #[derive(Debug, Clone, Default, PartialEq)]

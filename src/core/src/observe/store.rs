@@ -181,7 +181,7 @@ mod tests {
             "tsdb",
             vec![RowMutations::put(
                 b"r".to_vec(),
-                b"t",
+                tsgate_schema::DATA_FAMILY,
                 b"q".to_vec(),
                 b"v".to_vec(),
             )],

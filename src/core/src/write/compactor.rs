@@ -26,7 +26,7 @@ use tsgate_schema::compaction::{plan_compaction, StoredColumn};
 use tsgate_schema::SchemaError;
 use tsgate_store::{Cell, Mutation, RowMutations, SharedStore, StoreError};
 
-pub const DATA_FAMILY: &[u8] = b"t";
+pub use tsgate_schema::DATA_FAMILY;
 
 /// How old a row's newest cell must be before it is compacted on a shared store.
 pub const SETTLE: Duration = Duration::from_secs(1);

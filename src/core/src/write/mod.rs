@@ -428,7 +428,9 @@ mod tests {
                 .unwrap();
             writer.publish().await.unwrap();
             let row = layout.row_key(series.tsuid, base);
-            let cells = store.get(&names.data, &row, &[b"t"]).unwrap();
+            let cells = store
+                .get(&names.data, &row, &[tsgate_schema::DATA_FAMILY])
+                .unwrap();
             assert_eq!(
                 cells.len(),
                 1,
@@ -525,6 +527,9 @@ mod tests {
             "no group went to it: emptied"
         );
         let row = KeyLayout::default().row_key(&[0, 0, 1, 0, 0, 1, 0, 0, 2], 1_356_998_400);
-        assert!(!store.get(&names.data, &row, &[b"t"]).unwrap().is_empty());
+        assert!(!store
+            .get(&names.data, &row, &[tsgate_schema::DATA_FAMILY])
+            .unwrap()
+            .is_empty());
     }
 }

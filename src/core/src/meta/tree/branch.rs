@@ -9,7 +9,7 @@ use tsgate_schema::uid_table::UidKind;
 use tsgate_schema::{hex_upper, java_string_hash};
 use tsgate_store::Scan;
 
-pub const FAMILY: &[u8] = b"t";
+pub use tsgate_schema::DATA_FAMILY as FAMILY;
 pub const BRANCH_QUALIFIER: &[u8] = b"branch";
 pub const LEAF_PREFIX: &[u8] = b"leaf:";
 pub const ROOT: &str = "ROOT";

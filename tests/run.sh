@@ -63,6 +63,14 @@ if [ "${PIPESTATUS[0]}" -ne 0 ]; then
   echo "tests: the build failed"
   exit 1
 fi
+# Code hygiene: formatting, lints, and layers that only point down (no import circle among
+# any crate's top-level modules; .ci/layers.py prints the graph with --graph).
+echo "tests/hygiene: cargo fmt --check, cargo clippy (no warnings), .ci/layers.py"
+cargo fmt --all -- --check >/dev/null 2>&1 || { echo "tests: cargo fmt --all -- --check found unformatted code"; status=1; }
+cargo clippy --workspace --all-targets --quiet -- -D warnings 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+python3 .ci/layers.py 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 cargo test --release --workspace 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 # Peer suites against real programs; each closes with a cargo-style `test result:` line.

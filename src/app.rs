@@ -30,7 +30,7 @@ pub enum AppError {
     #[error("{0}")]
     Io(#[from] std::io::Error),
     #[error("invalid graphite.rules: {0}")]
-    NameRules(String),
+    NameRules(#[from] crate::graphite::names::RuleError),
     #[error("invalid auth config: {0}")]
     Auth(#[from] crate::server::auth::AuthError),
     #[error(transparent)]
@@ -192,9 +192,7 @@ impl Node {
             tokio::runtime::Handle::current(),
         )?;
         let prom = crate::prometheus::PromState::open(&cfg.data_dir);
-        let names = Arc::new(
-            crate::graphite::names::NameRules::from_config(&cfg).map_err(AppError::NameRules)?,
-        );
+        let names = Arc::new(crate::graphite::names::NameRules::from_config(&cfg)?);
         let max_connections = cfg.limits.max_connections;
         let state = Arc::new(AppState {
             ingest: Ingest {

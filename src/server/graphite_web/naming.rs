@@ -9,7 +9,10 @@ pub fn to_path(state: &AppState, metric: &str, tags: &[(String, String)]) -> Str
     state.names.to_path(metric, tags)
 }
 
-pub fn to_series(state: &AppState, path: &str) -> Result<(String, Vec<(String, String)>), String> {
+pub fn to_series(
+    state: &AppState,
+    path: &str,
+) -> Result<(String, Vec<(String, String)>), crate::graphite::names::MapError> {
     state.names.to_series(path)
 }
 

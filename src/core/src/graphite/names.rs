@@ -33,6 +33,23 @@ pub enum RuleError {
     Invalid { rule: String, msg: String },
 }
 
+/// Why a path has no series.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MapError {
+    #[error("empty path")]
+    Empty,
+    #[error("{0}")]
+    BadTags(String),
+    #[error("{path}: {tags} tags, more than graphite.max_tags = {max}")]
+    TooManyTags {
+        path: String,
+        tags: usize,
+        max: usize,
+    },
+    #[error("{0}: dropped by a graphite rule")]
+    Dropped(String),
+}
+
 /// The outcome of mapping one path.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Mapped<'a> {
@@ -472,8 +489,8 @@ impl Rule {
 
 impl NameRules {
     /// Compiles and validates `[[graphite.rules]]`.
-    pub fn from_config(cfg: &Config) -> Result<NameRules, String> {
-        Self::compile(&cfg.graphite.rules, cfg.graphite.max_tags).map_err(|e| e.to_string())
+    pub fn from_config(cfg: &Config) -> Result<NameRules, RuleError> {
+        Self::compile(&cfg.graphite.rules, cfg.graphite.max_tags)
     }
 
     pub fn compile(rules: &[GraphiteRule], max_tags: usize) -> Result<NameRules, RuleError> {
@@ -491,22 +508,24 @@ impl NameRules {
     }
 
     /// Maps a path for ingest: a series, or a rule's drop.
-    pub fn map<'a>(&self, path: &'a str) -> Result<Mapped<'a>, String> {
+    pub fn map<'a>(&self, path: &'a str) -> Result<Mapped<'a>, MapError> {
         if path.is_empty() {
-            return Err("empty path".into());
+            return Err(MapError::Empty);
         }
         if tsgate_graphite::tags::is_tagged(path) {
-            let t = tsgate_graphite::tags::parse(path).map_err(|e| e.to_string())?;
+            let t =
+                tsgate_graphite::tags::parse(path).map_err(|e| MapError::BadTags(e.to_string()))?;
             let max = if self.max_tags == 0 {
                 32
             } else {
                 self.max_tags
             };
             if t.tags.len() > max {
-                return Err(format!(
-                    "{path}: {} tags, more than graphite.max_tags = {max}",
-                    t.tags.len()
-                ));
+                return Err(MapError::TooManyTags {
+                    path: path.to_string(),
+                    tags: t.tags.len(),
+                    max,
+                });
             }
             let mut tags: Vec<(String, String)> = t
                 .tags
@@ -535,11 +554,11 @@ impl NameRules {
     }
 
     /// dotted (or tagged `name;k=v`) path → OpenTSDB metric + tags (owned, ready for DataPoint)
-    pub fn to_series(&self, path: &str) -> Result<(String, Vec<(String, String)>), String> {
+    pub fn to_series(&self, path: &str) -> Result<(String, Vec<(String, String)>), MapError> {
         match self.map(path)? {
             Mapped::Whole(m) => Ok((m.into_owned(), vec![placeholder()])),
             Mapped::Series(m, t) => Ok((m, t)),
-            Mapped::Drop => Err(format!("{path}: dropped by a graphite rule")),
+            Mapped::Drop => Err(MapError::Dropped(path.to_string())),
         }
     }
 
@@ -581,7 +600,7 @@ mod tests {
 
     fn rules(toml_text: &str) -> Result<NameRules, String> {
         let cfg: Config = toml::from_str(toml_text).map_err(|e| e.to_string())?;
-        NameRules::from_config(&cfg)
+        NameRules::from_config(&cfg).map_err(|e| e.to_string())
     }
 
     fn t(pairs: &[(&str, &str)]) -> Vec<(String, String)> {

@@ -153,8 +153,7 @@ enum Put<'a> {
 
 /// The memo key of a `put` line's series: its metric and tag words exactly as written.
 fn series_text(key: &mut Vec<u8>, parts: &PutParts<'_>) {
-    key.clear();
-    key.push(b't');
+    crate::series::TextKind::Telnet.begin(key);
     key.extend_from_slice(parts.metric.as_bytes());
     key.push(b' ');
     key.extend_from_slice(parts.tags.as_bytes());

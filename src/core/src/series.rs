@@ -294,10 +294,36 @@ fn canonical(metric: &str, tags: &[(&str, &str)], out: &mut Vec<u8>) {
     append_canonical(metric, tags, out);
 }
 
+/// Whose text a raw-text memo key holds: each protocol names a series in its own words, and
+/// the first byte of every key keeps those vocabularies apart (a telnet line's words could
+/// otherwise spell a Graphite path).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum TextKind {
+    /// Metric and tags, canonical ([`names_text`]).
+    Names = b'c',
+    /// An `/api/put` point's metric and `tags` object as sent ([`json_text`]).
+    Json = b'j',
+    /// A telnet `put` line's metric and tag words as written.
+    Telnet = b't',
+    /// A Graphite path as sent.
+    Graphite = b'g',
+    /// A remote-write series' labels as encoded.
+    Prometheus = b'p',
+}
+
+impl TextKind {
+    /// Starts a key of this kind in `out` (cleared first).
+    pub fn begin(self, out: &mut Vec<u8>) {
+        out.clear();
+        out.push(self as u8);
+    }
+}
+
 /// The raw-text memo's key for a series named by metric and tags (protocols whose points come
 /// as names, not as text of their own: `/api/put` JSON): `c` and the canonical key, appended.
 pub fn names_text(metric: &str, tags: &[(&str, &str)], out: &mut Vec<u8>) {
-    out.push(b'c');
+    out.push(TextKind::Names as u8);
     append_canonical(metric, tags, out);
 }
 
@@ -305,7 +331,7 @@ pub fn names_text(metric: &str, tags: &[(&str, &str)], out: &mut Vec<u8>) {
 /// sent (`JsonPoint::tags_raw`): `j`, the metric's length, the metric, the object's text,
 /// appended. Equal keys are equal series without decoding or checking the tags again.
 pub fn json_text(metric: &str, tags_raw: &str, out: &mut Vec<u8>) {
-    out.push(b'j');
+    out.push(TextKind::Json as u8);
     out.extend_from_slice(&(metric.len() as u32).to_le_bytes());
     out.extend_from_slice(metric.as_bytes());
     out.extend_from_slice(tags_raw.as_bytes());

@@ -47,8 +47,7 @@ pub async fn write_batch(
     {
         let memo = state.resolver.raw_reader();
         for p in points {
-            key.clear();
-            key.push(b'g');
+            crate::series::TextKind::Graphite.begin(&mut key);
             key.extend_from_slice(p.path.as_bytes());
             if let Some(series) = memo.get(&key) {
                 // An unstorable sample takes the general path for its outcome.

@@ -76,8 +76,7 @@ pub fn from_v1<'a>(
             b.exemplars += s.exemplars;
             let mut memo = Memo::None;
             if let Some(labels_raw) = s.labels_raw {
-                key.clear();
-                key.push(b'p');
+                crate::series::TextKind::Prometheus.begin(&mut key);
                 key.extend_from_slice(labels_raw);
                 memo = match known(&key) {
                     Some(series) => Memo::Known(series),
@@ -334,7 +333,7 @@ mod tests {
         let raw = req.encode_to_vec();
         let known = crate::series::SeriesKey::new(b"known-series-test");
         let b = from_v1(&raw, 8, &|key| {
-            (key.first() == Some(&b'p')).then_some(known)
+            (key.first() == Some(&(crate::series::TextKind::Prometheus as u8))).then_some(known)
         })
         .unwrap();
         assert!(matches!(b.memo[..], [Memo::Known(s)] if std::ptr::eq(s, known)));

@@ -487,6 +487,16 @@ fn read_verbs_refuse_a_missing_data_dir_and_make_nothing() {
         );
         assert!(!data.exists(), "{args:?} made {}", data.display());
     }
+    // Nor does an import of a file that is not there.
+    let missing = dir.path().join("missing.txt");
+    let o = tsgate(&["import", "--quiet", "--data-dir", d(&data), d(&missing)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains(d(&missing)), "{}", stderr(&o));
+    assert!(
+        !data.exists(),
+        "import of a missing file made {}",
+        data.display()
+    );
     // An existing but empty directory has no store either.
     std::fs::create_dir(&data).unwrap();
     let o = tsgate(&["scan", "--data-dir", d(&data)]);

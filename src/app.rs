@@ -35,8 +35,29 @@ pub enum AppError {
     Auth(#[from] crate::server::auth::AuthError),
     #[error(transparent)]
     Tls(#[from] crate::server::tls::TlsError),
-    #[error("the write-ahead log in {0} is in use by another tsgate process")]
+    #[error(
+        "the data directory {0} is in use by another tsgate process (a running server?): \
+         stop it first"
+    )]
     Locked(String),
+    #[error("cannot create {path}: {source}")]
+    Create {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error(
+        "no store in {0}: nothing was ever written to this data directory \
+         (check --data-dir, or data_dir in the config)"
+    )]
+    NoStore(String),
+}
+
+/// `create_dir_all` whose error names the directory.
+fn create_dir(path: &std::path::Path) -> Result<(), AppError> {
+    std::fs::create_dir_all(path).map_err(|source| AppError::Create {
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 /// Opens the configured store: the embedded engine under `data_dir/store`, or HBase through
@@ -55,31 +76,51 @@ pub fn open_store(cfg: &Config) -> Result<SharedStore, AppError> {
             Ok(crate::observe::store::instrument(Arc::new(store)))
         }
         _ => {
-            std::fs::create_dir_all(&cfg.data_dir)?;
-            Ok(crate::observe::store::instrument(Arc::new(
-                EmbeddedStore::open_with_cache(
-                    &cfg.data_dir.join("store"),
-                    &specs,
-                    cfg.storage.cache_mb << 20,
-                )?,
-            )))
+            create_dir(&cfg.data_dir)?;
+            let store = EmbeddedStore::open_with_cache(
+                &cfg.data_dir.join("store"),
+                &specs,
+                cfg.storage.cache_mb << 20,
+            )
+            .map_err(|e| match e {
+                StoreError::Locked(_) => AppError::Locked(cfg.data_dir.display().to_string()),
+                e => e.into(),
+            })?;
+            Ok(crate::observe::store::instrument(Arc::new(store)))
         }
     }
+}
+
+/// As [`open_store`], for commands that only read or mend what is there (`scan`, `query`,
+/// `fsck`, `uid grep`): a data directory without an embedded store is refused instead of
+/// getting a new, empty one (a mistyped `--data-dir` would otherwise look like lost data).
+pub fn open_existing_store(cfg: &Config) -> Result<SharedStore, AppError> {
+    if cfg.storage.backend != "hbase" && !cfg.data_dir.join("store").is_dir() {
+        return Err(AppError::NoStore(cfg.data_dir.display().to_string()));
+    }
+    open_store(cfg)
 }
 
 /// Holds `data_dir/wal/LOCK` for as long as a node runs: one process per write-ahead log
 /// (with HBase nothing else would stop two nodes sharing a data dir).
 pub fn lock_wal(data_dir: &std::path::Path) -> Result<std::fs::File, AppError> {
     let dir = data_dir.join("wal");
-    std::fs::create_dir_all(&dir)?;
+    create_dir(&dir)?;
+    let path = dir.join("LOCK");
     let f = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(dir.join("LOCK"))?;
+        .open(&path)
+        .map_err(|source| AppError::Create {
+            path: path.display().to_string(),
+            source,
+        })?;
     match f.try_lock() {
         Ok(()) => Ok(f),
-        Err(std::fs::TryLockError::WouldBlock) => Err(AppError::Locked(dir.display().to_string())),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            Err(AppError::Locked(data_dir.display().to_string()))
+        }
         Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
     }
 }

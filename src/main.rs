@@ -17,7 +17,7 @@ fn main() {
     match tsgate::cli::run(cli) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("tsgate: {e:#}");
+            eprintln!("tsgate: {}", tsgate::cli::error_report(&e));
             std::process::exit(1);
         }
     }

@@ -362,3 +362,164 @@ fn hbase_create_tables_through_thrift_or_as_a_shell_script() {
     assert_eq!(stdout(&o), "metrics sys.cpu.user: 000001\n");
     assert_eq!(double.open_scanners(), 0);
 }
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn a_busy_port_is_reported_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&dir.path().join("a"));
+    let o = tsgate(&[
+        "serve",
+        "--data-dir",
+        d(&dir.path().join("b")),
+        "--listen",
+        &s.addr,
+        "--graphite-listen",
+        "",
+        "--pickle-listen",
+        "",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("cannot listen on {}", s.addr)),
+        "{err}"
+    );
+    assert_eq!(err.matches("Address already in use").count(), 1, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    s.stop();
+}
+
+#[test]
+fn a_data_dir_that_cannot_be_made_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    // A regular file where a directory must go fails for root too (root ignores modes).
+    let file = dir.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    let data = file.join("data");
+    let listen = format!("127.0.0.1:{}", free_port());
+    let serve = ["serve", "--data-dir", d(&data), "--listen", &listen];
+    let uid = ["uid", "--data-dir", d(&data), "assign", "metrics", "m"];
+    for args in [&serve[..], &uid[..]] {
+        let o = tsgate(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = stderr(&o);
+        assert!(err.contains(d(&data)), "{args:?}: {err}");
+        assert!(err.contains("Not a directory"), "{args:?}: {err}");
+    }
+    // SAFETY: geteuid reads the process's credentials and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        use std::os::unix::fs::PermissionsExt;
+        let ro = dir.path().join("read-only");
+        std::fs::create_dir(&ro).unwrap();
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o500)).unwrap();
+        let data = ro.join("data");
+        let o = tsgate(&["serve", "--data-dir", d(&data), "--listen", &listen]);
+        let err = stderr(&o);
+        assert!(
+            err.contains(d(&data)) && err.contains("Permission denied"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn offline_verbs_on_a_running_servers_data_dir_say_stop_it_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let s = Server::start(&data);
+    let import = dir.path().join("points.txt");
+    std::fs::write(&import, "m 1356998400 1 host=a\n").unwrap();
+    let verbs: [&[&str]; 6] = [
+        &["scan", "--data-dir", d(&data)],
+        &["uid", "--data-dir", d(&data), "grep", "."],
+        &["uid", "--data-dir", d(&data), "assign", "metrics", "m"],
+        &["fsck", "--data-dir", d(&data)],
+        &[
+            "query",
+            "--data-dir",
+            d(&data),
+            "--start",
+            "1h-ago",
+            "sum:m",
+        ],
+        &["import", "--quiet", "--data-dir", d(&data), d(&import)],
+    ];
+    for args in verbs {
+        let o = tsgate(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = stderr(&o);
+        assert!(err.contains("stop it first"), "{args:?}: {err}");
+        assert!(err.contains(d(&data)), "{args:?}: {err}");
+        assert!(!err.contains("Fjall"), "{args:?}: {err}");
+    }
+    s.stop();
+}
+
+#[test]
+fn read_verbs_refuse_a_missing_data_dir_and_make_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("typo");
+    let verbs: [&[&str]; 5] = [
+        &["scan", "--data-dir", d(&data)],
+        &["uid", "--data-dir", d(&data), "grep", "."],
+        &["uid", "--data-dir", d(&data), "rename", "metrics", "a", "b"],
+        &["fsck", "--data-dir", d(&data)],
+        &[
+            "query",
+            "--data-dir",
+            d(&data),
+            "--start",
+            "1h-ago",
+            "sum:m",
+        ],
+    ];
+    for args in verbs {
+        let o = tsgate(args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!("no store in {}", d(&data))),
+            "{args:?}: {err}"
+        );
+        assert!(!data.exists(), "{args:?} made {}", data.display());
+    }
+    // Nor does an import of a file that is not there.
+    let missing = dir.path().join("missing.txt");
+    let o = tsgate(&["import", "--quiet", "--data-dir", d(&data), d(&missing)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains(d(&missing)), "{}", stderr(&o));
+    assert!(
+        !data.exists(),
+        "import of a missing file made {}",
+        data.display()
+    );
+    // An existing but empty directory has no store either.
+    std::fs::create_dir(&data).unwrap();
+    let o = tsgate(&["scan", "--data-dir", d(&data)]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!data.join("store").exists());
+}
+
+#[test]
+fn logs_have_no_colours_when_not_on_a_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let import = dir.path().join("points.txt");
+    std::fs::write(&import, "m 1356998400 1 host=a\n").unwrap();
+    // stderr is a pipe here, as it is when a service manager or `2>file` takes the log.
+    let o = std::process::Command::new(bin())
+        .args(["import", "--quiet", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .arg(&import)
+        .env_remove("NO_COLOR")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("store opened"), "{err}");
+    assert!(!err.contains('\x1b'), "{err:?}");
+}

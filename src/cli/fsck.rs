@@ -33,7 +33,7 @@ pub struct Report {
 
 pub fn run(args: &FsckArgs) -> anyhow::Result<i32> {
     let cfg = args.common.load()?;
-    let store = crate::app::open_store(&cfg)?;
+    let store = crate::app::open_existing_store(&cfg)?;
     let report = check(&store, &cfg, args.fix)?;
     for p in &report.problems {
         println!("{p}");

@@ -23,6 +23,10 @@ const BATCH: usize = 20_000;
 
 pub fn run(args: &ImportArgs) -> anyhow::Result<i32> {
     let cfg = args.common.load()?;
+    // Every file readable before the store is opened (or made) for them.
+    for f in &args.files {
+        std::fs::File::open(f).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

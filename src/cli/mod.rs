@@ -181,6 +181,24 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
+/// An error and its causes on one line, each said once: many of our errors already quote their
+/// source in their own text (`cannot listen on A: Address already in use`), which `{:#}` would
+/// then repeat.
+pub fn error_report(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
 /// Lowercase hex, as `tsgate scan` prints cells.
 pub fn hex_lower(b: &[u8]) -> String {
     crate::schema::hex_upper(b).to_ascii_lowercase()

@@ -52,7 +52,7 @@ pub fn run(args: &QueryArgs) -> anyhow::Result<i32> {
         timezone: None,
         use_calendar: false,
     };
-    let store = crate::app::open_store(&cfg)?;
+    let store = crate::app::open_existing_store(&cfg)?;
     let engine = crate::query::QueryEngine {
         store: store.clone(),
         uids: crate::app::uid_core(&cfg, store),

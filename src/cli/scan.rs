@@ -26,7 +26,7 @@ pub struct ScanArgs {
 
 pub fn run(args: &ScanArgs) -> anyhow::Result<i32> {
     let cfg = args.common.load()?;
-    let store = crate::app::open_store(&cfg)?;
+    let store = crate::app::open_existing_store(&cfg)?;
     let t = &cfg.storage.tables;
     let table = match args.table.as_str() {
         "data" => t.data.clone(),

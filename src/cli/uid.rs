@@ -26,7 +26,11 @@ fn kind(s: &str) -> anyhow::Result<UidKind> {
 
 pub fn run(common: &Common, action: UidAction) -> anyhow::Result<i32> {
     let cfg = common.load()?;
-    let store = crate::app::open_store(&cfg)?;
+    // Assigning ahead of the first write may make the store; looking up and renaming may not.
+    let store = match action {
+        UidAction::Assign { .. } => crate::app::open_store(&cfg)?,
+        _ => crate::app::open_existing_store(&cfg)?,
+    };
     let uids = crate::app::uid_core(&cfg, store.clone());
     let mut status = 0;
     match action {

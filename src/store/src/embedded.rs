@@ -130,10 +130,19 @@ impl EmbeddedStore {
         let db = Database::builder(dir)
             .cache_size(cache_bytes)
             .open()
-            .map_err(|e| StoreError::Engine {
-                op: "open",
-                table: dir.display().to_string(),
-                msg: e.to_string(),
+            .map_err(|e| match e {
+                fjall::Error::Locked => StoreError::Locked(dir.display().to_string()),
+                // The I/O error's own text ("Permission denied (os error 13)"), not its Debug.
+                fjall::Error::Io(io) => StoreError::Engine {
+                    op: "open",
+                    table: dir.display().to_string(),
+                    msg: io.to_string(),
+                },
+                e => StoreError::Engine {
+                    op: "open",
+                    table: dir.display().to_string(),
+                    msg: e.to_string(),
+                },
             })?;
         let form = key_form(&db, tables, new);
         let mut map = HashMap::new();

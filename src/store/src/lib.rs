@@ -144,6 +144,9 @@ pub enum StoreError {
         table: String,
         msg: String,
     },
+    /// Another process holds the embedded store's directory (a running server, most often).
+    #[error("the store in {0} is locked by another process")]
+    Locked(String),
     #[error("unknown table {0}")]
     NoSuchTable(String),
     #[error("unknown family {family} in table {table}")]

@@ -36,7 +36,7 @@ pub fn promql(q: &str) -> bool {
     true
 }
 
-fn promql_fixture(t: i64) -> Vec<(Vec<(String, String)>, Vec<(i64, f64)>)> {
+fn promql_fixture(t: i64) -> Vec<selectors::MemSeries> {
     let l = |p: &[(&str, &str)]| {
         p.iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -13,6 +13,7 @@
 //!   alive (the server closes only after every point read is durable; a FIN caused by the kill
 //!   itself does not count, which is why the writers check the server's epoch under a lock the
 //!   killer holds while killing).
+//!
 //! Points without an acknowledgement may or may not be stored, but if stored, exactly once and
 //! with the value sent.
 

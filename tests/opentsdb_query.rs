@@ -17,7 +17,10 @@ on_both_backends!(
     many_series_read_in_shares_come_back_once,
 );
 
-fn put(s: &Server, pts: &[(&str, u64, &str, &[(&str, &str)])]) {
+/// A point to put: (metric, timestamp in s, value as written, tags).
+type Put<'a> = (&'a str, u64, &'a str, &'a [(&'a str, &'a str)]);
+
+fn put(s: &Server, pts: &[Put]) {
     let body: Vec<Value> = pts
         .iter()
         .map(|(m, t, v, tags)| {
@@ -180,7 +183,7 @@ fn downsampling_rate_and_output_forms(b: &Backend) {
         .map(|i| (B + 30 + 30 * i, (i + 1).to_string()))
         .collect();
     let tags: &[(&str, &str)] = &[("host", "web01")];
-    let batch: Vec<(&str, u64, &str, &[(&str, &str)])> = pts
+    let batch: Vec<Put> = pts
         .iter()
         .map(|(t, v)| ("ds", *t, v.as_str(), tags))
         .collect();
@@ -425,7 +428,7 @@ fn calendar_downsampling_in_a_time_zone(b: &Backend) {
     // One point an hour for two days, from 2013-01-01T00:00Z.
     let pts: Vec<(u64, String)> = (0..48).map(|i| (B + 3600 * i, "1".to_string())).collect();
     let tags: &[(&str, &str)] = &[("host", "a")];
-    let batch: Vec<(&str, u64, &str, &[(&str, &str)])> = pts
+    let batch: Vec<Put> = pts
         .iter()
         .map(|(t, v)| ("cal", *t, v.as_str(), tags))
         .collect();
@@ -472,7 +475,9 @@ fn many_series_read_in_shares_come_back_once(b: &Backend) {
     let s = Server::start_on(b, dir.path(), None);
     let hosts: Vec<String> = (0..60).map(|i| format!("h{i:02}")).collect();
     let dcs = ["d0", "d1", "d2"];
-    let mut pts: Vec<(&str, u64, String, Vec<(&str, &str)>)> = Vec::new();
+    // What `Put` borrows: (metric, timestamp, value, tags).
+    type Owned<'a> = (&'a str, u64, String, Vec<(&'a str, &'a str)>);
+    let mut pts: Vec<Owned> = Vec::new();
     for (i, h) in hosts.iter().enumerate() {
         for t in [B + 10, B + 3610] {
             // Some hosts only start in the second hour.
@@ -487,7 +492,7 @@ fn many_series_read_in_shares_come_back_once(b: &Backend) {
             ));
         }
     }
-    let borrowed: Vec<(&str, u64, &str, &[(&str, &str)])> = pts
+    let borrowed: Vec<Put> = pts
         .iter()
         .map(|(m, t, v, tags)| (*m, *t, v.as_str(), &tags[..]))
         .collect();

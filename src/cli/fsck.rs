@@ -176,13 +176,16 @@ pub fn check(
     Ok(r)
 }
 
+/// The UIDs the uid table assigns, per kind (indexed by `UidKind as usize`).
+type KnownUids = [HashSet<Vec<u8>>; 3];
+
 /// Checks that forward and reverse maps agree and counters cover every id; returns the known
 /// UIDs per kind.
 fn check_uids(
     store: &SharedStore,
     table: &str,
     cfg: &crate::config::Config,
-) -> anyhow::Result<([HashSet<Vec<u8>>; 3], Vec<String>)> {
+) -> anyhow::Result<(KnownUids, Vec<String>)> {
     let mut forward: [HashMap<Vec<u8>, Vec<u8>>; 3] = Default::default(); // name -> uid
     let mut reverse: [HashMap<Vec<u8>, Vec<u8>>; 3] = Default::default(); // uid -> name
     let mut counters = [0i64; 3];
@@ -213,7 +216,7 @@ fn check_uids(
         cfg.storage.uid_width_tagk,
         cfg.storage.uid_width_tagv,
     ];
-    let mut known: [HashSet<Vec<u8>>; 3] = Default::default();
+    let mut known: KnownUids = Default::default();
     for k in UidKind::ALL {
         let i = k as usize;
         let mut seen: HashMap<&Vec<u8>, &Vec<u8>> = HashMap::new();

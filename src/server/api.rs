@@ -75,8 +75,8 @@ pub fn method_not_allowed(m: &Method) -> Reply {
     )
 }
 
-/// Decompresses a gzip body within the size limit.
-fn body_text(state: &AppState, req: &Request) -> Result<Vec<u8>, Reply> {
+/// Decompresses a gzip body within the size limit. (The error reply is boxed: it is large.)
+fn body_text(state: &AppState, req: &Request) -> Result<Vec<u8>, Box<Reply>> {
     let gz = req
         .headers
         .get("content-encoding")
@@ -96,11 +96,11 @@ fn body_text(state: &AppState, req: &Request) -> Result<Vec<u8>, Reply> {
         )
     })?;
     if out.len() > limit {
-        return Err(error_reply(
+        return Err(Box::new(error_reply(
             StatusCode::PAYLOAD_TOO_LARGE,
             "Request body too large",
             &format!("the decompressed body exceeds limits.http_body_max = {limit} bytes"),
-        ));
+        )));
     }
     Ok(out)
 }
@@ -120,7 +120,7 @@ async fn put(state: &Arc<AppState>, req: Request) -> Reply {
         Ok(b) => b,
         Err(r) => {
             crate::ingest::counts::batch_rejected(crate::observe::Protocol::HttpPut, &r.status());
-            return r;
+            return *r;
         }
     };
     let jps = match parse_body(&body) {

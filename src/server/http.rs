@@ -164,7 +164,7 @@ async fn answer(
         body,
     };
     if let Err(r) = super::auth::authorize(principal.as_ref(), &req) {
-        return r;
+        return *r;
     }
     if reads_data(endpoint) {
         read_your_writes(st).await;

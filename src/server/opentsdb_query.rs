@@ -128,9 +128,12 @@ pub(crate) fn metric_and_tags(s: &str) -> Result<(String, Vec<(String, String)>)
     Ok((s[..open].to_string(), tags))
 }
 
+/// A series `/api/query/last` asks for, as `last_points` takes it: (metric, tags, None) or
+/// (None, no tags, its TSUID).
+type LastWanted = (Option<String>, Vec<(String, String)>, Option<Vec<u8>>);
+
 async fn last(state: &Arc<AppState>, req: Request) -> Reply {
-    // (metric and tags, or one TSUID) per wanted series.
-    let mut wanted: Vec<(Option<String>, Vec<(String, String)>, Option<Vec<u8>>)> = Vec::new();
+    let mut wanted: Vec<LastWanted> = Vec::new();
     let (resolve, back) = match req.method {
         Method::GET => {
             for (k, v) in req.params() {

@@ -178,8 +178,11 @@ fn bench_remote_write(c: &mut Criterion) {
     g.finish();
 }
 
+/// A series as remote read returns it: its labels and points (ms, value).
+type ReadSeries = (Vec<Label>, Vec<(i64, f64)>);
+
 /// 100 series of one hour each (360 points): what one remote-read query might return.
-fn read_result() -> Vec<(Vec<Label>, Vec<(i64, f64)>)> {
+fn read_result() -> Vec<ReadSeries> {
     let mut rng = Rng(7);
     (0..100)
         .map(|i| (proto_labels(i), walk(&mut rng, 360)))

@@ -16,7 +16,7 @@ pub(super) struct Collector<'a> {
     start: u64,
     end: u64,
     stamps: Stamps,
-    keep: &'a dyn Fn(&str, &[(String, String)]) -> bool,
+    keep: &'a KeepSeries<'a>,
     /// Per TSUID: None = rejected, Some(i) = index in `found`.
     seen: HashMap<Vec<u8>, Option<usize>>,
     found: Vec<StoredSelected>,
@@ -35,7 +35,7 @@ impl<'a> Collector<'a> {
         start: u64,
         end: u64,
         stamps: Stamps,
-        keep: &'a dyn Fn(&str, &[(String, String)]) -> bool,
+        keep: &'a KeepSeries<'a>,
     ) -> Collector<'a> {
         Collector {
             q,
@@ -58,7 +58,7 @@ impl<'a> Collector<'a> {
         q: &'a QueryEngine,
         start: u64,
         end: u64,
-        keep: &'a dyn Fn(&str, &[(String, String)]) -> bool,
+        keep: &'a KeepSeries<'a>,
     ) -> Collector<'a> {
         Collector {
             lending: true,
@@ -243,6 +243,9 @@ pub enum Stamps {
     Ms,
     Seconds,
 }
+
+/// The caller's test of a series by its stored metric name and tags: true keeps it.
+pub type KeepSeries<'a> = dyn Fn(&str, &[(String, String)]) -> bool + 'a;
 
 /// One selected series in its stored form.
 #[derive(Debug, Clone, PartialEq)]

@@ -33,6 +33,15 @@ enum Hour {
     Read,
 }
 
+/// One metric's rows of one hour under one salt prefix, as [`QueryEngine::read_hour`] reads them.
+struct MetricHour<'a> {
+    salt: &'a [u8],
+    uid: &'a [u8],
+    /// The metric's name, given to the collector with its series.
+    name: &'a str,
+    h: u32,
+}
+
 /// The hour after `h`, at most the last one a row key can name.
 fn next(h: u32) -> u32 {
     (h as u64 + ROW_SPAN).min(u32::MAX as u64) as u32
@@ -127,10 +136,12 @@ impl QueryEngine {
                         // of other rows of its stripe outdates it.
                         let ticket = cache.ticket(k);
                         if let Some((rows, taken)) = self.read_hour(
-                            &salt,
-                            uid,
-                            *h,
-                            name,
+                            MetricHour {
+                                salt: &salt,
+                                uid,
+                                name,
+                                h: *h,
+                            },
                             &wanted,
                             (cache, fill, hour_key_weight(k.len())),
                             c,
@@ -156,8 +167,7 @@ impl QueryEngine {
         Ok(())
     }
 
-    /// Every row of metric `uid` in hour `h` under `salt`, decoded whole; those `wanted` (by
-    /// key and tag bytes) onto `c`. The rows to keep, with the allowance taken from `fill` for
+    /// Every row of `at`, decoded whole; those `wanted` (by key and tag bytes) onto `c`. The rows to keep, with the allowance taken from `fill` for
     /// them (from the key's part, `base`, on), unless one of them may not be kept: it does not
     /// decode whole, or is not based at `h` (a write to it would not name this hour); or they
     /// outweigh what the allowance or the cache can take. Then the allowance is given back (as
@@ -165,14 +175,12 @@ impl QueryEngine {
     /// in the window.
     fn read_hour(
         &self,
-        salt: &[u8],
-        uid: &[u8],
-        h: u32,
-        name: &str,
+        at: MetricHour,
         wanted: &dyn Fn(&[u8], &[u8]) -> bool,
         (cache, fill, base): (&RowCache, &Fill, u64),
         c: &mut Collector,
     ) -> Result<Option<(HourRows, u64)>, QueryError> {
+        let MetricHour { salt, uid, name, h } = at;
         let scan = self.metric_scan(salt, uid, h, next(h), &RowFilter::default());
         let mut rows = Vec::new();
         let mut whole = fill.take(base);

@@ -90,6 +90,9 @@ impl Summary {
     }
 }
 
+/// One sub-query's answer: its groups and the counts of reading them.
+type SubqueryResult = Result<(Vec<ResultSeries>, Summary), QueryError>;
+
 /// What a query may still spend, shared by its sub-queries (which may run on several
 /// threads): its deadline and the points read so far, against `query.*` limits.
 struct Budget {
@@ -162,12 +165,7 @@ impl QueryEngine {
     /// metrics, so they run on every core; a deleting query stays on one thread. After a
     /// failure no further sub-query starts: the first error in request order is the one a
     /// sequential run would report (all earlier ones were started before it).
-    fn run_subqueries(
-        &self,
-        q: &Query,
-        tz: chrono_tz::Tz,
-        budget: &Budget,
-    ) -> Vec<Result<(Vec<ResultSeries>, Summary), QueryError>> {
+    fn run_subqueries(&self, q: &Query, tz: chrono_tz::Tz, budget: &Budget) -> Vec<SubqueryResult> {
         let cores = tsgate_common::cores();
         // One sub-query (the commonest request) reads its metric as shares on every core.
         let parts = if q.queries.len() == 1 && !q.flags.delete {
@@ -175,7 +173,7 @@ impl QueryEngine {
         } else {
             1
         };
-        let one = |sq: &SubQuery| -> Result<(Vec<ResultSeries>, Summary), QueryError> {
+        let one = |sq: &SubQuery| -> SubqueryResult {
             let mut summary = Summary::default();
             let series = self.fetch_shares(q, sq, tz, &mut summary, budget, parts)?;
             summary.series = series.len() as u64;
@@ -198,7 +196,7 @@ impl QueryEngine {
         }
         let next = AtomicUsize::new(0);
         let failed = AtomicBool::new(false);
-        let mut done: Vec<(usize, Result<(Vec<ResultSeries>, Summary), QueryError>)> =
+        let mut done: Vec<(usize, SubqueryResult)> =
             tsgate_common::pool::on_workers(workers, |_| {
                 let mut mine = Vec::new();
                 while !failed.load(Ordering::SeqCst) {

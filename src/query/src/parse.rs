@@ -30,22 +30,20 @@ fn aggregator(name: &str) -> Result<Aggregator, String> {
 }
 
 fn rate_options(j: &Json) -> RateOptions {
-    let mut o = RateOptions::default();
-    o.counter = flag(j, "counter") || flag(j, "isCounter");
-    if let Some(m) = j.get("counterMax").and_then(|v| {
-        v.as_i64()
-            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
-    }) {
-        o.counter_max = m;
+    // A number, or a string holding one.
+    let int = |k: &str| {
+        j.get(k).and_then(|v| {
+            v.as_i64()
+                .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+        })
+    };
+    let default = RateOptions::default();
+    RateOptions {
+        counter: flag(j, "counter") || flag(j, "isCounter"),
+        counter_max: int("counterMax").unwrap_or(default.counter_max),
+        reset_value: int("resetValue").unwrap_or(default.reset_value),
+        drop_resets: flag(j, "dropResets"),
     }
-    if let Some(r) = j.get("resetValue").and_then(|v| {
-        v.as_i64()
-            .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
-    }) {
-        o.reset_value = r;
-    }
-    o.drop_resets = flag(j, "dropResets");
-    o
 }
 
 /// The POST JSON body (`arrays` comes from the URL).

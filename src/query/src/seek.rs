@@ -9,7 +9,10 @@ use tsgate_schema::KeyLayout;
 use tsgate_store::{RowSeek, RowSeeker};
 
 /// Tag key UID → the value UIDs it must have (`None`: any value, but present).
-pub type RequiredPairs = BTreeMap<Vec<u8>, Option<Vec<Vec<u8>>>>;
+pub type RequiredPairs = BTreeMap<Vec<u8>, AllowedValues>;
+
+/// The value UIDs a required tag key may have (`None`: any value, but present).
+pub type AllowedValues = Option<Vec<Vec<u8>>>;
 
 /// The scan filters for some required tag pairs; both empty when nothing is required.
 #[derive(Debug, Clone, Default)]
@@ -84,7 +87,7 @@ pub struct PairSeeker {
     kw: usize,
     pair: usize,
     /// Sorted by key; allowed values sorted.
-    required: Vec<(Vec<u8>, Option<Vec<Vec<u8>>>)>,
+    required: Vec<(Vec<u8>, AllowedValues)>,
 }
 
 impl PairSeeker {

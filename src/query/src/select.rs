@@ -4,7 +4,7 @@
 //! the empty string, as in Prometheus.
 
 use super::collect::Collector;
-pub use super::collect::{Stamps, StoredSelected};
+pub use super::collect::{KeepSeries, Stamps, StoredSelected};
 use super::decode::{append_row, with_columns};
 use super::row_cache::{row_weight, Fill, RowPoints};
 use super::seek::{RequiredPairs, RowFilter};
@@ -124,6 +124,22 @@ pub fn labels_match(labels: &Labels, matchers: &[Matcher]) -> bool {
 pub struct Selected {
     pub labels: Labels,
     pub points: Vec<(i64, f64)>,
+}
+
+/// Takes each series [`QueryEngine::select_metric_each`] selects, its points borrowed; an
+/// error ends the selection.
+pub type SeriesSink<'a, E> = dyn FnMut(Labels, &[(i64, f64)]) -> Result<(), E> + 'a;
+
+/// How [`QueryEngine::select_stored`] reads each metric: the rows `row_filter` passes, the
+/// series `keep` accepts, points in `[start_ms, end_ms]` timed as `stamps` says, and the row
+/// cache's allowance `fill` (see [`super::row_cache::RowCache::fill`]).
+pub struct StoredRead<'a> {
+    pub start_ms: i64,
+    pub end_ms: i64,
+    pub stamps: Stamps,
+    pub row_filter: &'a RowFilter,
+    pub fill: Option<&'a Fill>,
+    pub keep: &'a KeepSeries<'a>,
 }
 
 impl QueryEngine {
@@ -253,16 +269,18 @@ impl QueryEngine {
         let mut out: Vec<Selected> = self
             .select_stored(
                 &metrics,
-                start_ms,
-                end_ms,
-                if with_points {
-                    Stamps::Ms
-                } else {
-                    Stamps::None
+                StoredRead {
+                    start_ms,
+                    end_ms,
+                    stamps: if with_points {
+                        Stamps::Ms
+                    } else {
+                        Stamps::None
+                    },
+                    row_filter: &row_filter,
+                    fill: fill.as_ref(),
+                    keep: &keep,
                 },
-                row_filter,
-                fill.as_ref(),
-                &keep,
             )?
             .into_iter()
             .map(|s| Selected {
@@ -344,7 +362,7 @@ impl QueryEngine {
         end_ms: i64,
         (part, parts): (usize, usize),
         fill: Option<&Fill>,
-        f: &mut dyn FnMut(Labels, &[(i64, f64)]) -> Result<(), E>,
+        f: &mut SeriesSink<'_, E>,
     ) -> Result<(), E> {
         // Without label matchers every series is kept: its labels are then made once, below.
         let keep = |metric: &str, tags: &[(String, String)]| {
@@ -378,32 +396,18 @@ impl QueryEngine {
         Ok(())
     }
 
-    /// The series of the given stored metric names (as stored: no label unescaping) that `keep`
-    /// accepts, with their stored tags in row-key order and, unless `stamps` is
-    /// [`Stamps::None`], their points in `[start_ms, end_ms]` (series without points are then
-    /// left out), timed as `stamps` says. Shared by the Prometheus
+    /// The series of the given stored metric names (as stored: no label unescaping) that
+    /// `read.keep` accepts, with their stored tags in row-key order and, unless `read.stamps` is
+    /// [`Stamps::None`], their points in `[read.start_ms, read.end_ms]` (series without points
+    /// are then left out), timed as `read.stamps` says. Shared by the Prometheus
     /// selection above and the graphite-web API, which names series by the stored form.
     pub fn select_stored(
         &self,
         metrics: &[String],
-        start_ms: i64,
-        end_ms: i64,
-        stamps: Stamps,
-        row_filter: RowFilter,
-        fill: Option<&Fill>,
-        keep: &dyn Fn(&str, &[(String, String)]) -> bool,
+        read: StoredRead,
     ) -> Result<Vec<StoredSelected>, QueryError> {
         let ids = self.ids_of(metrics)?;
-        self.select_ids(
-            &ids,
-            start_ms,
-            end_ms,
-            stamps,
-            &row_filter,
-            (0, 1),
-            fill,
-            keep,
-        )
+        self.select_ids(&ids, &read, (0, 1))
     }
 
     /// The metrics of `metrics` that exist, with their UIDs, in that order.
@@ -422,25 +426,19 @@ impl QueryEngine {
 
     /// [`QueryEngine::select_stored`] of metrics whose UIDs are known, share `part` of `parts`
     /// of their series, metric by metric (see [`QueryEngine::collect_metric`]).
-    #[allow(clippy::too_many_arguments)]
     fn select_ids(
         &self,
         metrics: &[MetricId],
-        start_ms: i64,
-        end_ms: i64,
-        stamps: Stamps,
-        row_filter: &RowFilter,
+        read: &StoredRead,
         share: (usize, usize),
-        fill: Option<&Fill>,
-        keep: &dyn Fn(&str, &[(String, String)]) -> bool,
     ) -> Result<Vec<StoredSelected>, QueryError> {
         let mut out = Vec::new();
-        let Some(w) = Window::new(start_ms, end_ms) else {
+        let Some(w) = Window::new(read.start_ms, read.end_ms) else {
             return Ok(out);
         };
         for MetricId { uid, name } in metrics {
-            let mut c = Collector::new(self, w.start, w.end, stamps, keep);
-            self.collect_metric(uid, name, &w, row_filter, share, fill, &mut c)?;
+            let mut c = Collector::new(self, w.start, w.end, read.stamps, read.keep);
+            self.collect_metric(uid, name, &w, read.row_filter, share, read.fill, &mut c)?;
             c.finish(&mut out);
         }
         Ok(out)
@@ -1081,7 +1079,7 @@ mod tests {
             proptest::prop_assert_eq!(&again, &got);
             let placeholder = [(PLACEHOLDER_TAGK.to_string(), PLACEHOLDER_TAGV.to_string())];
             let keep = |_: &str, tags: &[(String, String)]| tags == placeholder;
-            let stored = q.select_stored(&names, start, end, Stamps::Seconds, RowFilter::default(), None, &keep).unwrap();
+            let stored = q.select_stored(&names, StoredRead { start_ms: start, end_ms: end, stamps: Stamps::Seconds, row_filter: &RowFilter::default(), fill: None, keep: &keep }).unwrap();
             let want: Vec<Vec<(i64, f64)>> = ids.iter().map(|id| stored.iter().find(|s| s.metric == id.name).map(|s| s.points.clone()).unwrap_or_default()).collect();
             // Every point is the one written at its time (the other series' are negative).
             for (id, points) in ids.iter().zip(&want) {
@@ -1264,12 +1262,14 @@ mod tests {
         let stored = q
             .select_stored(
                 &["big".to_string()],
-                start,
-                end,
-                Stamps::Seconds,
-                RowFilter::default(),
-                None,
-                &keep,
+                StoredRead {
+                    start_ms: start,
+                    end_ms: end,
+                    stamps: Stamps::Seconds,
+                    row_filter: &RowFilter::default(),
+                    fill: None,
+                    keep: &keep,
+                },
             )
             .unwrap();
         assert_eq!(first[0], stored[0].points);
@@ -1365,17 +1365,15 @@ mod tests {
         let keep = |_: &str, _: &[(String, String)]| true;
         let mut all: Vec<StoredSelected> = (0..parts)
             .flat_map(|part| {
-                q.select_ids(
-                    &ids,
-                    start,
-                    end,
+                let read = StoredRead {
+                    start_ms: start,
+                    end_ms: end,
                     stamps,
-                    filter,
-                    (part, parts),
-                    fill.as_ref(),
-                    &keep,
-                )
-                .unwrap()
+                    row_filter: filter,
+                    fill: fill.as_ref(),
+                    keep: &keep,
+                };
+                q.select_ids(&ids, &read, (part, parts)).unwrap()
             })
             .collect();
         all.sort_by(|a, b| (&a.metric, &a.tags).cmp(&(&b.metric, &b.tags)));
@@ -1636,13 +1634,15 @@ mod tests {
             let got = q
                 .select_ids(
                     &ids,
-                    start,
-                    end,
-                    Stamps::Ms,
-                    &RowFilter::default(),
+                    &StoredRead {
+                        start_ms: start,
+                        end_ms: end,
+                        stamps: Stamps::Ms,
+                        row_filter: &RowFilter::default(),
+                        fill: Some(&fill),
+                        keep: &keep,
+                    },
                     (0, 1),
-                    Some(&fill),
-                    &keep,
                 )
                 .unwrap();
             (got, before - fill.left())

@@ -192,14 +192,15 @@ pub async fn admit(
 }
 
 /// Step two, with the body in hand: 403 when the principal lacks the right the request needs.
-pub fn authorize(principal: Option<&Principal>, req: &Request) -> Result<(), Reply> {
+/// (Boxed: a reply is large, and nearly every request passes.)
+pub fn authorize(principal: Option<&Principal>, req: &Request) -> Result<(), Box<Reply>> {
     let Some(p) = principal else { return Ok(()) };
     let need = rights::required(req);
     if p.rights.has(need) {
         return Ok(());
     }
     tracing::debug!(path = %req.path, principal = %p.name, ?need, "HTTP request refused: missing right");
-    Err(reply::forbidden(&req.path, &p.name, need))
+    Err(Box::new(reply::forbidden(&req.path, &p.name, need)))
 }
 
 /// With auth on, the listeners that cannot authenticate (telnet, Graphite) are what's left

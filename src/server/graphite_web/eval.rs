@@ -7,7 +7,7 @@ use super::parallel;
 use super::parser::{Call, Expr};
 use super::series::Series;
 use crate::query::row_cache::Fill;
-use crate::query::select::Stamps;
+use crate::query::select::{Stamps, StoredRead};
 use crate::server::AppState;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -71,6 +71,9 @@ pub type Gaps = HashMap<i64, usize, ahash::RandomState>;
 
 /// What one read task found: the points of entries (by position) and their gaps.
 type ReadPart = (Vec<(usize, Vec<(i64, f64)>)>, Gaps);
+
+/// An entry's position by its stored tags, among the entries of one metric.
+type EntryByTags<'a> = HashMap<&'a [(String, String)], usize, ahash::RandomState>;
 
 pub struct StoreSource<'a> {
     pub state: &'a AppState,
@@ -210,9 +213,8 @@ impl Source for StoreSource<'_> {
             usize::MAX
         };
         let read = parallel::map_from(metrics, min, |(metric, wanted)| -> R<ReadPart> {
-            let by_tags: Option<HashMap<&[(String, String)], usize, ahash::RandomState>> =
-                (wanted.len() > LINEAR_LOOKUP_MAX)
-                    .then(|| wanted.iter().map(|&i| (&entries[i].tags[..], i)).collect());
+            let by_tags: Option<EntryByTags> = (wanted.len() > LINEAR_LOOKUP_MAX)
+                .then(|| wanted.iter().map(|&i| (&entries[i].tags[..], i)).collect());
             let find = |tags: &[(String, String)]| match &by_tags {
                 Some(m) => m.get(tags).copied(),
                 None => wanted
@@ -242,12 +244,14 @@ impl Source for StoreSource<'_> {
                 .query
                 .select_stored(
                     &[metric.to_string()],
-                    (from + 1) * 1000,
-                    until * 1000 + 999,
-                    Stamps::Seconds,
-                    filter,
-                    self.fill(),
-                    &keep,
+                    StoredRead {
+                        start_ms: (from + 1) * 1000,
+                        end_ms: until * 1000 + 999,
+                        stamps: Stamps::Seconds,
+                        row_filter: &filter,
+                        fill: self.fill(),
+                        keep: &keep,
+                    },
                 )
                 .map_err(|e| EvalError(e.to_string()))?;
             let mut gaps = Gaps::default();

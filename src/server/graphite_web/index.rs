@@ -8,6 +8,7 @@
 
 use super::glob::PathGlob;
 use super::naming;
+use crate::query::select::{Stamps, StoredRead};
 use crate::query::QueryError;
 use crate::schema::uid_table::UidKind;
 use crate::server::AppState;
@@ -109,12 +110,14 @@ fn build(state: &AppState) -> Result<Vec<Entry>, QueryError> {
     let read = super::parallel::map_from(chunks, 2, |c| -> Result<Vec<Entry>, QueryError> {
         let all = state.query.select_stored(
             c,
-            0,
-            i64::MAX,
-            crate::query::select::Stamps::None,
-            Default::default(),
-            None,
-            &|_, _| true,
+            StoredRead {
+                start_ms: 0,
+                end_ms: i64::MAX,
+                stamps: Stamps::None,
+                row_filter: &Default::default(),
+                fill: None,
+                keep: &|_, _| true,
+            },
         )?;
         Ok(all
             .into_iter()

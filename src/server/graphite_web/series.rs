@@ -269,6 +269,10 @@ impl<'a> Grid<'a> {
         ((self.end - self.start) / self.step).max(0) as usize
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Where a series on the grid's step falls in rows `rows`: the first row and the values
     /// from it (row = index + offset).
     fn aligned<'s>(&self, s: &'s Series, rows: &std::ops::Range<usize>) -> Aligned<'s> {

@@ -34,8 +34,9 @@ struct Window {
     matchers: Vec<Vec<Matcher>>,
 }
 
-fn window(p: &Params, need_match: bool) -> Result<Window, Reply> {
-    let bad = |m: String| error(ErrorType::BadData, &m);
+/// The request's window and selectors, or the 400 to answer (boxed: a reply is large).
+fn window(p: &Params, need_match: bool) -> Result<Window, Box<Reply>> {
+    let bad = |m: String| Box::new(error(ErrorType::BadData, &m));
     let start = match p.get("start") {
         Some(s) if !s.is_empty() => {
             parse_time(s).map_err(|e| bad(format!("invalid parameter \"start\": {e}")))?
@@ -104,7 +105,7 @@ fn truncated(limit: usize, n: usize) -> Vec<String> {
 pub async fn series(state: &Arc<AppState>, req: Request) -> Reply {
     let w = match window(&Params::of(&req), true) {
         Ok(w) => w,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let found = match select_union(state, &w).await {
         Ok(f) => f,
@@ -140,7 +141,7 @@ fn list_reply(mut items: Vec<String>, limit: usize) -> Reply {
 pub async fn labels(state: &Arc<AppState>, req: Request) -> Reply {
     let w = match window(&Params::of(&req), false) {
         Ok(w) => w,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     if w.matchers.is_empty() {
         // Without a selector: every tag key ever stored (the UID table; time range ignored).
@@ -175,7 +176,7 @@ pub async fn labels(state: &Arc<AppState>, req: Request) -> Reply {
 pub async fn label_values(state: &Arc<AppState>, req: Request, name: String) -> Reply {
     let w = match window(&Params::of(&req), false) {
         Ok(w) => w,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     // Grafana escapes names that are not legacy-valid as `U__…`.
     let name = decode_u_escape(&name).unwrap_or(name);

@@ -12,7 +12,8 @@ use std::sync::Arc;
 /// Prometheus' `--query.timeout` default; a request's `timeout` may only shorten it.
 const MAX_TIMEOUT_MS: i64 = 120_000;
 
-fn settings(state: &AppState, p: &Params) -> Result<Settings, Reply> {
+/// The evaluation settings, or the 400 to answer (boxed: a reply is large).
+fn settings(state: &AppState, p: &Params) -> Result<Settings, Box<Reply>> {
     let c = &state.config.prometheus;
     let timeout = match p.get("timeout").filter(|t| !t.is_empty()) {
         Some(t) => parse_duration(t)
@@ -160,7 +161,7 @@ pub async fn instant(state: &Arc<AppState>, req: Request) -> Reply {
     };
     let s = match settings(state, &p) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     run(state, s, q, move |qe, e, s| {
         promql::instant_query(qe, e, t, s)
@@ -171,17 +172,17 @@ pub async fn instant(state: &Arc<AppState>, req: Request) -> Reply {
 pub async fn range(state: &Arc<AppState>, req: Request) -> Reply {
     let p = Params::of(&req);
     let bad = |m: String| error(ErrorType::BadData, &m);
-    let get_time = |k: &str| -> Result<i64, Reply> {
+    let get_time = |k: &str| -> Result<i64, Box<Reply>> {
         let v = p.get(k).ok_or_else(|| {
             bad(format!(
                 "invalid parameter \"{k}\": cannot parse \"\" to a valid timestamp"
             ))
         })?;
-        parse_time(v).map_err(|e| bad(format!("invalid parameter \"{k}\": {e}")))
+        parse_time(v).map_err(|e| Box::new(bad(format!("invalid parameter \"{k}\": {e}"))))
     };
     let (start, end) = match (get_time("start"), get_time("end")) {
         (Ok(s), Ok(e)) => (s, e),
-        (Err(r), _) | (_, Err(r)) => return r,
+        (Err(r), _) | (_, Err(r)) => return *r,
     };
     if end < start {
         return bad(
@@ -206,7 +207,7 @@ pub async fn range(state: &Arc<AppState>, req: Request) -> Reply {
     };
     let s = match settings(state, &p) {
         Ok(s) => s,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     run(state, s, q, move |qe, e, s| {
         promql::range_query(qe, e, start, end, step, s)

@@ -128,7 +128,10 @@ pub enum RowSeek {
 /// Judges row keys one at a time, so a store can jump over runs of rows its caller would
 /// reject instead of reading them (as HBase's FuzzyRowFilter seeks).
 #[derive(Clone)]
-pub struct RowSeeker(pub Arc<dyn Fn(&[u8]) -> RowSeek + Send + Sync>);
+pub struct RowSeeker(pub Arc<RowSeekFn>);
+
+/// The judgement a [`RowSeeker`] shares between the threads of a scan.
+pub type RowSeekFn = dyn Fn(&[u8]) -> RowSeek + Send + Sync;
 
 impl std::fmt::Debug for RowSeeker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

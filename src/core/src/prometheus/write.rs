@@ -18,8 +18,8 @@ pub struct Batch<'a> {
     pub series: Vec<StoredSeries<'a>>,
     /// Per entry of `series`: what its raw label bytes say (see [`Memo`]).
     pub memo: Vec<Memo>,
-    /// (index into `series`, row base, encoded cell)
-    pub samples: Vec<(usize, Result<(u32, RawPoint), PointError>)>,
+    /// (index into `series`, the sample's cell or why it cannot be stored)
+    pub samples: Vec<(usize, SampleCell)>,
     /// The valid samples of series the memo knew: ready for the writer, with no entry in
     /// `series` or `samples` (a known series is in `series` only for a sample in error).
     /// Senders repeat their series, so this is where nearly every sample goes, in one step.
@@ -32,6 +32,9 @@ pub struct Batch<'a> {
     /// Samples not kept because their series' labels were refused.
     pub refused: Refused,
 }
+
+/// A sample encoded for storage: its row base and cell, or why it cannot be stored.
+pub type SampleCell = Result<(u32, RawPoint), PointError>;
 
 /// A series' standing in the raw-label memo (`SeriesResolver::raw_reader`).
 #[derive(Debug)]

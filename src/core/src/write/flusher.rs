@@ -69,6 +69,8 @@ pub fn hour_closed(base: u32, now: u64) -> bool {
 }
 
 /// Points received per series in a buffer (before duplicates are settled: every write counts).
+// `SeriesKey`'s hash and equality read its `hash` and `tsuid`, never the atomic `slot` hint.
+#[allow(clippy::mutable_key_type)]
 fn series_counts(buffer: &Buffer) -> Vec<(crate::series::Series, u64)> {
     let mut m: HashMap<crate::series::Series, u64, ahash::RandomState> = HashMap::default();
     for row in &buffer.rows {

@@ -3,7 +3,7 @@
 //! absolute multiples of their step.
 
 use super::selectors::{at_ms, dur_ms, instant_at, key, offset_ms, window, Data};
-use super::{LabelSet, PromError, Settings};
+use super::{LabelSet, PromError, Settings, StepSeries};
 use promql_parser::parser::{Expr, VectorSelector};
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -59,12 +59,21 @@ pub struct Evaluator<'a> {
 #[derive(Default)]
 struct Memo {
     /// (aggregation, labels) → the group's labels, one allocation per distinct group.
-    groups: RefCell<HashMap<(usize, usize), (LabelSet, LabelSet), ahash::RandomState>>,
-    interned: RefCell<HashMap<Vec<(String, String)>, LabelSet, ahash::RandomState>>,
+    groups: RefCell<GroupMemo>,
+    interned: RefCell<InternedLabels>,
     /// (selector, series) → its last window's bounds: steps move forward, so the next window
     /// is found by stepping on from there rather than searching the whole series again.
-    cursors: RefCell<HashMap<usize, Vec<(usize, usize)>, ahash::RandomState>>,
+    cursors: RefCell<WindowCursors>,
 }
+
+/// (aggregation, address of a label set) → that label set (kept alive) and its group's labels.
+type GroupMemo = HashMap<(usize, usize), (LabelSet, LabelSet), ahash::RandomState>;
+
+/// Group labels → their one shared allocation.
+type InternedLabels = HashMap<Vec<(String, String)>, LabelSet, ahash::RandomState>;
+
+/// Selector (by address) → per series, its last window's bounds.
+type WindowCursors = HashMap<usize, Vec<(usize, usize)>, ahash::RandomState>;
 
 /// Past this many entries a memo starts over: it only saves work, and its entries keep label
 /// sets alive (per-step ones too, when an expression makes new ones at every step).
@@ -208,13 +217,9 @@ impl<'a> Evaluator<'a> {
     /// A range query of a bare instant selector: each series' value at every step, walked
     /// once per series instead of a vector built per step. `None` when two series share a
     /// label set (the step path's merging then decides what the answer is).
-    pub fn selector_steps(
-        &self,
-        vs: &VectorSelector,
-        step: i64,
-    ) -> Option<Vec<(LabelSet, Vec<(i64, f64)>)>> {
+    pub fn selector_steps(&self, vs: &VectorSelector, step: i64) -> Option<Vec<StepSeries>> {
         let lb = self.settings.lookback_ms;
-        let mut out: Vec<(LabelSet, Vec<(i64, f64)>)> = Vec::new();
+        let mut out: Vec<StepSeries> = Vec::new();
         for s in self.series(vs) {
             let mut pts = Vec::new();
             let mut t = self.start;

@@ -330,7 +330,10 @@ fn absent_labels(e: &Expr) -> LabelSet {
     Arc::new(out)
 }
 
-fn bucket_quantile(q: f64, mut buckets: Vec<(f64, f64)>) -> f64 {
+/// A classic histogram's buckets: (upper bound `le`, cumulative count).
+type Buckets = Vec<(f64, f64)>;
+
+fn bucket_quantile(q: f64, mut buckets: Buckets) -> f64 {
     if q.is_nan() {
         return f64::NAN;
     }
@@ -607,7 +610,7 @@ pub fn eval<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
         "histogram_quantile" => {
             let q = ev.eval_scalar(arg(c, 0)?, t)?;
             let v = ev.eval_vector(arg(c, 1)?, t)?;
-            let mut groups: Vec<(Vec<(String, String)>, Vec<(f64, f64)>)> = Vec::new();
+            let mut groups: Vec<(Vec<(String, String)>, Buckets)> = Vec::new();
             let mut at: std::collections::HashMap<Vec<(String, String)>, usize> =
                 std::collections::HashMap::new();
             for s in v {

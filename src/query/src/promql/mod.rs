@@ -84,8 +84,11 @@ pub enum QueryResult {
     Str(i64, String),
     /// (labels, ts, value)
     Vector(Vec<(LabelSet, i64, f64)>),
-    Matrix(Vec<(LabelSet, Vec<(i64, f64)>)>),
+    Matrix(Vec<StepSeries>),
 }
+
+/// One series of a range result: its labels and its values at the steps it has one (ms).
+pub type StepSeries = (LabelSet, Vec<(i64, f64)>);
 
 /// Expressions parsed lately, by their text: dashboards send the same few expressions on every
 /// refresh, and cloning a parsed tree costs far less than parsing it again.

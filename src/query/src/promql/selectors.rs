@@ -113,10 +113,13 @@ pub(crate) fn spans(
     }
 }
 
+/// A series given in memory: its labels, sorted by name, and its points (ms, value).
+pub type MemSeries = (Vec<(String, String)>, Vec<(i64, f64)>);
+
 /// Builds the fetched data from series given in memory (tests and the fuzz targets).
 pub fn data_from(
     expr: &Expr,
-    series: &[(Vec<(String, String)>, Vec<(i64, f64)>)],
+    series: &[MemSeries],
     start: i64,
     end: i64,
     s: Settings,

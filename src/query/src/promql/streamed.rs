@@ -70,6 +70,9 @@ struct Reduced {
     values: Vec<(u32, f64)>,
 }
 
+/// The aggregation's vector at each step: (ms, its samples).
+pub type StepVectors = Vec<(i64, Vec<Sample>)>;
+
 /// The aggregation's value at each step (`start`, `start + step`, … ≤ `end`, ms), when `expr`
 /// has the shape this module evaluates; `None` otherwise.
 pub fn eval(
@@ -79,7 +82,7 @@ pub fn eval(
     end: i64,
     step: i64,
     settings: Settings,
-) -> Option<Result<Vec<(i64, Vec<Sample>)>, PromError>> {
+) -> Option<Result<StepVectors, PromError>> {
     let (a, c, ms) = shape(expr)?;
     Some(run(store, expr, (a, c, ms), start, end, step, settings))
 }
@@ -146,7 +149,7 @@ fn run(
     end: i64,
     step: i64,
     settings: Settings,
-) -> Result<Vec<(i64, Vec<Sample>)>, PromError> {
+) -> Result<StepVectors, PromError> {
     let mut need = HashMap::new();
     selectors::spans(expr, start, end, (start, end), &settings, &mut need);
     let Some(&(lo, hi, _)) = need.get(&key(&ms.vs)) else {

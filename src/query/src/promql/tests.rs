@@ -1,7 +1,7 @@
 //! Evaluator semantics on in-memory series (no store): matching, aggregation, subqueries.
 
 use super::eval::{Evaluator, Value};
-use super::selectors::data_from;
+use super::selectors::{data_from, MemSeries};
 use super::{parse, Settings};
 
 fn l(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -13,7 +13,7 @@ fn l(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     v
 }
 
-fn fixture() -> Vec<(Vec<(String, String)>, Vec<(i64, f64)>)> {
+fn fixture() -> Vec<MemSeries> {
     let pts = |f: f64| {
         (0..=20)
             .map(|i| (i * 15_000, f * i as f64))

@@ -61,10 +61,10 @@ pub fn map_values(
 /// `x.round()` (half away from zero, the sign of a zero kept) without the call into libm that
 /// `f64::round` is on baseline x86-64: `perSecond` rounds every point of thousands of series.
 pub fn round_half_away(x: f64) -> f64 {
-    // From 2^52 on every f64 is an integer already; NaN and the infinities fail the test too.
+    // From 2^52 on every f64 is an integer already (the infinities too); NaN stays NaN.
     const TWO_52: f64 = 4_503_599_627_370_496.0;
     let a = x.abs();
-    if !(a < TWO_52) {
+    if a.is_nan() || a >= TWO_52 {
         return x;
     }
     // Adding and taking away 2^52 rounds `a` to an integer, half to even (the FPU's rounding),

@@ -195,7 +195,6 @@ impl Node {
         let names = Arc::new(
             crate::graphite::names::NameRules::from_config(&cfg).map_err(AppError::NameRules)?,
         );
-        let max_connections = cfg.limits.max_connections;
         let state = Arc::new(AppState {
             ingest: Ingest {
                 resolver: resolver.clone(),
@@ -221,7 +220,6 @@ impl Node {
             prom,
             graphite_index: Default::default(),
             names,
-            connections: Arc::new(tokio::sync::Semaphore::new(max_connections)),
             auth,
             tls,
         });

@@ -2,6 +2,7 @@
 //! connection (an upper-case letter starts an HTTP request), as OpenTSDB's TSD does; 0x16 (a
 //! TLS ClientHello) starts HTTPS when `[server.tls]` is configured.
 
+pub mod admission;
 pub mod api;
 pub mod auth;
 pub mod blocking;
@@ -12,6 +13,7 @@ pub mod opentsdb_meta;
 pub mod opentsdb_query;
 pub mod prometheus;
 pub mod refuse;
+pub mod routes;
 pub mod stats_api;
 pub mod telnet;
 pub mod tls;
@@ -43,8 +45,6 @@ pub struct AppState {
     pub graphite_index: graphite_web::index::SeriesIndex,
     /// Graphite path ↔ metric + tags (ingest and the graphite-web API).
     pub names: Arc<crate::graphite::names::NameRules>,
-    /// Open connections over every listener (`limits.max_connections` permits).
-    pub connections: Arc<tokio::sync::Semaphore>,
     /// HTTP authentication (`[auth]`); `None` = every endpoint open.
     pub auth: Option<Arc<auth::Authenticator>>,
     /// HTTPS on the port (`[server.tls]`).
@@ -73,7 +73,9 @@ impl AppState {
 
 /// Accepts connections until `shutdown` turns true, handing each to `conn` on its own task;
 /// then returns (open connections finish their current request and see the writer close).
-/// Every listener (OpenTSDB, Graphite plaintext, pickle) runs this loop.
+/// Every listener (OpenTSDB, Graphite plaintext, pickle) runs this loop, each with its own
+/// slots (`admission`): the carbon listeners' (`limits.carbon_max_connections`) apart from the
+/// OpenTSDB port's (`limits.max_connections`).
 pub async fn accept_loop<F, Fut>(
     what: &'static str,
     state: Arc<AppState>,
@@ -81,10 +83,13 @@ pub async fn accept_loop<F, Fut>(
     mut shutdown: watch::Receiver<bool>,
     conn: F,
 ) where
-    F: Fn(Arc<AppState>, TcpStream, watch::Receiver<bool>) -> Fut,
+    F: Fn(Arc<AppState>, TcpStream, watch::Receiver<bool>) -> Fut + Copy + Send + 'static,
     Fut: std::future::Future<Output = std::io::Result<()>> + Send + 'static,
 {
     let label = crate::observe::Listener::named(what);
+    // Carbon senders cannot authenticate: their first bytes are all they can prove.
+    let carbon = what != "opentsdb";
+    let admission = admission::Admission::new(admission::Limits::of(&state.config.limits, carbon));
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -97,19 +102,38 @@ pub async fn accept_loop<F, Fut>(
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let Ok(permit) = state.connections.clone().try_acquire_owned() else {
-                    tracing::warn!(%peer, listener = what, "connection refused: limits.max_connections reached");
-                    tokio::spawn(limits::refuse(what, stream, state.config.limits.max_connections));
-                    continue;
+                let ticket = match admission.admit(peer.ip()) {
+                    Ok(t) => t,
+                    Err(why) => {
+                        tracing::warn!(%peer, listener = what, "connection refused: {why}");
+                        tokio::spawn(limits::refuse(what, stream, why.to_string()));
+                        continue;
+                    }
                 };
-                let fut = conn(state.clone(), stream, shutdown.clone());
+                let (state, shutdown) = (state.clone(), shutdown.clone());
                 let open = crate::observe::ConnectionGuard::open(label);
                 tokio::spawn(async move {
                     let _open = open;
-                    let _permit = permit; // held until the connection ends
-                    if let Err(e) = fut.await {
-                        tracing::debug!(%peer, error = %e, listener = what, "connection ended with an error");
+                    let standing = ticket.conn();
+                    let run = async move {
+                        if carbon {
+                            let mut first = [0u8; 1];
+                            if stream.peek(&mut first).await? == 0 {
+                                return Ok(());
+                            }
+                            admission::promote();
+                        }
+                        conn(state, stream, shutdown).await
+                    };
+                    tokio::select! {
+                        r = admission::scope(standing.clone(), run) => {
+                            if let Err(e) = r {
+                                tracing::debug!(%peer, error = %e, listener = what, "connection ended with an error");
+                            }
+                        }
+                        _ = standing.doomed() => {}
                     }
+                    drop(ticket); // the slot is held until the connection ends
                 });
             }
             _ = shutdown.changed() => return,
@@ -155,6 +179,10 @@ async fn handle(
             http::serve_connection(state, stream, peer, shutdown).await
         }
         _ if !state.config.telnet_enabled() => refuse::refuse_telnet(stream).await,
-        _ => telnet::serve_connection(state, stream, shutdown).await,
+        _ => {
+            // Telnet has no credentials: a line-protocol client proves itself by speaking.
+            admission::promote();
+            telnet::serve_connection(state, stream, shutdown).await
+        }
     }
 }

@@ -8,12 +8,29 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 
-/// One right a user or token can hold.
+/// One right a user or token can hold. Which route needs which is in `server::routes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Right {
+    /// Queries, look-ups, listings, stats.
     Read,
+    /// Storing points (`/api/put`, remote write), annotations, metadata and trees.
     Write,
+    /// `/api/uid/assign`: its answer says which names exist, so writing alone does not grant it.
+    Assign,
+    /// Deleting data and dropping caches; holds every other right too.
+    Admin,
+}
+
+impl Right {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Right::Read => "read",
+            Right::Write => "write",
+            Right::Assign => "assign",
+            Right::Admin => "admin",
+        }
+    }
 }
 
 /// The set of rights a principal holds.
@@ -21,26 +38,36 @@ pub enum Right {
 pub struct Rights {
     pub read: bool,
     pub write: bool,
+    pub assign: bool,
+    pub admin: bool,
 }
 
 impl Rights {
     pub const NONE: Rights = Rights {
         read: false,
         write: false,
+        assign: false,
+        admin: false,
     };
 
     pub fn from_list(list: &[Right]) -> Rights {
         Rights {
             read: list.contains(&Right::Read),
             write: list.contains(&Right::Write),
+            assign: list.contains(&Right::Assign),
+            admin: list.contains(&Right::Admin),
         }
     }
 
+    /// `admin` implies every right, so an operator's principal needs one word.
     pub fn has(self, r: Right) -> bool {
-        match r {
-            Right::Read => self.read,
-            Right::Write => self.write,
-        }
+        self.admin
+            || match r {
+                Right::Read => self.read,
+                Right::Write => self.write,
+                Right::Assign => self.assign,
+                Right::Admin => false,
+            }
     }
 }
 
@@ -186,7 +213,7 @@ impl AuthConfig {
 
 fn rights(list: &[Right]) -> Result<Rights, &'static str> {
     if list.is_empty() {
-        return Err("rights must list \"read\", \"write\" or both");
+        return Err("rights must list one or more of \"read\", \"write\", \"assign\", \"admin\"");
     }
     Ok(Rights::from_list(list))
 }
@@ -267,9 +294,16 @@ mod tests {
         let cfg: AuthConfig = toml::from_str("enabled = true\n[[users]]\nname = \"a\"\npassword_hash = \"plain\"\nrights = [\"read\"]\n").unwrap();
         assert!(cfg.load().unwrap_err().to_string().contains("argon2"));
         assert!(
-            toml::from_str::<AuthConfig>("[[users]]\nname = \"a\"\nrights = [\"admin\"]\n")
-                .is_err()
+            toml::from_str::<AuthConfig>("[[users]]\nname = \"a\"\nrights = [\"root\"]\n").is_err()
         );
+        let admin: AuthConfig =
+            toml::from_str("[[users]]\nname = \"a\"\nrights = [\"admin\"]\n").unwrap();
+        let r = Rights::from_list(&admin.users[0].rights);
+        assert!([Right::Read, Right::Write, Right::Assign, Right::Admin]
+            .iter()
+            .all(|&x| r.has(x)));
+        let rw = Rights::from_list(&[Right::Read, Right::Write]);
+        assert!(rw.has(Right::Write) && !rw.has(Right::Assign) && !rw.has(Right::Admin));
         assert!(matches!(
             AuthConfig {
                 enabled: true,

@@ -90,6 +90,8 @@ pub async fn accept_loop<F, Fut>(
     // Carbon senders cannot authenticate: their first bytes are all they can prove.
     let carbon = what != "opentsdb";
     let admission = admission::Admission::new(admission::Limits::of(&state.config.limits, carbon));
+    // Refusals since the last warning, and when it was.
+    let (mut refused, mut last_warned) = (0u64, None::<std::time::Instant>);
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -105,7 +107,12 @@ pub async fn accept_loop<F, Fut>(
                 let ticket = match admission.admit(peer.ip()) {
                     Ok(t) => t,
                     Err(why) => {
-                        tracing::warn!(%peer, listener = what, "connection refused: {why}");
+                        // A flood must not become a flood of log lines: one a second.
+                        refused += 1;
+                        if last_warned.is_none_or(|t| t.elapsed().as_secs() >= 1) {
+                            tracing::warn!(%peer, listener = what, refused, "connection refused: {why}");
+                            (last_warned, refused) = (Some(std::time::Instant::now()), 0);
+                        }
                         tokio::spawn(limits::refuse(what, stream, why.to_string()));
                         continue;
                     }

@@ -77,6 +77,14 @@ impl Methods {
     pub fn contains(self, m: &Method) -> bool {
         self.0 & Self::bit(m) != 0
     }
+
+    /// One method of the set (GET first), for tests.
+    pub fn example(self) -> Method {
+        [Method::GET, Method::POST, Method::PUT, Method::DELETE]
+            .into_iter()
+            .find(|m| self.contains(m))
+            .unwrap_or(Method::PATCH)
+    }
 }
 
 /// How a route's path is matched.
@@ -109,6 +117,16 @@ fn api_path(path: &str) -> String {
 }
 
 impl Path {
+    /// A path this matches (for tests and the route listing).
+    pub fn example(self) -> String {
+        match self {
+            Path::Exact(s) | Path::Trimmed(s) | Path::Api(s) if s.is_empty() => "/".into(),
+            Path::Exact(s) | Path::Trimmed(s) | Path::Api(s) => s.into(),
+            Path::TrimmedPrefix(s) | Path::ApiPrefix(s) => format!("{s}x"),
+            Path::LabelValues => "/api/v1/label/job/values".into(),
+        }
+    }
+
     /// The path as the handler reads it, when it matches.
     fn matches(self, path: &str) -> Option<String> {
         let trimmed = path.trim_end_matches('/');
@@ -491,7 +509,7 @@ mod tests {
     #[test]
     fn every_route_path_is_reached_by_every_method_it_lists() {
         for (i, r) in ROUTES.iter().enumerate() {
-            let path = sample_path(r.path);
+            let path = r.path.example();
             for m in [Method::GET, Method::POST, Method::PUT, Method::DELETE] {
                 if !r.methods.contains(&m) {
                     continue;
@@ -508,21 +526,6 @@ mod tests {
                     _ => panic!("route {i} ({m} {path}) not found"),
                 }
             }
-        }
-    }
-
-    /// A path a route matches (the tests and the auth matrix use it).
-    pub fn sample_path(p: Path) -> String {
-        match p {
-            Path::Exact(s) | Path::Trimmed(s) | Path::Api(s) => {
-                if s.is_empty() {
-                    "/".into()
-                } else {
-                    s.into()
-                }
-            }
-            Path::TrimmedPrefix(s) | Path::ApiPrefix(s) => format!("{s}x"),
-            Path::LabelValues => "/api/v1/label/job/values".into(),
         }
     }
 

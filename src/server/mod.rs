@@ -90,6 +90,7 @@ pub async fn accept_loop<F, Fut>(
     // Carbon senders cannot authenticate: their first bytes are all they can prove.
     let carbon = what != "opentsdb";
     let admission = admission::Admission::new(admission::Limits::of(&state.config.limits, carbon));
+    let idle = std::time::Duration::from_millis(state.config.limits.idle_timeout_ms);
     // Refusals since the last warning, and when it was.
     let (mut refused, mut last_warned) = (0u64, None::<std::time::Instant>);
     loop {
@@ -124,11 +125,14 @@ pub async fn accept_loop<F, Fut>(
                     let standing = ticket.conn();
                     let run = async move {
                         if carbon {
+                            // Silence is closed after `limits.idle_timeout_ms` if that is
+                            // sooner than the handshake deadline.
                             let mut first = [0u8; 1];
-                            if stream.peek(&mut first).await? == 0 {
-                                return Ok(());
+                            match tokio::time::timeout(idle, stream.peek(&mut first)).await {
+                                Ok(Ok(n)) if n > 0 => admission::promote(),
+                                Ok(Err(e)) => return Err(e),
+                                _ => return Ok(()),
                             }
-                            admission::promote();
                         }
                         conn(state, stream, shutdown).await
                     };

@@ -173,8 +173,9 @@ impl Authenticator {
     }
 }
 
-/// Step one, before the body is read: `Ok(None)` for an open route, the principal otherwise,
-/// or the 401 reply in the route family's error format.
+/// Step one, before the body is read: the principal, or the 401 reply in the route family's
+/// error format. An open route is answered whatever the credentials; when it carries valid ones
+/// the principal is still returned (the connection has then proven itself, see `admission`).
 pub async fn admit(
     auth: &Authenticator,
     route: &Lookup,
@@ -182,7 +183,10 @@ pub async fn admit(
     headers: &HeaderMap,
 ) -> Result<Option<Principal>, Reply> {
     if route.is_open() {
-        return Ok(None);
+        if !headers.contains_key(http::header::AUTHORIZATION) {
+            return Ok(None);
+        }
+        return Ok(auth.authenticate(headers).await.ok());
     }
     match auth.authenticate(headers).await {
         Ok(p) => Ok(Some(p)),

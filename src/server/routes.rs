@@ -8,11 +8,17 @@
 //! whose JSON body says `"delete": true` (however it is spelled) is a DELETE.
 
 use super::auth::Right;
+use super::graphite_web;
 use super::http::{error_reply, Reply, Request};
+use super::opentsdb_query as tsdb_query;
+use super::prometheus as prom;
 use super::AppState;
 use futures_util::future::BoxFuture;
 use http::{Method, StatusCode};
+use serde_json::json;
 use std::sync::Arc;
+use Family::{Admin as ADM, GraphiteWeb as GW, OpenTsdb as TSDB, Prometheus as PROM};
+use Path::{Api, ApiPrefix, Exact, Trimmed, TrimmedPrefix};
 
 /// Whose conventions a route's answers (and its 401/403/404/405) follow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,13 +247,6 @@ macro_rules! now {
     };
 }
 
-use super::graphite_web;
-use super::opentsdb_query as tsdb_query;
-use super::prometheus as prom;
-use serde_json::json;
-use Family::{Admin as ADM, GraphiteWeb as GW, OpenTsdb as TSDB, Prometheus as PROM};
-use Path::{Api, ApiPrefix, Exact, Trimmed, TrimmedPrefix};
-
 const GET_POST: Methods = GET.or(POST);
 const WRITES: Methods = POST.or(PUT).or(DELETE);
 
@@ -442,21 +441,18 @@ pub fn find(method: &Method, path: &str, query: &str, body: Option<&[u8]>) -> Lo
     else {
         return Lookup::NotFound;
     };
-    let mut wanted = method.clone();
-    for r in ROUTES
+    // The rows of one path share their verb (a unit test checks it): read the request once.
+    let Some(m) = logical(first.verb, method, query, body) else {
+        return Lookup::BadOverride;
+    };
+    match ROUTES
         .iter()
         .filter(|r| r.path == first.path && r.when == first.when)
+        .find(|r| r.methods.contains(&m))
     {
-        let Some(m) = logical(r.verb, method, query, body) else {
-            return Lookup::BadOverride;
-        };
-        if r.methods.contains(&m) {
-            let p = r.path.matches(path).unwrap_or_default();
-            return Lookup::Route(r, p);
-        }
-        wanted = m;
+        Some(r) => Lookup::Route(r, r.path.matches(path).unwrap_or_default()),
+        None => Lookup::MethodNotAllowed(first.family, m),
     }
-    Lookup::MethodNotAllowed(first.family, wanted)
 }
 
 /// The family a path belongs to, whatever the method (for accounting).
@@ -525,6 +521,18 @@ mod tests {
                     }
                     _ => panic!("route {i} ({m} {path}) not found"),
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn rows_of_one_path_share_family_and_verb() {
+        for a in ROUTES {
+            for b in ROUTES
+                .iter()
+                .filter(|b| b.path == a.path && b.when == a.when)
+            {
+                assert_eq!((a.family, a.verb), (b.family, b.verb), "{:?}", a.path);
             }
         }
     }

@@ -133,10 +133,10 @@ impl Path {
         }
     }
 
-    /// The path as the handler reads it, when it matches.
-    fn matches(self, path: &str) -> Option<String> {
+    /// Whether a request path matches; `api` is its OpenTSDB reading ([`api_path`]).
+    fn hits(self, path: &str, api: &str) -> bool {
         let trimmed = path.trim_end_matches('/');
-        let hit = match self {
+        match self {
             Path::Exact(p) => path == p,
             Path::Trimmed(p) => trimmed == p,
             Path::TrimmedPrefix(p) => trimmed.starts_with(p),
@@ -145,13 +145,17 @@ impl Path {
                     && path.starts_with(LABEL_PREFIX)
                     && path.ends_with(LABEL_SUFFIX)
             }
-            Path::Api(p) => return (api_path(path) == p).then(|| p.to_string()),
-            Path::ApiPrefix(p) => {
-                let a = api_path(path);
-                return a.starts_with(p).then_some(a);
-            }
-        };
-        hit.then(|| trimmed.to_string())
+            Path::Api(p) => api == p,
+            Path::ApiPrefix(p) => api.starts_with(p),
+        }
+    }
+
+    /// The path as the handler reads it.
+    fn handler_path(self, path: &str, api: &str) -> String {
+        match self {
+            Path::Api(_) | Path::ApiPrefix(_) => api.to_string(),
+            _ => path.trim_end_matches('/').to_string(),
+        }
     }
 }
 
@@ -435,9 +439,10 @@ fn logical(verb: Verb, method: &Method, query: &str, body: Option<&[u8]>) -> Opt
 
 /// Finds the route of a request.
 pub fn find(method: &Method, path: &str, query: &str, body: Option<&[u8]>) -> Lookup {
+    let api = api_path(path);
     let Some(first) = ROUTES
         .iter()
-        .find(|r| r.applies(method, query) && r.path.matches(path).is_some())
+        .find(|r| r.applies(method, query) && r.path.hits(path, &api))
     else {
         return Lookup::NotFound;
     };
@@ -450,16 +455,17 @@ pub fn find(method: &Method, path: &str, query: &str, body: Option<&[u8]>) -> Lo
         .filter(|r| r.path == first.path && r.when == first.when)
         .find(|r| r.methods.contains(&m))
     {
-        Some(r) => Lookup::Route(r, r.path.matches(path).unwrap_or_default()),
+        Some(r) => Lookup::Route(r, r.path.handler_path(path, &api)),
         None => Lookup::MethodNotAllowed(first.family, m),
     }
 }
 
 /// The family a path belongs to, whatever the method (for accounting).
 pub fn family(path: &str) -> Option<Family> {
+    let api = api_path(path);
     ROUTES
         .iter()
-        .find(|r| r.when == When::Always && r.path.matches(path).is_some())
+        .find(|r| r.when == When::Always && r.path.hits(path, &api))
         .map(|r| r.family)
 }
 

@@ -234,7 +234,6 @@ impl Node {
         )?;
         let prom = crate::prometheus::PromState::open(&cfg.data_dir);
         let names = Arc::new(crate::graphite::names::NameRules::from_config(&cfg)?);
-        let max_connections = cfg.limits.max_connections;
         let state = Arc::new(AppState {
             ingest: Ingest {
                 resolver: resolver.clone(),
@@ -260,7 +259,6 @@ impl Node {
             prom,
             graphite_index: Default::default(),
             names,
-            connections: Arc::new(tokio::sync::Semaphore::new(max_connections)),
             auth,
             tls,
         });

@@ -1,6 +1,7 @@
 //! HTTP accounting: requests by endpoint family and status code, and query latency by API.
 
 use crate::observe::metrics::{status_slot, Endpoint, QueryApi};
+use crate::server::routes::{family, Family};
 use std::time::Instant;
 
 /// The family of a request (a bounded label, unlike the path itself). `/metrics` is the
@@ -30,10 +31,10 @@ pub fn endpoint(path: &str) -> Endpoint {
         "/metrics" => Endpoint::Metrics,
         x if x.starts_with("/api/stats") || x.starts_with("/api/v1/stats") => Endpoint::Stats,
         x if x.starts_with("/api/uid") || x.starts_with("/api/v1/uid") => Endpoint::Uid,
-        x if x.starts_with("/api/v1/") && crate::server::prometheus::handles(x) => {
+        x if x.starts_with("/api/v1/") && family(x) == Some(Family::Prometheus) => {
             Endpoint::PromMeta
         }
-        x if crate::server::graphite_web::handles(x) => Endpoint::GraphiteMeta,
+        x if family(x) == Some(Family::GraphiteWeb) => Endpoint::GraphiteMeta,
         x if x.starts_with("/api/annotation")
             || x.starts_with("/api/tree")
             || x.starts_with("/api/search")

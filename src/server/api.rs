@@ -1,6 +1,6 @@
-//! HTTP routing, and the OpenTSDB write and admin endpoints: `/api/put`, `/api/version`,
-//! `/api/stats`, `/api/uid/assign`, `/api/dropcaches`, `/api/aggregators`. Queries and
-//! look-ups live in `opentsdb_query`.
+//! The OpenTSDB write and admin endpoints: `/api/put`, `/api/version`, `/api/uid/assign`,
+//! `/api/dropcaches`, `/api/aggregators`. Queries and look-ups live in `opentsdb_query`; which
+//! path reaches which is `routes`.
 
 use super::http::{error_reply, json_reply, Reply, Request};
 use super::AppState;
@@ -11,53 +11,29 @@ use std::io::Read;
 use std::sync::Arc;
 use tsgate_opentsdb::put_json::parse_body;
 
-pub async fn route(state: &Arc<AppState>, req: Request) -> Reply {
-    // Prometheus' own `/api/v1/...` endpoints first; the rest is OpenTSDB's versioned API.
-    if super::prometheus::handles(&req.path) {
-        return super::prometheus::route(state, req).await;
-    }
-    // Exact `/metrics` is the exposition; with a `query` (or by POST) it is graphite-web's find.
-    if req.path == "/metrics" && req.method == Method::GET && req.param("query").is_none() {
-        return super::stats_api::metrics(state);
-    }
-    if super::graphite_web::handles(&req.path) {
-        return super::graphite_web::route(state, req).await;
-    }
-    let path = req.path.trim_end_matches('/').to_ascii_lowercase();
-    // `/api/v1/...` is OpenTSDB's versioned form of the same endpoints.
-    let path = match path.strip_prefix("/api/v1/") {
-        Some(rest) => format!("/api/{rest}"),
-        None => path,
-    };
-    match path.as_str() {
-        "/api/put" => put(state, req).await,
-        "/api/query"
-        | "/api/query/last"
-        | "/api/suggest"
-        | "/api/search/lookup"
-        | "/api/config"
-        | "/api/config/filters" => super::opentsdb_query::route(state, &path, req).await,
-        p if super::opentsdb_meta::handles(p) => super::opentsdb_meta::route(state, req, p).await,
-        "/api/version" => version(),
-        p if p == "/api/stats" || p.starts_with("/api/stats/") => super::stats_api::route(state, p),
-        "/api/uid/assign" => uid_assign(state, req).await,
-        "/api/dropcaches" => {
-            state.resolver.drop_caches();
-            json_reply(
-                StatusCode::OK,
-                json!({"status":"200","message":"Caches dropped"}).to_string(),
-            )
-        }
-        "/api/aggregators" => json_reply(
-            StatusCode::OK,
-            json!(crate::query::aggregate::Aggregator::names()).to_string(),
-        ),
-        "" | "/" => json_reply(
-            StatusCode::OK,
-            json!({"name":"tsgate","version":env!("CARGO_PKG_VERSION")}).to_string(),
-        ),
-        _ => error_reply(StatusCode::NOT_FOUND, "Endpoint not found", ""),
-    }
+/// `/api/dropcaches`.
+pub(super) fn drop_caches(state: &AppState) -> Reply {
+    state.resolver.drop_caches();
+    json_reply(
+        StatusCode::OK,
+        json!({"status":"200","message":"Caches dropped"}).to_string(),
+    )
+}
+
+/// `/api/aggregators`.
+pub(super) fn aggregators() -> Reply {
+    json_reply(
+        StatusCode::OK,
+        json!(crate::query::aggregate::Aggregator::names()).to_string(),
+    )
+}
+
+/// `/`.
+pub(super) fn root() -> Reply {
+    json_reply(
+        StatusCode::OK,
+        json!({"name":"tsgate","version":env!("CARGO_PKG_VERSION")}).to_string(),
+    )
 }
 
 /// A 503 for a write the client should send again: `Retry-After` says when.
@@ -105,7 +81,7 @@ fn body_text(state: &AppState, req: &Request) -> Result<Vec<u8>, Box<Reply>> {
     Ok(out)
 }
 
-async fn put(state: &Arc<AppState>, req: Request) -> Reply {
+pub(super) async fn put(state: &Arc<AppState>, req: Request) -> Reply {
     if req.method != Method::POST {
         return method_not_allowed(&req.method);
     }
@@ -256,7 +232,7 @@ async fn put(state: &Arc<AppState>, req: Request) -> Reply {
     json_reply(status, body)
 }
 
-fn version() -> Reply {
+pub(super) fn version() -> Reply {
     let v = env!("CARGO_PKG_VERSION");
     json_reply(
         StatusCode::OK,
@@ -270,7 +246,7 @@ fn version() -> Reply {
     )
 }
 
-async fn uid_assign(state: &Arc<AppState>, req: Request) -> Reply {
+pub(super) async fn uid_assign(state: &Arc<AppState>, req: Request) -> Reply {
     let mut wanted: Vec<(UidKind, &'static str, Vec<String>)> = Vec::new();
     let json_body: Option<Json> = if req.method == Method::POST && !req.body.is_empty() {
         match serde_json::from_slice(&req.body) {

@@ -104,8 +104,9 @@ async fn read_body(
     Ok(out.freeze())
 }
 
-/// One request: credentials (before the body is read, so an unauthenticated client is not read
-/// further), the body within its limit, the right to the endpoint, then the endpoint.
+/// One request: its route (by the headers), credentials (before the body is read, so an
+/// unauthenticated client is not read further), the body within its limit, the route again on
+/// the parsed request and the right it needs, then its handler.
 #[allow(clippy::too_many_arguments)]
 async fn answer(
     st: &Arc<AppState>,
@@ -117,13 +118,19 @@ async fn answer(
     headers: HeaderMap,
     body: impl futures_util::Stream<Item = Result<impl bytes::Buf, warp::Error>> + Send + 'static,
 ) -> Reply {
+    let head = super::routes::find(&method, path, &query, None);
     let principal = match &st.auth {
-        Some(a) => match super::auth::admit(a, path, &headers).await {
+        Some(a) => match super::auth::admit(a, &head, path, &headers).await {
             Ok(p) => p,
             Err(r) => return r,
         },
         None => None,
     };
+    // The connection has proven itself (see `admission`): an authenticated principal, or any
+    // request when auth is off. An open route asked without credentials proves nothing.
+    if st.auth.is_none() || principal.is_some() {
+        super::admission::promote();
+    }
     let limit = st.config.limits.http_body_max;
     let read_timeout = std::time::Duration::from_millis(st.config.limits.read_timeout_ms);
     // A declared length over the limit is refused before any of the body is read.
@@ -156,6 +163,10 @@ async fn answer(
         }
     };
     let track = crate::server::accounting::track_query(endpoint, path, &query, &body, peer);
+    let route = super::routes::find(&method, path, &query, Some(&body));
+    if let Err(r) = super::auth::authorize(principal.as_ref(), &route, path) {
+        return *r;
+    }
     let req = Request {
         method,
         path: path.to_string(),
@@ -163,13 +174,10 @@ async fn answer(
         headers,
         body,
     };
-    if let Err(r) = super::auth::authorize(principal.as_ref(), &req) {
-        return *r;
-    }
     if reads_data(endpoint) {
         read_your_writes(st).await;
     }
-    let r = super::api::route(st, req).await;
+    let r = super::routes::dispatch(st, route, req).await;
     track.finish(r.status());
     r
 }

@@ -1,5 +1,5 @@
 //! Connection limits shared by every listener: idle timeouts (`limits.idle_timeout_ms`) and
-//! the connection cap (`limits.max_connections`). Slow HTTP clients are bounded in `http.rs`
+//! the answer to a connection refused for lack of slots (see `admission`). Slow HTTP clients are bounded in `http.rs`
 //! (`limits.read_timeout_ms` for headers and for the body).
 
 use std::future::Future;
@@ -135,11 +135,10 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for IdleStream<S> {
     }
 }
 
-/// Answers a connection over `limits.max_connections` in its protocol's way, then closes it:
-/// on the OpenTSDB port a 503 (HTTP) or an error line (telnet); Graphite has no answers, so
-/// its ports just close.
-pub async fn refuse(what: &'static str, mut stream: TcpStream, max: usize) {
-    let msg = format!("too many connections (limits.max_connections = {max})");
+/// Answers a connection refused for lack of slots (`msg` names the limit) in its protocol's
+/// way, then closes it: on the OpenTSDB port a 503 (HTTP) or an error line (telnet); Graphite
+/// has no answers, so its ports just close.
+pub async fn refuse(what: &'static str, mut stream: TcpStream, msg: String) {
     if what == "opentsdb" {
         let mut first = [0u8; 1];
         // A client that sends nothing gets the telnet line after a moment.

@@ -3,6 +3,7 @@
 //! TLS ClientHello) starts HTTPS when `[server.tls]` is configured.
 
 pub mod accounting;
+pub mod admission;
 pub mod api;
 pub mod auth;
 pub mod blocking;
@@ -14,6 +15,7 @@ pub mod opentsdb_meta;
 pub mod opentsdb_query;
 pub mod prometheus;
 pub mod refuse;
+pub mod routes;
 pub mod stats_api;
 pub mod telnet;
 pub mod tls;
@@ -45,8 +47,6 @@ pub struct AppState {
     pub graphite_index: graphite_web::index::SeriesIndex,
     /// Graphite path ↔ metric + tags (ingest and the graphite-web API).
     pub names: Arc<crate::graphite::names::NameRules>,
-    /// Open connections over every listener (`limits.max_connections` permits).
-    pub connections: Arc<tokio::sync::Semaphore>,
     /// HTTP authentication (`[auth]`); `None` = every endpoint open.
     pub auth: Option<Arc<auth::Authenticator>>,
     /// HTTPS on the port (`[server.tls]`).
@@ -75,7 +75,9 @@ impl AppState {
 
 /// Accepts connections until `shutdown` turns true, handing each to `conn` on its own task;
 /// then returns (open connections finish their current request and see the writer close).
-/// Every listener (OpenTSDB, Graphite plaintext, pickle) runs this loop.
+/// Every listener (OpenTSDB, Graphite plaintext, pickle) runs this loop, each with its own
+/// slots (`admission`): the carbon listeners' (`limits.carbon_max_connections`) apart from the
+/// OpenTSDB port's (`limits.max_connections`).
 pub async fn accept_loop<F, Fut>(
     what: &'static str,
     state: Arc<AppState>,
@@ -83,10 +85,16 @@ pub async fn accept_loop<F, Fut>(
     mut shutdown: watch::Receiver<bool>,
     conn: F,
 ) where
-    F: Fn(Arc<AppState>, TcpStream, watch::Receiver<bool>) -> Fut,
+    F: Fn(Arc<AppState>, TcpStream, watch::Receiver<bool>) -> Fut + Copy + Send + 'static,
     Fut: std::future::Future<Output = std::io::Result<()>> + Send + 'static,
 {
     let label = crate::observe::Listener::named(what);
+    // Carbon senders cannot authenticate: their first bytes are all they can prove.
+    let carbon = what != "opentsdb";
+    let admission = admission::Admission::new(admission::Limits::of(&state.config.limits, carbon));
+    let idle = std::time::Duration::from_millis(state.config.limits.idle_timeout_ms);
+    // Refusals since the last warning, and when it was.
+    let (mut refused, mut last_warned) = (0u64, None::<std::time::Instant>);
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -99,19 +107,46 @@ pub async fn accept_loop<F, Fut>(
                     }
                 };
                 let _ = stream.set_nodelay(true);
-                let Ok(permit) = state.connections.clone().try_acquire_owned() else {
-                    tracing::warn!(%peer, listener = what, "connection refused: limits.max_connections reached");
-                    tokio::spawn(limits::refuse(what, stream, state.config.limits.max_connections));
-                    continue;
+                let ticket = match admission.admit(peer.ip()) {
+                    Ok(t) => t,
+                    Err(why) => {
+                        // A flood must not become a flood of log lines: one a second.
+                        refused += 1;
+                        if last_warned.is_none_or(|t| t.elapsed().as_secs() >= 1) {
+                            tracing::warn!(%peer, listener = what, refused, "connection refused: {why}");
+                            (last_warned, refused) = (Some(std::time::Instant::now()), 0);
+                        }
+                        tokio::spawn(limits::refuse(what, stream, why.to_string()));
+                        continue;
+                    }
                 };
-                let fut = conn(state.clone(), stream, shutdown.clone());
+                let (state, shutdown) = (state.clone(), shutdown.clone());
                 let open = crate::observe::ConnectionGuard::open(label);
                 tokio::spawn(async move {
                     let _open = open;
-                    let _permit = permit; // held until the connection ends
-                    if let Err(e) = fut.await {
-                        tracing::debug!(%peer, error = %e, listener = what, "connection ended with an error");
+                    let standing = ticket.conn();
+                    let run = async move {
+                        if carbon {
+                            // Silence is closed after `limits.idle_timeout_ms` if that is
+                            // sooner than the handshake deadline.
+                            let mut first = [0u8; 1];
+                            match tokio::time::timeout(idle, stream.peek(&mut first)).await {
+                                Ok(Ok(n)) if n > 0 => admission::promote(),
+                                Ok(Err(e)) => return Err(e),
+                                _ => return Ok(()),
+                            }
+                        }
+                        conn(state, stream, shutdown).await
+                    };
+                    tokio::select! {
+                        r = admission::scope(standing.clone(), run) => {
+                            if let Err(e) = r {
+                                tracing::debug!(%peer, error = %e, listener = what, "connection ended with an error");
+                            }
+                        }
+                        _ = standing.doomed() => {}
                     }
+                    drop(ticket); // the slot is held until the connection ends
                 });
             }
             _ = shutdown.changed() => return,
@@ -157,6 +192,10 @@ async fn handle(
             http::serve_connection(state, stream, peer, shutdown).await
         }
         _ if !state.config.telnet_enabled() => refuse::refuse_telnet(stream).await,
-        _ => telnet::serve_connection(state, stream, shutdown).await,
+        _ => {
+            // Telnet has no credentials: a line-protocol client proves itself by speaking.
+            admission::promote();
+            telnet::serve_connection(state, stream, shutdown).await
+        }
     }
 }

@@ -16,18 +16,6 @@ use serde_json::{json, Map, Value as Json};
 use std::sync::Arc;
 use tsgate_common::numfmt::java_double;
 
-pub async fn route(state: &Arc<AppState>, path: &str, req: Request) -> Reply {
-    match path {
-        "/api/query" => query(state, req).await,
-        "/api/query/last" => last(state, req).await,
-        "/api/suggest" => suggest(state, req).await,
-        "/api/search/lookup" => lookup(state, req).await,
-        "/api/config" => config(state),
-        "/api/config/filters" => filters(),
-        _ => error_reply(StatusCode::NOT_FOUND, "Endpoint not found", ""),
-    }
-}
-
 fn query_error(e: QueryError) -> Reply {
     match e {
         QueryError::BadRequest(m) => error_reply(StatusCode::BAD_REQUEST, &m, ""),
@@ -54,7 +42,7 @@ async fn blocking<T: Send + 'static>(
     }
 }
 
-async fn query(state: &Arc<AppState>, req: Request) -> Reply {
+pub(super) async fn query(state: &Arc<AppState>, req: Request) -> Reply {
     let now = tsgate_common::clock::now_ms();
     let parsed = match req.method {
         Method::GET => parse::from_params(&req.params(), now),
@@ -77,6 +65,13 @@ async fn query(state: &Arc<AppState>, req: Request) -> Reply {
         if q.flags.delete {
             // Deleted series must leave the graphite index now, not when it next expires.
             st.graphite_index.invalidate();
+            // Counts only: a delete never answers with the points it removed (they would be a
+            // read that the delete's right does not stand for).
+            return Ok(json!({"deleted": {
+                "series": summary.series,
+                "datapoints": summary.raw_datapoints,
+            }})
+            .to_string());
         }
         let mut extras = Extras::default();
         if q.flags.global_annotations {
@@ -132,7 +127,7 @@ pub(crate) fn metric_and_tags(s: &str) -> Result<(String, Vec<(String, String)>)
 /// (None, no tags, its TSUID).
 type LastWanted = (Option<String>, Vec<(String, String)>, Option<Vec<u8>>);
 
-async fn last(state: &Arc<AppState>, req: Request) -> Reply {
+pub(super) async fn last(state: &Arc<AppState>, req: Request) -> Reply {
     let mut wanted: Vec<LastWanted> = Vec::new();
     let (resolve, back) = match req.method {
         Method::GET => {
@@ -264,7 +259,7 @@ async fn last(state: &Arc<AppState>, req: Request) -> Reply {
     }
 }
 
-async fn suggest(state: &Arc<AppState>, req: Request) -> Reply {
+pub(super) async fn suggest(state: &Arc<AppState>, req: Request) -> Reply {
     let (ty, q, max) = match req.method {
         Method::GET => (
             req.param("type"),
@@ -329,7 +324,7 @@ async fn suggest(state: &Arc<AppState>, req: Request) -> Reply {
     }
 }
 
-async fn lookup(state: &Arc<AppState>, req: Request) -> Reply {
+pub(super) async fn lookup(state: &Arc<AppState>, req: Request) -> Reply {
     let (metric, tags, limit) = match req.method {
         Method::GET => {
             let Some(m) = req.param("m") else {
@@ -489,7 +484,7 @@ fn lookup_series(
     Ok((results, total))
 }
 
-fn config(state: &AppState) -> Reply {
+pub(super) fn config(state: &AppState) -> Reply {
     let c = &state.config;
     let s = &c.storage;
     let mut m: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
@@ -533,10 +528,31 @@ fn config(state: &AppState) -> Reply {
         c.query.allow_delete.to_string(),
     );
     put("tsd.mode", "rw".into());
-    if let Ok(toml::Value::Table(t)) = toml::Value::try_from(c) {
-        flatten("tsgate", &toml::Value::Table(t), &mut m);
+    if let Ok(mut v @ toml::Value::Table(_)) = toml::Value::try_from(c) {
+        redact(&mut v);
+        flatten("tsgate", &v, &mut m);
     }
     json_reply(StatusCode::OK, json!(m).to_string())
+}
+
+/// Config keys whose values are secrets (or digests of them, which a word list cracks):
+/// replaced wherever they occur, so no response carries them.
+const SECRET_KEYS: &[&str] = &["password_hash", "token_sha256", "password", "token"];
+
+pub(crate) fn redact(v: &mut toml::Value) {
+    match v {
+        toml::Value::Table(t) => {
+            for (k, v) in t.iter_mut() {
+                if SECRET_KEYS.contains(&k.as_str()) && !v.as_str().is_some_and(str::is_empty) {
+                    *v = toml::Value::String("<redacted>".into());
+                } else {
+                    redact(v);
+                }
+            }
+        }
+        toml::Value::Array(a) => a.iter_mut().for_each(redact),
+        _ => {}
+    }
 }
 
 fn flatten(prefix: &str, v: &toml::Value, out: &mut std::collections::BTreeMap<String, String>) {
@@ -553,7 +569,7 @@ fn flatten(prefix: &str, v: &toml::Value, out: &mut std::collections::BTreeMap<S
     }
 }
 
-fn filters() -> Reply {
+pub(super) fn filters() -> Reply {
     let mut m = Map::new();
     for f in FilterType::ALL {
         let (d, e) = f.describe();

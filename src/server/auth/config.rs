@@ -116,7 +116,7 @@ pub fn load(cfg: &AuthConfig) -> Result<Loaded, AuthError> {
 
 fn rights(list: &[Right]) -> Result<Rights, &'static str> {
     if list.is_empty() {
-        return Err("rights must list \"read\", \"write\" or both");
+        return Err("rights must list one or more of \"read\", \"write\", \"assign\", \"admin\"");
     }
     Ok(Rights::from_list(list))
 }
@@ -196,9 +196,16 @@ mod tests {
         let cfg: AuthConfig = toml::from_str("enabled = true\n[[users]]\nname = \"a\"\npassword_hash = \"plain\"\nrights = [\"read\"]\n").unwrap();
         assert!(load(&cfg).unwrap_err().to_string().contains("argon2"));
         assert!(
-            toml::from_str::<AuthConfig>("[[users]]\nname = \"a\"\nrights = [\"admin\"]\n")
-                .is_err()
+            toml::from_str::<AuthConfig>("[[users]]\nname = \"a\"\nrights = [\"root\"]\n").is_err()
         );
+        let admin: AuthConfig =
+            toml::from_str("[[users]]\nname = \"a\"\nrights = [\"admin\"]\n").unwrap();
+        let r = Rights::from_list(&admin.users[0].rights);
+        assert!([Right::Read, Right::Write, Right::Assign, Right::Admin]
+            .iter()
+            .all(|&x| r.has(x)));
+        let rw = Rights::from_list(&[Right::Read, Right::Write]);
+        assert!(rw.has(Right::Write) && !rw.has(Right::Assign) && !rw.has(Right::Admin));
         assert!(matches!(
             load(&AuthConfig {
                 enabled: true,

@@ -1,18 +1,19 @@
 //! Optional authentication on the HTTP endpoints: HTTP Basic (argon2 password hashes) and
-//! bearer tokens (kept as SHA-256 digests), each with `read` and/or `write` rights.
+//! bearer tokens (kept as SHA-256 digests), each with `read`, `write`, `assign` and/or `admin`
+//! rights.
 //!
 //! Checking happens in two steps so an unauthenticated client never gets its body read:
 //! [`Authenticator::authenticate`] looks at the headers only (401 when missing or wrong), then
-//! after the body is in, [`authorize`] compares the principal's rights with what the request
-//! needs ([`rights::required`]; 403 when short).
+//! after the body is in, [`authorize`] compares the principal's rights with what the request's
+//! route needs (`server::routes`, judged on the parsed request; 403 when short).
 
 pub mod config;
 mod reply;
-pub mod rights;
 
 pub use config::{AuthConfig, AuthError, Right, Rights};
 
-use super::http::{Reply, Request};
+use super::http::Reply;
+use super::routes::Lookup;
 use argon2::password_hash::{PasswordHash, PasswordVerifier};
 use base64::Engine;
 use http::HeaderMap;
@@ -172,35 +173,52 @@ impl Authenticator {
     }
 }
 
-/// Step one, before the body is read: `Ok(None)` for the open paths, the principal otherwise,
-/// or the 401 reply in the endpoint family's error format.
+/// Step one, before the body is read: the principal, or the 401 reply in the route family's
+/// error format. An open route is answered whatever the credentials; when it carries valid ones
+/// the principal is still returned (the connection has then proven itself, see `admission`).
 pub async fn admit(
     auth: &Authenticator,
+    route: &Lookup,
     path: &str,
     headers: &HeaderMap,
 ) -> Result<Option<Principal>, Reply> {
-    if rights::is_open(path) {
-        return Ok(None);
+    if route.is_open() {
+        if !headers.contains_key(http::header::AUTHORIZATION) {
+            return Ok(None);
+        }
+        return Ok(auth.authenticate(headers).await.ok());
     }
     match auth.authenticate(headers).await {
         Ok(p) => Ok(Some(p)),
         Err(d) => {
             tracing::debug!(path, denied = ?d, "HTTP request refused: not authenticated");
-            Err(reply::unauthorized(path, d))
+            Err(reply::unauthorized(route.family(), path, d))
         }
     }
 }
 
-/// Step two, with the body in hand: 403 when the principal lacks the right the request needs.
-/// (Boxed: a reply is large, and nearly every request passes.)
-pub fn authorize(principal: Option<&Principal>, req: &Request) -> Result<(), Box<Reply>> {
+/// Step two, with the body in hand and the route found on the parsed request: 403 when the
+/// principal lacks the right the route needs. (Boxed: a reply is large, and nearly every
+/// request passes.)
+pub fn authorize(
+    principal: Option<&Principal>,
+    route: &Lookup,
+    path: &str,
+) -> Result<(), Box<Reply>> {
     let Some(p) = principal else { return Ok(()) };
-    let need = rights::required(req);
+    let Some(need) = route.need().and_then(|n| n.right()) else {
+        return Ok(());
+    };
     if p.rights.has(need) {
         return Ok(());
     }
-    tracing::debug!(path = %req.path, principal = %p.name, ?need, "HTTP request refused: missing right");
-    Err(Box::new(reply::forbidden(&req.path, &p.name, need)))
+    tracing::debug!(path, principal = %p.name, ?need, "HTTP request refused: missing right");
+    Err(Box::new(reply::forbidden(
+        route.family(),
+        path,
+        &p.name,
+        need,
+    )))
 }
 
 /// With auth on, the listeners that cannot authenticate (telnet, Graphite) are what's left
@@ -289,7 +307,7 @@ mod tests {
                 name: "u".into(),
                 rights: Rights {
                     read: true,
-                    write: false
+                    ..Rights::NONE
                 }
             }
         );
@@ -301,8 +319,8 @@ mod tests {
         assert_eq!(
             t.rights,
             Rights {
-                read: false,
-                write: true
+                write: true,
+                ..Rights::NONE
             }
         );
         assert_eq!(

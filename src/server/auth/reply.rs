@@ -1,17 +1,18 @@
-//! 401 and 403 answers in the convention of the endpoint family the path belongs to:
+//! 401 and 403 answers in the convention of the route's family (`server::routes`):
 //! Prometheus' `{"status":"error",…}` on its `/api/v1/*` endpoints, graphite-web's on its own,
 //! OpenTSDB's error JSON everywhere else.
 
 use super::{Denied, Right};
 use crate::server::http::{error_reply, json_reply, Reply};
+use crate::server::routes::Family;
 use http::{HeaderValue, StatusCode};
 
-pub fn unauthorized(path: &str, d: Denied) -> Reply {
+pub fn unauthorized(family: Family, path: &str, d: Denied) -> Reply {
     let msg = match d {
         Denied::Missing => "Authentication required: send HTTP Basic credentials or a bearer token",
         Denied::Invalid => "Authentication failed: unknown user, wrong password or unknown token",
     };
-    let mut r = family_reply(path, StatusCode::UNAUTHORIZED, "unauthorized", msg);
+    let mut r = family_reply(family, path, StatusCode::UNAUTHORIZED, "unauthorized", msg);
     let h = r.headers_mut();
     h.append(
         http::header::WWW_AUTHENTICATE,
@@ -24,12 +25,10 @@ pub fn unauthorized(path: &str, d: Denied) -> Reply {
     r
 }
 
-pub fn forbidden(path: &str, who: &str, need: Right) -> Reply {
-    let right = match need {
-        Right::Read => "read",
-        Right::Write => "write",
-    };
+pub fn forbidden(family: Family, path: &str, who: &str, need: Right) -> Reply {
+    let right = need.as_str();
     family_reply(
+        family,
         path,
         StatusCode::FORBIDDEN,
         "forbidden",
@@ -37,24 +36,25 @@ pub fn forbidden(path: &str, who: &str, need: Right) -> Reply {
     )
 }
 
-fn family_reply(path: &str, status: StatusCode, kind: &str, msg: &str) -> Reply {
-    if crate::server::prometheus::handles(path) {
-        return json_reply(
+fn family_reply(family: Family, path: &str, status: StatusCode, kind: &str, msg: &str) -> Reply {
+    match family {
+        Family::Prometheus => json_reply(
             status,
             serde_json::json!({"status": "error", "errorType": kind, "error": msg}).to_string(),
-        );
-    }
-    if crate::server::graphite_web::handles(path) {
-        let p = path.trim_end_matches('/');
-        // graphite-web's tag and function endpoints answer errors in JSON, the rest in text.
-        if p == "/tags"
-            || p.starts_with("/tags/")
-            || p == "/functions"
-            || p.starts_with("/functions/")
-        {
-            return crate::server::graphite_web::json_error(status, msg);
+        ),
+        Family::GraphiteWeb => {
+            let p = path.trim_end_matches('/');
+            // graphite-web's tag and function endpoints answer errors in JSON, the rest in text.
+            if p == "/tags"
+                || p.starts_with("/tags/")
+                || p == "/functions"
+                || p.starts_with("/functions/")
+            {
+                crate::server::graphite_web::json_error(status, msg)
+            } else {
+                crate::server::graphite_web::text_reply(status, msg)
+            }
         }
-        return crate::server::graphite_web::text_reply(status, msg);
+        Family::OpenTsdb | Family::Admin => error_reply(status, msg, ""),
     }
-    error_reply(status, msg, "")
 }

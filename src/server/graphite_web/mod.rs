@@ -21,24 +21,6 @@ use super::AppState;
 use http::{Response, StatusCode};
 use std::sync::Arc;
 
-/// Whether a request path belongs to graphite-web's API.
-pub fn handles(path: &str) -> bool {
-    let p = path.trim_end_matches('/');
-    matches!(
-        p,
-        "/render"
-            | "/metrics"
-            | "/metrics/find"
-            | "/metrics/expand"
-            | "/metrics/index.json"
-            | "/version"
-            | "/events/get_data"
-            | "/functions"
-            | "/tags"
-    ) || p.starts_with("/tags/")
-        || p.starts_with("/functions/")
-}
-
 pub async fn route(state: &Arc<AppState>, req: super::http::Request) -> Reply {
     let params = Params::from_request(&req);
     let path = req.path.trim_end_matches('/').to_string();

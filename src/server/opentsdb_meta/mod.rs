@@ -15,20 +15,6 @@ use serde::de::DeserializeOwned;
 use std::io::Read;
 use std::sync::Arc;
 
-/// True for the paths this module answers (already lower-cased, without `/api/v1`).
-pub fn handles(path: &str) -> bool {
-    matches!(
-        path,
-        "/api/annotation"
-            | "/api/annotations"
-            | "/api/uid/uidmeta"
-            | "/api/uid/tsmeta"
-            | "/api/tree"
-    ) || path.starts_with("/api/annotation/")
-        || path.starts_with("/api/annotations/")
-        || path.starts_with("/api/tree/")
-}
-
 pub async fn route(state: &Arc<AppState>, req: Request, path: &str) -> Reply {
     let st = state.clone();
     let path = path.to_string();

@@ -4,12 +4,29 @@
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-/// One right a user or token can hold.
+/// One right a user or token can hold. Which route needs which is in the server's route table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Right {
+    /// Queries, look-ups, listings, stats.
     Read,
+    /// Storing points (`/api/put`, remote write), annotations, metadata and trees.
     Write,
+    /// `/api/uid/assign`: its answer says which names exist, so writing alone does not grant it.
+    Assign,
+    /// Deleting data and dropping caches; holds every other right too.
+    Admin,
+}
+
+impl Right {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Right::Read => "read",
+            Right::Write => "write",
+            Right::Assign => "assign",
+            Right::Admin => "admin",
+        }
+    }
 }
 
 /// The set of rights a principal holds.
@@ -17,26 +34,36 @@ pub enum Right {
 pub struct Rights {
     pub read: bool,
     pub write: bool,
+    pub assign: bool,
+    pub admin: bool,
 }
 
 impl Rights {
     pub const NONE: Rights = Rights {
         read: false,
         write: false,
+        assign: false,
+        admin: false,
     };
 
     pub fn from_list(list: &[Right]) -> Rights {
         Rights {
             read: list.contains(&Right::Read),
             write: list.contains(&Right::Write),
+            assign: list.contains(&Right::Assign),
+            admin: list.contains(&Right::Admin),
         }
     }
 
+    /// `admin` implies every right, so an operator's principal needs one word.
     pub fn has(self, r: Right) -> bool {
-        match r {
-            Right::Read => self.read,
-            Right::Write => self.write,
-        }
+        self.admin
+            || match r {
+                Right::Read => self.read,
+                Right::Write => self.write,
+                Right::Assign => self.assign,
+                Right::Admin => false,
+            }
     }
 }
 

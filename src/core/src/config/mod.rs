@@ -228,8 +228,18 @@ pub struct LimitsConfig {
     pub max_points_per_request: usize,
     /// Longest metric, tag key or tag value in bytes, on every protocol.
     pub max_name_length: usize,
-    /// Open connections over all TCP listeners; one more is refused.
+    /// Open connections on the OpenTSDB port (HTTP and telnet); one more is refused unless a
+    /// connection still pending (see `handshake_timeout_ms`) can be displaced.
     pub max_connections: usize,
+    /// Open connections on each carbon listener (plaintext TCP, pickle), apart from the
+    /// OpenTSDB port's.
+    pub carbon_max_connections: usize,
+    /// Open connections from one client address on one listener.
+    pub max_connections_per_ip: usize,
+    /// A new connection must prove itself within this long — its first bytes on a carbon
+    /// port or in telnet, an authenticated request in HTTP (any request with auth off) — or it
+    /// is closed; after a second of waiting it may be displaced by a new connection.
+    pub handshake_timeout_ms: u64,
     /// A connection that sends nothing for this long is closed (telnet, Graphite, HTTP keep-alive).
     pub idle_timeout_ms: u64,
     /// Longest an HTTP client may take to send a request's headers, and again its body.
@@ -341,6 +351,9 @@ impl Default for LimitsConfig {
             max_points_per_request: 1_000_000,
             max_name_length: 1024,
             max_connections: 4096,
+            carbon_max_connections: 1024,
+            max_connections_per_ip: 512,
+            handshake_timeout_ms: 10_000,
             idle_timeout_ms: 300_000,
             read_timeout_ms: 30_000,
         }
@@ -436,11 +449,14 @@ impl Config {
         if l.max_points_per_request < 1
             || l.max_name_length < 1
             || l.max_connections < 1
+            || l.carbon_max_connections < 1
+            || l.max_connections_per_ip < 1
+            || l.handshake_timeout_ms < 1
             || l.idle_timeout_ms < 1
             || l.read_timeout_ms < 1
         {
             return Err(ConfigError::Invalid(
-                "limits.max_points_per_request, max_name_length, max_connections, idle_timeout_ms and read_timeout_ms must be >= 1".into(),
+                "limits.max_points_per_request, max_name_length, max_connections, carbon_max_connections, max_connections_per_ip, handshake_timeout_ms, idle_timeout_ms and read_timeout_ms must be >= 1".into(),
             ));
         }
         if !matches!(self.write.wal_fsync.as_str(), "always" | "never") {

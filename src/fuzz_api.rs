@@ -9,7 +9,12 @@ use std::time::{Duration, Instant};
 /// form, planning (which selector needs which span), then instant and range evaluation over a
 /// few in-memory series, rendered as the API's JSON. Returns whether it evaluated.
 pub fn promql(q: &str) -> bool {
-    let Ok(expr) = promql::parse(q) else {
+    promql_bounded(q, promql::DEFAULT_MAX_DEPTH)
+}
+
+/// [`promql`] with `query.max_depth` = `max_depth`.
+pub fn promql_bounded(q: &str, max_depth: usize) -> bool {
+    let Ok(expr) = promql::parse_bounded(q, max_depth) else {
         return false;
     };
     let _ = promql::parse_match(q);
@@ -84,7 +89,12 @@ fn promql_fixture(t: i64) -> Vec<(Vec<(String, String)>, Vec<(i64, f64)>)> {
 /// A graphite-web target expression as `/render` runs it: parse, then evaluate every function
 /// over a few in-memory series in a one-hour window. Returns whether it evaluated.
 pub fn graphite_target(target: &str) -> bool {
-    let Ok(expr) = crate::server::graphite_web::parser::parse(target) else {
+    graphite_target_bounded(target, crate::server::graphite_web::parser::DEFAULT_MAX_DEPTH)
+}
+
+/// [`graphite_target`] with `query.max_depth` = `max_depth`.
+pub fn graphite_target_bounded(target: &str, max_depth: usize) -> bool {
+    let Ok(expr) = crate::server::graphite_web::parser::parse_bounded(target, max_depth) else {
         return false;
     };
     let until = 1_700_000_000i64;

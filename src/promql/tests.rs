@@ -277,3 +277,67 @@ fn a_number_no_duration_can_hold_is_a_parse_error_not_a_panic() {
         assert!(parse(q).is_ok(), "{q}: {:?}", parse(q));
     }
 }
+
+/// Issue 35: `abs(` nested 2,000 deep (and an operator chain, which nests without brackets)
+/// overflowed the stack. Each shape is refused past the bound, with Prometheus' bad_data.
+#[test]
+fn nesting_past_max_depth_is_bad_data() {
+    let nested = |n: usize| format!("{}up{}", "abs(".repeat(n), ")".repeat(n));
+    assert!(super::parse_bounded(&nested(10), 12).is_ok());
+    for q in [
+        nested(2_000),
+        nested(13),
+        format!("1{}", "+1".repeat(100_000)),
+        format!("{}1", "-".repeat(100_000)),
+        format!("up{}", " or up".repeat(5_000)),
+        format!("{}up{}", "(".repeat(20), ")".repeat(20)),
+        format!("{}up[5m]{}", "sum_over_time(".repeat(13), ")".repeat(13)),
+        // Unclosed brackets still count.
+        "abs(".repeat(50),
+    ] {
+        match super::parse_bounded(&q, 12) {
+            Err(super::PromError::BadData(m)) => assert!(m.contains("query.max_depth"), "{m}"),
+            other => panic!("{}…: {other:?}", &q[..20]),
+        }
+    }
+    // Brackets and operators inside strings and selectors are not levels.
+    let q = format!("up{{job=\"{}\"}}", "((((+-".repeat(100));
+    assert!(super::parse_bounded(&q, 4).is_ok());
+    // Wide is not deep: many operands of one aggregation each nest once.
+    let labels: Vec<String> = (0..300).map(|i| format!("\"l{i}\"")).collect();
+    let wide = format!("label_join(abs(up), \"dst\", \",\", {})", labels.join(", "));
+    assert!(super::parse_bounded(&wide, 3).is_ok());
+    assert!(super::parse_bounded(&wide, 2).is_err());
+}
+
+/// The deepest expressions the highest `query.max_depth` admits evaluate on a 2 MiB thread
+/// stack (the size of tokio's and the blocking pool's threads), in a debug build too.
+#[test]
+fn the_deepest_admitted_expressions_fit_a_2_mib_stack() {
+    let d = crate::config::MAX_DEPTH_CEILING;
+    let shapes = [
+        format!("{}up{}", "abs(".repeat(d - 1), ")".repeat(d - 1)),
+        format!("1{}", "+1".repeat(d - 1)),
+        format!("up{}", " * up".repeat(d - 1)),
+        format!("{}up{}", "-(".repeat(d / 2 - 1), ")".repeat(d / 2 - 1)),
+        subqueries(d),
+    ];
+    for q in shapes {
+        assert!(super::parse_bounded(&q, d).is_ok(), "{q}");
+        let handle = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || crate::fuzz_api::promql_bounded(&q, d))
+            .unwrap();
+        assert!(handle.join().unwrap());
+    }
+}
+
+/// Eight subqueries nested (each evaluates the next at its steps), inside `abs(` up to `d`.
+fn subqueries(d: usize) -> String {
+    let mut e = "rate(up[5m])".to_string();
+    for _ in 0..8 {
+        e = format!("max_over_time(({e})[2m:1m])");
+    }
+    let pad = d - 2 - 8 * 3 - 3;
+    format!("{}{e}{}", "abs(".repeat(pad), ")".repeat(pad))
+}

@@ -4,7 +4,7 @@
 
 use super::attime::parse_attime;
 use super::eval::{Ctx, StoreSource};
-use super::parser::parse;
+use super::parser::parse_bounded;
 use super::series::{consolidate_with, py_float, Series};
 use super::{bad_request, json_or_jsonp, now_s, Params};
 use crate::server::http::Reply;
@@ -63,7 +63,7 @@ pub fn render(state: &AppState, p: &Params) -> Reply {
         if t.trim().is_empty() {
             continue;
         }
-        let expr = match parse(t.trim()) {
+        let expr = match parse_bounded(t.trim(), state.config.query.max_depth) {
             Ok(e) => e,
             Err(e) => return bad_request(&e),
         };

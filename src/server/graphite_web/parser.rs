@@ -45,13 +45,23 @@ pub fn parse_bounded(s: &str, max_depth: usize) -> Result<Expr, String> {
     let (e, _) = p.expression()?;
     p.ws();
     if p.i < p.s.len() {
-        return Err(format!(
-            "unexpected {:?} at position {} in {s:?}",
-            String::from_utf8_lossy(&p.s[p.i..]),
-            p.i
-        ));
+        let rest = String::from_utf8_lossy(&p.s[p.i..]);
+        let (shown, more) = clip(&rest);
+        return p.err(&format!("unexpected {shown:?}{more}"));
     }
     Ok(e)
+}
+
+/// Longest part of a target an error message quotes.
+const SHOWN_MAX: usize = 200;
+
+/// A target can be a whole request body long: a message quotes its start only.
+fn clip(s: &str) -> (&str, &'static str) {
+    let mut end = s.len().min(SHOWN_MAX);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&s[..end], if end < s.len() { "…" } else { "" })
 }
 
 /// Positional and keyword arguments, and the tallest one's height.
@@ -95,7 +105,8 @@ impl P<'_> {
         self.s.get(self.i).copied()
     }
     fn err<T>(&self, what: &str) -> Result<T, String> {
-        Err(format!("{what} at position {} in {:?}", self.i, self.src))
+        let (shown, more) = clip(self.src);
+        Err(format!("{what} at position {} in {shown:?}{more}", self.i))
     }
 
     /// The error for a tree taller than `max_depth`.

@@ -341,3 +341,18 @@ fn subqueries(d: usize) -> String {
     let pad = d - 2 - 8 * 3 - 3;
     format!("{}{e}{}", "abs(".repeat(pad), ")".repeat(pad))
 }
+
+/// A subquery whose steps alone pass `max_samples` is refused before its first step (it took
+/// 2 GB and two minutes); one whose samples pass it stops when they do.
+#[test]
+fn subquery_steps_and_samples_count_against_max_samples() {
+    let started = std::time::Instant::now();
+    let e = at("count_over_time(vector(1)[1d:1ms])", 300_000).unwrap_err();
+    assert!(e.contains("too many samples"), "{e}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // Under the bound the same shape evaluates: 301 steps of 1 s.
+    assert_eq!(
+        at("count_over_time(vector(1)[5m:1s])", 300_000).unwrap(),
+        vec!["=301".to_string()]
+    );
+}

@@ -89,7 +89,10 @@ fn promql_fixture(t: i64) -> Vec<(Vec<(String, String)>, Vec<(i64, f64)>)> {
 /// A graphite-web target expression as `/render` runs it: parse, then evaluate every function
 /// over a few in-memory series in a one-hour window. Returns whether it evaluated.
 pub fn graphite_target(target: &str) -> bool {
-    graphite_target_bounded(target, crate::server::graphite_web::parser::DEFAULT_MAX_DEPTH)
+    graphite_target_bounded(
+        target,
+        crate::server::graphite_web::parser::DEFAULT_MAX_DEPTH,
+    )
 }
 
 /// [`graphite_target`] with `query.max_depth` = `max_depth`.

@@ -81,7 +81,10 @@ fn start(dir: &Path) -> (Server, String) {
 /// The server process is still running and answering.
 fn assert_up(s: &mut Server, after: &str) {
     let exited = s.child.as_mut().unwrap().try_wait().unwrap();
-    assert!(exited.is_none(), "the server died after {after}: {exited:?}");
+    assert!(
+        exited.is_none(),
+        "the server died after {after}: {exited:?}"
+    );
     assert_eq!(
         s.http("GET", "/api/version", "").0,
         200,
@@ -124,7 +127,10 @@ fn json(body: &str) -> Value {
 fn assert_prom_error(r: (u16, String), code: u16, kind: &str, needle: &str) {
     assert_eq!(r.0, code, "{}", r.1);
     let v = json(&r.1);
-    assert_eq!((v["status"].as_str(), v["errorType"].as_str()), (Some("error"), Some(kind)));
+    assert_eq!(
+        (v["status"].as_str(), v["errorType"].as_str()),
+        (Some("error"), Some(kind))
+    );
     assert!(v["error"].as_str().unwrap().contains(needle), "{}", r.1);
 }
 
@@ -252,7 +258,10 @@ fn every_finding_answers_its_error_while_the_server_stays_up() {
     while count("countSeries(*.*.*.*.*)") < 3125.0
         || count("countSeries(seriesByTag('name=load'))") < 200.0
     {
-        assert!(Instant::now() < deadline, "the Graphite series never all showed");
+        assert!(
+            Instant::now() < deadline,
+            "the Graphite series never all showed"
+        );
         std::thread::sleep(Duration::from_millis(300));
     }
 
@@ -280,7 +289,11 @@ fn every_finding_answers_its_error_while_the_server_stays_up() {
 
     // §1 depth: PromQL, bracketed and operator chains (2,000 deep overflowed the stack).
     let deep_abs = format!("{}up{}", "abs(".repeat(2000), ")".repeat(2000));
-    let r = s.http("GET", &format!("/api/v1/query?query={}", enc(&deep_abs)), "");
+    let r = s.http(
+        "GET",
+        &format!("/api/v1/query?query={}", enc(&deep_abs)),
+        "",
+    );
     assert_prom_error(r, 400, "bad_data", "query.max_depth");
     assert_up(&mut s, "PromQL abs( x 2,000");
     let chain = format!("1{}", "+1".repeat(50_000));
@@ -300,8 +313,16 @@ fn every_finding_answers_its_error_while_the_server_stays_up() {
     assert_up(&mut s, "PromQL operator chains");
 
     // graphite-web targets: calls and pipes.
-    let deep = format!("{}p0.q0.r0.s0.t0{}", "absolute(".repeat(2000), ")".repeat(2000));
-    let r = s.http("GET", &format!("/render?target={}&format=json", enc(&deep)), "");
+    let deep = format!(
+        "{}p0.q0.r0.s0.t0{}",
+        "absolute(".repeat(2000),
+        ")".repeat(2000)
+    );
+    let r = s.http(
+        "GET",
+        &format!("/render?target={}&format=json", enc(&deep)),
+        "",
+    );
     assert_graphite_error(r, 400, "query.max_depth");
     let piped = format!("p0.q0.r0.s0.t0{}", "|absolute()".repeat(50_000));
     let r = post_form(&s, "/render", &[("target", &piped), ("format", "json")]);
@@ -312,7 +333,10 @@ fn every_finding_answers_its_error_while_the_server_stays_up() {
     let arrays = "[".repeat(100_000);
     assert_tsdb_error(s.http("POST", "/api/query", &arrays), 400, "");
     assert_tsdb_error(s.http("POST", "/api/put", &arrays), 400, "");
-    let objects = format!("{{\"start\":\"1h-ago\",\"queries\":{}", "{\"a\":".repeat(100_000));
+    let objects = format!(
+        "{{\"start\":\"1h-ago\",\"queries\":{}",
+        "{\"a\":".repeat(100_000)
+    );
     assert_tsdb_error(s.http("POST", "/api/query", &objects), 400, "");
     let regexp = format!("{}h1{}", "(".repeat(10_000), ")".repeat(10_000));
     let q = serde_json::json!({"start": "1h-ago", "queries": [{"aggregator": "sum",
@@ -324,14 +348,20 @@ fn every_finding_answers_its_error_while_the_server_stays_up() {
     // §2 the fill-policy bomb: 86,400,001 buckets for one series-day (2 GB before).
     let r = s.http(
         "GET",
-        &format!("/api/query?start=1d-ago&m={}", enc("sum:1ms-avg-zero:load.m{host=h1}")),
+        &format!(
+            "/api/query?start=1d-ago&m={}",
+            enc("sum:1ms-avg-zero:load.m{host=h1}")
+        ),
         "",
     );
     assert_tsdb_error(r, 413, "query.max_cells");
     // 86,401 buckets fit the cells but not the answer's bytes.
     let r = s.http(
         "GET",
-        &format!("/api/query?start=1d-ago&m={}", enc("sum:1s-avg-zero:load.m{host=h1}")),
+        &format!(
+            "/api/query?start=1d-ago&m={}",
+            enc("sum:1s-avg-zero:load.m{host=h1}")
+        ),
         "",
     );
     assert_tsdb_error(r, 413, "query.max_answer_bytes");
@@ -362,7 +392,10 @@ fn every_finding_answers_its_error_while_the_server_stays_up() {
     // PromQL: a subquery of 86.4 million steps (2 GB for two minutes before).
     let r = s.http(
         "GET",
-        &format!("/api/v1/query?query={}", enc("count_over_time(vector(1)[1d:1ms])")),
+        &format!(
+            "/api/v1/query?query={}",
+            enc("count_over_time(vector(1)[1d:1ms])")
+        ),
         "",
     );
     assert_prom_error(r, 422, "execution", "too many samples");
@@ -376,12 +409,20 @@ fn every_finding_answers_its_error_while_the_server_stays_up() {
         assert_eq!(code, 400, "{}", &msg[..msg.len().min(300)]);
         assert!(msg.len() < 8192, "an answer of {} bytes", msg.len());
         let more = series * samples - 5;
-        assert!(msg.contains(&format!("(and {more} more)")), "{}", &msg[..300]);
+        assert!(
+            msg.contains(&format!("(and {more} more)")),
+            "{}",
+            &msg[..300]
+        );
         assert_up(&mut s, "the remote-write error bomb");
     }
 
     // Valid requests still answer as before.
-    let (c, b) = s.http("GET", "/render?target=p0.q0.r0.s1.t2&from=-10min&format=json", "");
+    let (c, b) = s.http(
+        "GET",
+        "/render?target=p0.q0.r0.s1.t2&from=-10min&format=json",
+        "",
+    );
     assert_eq!(c, 200, "{b}");
     let pts: Vec<f64> = json(&b)[0]["datapoints"]
         .as_array()
@@ -390,7 +431,11 @@ fn every_finding_answers_its_error_while_the_server_stays_up() {
         .filter_map(|p| p[0].as_f64())
         .collect();
     assert_eq!(pts, vec![7.0, 7.0]);
-    let (c, b) = s.http("GET", "/api/query?start=1h-ago&m=sum:load.m%7Bhost=h1%7D", "");
+    let (c, b) = s.http(
+        "GET",
+        "/api/query?start=1h-ago&m=sum:load.m%7Bhost=h1%7D",
+        "",
+    );
     assert_eq!(c, 200, "{b}");
     assert_eq!(json(&b)[0]["dps"].as_object().unwrap().len(), 2);
     let r = s.http("GET", "/api/v1/query?query=abs(abs(vector(-2)))", "");
@@ -398,7 +443,10 @@ fn every_finding_answers_its_error_while_the_server_stays_up() {
 
     stop.store(true, Ordering::Relaxed);
     let (acked, refused) = writer.join().unwrap();
-    assert!(refused.is_empty(), "the valid writer was refused: {refused:?}");
+    assert!(
+        refused.is_empty(),
+        "the valid writer was refused: {refused:?}"
+    );
     assert!(acked > 0);
     let path = format!(
         "/api/query?start={}&end={}&m=sum:steady.m%7Bhost=w%7D",
@@ -409,7 +457,10 @@ fn every_finding_answers_its_error_while_the_server_stays_up() {
     assert_eq!(v[0]["dps"].as_object().unwrap().len() as u64, acked);
 
     let peak = peak_rss_kb(&s);
-    eprintln!("attack: {acked} points written alongside; peak RSS {} MiB", peak / 1024);
+    eprintln!(
+        "attack: {acked} points written alongside; peak RSS {} MiB",
+        peak / 1024
+    );
     assert!(peak < RSS_BOUND_KB, "peak RSS {peak} kB");
     assert_up(&mut s, "everything");
     s.stop();

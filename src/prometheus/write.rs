@@ -399,7 +399,10 @@ mod tests {
         let req = WriteRequest {
             timeseries: vec![
                 series(&[("__name__", "up"), ("big", &long)], &bad),
-                series(&[("__name__", "up"), ("job", "ok")], &[(1_700_000_000_000, 1.0)]),
+                series(
+                    &[("__name__", "up"), ("job", "ok")],
+                    &[(1_700_000_000_000, 1.0)],
+                ),
             ],
             metadata: vec![],
         };
@@ -407,8 +410,15 @@ mod tests {
         let b = from_v1(&raw, 8, &|_| None).unwrap();
         assert_eq!(b.errors.len(), ERRORS_KEPT);
         assert_eq!(b.errors_more, 5_000 - ERRORS_KEPT);
-        assert!(b.errors.iter().all(|e| e.len() <= ERROR_BYTES_MAX + '…'.len_utf8()));
-        assert!(b.errors[0].starts_with("up{big=\"xxx"), "{}", &b.errors[0][..40]);
+        assert!(b
+            .errors
+            .iter()
+            .all(|e| e.len() <= ERROR_BYTES_MAX + '…'.len_utf8()));
+        assert!(
+            b.errors[0].starts_with("up{big=\"xxx"),
+            "{}",
+            &b.errors[0][..40]
+        );
         // Every sample is still accounted for, the valid one ready to store.
         assert_eq!(b.samples.len(), 5_001);
         assert_eq!(b.samples.iter().filter(|(_, r)| r.is_ok()).count(), 1);

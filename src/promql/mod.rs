@@ -173,7 +173,8 @@ fn check_depth(q: &str, max: usize) -> Result<(), PromError> {
         let c = b[i];
         let (nested, top) = (
             open.len() > 1,
-            open.last_mut().expect("the outermost group is never closed"),
+            open.last_mut()
+                .expect("the outermost group is never closed"),
         );
         match c {
             b'"' | b'\'' | b'`' => {

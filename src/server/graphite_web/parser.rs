@@ -428,7 +428,9 @@ mod tests {
         let e = parse_bounded(&nested(8), 8).unwrap_err();
         assert!(e.contains("query.max_depth"), "{e}");
         // Far past any stack, still a plain error.
-        assert!(parse(&nested(100_000)).unwrap_err().contains("deeper than 64"));
+        assert!(parse(&nested(100_000))
+            .unwrap_err()
+            .contains("deeper than 64"));
         // A pipe chain is as deep as the same calls nested.
         let piped = |n: usize| format!("a.b{}", "|absolute()".repeat(n));
         assert!(parse_bounded(&piped(7), 8).is_ok());

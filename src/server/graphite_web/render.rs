@@ -82,7 +82,8 @@ pub fn render(state: &AppState, p: &Params) -> Reply {
     };
     let max = state.config.query.max_answer_bytes;
     // Every format spends at least this much per point written: refused before it is built.
-    let least = answer_points(&out, mdp.filter(|_| format == "json")).saturating_mul(POINT_BYTES_MIN);
+    let least =
+        answer_points(&out, mdp.filter(|_| format == "json")).saturating_mul(POINT_BYTES_MIN);
     if max > 0 && least > max {
         return too_large(least, max);
     }

@@ -535,4 +535,20 @@ mod tests {
             .to_string()
             .contains("uid_width_tagv"));
     }
+
+    #[test]
+    fn max_depth_stays_within_what_a_stack_holds() {
+        let c: Config = toml::from_str("[query]\nmax_depth = 128\n").unwrap();
+        c.validate().unwrap();
+        assert_eq!(Config::default().query.max_depth, 64);
+        for bad in [0, MAX_DEPTH_CEILING + 1] {
+            let mut c = Config::default();
+            c.query.max_depth = bad;
+            assert!(c
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("query.max_depth"));
+        }
+    }
 }

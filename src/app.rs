@@ -153,6 +153,7 @@ pub fn query_limits(cfg: &Config) -> crate::query::QueryLimits {
         timeout: (q.timeout_ms > 0).then(|| Duration::from_millis(q.timeout_ms)),
         max_series: q.max_series,
         max_points: q.max_points,
+        max_cells: q.max_cells,
     }
 }
 

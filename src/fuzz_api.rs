@@ -9,7 +9,12 @@ use std::time::{Duration, Instant};
 /// form, planning (which selector needs which span), then instant and range evaluation over a
 /// few in-memory series, rendered as the API's JSON. Returns whether it evaluated.
 pub fn promql(q: &str) -> bool {
-    let Ok(expr) = promql::parse(q) else {
+    promql_bounded(q, promql::DEFAULT_MAX_DEPTH)
+}
+
+/// [`promql`] with `query.max_depth` = `max_depth`.
+pub fn promql_bounded(q: &str, max_depth: usize) -> bool {
+    let Ok(expr) = promql::parse_bounded(q, max_depth) else {
         return false;
     };
     let _ = promql::parse_match(q);
@@ -84,7 +89,15 @@ fn promql_fixture(t: i64) -> Vec<selectors::MemSeries> {
 /// A graphite-web target expression as `/render` runs it: parse, then evaluate every function
 /// over a few in-memory series in a one-hour window. Returns whether it evaluated.
 pub fn graphite_target(target: &str) -> bool {
-    let Ok(expr) = crate::server::graphite_web::parser::parse(target) else {
+    graphite_target_bounded(
+        target,
+        crate::server::graphite_web::parser::DEFAULT_MAX_DEPTH,
+    )
+}
+
+/// [`graphite_target`] with `query.max_depth` = `max_depth`.
+pub fn graphite_target_bounded(target: &str, max_depth: usize) -> bool {
+    let Ok(expr) = crate::server::graphite_web::parser::parse_bounded(target, max_depth) else {
         return false;
     };
     let until = 1_700_000_000i64;
@@ -118,4 +131,61 @@ pub fn graphite_target(target: &str) -> bool {
 /// `m=`-style `metric{tag=value,…}` of `/api/query/last` and `/api/search/lookup`.
 pub fn opentsdb_metric_and_tags(s: &str) -> Result<(String, Vec<(String, String)>), String> {
     crate::server::opentsdb_query::metric_and_tags(s)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The deepest expressions the highest `query.max_depth` admits evaluate on a 2 MiB thread
+    /// stack (the size of tokio's and the blocking pool's threads), in a debug build too.
+    #[test]
+    fn the_deepest_admitted_expressions_fit_a_2_mib_stack() {
+        let d = crate::config::MAX_DEPTH_CEILING;
+        let shapes = [
+            format!("{}up{}", "abs(".repeat(d - 1), ")".repeat(d - 1)),
+            format!("1{}", "+1".repeat(d - 1)),
+            format!("up{}", " * up".repeat(d - 1)),
+            format!("{}up{}", "-(".repeat(d / 2 - 1), ")".repeat(d / 2 - 1)),
+            subqueries(d),
+        ];
+        for q in shapes {
+            assert!(crate::promql::parse_bounded(&q, d).is_ok(), "{q}");
+            let handle = std::thread::Builder::new()
+                .stack_size(2 << 20)
+                .spawn(move || super::promql_bounded(&q, d))
+                .unwrap();
+            assert!(handle.join().unwrap());
+        }
+    }
+
+    /// Eight subqueries nested (each evaluates the next at its steps), inside `abs(` up to `d`.
+    fn subqueries(d: usize) -> String {
+        let mut e = "rate(up[5m])".to_string();
+        for _ in 0..8 {
+            e = format!("max_over_time(({e})[2m:1m])");
+        }
+        let pad = d - 2 - 8 * 3 - 3;
+        format!("{}{e}{}", "abs(".repeat(pad), ")".repeat(pad))
+    }
+
+    /// The deepest targets the highest `query.max_depth` admits evaluate on a 2 MiB thread
+    /// stack (the blocking pool's), in a debug build too.
+    #[test]
+    fn the_deepest_admitted_targets_fit_a_2_mib_stack() {
+        let d = crate::config::MAX_DEPTH_CEILING;
+        let n = d - 1;
+        for t in [
+            format!("{}a.b.*{}", "absolute(".repeat(n), ")".repeat(n)),
+            format!("a.b.*{}", "|scale(2)".repeat(n)),
+            format!("{}a.*.c{}", "sumSeries(".repeat(n), ")".repeat(n)),
+            format!("{}a.b.c{}", "timeShift(".repeat(n), ", '1min')".repeat(n)),
+        ] {
+            assert!(crate::server::graphite_web::parser::parse_bounded(&t, d).is_ok());
+            assert!(crate::server::graphite_web::parser::parse_bounded(&t, d - 1).is_err());
+            let h = std::thread::Builder::new()
+                .stack_size(2 << 20)
+                .spawn(move || super::graphite_target_bounded(&t, d))
+                .unwrap();
+            assert!(h.join().unwrap());
+        }
+    }
 }

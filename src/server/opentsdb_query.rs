@@ -27,6 +27,12 @@ fn query_error(e: QueryError) -> Reply {
     }
 }
 
+fn answer_too_large(bytes: usize, max: usize) -> QueryError {
+    QueryError::TooLarge(format!(
+        "The answer would take {bytes} bytes or more, more than {max} (query.max_answer_bytes); filter on more tags, downsample or shorten the time range"
+    ))
+}
+
 /// Runs blocking store work off the async threads.
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, QueryError> + Send + 'static,
@@ -87,8 +93,19 @@ pub(super) async fn query(state: &Arc<AppState>, req: Request) -> Reply {
             .map(|a| serde_json::to_value(a).unwrap_or_default())
             .collect();
         }
+        // Every data point takes at least `"1356998400":1,` in the answer: refused before
+        // the answer is built when that alone is past `query.max_answer_bytes`.
+        let max = st.config.query.max_answer_bytes;
+        let least = series.iter().map(|s| s.dps.len()).sum::<usize>() * 14;
+        if max > 0 && least > max {
+            return Err(answer_too_large(least, max));
+        }
         let elapsed = started.elapsed().as_secs_f64() * 1000.0;
-        Ok(render(&q, &series, &summary, &extras, elapsed))
+        let body = render(&q, &series, &summary, &extras, elapsed);
+        if max > 0 && body.len() > max {
+            return Err(answer_too_large(body.len(), max));
+        }
+        Ok(body)
     })
     .await;
     match res {

@@ -44,7 +44,7 @@ pub enum QueryError {
     /// `query.timeout_ms` passed while the query ran.
     #[error("{0}")]
     Timeout(String),
-    /// `query.max_series` / `query.max_points` exceeded.
+    /// `query.max_series` / `query.max_points` / `query.max_cells` exceeded.
     #[error("{0}")]
     TooLarge(String),
 }
@@ -55,6 +55,8 @@ pub struct QueryLimits {
     pub timeout: Option<std::time::Duration>,
     pub max_series: usize,
     pub max_points: u64,
+    /// Values a query may make: a fill policy's buckets over all its series.
+    pub max_cells: u64,
 }
 
 /// One output series: a group of input series aggregated into one.
@@ -98,6 +100,8 @@ type SubqueryResult = Result<(Vec<ResultSeries>, Summary), QueryError>;
 struct Budget {
     deadline: Option<std::time::Instant>,
     points: AtomicU64,
+    /// Buckets the matched series' fill policies will emit (allocated only at the end).
+    cells: AtomicU64,
 }
 
 impl Budget {
@@ -105,7 +109,20 @@ impl Budget {
         Budget {
             deadline,
             points: AtomicU64::new(0),
+            cells: AtomicU64::new(0),
         }
+    }
+}
+
+/// How many buckets a fill policy emits for one series over `[start_ms, end_ms]` (every
+/// bucket, data or not); 0 without a fill policy or with `0all`, whose output is bounded by
+/// the points read. Calendar buckets are counted at their nominal width.
+fn fill_buckets(sq: &SubQuery, start_ms: u64, end_ms: u64) -> u64 {
+    match &sq.downsample {
+        Some(d) if d.fill != spec::FillPolicy::None && !d.all => {
+            end_ms.saturating_sub(start_ms) / d.interval_ms.max(1) + 1
+        }
+        _ => 0,
     }
 }
 
@@ -298,6 +315,12 @@ impl QueryEngine {
             }
             (m, Some(set))
         };
+        // A fill policy emits every bucket of the range for each series: refused before the
+        // scan when one series alone would pass `query.max_cells`, and charged per series.
+        let per_series = fill_buckets(sq, q.start_ms, q.end_ms);
+        if self.limits.max_cells > 0 && per_series > self.limits.max_cells {
+            return Err(self.too_many_cells(per_series));
+        }
         let row_filter = self.pushdown(sq)?.share(&self.layout, part, parts);
         let first = base_time(q.start_ms / 1000);
         let last = (base_time(q.end_ms / 1000) as u64 + ROW_SPAN).min(u32::MAX as u64);
@@ -361,6 +384,7 @@ impl QueryEngine {
                                 }),
                             });
                             matched.fetch_add(1, Ordering::Relaxed);
+                            budget.cells.fetch_add(per_series, Ordering::Relaxed);
                             states.len() - 1
                         });
                         seen.insert(tsuid, i);
@@ -449,6 +473,13 @@ impl QueryEngine {
             .collect())
     }
 
+    fn too_many_cells(&self, cells: u64) -> QueryError {
+        QueryError::TooLarge(format!(
+            "The query would make {cells} values, more than {} (query.max_cells): a fill policy emits every bucket of the range for each series; use a longer downsampling interval, a shorter range or no fill policy",
+            self.limits.max_cells
+        ))
+    }
+
     /// Checked once per row read: the query's deadline, the sub-query's series and the
     /// query's points so far.
     fn check_limits(&self, budget: &Budget, series: usize) -> Result<(), QueryError> {
@@ -464,6 +495,10 @@ impl QueryEngine {
                 "The query would read more than {} data points (query.max_points); filter on more tags or shorten the time range",
                 l.max_points
             )));
+        }
+        let cells = budget.cells.load(Ordering::Relaxed);
+        if l.max_cells > 0 && cells > l.max_cells {
+            return Err(self.too_many_cells(cells));
         }
         if budget
             .deadline

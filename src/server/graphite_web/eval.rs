@@ -55,6 +55,22 @@ pub trait Source: Sync {
     }
     /// Told before `entries` are read in parts through [`Source::points_apart`].
     fn reading(&self, _entries: &[&Entry], _from: i64, _until: i64) {}
+    /// The request's budget of values (`query.max_cells`): raw points read and grid steps
+    /// made, over every expression of the request. `None`: unbounded.
+    fn cell_limit(&self) -> Option<u64> {
+        None
+    }
+    /// Takes `cells` from the budget; an error once the request has spent more than its limit.
+    fn charge(&self, _cells: u64) -> R<()> {
+        Ok(())
+    }
+}
+
+/// The error for a request past `query.max_cells`.
+pub fn too_many_cells(cells: u64, limit: u64) -> EvalError {
+    EvalError(format!(
+        "the request would hold {cells} values (series x steps, and points read), more than {limit} (query.max_cells): match fewer series, shorten the window or consolidate with summarize()"
+    ))
 }
 
 /// What a [`Source`] read: each entry's points, and how often each gap between consecutive
@@ -77,6 +93,8 @@ type EntryByTags<'a> = HashMap<&'a [(String, String)], usize, ahash::RandomState
 
 pub struct StoreSource<'a> {
     pub state: &'a AppState,
+    /// Values this request has read and gridded so far (see [`Source::charge`]).
+    cells: std::sync::atomic::AtomicU64,
     /// This request's allowance for filling the row cache (none without one).
     fill: Option<Fill>,
     /// Set once the request reads more rows than its allowance covers: it then reads past
@@ -88,6 +106,7 @@ impl<'a> StoreSource<'a> {
     pub fn new(state: &'a AppState) -> StoreSource<'a> {
         StoreSource {
             state,
+            cells: Default::default(),
             fill: state.query.rows.as_ref().map(|c| c.fill()),
             uncached: AtomicBool::new(false),
         }
@@ -140,6 +159,8 @@ impl StoreSource<'_> {
             .query
             .select_whole(uids, (from + 1) * 1000, until * 1000 + 999, self.fill())
             .map_err(|e| EvalError(e.to_string()))?;
+        // Charged as each run is read: a request past its budget stops at the next run.
+        self.charge(got.iter().map(|p| p.len() as u64).sum())?;
         let mut gaps = Gaps::default();
         let got = run
             .iter()
@@ -152,6 +173,21 @@ impl StoreSource<'_> {
 }
 
 impl Source for StoreSource<'_> {
+    fn cell_limit(&self) -> Option<u64> {
+        Some(self.state.config.query.max_cells).filter(|&l| l > 0)
+    }
+
+    fn charge(&self, cells: u64) -> R<()> {
+        let Some(limit) = self.cell_limit() else {
+            return Ok(());
+        };
+        let spent = self.cells.fetch_add(cells, Ordering::Relaxed) + cells;
+        if spent > limit {
+            return Err(too_many_cells(spent, limit));
+        }
+        Ok(())
+    }
+
     fn entries(&self) -> R<Arc<Vec<Entry>>> {
         self.state
             .graphite_index
@@ -254,6 +290,7 @@ impl Source for StoreSource<'_> {
                     },
                 )
                 .map_err(|e| EvalError(e.to_string()))?;
+            self.charge(got.iter().map(|s| s.points.len() as u64).sum())?;
             let mut gaps = Gaps::default();
             let got = got
                 .into_iter()
@@ -504,6 +541,7 @@ impl Ctx<'_> {
         if !sorted.is_sorted_by(|a, b| a.path <= b.path) {
             sorted.sort_by(|a, b| a.path.cmp(&b.path));
         }
+        self.precheck(&sorted)?;
         let fold_in = |part: &mut P, chunk: &[&Entry], pts: Vec<Vec<(i64, f64)>>, step: i64| {
             for (e, p) in chunk.iter().zip(pts) {
                 add(part, each(self.grid(e, p, step, path_expr)));
@@ -511,6 +549,7 @@ impl Ctx<'_> {
         };
         if !self.source.reads_apart(&sorted) {
             let (step, pts) = self.read(&sorted)?;
+            self.charge_grids(sorted.len(), step)?;
             let items: Vec<(&Entry, Vec<(i64, f64)>)> = sorted.into_iter().zip(pts).collect();
             return Ok(parallel::fold(items, new, |part, (e, p)| {
                 add(part, each(self.grid(e, p, step, path_expr)))
@@ -544,10 +583,14 @@ impl Ctx<'_> {
                         *gaps.entry(*g).or_default() += n;
                     }
                     match &mut folded {
-                        Some((step, part)) => fold_in(part, run, pts, *step),
+                        Some((step, part)) => {
+                            self.charge_grids(run.len(), *step)?;
+                            fold_in(part, run, pts, *step)
+                        }
                         None if run_gaps.is_empty() => held.extend(pts),
                         None => {
                             let step = self.grid_step(commonest_gap(&run_gaps))?;
+                            self.charge_grids(at * READ_RUN_MAX + run.len(), step)?;
                             let mut part = new();
                             fold_in(
                                 &mut part,
@@ -593,12 +636,46 @@ impl Ctx<'_> {
                 }
                 Read::Points(pts) => pts,
             };
+            self.charge_grids(chunk.len(), step)?;
             let mut part = new();
             fold_in(&mut part, &chunk, pts, step);
             Ok(part)
         })
         .into_iter()
         .collect()
+    }
+
+    /// Refuses, before anything is read, a request whose `entries` could not be gridded within
+    /// `query.max_cells`. Only when they could not fit even at one step a second is the step
+    /// learnt first, from the first entry's last hour (one short read): the request is then
+    /// judged at that step. The points actually read and the grids actually made are charged
+    /// as they come ([`Source::charge`]), so a step guessed too long is caught there.
+    fn precheck(&self, entries: &[&Entry]) -> R<()> {
+        let Some(limit) = self.source.cell_limit() else {
+            return Ok(());
+        };
+        let window = (self.until - self.from).max(1) as u64;
+        let n = entries.len() as u64;
+        if entries.is_empty() || n.saturating_mul(window) <= limit {
+            return Ok(());
+        }
+        let probe = self.source.points(
+            &entries[..1],
+            self.until - STEP_LOOKBACK.min(window as i64),
+            self.until,
+        )?;
+        let step = commonest_gap(&probe.gaps).max(1) as u64;
+        let cells = n.saturating_mul(window / step + 1);
+        if cells > limit {
+            return Err(too_many_cells(cells, limit));
+        }
+        Ok(())
+    }
+
+    /// Charges the grids of `series` series at `step` before they are made.
+    fn charge_grids(&self, series: usize, step: i64) -> R<()> {
+        let steps = (self.until - self.from).max(0) as u64 / step.max(1) as u64 + 1;
+        self.source.charge((series as u64).saturating_mul(steps))
     }
 
     /// A list expression whose series can each be made on their own: a path expression, or a

@@ -22,32 +22,61 @@ pub struct Call {
     pub text: String,
 }
 
+/// Deepest nesting [`parse`] accepts: calls within calls, and each `|` of a pipe chain (both
+/// are levels of the evaluator's recursion). `query.max_depth`'s default.
+pub const DEFAULT_MAX_DEPTH: usize = 64;
+
 pub fn parse(s: &str) -> Result<Expr, String> {
+    parse_bounded(s, DEFAULT_MAX_DEPTH)
+}
+
+/// [`parse`] refusing a target nested deeper than `max_depth` (a tree taller than that): the
+/// parser and the evaluator both recurse once per level, and a few thousand levels overflow a
+/// thread's stack, which aborts the process.
+pub fn parse_bounded(s: &str, max_depth: usize) -> Result<Expr, String> {
     let mut p = P {
         s: s.as_bytes(),
         src: s,
         i: 0,
+        level: 0,
+        max_depth,
     };
     p.ws();
-    let e = p.expression()?;
+    let (e, _) = p.expression()?;
     p.ws();
     if p.i < p.s.len() {
-        return Err(format!(
-            "unexpected {:?} at position {} in {s:?}",
-            String::from_utf8_lossy(&p.s[p.i..]),
-            p.i
-        ));
+        let rest = String::from_utf8_lossy(&p.s[p.i..]);
+        let (shown, more) = clip(&rest);
+        return p.err(&format!("unexpected {shown:?}{more}"));
     }
     Ok(e)
 }
 
-/// Positional and keyword arguments.
-type ArgList = (Vec<Expr>, Vec<(String, Expr)>);
+/// Longest part of a target an error message quotes.
+const SHOWN_MAX: usize = 200;
+
+/// A target can be a whole request body long: a message quotes its start only.
+fn clip(s: &str) -> (&str, &'static str) {
+    let mut end = s.len().min(SHOWN_MAX);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&s[..end], if end < s.len() { "…" } else { "" })
+}
+
+/// Positional and keyword arguments, and the tallest one's height.
+type ArgList = (Vec<Expr>, Vec<(String, Expr)>, usize);
+
+/// An expression and its height (1 for a leaf).
+type Parsed = (Expr, usize);
 
 struct P<'a> {
     s: &'a [u8],
     src: &'a str,
     i: usize,
+    /// Calls open around the position: bounds the parser's own recursion.
+    level: usize,
+    max_depth: usize,
 }
 
 fn is_ident_start(c: u8) -> bool {
@@ -76,29 +105,43 @@ impl P<'_> {
         self.s.get(self.i).copied()
     }
     fn err<T>(&self, what: &str) -> Result<T, String> {
-        Err(format!("{what} at position {} in {:?}", self.i, self.src))
+        let (shown, more) = clip(self.src);
+        Err(format!("{what} at position {} in {shown:?}{more}", self.i))
     }
 
-    fn expression(&mut self) -> Result<Expr, String> {
-        let mut e = self.primary()?;
+    /// The error for a tree taller than `max_depth`.
+    fn too_deep<T>(&self) -> Result<T, String> {
+        self.err(&format!(
+            "target nested deeper than {} levels (query.max_depth)",
+            self.max_depth
+        ))
+    }
+
+    fn expression(&mut self) -> Result<Parsed, String> {
+        let (mut e, mut height) = self.primary()?;
         loop {
             self.ws();
             if self.peek() != Some(b'|') {
-                return Ok(e);
+                return Ok((e, height));
             }
             self.i += 1;
             self.ws();
             let start = self.i;
-            let Expr::Call(mut c) = self.primary()? else {
+            let (Expr::Call(mut c), h) = self.primary()? else {
                 self.i = start;
                 return self.err("expected a function call after '|'");
             };
+            // The piped value becomes the call's first argument: one level deeper.
+            height = h.max(height + 1);
+            if height > self.max_depth {
+                return self.too_deep();
+            }
             c.args.insert(0, e);
             e = Expr::Call(c);
         }
     }
 
-    fn primary(&mut self) -> Result<Expr, String> {
+    fn primary(&mut self) -> Result<Parsed, String> {
         let start = self.i;
         if self.peek().is_some_and(is_ident_start) {
             let mut j = self.i;
@@ -108,40 +151,54 @@ impl P<'_> {
             if self.s.get(j) == Some(&b'(') {
                 let name = self.src[self.i..j].to_string();
                 self.i = j + 1;
-                let (args, kwargs) = self.arglist()?;
-                return Ok(Expr::Call(Call {
+                if self.level >= self.max_depth {
+                    return self.too_deep();
+                }
+                self.level += 1;
+                let got = self.arglist();
+                self.level -= 1;
+                let (args, kwargs, tallest) = got?;
+                if tallest + 1 > self.max_depth {
+                    return self.too_deep();
+                }
+                let call = Expr::Call(Call {
                     name,
                     args,
                     kwargs,
                     text: self.src[start..self.i].to_string(),
-                }));
+                });
+                return Ok((call, tallest + 1));
             }
         }
-        self.path()
+        Ok((self.path()?, 1))
     }
 
     fn arglist(&mut self) -> Result<ArgList, String> {
-        let (mut args, mut kwargs) = (Vec::new(), Vec::new());
+        let (mut args, mut kwargs, mut tallest) = (Vec::new(), Vec::new(), 0);
         self.ws();
         if self.peek() == Some(b')') {
             self.i += 1;
-            return Ok((args, kwargs));
+            return Ok((args, kwargs, tallest));
         }
         loop {
             self.ws();
             if let Some(k) = self.kwarg_name() {
-                kwargs.push((k, self.arg()?));
+                let (e, h) = self.arg()?;
+                tallest = tallest.max(h);
+                kwargs.push((k, e));
             } else if !kwargs.is_empty() {
                 return self.err("positional argument after keyword argument");
             } else {
-                args.push(self.arg()?);
+                let (e, h) = self.arg()?;
+                tallest = tallest.max(h);
+                args.push(e);
             }
             self.ws();
             match self.peek() {
                 Some(b',') => self.i += 1,
                 Some(b')') => {
                     self.i += 1;
-                    return Ok((args, kwargs));
+                    return Ok((args, kwargs, tallest));
                 }
                 _ => return self.err("expected ',' or ')'"),
             }
@@ -170,7 +227,7 @@ impl P<'_> {
         None
     }
 
-    fn arg(&mut self) -> Result<Expr, String> {
+    fn arg(&mut self) -> Result<Parsed, String> {
         match self.peek() {
             Some(q @ (b'\'' | b'"')) => {
                 let start = self.i + 1;
@@ -178,13 +235,13 @@ impl P<'_> {
                     return self.err("unterminated string");
                 };
                 self.i = start + len + 1;
-                return Ok(Expr::Str(self.src[start..start + len].to_string()));
+                return Ok((Expr::Str(self.src[start..start + len].to_string()), 1));
             }
             None => return self.err("missing argument"),
             _ => {}
         }
         if let Some(n) = self.number() {
-            return Ok(Expr::Num(n));
+            return Ok((Expr::Num(n), 1));
         }
         // Bare words that are values only when a delimiter follows them.
         for (word, v) in [
@@ -200,7 +257,7 @@ impl P<'_> {
                 && self.delimited(end)
             {
                 self.i = end;
-                return Ok(v);
+                return Ok((v, 1));
             }
         }
         self.expression()
@@ -361,5 +418,30 @@ mod tests {
         assert_eq!(parse(r"a.b\").unwrap(), Expr::Path(r"a.b\".into()));
         assert!(parse("f(a\\").is_err());
         assert!(parse("a.b)é").unwrap_err().contains("é"));
+    }
+
+    /// Issue 35: `absolute(` nested 2,000 deep overflowed the stack and aborted the process.
+    #[test]
+    fn nesting_is_bounded_in_calls_and_pipes() {
+        let nested = |n: usize| format!("{}a.b{}", "absolute(".repeat(n), ")".repeat(n));
+        assert!(parse_bounded(&nested(7), 8).is_ok());
+        let e = parse_bounded(&nested(8), 8).unwrap_err();
+        assert!(e.contains("query.max_depth"), "{e}");
+        // Far past any stack, still a plain error.
+        assert!(parse(&nested(100_000))
+            .unwrap_err()
+            .contains("deeper than 64"));
+        // A pipe chain is as deep as the same calls nested.
+        let piped = |n: usize| format!("a.b{}", "|absolute()".repeat(n));
+        assert!(parse_bounded(&piped(7), 8).is_ok());
+        assert!(parse_bounded(&piped(8), 8).unwrap_err().contains("deeper"));
+        assert!(parse(&piped(100_000)).is_err());
+        // Pipes inside an argument count from where that argument sits.
+        let inner = format!("f({})", piped(6));
+        assert!(parse_bounded(&inner, 8).is_ok());
+        assert!(parse_bounded(&format!("g({inner})"), 8).is_err());
+        // Wide is not deep.
+        let wide = format!("sumSeries({})", vec!["absolute(x)"; 5_000].join(","));
+        assert!(parse_bounded(&wide, 3).is_ok());
     }
 }

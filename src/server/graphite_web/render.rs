@@ -4,7 +4,7 @@
 
 use super::attime::parse_attime;
 use super::eval::{Ctx, StoreSource};
-use super::parser::parse;
+use super::parser::parse_bounded;
 use super::series::{consolidate_with, py_float, Series};
 use super::{bad_request, json_or_jsonp, now_s, Params};
 use crate::server::http::Reply;
@@ -63,7 +63,7 @@ pub fn render(state: &AppState, p: &Params) -> Reply {
         if t.trim().is_empty() {
             continue;
         }
-        let expr = match parse(t.trim()) {
+        let expr = match parse_bounded(t.trim(), state.config.query.max_depth) {
             Ok(e) => e,
             Err(e) => return bad_request(&e),
         };
@@ -72,26 +72,61 @@ pub fn render(state: &AppState, p: &Params) -> Reply {
             Err(e) => return bad_request(&e.0),
         }
     }
-    match format {
-        "json" => {
-            let mdp = match p.get("maxDataPoints").map(|m| m.parse::<usize>()) {
-                None => None,
-                Some(Ok(m)) if m > 0 => Some(m),
-                Some(_) => return bad_request("maxDataPoints must be a positive integer"),
-            };
-            json_or_jsonp(
-                StatusCode::OK,
-                to_json(&out, mdp, p.has("noNullPoints")),
-                p.get("jsonp"),
-            )
+    let mdp = match p.get("maxDataPoints").map(|m| m.parse::<usize>()) {
+        None => None,
+        Some(Ok(m)) if m > 0 => Some(m),
+        Some(_) if format == "json" => {
+            return bad_request("maxDataPoints must be a positive integer")
         }
+        Some(_) => None,
+    };
+    let max = state.config.query.max_answer_bytes;
+    // Every format spends at least this much per point written: refused before it is built.
+    let least =
+        answer_points(&out, mdp.filter(|_| format == "json")).saturating_mul(POINT_BYTES_MIN);
+    if max > 0 && least > max {
+        return too_large(least, max);
+    }
+    let reply = match format {
+        "json" => json_or_jsonp(
+            StatusCode::OK,
+            to_json(&out, mdp, p.has("noNullPoints")),
+            p.get("jsonp"),
+        ),
         "csv" => body("text/csv", to_csv(&out).into_bytes()),
         "raw" => body("text/plain", to_raw(&out).into_bytes()),
         "pickle" => body("application/pickle", to_pickle(&out)),
-        f => bad_request(&format!(
-            "unsupported format {f:?} (json, csv, raw and pickle are served)"
-        )),
+        f => {
+            return bad_request(&format!(
+                "unsupported format {f:?} (json, csv, raw and pickle are served)"
+            ))
+        }
+    };
+    if max > 0 && reply.body().len() > max {
+        return too_large(reply.body().len(), max);
     }
+    reply
+}
+
+/// The fewest bytes any format writes for a point (`[1,1700000000],` in JSON, more elsewhere).
+const POINT_BYTES_MIN: usize = 15;
+
+/// Points an answer writes: every value, or about `maxDataPoints` per series in JSON.
+fn answer_points(list: &[Series], mdp: Option<usize>) -> usize {
+    list.iter()
+        .map(|s| match mdp {
+            Some(m) => s.values.len().min(m),
+            None => s.values.len(),
+        })
+        .sum()
+}
+
+/// `query.max_answer_bytes` exceeded: 413, in graphite-web's plain-text words.
+fn too_large(bytes: usize, max: usize) -> Reply {
+    super::text_reply(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &format!("The answer would take {bytes} bytes or more, more than {max} (query.max_answer_bytes): ask for fewer series or a shorter window, or set maxDataPoints"),
+    )
 }
 
 fn body(ct: &str, b: Vec<u8>) -> Reply {

@@ -127,7 +127,7 @@ async fn run(
         + Send
         + 'static,
 ) -> Reply {
-    let expr = match promql::parse(&query) {
+    let expr = match promql::parse_bounded(&query, state.config.query.max_depth) {
         Ok(e) => e,
         Err(e) => return prom_error(e),
     };

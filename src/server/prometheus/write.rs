@@ -191,6 +191,7 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
         known,
         metadata,
         mut errors,
+        errors_more,
         histograms,
         exemplars: _,
         refused,
@@ -212,6 +213,7 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
         );
         return reply(StatusCode::PAYLOAD_TOO_LARGE, version, &nothing, &msg);
     }
+    let mut more = errors_more;
     if histograms > 0 {
         errors.push(format!(
             "{histograms} native histogram samples are not supported and were not stored"
@@ -274,8 +276,10 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
             }
             Err(e) => {
                 failed += 1;
-                if errors.len() < 10 {
+                if errors.len() < crate::prometheus::write::ERRORS_KEPT {
                     errors.push(e.to_string());
+                } else {
+                    more += 1;
                 }
             }
         }
@@ -289,8 +293,9 @@ pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
         return reply(StatusCode::NO_CONTENT, version, &written, "");
     }
     let shown: Vec<&str> = errors.iter().take(5).map(|s| s.as_str()).collect();
-    let more = if errors.len() > 5 {
-        format!(" (and {} more)", errors.len() - 5)
+    let more = more + errors.len() - shown.len();
+    let more = if more > 0 {
+        format!(" (and {more} more)")
     } else {
         String::new()
     };

@@ -96,6 +96,9 @@ pub struct GraphiteRule {
     pub filter: String,
 }
 
+/// Highest `query.max_depth` accepted (see `Config::validate`).
+pub const MAX_DEPTH_CEILING: usize = 128;
+
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct QueryConfig {
@@ -107,6 +110,14 @@ pub struct QueryConfig {
     pub max_series: usize,
     /// Most stored points one OpenTSDB query may read; 0 = no limit.
     pub max_points: u64,
+    /// Deepest nesting of a query expression (PromQL, graphite-web targets): parsers and
+    /// evaluators recurse once per level, and a thread's stack holds a few thousand levels.
+    pub max_depth: usize,
+    /// Most values one query may make: an OpenTSDB fill policy's buckets over all series,
+    /// graphite-web's series × steps and the raw points it reads; 0 = no limit.
+    pub max_cells: u64,
+    /// Largest answer body of `/api/query` and `/render`, checked as it is written; 0 = none.
+    pub max_answer_bytes: usize,
 }
 
 impl Default for QueryConfig {
@@ -116,6 +127,9 @@ impl Default for QueryConfig {
             timeout_ms: 120_000,
             max_series: 100_000,
             max_points: 50_000_000,
+            max_depth: 64,
+            max_cells: 10_000_000,
+            max_answer_bytes: 128 << 20,
         }
     }
 }
@@ -445,6 +459,12 @@ impl Config {
                 "prometheus.max_tags must be >= 1".into(),
             ));
         }
+        // Past this a debug build's 2 MiB thread stack no longer holds the deepest evaluation.
+        if !(1..=MAX_DEPTH_CEILING).contains(&self.query.max_depth) {
+            return Err(ConfigError::Invalid(format!(
+                "query.max_depth must be between 1 and {MAX_DEPTH_CEILING}"
+            )));
+        }
         let l = &self.limits;
         if l.max_points_per_request < 1
             || l.max_name_length < 1
@@ -533,6 +553,22 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("uid_width_tagv"));
+    }
+
+    #[test]
+    fn max_depth_stays_within_what_a_stack_holds() {
+        let c: Config = toml::from_str("[query]\nmax_depth = 128\n").unwrap();
+        c.validate().unwrap();
+        assert_eq!(Config::default().query.max_depth, 64);
+        for bad in [0, MAX_DEPTH_CEILING + 1] {
+            let mut c = Config::default();
+            c.query.max_depth = bad;
+            assert!(c
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("query.max_depth"));
+        }
     }
 }
 

@@ -25,8 +25,11 @@ pub struct Batch<'a> {
     /// Senders repeat their series, so this is where nearly every sample goes, in one step.
     pub known: Vec<StoredPoint>,
     pub metadata: Vec<(String, Meta)>,
-    /// Problems that make the answer a 400 (the first few are named in it).
+    /// Problems that make the answer a 400: the first [`ERRORS_KEPT`], each cut to
+    /// [`ERROR_BYTES_MAX`] (see [`Batch::error`]).
     pub errors: Vec<String>,
+    /// Problems past the first [`ERRORS_KEPT`]: counted, never written out.
+    pub errors_more: usize,
     pub histograms: usize,
     pub exemplars: usize,
     /// Samples not kept because their series' labels were refused.
@@ -35,6 +38,41 @@ pub struct Batch<'a> {
 
 /// A sample encoded for storage: its row base and cell, or why it cannot be stored.
 pub type SampleCell = Result<(u32, RawPoint), PointError>;
+/// Error messages a request keeps; the answer names five and counts the rest.
+pub const ERRORS_KEPT: usize = 10;
+/// Longest error message kept (a series' whole escaped label set can be a body's size).
+pub const ERROR_BYTES_MAX: usize = 512;
+
+impl Batch<'_> {
+    /// Records a problem; its message is only built while fewer than [`ERRORS_KEPT`] are
+    /// kept: a request of many invalid samples otherwise built one message, with the whole
+    /// label set, per sample (a 171 KiB request took 1.9 GB).
+    pub fn error(&mut self, message: impl FnOnce() -> String) {
+        if self.errors.len() >= ERRORS_KEPT {
+            self.errors_more += 1;
+            return;
+        }
+        let mut m = message();
+        if m.len() > ERROR_BYTES_MAX {
+            let mut cut = ERROR_BYTES_MAX;
+            while !m.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            m.truncate(cut);
+            m.push('…');
+        }
+        self.errors.push(m);
+    }
+}
+
+/// A sample's error as kept per sample: its message only while messages are still kept.
+fn sample_error(b: &Batch, e: PointError) -> PointError {
+    if b.errors.len() >= ERRORS_KEPT {
+        PointError::Invalid(String::new())
+    } else {
+        e
+    }
+}
 
 /// A series' standing in the raw-label memo (`SeriesResolver::raw_reader`).
 #[derive(Debug)]
@@ -127,7 +165,7 @@ pub fn from_v2(req: &v2::Request, max_tags: usize) -> Batch<'_> {
     let mut b = Batch::default();
     if let Err(e) = req.check_symbols() {
         b.refused.labels = req.timeseries.iter().map(|t| t.samples.len()).sum();
-        b.errors.push(e.to_string());
+        b.error(|| e.to_string());
         return b;
     }
     for ts in &req.timeseries {
@@ -137,7 +175,7 @@ pub fn from_v2(req: &v2::Request, max_tags: usize) -> Batch<'_> {
             Ok(l) => l,
             Err(e) => {
                 b.refused.labels += ts.samples.len();
-                b.errors.push(e.to_string());
+                b.error(|| e.to_string());
                 continue;
             }
         };
@@ -197,7 +235,8 @@ fn add_series<'a>(
                     point,
                 }),
                 Err(e) => {
-                    b.errors.push(format!("{}: {e}", describe()));
+                    b.error(|| format!("{}: {e}", describe()));
+                    let e = sample_error(b, e);
                     let idx = *at.get_or_insert_with(|| {
                         b.series.push(StoredSeries {
                             metric: "".into(),
@@ -219,7 +258,7 @@ fn add_series<'a>(
                 super::labels::LabelError::TooMany { .. } => b.refused.tags += samples.len(),
                 _ => b.refused.labels += samples.len(),
             }
-            b.errors.push(e.to_string());
+            b.error(|| e.to_string());
             return;
         }
     };
@@ -227,10 +266,10 @@ fn add_series<'a>(
     b.series.push(stored);
     b.memo.push(memo);
     for (ts, v) in samples {
-        let r = encode_sample(ts, v);
-        if let Err(e) = &r {
-            b.errors.push(format!("{}: {e}", describe()));
-        }
+        let r = encode_sample(ts, v).map_err(|e| {
+            b.error(|| format!("{}: {e}", describe()));
+            sample_error(b, e)
+        });
         b.samples.push((idx, r));
     }
 }
@@ -322,6 +361,39 @@ mod tests {
             "{}",
             b.errors[0]
         );
+    }
+
+    /// Issue 35: each invalid sample built its own message with the whole escaped label set.
+    #[test]
+    fn error_messages_are_capped_in_count_and_size() {
+        let long = "x".repeat(20_000);
+        let bad: Vec<(i64, f64)> = (0..5_000).map(|i| (-1 - i, 1.0)).collect();
+        let req = WriteRequest {
+            timeseries: vec![
+                series(&[("__name__", "up"), ("big", &long)], &bad),
+                series(
+                    &[("__name__", "up"), ("job", "ok")],
+                    &[(1_700_000_000_000, 1.0)],
+                ),
+            ],
+            metadata: vec![],
+        };
+        let raw = req.encode_to_vec();
+        let b = from_v1(&raw, 8, &|_| None).unwrap();
+        assert_eq!(b.errors.len(), ERRORS_KEPT);
+        assert_eq!(b.errors_more, 5_000 - ERRORS_KEPT);
+        assert!(b
+            .errors
+            .iter()
+            .all(|e| e.len() <= ERROR_BYTES_MAX + '…'.len_utf8()));
+        assert!(
+            b.errors[0].starts_with("up{big=\"xxx"),
+            "{}",
+            &b.errors[0][..40]
+        );
+        // Every sample is still accounted for, the valid one ready to store.
+        assert_eq!(b.samples.len(), 5_001);
+        assert_eq!(b.samples.iter().filter(|(_, r)| r.is_ok()).count(), 1);
     }
 
     #[test]

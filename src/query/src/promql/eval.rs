@@ -300,6 +300,17 @@ impl<'a> Evaluator<'a> {
                 if ti < lo {
                     ti += step;
                 }
+                // Each inner step keeps at least one sample per series: the steps alone may
+                // already be past `max_samples` (`vector(1)[1d:1ms]` is 86.4 million).
+                let too_many = || {
+                    PromError::Execution(
+                        "query processing would load too many samples into memory in subquery evaluation".into(),
+                    )
+                };
+                if ti <= te && ((te - ti) / step) as u64 >= self.settings.max_samples as u64 {
+                    return Err(too_many());
+                }
+                let mut kept = 0usize;
                 let mut acc: HashMap<LabelSet, Vec<(i64, f64)>> = HashMap::new();
                 let mut order: Vec<LabelSet> = Vec::new();
                 while ti <= te {
@@ -317,6 +328,10 @@ impl<'a> Evaluator<'a> {
                             )))
                         }
                     };
+                    kept += pts.len();
+                    if kept > self.settings.max_samples {
+                        return Err(too_many());
+                    }
                     for s in pts {
                         let e = acc.entry(s.labels.clone()).or_insert_with(|| {
                             order.push(s.labels.clone());

@@ -99,9 +99,18 @@ const PARSED_MAX: usize = 512;
 /// Longer texts are parsed every time rather than kept.
 const PARSED_TEXT_MAX: usize = 4096;
 
+/// Deepest expression [`parse`] accepts (`query.max_depth`'s default).
+pub const DEFAULT_MAX_DEPTH: usize = 64;
+
 /// Parses a query as Prometheus 2.42 would. `holt_winters` is 2.42's name of what the parser
 /// calls `double_exponential_smoothing` (3.x's name, unknown to 2.42).
 pub fn parse(q: &str) -> Result<Expr, PromError> {
+    parse_bounded(q, DEFAULT_MAX_DEPTH)
+}
+
+/// [`parse`] refusing an expression deeper than `max_depth` before the parser sees it.
+pub fn parse_bounded(q: &str, max_depth: usize) -> Result<Expr, PromError> {
+    check_depth(q, max_depth)?;
     // The tree is copied outside the lock: queries on other threads only wait for a look-up.
     let hit = PARSED.lock().get(q).cloned();
     if let Some(e) = hit {
@@ -133,6 +142,105 @@ fn parse_text(q: &str) -> Result<Expr, PromError> {
     let q = hw.replace_all(q, "double_exponential_smoothing$1");
     check_number_durations(&q)?;
     parser::parse(&q).map_err(|e| PromError::BadData(format!("1:1: parse error: {e}")))
+}
+
+/// Refuses a query whose syntax tree could be deeper than `max`, from its text alone: the
+/// parser, the tree's drop, the planner and the evaluator all recurse once per level, and a
+/// few thousand levels (`abs(` 2,000 times, or `1+1+…+1`, which nests without a bracket)
+/// overflow a thread's stack, which aborts the process. A bracket group is one level more
+/// than what it holds, and within one group each operator (binary or unary) can nest its
+/// operands one level deeper: a group is at most as deep as its operators plus its deepest
+/// inner group plus one. Counting every operator character over-counts (`>=`, `1e-3`), never
+/// under-counts.
+fn check_depth(q: &str, max: usize) -> Result<(), PromError> {
+    let too_deep = || {
+        PromError::BadData(format!(
+            "1:1: parse error: expression nested deeper than {max} levels (query.max_depth)"
+        ))
+    };
+    /// One open bracket: operators seen in it, its deepest inner group, whether it is `{…}`.
+    struct Group {
+        ops: usize,
+        inner: usize,
+        braces: bool,
+    }
+    let depth = |g: &Group| g.ops + g.inner + 1;
+    let mut open = vec![Group {
+        ops: 0,
+        inner: 0,
+        braces: false,
+    }];
+    let b = q.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        let (nested, top) = (
+            open.len() > 1,
+            open.last_mut()
+                .expect("the outermost group is never closed"),
+        );
+        match c {
+            b'"' | b'\'' | b'`' => {
+                i += 1;
+                while i < b.len() && b[i] != c {
+                    i += if b[i] == b'\\' && c != b'`' { 2 } else { 1 };
+                }
+            }
+            b'#' => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'(' | b'[' | b'{' => {
+                open.push(Group {
+                    ops: 0,
+                    inner: 0,
+                    braces: c == b'{',
+                });
+                if open.len() > max {
+                    return Err(too_deep());
+                }
+            }
+            b')' | b']' | b'}' if nested => {
+                let g = open.pop().expect("more than one");
+                let d = depth(&g);
+                let parent = open.last_mut().expect("the outermost group");
+                parent.inner = parent.inner.max(d);
+            }
+            b'+' | b'-' | b'*' | b'/' | b'%' | b'^' | b'=' | b'!' | b'<' | b'>' if !top.braces => {
+                top.ops += 1;
+            }
+            _ if c.is_ascii_alphabetic() || c == b'_' => {
+                let start = i;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b':')
+                {
+                    i += 1;
+                }
+                let w = &q[start..i];
+                if !top.braces
+                    && ["and", "or", "unless", "atan2"]
+                        .iter()
+                        .any(|op| w.eq_ignore_ascii_case(op))
+                {
+                    top.ops += 1;
+                }
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    // Brackets left open are the parser's error to report; their depth still counts.
+    while open.len() > 1 {
+        let g = open.pop().expect("more than one");
+        let d = depth(&g);
+        let parent = open.last_mut().expect("the outermost group");
+        parent.inner = parent.inner.max(d);
+    }
+    if depth(&open[0]) > max {
+        return Err(too_deep());
+    }
+    Ok(())
 }
 
 /// Refuses a plain number where a duration goes (a range `[…]`, a subquery's `[…:…]`, after

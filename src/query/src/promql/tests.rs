@@ -277,3 +277,50 @@ fn a_number_no_duration_can_hold_is_a_parse_error_not_a_panic() {
         assert!(parse(q).is_ok(), "{q}: {:?}", parse(q));
     }
 }
+
+/// Issue 35: `abs(` nested 2,000 deep (and an operator chain, which nests without brackets)
+/// overflowed the stack. Each shape is refused past the bound, with Prometheus' bad_data.
+#[test]
+fn nesting_past_max_depth_is_bad_data() {
+    let nested = |n: usize| format!("{}up{}", "abs(".repeat(n), ")".repeat(n));
+    assert!(super::parse_bounded(&nested(10), 12).is_ok());
+    for q in [
+        nested(2_000),
+        nested(13),
+        format!("1{}", "+1".repeat(100_000)),
+        format!("{}1", "-".repeat(100_000)),
+        format!("up{}", " or up".repeat(5_000)),
+        format!("{}up{}", "(".repeat(20), ")".repeat(20)),
+        format!("{}up[5m]{}", "sum_over_time(".repeat(13), ")".repeat(13)),
+        // Unclosed brackets still count.
+        "abs(".repeat(50),
+    ] {
+        match super::parse_bounded(&q, 12) {
+            Err(super::PromError::BadData(m)) => assert!(m.contains("query.max_depth"), "{m}"),
+            other => panic!("{}…: {other:?}", &q[..20]),
+        }
+    }
+    // Brackets and operators inside strings and selectors are not levels.
+    let q = format!("up{{job=\"{}\"}}", "((((+-".repeat(100));
+    assert!(super::parse_bounded(&q, 4).is_ok());
+    // Wide is not deep: many operands of one aggregation each nest once.
+    let labels: Vec<String> = (0..300).map(|i| format!("\"l{i}\"")).collect();
+    let wide = format!("label_join(abs(up), \"dst\", \",\", {})", labels.join(", "));
+    assert!(super::parse_bounded(&wide, 3).is_ok());
+    assert!(super::parse_bounded(&wide, 2).is_err());
+}
+
+/// A subquery whose steps alone pass `max_samples` is refused before its first step (it took
+/// 2 GB and two minutes); one whose samples pass it stops when they do.
+#[test]
+fn subquery_steps_and_samples_count_against_max_samples() {
+    let started = std::time::Instant::now();
+    let e = at("count_over_time(vector(1)[1d:1ms])", 300_000).unwrap_err();
+    assert!(e.contains("too many samples"), "{e}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // Under the bound the same shape evaluates: 301 steps of 1 s.
+    assert_eq!(
+        at("count_over_time(vector(1)[5m:1s])", 300_000).unwrap(),
+        vec!["=301".to_string()]
+    );
+}

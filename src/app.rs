@@ -4,7 +4,7 @@ use crate::config::Config;
 use crate::ingest::Ingest;
 use crate::query::QueryEngine;
 use crate::series::SeriesResolver;
-use crate::server::AppState;
+use crate::server::{state, AppState};
 use crate::store::embedded::EmbeddedStore;
 use crate::store::hbase::HBaseStore;
 use crate::store::{SharedStore, StoreError};
@@ -235,31 +235,59 @@ impl Node {
         )?;
         let prom = crate::prometheus::PromState::open(&cfg.data_dir);
         let names = Arc::new(crate::graphite::names::NameRules::from_config(&cfg)?);
+        let config = Arc::new(cfg);
+        let ingest = Arc::new(Ingest {
+            resolver: resolver.clone(),
+            writer,
+            max_name_length: config.limits.max_name_length,
+            received: Default::default(),
+        });
+        let query = Arc::new(QueryEngine {
+            rows,
+            store,
+            uids,
+            layout,
+            table,
+            allow_delete: config.query.allow_delete,
+            limits: query_limits(&config),
+        });
+        // Each API family gets its part, once; the listeners hold the whole.
+        let graphite_index = Arc::new(crate::server::graphite_web::index::SeriesIndex::default());
         let state = Arc::new(AppState {
-            ingest: Ingest {
+            opentsdb: Arc::new(state::OpenTsdb {
+                ingest: ingest.clone(),
+                query: query.clone(),
                 resolver: resolver.clone(),
-                writer,
-                max_name_length: cfg.limits.max_name_length,
-                received: Default::default(),
-            },
-            query: QueryEngine {
-                rows,
-                store,
-                uids,
-                layout,
-                table,
-                allow_delete: cfg.query.allow_delete,
-                limits: query_limits(&cfg),
-            },
+                meta,
+                limits: limits(&config),
+                graphite_index: graphite_index.clone(),
+                config: config.clone(),
+            }),
+            prometheus: Arc::new(state::Prometheus {
+                ingest: ingest.clone(),
+                query: query.clone(),
+                resolver: resolver.clone(),
+                prom,
+                config: config.clone(),
+            }),
+            graphite_web: Arc::new(state::GraphiteWeb {
+                query: query.clone(),
+                resolver: resolver.clone(),
+                names: names.clone(),
+                graphite_index,
+                config: config.clone(),
+            }),
+            carbon: Arc::new(state::Carbon {
+                ingest: ingest.clone(),
+                resolver: resolver.clone(),
+                names,
+                config: config.clone(),
+            }),
+            ingest,
+            query,
             resolver,
-            meta,
-            limits: limits(&cfg),
-            config: cfg,
-            stats: Default::default(),
+            config,
             started: Instant::now(),
-            prom,
-            graphite_index: Default::default(),
-            names,
             auth,
             tls,
         });
@@ -391,14 +419,14 @@ pub fn start_graphite(
     if let Some(l) = s.tcp {
         tracing::info!(addr = %l.local_addr().map(|a| a.to_string()).unwrap_or_default(), "Graphite plaintext listening (TCP and UDP)");
         tasks.push(tokio::spawn(crate::server::carbon::plaintext::serve_tcp(
-            state.clone(),
+            state.carbon.clone(),
             l,
             shutdown.clone(),
         )));
     }
     if let Some(u) = s.udp {
         tasks.push(tokio::spawn(crate::server::carbon::plaintext::serve_udp(
-            state.clone(),
+            state.carbon.clone(),
             u,
             shutdown.clone(),
         )));
@@ -406,7 +434,7 @@ pub fn start_graphite(
     if let Some(l) = s.pickle {
         tracing::info!(addr = %l.local_addr().map(|a| a.to_string()).unwrap_or_default(), "Graphite pickle listening");
         tasks.push(tokio::spawn(crate::server::carbon::pickle::serve(
-            state.clone(),
+            state.carbon.clone(),
             l,
             shutdown,
         )));

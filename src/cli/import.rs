@@ -73,7 +73,7 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<i32> {
                     if l.trim().is_empty() {
                         continue;
                     }
-                    match parse_import_line(l, &node.state.limits) {
+                    match parse_import_line(l, &node.state.opentsdb.limits) {
                         Ok(p) => points.push(p),
                         Err(e) => {
                             bad += 1;

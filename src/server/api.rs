@@ -3,8 +3,8 @@
 //! path reaches which is `routes`.
 
 use super::http::{error_reply, json_reply, Reply, Request};
-use super::AppState;
 use crate::schema::uid_table::UidKind;
+use crate::server::state::OpenTsdb;
 use http::{Method, StatusCode};
 use serde_json::{json, Map, Value as Json};
 use std::io::Read;
@@ -12,7 +12,7 @@ use std::sync::Arc;
 use tsgate_opentsdb::put_json::parse_body;
 
 /// `/api/dropcaches`.
-pub(super) fn drop_caches(state: &AppState) -> Reply {
+pub(super) fn drop_caches(state: &OpenTsdb) -> Reply {
     state.resolver.drop_caches();
     json_reply(
         StatusCode::OK,
@@ -52,7 +52,7 @@ pub fn method_not_allowed(m: &Method) -> Reply {
 }
 
 /// Decompresses a gzip body within the size limit. (The error reply is boxed: it is large.)
-fn body_text(state: &AppState, req: &Request) -> Result<Vec<u8>, Box<Reply>> {
+fn body_text(state: &OpenTsdb, req: &Request) -> Result<Vec<u8>, Box<Reply>> {
     let gz = req
         .headers
         .get("content-encoding")
@@ -81,7 +81,7 @@ fn body_text(state: &AppState, req: &Request) -> Result<Vec<u8>, Box<Reply>> {
     Ok(out)
 }
 
-pub(super) async fn put(state: &Arc<AppState>, req: Request) -> Reply {
+pub(super) async fn put(state: &Arc<OpenTsdb>, req: Request) -> Reply {
     if req.method != Method::POST {
         return method_not_allowed(&req.method);
     }
@@ -246,7 +246,7 @@ pub(super) fn version() -> Reply {
     )
 }
 
-pub(super) async fn uid_assign(state: &Arc<AppState>, req: Request) -> Reply {
+pub(super) async fn uid_assign(state: &Arc<OpenTsdb>, req: Request) -> Reply {
     let mut wanted: Vec<(UidKind, &'static str, Vec<String>)> = Vec::new();
     let json_body: Option<Json> = if req.method == Method::POST && !req.body.is_empty() {
         match serde_json::from_slice(&req.body) {

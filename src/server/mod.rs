@@ -16,6 +16,7 @@ pub mod opentsdb_query;
 pub mod prometheus;
 pub mod refuse;
 pub mod routes;
+pub mod state;
 pub mod stats_api;
 pub mod telnet;
 pub mod tls;
@@ -28,49 +29,43 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
-use tsgate_opentsdb::Limits;
 
-/// What every connection handler shares.
+/// The node as the listeners see it: each API family's state, and what the port itself needs
+/// (admission, authentication, TLS). Handlers take their family's part ([`state`]).
 pub struct AppState {
-    pub ingest: Ingest,
-    pub query: QueryEngine,
+    pub opentsdb: Arc<state::OpenTsdb>,
+    pub prometheus: Arc<state::Prometheus>,
+    pub graphite_web: Arc<state::GraphiteWeb>,
+    pub carbon: Arc<state::Carbon>,
+    /// The parts `/metrics`, `/api/stats` and the shutdown read.
+    pub ingest: Arc<Ingest>,
+    pub query: Arc<QueryEngine>,
     pub resolver: Arc<SeriesResolver>,
-    /// Annotations, UID/TS metadata and trees.
-    pub meta: Arc<crate::meta::MetaService>,
-    pub limits: Limits,
-    pub config: crate::config::Config,
-    pub stats: Stats,
+    pub config: Arc<crate::config::Config>,
     pub started: Instant,
-    /// State of the Prometheus endpoints (metadata from remote write).
-    pub prom: crate::prometheus::PromState,
-    /// Graphite paths of the stored series, for graphite-web browsing and path expressions.
-    pub graphite_index: graphite_web::index::SeriesIndex,
-    /// Graphite path ↔ metric + tags (ingest and the graphite-web API).
-    pub names: Arc<crate::graphite::names::NameRules>,
     /// HTTP authentication (`[auth]`); `None` = every endpoint open.
     pub auth: Option<Arc<auth::Authenticator>>,
     /// HTTPS on the port (`[server.tls]`).
     pub tls: Option<Arc<tls::Tls>>,
 }
 
-impl AppState {
-    /// The counters `stats` and `/api/stats` report, the store's included (with HBase, Thrift
-    /// calls by method as `tsd.hbase.rpcs type=<method>`).
-    pub fn stats_snapshot(&self) -> Vec<crate::stats::StatRow> {
-        let mut v = self
-            .stats
-            .snapshot(self.resolver.uids().cache_len(), self.resolver.len());
-        for (method, n) in self.query.store.counters() {
-            v.push(("tsd.hbase.rpcs", n, Some(("type", method))));
-        }
-        if let Some(rows) = &self.query.rows {
-            let (hits, misses, bytes) = rows.stats();
-            v.push(("tsd.rowcache.lookups", hits, Some(("type", "hit"))));
-            v.push(("tsd.rowcache.lookups", misses, Some(("type", "miss"))));
-            v.push(("tsd.rowcache.bytes", bytes, None));
-        }
-        v
+/// The counters `stats` and `/api/stats` report, the store's included (with HBase, Thrift
+/// calls by method as `tsd.hbase.rpcs type=<method>`).
+pub fn stats_snapshot(
+    resolver: &SeriesResolver,
+    query: &QueryEngine,
+) -> Vec<crate::stats::StatRow> {
+    let mut v = Stats.snapshot(resolver.uids().cache_len(), resolver.len());
+    for (method, n) in query.store.counters() {
+        v.push(("tsd.hbase.rpcs", n, Some(("type", method))));
     }
+    if let Some(rows) = &query.rows {
+        let (hits, misses, bytes) = rows.stats();
+        v.push(("tsd.rowcache.lookups", hits, Some(("type", "hit"))));
+        v.push(("tsd.rowcache.lookups", misses, Some(("type", "miss"))));
+        v.push(("tsd.rowcache.bytes", bytes, None));
+    }
+    v
 }
 
 /// Accepts connections until `shutdown` turns true, handing each to `conn` on its own task;
@@ -78,21 +73,23 @@ impl AppState {
 /// Every listener (OpenTSDB, Graphite plaintext, pickle) runs this loop, each with its own
 /// slots (`admission`): the carbon listeners' (`limits.carbon_max_connections`) apart from the
 /// OpenTSDB port's (`limits.max_connections`).
-pub async fn accept_loop<F, Fut>(
+pub async fn accept_loop<S, F, Fut>(
     what: &'static str,
-    state: Arc<AppState>,
+    state: Arc<S>,
+    limits: &crate::config::LimitsConfig,
     listener: TcpListener,
     mut shutdown: watch::Receiver<bool>,
     conn: F,
 ) where
-    F: Fn(Arc<AppState>, TcpStream, watch::Receiver<bool>) -> Fut + Copy + Send + 'static,
+    S: Send + Sync + 'static,
+    F: Fn(Arc<S>, TcpStream, watch::Receiver<bool>) -> Fut + Copy + Send + 'static,
     Fut: std::future::Future<Output = std::io::Result<()>> + Send + 'static,
 {
     let label = crate::observe::Listener::named(what);
     // Carbon senders cannot authenticate: their first bytes are all they can prove.
     let carbon = what != "opentsdb";
-    let admission = admission::Admission::new(admission::Limits::of(&state.config.limits, carbon));
-    let idle = std::time::Duration::from_millis(state.config.limits.idle_timeout_ms);
+    let admission = admission::Admission::new(admission::Limits::of(limits, carbon));
+    let idle = std::time::Duration::from_millis(limits.idle_timeout_ms);
     // Refusals since the last warning, and when it was.
     let (mut refused, mut last_warned) = (0u64, None::<std::time::Instant>);
     loop {
@@ -156,7 +153,8 @@ pub async fn accept_loop<F, Fut>(
 
 /// The OpenTSDB port (telnet and HTTP).
 pub async fn serve(state: Arc<AppState>, listener: TcpListener, shutdown: watch::Receiver<bool>) {
-    accept_loop("opentsdb", state, listener, shutdown, handle).await
+    let limits = state.config.limits.clone();
+    accept_loop("opentsdb", state, &limits, listener, shutdown, handle).await
 }
 
 fn peer_of(stream: &TcpStream) -> String {
@@ -195,7 +193,7 @@ async fn handle(
         _ => {
             // Telnet has no credentials: a line-protocol client proves itself by speaking.
             admission::promote();
-            telnet::serve_connection(state, stream, shutdown).await
+            telnet::serve_connection(state.opentsdb.clone(), stream, shutdown).await
         }
     }
 }

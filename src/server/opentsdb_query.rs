@@ -3,13 +3,13 @@
 
 use super::api::method_not_allowed;
 use super::http::{error_reply, json_reply, Reply, Request};
-use super::AppState;
 use crate::query::aggregate::Num;
 use crate::query::filter::FilterType;
 use crate::query::render::{render, Extras};
 use crate::query::{parse, QueryError};
 use crate::schema::uid_table::UidKind;
 use crate::schema::{hex_upper, parse_hex};
+use crate::server::state::OpenTsdb;
 use crate::store::Scan;
 use http::{Method, StatusCode};
 use serde_json::{json, Map, Value as Json};
@@ -48,7 +48,7 @@ async fn blocking<T: Send + 'static>(
     }
 }
 
-pub(super) async fn query(state: &Arc<AppState>, req: Request) -> Reply {
+pub(super) async fn query(state: &Arc<OpenTsdb>, req: Request) -> Reply {
     let now = tsgate_common::clock::now_ms();
     let parsed = match req.method {
         Method::GET => parse::from_params(&req.params(), now),
@@ -144,7 +144,7 @@ pub(crate) fn metric_and_tags(s: &str) -> Result<(String, Vec<(String, String)>)
 /// (None, no tags, its TSUID).
 type LastWanted = (Option<String>, Vec<(String, String)>, Option<Vec<u8>>);
 
-pub(super) async fn last(state: &Arc<AppState>, req: Request) -> Reply {
+pub(super) async fn last(state: &Arc<OpenTsdb>, req: Request) -> Reply {
     let mut wanted: Vec<LastWanted> = Vec::new();
     let (resolve, back) = match req.method {
         Method::GET => {
@@ -276,7 +276,7 @@ pub(super) async fn last(state: &Arc<AppState>, req: Request) -> Reply {
     }
 }
 
-pub(super) async fn suggest(state: &Arc<AppState>, req: Request) -> Reply {
+pub(super) async fn suggest(state: &Arc<OpenTsdb>, req: Request) -> Reply {
     let (ty, q, max) = match req.method {
         Method::GET => (
             req.param("type"),
@@ -341,7 +341,7 @@ pub(super) async fn suggest(state: &Arc<AppState>, req: Request) -> Reply {
     }
 }
 
-pub(super) async fn lookup(state: &Arc<AppState>, req: Request) -> Reply {
+pub(super) async fn lookup(state: &Arc<OpenTsdb>, req: Request) -> Reply {
     let (metric, tags, limit) = match req.method {
         Method::GET => {
             let Some(m) = req.param("m") else {
@@ -424,7 +424,7 @@ pub(super) async fn lookup(state: &Arc<AppState>, req: Request) -> Reply {
 /// Distinct series of a metric (every hour) whose tags match `k=v` pairs (`*` on either side;
 /// pairs with the same key are ORed).
 fn lookup_series(
-    st: &AppState,
+    st: &OpenTsdb,
     metric: &str,
     tags: &[(String, String)],
     limit: usize,
@@ -501,7 +501,7 @@ fn lookup_series(
     Ok((results, total))
 }
 
-pub(super) fn config(state: &AppState) -> Reply {
+pub(super) fn config(state: &OpenTsdb) -> Reply {
     let c = &state.config;
     let s = &c.storage;
     let mut m: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
@@ -545,7 +545,7 @@ pub(super) fn config(state: &AppState) -> Reply {
         c.query.allow_delete.to_string(),
     );
     put("tsd.mode", "rw".into());
-    if let Ok(mut v @ toml::Value::Table(_)) = toml::Value::try_from(c) {
+    if let Ok(mut v @ toml::Value::Table(_)) = toml::Value::try_from(&**c) {
         redact(&mut v);
         flatten("tsgate", &v, &mut m);
     }

@@ -232,11 +232,12 @@ impl Route {
     }
 }
 
-/// An `async fn(&Arc<AppState>, Request) -> Reply` as a [`Handler`].
+/// An `async fn(&Arc<FamilyState>, Request) -> Reply` as a [`Handler`], given the family's part
+/// of the node's state (`opentsdb`, `prometheus`, `graphite_web`).
 macro_rules! h {
-    ($f:path) => {
+    ($family:ident, $f:path) => {
         |st: Arc<AppState>, req: Request, _path: String| -> BoxFuture<'static, Reply> {
-            Box::pin(async move { $f(&st, req).await })
+            Box::pin(async move { $f(&st.$family, req).await })
         }
     };
 }
@@ -260,16 +261,16 @@ const WRITES: Methods = POST.or(PUT).or(DELETE);
 #[rustfmt::skip]
 pub static ROUTES: &[Route] = &[
     // Prometheus, exact paths as Prometheus routes them (ahead of OpenTSDB's `/api/v1/x`).
-    route(POST, Exact("/api/v1/write"), PROM, Need::Write, h!(prom::write::handle)),
-    route(POST, Exact("/api/v1/read"), PROM, Need::Read, h!(prom::read::handle)),
-    route(GET_POST, Exact("/api/v1/query"), PROM, Need::Read, h!(prom::query::instant)),
-    route(GET_POST, Exact("/api/v1/query_range"), PROM, Need::Read, h!(prom::query::range)),
+    route(POST, Exact("/api/v1/write"), PROM, Need::Write, h!(prometheus, prom::write::handle)),
+    route(POST, Exact("/api/v1/read"), PROM, Need::Read, h!(prometheus, prom::read::handle)),
+    route(GET_POST, Exact("/api/v1/query"), PROM, Need::Read, h!(prometheus, prom::query::instant)),
+    route(GET_POST, Exact("/api/v1/query_range"), PROM, Need::Read, h!(prometheus, prom::query::range)),
     route(GET_POST, Exact("/api/v1/format_query"), PROM, Need::Read,
         now!(|_s, r, _p| prom::query::format(r))),
-    route(GET_POST, Exact("/api/v1/series"), PROM, Need::Read, h!(prom::api::series)),
-    route(GET_POST, Exact("/api/v1/labels"), PROM, Need::Read, h!(prom::api::labels)),
+    route(GET_POST, Exact("/api/v1/series"), PROM, Need::Read, h!(prometheus, prom::api::series)),
+    route(GET_POST, Exact("/api/v1/labels"), PROM, Need::Read, h!(prometheus, prom::api::labels)),
     route(GET, Exact("/api/v1/metadata"), PROM, Need::Read,
-        now!(|s, r, _p| prom::api::metadata(&s, r))),
+        now!(|s, r, _p| prom::api::metadata(&s.prometheus, r))),
     route(GET, Exact("/api/v1/status/buildinfo"), PROM, Need::Read,
         now!(|_s, _r, _p| prom::api::buildinfo())),
     route(GET_POST, Exact("/api/v1/query_exemplars"), PROM, Need::Read,
@@ -285,37 +286,37 @@ pub static ROUTES: &[Route] = &[
     route(GET, Exact("/metrics"), ADM, Need::Read, now!(|s, _r, _p| super::stats_api::metrics(&s)))
         .when(When::GetWithout("query")),
     // graphite-web.
-    route(ANY, Trimmed("/render"), GW, Need::Read, h!(graphite_web::route)),
-    route(ANY, Trimmed("/metrics"), GW, Need::Read, h!(graphite_web::route)),
-    route(ANY, Trimmed("/metrics/find"), GW, Need::Read, h!(graphite_web::route)),
-    route(ANY, Trimmed("/metrics/expand"), GW, Need::Read, h!(graphite_web::route)),
-    route(ANY, Trimmed("/metrics/index.json"), GW, Need::Read, h!(graphite_web::route)),
-    route(ANY, Trimmed("/version"), GW, Need::Open, h!(graphite_web::route)),
-    route(ANY, Trimmed("/events/get_data"), GW, Need::Read, h!(graphite_web::route)),
-    route(ANY, Trimmed("/functions"), GW, Need::Read, h!(graphite_web::route)),
-    route(ANY, TrimmedPrefix("/functions/"), GW, Need::Read, h!(graphite_web::route)),
+    route(ANY, Trimmed("/render"), GW, Need::Read, h!(graphite_web, graphite_web::route)),
+    route(ANY, Trimmed("/metrics"), GW, Need::Read, h!(graphite_web, graphite_web::route)),
+    route(ANY, Trimmed("/metrics/find"), GW, Need::Read, h!(graphite_web, graphite_web::route)),
+    route(ANY, Trimmed("/metrics/expand"), GW, Need::Read, h!(graphite_web, graphite_web::route)),
+    route(ANY, Trimmed("/metrics/index.json"), GW, Need::Read, h!(graphite_web, graphite_web::route)),
+    route(ANY, Trimmed("/version"), GW, Need::Open, h!(graphite_web, graphite_web::route)),
+    route(ANY, Trimmed("/events/get_data"), GW, Need::Read, h!(graphite_web, graphite_web::route)),
+    route(ANY, Trimmed("/functions"), GW, Need::Read, h!(graphite_web, graphite_web::route)),
+    route(ANY, TrimmedPrefix("/functions/"), GW, Need::Read, h!(graphite_web, graphite_web::route)),
     // tsgate's tag index is derived from the store: these only normalise or forget an index.
-    route(POST, Trimmed("/tags/tagSeries"), GW, Need::Write, h!(graphite_web::route)),
-    route(POST, Trimmed("/tags/tagMultiSeries"), GW, Need::Write, h!(graphite_web::route)),
-    route(POST, Trimmed("/tags/delSeries"), GW, Need::Write, h!(graphite_web::route)),
-    route(ANY, Trimmed("/tags"), GW, Need::Read, h!(graphite_web::route)),
-    route(ANY, TrimmedPrefix("/tags/"), GW, Need::Read, h!(graphite_web::route)),
+    route(POST, Trimmed("/tags/tagSeries"), GW, Need::Write, h!(graphite_web, graphite_web::route)),
+    route(POST, Trimmed("/tags/tagMultiSeries"), GW, Need::Write, h!(graphite_web, graphite_web::route)),
+    route(POST, Trimmed("/tags/delSeries"), GW, Need::Write, h!(graphite_web, graphite_web::route)),
+    route(ANY, Trimmed("/tags"), GW, Need::Read, h!(graphite_web, graphite_web::route)),
+    route(ANY, TrimmedPrefix("/tags/"), GW, Need::Read, h!(graphite_web, graphite_web::route)),
     // OpenTSDB.
-    route(POST, Api("/api/put"), TSDB, Need::Write, h!(super::api::put)),
-    route(GET_POST, Api("/api/query"), TSDB, Need::Read, h!(tsdb_query::query))
+    route(POST, Api("/api/put"), TSDB, Need::Write, h!(opentsdb, super::api::put)),
+    route(GET_POST, Api("/api/query"), TSDB, Need::Read, h!(opentsdb, tsdb_query::query))
         .verb(Verb::QueryDelete),
     // A delete answers with counts only, never the points it removed.
-    route(DELETE, Api("/api/query"), TSDB, Need::Admin, h!(tsdb_query::query))
+    route(DELETE, Api("/api/query"), TSDB, Need::Admin, h!(opentsdb, tsdb_query::query))
         .verb(Verb::QueryDelete),
-    route(GET_POST, Api("/api/query/last"), TSDB, Need::Read, h!(tsdb_query::last)),
-    route(GET_POST, Api("/api/suggest"), TSDB, Need::Read, h!(tsdb_query::suggest)),
-    route(GET_POST, Api("/api/search/lookup"), TSDB, Need::Read, h!(tsdb_query::lookup)),
+    route(GET_POST, Api("/api/query/last"), TSDB, Need::Read, h!(opentsdb, tsdb_query::last)),
+    route(GET_POST, Api("/api/suggest"), TSDB, Need::Read, h!(opentsdb, tsdb_query::suggest)),
+    route(GET_POST, Api("/api/search/lookup"), TSDB, Need::Read, h!(opentsdb, tsdb_query::lookup)),
     route(ANY, Api("/api/config/filters"), TSDB, Need::Read,
         now!(|_s, _r, _p| tsdb_query::filters())),
     route(ANY, Api("/api/aggregators"), TSDB, Need::Read,
         now!(|_s, _r, _p| super::api::aggregators())),
     // Its answer says which names exist: not for every writer.
-    route(ANY, Api("/api/uid/assign"), TSDB, Need::Assign, h!(super::api::uid_assign)),
+    route(ANY, Api("/api/uid/assign"), TSDB, Need::Assign, h!(opentsdb, super::api::uid_assign)),
     // Metadata: reads by GET, everything else (by `method_override` too) writes.
     route(GET, Api("/api/annotation"), TSDB, Need::Read, meta).verb(Verb::Override),
     route(WRITES, Api("/api/annotation"), TSDB, Need::Write, meta).verb(Verb::Override),
@@ -342,25 +343,25 @@ pub static ROUTES: &[Route] = &[
     route(ANY, Api(""), ADM, Need::Open, now!(|_s, _r, _p| super::api::root())),
     route(ANY, Api("/api/version"), ADM, Need::Open, now!(|_s, _r, _p| super::api::version())),
     // Redacted: no password hash or token digest leaves the process.
-    route(ANY, Api("/api/config"), ADM, Need::Read, now!(|s, _r, _p| tsdb_query::config(&s))),
+    route(ANY, Api("/api/config"), ADM, Need::Read, now!(|s, _r, _p| tsdb_query::config(&s.opentsdb))),
     route(ANY, Api("/api/stats"), ADM, Need::Read,
         now!(|s, _r, p| super::stats_api::route(&s, &p))),
     route(ANY, ApiPrefix("/api/stats/"), ADM, Need::Read,
         now!(|s, _r, p| super::stats_api::route(&s, &p))),
     route(ANY, Api("/api/dropcaches"), ADM, Need::Admin,
-        now!(|s, _r, _p| super::api::drop_caches(&s))),
+        now!(|s, _r, _p| super::api::drop_caches(&s.opentsdb))),
 ];
 
 fn label_values(st: Arc<AppState>, req: Request, path: String) -> BoxFuture<'static, Reply> {
     Box::pin(async move {
         let name = &path[LABEL_PREFIX.len()..path.len() - LABEL_SUFFIX.len()];
         let name = prom::percent_decode(name);
-        prom::api::label_values(&st, req, name).await
+        prom::api::label_values(&st.prometheus, req, name).await
     })
 }
 
 fn meta(st: Arc<AppState>, req: Request, path: String) -> BoxFuture<'static, Reply> {
-    Box::pin(async move { super::opentsdb_meta::route(&st, req, &path).await })
+    Box::pin(async move { super::opentsdb_meta::route(&st.opentsdb, req, &path).await })
 }
 
 /// What the table says about one request.

@@ -34,8 +34,7 @@ pub fn metrics(state: &AppState) -> Reply {
 fn stats(state: &AppState) -> Reply {
     let now = tsgate_common::clock::now_ms() / 1000;
     let host = super::telnet::hostname();
-    let rows: Vec<Json> = state
-        .stats_snapshot()
+    let rows: Vec<Json> = super::stats_snapshot(&state.resolver, &state.query)
         .into_iter()
         .map(|(m, v, tag)| {
             let mut tags = Map::new();

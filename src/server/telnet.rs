@@ -2,10 +2,10 @@
 //! `dropcaches`, `exit`. Input is read in chunks of whole lines; each chunk is parsed and
 //! written by its own task, a few in flight at once, and their answers go out in order.
 
-use super::AppState;
 use crate::ingest::{to_data_value, EncodedPoint, Incoming, PointError};
 use crate::schema::rowkey::base_time;
 use crate::schema::RawPoint;
+use crate::server::state::OpenTsdb;
 use crate::write::shard::StoredPoint;
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
@@ -28,7 +28,7 @@ struct ChunkResult {
 pub const COMMANDS: &[&str] = &["stats", "dropcaches", "version", "exit", "help", "put"];
 
 pub async fn serve_connection(
-    state: Arc<AppState>,
+    state: Arc<OpenTsdb>,
     stream: TcpStream,
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
@@ -163,7 +163,7 @@ fn series_text(key: &mut Vec<u8>, parts: &PutParts<'_>) {
 /// steady sender's usual chunk), in line order, each line read once and nothing collected in
 /// between. `None` at the first line that is anything else: the chunk then takes the full path
 /// of [`process_chunk`], which answers it line by line.
-fn known_puts(state: &AppState, chunk: &[u8], max: usize) -> Option<Vec<StoredPoint>> {
+fn known_puts(state: &OpenTsdb, chunk: &[u8], max: usize) -> Option<Vec<StoredPoint>> {
     let memo = state.resolver.raw_reader();
     let mut key = Vec::with_capacity(128);
     let mut batch = Vec::with_capacity(chunk.len() / 48);
@@ -192,7 +192,7 @@ fn known_puts(state: &AppState, chunk: &[u8], max: usize) -> Option<Vec<StoredPo
     Some(batch)
 }
 
-async fn process_chunk(state: Arc<AppState>, chunk: Bytes, max: usize) -> ChunkResult {
+async fn process_chunk(state: Arc<OpenTsdb>, chunk: Bytes, max: usize) -> ChunkResult {
     let mut out = Vec::new();
     if let Some(batch) = known_puts(&state, &chunk, max) {
         if !batch.is_empty() {
@@ -312,7 +312,7 @@ async fn process_chunk(state: Arc<AppState>, chunk: Bytes, max: usize) -> ChunkR
     ChunkResult { output: out, exit }
 }
 
-async fn flush_points(state: &AppState, points: &mut Vec<Put<'_>>, out: &mut Vec<u8>) {
+async fn flush_points(state: &OpenTsdb, points: &mut Vec<Put<'_>>, out: &mut Vec<u8>) {
     if points.is_empty() {
         return;
     }
@@ -379,14 +379,14 @@ pub fn version_lines() -> String {
     )
 }
 
-fn stats_lines(state: &AppState) -> String {
+fn stats_lines(state: &OpenTsdb) -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
     let host = hostname();
     let mut s = String::new();
-    for (m, v, tag) in state.stats_snapshot() {
+    for (m, v, tag) in crate::server::stats_snapshot(&state.resolver, &state.query) {
         s.push_str(&format!("{m} {now} {v} host={host}"));
         if let Some((k, val)) = tag {
             s.push_str(&format!(" {k}={val}"));

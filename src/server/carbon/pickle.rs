@@ -7,7 +7,7 @@
 use super::write::{write_batch, GPoint};
 use crate::ingest::counts::rejected;
 use crate::observe::{Protocol, Reason};
-use crate::server::AppState;
+use crate::server::state::Carbon;
 use bytes::BytesMut;
 use std::sync::Arc;
 use tokio::net::{TcpListener, TcpStream};
@@ -15,12 +15,13 @@ use tokio::sync::watch;
 use tsgate_common::clock::now_ms;
 use tsgate_graphite::{frame, pickle, plaintext};
 
-pub async fn serve(state: Arc<AppState>, listener: TcpListener, shutdown: watch::Receiver<bool>) {
-    crate::server::accept_loop("pickle", state, listener, shutdown, connection).await
+pub async fn serve(state: Arc<Carbon>, listener: TcpListener, shutdown: watch::Receiver<bool>) {
+    let limits = state.config.limits.clone();
+    crate::server::accept_loop("pickle", state, &limits, listener, shutdown, connection).await
 }
 
 async fn connection(
-    state: Arc<AppState>,
+    state: Arc<Carbon>,
     mut stream: TcpStream,
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
@@ -53,7 +54,7 @@ async fn connection(
     }
 }
 
-async fn handle_frame(state: &AppState, data: &[u8]) {
+async fn handle_frame(state: &Carbon, data: &[u8]) {
     let payload = match pickle::decode(data) {
         Ok(p) => p,
         Err(e) => {

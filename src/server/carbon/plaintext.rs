@@ -10,7 +10,7 @@
 use super::write::{write_batch, GPoint};
 use crate::ingest::counts::rejected;
 use crate::observe::{Protocol, Reason};
-use crate::server::AppState;
+use crate::server::state::Carbon;
 use bytes::{Bytes, BytesMut};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -24,16 +24,13 @@ const READ_CHUNK: usize = 256 * 1024;
 const IN_FLIGHT: usize = 8;
 
 /// Accepts plaintext TCP connections until shutdown.
-pub async fn serve_tcp(
-    state: Arc<AppState>,
-    listener: TcpListener,
-    shutdown: watch::Receiver<bool>,
-) {
-    crate::server::accept_loop("graphite", state, listener, shutdown, connection).await
+pub async fn serve_tcp(state: Arc<Carbon>, listener: TcpListener, shutdown: watch::Receiver<bool>) {
+    let limits = state.config.limits.clone();
+    crate::server::accept_loop("graphite", state, &limits, listener, shutdown, connection).await
 }
 
 async fn connection(
-    state: Arc<AppState>,
+    state: Arc<Carbon>,
     mut stream: TcpStream,
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
@@ -157,7 +154,7 @@ fn parse_lines<'a>(
     }
 }
 
-async fn process_chunk(state: Arc<AppState>, chunk: Bytes) {
+async fn process_chunk(state: Arc<Carbon>, chunk: Bytes) {
     // Lines are rarely shorter than this (`a.b.c 1 1700000000`): sized once, not doubled.
     let mut points = Vec::with_capacity(chunk.len() / 24);
     parse_chunk(&chunk, now_ms(), &mut points, Protocol::GraphitePlaintext);
@@ -165,11 +162,7 @@ async fn process_chunk(state: Arc<AppState>, chunk: Bytes) {
 }
 
 /// Receives plaintext datagrams until shutdown; each is one or more lines.
-pub async fn serve_udp(
-    state: Arc<AppState>,
-    socket: UdpSocket,
-    mut shutdown: watch::Receiver<bool>,
-) {
+pub async fn serve_udp(state: Arc<Carbon>, socket: UdpSocket, mut shutdown: watch::Receiver<bool>) {
     let mut buf = vec![0u8; 65_536];
     loop {
         let n = tokio::select! {

@@ -3,7 +3,7 @@
 
 use crate::graphite::names::{Mapped, PLACEHOLDER_TAG};
 use crate::ingest::{EncodedPoint, Incoming};
-use crate::server::AppState;
+use crate::server::state::Carbon;
 
 /// One point as a listener parsed it.
 pub struct GPoint<'a> {
@@ -24,7 +24,7 @@ pub struct Outcome {
 /// Maps and writes a batch, waiting until it is durable in the WAL (that wait is the
 /// listeners' backpressure). Problems are logged at debug level: carbon answers nothing.
 pub async fn write_batch(
-    state: &AppState,
+    state: &Carbon,
     proto: crate::observe::Protocol,
     points: &[GPoint<'_>],
 ) -> Outcome {

@@ -8,7 +8,7 @@ use super::parser::{Call, Expr};
 use super::series::Series;
 use crate::query::row_cache::Fill;
 use crate::query::select::{Stamps, StoredRead};
-use crate::server::AppState;
+use crate::server::state::GraphiteWeb;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -92,7 +92,7 @@ type ReadPart = (Vec<(usize, Vec<(i64, f64)>)>, Gaps);
 type EntryByTags<'a> = HashMap<&'a [(String, String)], usize, ahash::RandomState>;
 
 pub struct StoreSource<'a> {
-    pub state: &'a AppState,
+    pub state: &'a GraphiteWeb,
     /// Values this request has read and gridded so far (see [`Source::charge`]).
     cells: std::sync::atomic::AtomicU64,
     /// This request's allowance for filling the row cache (none without one).
@@ -103,7 +103,7 @@ pub struct StoreSource<'a> {
 }
 
 impl<'a> StoreSource<'a> {
-    pub fn new(state: &'a AppState) -> StoreSource<'a> {
+    pub fn new(state: &'a GraphiteWeb) -> StoreSource<'a> {
         StoreSource {
             state,
             cells: Default::default(),

@@ -5,7 +5,7 @@ use super::glob::{split_elements, PathGlob};
 use super::index::Entry;
 use super::{bad_request, json_or_jsonp, Params};
 use crate::server::http::Reply;
-use crate::server::AppState;
+use crate::server::state::GraphiteWeb;
 use http::StatusCode;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -30,7 +30,7 @@ fn children(entries: &[Entry], query: &str) -> Result<BTreeMap<String, (bool, bo
     Ok(out)
 }
 
-pub fn find(state: &AppState, p: &Params) -> Reply {
+pub fn find(state: &GraphiteWeb, p: &Params) -> Reply {
     let Some(query) = p.get("query").map(str::to_string) else {
         return bad_request("Missing required parameter 'query'");
     };
@@ -143,14 +143,14 @@ pub fn find(state: &AppState, p: &Params) -> Reply {
 
 // The error is a ready reply for the handler to return as is.
 #[allow(clippy::result_large_err)]
-fn state_entries(state: &AppState) -> Result<std::sync::Arc<Vec<Entry>>, Reply> {
+fn state_entries(state: &GraphiteWeb) -> Result<std::sync::Arc<Vec<Entry>>, Reply> {
     state
         .graphite_index
         .snapshot(state)
         .map_err(|e| super::text_reply(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()))
 }
 
-pub fn expand(state: &AppState, p: &Params) -> Reply {
+pub fn expand(state: &GraphiteWeb, p: &Params) -> Reply {
     let queries = p.all("query");
     if queries.is_empty() {
         return bad_request("Missing required parameter 'query'");
@@ -194,7 +194,7 @@ pub fn expand(state: &AppState, p: &Params) -> Reply {
     json_or_jsonp(StatusCode::OK, body.to_string(), p.get("jsonp"))
 }
 
-pub fn index_json(state: &AppState, p: &Params) -> Reply {
+pub fn index_json(state: &GraphiteWeb, p: &Params) -> Reply {
     let entries = match state_entries(state) {
         Ok(e) => e,
         Err(r) => return r,

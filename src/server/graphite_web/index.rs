@@ -11,7 +11,7 @@ use super::naming;
 use crate::query::select::{Stamps, StoredRead};
 use crate::query::QueryError;
 use crate::schema::uid_table::UidKind;
-use crate::server::AppState;
+use crate::server::state::GraphiteWeb;
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -68,7 +68,7 @@ struct Snapshot {
 
 impl SeriesIndex {
     /// The current snapshot, sorted by path (blocking: call off the async threads).
-    pub fn snapshot(&self, state: &AppState) -> Result<Arc<Vec<Entry>>, QueryError> {
+    pub fn snapshot(&self, state: &GraphiteWeb) -> Result<Arc<Vec<Entry>>, QueryError> {
         let mut g = self.cached.lock();
         let (generation, changed_ms) = state.resolver.generation();
         if let Some(s) = g.as_ref() {
@@ -99,7 +99,7 @@ impl SeriesIndex {
     }
 }
 
-fn build(state: &AppState) -> Result<Vec<Entry>, QueryError> {
+fn build(state: &GraphiteWeb) -> Result<Vec<Entry>, QueryError> {
     let listed = state.query.uids.list(UidKind::Metric)?;
     let uid_of: std::collections::HashMap<&str, &[u8], ahash::RandomState> =
         listed.iter().map(|(n, u)| (n.as_str(), &u[..])).collect();

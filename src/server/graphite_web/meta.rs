@@ -6,7 +6,7 @@
 use super::series::AGG_FUNCS;
 use super::{json_error, json_or_jsonp, now_s, Params};
 use crate::server::http::Reply;
-use crate::server::AppState;
+use crate::server::state::GraphiteWeb;
 use http::StatusCode;
 use serde_json::{json, Map, Value};
 
@@ -251,7 +251,7 @@ pub fn functions(p: &Params, one: Option<&str>) -> Reply {
 
 /// Global OpenTSDB annotations as graphite events: `when` = start (s), `what` = description,
 /// `data` = notes, `tags` from the custom field `tags` (space or comma separated).
-pub fn events(state: &AppState, p: &Params) -> Reply {
+pub fn events(state: &GraphiteWeb, p: &Params) -> Reply {
     let now = now_s();
     let t = |k: &str, d: i64| {
         p.get(k)

@@ -17,11 +17,11 @@ pub mod series;
 pub mod tags;
 
 use super::http::Reply;
-use super::AppState;
+use crate::server::state::GraphiteWeb;
 use http::{Response, StatusCode};
 use std::sync::Arc;
 
-pub async fn route(state: &Arc<AppState>, req: super::http::Request) -> Reply {
+pub async fn route(state: &Arc<GraphiteWeb>, req: super::http::Request) -> Reply {
     let params = Params::from_request(&req);
     let path = req.path.trim_end_matches('/').to_string();
     let st = state.clone();
@@ -50,7 +50,7 @@ pub async fn route(state: &Arc<AppState>, req: super::http::Request) -> Reply {
     }
 }
 
-fn dispatch(state: &AppState, method: &http::Method, path: &str, p: &Params) -> Reply {
+fn dispatch(state: &GraphiteWeb, method: &http::Method, path: &str, p: &Params) -> Reply {
     match path {
         "/render" => render::render(state, p),
         "/metrics" | "/metrics/find" => find::find(state, p),

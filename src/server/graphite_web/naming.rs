@@ -1,16 +1,16 @@
-//! Stored series ↔ Graphite path, through the configured name rules (`AppState.names`, from
+//! Stored series ↔ Graphite path, through the configured name rules (`GraphiteWeb.names`, from
 //! the Graphite ingest side), so every stored series — whichever API wrote it — is browsed and
 //! rendered under the same path carbon ingest would have accepted for it. Plus graphite's
 //! tagged-path normalisation (`name;k=v`, shared with ingest's `tsgate_graphite::tags`).
 
-use crate::server::AppState;
+use crate::server::state::GraphiteWeb;
 
-pub fn to_path(state: &AppState, metric: &str, tags: &[(String, String)]) -> String {
+pub fn to_path(state: &GraphiteWeb, metric: &str, tags: &[(String, String)]) -> String {
     state.names.to_path(metric, tags)
 }
 
 pub fn to_series(
-    state: &AppState,
+    state: &GraphiteWeb,
     path: &str,
 ) -> Result<(String, Vec<(String, String)>), crate::graphite::names::MapError> {
     state.names.to_series(path)

@@ -8,10 +8,10 @@ use super::parser::parse_bounded;
 use super::series::{consolidate_with, py_float, Series};
 use super::{bad_request, json_or_jsonp, now_s, Params};
 use crate::server::http::Reply;
-use crate::server::AppState;
+use crate::server::state::GraphiteWeb;
 use http::{Response, StatusCode};
 
-pub fn render(state: &AppState, p: &Params) -> Reply {
+pub fn render(state: &GraphiteWeb, p: &Params) -> Reply {
     let now = match p.get("now") {
         Some(n) => match parse_attime(n, now_s()) {
             Ok(t) => t,

@@ -6,7 +6,7 @@
 use super::index::Entry;
 use super::{json_error, json_or_jsonp, naming, Params};
 use crate::server::http::Reply;
-use crate::server::AppState;
+use crate::server::state::GraphiteWeb;
 use http::{Method, StatusCode};
 use regex::Regex;
 use serde_json::{json, Value};
@@ -106,7 +106,7 @@ fn limit(p: &Params) -> Option<usize> {
     }
 }
 
-pub fn route(state: &AppState, method: &Method, path: &str, p: &Params) -> Reply {
+pub fn route(state: &GraphiteWeb, method: &Method, path: &str, p: &Params) -> Reply {
     let post_only = matches!(
         path,
         "/tags/tagSeries" | "/tags/tagMultiSeries" | "/tags/delSeries"
@@ -151,7 +151,7 @@ pub fn route(state: &AppState, method: &Method, path: &str, p: &Params) -> Reply
     }
 }
 
-fn read_only(state: &AppState, path: &str, p: &Params) -> Reply {
+fn read_only(state: &GraphiteWeb, path: &str, p: &Params) -> Reply {
     let jsonp = p.get("jsonp");
     let entries = match state.graphite_index.snapshot(state) {
         Ok(e) => e,

@@ -7,7 +7,7 @@ use super::{
 use crate::meta::annotation::{self, Annotation, AnnotationUpdate};
 use crate::query::time::parse_time;
 use crate::server::http::Request;
-use crate::server::AppState;
+use crate::server::state::OpenTsdb;
 use http::{Method, StatusCode};
 use tsgate_common::clock::now_ms;
 
@@ -43,7 +43,7 @@ fn json<T: serde::Serialize>(v: &T) -> String {
 }
 
 /// `/api/annotation` (and `/api/annotations`, whose GET lists global notes).
-pub fn single(st: &AppState, req: &Request, plural: bool) -> HResult {
+pub fn single(st: &OpenTsdb, req: &Request, plural: bool) -> HResult {
     let method = api_method(req)?;
     let ctx = &st.meta.ctx;
     let (store, layout, table) = (&*ctx.store, &ctx.layout, ctx.tables.data.as_str());
@@ -107,7 +107,7 @@ fn json_time(v: &Option<serde_json::Value>) -> Result<Option<u64>, HttpError> {
 }
 
 /// `/api/annotation/bulk`: the physical verb decides (POST/PUT store, DELETE removes a range).
-pub fn bulk(st: &AppState, req: &Request) -> HResult {
+pub fn bulk(st: &OpenTsdb, req: &Request) -> HResult {
     let ctx = &st.meta.ctx;
     let (store, layout, table) = (&*ctx.store, &ctx.layout, ctx.tables.data.as_str());
     match req.method {

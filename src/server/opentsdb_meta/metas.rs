@@ -9,7 +9,7 @@ use crate::meta::uidmeta::{self, UidMetaUpdate};
 use crate::meta::{MetaCtx, MetaError};
 use crate::schema::uid_table::UidKind;
 use crate::server::http::Request;
-use crate::server::AppState;
+use crate::server::state::OpenTsdb;
 use http::{Method, StatusCode};
 
 fn uid_target(req: &Request) -> Result<(UidKind, Vec<u8>), HttpError> {
@@ -21,7 +21,7 @@ fn uid_target(req: &Request) -> Result<(UidKind, Vec<u8>), HttpError> {
     Ok(upd.target()?)
 }
 
-pub fn uidmeta(st: &AppState, req: &Request) -> HResult {
+pub fn uidmeta(st: &OpenTsdb, req: &Request) -> HResult {
     let ctx = &st.meta.ctx;
     match api_method(req)? {
         Method::GET => {
@@ -57,7 +57,7 @@ pub fn uidmeta(st: &AppState, req: &Request) -> HResult {
 }
 
 /// `metric{tags}` → TSUID of that exact series (UIDs must exist).
-fn tsuid_of(st: &AppState, m: &str) -> Result<Vec<u8>, HttpError> {
+fn tsuid_of(st: &OpenTsdb, m: &str) -> Result<Vec<u8>, HttpError> {
     let (metric, tags) = parse_m(m)?;
     let tags: Vec<(String, String)> = tags
         .into_iter()
@@ -114,7 +114,7 @@ fn find_m(ctx: &MetaCtx, m: &str) -> HResult {
     ))
 }
 
-pub fn tsmeta(st: &AppState, req: &Request) -> HResult {
+pub fn tsmeta(st: &OpenTsdb, req: &Request) -> HResult {
     let ctx = &st.meta.ctx;
     match api_method(req)? {
         Method::GET => match req.param("tsuid") {

@@ -8,14 +8,14 @@ mod metas;
 mod trees;
 
 use super::http::{error_reply, json_reply, Reply, Request};
-use super::AppState;
 use crate::meta::MetaError;
+use crate::server::state::OpenTsdb;
 use http::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 use std::io::Read;
 use std::sync::Arc;
 
-pub async fn route(state: &Arc<AppState>, req: Request, path: &str) -> Reply {
+pub async fn route(state: &Arc<OpenTsdb>, req: Request, path: &str) -> Reply {
     let st = state.clone();
     let path = path.to_string();
     match tokio::task::spawn_blocking(move || dispatch(&st, &req, &path)).await {
@@ -29,7 +29,7 @@ pub async fn route(state: &Arc<AppState>, req: Request, path: &str) -> Reply {
     }
 }
 
-fn dispatch(st: &AppState, req: &Request, path: &str) -> HResult {
+fn dispatch(st: &OpenTsdb, req: &Request, path: &str) -> HResult {
     if path.ends_with("/bulk")
         && (path.starts_with("/api/annotation/") || path.starts_with("/api/annotations/"))
     {

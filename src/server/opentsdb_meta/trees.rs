@@ -12,10 +12,10 @@ use crate::meta::tree::{self, builder, check_tree_id, CompiledTree, TreeUpdate};
 use crate::meta::{tsmeta, MetaError};
 use crate::schema::{hex_upper, parse_hex};
 use crate::server::http::Request;
-use crate::server::AppState;
+use crate::server::state::OpenTsdb;
 use http::{Method, StatusCode};
 
-pub fn route(st: &AppState, req: &Request, path: &str) -> HResult {
+pub fn route(st: &OpenTsdb, req: &Request, path: &str) -> HResult {
     if req.method != Method::GET && req.method != Method::POST {
         return Err(method_not_allowed(&req.method));
     }
@@ -65,7 +65,7 @@ fn required_tree_id(req: &Request) -> Result<u16, HttpError> {
     qs_tree_id(req)?.ok_or_else(|| HttpError::bad("Missing tree ID"))
 }
 
-fn tree_endpoint(st: &AppState, req: &Request) -> HResult {
+fn tree_endpoint(st: &OpenTsdb, req: &Request) -> HResult {
     let ctx = &st.meta.ctx;
     let method = api_method(req)?;
     let upd: TreeUpdate = if has_content(req) && method != Method::DELETE {
@@ -150,7 +150,7 @@ fn rule_from_qs(req: &Request) -> Result<TreeRuleUpdate, HttpError> {
     })
 }
 
-fn rule(st: &AppState, req: &Request) -> HResult {
+fn rule(st: &OpenTsdb, req: &Request) -> HResult {
     let ctx = &st.meta.ctx;
     let method = api_method(req)?;
     let upd: TreeRuleUpdate = if has_content(req) {
@@ -183,7 +183,7 @@ fn rule(st: &AppState, req: &Request) -> HResult {
     }
 }
 
-fn rules(st: &AppState, req: &Request) -> HResult {
+fn rules(st: &OpenTsdb, req: &Request) -> HResult {
     let ctx = &st.meta.ctx;
     let method = api_method(req)?;
     let (tree_id, list) = if has_content(req) {
@@ -223,7 +223,7 @@ fn rules(st: &AppState, req: &Request) -> HResult {
     }
 }
 
-fn branch(st: &AppState, req: &Request) -> HResult {
+fn branch(st: &OpenTsdb, req: &Request) -> HResult {
     if api_method(req)? != Method::GET {
         return Err(unsupported());
     }
@@ -251,7 +251,7 @@ fn branch(st: &AppState, req: &Request) -> HResult {
     }
 }
 
-fn test(st: &AppState, req: &Request) -> HResult {
+fn test(st: &OpenTsdb, req: &Request) -> HResult {
     let ctx = &st.meta.ctx;
     if api_method(req)? != Method::GET {
         return Err(unsupported());
@@ -290,7 +290,7 @@ fn test(st: &AppState, req: &Request) -> HResult {
     ok_json(format!("{{{}}}", out.join(",")))
 }
 
-fn failures(st: &AppState, req: &Request, suffix: u8) -> HResult {
+fn failures(st: &OpenTsdb, req: &Request, suffix: u8) -> HResult {
     let ctx = &st.meta.ctx;
     if api_method(req)? != Method::GET {
         return Err(unsupported());

@@ -6,7 +6,7 @@ use super::params::{parse_time, Params, MAX_TIME_MS, MIN_TIME_MS};
 use crate::query::select::{Matcher, Selected};
 use crate::schema::uid_table::UidKind;
 use crate::server::http::{Reply, Request};
-use crate::server::AppState;
+use crate::server::state::Prometheus;
 use http::StatusCode;
 use serde_json::{json, Map, Value as Json};
 use std::collections::BTreeSet;
@@ -74,7 +74,7 @@ fn window(p: &Params, need_match: bool) -> Result<Window, Box<Reply>> {
 }
 
 /// Every series matching any of the selectors (label sets only).
-async fn select_union(state: &Arc<AppState>, w: &Window) -> Result<Vec<Selected>, Reply> {
+async fn select_union(state: &Arc<Prometheus>, w: &Window) -> Result<Vec<Selected>, Reply> {
     let st = state.clone();
     let (ms, start, end) = (w.matchers.clone(), w.start, w.end);
     let res = tokio::task::spawn_blocking(move || {
@@ -102,7 +102,7 @@ fn truncated(limit: usize, n: usize) -> Vec<String> {
     }
 }
 
-pub async fn series(state: &Arc<AppState>, req: Request) -> Reply {
+pub async fn series(state: &Arc<Prometheus>, req: Request) -> Reply {
     let w = match window(&Params::of(&req), true) {
         Ok(w) => w,
         Err(r) => return *r,
@@ -138,7 +138,7 @@ fn list_reply(mut items: Vec<String>, limit: usize) -> Reply {
     success_raw(&json!(items).to_string(), &warnings)
 }
 
-pub async fn labels(state: &Arc<AppState>, req: Request) -> Reply {
+pub async fn labels(state: &Arc<Prometheus>, req: Request) -> Reply {
     let w = match window(&Params::of(&req), false) {
         Ok(w) => w,
         Err(r) => return *r,
@@ -173,7 +173,7 @@ pub async fn labels(state: &Arc<AppState>, req: Request) -> Reply {
     list_reply(set.into_iter().collect(), w.limit)
 }
 
-pub async fn label_values(state: &Arc<AppState>, req: Request, name: String) -> Reply {
+pub async fn label_values(state: &Arc<Prometheus>, req: Request, name: String) -> Reply {
     let w = match window(&Params::of(&req), false) {
         Ok(w) => w,
         Err(r) => return *r,
@@ -239,7 +239,7 @@ fn decode_u_escape(s: &str) -> Option<String> {
     Some(out)
 }
 
-pub fn metadata(state: &Arc<AppState>, req: Request) -> Reply {
+pub fn metadata(state: &Arc<Prometheus>, req: Request) -> Reply {
     let p = Params::of(&req);
     let limit: i64 = p.get("limit").and_then(|l| l.parse().ok()).unwrap_or(-1);
     let metric = p.get("metric").filter(|m| !m.is_empty());

@@ -5,7 +5,7 @@ use super::format::{error, point, push_point, scalar_value, success_raw, ErrorTy
 use super::params::{parse_duration, parse_time, Params};
 use crate::promql::{self, PromError, QueryResult, Settings};
 use crate::server::http::{Reply, Request};
-use crate::server::AppState;
+use crate::server::state::Prometheus;
 use std::fmt::Write;
 use std::sync::Arc;
 
@@ -13,7 +13,7 @@ use std::sync::Arc;
 const MAX_TIMEOUT_MS: i64 = 120_000;
 
 /// The evaluation settings, or the 400 to answer (boxed: a reply is large).
-fn settings(state: &AppState, p: &Params) -> Result<Settings, Box<Reply>> {
+fn settings(state: &Prometheus, p: &Params) -> Result<Settings, Box<Reply>> {
     let c = &state.config.prometheus;
     let timeout = match p.get("timeout").filter(|t| !t.is_empty()) {
         Some(t) => parse_duration(t)
@@ -116,7 +116,7 @@ fn prom_error(e: PromError) -> Reply {
 }
 
 async fn run(
-    state: &Arc<AppState>,
+    state: &Arc<Prometheus>,
     s: Settings,
     query: String,
     f: impl FnOnce(
@@ -139,7 +139,7 @@ async fn run(
     }
 }
 
-pub async fn instant(state: &Arc<AppState>, req: Request) -> Reply {
+pub async fn instant(state: &Arc<Prometheus>, req: Request) -> Reply {
     let p = Params::of(&req);
     let Some(q) = p.get("query").map(str::to_string) else {
         return error(
@@ -169,7 +169,7 @@ pub async fn instant(state: &Arc<AppState>, req: Request) -> Reply {
     .await
 }
 
-pub async fn range(state: &Arc<AppState>, req: Request) -> Reply {
+pub async fn range(state: &Arc<Prometheus>, req: Request) -> Reply {
     let p = Params::of(&req);
     let bad = |m: String| error(ErrorType::BadData, &m);
     let get_time = |k: &str| -> Result<i64, Box<Reply>> {

@@ -5,7 +5,7 @@
 
 use crate::query::select::{Matcher, Selected};
 use crate::server::http::{Reply, Request};
-use crate::server::AppState;
+use crate::server::state::Prometheus;
 use http::StatusCode;
 use prost::Message;
 use std::sync::Arc;
@@ -48,7 +48,7 @@ fn labels_of(s: &Selected) -> Vec<Label> {
         .collect()
 }
 
-pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
+pub async fn handle(state: &Arc<Prometheus>, req: Request) -> Reply {
     let raw = match snappy::decompress(&req.body, state.config.prometheus.max_decompressed_bytes) {
         Ok(r) => r,
         Err(e) => return text(StatusCode::BAD_REQUEST, &e.to_string()),

@@ -7,7 +7,7 @@ use crate::ingest::{EncodedPoint, Incoming, PointError};
 use crate::observe::Reason;
 use crate::prometheus::write::{from_v1, from_v2, Batch, Memo};
 use crate::server::http::{Reply, Request};
-use crate::server::AppState;
+use crate::server::state::Prometheus;
 use http::StatusCode;
 use prost::Message;
 use std::sync::Arc;
@@ -92,7 +92,7 @@ fn rejected(r: Reply) -> Reply {
     r
 }
 
-pub async fn handle(state: &Arc<AppState>, req: Request) -> Reply {
+pub async fn handle(state: &Arc<Prometheus>, req: Request) -> Reply {
     let header = |n: &str| {
         req.headers
             .get(n)

@@ -1,0 +1,59 @@
+//! What each API family's handlers may reach, built once by the app's wiring (`app.rs`). A
+//! handler takes its family's state, not the whole node: the Prometheus API cannot touch the
+//! graphite-web index, carbon listeners cannot run queries, and what a family depends on reads
+//! off its struct. The parts several families share (the ingest path, the query engine, the
+//! series resolver, the read-only config) are behind `Arc`s.
+
+use super::graphite_web::index::SeriesIndex;
+use crate::config::Config;
+use crate::graphite::names::NameRules;
+use crate::ingest::Ingest;
+use crate::meta::MetaService;
+use crate::prometheus::PromState;
+use crate::query::QueryEngine;
+use crate::series::SeriesResolver;
+use std::sync::Arc;
+use tsgate_opentsdb::Limits;
+
+/// The OpenTSDB API: `/api/put`, telnet, `/api/query`, metadata, annotations and trees.
+pub struct OpenTsdb {
+    pub ingest: Arc<Ingest>,
+    pub query: Arc<QueryEngine>,
+    pub resolver: Arc<SeriesResolver>,
+    /// Annotations, UID/TS metadata and trees.
+    pub meta: Arc<MetaService>,
+    /// OpenTSDB's put checks (name lengths, tags per point).
+    pub limits: Limits,
+    /// A delete must drop the deleted series from graphite-web's index at once.
+    pub graphite_index: Arc<SeriesIndex>,
+    pub config: Arc<Config>,
+}
+
+/// The Prometheus API: remote write and read, PromQL, series and labels, metadata.
+pub struct Prometheus {
+    pub ingest: Arc<Ingest>,
+    pub query: Arc<QueryEngine>,
+    pub resolver: Arc<SeriesResolver>,
+    /// Metadata from remote write.
+    pub prom: PromState,
+    pub config: Arc<Config>,
+}
+
+/// The graphite-web API: `/render`, `/metrics/*`, `/tags/*`, events.
+pub struct GraphiteWeb {
+    pub query: Arc<QueryEngine>,
+    pub resolver: Arc<SeriesResolver>,
+    /// Graphite path ↔ metric + tags, the same rules carbon ingest maps with.
+    pub names: Arc<NameRules>,
+    /// Graphite paths of the stored series, for browsing and path expressions.
+    pub graphite_index: Arc<SeriesIndex>,
+    pub config: Arc<Config>,
+}
+
+/// The carbon listeners: Graphite plaintext and pickle.
+pub struct Carbon {
+    pub ingest: Arc<Ingest>,
+    pub resolver: Arc<SeriesResolver>,
+    pub names: Arc<NameRules>,
+    pub config: Arc<Config>,
+}

@@ -291,7 +291,7 @@ def main():
         q.start()
 
     cols = ("min", "data time", "sent/s", "stored/s", "max write s", "max query s", "RSS MiB",
-            "disk MiB", "B/point", "queued", "flushing", "compact rows", "errors")
+            "disk MiB", "B/point", "queued", "flushing", "compact rows", "backlog", "errors")
     print(" | ".join(cols), flush=True)
     totals = {"sent": 0, "errors": 0}
     minute_end = wall0 + 60
@@ -328,6 +328,8 @@ def main():
                f"{m.get('tsgate_write_queued_batches', 0):.0f}",
                f"{m.get('tsgate_write_flushing_points', 0):.0f}",
                f"{m.get('tsgate_compaction_queue_rows', 0):.0f}",
+               f"{m['tsgate_compaction_backlog_rows']:.0f}"
+               if "tsgate_compaction_backlog_rows" in m else "-",
                f"{cur['errors'] + qerr}")
         rows.append(row)
         print(" | ".join(row), flush=True)

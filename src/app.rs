@@ -178,6 +178,8 @@ pub fn writer_config(cfg: &Config) -> WriterConfig {
         max_batch_points: cfg.write.wal_max_batch_points,
         buffer_max_points: cfg.write.buffer_max_points,
         compaction_delay: Duration::from_millis(cfg.write.compaction_delay_ms),
+        roll_interval: Duration::from_millis(cfg.write.roll_interval_ms),
+        roll_max_points: cfg.write.roll_max_points,
         queue_depth: 64,
         ts_counter: None,
     }

@@ -158,6 +158,11 @@ impl Stats {
             m.compaction_queue.get().max(0) as u64,
             None,
         ));
+        v.push((
+            "tsd.compaction.backlog",
+            m.compaction_backlog.get().max(0) as u64,
+            None,
+        ));
         v
     }
 }

@@ -225,6 +225,11 @@ pub struct WriteConfig {
     pub buffer_max_points: usize,
     /// How long a row whose hour has closed must go without writes before it is compacted.
     pub compaction_delay_ms: u64,
+    /// How long the open hour's partial columns of a series (one per flush) gather before
+    /// they are merged into one column (0 = never; not on HBase, shared with other writers).
+    pub roll_interval_ms: u64,
+    /// Most points per shard held in memory for those merges; past it rows merge early.
+    pub roll_max_points: usize,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -351,6 +356,8 @@ impl Default for WriteConfig {
             wal_max_batch_points: 200_000,
             buffer_max_points: 500_000,
             compaction_delay_ms: 5_000,
+            roll_interval_ms: 30_000,
+            roll_max_points: 2_000_000,
         }
     }
 }

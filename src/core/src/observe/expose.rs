@@ -130,6 +130,34 @@ pub fn render(m: &Metrics, live: &Live) -> String {
         m.compaction_queue.get(),
     );
     e.single(
+        "tsgate_compaction_backlog_rows",
+        "Rows of closed hours due for compaction and not compacted yet (growing: compaction is behind).",
+        Kind::Gauge,
+        m.compaction_backlog.get(),
+    );
+    e.single(
+        "tsgate_compacted_rows_total",
+        "Rows of closed hours compacted.",
+        Kind::Counter,
+        m.compacted_rows.get(),
+    );
+    e.family(
+        "tsgate_compaction_duration_seconds",
+        "Time to compact one chunk of rows (64) on a compaction thread.",
+        Kind::Histogram,
+    );
+    e.histogram(
+        "tsgate_compaction_duration_seconds",
+        &[],
+        &m.compaction_duration,
+    );
+    e.single(
+        "tsgate_rolled_rows_total",
+        "Rows whose open hour's partial columns were merged into one (write.roll_interval_ms).",
+        Kind::Counter,
+        m.rolled_rows.get(),
+    );
+    e.single(
         "tsgate_write_queued_batches",
         "Write batches queued for the shards (bounded; writers wait when full).",
         Kind::Gauge,

@@ -156,6 +156,13 @@ pub struct Metrics {
     pub flushing_points: Gauge,
     /// `tsdb` rows written since their last compaction (the open hour's included).
     pub compaction_queue: Gauge,
+    /// Rows of closed hours due for compaction and not compacted yet.
+    pub compaction_backlog: Gauge,
+    pub compacted_rows: Counter,
+    /// One chunk of rows compacted by a compaction thread.
+    pub compaction_duration: Histogram,
+    /// Rows whose open hour's partial columns were merged into one.
+    pub rolled_rows: Counter,
     pub flush_duration: Histogram,
     pub uid: [UidCounters; UidKindLabel::COUNT],
     pub store: [Histogram; StoreOp::COUNT],

@@ -77,6 +77,29 @@ pub mod write {
             .add(after as i64 - before as i64);
     }
 
+    /// A flusher's count of rows due for compaction and not compacted went from `before` to
+    /// `now`; returns `now`.
+    pub fn compaction_backlog(before: usize, now: usize) -> usize {
+        super::metrics()
+            .compaction_backlog
+            .add(now as i64 - before as i64);
+        now
+    }
+
+    /// A compaction thread compacted `rows` rows in a chunk that started at `start`.
+    pub fn compacted(rows: usize, start: Instant) {
+        let m = super::metrics();
+        m.compacted_rows.add(rows as u64);
+        m.compaction_duration.since(start);
+    }
+
+    /// `rows` rows had their partial columns merged.
+    pub fn rolled(rows: usize) {
+        if rows > 0 {
+            super::metrics().rolled_rows.add(rows as u64);
+        }
+    }
+
     /// A shard's buffer handed to its flusher.
     pub fn handed_to_flusher(points: usize) {
         let m = super::metrics();

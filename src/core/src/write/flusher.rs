@@ -1,8 +1,18 @@
 //! A shard's flusher: writes buffered series-hours to the store as (partially) compacted
-//! columns, makes the store durable, drops the WAL segments it covered, then compacts rows
-//! whose hour has closed and that have gone quiet.
+//! columns, makes the store durable, drops the WAL segments it covered, merges the open hour's
+//! partial columns of a row once they have gathered for `roll_interval`, and hands rows whose
+//! hour has closed and that have gone quiet to its compaction thread (`super::compaction`).
+//!
+//! Why rolls: each flush writes one partial column per series-hour it holds points for, so at
+//! the default 0.5 s interval a series written steadily ends its hour with 7,200 columns, each
+//! a key of its own in the store (50 bytes a point on disk) and each a delete when the hour
+//! is compacted. A roll puts one column for all the partial columns of a row written since its
+//! last roll, and deletes them, in the same batch; the flusher still holds their points (they
+//! are why a roll reads nothing). The hour then ends with about `3600 s / roll_interval`
+//! columns, which its compaction merges with one read of the row.
 
-use super::compactor::{Compactor, DATA_FAMILY, SETTLE};
+use super::compaction::Lane;
+use super::compactor::DATA_FAMILY;
 use super::shard::Buffer;
 use super::WriteError;
 use std::collections::HashMap;
@@ -13,7 +23,7 @@ use tokio::sync::oneshot;
 use tsgate_schema::column::build_column;
 use tsgate_schema::rowkey::ROW_SPAN;
 use tsgate_schema::{KeyLayout, RawPoint};
-use tsgate_store::{RowMutations, SharedStore};
+use tsgate_store::{Mutation, RowMutations, SharedStore};
 
 pub struct FlushJob {
     pub buffer: Buffer,
@@ -35,6 +45,11 @@ pub struct Flusher {
     pub wal_dir: PathBuf,
     /// How long a closed row must go without writes before it is compacted.
     pub compaction_delay: Duration,
+    /// How long a row's partial columns gather before they are merged into one (zero: never;
+    /// forced to zero on a store shared with other writers, whose columns a roll cannot know).
+    pub roll_interval: Duration,
+    /// Most points held for rolls; past it the oldest rows roll early.
+    pub roll_max_points: usize,
     /// Keeps `ts_ctr` per series: one store call per series per flush, not per point.
     pub ts_counter: Option<std::sync::Arc<crate::meta::counter::TsCounter>>,
     /// Cleared while store writes fail, set again once one succeeds (see `Writer::store_available`).
@@ -79,51 +94,253 @@ fn series_counts(buffer: &Buffer) -> Vec<(crate::series::Series, u64)> {
     m.into_iter().collect()
 }
 
+/// The partial columns each row got since its last roll, with their points.
+#[derive(Default)]
+pub struct Rolls {
+    rows: HashMap<Vec<u8>, Held, ahash::RandomState>,
+    /// Points held over all rows.
+    points: usize,
+}
+
+struct Held {
+    since: Instant,
+    /// This row's window: `roll_interval` scaled by 0.5–1.5 after its key, so that rows that
+    /// started together (every series at an hour's turn) do not all roll in the same flush.
+    window: Duration,
+    /// In write order (a roll settles them: the last write of an offset wins).
+    points: Vec<RawPoint>,
+    /// The partial columns in the store, each once.
+    columns: Vec<Vec<u8>>,
+}
+
+impl Rolls {
+    fn due(&self, row: &[u8]) -> bool {
+        self.rows
+            .get(row)
+            .is_some_and(|h| h.since.elapsed() >= h.window)
+    }
+
+    fn hold(&mut self, row: Vec<u8>, interval: Duration, points: Vec<RawPoint>, column: Vec<u8>) {
+        let n = points.len();
+        let held = self.rows.entry(row).or_insert_with_key(|row| Held {
+            since: Instant::now(),
+            window: interval.mul_f64(0.5 + spread(row)),
+            points: Vec::new(),
+            columns: Vec::new(),
+        });
+        if held.points.is_empty() {
+            held.points = points;
+        } else {
+            held.points.extend_from_slice(&points);
+        }
+        if !held.columns.contains(&column) {
+            held.columns.push(column);
+        }
+        self.points += n;
+    }
+
+    /// Forgets a row (rolled, or handed to compaction, which merges its columns anyway).
+    pub fn forget(&mut self, row: &[u8]) {
+        if let Some(h) = self.rows.remove(row) {
+            self.points -= h.points.len();
+        }
+    }
+
+    /// Rows held.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+}
+
+/// A fraction in [0, 1) taken from a row key.
+fn spread(row: &[u8]) -> f64 {
+    let h = ahash::RandomState::with_seeds(1, 2, 3, 4).hash_one(row);
+    (h >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// A roll of `row`: one column of `points` (settled), the partial columns it replaces deleted.
+/// The put goes first in the batch and a put and delete of one cell would leave it deleted:
+/// a partial column that happens to be the merged one is not deleted.
+fn roll_mutations(row: Vec<u8>, mut points: Vec<RawPoint>, columns: &[Vec<u8>]) -> RowMutations {
+    settle(&mut points);
+    let (q, v) = build_column(&points);
+    let mut mutations = Vec::with_capacity(columns.len() + 1);
+    mutations.extend(
+        columns
+            .iter()
+            .filter(|c| **c != q)
+            .map(|c| Mutation::Delete {
+                family: DATA_FAMILY.to_vec(),
+                qualifier: c.clone(),
+            }),
+    );
+    mutations.insert(
+        0,
+        Mutation::Put {
+            family: DATA_FAMILY.to_vec(),
+            qualifier: q,
+            value: v,
+        },
+    );
+    RowMutations { row, mutations }
+}
+
 impl Flusher {
+    /// Whether this flusher rolls partial columns.
+    fn rolls_on(&self) -> bool {
+        !self.roll_interval.is_zero() && !self.store.shared()
+    }
+
     /// Writes a buffer to the store: one column per series-hour. Taken by value: a failed write
     /// has dropped the points of the chunks it stored, so the buffer cannot be written again.
     pub fn write(&self, mut buffer: Buffer) -> Result<Vec<(Vec<u8>, u32)>, WriteError> {
         let mut touched = Vec::with_capacity(buffer.rows.len());
-        self.write_from(&mut buffer, &mut 0, &mut touched)?;
+        self.write_from(&mut buffer, &mut 0, &mut touched, &mut Rolls::default())?;
         Ok(touched)
     }
 
     /// Writes `buffer.rows[*done..]` in chunks, adding each row's key and base to `touched`.
-    /// A chunk's points are dropped as soon as the store has its columns: a flush's buffer is
-    /// the write path's largest allocation, and a burst has one in the flusher while the shard
-    /// fills the next. On failure `*done` is where a retry resumes (the chunks before it are
-    /// stored; writing a chunk again would only put the same columns).
+    /// A chunk's points are dropped (or held for the row's roll) as soon as the store has its
+    /// columns: a flush's buffer is the write path's largest allocation, and a burst has one in
+    /// the flusher while the shard fills the next. On failure `*done` is where a retry resumes
+    /// (the chunks before it are stored; writing a chunk again would only put the same
+    /// columns). A row whose roll is due gets its roll instead of one more partial column.
     fn write_from(
         &self,
         buffer: &mut Buffer,
         done: &mut usize,
         touched: &mut Vec<(Vec<u8>, u32)>,
+        rolls: &mut Rolls,
     ) -> Result<(), WriteError> {
+        let rolling = self.rolls_on();
         while *done < buffer.rows.len() {
             let chunk = *done..(*done + MUTATE_CHUNK).min(buffer.rows.len());
             let mut batch = Vec::with_capacity(chunk.len());
             let mut keys = Vec::with_capacity(chunk.len());
+            // Per row: the partial column written (None: the row rolled).
+            let mut written = Vec::with_capacity(chunk.len());
             for r in &mut buffer.rows[chunk.clone()] {
                 settle(&mut r.points);
-                let (q, v) = build_column(&r.points);
                 let row = self.layout.row_key(r.series.tsuid, r.base);
-                batch.push(RowMutations::put(row.clone(), DATA_FAMILY, q, v));
+                if rolling && rolls.due(&row) {
+                    let held = &rolls.rows[&row];
+                    let mut points = Vec::with_capacity(held.points.len() + r.points.len());
+                    points.extend_from_slice(&held.points);
+                    points.extend_from_slice(&r.points);
+                    batch.push(roll_mutations(row.clone(), points, &held.columns));
+                    written.push(None);
+                } else {
+                    let (q, v) = build_column(&r.points);
+                    if rolling {
+                        written.push(Some(q.clone()));
+                    }
+                    batch.push(RowMutations::put(row.clone(), DATA_FAMILY, q, v));
+                }
                 keys.push((row, r.base));
             }
             self.store.mutate(&self.table, batch)?;
-            for r in &mut buffer.rows[chunk.clone()] {
-                r.points = Vec::new();
+            let rolled = written.iter().filter(|w| w.is_none()).count();
+            for (i, r) in buffer.rows[chunk.clone()].iter_mut().enumerate() {
+                let points = std::mem::take(&mut r.points);
+                if !rolling {
+                    continue;
+                }
+                match written[i].take() {
+                    Some(q) => rolls.hold(keys[i].0.clone(), self.roll_interval, points, q),
+                    None => rolls.forget(&keys[i].0),
+                }
             }
+            crate::observe::write::rolled(rolled);
             touched.append(&mut keys);
             *done = chunk.end;
         }
         Ok(())
     }
 
+    /// Rolls the held rows that are due and had no points in the last flush (a series that
+    /// stopped, or writes less often than the flush interval), and, past `roll_max_points`,
+    /// the oldest rows early. A failure leaves them held for the next try.
+    fn roll_idle(&self, rolls: &mut Rolls) {
+        if rolls.is_empty() {
+            return;
+        }
+        let mut due: Vec<(Instant, Vec<u8>)> = rolls
+            .rows
+            .iter()
+            .filter(|(_, h)| h.since.elapsed() >= h.window)
+            .map(|(k, h)| (h.since, k.clone()))
+            .collect();
+        let held_due: usize = due.iter().map(|(_, k)| rolls.rows[k].points.len()).sum();
+        if rolls.points - held_due > self.roll_max_points {
+            // Over the bound: the oldest windows close early, down to three quarters of it.
+            let mut rest: Vec<(Instant, Vec<u8>)> = rolls
+                .rows
+                .iter()
+                .filter(|(_, h)| h.since.elapsed() < h.window)
+                .map(|(k, h)| (h.since, k.clone()))
+                .collect();
+            rest.sort();
+            let mut left = rolls.points - held_due;
+            for (t, k) in rest {
+                if left <= self.roll_max_points / 4 * 3 {
+                    break;
+                }
+                left -= rolls.rows[&k].points.len();
+                due.push((t, k));
+            }
+        }
+        // A row with one partial column has nothing to merge: it is only let go.
+        due.retain(|(_, k)| {
+            let single = rolls.rows[k].columns.len() <= 1;
+            if single {
+                rolls.forget(k);
+            }
+            !single
+        });
+        for chunk in due.chunks(MUTATE_CHUNK) {
+            let batch: Vec<RowMutations> = chunk
+                .iter()
+                .map(|(_, k)| {
+                    let h = &rolls.rows[k];
+                    roll_mutations(k.clone(), h.points.clone(), &h.columns)
+                })
+                .collect();
+            if let Err(e) = self.store.mutate(&self.table, batch) {
+                tracing::warn!(error = %e, rows = chunk.len(), "rolling partial columns failed; will retry");
+                return;
+            }
+            for (_, k) in chunk {
+                rolls.forget(k);
+            }
+            crate::observe::write::rolled(chunk.len());
+        }
+    }
+
     pub fn run(self, jobs: Receiver<FlushJob>) {
         // Rows that may need compacting: key -> (base, last write).
         let mut pending: HashMap<Vec<u8>, (u32, Instant)> = HashMap::new();
-        let compactor = Compactor::new(self.store.clone(), &self.table);
+        let mut rolls = Rolls::default();
+        let name = self
+            .wal_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().replace("shard", "compact"))
+            .unwrap_or_else(|| "compact".into());
+        let lane = match Lane::start(self.store.clone(), &self.table, &name) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                // Without its thread the rows stay uncompacted (readers merge them; fsck
+                // --fix compacts): never a reason to stop taking writes.
+                tracing::error!(error = %e, "cannot start the compaction thread; closed hours stay uncompacted");
+                None
+            }
+        };
+        let mut slow = super::compaction::RateLimited::new(Duration::from_secs(60));
+        let mut behind = super::compaction::RateLimited::new(Duration::from_secs(60));
+        let mut backlog_seen = 0usize;
         while let Ok(job) = jobs.recv() {
             let FlushJob {
                 buffer,
@@ -133,7 +350,7 @@ impl Flusher {
                 last,
             } = job;
             let (points, started, queued) = (buffer.points, Instant::now(), pending.len());
-            let result = self.flush_durably(buffer, wal_upto, &mut pending, readers);
+            let result = self.flush_durably(buffer, wal_upto, &mut pending, &mut rolls, readers);
             crate::observe::write::flushed(points, started);
             if let Err(e) = &result {
                 tracing::error!(error = %e, "flush failed; points stay in the write-ahead log");
@@ -141,16 +358,41 @@ impl Flusher {
             for w in waiters {
                 let _ = w.send(result.clone());
             }
+            let took = started.elapsed();
+            if took >= SLOW_FLUSH && slow.ready() {
+                tracing::warn!(
+                    points,
+                    seconds = took.as_secs_f64(),
+                    compaction_backlog = backlog_seen,
+                    "slow flush: writers wait while the store takes this long"
+                );
+            }
             if wal_upto.is_none() {
                 continue;
             }
-            let compacted = self.compact_ready(&compactor, &mut pending, last);
+            if let Some(lane) = &lane {
+                lane.take_back(&mut pending, self.compaction_delay);
+                let (ready, oldest) = self.hand_over(lane, &mut pending, &mut rolls, last);
+                if oldest >= BEHIND && behind.ready() {
+                    tracing::warn!(
+                        waiting_rows = ready,
+                        compacting_rows = lane.queued(),
+                        oldest_seconds = oldest.as_secs(),
+                        "compaction is behind: rows of closed hours wait (readers merge them meanwhile)"
+                    );
+                }
+                backlog_seen =
+                    crate::observe::write::compaction_backlog(backlog_seen, ready + lane.queued());
+            }
+            if self.rolls_on() {
+                self.roll_idle(&mut rolls);
+            }
             crate::observe::write::compaction_queue(queued, pending.len());
-            // The buffer, the compacted rows and perhaps a memtable the engine wrote out are
-            // free now: give them back before the next burst is buffered on top of them. Not
-            // after small flushes, nor after a job only a query asked for: the release returns
-            // queries' freed memory too (see `crate::memory`).
-            if points >= RELEASE_AFTER_POINTS || compacted >= RELEASE_AFTER_ROWS {
+            // The buffer and perhaps a memtable the engine wrote out are free now: give them
+            // back before the next burst is buffered on top of them. Not after small flushes,
+            // nor after a job only a query asked for: the release returns queries' freed
+            // memory too (see `crate::memory`).
+            if points >= RELEASE_AFTER_POINTS {
                 tsgate_common::memory::release_freed();
             }
             if last && result.is_ok() {
@@ -160,6 +402,10 @@ impl Flusher {
                 }
             }
         }
+        if let Some(lane) = lane {
+            lane.finish();
+        }
+        crate::observe::write::compaction_backlog(backlog_seen, 0);
     }
 
     fn flush_durably(
@@ -167,6 +413,7 @@ impl Flusher {
         mut buffer: Buffer,
         wal_upto: Option<u64>,
         pending: &mut HashMap<Vec<u8>, (u32, Instant)>,
+        rolls: &mut Rolls,
         readers: Vec<oneshot::Sender<Result<(), WriteError>>>,
     ) -> Result<(), WriteError> {
         let now = Instant::now();
@@ -176,7 +423,7 @@ impl Flusher {
         let mut delay = Duration::from_millis(100);
         let (mut done, mut touched) = (0, Vec::with_capacity(buffer.rows.len()));
         loop {
-            match self.write_from(&mut buffer, &mut done, &mut touched) {
+            match self.write_from(&mut buffer, &mut done, &mut touched, rolls) {
                 Ok(()) => {
                     // Only a write that reached the store proves it healthy (an empty flush
                     // of another shard must not hide a failing one).
@@ -220,91 +467,66 @@ impl Flusher {
         Ok(())
     }
 
-    /// Compacts the rows due; returns how many it compacted.
-    fn compact_ready(
+    /// Hands the rows due for compaction (hour closed, quiet for `compaction_delay`; with `all`,
+    /// every closed row) to the compaction thread, oldest first, as many as it has room for:
+    /// the flusher never waits for it (but for the last job, when it waits for everything).
+    /// Returns how many due rows are left waiting, and how long the oldest of them has been due.
+    fn hand_over(
         &self,
-        compactor: &Compactor,
+        lane: &Lane,
         pending: &mut HashMap<Vec<u8>, (u32, Instant)>,
+        rolls: &mut Rolls,
         all: bool,
-    ) -> usize {
+    ) -> (usize, Duration) {
         let now = now_s();
-        let mut ready: Vec<(Vec<u8>, u32, Instant)> = pending
+        let mut ready: Vec<(Instant, Vec<u8>, u32)> = pending
             .iter()
             .filter(|(_, (base, touched))| {
                 hour_closed(*base, now) && (all || touched.elapsed() >= self.compaction_delay)
             })
-            .map(|(k, (base, t))| (k.clone(), *base, *t))
+            .map(|(k, (base, t))| (*t, k.clone(), *base))
             .collect();
         if ready.is_empty() {
-            // Flush ticks keep coming while ingest is quiet: a store waiting for the deletes to
-            // stop hears again that compaction is caught up (see `Store::tidy`).
-            if !all {
-                self.tidy_if_caught_up(pending, now);
+            // Flush ticks keep coming while ingest is quiet: a store waiting for the deletes
+            // to stop hears again that compaction is caught up (see `Store::tidy`).
+            let closed_left = pending.values().any(|(base, _)| hour_closed(*base, now));
+            if !all && !closed_left {
+                lane.tidy();
             }
-            return 0;
+            return (0, Duration::ZERO);
         }
-        // Oldest first, and (outside shutdown) only as many as fit in the budget: flushing must
-        // not starve behind compaction. Rows left waiting gather more points meanwhile, so with
-        // many series (a backfill of a million, say) each row is compacted fewer times.
-        ready.sort_by_key(|(_, _, t)| *t);
-        let started = Instant::now();
-        let mut taken = 0;
-        for chunk in ready.chunks(COMPACT_CHUNK) {
-            if !all && started.elapsed() >= COMPACT_BUDGET {
+        ready.sort();
+        let mut left = ready.len();
+        for chunk in ready.chunks(super::compaction::HAND_OVER_ROWS) {
+            let rows: Vec<(Vec<u8>, u32)> = chunk.iter().map(|(_, k, b)| (k.clone(), *b)).collect();
+            if !lane.offer(rows, all) {
                 break;
             }
-            let rows: Vec<Vec<u8>> = chunk.iter().map(|(k, _, _)| k.clone()).collect();
-            for row in &rows {
-                pending.remove(row);
+            for (_, k, _) in chunk {
+                pending.remove(k);
+                rolls.forget(k);
             }
-            let left = if all {
-                compactor.compact_all(&rows, SETTLE * 3)
-            } else {
-                compactor.compact(&rows)
-            };
-            taken += rows.len().saturating_sub(left.len());
-            // Rows still settling (or that failed) come back after the settle time.
-            let retry_at = Instant::now()
-                .checked_sub(self.compaction_delay.saturating_sub(SETTLE))
-                .unwrap_or_else(Instant::now);
-            let base_of: HashMap<&[u8], u32> =
-                chunk.iter().map(|(k, base, _)| (&k[..], *base)).collect();
-            for row in left {
-                let base = base_of.get(&row[..]).copied().unwrap_or(0);
-                pending.insert(row, (base, retry_at));
-            }
+            left -= chunk.len();
         }
-        if all {
-            if let Err(e) = self.store.flush() {
-                tracing::error!(error = %e, "store flush after compaction failed");
-            }
-        } else {
-            self.tidy_if_caught_up(pending, now);
-        }
-        taken
-    }
-
-    /// Caught up with the closed hours: the store may clear what the deletes left.
-    fn tidy_if_caught_up(&self, pending: &HashMap<Vec<u8>, (u32, Instant)>, now: u64) {
-        if pending.values().all(|(base, _)| !hour_closed(*base, now)) {
-            if let Err(e) = self.store.tidy() {
-                tracing::warn!(error = %e, "store tidy after compaction failed");
-            }
-        }
+        let oldest = match ready.len() - left {
+            at if at < ready.len() => ready[at].0.elapsed().saturating_sub(self.compaction_delay),
+            _ => Duration::ZERO,
+        };
+        (left, oldest)
     }
 }
 
-/// A flush of at least this many points, or a compaction pass over at least this many rows,
-/// returns the memory it freed to the OS at once (about a MiB of buffered points; a steady
-/// scrape of 10,000 series every 10 s flushes 500 points a time and never does).
+/// A flush of at least this many points returns the memory it freed to the OS at once (about
+/// a MiB of buffered points; a steady scrape of 10,000 series every 10 s flushes 500 points a
+/// time and never does).
 const RELEASE_AFTER_POINTS: usize = 65_536;
-const RELEASE_AFTER_ROWS: usize = 1_024;
 
-/// Rows compacted per store round trip.
-const COMPACT_CHUNK: usize = 512;
+/// Rows of closed hours due this long without being compacted are logged (at most once a
+/// minute): the compaction thread is not keeping up.
+const BEHIND: Duration = Duration::from_secs(60);
 
-/// Compaction time per flush cycle (the cycle is `write.flush_interval_ms`, 0.5 s by default).
-const COMPACT_BUDGET: Duration = Duration::from_millis(300);
+/// A flush this slow is logged (at most once a minute): writers are waiting on it.
+const SLOW_FLUSH: Duration = Duration::from_secs(1);
 
 #[cfg(test)]
 mod tests {
@@ -436,6 +658,8 @@ mod tests {
             layout: KeyLayout::default(),
             wal_dir: dir.path().join("wal"),
             compaction_delay: Duration::ZERO,
+            roll_interval: Duration::ZERO,
+            roll_max_points: 0,
             ts_counter: None,
             store_ok: Default::default(),
             in_flight: Default::default(),
@@ -506,7 +730,7 @@ mod tests {
         let (_dir, flusher, flaky, mut buffer, series) = flaky_flush();
         let (mut done, mut touched) = (0, Vec::new());
         assert!(flusher
-            .write_from(&mut buffer, &mut done, &mut touched)
+            .write_from(&mut buffer, &mut done, &mut touched, &mut Rolls::default())
             .is_err());
         assert_eq!(done, MUTATE_CHUNK, "the first chunk is stored");
         assert_eq!(touched.len(), MUTATE_CHUNK);
@@ -523,7 +747,7 @@ mod tests {
             "rows not stored keep their points"
         );
         flusher
-            .write_from(&mut buffer, &mut done, &mut touched)
+            .write_from(&mut buffer, &mut done, &mut touched, &mut Rolls::default())
             .unwrap();
         assert_eq!((done, touched.len()), (ROWS, ROWS));
         for (i, s) in series.iter().enumerate() {
@@ -544,7 +768,13 @@ mod tests {
         let (_dir, flusher, flaky, buffer, series) = flaky_flush();
         let mut pending = HashMap::new();
         flusher
-            .flush_durably(buffer, None, &mut pending, Vec::new())
+            .flush_durably(
+                buffer,
+                None,
+                &mut pending,
+                &mut Rolls::default(),
+                Vec::new(),
+            )
             .unwrap();
         assert!(
             flusher.store_ok.load(std::sync::atomic::Ordering::SeqCst),
@@ -556,6 +786,339 @@ mod tests {
             .is_some_and(|(b, _)| *b == BASE)));
         assert_eq!(flaky.calls.load(std::sync::atomic::Ordering::SeqCst), 3 + 1);
         assert_stored(&flaky.inner, &series);
+    }
+
+    fn embedded() -> (tempfile::TempDir, SharedStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let names = tsgate_store::TableNames::default();
+        let store: SharedStore = std::sync::Arc::new(
+            tsgate_store::embedded::EmbeddedStore::open(&dir.path().join("store"), &names.specs())
+                .unwrap(),
+        );
+        std::fs::create_dir_all(dir.path().join("wal")).unwrap();
+        (dir, store)
+    }
+
+    fn flusher_over(store: SharedStore, dir: &std::path::Path, roll: Duration) -> Flusher {
+        Flusher {
+            store,
+            table: tsgate_store::TableNames::default().data,
+            layout: KeyLayout::default(),
+            wal_dir: dir.join("wal"),
+            compaction_delay: Duration::ZERO,
+            roll_interval: roll,
+            roll_max_points: 1 << 20,
+            ts_counter: None,
+            store_ok: Default::default(),
+            in_flight: Default::default(),
+        }
+    }
+
+    fn series_no(i: u32) -> crate::series::Series {
+        crate::series::SeriesKey::new(&[0, 0, 8, 0, 0, 1, (i >> 16) as u8, (i >> 8) as u8, i as u8])
+    }
+
+    /// A buffer of `points` (seconds after BASE, value) for each series.
+    fn buffer_of(rows: &[(crate::series::Series, &[(u64, i64)])]) -> Buffer {
+        let mut b = Buffer::default();
+        for (s, points) in rows {
+            for &(at, v) in *points {
+                let p = RawPoint::encode(BASE as u64 + at, BASE, DataValue::Int(v)).unwrap();
+                b.insert(s, BASE, p);
+            }
+        }
+        b
+    }
+
+    /// The row's column count and its points as readers merge them (offset s, value).
+    fn row_of(store: &SharedStore, s: crate::series::Series) -> (usize, Vec<(u64, i64)>) {
+        let row = KeyLayout::default().row_key(s.tsuid, BASE);
+        let table = tsgate_store::TableNames::default().data;
+        let cells = store.get(&table, &row, &[DATA_FAMILY]).unwrap();
+        let cols: Vec<tsgate_schema::compaction::StoredColumn> = cells
+            .iter()
+            .map(|c| tsgate_schema::compaction::StoredColumn {
+                qualifier: &c.qualifier,
+                value: &c.value,
+                ts: c.timestamp,
+            })
+            .collect();
+        let merged = tsgate_schema::compaction::merge_columns(&cols);
+        let points = merged
+            .points
+            .iter()
+            .map(|p| match p.value().unwrap() {
+                DataValue::Int(v) => (p.offset_ms() as u64 / 1000, v),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        (cells.len(), points)
+    }
+
+    /// A due row gets one column for every partial column since its last roll and its new
+    /// points, the partial columns go, and an offset written twice keeps its later value.
+    #[test]
+    fn a_roll_replaces_the_partial_columns_with_one_holding_the_last_writes() {
+        let (dir, store) = embedded();
+        let f = flusher_over(store.clone(), dir.path(), Duration::from_millis(40));
+        let (a, mut rolls) = (series_no(1), Rolls::default());
+        let write = |points: &[(u64, i64)], rolls: &mut Rolls| {
+            let mut touched = Vec::new();
+            f.write_from(&mut buffer_of(&[(a, points)]), &mut 0, &mut touched, rolls)
+                .unwrap();
+        };
+        write(&[(0, 1), (10, 2)], &mut rolls);
+        write(&[(10, 20), (20, 3)], &mut rolls);
+        assert_eq!(row_of(&store, a), (2, vec![(0, 1), (10, 20), (20, 3)]));
+        assert_eq!((rolls.len(), rolls.points), (1, 4));
+        std::thread::sleep(Duration::from_millis(80)); // past any row's window (20–60 ms)
+        write(&[(30, 4)], &mut rolls);
+        assert_eq!(
+            row_of(&store, a),
+            (1, vec![(0, 1), (10, 20), (20, 3), (30, 4)]),
+            "one column, the later write of offset 10 in it"
+        );
+        assert!(rolls.is_empty() && rolls.points == 0);
+        // A new window starts with the next partial column.
+        write(&[(40, 5)], &mut rolls);
+        assert_eq!(row_of(&store, a).0, 2);
+        assert_eq!(rolls.len(), 1);
+    }
+
+    /// Rows that got nothing in a flush roll once due; a row of one column is let go without
+    /// a write; past `roll_max_points` the oldest rows roll before their time.
+    #[test]
+    fn idle_rows_roll_when_due_and_the_oldest_roll_early_past_the_bound() {
+        let (dir, store) = embedded();
+        let f = flusher_over(store.clone(), dir.path(), Duration::from_millis(40));
+        let (a, b) = (series_no(1), series_no(2));
+        let mut rolls = Rolls::default();
+        let mut touched = Vec::new();
+        for buffer in [
+            buffer_of(&[(a, &[(0, 1)]), (b, &[(0, 7)])]),
+            buffer_of(&[(a, &[(10, 2)])]),
+        ] {
+            f.write_from(&mut { buffer }, &mut 0, &mut touched, &mut rolls)
+                .unwrap();
+        }
+        f.roll_idle(&mut rolls);
+        assert_eq!(rolls.len(), 2, "not due yet");
+        std::thread::sleep(Duration::from_millis(80));
+        f.roll_idle(&mut rolls);
+        assert!(rolls.is_empty());
+        assert_eq!(row_of(&store, a), (1, vec![(0, 1), (10, 2)]));
+        assert_eq!(row_of(&store, b), (1, vec![(0, 7)]));
+
+        let mut f = flusher_over(store.clone(), dir.path(), Duration::from_secs(3600));
+        f.roll_max_points = 4;
+        let (c, d) = (series_no(3), series_no(4));
+        for buffer in [
+            buffer_of(&[(c, &[(0, 1), (1, 2)])]),
+            buffer_of(&[(c, &[(2, 3)]), (d, &[(0, 1), (1, 2), (2, 3)])]),
+        ] {
+            f.write_from(&mut { buffer }, &mut 0, &mut touched, &mut rolls)
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert_eq!(rolls.points, 6);
+        f.roll_idle(&mut rolls);
+        assert_eq!(
+            rolls.points, 3,
+            "the oldest row, c, rolled: down to 3/4 of the bound"
+        );
+        assert_eq!(row_of(&store, c), (1, vec![(0, 1), (1, 2), (2, 3)]));
+        assert_eq!(row_of(&store, d).0, 1);
+        assert!(rolls
+            .rows
+            .contains_key(&KeyLayout::default().row_key(d.tsuid, BASE)));
+    }
+
+    /// A roll the store refuses changes nothing: the row keeps its partial columns and the
+    /// flusher its points, and the retry merges them all.
+    #[test]
+    fn a_failed_roll_keeps_the_partial_columns_and_the_held_points() {
+        let (dir, inner) = embedded();
+        let flaky = std::sync::Arc::new(FlakyStore {
+            inner,
+            calls: Default::default(),
+            fail_at: 4,
+        });
+        let f = flusher_over(flaky.clone(), dir.path(), Duration::from_millis(1));
+        let a = series_no(9);
+        let mut rolls = Rolls::default();
+        let mut touched = Vec::new();
+        for (at, v) in [(0, 1), (1, 2)] {
+            let mut b = buffer_of(&[(a, &[(at, v)])]);
+            f.write_from(&mut b, &mut 0, &mut touched, &mut rolls)
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // The second write rolled the first partial column with its own points.
+        assert_eq!(row_of(&flaky.inner, a), (1, vec![(0, 1), (1, 2)]));
+        assert!(rolls.is_empty());
+        let mut b = buffer_of(&[(a, &[(2, 3)])]);
+        f.write_from(&mut b, &mut 0, &mut touched, &mut rolls)
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        let (mut b, mut done) = (buffer_of(&[(a, &[(3, 4)])]), 0);
+        assert!(f
+            .write_from(&mut b, &mut done, &mut touched, &mut rolls)
+            .is_err());
+        assert_eq!(done, 0);
+        assert_eq!(
+            row_of(&flaky.inner, a),
+            (2, vec![(0, 1), (1, 2), (2, 3)]),
+            "as before the roll"
+        );
+        assert_eq!((rolls.len(), rolls.points), (1, 1));
+        f.write_from(&mut b, &mut done, &mut touched, &mut rolls)
+            .unwrap();
+        assert_eq!(
+            row_of(&flaky.inner, a),
+            (2, vec![(0, 1), (1, 2), (2, 3), (3, 4)]),
+            "the first roll's column and the second's"
+        );
+        assert!(rolls.is_empty());
+    }
+
+    /// Blocks `get_rows` (the compactor's first call) until let go.
+    struct StuckStore {
+        inner: SharedStore,
+        open: std::sync::Mutex<bool>,
+        moved: std::sync::Condvar,
+        entered: std::sync::atomic::AtomicBool,
+    }
+
+    impl tsgate_store::Store for StuckStore {
+        fn get(
+            &self,
+            t: &str,
+            r: &[u8],
+            f: &[&[u8]],
+        ) -> tsgate_store::StoreResult<Vec<tsgate_store::Cell>> {
+            self.inner.get(t, r, f)
+        }
+        fn get_rows(
+            &self,
+            t: &str,
+            rows: &[Vec<u8>],
+            f: &[&[u8]],
+        ) -> tsgate_store::StoreResult<Vec<Vec<tsgate_store::Cell>>> {
+            self.entered
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            let mut open = self.open.lock().unwrap();
+            while !*open {
+                open = self.moved.wait(open).unwrap();
+            }
+            drop(open);
+            self.inner.get_rows(t, rows, f)
+        }
+        fn mutate(&self, t: &str, b: Vec<RowMutations>) -> tsgate_store::StoreResult<()> {
+            self.inner.mutate(t, b)
+        }
+        fn scan(
+            &self,
+            t: &str,
+            s: &tsgate_store::Scan,
+        ) -> tsgate_store::StoreResult<tsgate_store::RowStream> {
+            self.inner.scan(t, s)
+        }
+        fn increment(
+            &self,
+            t: &str,
+            r: &[u8],
+            f: &[u8],
+            q: &[u8],
+            d: i64,
+        ) -> tsgate_store::StoreResult<i64> {
+            self.inner.increment(t, r, f, q, d)
+        }
+        fn check_and_put(
+            &self,
+            t: &str,
+            r: &[u8],
+            f: &[u8],
+            q: &[u8],
+            e: Option<&[u8]>,
+            v: &[u8],
+        ) -> tsgate_store::StoreResult<bool> {
+            self.inner.check_and_put(t, r, f, q, e, v)
+        }
+        fn flush(&self) -> tsgate_store::StoreResult<()> {
+            self.inner.flush()
+        }
+        fn mutate_at(
+            &self,
+            t: &str,
+            b: Vec<RowMutations>,
+            ts: u64,
+        ) -> tsgate_store::StoreResult<()> {
+            self.inner.mutate_at(t, b, ts)
+        }
+        fn atomic_batches(&self) -> bool {
+            true
+        }
+    }
+
+    /// Flushes go on, each answered, while the compaction thread is stuck in the store with
+    /// rows of closed hours piling up; once it moves, every row is compacted.
+    #[test]
+    fn flushes_go_on_while_compaction_is_stuck() {
+        let (dir, inner) = embedded();
+        let stuck = std::sync::Arc::new(StuckStore {
+            inner: inner.clone(),
+            open: std::sync::Mutex::new(false),
+            moved: Default::default(),
+            entered: Default::default(),
+        });
+        let f = flusher_over(stuck.clone(), dir.path(), Duration::ZERO);
+        let (jobs, rx) = std::sync::mpsc::sync_channel(1);
+        let flusher = std::thread::spawn(move || f.run(rx));
+        // More rows than the compaction thread takes in: the rest wait in the flusher.
+        let series: Vec<_> = (0..3 * 2048).map(series_no).collect();
+        let flush = |k: u64, last: bool| {
+            let rows: Vec<(crate::series::Series, Vec<(u64, i64)>)> =
+                series.iter().map(|s| (*s, vec![(k, k as i64)])).collect();
+            let rows: Vec<(crate::series::Series, &[(u64, i64)])> =
+                rows.iter().map(|(s, p)| (*s, &p[..])).collect();
+            let (tx, answer) = oneshot::channel();
+            jobs.send(FlushJob {
+                buffer: buffer_of(&rows),
+                wal_upto: Some(0),
+                waiters: vec![tx],
+                readers: Vec::new(),
+                last,
+            })
+            .unwrap();
+            answer
+        };
+        for k in 0..4 {
+            let mut answer = flush(k, false);
+            let t = Instant::now();
+            loop {
+                match answer.try_recv() {
+                    Ok(r) => break r.unwrap(),
+                    Err(oneshot::error::TryRecvError::Empty) => {}
+                    Err(e) => panic!("{e}"),
+                }
+                assert!(
+                    t.elapsed() < Duration::from_secs(20),
+                    "flush {k} not answered"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        assert!(stuck.entered.load(std::sync::atomic::Ordering::SeqCst));
+        *stuck.open.lock().unwrap() = true;
+        stuck.moved.notify_all();
+        drop(flush(4, true));
+        drop(jobs);
+        flusher.join().unwrap();
+        for s in &series {
+            let (columns, points) = row_of(&inner, *s);
+            assert_eq!(columns, 1, "compacted");
+            assert_eq!(points, (0..5).map(|k| (k, k as i64)).collect::<Vec<_>>());
+        }
     }
 
     #[test]

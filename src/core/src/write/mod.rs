@@ -1,6 +1,7 @@
 //! The durable write path: resolved points → WAL (group commit) → per series-hour buffer →
 //! batched store writes → compaction of closed hours. A write is acknowledged once logged.
 
+pub mod compaction;
 pub mod compactor;
 pub mod flusher;
 pub mod shard;
@@ -38,6 +39,11 @@ pub struct WriterConfig {
     pub max_batch_points: usize,
     pub buffer_max_points: usize,
     pub compaction_delay: Duration,
+    /// How long the open hour's partial columns of a row gather before they are merged into
+    /// one (see `flusher`); zero: never.
+    pub roll_interval: Duration,
+    /// Most points a shard's flusher holds for those merges.
+    pub roll_max_points: usize,
     /// Submissions queued per shard before writers wait.
     pub queue_depth: usize,
     /// `ts_ctr` maintenance (tsdb-meta), when tracking is on.
@@ -86,6 +92,8 @@ pub fn recover(
         layout,
         wal_dir: root.clone(),
         compaction_delay: Duration::ZERO,
+        roll_interval: Duration::ZERO,
+        roll_max_points: 0,
         ts_counter: None,
         store_ok: Default::default(),
         in_flight: Default::default(),
@@ -162,6 +170,8 @@ impl Writer {
                 layout,
                 wal_dir: dir.clone(),
                 compaction_delay: cfg.compaction_delay,
+                roll_interval: cfg.roll_interval,
+                roll_max_points: cfg.roll_max_points,
                 ts_counter: cfg.ts_counter.clone(),
                 store_ok: store_ok.clone(),
                 in_flight: in_flight.clone(),
@@ -385,6 +395,8 @@ mod tests {
             max_batch_points: 1024,
             buffer_max_points: 1 << 20,
             compaction_delay: Duration::from_secs(60),
+            roll_interval: Duration::from_secs(30),
+            roll_max_points: 1 << 20,
             queue_depth: 64,
             ts_counter: None,
         }

@@ -1115,7 +1115,7 @@ mod tests {
         drop(jobs);
         flusher.join().unwrap();
         for s in &series {
-            let (columns, points) = row_of(&inner, *s);
+            let (columns, points) = row_of(&inner, s);
             assert_eq!(columns, 1, "compacted");
             assert_eq!(points, (0..5).map(|k| (k, k as i64)).collect::<Vec<_>>());
         }

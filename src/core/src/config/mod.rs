@@ -6,6 +6,7 @@ pub mod tls;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use tsgate_schema::KeyLayout;
+use tsgate_store::bigtable::BigtableConfig;
 use tsgate_store::hbase::HBaseConfig;
 use tsgate_store::TableNames;
 
@@ -168,11 +169,14 @@ pub struct ServerConfig {
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct StorageConfig {
-    /// `embedded` (fjall under `data_dir/store`) or `hbase` (through its Thrift gateway).
+    /// `embedded` (fjall under `data_dir/store`), `hbase` (through its Thrift gateway) or
+    /// `bigtable` (Cloud Bigtable, or its emulator).
     pub backend: String,
     pub tables: TableNames,
     /// The Thrift gateway, for `backend = "hbase"`.
     pub hbase: HBaseConfig,
+    /// The instance, for `backend = "bigtable"`.
+    pub bigtable: BigtableConfig,
     pub uid_width_metric: usize,
     pub uid_width_tagk: usize,
     pub uid_width_tagv: usize,
@@ -297,6 +301,7 @@ impl Default for StorageConfig {
             backend: "embedded".into(),
             tables: TableNames::default(),
             hbase: HBaseConfig::default(),
+            bigtable: BigtableConfig::default(),
             uid_width_metric: 3,
             uid_width_tagk: 3,
             uid_width_tagv: 3,
@@ -413,9 +418,10 @@ impl Config {
                     ));
                 }
             }
+            "bigtable" => s.bigtable.check().map_err(ConfigError::Invalid)?,
             other => {
                 return Err(ConfigError::Invalid(format!(
-                    "storage.backend {other:?} is not available (embedded, hbase)"
+                    "storage.backend {other:?} is not available (embedded, hbase, bigtable)"
                 )))
             }
         }
@@ -504,7 +510,7 @@ mod tests {
             .validate()
             .unwrap_err()
             .to_string()
-            .contains("embedded, hbase"));
+            .contains("embedded, hbase, bigtable"));
         assert!(toml::from_str::<Config>("[storage.hbase]\nthrfit = \"x\"\n").is_err());
     }
 

@@ -45,6 +45,12 @@ pub struct Common {
     /// HBase Thrift gateway host:port (storage.hbase.thrift); implies --backend hbase.
     #[arg(long, global = true)]
     pub hbase_thrift: Option<String>,
+    /// Cloud Bigtable project (storage.bigtable.project); implies --backend bigtable.
+    #[arg(long, global = true)]
+    pub bigtable_project: Option<String>,
+    /// Cloud Bigtable instance (storage.bigtable.instance); implies --backend bigtable.
+    #[arg(long, global = true)]
+    pub bigtable_instance: Option<String>,
 }
 
 impl Common {
@@ -59,6 +65,14 @@ impl Common {
         if let Some(t) = &self.hbase_thrift {
             cfg.storage.hbase.thrift = t.clone();
             cfg.storage.backend = "hbase".into();
+        }
+        if let Some(p) = &self.bigtable_project {
+            cfg.storage.bigtable.project = p.clone();
+            cfg.storage.backend = "bigtable".into();
+        }
+        if let Some(i) = &self.bigtable_instance {
+            cfg.storage.bigtable.instance = i.clone();
+            cfg.storage.backend = "bigtable".into();
         }
         if let Some(b) = &self.backend {
             cfg.storage.backend = b.clone();

@@ -60,7 +60,10 @@ fn go_unquote(s: &[u8]) -> Vec<u8> {
 /// `cbt read TABLE` as (row key, family, qualifier, value), from its raw output: rows between
 /// dashed lines, the key raw on the first line, each cell a `  fam:qual  @ time` line (raw
 /// bytes, padded) and a quoted value.
-fn cbt_cells(out: &[u8]) -> Vec<(Vec<u8>, String, Vec<u8>, Vec<u8>)> {
+/// (row key, family, qualifier, value)
+type CbtCell = (Vec<u8>, String, Vec<u8>, Vec<u8>);
+
+fn cbt_cells(out: &[u8]) -> Vec<CbtCell> {
     let mut cells = Vec::new();
     let mut key = Vec::new();
     let lines: Vec<&[u8]> = out.split(|&b| b == b'\n').collect();
@@ -218,4 +221,76 @@ fn a_put_leaves_opentsdbs_bytes_in_bigtable() {
     );
     assert_eq!(v[0]["dps"]["1356998400"], 42, "{v}");
     s.stop();
+}
+
+/// The store's own config for the backend's emulator.
+fn store_on(b: &Backend, instance: &str) -> tsgate::store::bigtable::BigtableStore {
+    use tsgate::store::bigtable::{BigtableConfig, BigtableStore};
+    BigtableStore::new(&BigtableConfig {
+        project: "p".into(),
+        instance: instance.into(),
+        emulator_host: b.emulator_addr().unwrap().to_string(),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+/// `MutateRows` answers per row: a row the service refuses (a family the table lacks) fails
+/// the batch by name, and the other rows of the batch are written.
+#[test]
+fn a_refused_row_fails_the_batch_by_name() {
+    use tsgate::store::bigtable::BigtableError;
+    use tsgate::store::{RowMutations, Store, StoreError};
+    let Some(b) = Backend::bigtable("rows") else {
+        return;
+    };
+    let s = store_on(&b, "rows");
+    let e = s
+        .mutate(
+            "tsdb",
+            vec![
+                RowMutations::put(b"good".to_vec(), b"t", b"q".to_vec(), b"1".to_vec()),
+                RowMutations::put(b"bad".to_vec(), b"nope", b"q".to_vec(), b"2".to_vec()),
+            ],
+        )
+        .unwrap_err();
+    match e {
+        StoreError::Bigtable {
+            source: BigtableError::RowsFailed { failed, rows, .. },
+            ..
+        } => assert_eq!((failed, rows), (1, 2)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(s.get("tsdb", b"good", &[]).unwrap()[0].value, b"1");
+    assert!(s.get("tsdb", b"bad", &[]).unwrap().is_empty());
+}
+
+/// With nothing listening, a call is retried `retries` times with backoff, then fails with
+/// the address named.
+#[test]
+fn an_unreachable_service_is_retried_then_named() {
+    use tsgate::store::bigtable::{BigtableConfig, BigtableStore};
+    use tsgate::store::Store;
+    let port = free_port();
+    let s = BigtableStore::new(&BigtableConfig {
+        project: "p".into(),
+        instance: "i".into(),
+        emulator_host: format!("127.0.0.1:{port}"),
+        retries: 3,
+        retry_backoff_ms: 5,
+        ..Default::default()
+    })
+    .unwrap();
+    let t = std::time::Instant::now();
+    let e = s.get("tsdb", b"r", &[]).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!("cannot connect to Bigtable at 127.0.0.1:{port}")),
+        "{e}"
+    );
+    assert_eq!(s.retries(), 3);
+    assert_eq!(s.calls(), 4, "the first try and three retries");
+    assert!(
+        t.elapsed() >= std::time::Duration::from_millis(5 + 10 + 20),
+        "backoff doubles"
+    );
 }

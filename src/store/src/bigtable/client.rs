@@ -628,6 +628,11 @@ impl BigtableStore {
         })
     }
 
+    /// Calls sent again after a transient failure.
+    pub fn retries(&self) -> u64 {
+        self.inner.retries.load(Ordering::Relaxed)
+    }
+
     /// gRPC calls made so far (all methods, retries included).
     pub fn calls(&self) -> u64 {
         self.inner
@@ -826,8 +831,9 @@ impl Store for BigtableStore {
         true
     }
 
+    /// gRPC calls by method (`tsd.hbase.rpcs type=<method>`), retries included.
     fn counters(&self) -> Vec<(&'static str, u64)> {
-        let mut out: Vec<(&'static str, u64)> = Method::ALL
+        Method::ALL
             .iter()
             .map(|m| {
                 (
@@ -835,9 +841,7 @@ impl Store for BigtableStore {
                     self.inner.calls[*m as usize].load(Ordering::Relaxed),
                 )
             })
-            .collect();
-        out.push(("retries", self.inner.retries.load(Ordering::Relaxed)));
-        out
+            .collect()
     }
 }
 

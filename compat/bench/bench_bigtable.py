@@ -48,7 +48,7 @@ listen = free_port()
 store = None
 env = dict(os.environ)
 args = [binary, "serve", "--data-dir", os.path.join(work, "node"), "--listen", f"127.0.0.1:{listen}",
-        "--graphite-listen", "", "--pickle-listen", "", "--log-level", "warn"]
+        "--graphite-listen", "", "--pickle-listen", "", "--log-level", os.environ.get("BENCH_LOG", "warn")]
 if backend == "hbase":
     thrift = free_port()
     store = subprocess.Popen([binary, "hbase", "test-double", "--listen", f"127.0.0.1:{thrift}", "--create-tables",

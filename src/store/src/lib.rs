@@ -1,6 +1,7 @@
 //! Storage shaped like HBase's data model: tables of rows, cells addressed by
 //! family:qualifier, ordered scans, atomic increment and compare-and-set. One trait, so the
-//! embedded engine, the HBase gateway and Cloud Bigtable are interchangeable (and testable with one suite).
+//! embedded engine, the HBase gateway and Cloud Bigtable are interchangeable (and testable
+//! with one suite).
 
 pub mod bigtable;
 pub mod embedded;

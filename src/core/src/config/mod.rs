@@ -515,6 +515,29 @@ mod tests {
     }
 
     #[test]
+    fn bigtable_backend_keys() {
+        let c: Config = toml::from_str("[storage]\nbackend = \"bigtable\"\n[storage.bigtable]\nproject = \"p\"\ninstance = \"i\"\napp_profile = \"tsgate\"\nchannels = 2\n").unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.storage.bigtable.app_profile, "tsgate");
+        assert_eq!(c.storage.bigtable.max_mutations_per_request, 100_000);
+        let mut bad = c.clone();
+        bad.storage.bigtable.instance.clear();
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("storage.bigtable.project and storage.bigtable.instance"));
+        let mut bad = c.clone();
+        bad.storage.bigtable.max_mutations_per_request = 100_001;
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("the service's limit"));
+        assert!(toml::from_str::<Config>("[storage.bigtable]\nprojet = \"x\"\n").is_err());
+    }
+
+    #[test]
     fn invalid_widths_are_named() {
         let mut c = Config::default();
         c.storage.uid_width_tagv = 9;

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// Instantiates each named `fn(&Backend)` as a test on every backend (`embedded::…`, `hbase::…`).
+/// Instantiates each named `fn(&Backend)` as a test on every backend (`embedded::…`, `hbase::…`,
+/// and `bigtable::…`, which Google's emulator runs: skipped loudly without it, failed under CI).
 #[macro_export]
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
@@ -16,6 +17,11 @@ macro_rules! on_both_backends {
         }
         mod hbase {
             $(#[test] fn $name() { super::$name(&super::Backend::hbase()); })*
+        }
+        mod bigtable {
+            $(#[test] fn $name() {
+                if let Some(b) = super::Backend::bigtable("suite") { super::$name(&b); }
+            })*
         }
     };
 }
@@ -119,6 +125,17 @@ impl Backend {
             _dir: None,
             bigtable: Some((emu, instance.to_string())),
         })
+    }
+
+    /// Whether other processes may write the same tables (HBase, Bigtable): the compactor then
+    /// waits for a row's newest cell to settle.
+    pub fn is_shared(&self) -> bool {
+        self.double.is_some() || self.bigtable.is_some()
+    }
+
+    /// The Bigtable instance, if this is the Bigtable backend.
+    pub fn bigtable_instance(&self) -> Option<&str> {
+        self.bigtable.as_ref().map(|(_, i)| i.as_str())
     }
 
     /// The emulator's `host:port` (for `BIGTABLE_EMULATOR_HOST`).

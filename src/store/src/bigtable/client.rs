@@ -666,6 +666,7 @@ impl Store for BigtableStore {
             let t = table.to_string();
             let keys = chunk.to_vec();
             let filter = filter.clone();
+            tracing::trace!(table, rows = chunk.len(), "ReadRows of row keys");
             let got = self
                 .run(|inner| async move {
                     let set = proto::RowSet {

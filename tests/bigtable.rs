@@ -263,6 +263,12 @@ fn a_refused_row_fails_the_batch_by_name() {
     }
     assert_eq!(s.get("tsdb", b"good", &[]).unwrap()[0].value, b"1");
     assert!(s.get("tsdb", b"bad", &[]).unwrap().is_empty());
+    // Adding to a cell that is not an 8-byte counter is that error, named.
+    assert!(matches!(
+        s.increment("tsdb", b"good", b"t", b"q", 1),
+        Err(StoreError::NotACounter(_))
+    ));
+    assert_eq!(s.increment("tsdb", b"good", b"t", b"n", 2).unwrap(), 2);
 }
 
 /// With nothing listening, a call is retried `retries` times with backoff, then fails with

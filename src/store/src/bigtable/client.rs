@@ -729,14 +729,22 @@ impl Store for BigtableStore {
                     )
                     .await
             })
-            .map_err(|e| match e {
-                // The service's answer to a cell that is not 8 bytes.
-                BigtableError::Status { code, .. }
-                    if code == Code::FAILED_PRECONDITION || code == Code::INVALID_ARGUMENT =>
-                {
+            .map_err(|e| {
+                // The service refuses to add to a cell that is not 8 bytes, in words of its own
+                // (and the emulator in others): look at the cell to tell that case apart.
+                let refused = matches!(&e, BigtableError::Status { code, .. }
+                    if *code != Code::UNAVAILABLE && !code.is_transient());
+                let not_counter = refused
+                    && self.get(table, row, &[family]).is_ok_and(|cells| {
+                        cells
+                            .iter()
+                            .any(|c| c.qualifier == qualifier && c.value.len() != 8)
+                    });
+                if not_counter {
                     StoreError::NotACounter(format!("{table}/{}", tsgate_schema::hex_upper(row)))
+                } else {
+                    err("increment", table)(e)
                 }
-                e => err("increment", table)(e),
             })?;
         let value = answer
             .into_iter()

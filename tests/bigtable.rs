@@ -300,3 +300,47 @@ fn an_unreachable_service_is_retried_then_named() {
         "backoff doubles"
     );
 }
+
+/// A connection the service closed (here: the emulator stopped, and started again on the same
+/// port, empty) is opened anew by the next call; the calls in between fail with the address
+/// named, after their retries.
+#[test]
+fn a_lost_connection_is_opened_again() {
+    use tsgate::store::bigtable::{tables, BigtableConfig, BigtableStore};
+    use tsgate::store::{RowMutations, Store, TableNames};
+    use tsgate_testkit::bigtable_emulator::Emulator;
+    let port = free_port();
+    let Some(emu) = Emulator::start_on(port) else {
+        return;
+    };
+    let s = BigtableStore::new(&BigtableConfig {
+        project: "p".into(),
+        instance: "i".into(),
+        emulator_host: emu.addr().to_string(),
+        channels: 2,
+        retries: 1,
+        retry_backoff_ms: 5,
+        ..Default::default()
+    })
+    .unwrap();
+    let put_get = |v: &[u8]| {
+        tables::create_tables(&s, &TableNames::default(), None).unwrap();
+        s.mutate(
+            "tsdb",
+            vec![RowMutations::put(
+                b"r".to_vec(),
+                b"t",
+                b"q".to_vec(),
+                v.to_vec(),
+            )],
+        )
+        .unwrap();
+        assert_eq!(s.get("tsdb", b"r", &[]).unwrap()[0].value, v);
+    };
+    put_get(b"1");
+    drop(emu);
+    let e = s.get("tsdb", b"r", &[]).unwrap_err().to_string();
+    assert!(e.contains(&format!("127.0.0.1:{port}")), "{e}");
+    let _emu = Emulator::start_on(port).unwrap();
+    put_get(b"2");
+}

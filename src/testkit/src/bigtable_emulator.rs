@@ -27,6 +27,11 @@ impl Emulator {
     /// Starts an emulator, or `None` (after saying so loudly) when the binary is missing on a
     /// machine without `CI` set. Panics under CI when it is missing, and whenever it fails.
     pub fn start() -> Option<Emulator> {
+        Self::start_on(0)
+    }
+
+    /// As [`Emulator::start`], on a given port (0 = any free one).
+    pub fn start_on(port: u16) -> Option<Emulator> {
         let Some(bin) = binary() else {
             let msg = format!(
                 "the Cloud Bigtable emulator is not installed (looked at $CBTEMULATOR and {DEFAULT_PATH}; Debian package google-cloud-cli-bigtable-emulator)"
@@ -38,7 +43,7 @@ impl Emulator {
             return None;
         };
         let mut child = Command::new(&bin)
-            .args(["-host", "127.0.0.1", "-port", "0"])
+            .args(["-host", "127.0.0.1", "-port", &port.to_string()])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()

@@ -185,7 +185,14 @@ impl Channel {
             .encode(&mut body)
             .map_err(|e| BigtableError::Protocol(e.to_string()))?;
         let body = body.freeze();
-        let sender = self.sender().await?;
+        // The deadline covers waiting for a connection (a full one queues calls) and the token.
+        let deadline = tokio::time::Instant::now() + timeout;
+        let sender = tokio::time::timeout_at(deadline, self.sender())
+            .await
+            .map_err(|_| BigtableError::Connect {
+                addr: self.endpoint.authority(),
+                message: format!("no connection ready within {timeout:?}"),
+            })??;
         let token = match &self.auth {
             Some(a) => Some(a.token().await?),
             None => None,
@@ -207,7 +214,7 @@ impl Channel {
         let req = req
             .body(Full::new(body))
             .map_err(|e| BigtableError::Protocol(e.to_string()))?;
-        match tokio::time::timeout(timeout, exchange::<Resp>(sender, req)).await {
+        match tokio::time::timeout_at(deadline, exchange::<Resp>(sender, req)).await {
             Ok(r) => r,
             Err(_) => Err(BigtableError::Status {
                 code: Code::DEADLINE_EXCEEDED,

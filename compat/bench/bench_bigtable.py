@@ -89,35 +89,38 @@ def delta(a, b):
     return {k: b[k] - a.get(k, 0) for k in b if b[k] - a.get(k, 0)}
 
 
-before = rpcs()["calls"]
-t0 = time.time()
-with socket.create_connection(("127.0.0.1", listen)) as s, open(os.path.join(data, "telnet.txt"), "rb") as f:
-    s.sendfile(f)
-    s.shutdown(socket.SHUT_WR)
-t1 = time.time()
-while rpcs().get("received", 0) < points:
-    time.sleep(0.02)
-post("/api/put?sync", b'{"metric":"bench.sync","timestamp":1700000000,"value":1,"tags":{"host":"x"}}')
-t2 = time.time()
-ingest = delta(before, rpcs()["calls"])
-n_ingest = sum(ingest.values())
-print(f"{backend}: {points:,} points durable in {t2 - t0:.2f}s (send {t1 - t0:.2f}s) = {points / (t2 - t0):,.0f} points/s")
-print(f"  store calls while ingesting: {n_ingest:,} = {n_ingest * 1000 / points:.3f} per 1,000 points {ingest}")
+try:
+    before = rpcs()["calls"]
+    t0 = time.time()
+    with socket.create_connection(("127.0.0.1", listen)) as s, open(os.path.join(data, "telnet.txt"), "rb") as f:
+        s.sendfile(f)
+        s.shutdown(socket.SHUT_WR)
+    t1 = time.time()
+    while rpcs().get("received", 0) < points:
+        time.sleep(0.02)
+    post("/api/put?sync", b'{"metric":"bench.sync","timestamp":1700000000,"value":1,"tags":{"host":"x"}}')
+    t2 = time.time()
+    ingest = delta(before, rpcs()["calls"])
+    n_ingest = sum(ingest.values())
+    print(f"{backend}: {points:,} points durable in {t2 - t0:.2f}s (send {t1 - t0:.2f}s) = {points / (t2 - t0):,.0f} points/s")
+    print(f"  store calls while ingesting: {n_ingest:,} = {n_ingest * 1000 / points:.3f} per 1,000 points {ingest}")
 
-start = 1700000000 - 1700000000 % 3600
-q = "&".join(f"m=sum:cpu.{m}{{host=*}}" for m in meta["metrics"])
-for label in ["cold", "again"]:
-    c0 = rpcs()["calls"]
-    q0 = time.time()
-    body = urllib.request.urlopen(f"{base}/api/query?start={start}&end={start + 3599}&{q}", timeout=600).read()
-    q1 = time.time()
-    series = json.loads(body)
-    got = sum(len(s["dps"]) for s in series)
-    d = delta(c0, rpcs()["calls"])
-    print(f"  1 h query over {len(series):,} series ({got:,} points), {label}: {q1 - q0:.3f}s, store calls {sum(d.values())} {d}")
+    start = 1700000000 - 1700000000 % 3600
+    q = "&".join(f"m=sum:cpu.{m}{{host=*}}" for m in meta["metrics"])
+    for label in ["cold", "again"]:
+        c0 = rpcs()["calls"]
+        q0 = time.time()
+        body = urllib.request.urlopen(f"{base}/api/query?start={start}&end={start + 3599}&{q}", timeout=600).read()
+        q1 = time.time()
+        series = json.loads(body)
+        got = sum(len(s["dps"]) for s in series)
+        d = delta(c0, rpcs()["calls"])
+        print(f"  1 h query over {len(series):,} series ({got:,} points), {label}: {q1 - q0:.3f}s, store calls {sum(d.values())} {d}")
 
-node.send_signal(2)
-node.wait()
-if store:
-    store.send_signal(2)
-    store.wait()
+finally:
+    # Stopped whatever happens above (an error, a closed stdout), never left running.
+    node.send_signal(2)
+    node.wait()
+    if store:
+        store.send_signal(2)
+        store.wait()

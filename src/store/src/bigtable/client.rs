@@ -389,6 +389,8 @@ fn family_name(f: &[u8]) -> String {
 /// One row's mutations as Bigtable's: puts first, then deletes (what HBase does with a
 /// batch, so a put and a delete of one cell leave it deleted). `at_ms`: puts at that time and
 /// deletes of versions up to it; `None`: puts at the server's time, deletes of every version.
+/// A whole-row delete takes every version either way (Bigtable's `DeleteFromRow` has no time
+/// range; no caller sends one through `mutate_at`).
 fn row_mutations(muts: Vec<Mutation>, at_ms: Option<u64>) -> Vec<proto::Mutation> {
     let (puts, deletes): (Vec<Mutation>, Vec<Mutation>) = muts
         .into_iter()
@@ -1026,6 +1028,46 @@ mod tests {
             entries(vec![long], None),
             Err(BigtableError::KeyTooLong { len: 4097, .. })
         ));
+    }
+
+    #[test]
+    fn credentials_problems_are_named_before_any_call() {
+        let cfg = |file: &str| BigtableConfig {
+            project: "p".into(),
+            instance: "i".into(),
+            credentials_file: file.into(),
+            endpoint: "bigtable.example:443".into(),
+            // Not an emulator: the TLS and credentials path (the variable may be set around us).
+            emulator_host: String::new(),
+            ..Default::default()
+        };
+        if std::env::var_os("BIGTABLE_EMULATOR_HOST").is_some() {
+            return;
+        }
+        let e = BigtableStore::new(&cfg("/nonexistent/key.json"))
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string().contains("cannot read /nonexistent/key.json"),
+            "{e}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("adc.json");
+        std::fs::write(&user, r#"{"type":"authorized_user","client_id":"x"}"#).unwrap();
+        let e = BigtableStore::new(&cfg(user.to_str().unwrap()))
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string().contains("only a service account's JSON key"),
+            "{e}"
+        );
+        let e = BigtableStore::new(&BigtableConfig {
+            ca_file: "/nonexistent/ca.pem".into(),
+            ..cfg("")
+        })
+        .err()
+        .unwrap();
+        assert!(e.to_string().contains("storage.bigtable.ca_file"), "{e}");
     }
 
     #[test]

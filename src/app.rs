@@ -5,6 +5,7 @@ use crate::ingest::Ingest;
 use crate::query::QueryEngine;
 use crate::series::SeriesResolver;
 use crate::server::{state, AppState};
+use crate::store::bigtable::BigtableStore;
 use crate::store::embedded::EmbeddedStore;
 use crate::store::hbase::HBaseStore;
 use crate::store::{SharedStore, StoreError};
@@ -75,6 +76,17 @@ pub fn open_store(cfg: &Config) -> Result<SharedStore, AppError> {
             })?;
             Ok(crate::observe::store::instrument(Arc::new(store)))
         }
+        "bigtable" => {
+            let names: Vec<&str> = specs.iter().map(|t| t.name.as_str()).collect();
+            let store = BigtableStore::open(&cfg.storage.bigtable, &names).map_err(|source| {
+                StoreError::Bigtable {
+                    op: "open",
+                    table: cfg.storage.tables.data.clone(),
+                    source,
+                }
+            })?;
+            Ok(crate::observe::store::instrument(Arc::new(store)))
+        }
         _ => {
             create_dir(&cfg.data_dir)?;
             let store = EmbeddedStore::open_with_cache(
@@ -95,7 +107,7 @@ pub fn open_store(cfg: &Config) -> Result<SharedStore, AppError> {
 /// `fsck`, `uid grep`): a data directory without an embedded store is refused instead of
 /// getting a new, empty one (a mistyped `--data-dir` would otherwise look like lost data).
 pub fn open_existing_store(cfg: &Config) -> Result<SharedStore, AppError> {
-    if cfg.storage.backend != "hbase" && !cfg.data_dir.join("store").is_dir() {
+    if cfg.storage.backend == "embedded" && !cfg.data_dir.join("store").is_dir() {
         return Err(AppError::NoStore(cfg.data_dir.display().to_string()));
     }
     open_store(cfg)

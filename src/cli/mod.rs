@@ -1,6 +1,7 @@
 //! The `tsgate` command line: `serve`, `scan`, `uid`, `import`, `fsck`, `hbase`, `auth`.
 
 pub mod auth;
+pub mod bigtable;
 pub mod fsck;
 pub mod hbase;
 pub mod import;
@@ -38,12 +39,18 @@ pub struct Common {
     /// Log format: text or json, one object per line (log.format).
     #[arg(long, global = true)]
     pub log_format: Option<String>,
-    /// Storage backend: embedded or hbase (storage.backend).
+    /// Storage backend: embedded, hbase or bigtable (storage.backend).
     #[arg(long, global = true)]
     pub backend: Option<String>,
     /// HBase Thrift gateway host:port (storage.hbase.thrift); implies --backend hbase.
     #[arg(long, global = true)]
     pub hbase_thrift: Option<String>,
+    /// Cloud Bigtable project (storage.bigtable.project); implies --backend bigtable.
+    #[arg(long, global = true)]
+    pub bigtable_project: Option<String>,
+    /// Cloud Bigtable instance (storage.bigtable.instance); implies --backend bigtable.
+    #[arg(long, global = true)]
+    pub bigtable_instance: Option<String>,
 }
 
 impl Common {
@@ -58,6 +65,14 @@ impl Common {
         if let Some(t) = &self.hbase_thrift {
             cfg.storage.hbase.thrift = t.clone();
             cfg.storage.backend = "hbase".into();
+        }
+        if let Some(p) = &self.bigtable_project {
+            cfg.storage.bigtable.project = p.clone();
+            cfg.storage.backend = "bigtable".into();
+        }
+        if let Some(i) = &self.bigtable_instance {
+            cfg.storage.bigtable.instance = i.clone();
+            cfg.storage.backend = "bigtable".into();
         }
         if let Some(b) = &self.backend {
             cfg.storage.backend = b.clone();
@@ -104,6 +119,13 @@ pub enum Command {
         common: Common,
         #[command(subcommand)]
         action: hbase::HBaseAction,
+    },
+    /// Cloud Bigtable: create OpenTSDB's tables (or print the `cbt` commands).
+    Bigtable {
+        #[command(flatten)]
+        common: Common,
+        #[command(subcommand)]
+        action: bigtable::BigtableAction,
     },
     /// Secrets for `[auth]`: password hashes and bearer tokens.
     Auth {
@@ -176,6 +198,10 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Hbase { common, action } => {
             init_logging(&common)?;
             hbase::run(&common, action)
+        }
+        Command::Bigtable { common, action } => {
+            init_logging(&common)?;
+            bigtable::run(&common, action)
         }
         Command::Auth { action } => auth::run(action),
     }

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// Instantiates each named `fn(&Backend)` as a test on every backend (`embedded::…`, `hbase::…`).
+/// Instantiates each named `fn(&Backend)` as a test on every backend (`embedded::…`, `hbase::…`,
+/// and `bigtable::…`, which Google's emulator runs: skipped loudly without it, failed under CI).
 #[macro_export]
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
@@ -16,6 +17,11 @@ macro_rules! on_both_backends {
         }
         mod hbase {
             $(#[test] fn $name() { super::$name(&super::Backend::hbase()); })*
+        }
+        mod bigtable {
+            $(#[test] fn $name() {
+                if let Some(b) = super::Backend::bigtable("suite") { super::$name(&b); }
+            })*
         }
     };
 }
@@ -64,6 +70,8 @@ pub struct Backend {
     pub name: &'static str,
     double: Option<tsgate_testkit::hbase_double::TestDouble>,
     _dir: Option<tempfile::TempDir>,
+    /// Google's Bigtable emulator and the instance in it.
+    bigtable: Option<(tsgate_testkit::bigtable_emulator::Emulator, String)>,
 }
 
 impl Backend {
@@ -72,6 +80,7 @@ impl Backend {
             name: "embedded",
             double: None,
             _dir: None,
+            bigtable: None,
         }
     }
 
@@ -92,6 +101,53 @@ impl Backend {
             name: "hbase",
             double: Some(double),
             _dir: Some(dir),
+            bigtable: None,
+        }
+    }
+
+    /// Starts Google's Bigtable emulator and creates tsgate's tables in instance `instance`
+    /// of project `p` (what `tsgate bigtable create-tables` does); `None` (said loudly) when
+    /// the emulator is not installed and `CI` is not set.
+    pub fn bigtable(instance: &str) -> Option<Backend> {
+        use tsgate::store::bigtable::{tables, BigtableConfig, BigtableStore};
+        let emu = tsgate_testkit::bigtable_emulator::Emulator::start()?;
+        let cfg = BigtableConfig {
+            project: "p".into(),
+            instance: instance.into(),
+            emulator_host: emu.addr().to_string(),
+            ..Default::default()
+        };
+        let names = tsgate::store::TableNames::default();
+        tables::create_tables(&BigtableStore::new(&cfg).unwrap(), &names, None).unwrap();
+        Some(Backend {
+            name: "bigtable",
+            double: None,
+            _dir: None,
+            bigtable: Some((emu, instance.to_string())),
+        })
+    }
+
+    /// Whether other processes may write the same tables (HBase, Bigtable): the compactor then
+    /// waits for a row's newest cell to settle.
+    pub fn is_shared(&self) -> bool {
+        self.double.is_some() || self.bigtable.is_some()
+    }
+
+    /// The Bigtable instance, if this is the Bigtable backend.
+    pub fn bigtable_instance(&self) -> Option<&str> {
+        self.bigtable.as_ref().map(|(_, i)| i.as_str())
+    }
+
+    /// The emulator's `host:port` (for `BIGTABLE_EMULATOR_HOST`).
+    pub fn emulator_addr(&self) -> Option<&str> {
+        self.bigtable.as_ref().map(|(e, _)| e.addr())
+    }
+
+    /// Environment every `tsgate` (or `cbt`) command gets for this backend.
+    pub fn envs(&self) -> Vec<(String, String)> {
+        match self.emulator_addr() {
+            Some(a) => vec![("BIGTABLE_EMULATOR_HOST".into(), a.to_string())],
+            None => Vec::new(),
         }
     }
 
@@ -109,6 +165,14 @@ impl Backend {
 
     /// The flags every `tsgate` command gets for this backend.
     pub fn args(&self) -> Vec<String> {
+        if let Some((_, instance)) = &self.bigtable {
+            return vec![
+                "--bigtable-project".into(),
+                "p".into(),
+                "--bigtable-instance".into(),
+                instance.clone(),
+            ];
+        }
         match &self.double {
             Some(d) => vec![
                 "--backend".into(),
@@ -177,7 +241,7 @@ impl Server {
         if !extra_args_have_graphite(config) {
             cmd.args(["--graphite-listen", "", "--pickle-listen", ""]);
         }
-        cmd.args(backend.args());
+        cmd.args(backend.args()).envs(backend.envs());
         if let Some(c) = config {
             cmd.arg("--config").arg(c);
         }
@@ -415,7 +479,11 @@ pub fn tsgate_on(backend: &Backend, args: &[&str]) -> Output {
     let mut all: Vec<String> = vec![args[0].to_string()];
     all.extend(backend.args());
     all.extend(args[1..].iter().map(|a| a.to_string()));
-    Command::new(bin()).args(&all).output().expect("run tsgate")
+    Command::new(bin())
+        .args(&all)
+        .envs(backend.envs())
+        .output()
+        .expect("run tsgate")
 }
 
 /// `tsgate scan` of a table as lines.

@@ -1,7 +1,9 @@
 //! Storage shaped like HBase's data model: tables of rows, cells addressed by
 //! family:qualifier, ordered scans, atomic increment and compare-and-set. One trait, so the
-//! embedded engine and the HBase gateway are interchangeable (and testable with one suite).
+//! embedded engine, the HBase gateway and Cloud Bigtable are interchangeable (and testable
+//! with one suite).
 
+pub mod bigtable;
 pub mod embedded;
 pub mod hbase;
 pub mod keycodec;
@@ -164,6 +166,13 @@ pub enum StoreError {
         table: String,
         #[source]
         source: hbase::HBaseError,
+    },
+    #[error("Bigtable {op} on table {table}: {source}")]
+    Bigtable {
+        op: &'static str,
+        table: String,
+        #[source]
+        source: bigtable::BigtableError,
     },
 }
 

@@ -6,6 +6,7 @@ pub mod tls;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use tsgate_schema::KeyLayout;
+use tsgate_store::bigtable::BigtableConfig;
 use tsgate_store::hbase::HBaseConfig;
 use tsgate_store::TableNames;
 
@@ -182,11 +183,14 @@ pub struct ServerConfig {
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct StorageConfig {
-    /// `embedded` (fjall under `data_dir/store`) or `hbase` (through its Thrift gateway).
+    /// `embedded` (fjall under `data_dir/store`), `hbase` (through its Thrift gateway) or
+    /// `bigtable` (Cloud Bigtable, or its emulator).
     pub backend: String,
     pub tables: TableNames,
     /// The Thrift gateway, for `backend = "hbase"`.
     pub hbase: HBaseConfig,
+    /// The instance, for `backend = "bigtable"`.
+    pub bigtable: BigtableConfig,
     pub uid_width_metric: usize,
     pub uid_width_tagk: usize,
     pub uid_width_tagv: usize,
@@ -326,6 +330,7 @@ impl Default for StorageConfig {
             backend: "embedded".into(),
             tables: TableNames::default(),
             hbase: HBaseConfig::default(),
+            bigtable: BigtableConfig::default(),
             uid_width_metric: 3,
             uid_width_tagk: 3,
             uid_width_tagv: 3,
@@ -447,9 +452,10 @@ impl Config {
                     ));
                 }
             }
+            "bigtable" => s.bigtable.check().map_err(ConfigError::Invalid)?,
             other => {
                 return Err(ConfigError::Invalid(format!(
-                    "storage.backend {other:?} is not available (embedded, hbase)"
+                    "storage.backend {other:?} is not available (embedded, hbase, bigtable)"
                 )))
             }
         }
@@ -547,8 +553,31 @@ mod tests {
             .validate()
             .unwrap_err()
             .to_string()
-            .contains("embedded, hbase"));
+            .contains("embedded, hbase, bigtable"));
         assert!(toml::from_str::<Config>("[storage.hbase]\nthrfit = \"x\"\n").is_err());
+    }
+
+    #[test]
+    fn bigtable_backend_keys() {
+        let c: Config = toml::from_str("[storage]\nbackend = \"bigtable\"\n[storage.bigtable]\nproject = \"p\"\ninstance = \"i\"\napp_profile = \"tsgate\"\nchannels = 2\n").unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.storage.bigtable.app_profile, "tsgate");
+        assert_eq!(c.storage.bigtable.max_mutations_per_request, 100_000);
+        let mut bad = c.clone();
+        bad.storage.bigtable.instance.clear();
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("storage.bigtable.project and storage.bigtable.instance"));
+        let mut bad = c.clone();
+        bad.storage.bigtable.max_mutations_per_request = 100_001;
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("the service's limit"));
+        assert!(toml::from_str::<Config>("[storage.bigtable]\nprojet = \"x\"\n").is_err());
     }
 
     #[test]

@@ -1,0 +1,181 @@
+//! tsgate's row-key regexes (Rust `regex::bytes` syntax, searched unanchored, `\xHH` escapes)
+//! as Bigtable's `row_key_regex_filter`: RE2 over the key's raw bytes that must match the whole
+//! key. The pattern is rebuilt from its syntax tree so that every byte is written as `\xHH`
+//! (never `\Q…\E`, which the service does not read as bytes), under `(?s)` so `.` takes `\n`,
+//! and wrapped as `.*(?:…).*` for the search. What cannot be said exactly (word boundaries)
+//! is dropped, which only widens the match; the client re-checks every row with the exact
+//! regex, so the server's filter only has to keep every row that matches.
+
+use regex_syntax::hir::{Class, Hir, HirKind, Look};
+
+/// RE2's limit on a counted repetition.
+const RE2_MAX_REPEAT: u32 = 1000;
+
+/// The RE2 pattern for `byte_regex`, or `None` when none can be built (the scan then filters
+/// on the client only).
+pub fn re2_row_filter(byte_regex: &str) -> Option<String> {
+    let hir = regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .utf8(false)
+        .dot_matches_new_line(true)
+        .build()
+        .parse(byte_regex)
+        .ok()?;
+    let mut out = String::from("(?s).*(?:");
+    emit(&hir, &mut out)?;
+    out.push_str(").*");
+    Some(out)
+}
+
+/// An RE2 pattern matching exactly the name `s` (a family), anchored at both ends.
+pub fn exact(s: &[u8]) -> String {
+    let mut out = String::from(r"\A(?:");
+    for &b in s {
+        byte(b, &mut out);
+    }
+    out.push_str(r")\z");
+    out
+}
+
+fn byte(b: u8, out: &mut String) {
+    if b.is_ascii_alphanumeric() {
+        out.push(b as char);
+    } else {
+        out.push_str(&format!(r"\x{b:02X}"));
+    }
+}
+
+fn emit_class(ranges: &[(u8, u8)], out: &mut String) -> Option<()> {
+    if ranges.is_empty() {
+        return None; // matches nothing: leave it to the client
+    }
+    out.push('[');
+    for &(lo, hi) in ranges {
+        out.push_str(&format!(r"\x{lo:02X}"));
+        if hi > lo {
+            out.push_str(&format!(r"-\x{hi:02X}"));
+        }
+    }
+    out.push(']');
+    Some(())
+}
+
+fn emit(hir: &Hir, out: &mut String) -> Option<()> {
+    match hir.kind() {
+        HirKind::Empty => {}
+        HirKind::Literal(lit) => {
+            for &b in lit.0.iter() {
+                byte(b, out);
+            }
+        }
+        HirKind::Class(Class::Bytes(c)) => {
+            let ranges: Vec<(u8, u8)> = c.ranges().iter().map(|r| (r.start(), r.end())).collect();
+            emit_class(&ranges, out)?;
+        }
+        HirKind::Class(Class::Unicode(c)) => {
+            let ranges: Vec<(u8, u8)> = c
+                .ranges()
+                .iter()
+                .filter(|r| (r.start() as u32) < 256)
+                .map(|r| (r.start() as u8, (r.end() as u32).min(255) as u8))
+                .collect();
+            emit_class(&ranges, out)?;
+        }
+        HirKind::Look(look) => match look {
+            Look::Start => out.push_str(r"\A"),
+            Look::End => out.push_str(r"\z"),
+            _ => {}
+        },
+        HirKind::Repetition(rep) => {
+            if rep.min > RE2_MAX_REPEAT || rep.max.is_some_and(|m| m > RE2_MAX_REPEAT) {
+                return None;
+            }
+            out.push_str("(?:");
+            emit(&rep.sub, out)?;
+            out.push(')');
+            match (rep.min, rep.max) {
+                (0, None) => out.push('*'),
+                (1, None) => out.push('+'),
+                (0, Some(1)) => out.push('?'),
+                (m, None) => out.push_str(&format!("{{{m},}}")),
+                (m, Some(n)) if m == n => out.push_str(&format!("{{{m}}}")),
+                (m, Some(n)) => out.push_str(&format!("{{{m},{n}}}")),
+            }
+        }
+        HirKind::Capture(cap) => {
+            out.push_str("(?:");
+            emit(&cap.sub, out)?;
+            out.push(')');
+        }
+        HirKind::Concat(parts) => {
+            for p in parts {
+                emit(p, out)?;
+            }
+        }
+        HirKind::Alternation(parts) => {
+            out.push_str("(?:");
+            for (i, p) in parts.iter().enumerate() {
+                if i > 0 {
+                    out.push('|');
+                }
+                emit(p, out)?;
+            }
+            out.push(')');
+        }
+    }
+    Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// RE2's whole-key match of a byte-for-byte pattern, as the emulator runs it: the Rust
+    /// regex crate in bytes mode reads this RE2 subset the same way.
+    fn server_match(re: &str, row: &[u8]) -> bool {
+        let re2 = re2_row_filter(re).unwrap();
+        regex::bytes::RegexBuilder::new(&format!("^(?-u:{re2})$"))
+            .unicode(false)
+            .build()
+            .unwrap()
+            .is_match(row)
+    }
+
+    #[test]
+    fn bytes_are_escaped_and_the_key_matched_whole() {
+        let re2 = re2_row_filter(r"^\x00\xFF.{2}$").unwrap();
+        assert_eq!(re2, r"(?s).*(?:\A\x00\xFF(?:[\x00-\xFF]){2}\z).*");
+        assert!(server_match(r"^\x00\xFF.{2}$", &[0, 0xff, 1, 2]));
+        assert!(!server_match(r"^\x00\xFF.{2}$", &[0, 0xff, 1, 2, 3]));
+        assert!(
+            server_match(r"\xFF", &[1, 0xff, 2]),
+            "unanchored is a search"
+        );
+        assert!(re2_row_filter("a{2000}").is_none());
+        assert_eq!(exact(b"t"), r"\A(?:t)\z");
+        assert_eq!(exact(b"a-b"), r"\A(?:a\x2Db)\z");
+    }
+
+    proptest! {
+        /// The server's filter keeps exactly the rows the byte regex accepts (no more: word
+        /// boundaries are not among these patterns).
+        #[test]
+        fn server_filter_agrees(row in proptest::collection::vec(prop_oneof![0u8..4, 0x0Au8..0x0B, 0x41u8..0x44, 0x80u8..0x84, 0xFEu8..=0xFF], 0..10),
+                                pick in 0usize..8) {
+            let patterns = [
+                r"^.{2}\x00",
+                r"^(?:.{2})*\x01\x41$",
+                r"\xC2\x80|\xFE",
+                r"^[\x00-\x02\x80-\xFF]+$",
+                r"A.?B",
+                r"^.{3}(?:\x00\x00|\xFF\xFE).*$",
+                r"[^\x00]{2}",
+                r"(?i)^a",
+            ];
+            let re = patterns[pick];
+            let exact = crate::embedded::compile_row_regex(re).unwrap().is_match(&row);
+            prop_assert_eq!(server_match(re, &row), exact, "{} on {:02x?} via {:?}", re, row, re2_row_filter(re));
+        }
+    }
+}

@@ -272,6 +272,25 @@ impl Node {
     }
 }
 
+/// The retention sweep's thread (`storage.retention`): it runs at start, then every
+/// `storage.retention_sweep_interval`.
+pub fn start_sweeper(
+    state: &AppState,
+) -> Result<crate::lifecycle::retention::SweepThread, AppError> {
+    use crate::lifecycle::retention::{SweepThread, Sweeper};
+    let cfg = &state.config;
+    let sweeper = Sweeper::new(cfg, state.query.store.clone(), state.query.uids.clone())
+        .map_err(|e| crate::config::ConfigError::Invalid(format!("storage.retention: {e}")))?;
+    let every =
+        crate::config::parse_duration_s(&cfg.storage.retention_sweep_interval).map_err(|e| {
+            crate::config::ConfigError::Invalid(format!("storage.retention_sweep_interval: {e}"))
+        })?;
+    Ok(SweepThread::start(
+        sweeper,
+        Duration::from_secs(every.max(1)),
+    )?)
+}
+
 /// Runs the server until SIGINT/SIGTERM, then drains and flushes everything.
 pub async fn serve(cfg: Config) -> Result<(), AppError> {
     let listen = cfg.server.listen.clone();
@@ -284,6 +303,7 @@ pub async fn serve(cfg: Config) -> Result<(), AppError> {
     let graphite = bind_graphite(&cfg.server).await?;
     let signals = ShutdownSignals::install();
     let node = Node::start(cfg)?;
+    let sweeper = start_sweeper(&node.state)?;
     let c = &node.state.config;
     tracing::info!(addr = %listener.local_addr()?, data_dir = %c.data_dir.display(), backend = %c.storage.backend, telnet = c.telnet_enabled(),
         https = c.server.tls.enabled(), auth = c.auth.enabled, "tsgate listening (OpenTSDB telnet + HTTP)");
@@ -321,6 +341,8 @@ pub async fn serve(cfg: Config) -> Result<(), AppError> {
         let store = state.query.store.clone();
         drop(state);
         tokio::task::spawn_blocking(move || {
+            // A sweep under way finishes before the store closes.
+            drop(sweeper);
             threads.join();
             if let Err(e) = store.close() {
                 tracing::error!(error = %e, "closing the store failed (the next start recovers it)");

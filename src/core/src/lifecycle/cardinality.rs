@@ -1,0 +1,1 @@
+//! Cardinality: how many series the store holds (counts and limits).

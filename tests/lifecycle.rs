@@ -1,0 +1,232 @@
+//! The data lifecycle against real servers: retention (and its rules) dropping expired rows on
+//! every query API, in `tsgate scan` and on disk; deletion through the admin APIs; the
+//! cardinality limits on every protocol.
+
+mod common;
+use common::*;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+on_both_backends!(retention_drops_expired_rows_everywhere);
+
+const DAY: u64 = 86_400;
+/// One point every this many seconds in the generated history.
+const STEP: u64 = 120;
+
+fn now_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+fn d(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Bytes under `dir`.
+fn dir_bytes(dir: &Path) -> u64 {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let m = e.metadata().unwrap();
+        n += if m.is_dir() {
+            dir_bytes(&e.path())
+        } else {
+            m.len()
+        };
+    }
+    n
+}
+
+/// A value of `/metrics` (a sample without labels).
+fn metric(addr: &str, name: &str) -> f64 {
+    let (_, body) = http(addr, "GET", "/metrics", "", &[]);
+    body.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("{name} not in /metrics"))
+}
+
+/// Waits until `/metrics` shows `n` retention sweeps.
+fn wait_sweeps(addr: &str, n: f64) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while metric(addr, "tsgate_retention_sweeps_total") < n {
+        assert!(Instant::now() < deadline, "no retention sweep within 60 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Points `/api/query` returns for `m` in `[start, end]` (seconds).
+fn opentsdb_points(addr: &str, m: &str, start: u64, end: u64) -> usize {
+    let (code, body) = http(
+        addr,
+        "GET",
+        &format!("/api/query?start={start}&end={end}&m={m}"),
+        "",
+        &[],
+    );
+    if code == 404 || body.trim() == "[]" {
+        return 0;
+    }
+    assert_eq!(code, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["dps"].as_object().unwrap().len())
+        .sum()
+}
+
+/// Samples a PromQL range query of `sel` over `[start, end]` returns, one an hour.
+fn promql_samples(addr: &str, sel: &str, start: u64, end: u64) -> usize {
+    let q: String = form_urlencoded::byte_serialize(sel.as_bytes()).collect();
+    let (code, body) = http(
+        addr,
+        "GET",
+        &format!("/api/v1/query_range?query={q}&start={start}&end={end}&step=3600"),
+        "",
+        &[],
+    );
+    assert_eq!(code, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    v["data"]["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["values"].as_array().unwrap().len())
+        .sum()
+}
+
+/// Non-null datapoints graphite-web's `/render` returns for `target` over `[from, until]`.
+fn graphite_points(addr: &str, target: &str, from: u64, until: u64) -> usize {
+    let t: String = form_urlencoded::byte_serialize(target.as_bytes()).collect();
+    let (code, body) = http(
+        addr,
+        "GET",
+        &format!("/render?target={t}&from={from}&until={until}&format=json&maxDataPoints=100000"),
+        "",
+        &[],
+    );
+    assert_eq!(code, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["datapoints"].as_array().unwrap().iter())
+        .filter(|p| !p[0].is_null())
+        .count()
+}
+
+/// Base hours of the `tsdb` rows `tsgate scan` shows (no salt, 3-byte metric UIDs).
+fn scanned_bases(b: &Backend, data: &Path) -> Vec<u64> {
+    scan_on(b, data, "data")
+        .iter()
+        .filter_map(|l| {
+            let row = l.split_whitespace().nth(1)?;
+            u64::from_str_radix(row.get(6..14)?, 16).ok()
+        })
+        .collect()
+}
+
+/// Retention 7 days over 30 days of history, and `debug.*` kept 1 day: after the sweep the
+/// expired part is gone from `/api/query`, PromQL, `/render` and `tsgate scan`, the data
+/// directory shrank, and the recent part is intact.
+fn retention_drops_expired_rows_everywhere(b: &Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let t0 = now_s() / 3600 * 3600;
+    let first = t0 - 30 * DAY;
+    let mut lines = String::new();
+    let mut ts = first;
+    while ts < t0 {
+        for h in 0..5 {
+            // Values that do not compress to nothing, as real ones do not.
+            let v = (ts.wrapping_mul(2_654_435_761) ^ h) % 1_000_003;
+            lines.push_str(&format!("app.cpu {ts} {}.{h} host=h{h}\n", v));
+        }
+        for h in 0..2 {
+            lines.push_str(&format!("debug.trace {ts} 1 host=h{h}\n"));
+        }
+        ts += STEP;
+    }
+    let file = dir.path().join("history.txt");
+    std::fs::write(&file, lines).unwrap();
+    let o = tsgate_on(b, &["import", "--quiet", "--data-dir", d(&data), d(&file)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    // The windows, fixed before anything runs: expired (older than 7 d plus the hour a row
+    // spans), recent (the last 6 days), and debug's (older than 1 day plus an hour / last 23 h).
+    let expired = (first, t0 - 7 * DAY - 3600);
+    let recent = (t0 - 6 * DAY, t0);
+    let debug_old = (t0 - 3 * DAY, t0 - DAY - 3600);
+    let debug_recent = (t0 - 23 * 3600, t0);
+    let counts = |addr: &str| {
+        [
+            opentsdb_points(addr, "none:app.cpu", expired.0, expired.1),
+            promql_samples(addr, "{__name__=\"app.cpu\"}", expired.0, expired.1),
+            graphite_points(addr, "seriesByTag('name=app.cpu')", expired.0, expired.1),
+            opentsdb_points(addr, "none:app.cpu", recent.0, recent.1),
+            opentsdb_points(addr, "none:debug.trace", debug_old.0, debug_old.1),
+            opentsdb_points(addr, "none:debug.trace", debug_recent.0, debug_recent.1),
+            opentsdb_points(addr, "none:debug.trace", recent.0, recent.1),
+        ]
+    };
+
+    let s = Server::start_on(b, &data, None);
+    let before = counts(&s.addr);
+    s.stop();
+    for (i, n) in before.iter().enumerate() {
+        assert!(*n > 0, "count {i} is 0 before retention: {before:?}");
+    }
+    assert!(scanned_bases(b, &data).iter().any(|&b| b < expired.1));
+    let bytes_before = dir_bytes(&data);
+
+    let cfg = dir.path().join("tsgate.toml");
+    std::fs::write(
+        &cfg,
+        "[storage]\nretention = \"7d\"\n\n[[storage.retention_rules]]\nmetric = \"debug.*\"\nretention = \"1d\"\n",
+    )
+    .unwrap();
+    let s = Server::start_on(b, &data, Some(&cfg));
+    wait_sweeps(&s.addr, 1.0);
+    assert!(metric(&s.addr, "tsgate_retention_rows_dropped_total") > 0.0);
+    let after = counts(&s.addr);
+    assert_eq!(
+        after[..3],
+        [0, 0, 0],
+        "expired part still answered: {after:?}"
+    );
+    assert_eq!(after[3], before[3], "recent app.cpu points changed");
+    assert_eq!(after[4], 0, "debug.* older than 1 day still answered");
+    assert_eq!(after[5], before[5], "recent debug.* points changed");
+    assert!(after[6] < before[6], "debug.* kept 6 days");
+    s.stop();
+
+    let cutoff = t0 - 7 * DAY;
+    let bases = scanned_bases(b, &data);
+    assert!(!bases.is_empty());
+    let old: Vec<_> = bases.iter().filter(|&&b| b + 3600 <= cutoff).collect();
+    assert!(
+        old.is_empty(),
+        "tsgate scan shows {} expired rows",
+        old.len()
+    );
+    let o = tsgate_on(b, &["fsck", "--data-dir", d(&data)]);
+    assert!(
+        o.status.success(),
+        "fsck: {}{}",
+        stdout(&o),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    if !b.is_hbase() {
+        let bytes_after = dir_bytes(&data);
+        eprintln!(
+            "retention: data dir {bytes_before} -> {bytes_after} bytes ({:.1} %)",
+            bytes_after as f64 * 100.0 / bytes_before as f64
+        );
+        assert!(
+            bytes_after * 100 <= bytes_before * 35,
+            "data dir {bytes_before} -> {bytes_after} bytes"
+        );
+    }
+}

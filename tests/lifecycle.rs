@@ -7,7 +7,10 @@ use common::*;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-on_both_backends!(retention_drops_expired_rows_everywhere);
+on_both_backends!(
+    retention_drops_expired_rows_everywhere,
+    delete_series_removes_exactly_its_points
+);
 
 const DAY: u64 = 86_400;
 /// One point every this many seconds in the generated history.
@@ -229,4 +232,110 @@ fn retention_drops_expired_rows_everywhere(b: &Backend) {
             "data dir {bytes_before} -> {bytes_after} bytes"
         );
     }
+}
+
+/// `/api/put` of `per` points (one a minute, ending at `end`) for each host of `hosts`.
+fn put_series(addr: &str, metric: &str, hosts: std::ops::Range<usize>, per: u64, end: u64) {
+    let mut batch = Vec::new();
+    for h in hosts {
+        for i in 0..per {
+            batch.push(serde_json::json!({
+                "metric": metric, "timestamp": end - i * 600, "value": i, "tags": {"host": format!("h{h}")}
+            }));
+        }
+        if batch.len() >= 5000 {
+            let (code, body) = http(
+                addr,
+                "POST",
+                "/api/put",
+                &serde_json::Value::Array(std::mem::take(&mut batch)).to_string(),
+                &[],
+            );
+            assert_eq!(code, 204, "{body}");
+        }
+    }
+    if !batch.is_empty() {
+        let (code, body) = http(
+            addr,
+            "POST",
+            "/api/put",
+            &serde_json::Value::Array(batch).to_string(),
+            &[],
+        );
+        assert_eq!(code, 204, "{body}");
+    }
+}
+
+fn post_form(addr: &str, path: &str, form: &[(&str, &str)]) -> (u16, String) {
+    let body: String = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(form)
+        .finish();
+    http(
+        addr,
+        "POST",
+        path,
+        &body,
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+    )
+}
+
+/// `delete_series` of one series out of 1,000 removes exactly its points (and a window of
+/// another's exactly the points in it); `/tags/delSeries` deletes a tagged path's series; both
+/// refuse while `admin.enabled` is off.
+fn delete_series_removes_exactly_its_points(b: &Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let end = now_s() / 60 * 60;
+    let start = end - 12 * 3600;
+    let q = |addr: &str, m: &str| opentsdb_points(addr, m, start, end);
+
+    let s = Server::start_on(b, &data, None);
+    put_series(&s.addr, "del.m", 0..1000, 10, end);
+    s.wait_points(
+        &format!("/api/query?start={start}&end={end}&m=none:del.m"),
+        10_000,
+    );
+    let sel = [("match[]", "{__name__=\"del.m\",host=\"h7\"}")];
+    let (code, body) = post_form(&s.addr, "/api/v1/admin/tsdb/delete_series", &sel);
+    assert_eq!(code, 503, "{body}");
+    assert!(body.contains("admin APIs disabled"), "{body}");
+    let (code, _) = post_form(&s.addr, "/tags/delSeries", &[("path", "del.m;host=h8")]);
+    assert_eq!(code, 403);
+    assert_eq!(q(&s.addr, "none:del.m"), 10_000);
+    s.stop();
+
+    let cfg = dir.path().join("tsgate.toml");
+    std::fs::write(&cfg, "[admin]\nenabled = true\n").unwrap();
+    let s = Server::start_on(b, &data, Some(&cfg));
+    let (code, body) = post_form(&s.addr, "/api/v1/admin/tsdb/delete_series", &sel);
+    assert_eq!(code, 204, "{body}");
+    assert_eq!(q(&s.addr, "none:del.m{host=h7}"), 0);
+    assert_eq!(q(&s.addr, "none:del.m"), 9_990);
+    // A window: h5's points in the middle three (one every 10 minutes: end-50m … end-30m).
+    let (w0, w1) = ((end - 3000).to_string(), (end - 1800).to_string());
+    let (code, body) = post_form(
+        &s.addr,
+        "/api/v1/admin/tsdb/delete_series",
+        &[
+            ("match[]", "{__name__=\"del.m\",host=\"h5\"}"),
+            ("start", &w0),
+            ("end", &w1),
+        ],
+    );
+    assert_eq!(code, 204, "{body}");
+    assert_eq!(q(&s.addr, "none:del.m{host=h5}"), 7);
+    assert_eq!(q(&s.addr, "none:del.m"), 9_987);
+    // graphite-web's delSeries, by the series' tagged path.
+    let (code, body) = post_form(&s.addr, "/tags/delSeries", &[("path", "del.m;host=h8")]);
+    assert_eq!((code, body.trim()), (200, "true"));
+    assert_eq!(q(&s.addr, "none:del.m{host=h8}"), 0);
+    assert_eq!(q(&s.addr, "none:del.m"), 9_977);
+    s.stop();
+    let o = tsgate_on(b, &["fsck", "--data-dir", d(&data)]);
+    assert!(
+        o.status.success(),
+        "fsck: {}{}",
+        stdout(&o),
+        String::from_utf8_lossy(&o.stderr)
+    );
 }

@@ -28,7 +28,11 @@ pub fn required(req: &Request) -> Right {
 fn is_write(req: &Request) -> bool {
     // Routed as `server::api::route` does: Prometheus and graphite-web paths are exact.
     if crate::server::prometheus::handles(&req.path) {
-        return req.path == "/api/v1/write";
+        // The admin API deletes: at least the write right (the admin right, once rights have one).
+        return matches!(
+            req.path.as_str(),
+            "/api/v1/write" | "/api/v1/admin/tsdb/delete_series"
+        );
     }
     if crate::server::graphite_web::handles(&req.path) {
         let p = req.path.trim_end_matches('/');

@@ -2,6 +2,7 @@
 //! as Grafana uses it. Dispatched from `server::api::route` before OpenTSDB's `/api/v1/<x>`
 //! aliases.
 
+pub mod admin;
 pub mod api;
 pub mod format;
 pub mod params;
@@ -28,6 +29,8 @@ const PATHS: &[&str] = &[
     "/api/v1/alerts",
     "/api/v1/format_query",
     "/api/v1/targets/metadata",
+    "/api/v1/admin/tsdb/delete_series",
+    "/api/v1/status/tsdb",
 ];
 
 /// Whether a path is one of Prometheus' endpoints (exact, as Prometheus routes them).
@@ -48,6 +51,10 @@ pub async fn route(state: &Arc<AppState>, req: Request) -> Reply {
         "/api/v1/labels" if get_or_post => api::labels(state, req).await,
         "/api/v1/metadata" if req.method == Method::GET => api::metadata(state, req),
         "/api/v1/status/buildinfo" if req.method == Method::GET => api::buildinfo(),
+        "/api/v1/admin/tsdb/delete_series" if matches!(req.method, Method::POST | Method::PUT) => {
+            admin::delete_series(state, req).await
+        }
+        "/api/v1/status/tsdb" if req.method == Method::GET => admin::status_tsdb(state, req).await,
         "/api/v1/query_exemplars" if get_or_post => api::ok(serde_json::json!([])),
         "/api/v1/rules" if req.method == Method::GET => api::ok(serde_json::json!({"groups": []})),
         "/api/v1/alerts" if req.method == Method::GET => api::ok(serde_json::json!({"alerts": []})),

@@ -29,6 +29,8 @@ pub enum AppError {
     },
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Cardinality(#[from] crate::lifecycle::cardinality::CardinalityError),
     #[error("invalid graphite.rules: {0}")]
     NameRules(#[from] crate::graphite::names::RuleError),
     #[error("invalid auth config: {0}")]
@@ -221,6 +223,18 @@ impl Node {
         );
         let uids = uid_core(&cfg, store.clone());
         let resolver = Arc::new(SeriesResolver::new(uids.clone()));
+        let cardinality = Arc::new(crate::lifecycle::cardinality::Cardinality::open(
+            &cfg.data_dir,
+            &store,
+            &table,
+            layout,
+            crate::lifecycle::cardinality::Limits {
+                max_series: cfg.limits.max_series,
+                max_series_per_metric: cfg.limits.max_series_per_metric,
+                max_new_series_per_minute: cfg.limits.max_new_series_per_minute,
+            },
+        )?);
+        resolver.set_gate(cardinality.clone());
         let meta = crate::meta::MetaService::start(&cfg, store.clone(), uids.clone(), &resolver)?;
         let mut wcfg = writer_config(&cfg);
         wcfg.ts_counter = meta.ts_counter.clone();
@@ -263,6 +277,7 @@ impl Node {
             connections: Arc::new(tokio::sync::Semaphore::new(max_connections)),
             auth,
             tls,
+            cardinality,
         });
         Ok(Node {
             state,

@@ -4,8 +4,10 @@
 
 mod common;
 use common::*;
+use prost::Message;
 use std::path::Path;
 use std::time::{Duration, Instant};
+use tsgate_prometheus::proto::{Label, Sample, TimeSeries, WriteRequest};
 
 on_both_backends!(
     retention_drops_expired_rows_everywhere,
@@ -338,4 +340,213 @@ fn delete_series_removes_exactly_its_points(b: &Backend) {
         stdout(&o),
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// A remote-write body of one sample at `t_ms` for each `host` of metric `metric`.
+fn rw_body(metric: &str, hosts: &[usize], t_ms: i64) -> Vec<u8> {
+    let req = WriteRequest {
+        timeseries: hosts
+            .iter()
+            .map(|h| TimeSeries {
+                labels: vec![
+                    Label {
+                        name: "__name__".into(),
+                        value: metric.into(),
+                    },
+                    Label {
+                        name: "host".into(),
+                        value: format!("h{h}"),
+                    },
+                ],
+                samples: vec![Sample {
+                    value: 1.0,
+                    timestamp: t_ms,
+                }],
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    tsgate_prometheus::snappy::compress(&req.encode_to_vec())
+}
+
+fn remote_write(addr: &str, body: &[u8]) -> (u16, String) {
+    let (code, body) = http_bytes(
+        addr,
+        "POST",
+        "/api/v1/write",
+        body,
+        &[
+            ("Content-Encoding", "snappy"),
+            ("Content-Type", "application/x-protobuf"),
+        ],
+    );
+    (code, String::from_utf8_lossy(&body).into_owned())
+}
+
+/// A labelled sample of `/metrics` (`name{labels} value`).
+fn metric_with(addr: &str, name_and_labels: &str) -> f64 {
+    let (_, body) = http(addr, "GET", "/metrics", "", &[]);
+    body.lines()
+        .find_map(|l| {
+            l.strip_prefix(name_and_labels)?
+                .strip_prefix(' ')?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("{name_and_labels} not in /metrics"))
+}
+
+/// `seriesCountByMetricName` of `/api/v1/status/tsdb` for `metric`.
+fn series_of(addr: &str, metric: &str) -> u64 {
+    let (code, body) = http(addr, "GET", "/api/v1/status/tsdb?limit=100", "", &[]);
+    assert_eq!(code, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    v["data"]["seriesCountByMetricName"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == metric)
+        .map_or(0, |e| e["value"].as_u64().unwrap())
+}
+
+/// `limits.max_series_per_metric = 100`: the 101st series of a metric is refused on telnet,
+/// `/api/put`, remote write and carbon, each in its own way, while points of the first 100
+/// keep landing; refusals are counted by limit; counts survive a restart.
+#[test]
+fn max_series_per_metric_refuses_the_101st_on_every_protocol() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let graphite = format!("127.0.0.1:{}", free_port());
+    let cfg = dir.path().join("tsgate.toml");
+    std::fs::write(
+        &cfg,
+        format!("[server]\ngraphite_listen = \"{graphite}\"\npickle_listen = \"\"\n[write]\nflush_interval_ms = 100\n[limits]\nmax_series_per_metric = 100\n"),
+    )
+    .unwrap();
+    let end = now_s() / 60 * 60;
+    let start = end - 3600;
+    let s = Server::start_on(&Backend::embedded(), &data, Some(&cfg));
+    let first: Vec<usize> = (0..100).collect();
+
+    // /api/put?details: a per-point error.
+    put_series(&s.addr, "card.put", 0..100, 1, end - 60);
+    let body = serde_json::json!([
+        {"metric": "card.put", "timestamp": end, "value": 1, "tags": {"host": "h100"}},
+        {"metric": "card.put", "timestamp": end, "value": 1, "tags": {"host": "h0"}},
+    ]);
+    let (code, answer) = s.http("POST", "/api/put?details", &body.to_string());
+    assert_eq!(code, 400, "{answer}");
+    let v: serde_json::Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(
+        (v["success"].as_u64(), v["failed"].as_u64()),
+        (Some(1), Some(1)),
+        "{answer}"
+    );
+    assert!(
+        v["errors"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("limits.max_series_per_metric = 100"),
+        "{answer}"
+    );
+
+    // Telnet: an error line.
+    let mut t = s.telnet();
+    for h in 0..100 {
+        t.send(&format!("put card.tel {} 1 host=h{h}\n", end - 60));
+    }
+    assert_eq!(t.sync(), Vec::<String>::new());
+    t.send(&format!(
+        "put card.tel {end} 1 host=h100\nput card.tel {end} 2 host=h0\n"
+    ));
+    let lines = t.sync();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with(
+            "put: illegal argument: new series refused: limits.max_series_per_metric = 100"
+        ),
+        "{lines:?}"
+    );
+
+    // Remote write: 400 with the reason.
+    let (code, answer) = remote_write(
+        &s.addr,
+        &rw_body("card_rw", &first, (end as i64 - 60) * 1000),
+    );
+    assert_eq!(code, 204, "{answer}");
+    let (code, answer) = remote_write(&s.addr, &rw_body("card_rw", &[100, 0], end as i64 * 1000));
+    assert_eq!(code, 400, "{answer}");
+    assert!(
+        answer.contains("limits.max_series_per_metric = 100"),
+        "{answer}"
+    );
+
+    // Carbon: a counted, logged drop.
+    let mut g = std::net::TcpStream::connect(&graphite).unwrap();
+    let mut lines = String::new();
+    for h in 0..100 {
+        lines.push_str(&format!("card.gr;host=h{h} 1 {}\n", end - 60));
+    }
+    std::io::Write::write_all(&mut g, lines.as_bytes()).unwrap();
+    std::io::Write::write_all(
+        &mut g,
+        format!("card.gr;host=h100 1 {end}\ncard.gr;host=h0 2 {end}\n").as_bytes(),
+    )
+    .unwrap();
+    drop(g);
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while metric_with(
+        &s.addr,
+        "tsgate_points_rejected_total{protocol=\"graphite_plaintext\",reason=\"limit\"}",
+    ) < 1.0
+    {
+        assert!(Instant::now() < deadline, "carbon refusal not counted");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        metric_with(
+            &s.addr,
+            "tsgate_series_refused_total{limit=\"max_series_per_metric\"}"
+        ),
+        4.0
+    );
+    for m in ["card.put", "card.tel", "card_rw", "card.gr"] {
+        // The first 100 series' 100 points, plus the second point of h0.
+        s.wait_points(
+            &format!("/api/query?start={start}&end={end}&m=none:{m}"),
+            101,
+        );
+        assert_eq!(
+            opentsdb_points(&s.addr, &format!("none:{m}"), start, end),
+            101,
+            "{m}"
+        );
+        assert_eq!(
+            opentsdb_points(&s.addr, &format!("none:{m}{{host=h100}}"), start, end),
+            0,
+            "{m}"
+        );
+        assert_eq!(series_of(&s.addr, m), 100, "{m}");
+    }
+    s.stop();
+
+    // After a restart: the same counts, the 101st still refused, the known series accepted.
+    let s = Server::start_on(&Backend::embedded(), &data, Some(&cfg));
+    assert_eq!(series_of(&s.addr, "card.put"), 100);
+    let mut t = s.telnet();
+    t.send(&format!(
+        "put card.tel {} 3 host=h100\nput card.tel {} 3 host=h1\n",
+        end - 1,
+        end - 1
+    ));
+    let lines = t.sync();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("max_series_per_metric"), "{lines:?}");
+    s.wait_points(
+        &format!("/api/query?start={start}&end={end}&m=none:card.tel"),
+        102,
+    );
+    assert_eq!(opentsdb_points(&s.addr, "none:card.tel", start, end), 102);
 }

@@ -51,6 +51,8 @@ pub struct AppState {
     pub auth: Option<Arc<auth::Authenticator>>,
     /// HTTPS on the port (`[server.tls]`).
     pub tls: Option<Arc<tls::Tls>>,
+    /// The series counted by metric, and the cardinality limits.
+    pub cardinality: Arc<crate::lifecycle::cardinality::Cardinality>,
 }
 
 impl AppState {

@@ -172,8 +172,9 @@ fn del_series(state: &AppState, p: &Params) -> Reply {
             _ => path.to_string(),
         };
         for e in entries.iter().filter(|e| e.path == want) {
-            if let Err(err) = state.query.delete_exact(&e.metric, &e.tags) {
-                return json_error(StatusCode::INTERNAL_SERVER_ERROR, &err.to_string());
+            match state.query.delete_exact(&e.metric, &e.tags) {
+                Ok(d) => state.cardinality.forget(&d.series),
+                Err(err) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &err.to_string()),
             }
         }
     }

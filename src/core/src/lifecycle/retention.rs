@@ -129,11 +129,14 @@ impl Policy {
     }
 }
 
+/// A rule's tag key (None: no UID yet, so no row has it) and the UIDs of the values it accepts.
+type TagCondition = (Option<Vec<u8>>, HashSet<Vec<u8>>);
+
 /// One metric's retentions as cutoffs (a row whose hour ends at or before its cutoff has
 /// expired; 0 = never): the tag rules that may apply, in order, then the rest.
 #[derive(Debug)]
 struct MetricPlan {
-    rules: Vec<(Vec<(Option<Vec<u8>>, HashSet<Vec<u8>>)>, u64)>,
+    rules: Vec<(Vec<TagCondition>, u64)>,
     default_cutoff: u64,
 }
 

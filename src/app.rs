@@ -30,6 +30,8 @@ pub enum AppError {
     },
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Cardinality(#[from] crate::lifecycle::cardinality::CardinalityError),
     #[error("invalid graphite.rules: {0}")]
     NameRules(#[from] crate::graphite::names::RuleError),
     #[error("invalid auth config: {0}")]
@@ -236,6 +238,18 @@ impl Node {
         );
         let uids = uid_core(&cfg, store.clone());
         let resolver = Arc::new(SeriesResolver::new(uids.clone()));
+        let cardinality = Arc::new(crate::lifecycle::cardinality::Cardinality::open(
+            &cfg.data_dir,
+            &store,
+            &table,
+            layout,
+            crate::lifecycle::cardinality::Limits {
+                max_series: cfg.limits.max_series,
+                max_series_per_metric: cfg.limits.max_series_per_metric,
+                max_new_series_per_minute: cfg.limits.max_new_series_per_minute,
+            },
+        )?);
+        resolver.set_gate(cardinality.clone());
         let meta = crate::meta::MetaService::start(&cfg, store.clone(), uids.clone(), &resolver)?;
         let mut wcfg = writer_config(&cfg);
         wcfg.ts_counter = meta.ts_counter.clone();
@@ -282,6 +296,8 @@ impl Node {
                 query: query.clone(),
                 resolver: resolver.clone(),
                 prom,
+                graphite_index: graphite_index.clone(),
+                cardinality: cardinality.clone(),
                 config: config.clone(),
             }),
             graphite_web: Arc::new(state::GraphiteWeb {
@@ -289,6 +305,7 @@ impl Node {
                 resolver: resolver.clone(),
                 names: names.clone(),
                 graphite_index,
+                cardinality,
                 config: config.clone(),
             }),
             carbon: Arc::new(state::Carbon {
@@ -313,6 +330,25 @@ impl Node {
     }
 }
 
+/// The retention sweep's thread (`storage.retention`): it runs at start, then every
+/// `storage.retention_sweep_interval`.
+pub fn start_sweeper(
+    state: &AppState,
+) -> Result<crate::lifecycle::retention::SweepThread, AppError> {
+    use crate::lifecycle::retention::{SweepThread, Sweeper};
+    let cfg = &state.config;
+    let sweeper = Sweeper::new(cfg, state.query.store.clone(), state.query.uids.clone())
+        .map_err(|e| crate::config::ConfigError::Invalid(format!("storage.retention: {e}")))?;
+    let every =
+        crate::config::parse_duration_s(&cfg.storage.retention_sweep_interval).map_err(|e| {
+            crate::config::ConfigError::Invalid(format!("storage.retention_sweep_interval: {e}"))
+        })?;
+    Ok(SweepThread::start(
+        sweeper,
+        Duration::from_secs(every.max(1)),
+    )?)
+}
+
 /// Runs the server until SIGINT/SIGTERM, then drains and flushes everything.
 pub async fn serve(cfg: Config) -> Result<(), AppError> {
     let listen = cfg.server.listen.clone();
@@ -325,6 +361,7 @@ pub async fn serve(cfg: Config) -> Result<(), AppError> {
     let graphite = bind_graphite(&cfg.server).await?;
     let signals = ShutdownSignals::install();
     let node = Node::start(cfg)?;
+    let sweeper = start_sweeper(&node.state)?;
     let c = &node.state.config;
     tracing::info!(addr = %listener.local_addr()?, data_dir = %c.data_dir.display(), backend = %c.storage.backend, telnet = c.telnet_enabled(),
         https = c.server.tls.enabled(), auth = c.auth.enabled, "tsgate listening (OpenTSDB telnet + HTTP)");
@@ -362,6 +399,8 @@ pub async fn serve(cfg: Config) -> Result<(), AppError> {
         let store = state.query.store.clone();
         drop(state);
         tokio::task::spawn_blocking(move || {
+            // A sweep under way finishes before the store closes.
+            drop(sweeper);
             threads.join();
             if let Err(e) = store.close() {
                 tracing::error!(error = %e, "closing the store failed (the next start recovers it)");

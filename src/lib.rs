@@ -11,7 +11,9 @@ pub mod server;
 pub mod stats;
 
 pub use tsgate_common::cores;
-pub use tsgate_core::{config, graphite, ingest, meta, observe, prometheus, series, uid, write};
+pub use tsgate_core::{
+    config, graphite, ingest, lifecycle, meta, observe, prometheus, series, uid, write,
+};
 pub use tsgate_query as query;
 pub use tsgate_query::promql;
 pub use tsgate_schema as schema;

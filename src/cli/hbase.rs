@@ -2,7 +2,7 @@
 //! `tsgate hbase test-double` (the in-process Thrift test double as a server, for development).
 
 use super::Common;
-use crate::store::hbase::tables::{create_tables, shell_script, Created};
+use crate::store::hbase::tables::{create_tables_ttl, shell_script_ttl, Created};
 use crate::store::hbase::HBaseStore;
 use clap::{Subcommand, ValueEnum};
 #[cfg(feature = "test-double")]
@@ -41,6 +41,10 @@ pub enum HBaseAction {
         /// Print the equivalent HBase shell script instead (`hbase shell script.txt`).
         #[arg(long)]
         print: bool,
+        /// A TTL on the data table's family (HBase drops cells that long after they were
+        /// written): a duration such as `90d`, or `retention` for `storage.retention`.
+        #[arg(long)]
+        ttl: Option<String>,
     },
     /// Serve the in-process HBase Thrift test double (tables kept under --data-dir) until
     /// SIGINT/SIGTERM. A development aid: it is not HBase. Built only with the `test-double`
@@ -59,14 +63,38 @@ pub enum HBaseAction {
 pub fn run(common: &Common, action: HBaseAction) -> anyhow::Result<i32> {
     let mut cfg = common.load()?;
     match action {
-        HBaseAction::CreateTables { compression, print } => {
+        HBaseAction::CreateTables {
+            compression,
+            print,
+            ttl,
+        } => {
+            let ttl = match ttl.as_deref() {
+                None => None,
+                Some(t) => {
+                    let text = if t == "retention" {
+                        cfg.storage.retention.as_str()
+                    } else {
+                        t
+                    };
+                    let s = crate::config::parse_duration_s(text)
+                        .map_err(|e| anyhow::anyhow!("--ttl: {e}"))?;
+                    if s == 0 || s > i32::MAX as u64 {
+                        anyhow::bail!("--ttl: {t:?} must be between 1s and 68 years (storage.retention = {:?})", cfg.storage.retention);
+                    }
+                    Some(s as u32)
+                }
+            };
             if print {
-                print!("{}", shell_script(&cfg.storage.tables, compression.name()));
+                print!(
+                    "{}",
+                    shell_script_ttl(&cfg.storage.tables, compression.name(), ttl)
+                );
                 return Ok(0);
             }
             cfg.storage.backend = "hbase".into();
             let store = HBaseStore::new(&cfg.storage.hbase, &cfg.storage.tables.specs());
-            for c in create_tables(store.pool(), &cfg.storage.tables, compression.name())? {
+            for c in create_tables_ttl(store.pool(), &cfg.storage.tables, compression.name(), ttl)?
+            {
                 match c {
                     Created::Created(t) => println!("created {t}"),
                     Created::Existed(t) => println!("exists {t}"),
@@ -84,7 +112,7 @@ pub fn run(common: &Common, action: HBaseAction) -> anyhow::Result<i32> {
             if create {
                 cfg.storage.hbase.thrift = double.addr();
                 let store = HBaseStore::new(&cfg.storage.hbase, &cfg.storage.tables.specs());
-                create_tables(store.pool(), &cfg.storage.tables, "NONE")?;
+                create_tables_ttl(store.pool(), &cfg.storage.tables, "NONE", None)?;
             }
             println!(
                 "HBase Thrift test double listening on {} (tables in {})",

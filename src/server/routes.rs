@@ -281,6 +281,10 @@ pub static ROUTES: &[Route] = &[
         now!(|_s, _r, _p| prom::api::ok(json!({"alerts": []})))),
     route(GET, Exact("/api/v1/targets/metadata"), PROM, Need::Read,
         now!(|_s, _r, _p| prom::api::ok(json!([])))),
+    // The admin API (off unless admin.enabled, as Prometheus' --web.enable-admin-api).
+    route(POST.or(PUT), Exact("/api/v1/admin/tsdb/delete_series"), PROM, Need::Admin,
+        h!(prometheus, prom::admin::delete_series)),
+    route(GET, Exact("/api/v1/status/tsdb"), PROM, Need::Read, h!(prometheus, prom::admin::status_tsdb)),
     route(GET, Path::LabelValues, PROM, Need::Read, label_values),
     // The Prometheus text exposition: exactly `/metrics`, a GET without `query`.
     route(GET, Exact("/metrics"), ADM, Need::Read, now!(|s, _r, _p| super::stats_api::metrics(&s)))
@@ -298,7 +302,8 @@ pub static ROUTES: &[Route] = &[
     // tsgate's tag index is derived from the store: these only normalise or forget an index.
     route(POST, Trimmed("/tags/tagSeries"), GW, Need::Write, h!(graphite_web, graphite_web::route)),
     route(POST, Trimmed("/tags/tagMultiSeries"), GW, Need::Write, h!(graphite_web, graphite_web::route)),
-    route(POST, Trimmed("/tags/delSeries"), GW, Need::Write, h!(graphite_web, graphite_web::route)),
+    // Deletes stored series (admin.enabled): the admin right, as the other deletes.
+    route(POST, Trimmed("/tags/delSeries"), GW, Need::Admin, h!(graphite_web, graphite_web::route)),
     route(ANY, Trimmed("/tags"), GW, Need::Read, h!(graphite_web, graphite_web::route)),
     route(ANY, TrimmedPrefix("/tags/"), GW, Need::Read, h!(graphite_web, graphite_web::route)),
     // OpenTSDB.

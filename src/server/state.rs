@@ -8,6 +8,7 @@ use super::graphite_web::index::SeriesIndex;
 use crate::config::Config;
 use crate::graphite::names::NameRules;
 use crate::ingest::Ingest;
+use crate::lifecycle::cardinality::Cardinality;
 use crate::meta::MetaService;
 use crate::prometheus::PromState;
 use crate::query::QueryEngine;
@@ -36,6 +37,10 @@ pub struct Prometheus {
     pub resolver: Arc<SeriesResolver>,
     /// Metadata from remote write.
     pub prom: PromState,
+    /// `delete_series` must drop the deleted series from graphite-web's index at once.
+    pub graphite_index: Arc<SeriesIndex>,
+    /// Series counts by metric (`/api/v1/status/tsdb`) and the cardinality limits.
+    pub cardinality: Arc<Cardinality>,
     pub config: Arc<Config>,
 }
 
@@ -47,6 +52,8 @@ pub struct GraphiteWeb {
     pub names: Arc<NameRules>,
     /// Graphite paths of the stored series, for browsing and path expressions.
     pub graphite_index: Arc<SeriesIndex>,
+    /// `/tags/delSeries` forgets the series it deleted.
+    pub cardinality: Arc<Cardinality>,
     pub config: Arc<Config>,
 }
 

@@ -360,6 +360,7 @@ async fn flush_points(state: &OpenTsdb, points: &mut Vec<Put<'_>>, out: &mut Vec
                 PointError::Invalid(m) => format!("put: illegal argument: {m}\n"),
                 PointError::UnknownName(m) => format!("put: unknown metric: {m}\n"),
                 PointError::Uid(m) => format!("put: HBase error: {m}\n"),
+                PointError::Limit(m) => format!("put: illegal argument: {m}\n"),
             };
             out.extend_from_slice(line.as_bytes());
         }

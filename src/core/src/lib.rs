@@ -9,6 +9,7 @@
 pub mod config;
 pub mod graphite;
 pub mod ingest;
+pub mod lifecycle;
 pub mod meta;
 pub mod observe;
 pub mod prometheus;

@@ -110,6 +110,12 @@ impl Eq for SeriesKey {}
 /// metadata and tree processing listen here; a cache hit never calls it).
 pub type NewSeriesHook = Box<dyn Fn(&[u8]) + Send + Sync>;
 
+/// Asked before a series this process has not resolved yet gets its TSUID: the cardinality
+/// limits (`lifecycle::cardinality`). A refusal is the point's error.
+pub trait SeriesGate: Send + Sync {
+    fn admit(&self, tsuid: &[u8]) -> Result<(), String>;
+}
+
 pub struct SeriesResolver {
     uids: Arc<UidCore>,
     /// Canonical series text (metric, then tags sorted by key) → series.
@@ -119,6 +125,7 @@ pub struct SeriesResolver {
     /// canonicalising the names. Only texts whose names were accepted are entered.
     raw: RawMemo,
     new_series: std::sync::OnceLock<NewSeriesHook>,
+    gate: std::sync::OnceLock<Arc<dyn SeriesGate>>,
     /// Bumped whenever a series enters the cache (new, or first seen since the cache was
     /// emptied): views built over the stored series (the graphite path index) are current
     /// while it is unchanged, as far as this process's writes go.
@@ -372,6 +379,7 @@ impl SeriesResolver {
             cache: DashMap::with_hasher(ahash::RandomState::new()),
             raw: RawMemo::default(),
             new_series: std::sync::OnceLock::new(),
+            gate: std::sync::OnceLock::new(),
             generation: std::sync::atomic::AtomicU64::new(0),
             changed_ms: std::sync::atomic::AtomicU64::new(0),
         }
@@ -380,6 +388,11 @@ impl SeriesResolver {
     /// Installs the new-series hook (once).
     pub fn set_new_series_hook(&self, hook: NewSeriesHook) {
         let _ = self.new_series.set(hook);
+    }
+
+    /// Installs the gate new series pass (once).
+    pub fn set_gate(&self, gate: Arc<dyn SeriesGate>) {
+        let _ = self.gate.set(gate);
     }
 
     pub fn uids(&self) -> &Arc<UidCore> {
@@ -447,6 +460,9 @@ impl SeriesResolver {
         let mut tsuid = m.into_vec();
         for p in pairs {
             tsuid.extend_from_slice(&p);
+        }
+        if let Some(g) = self.gate.get() {
+            g.admit(&tsuid).map_err(UidError::SeriesLimit)?;
         }
         let series = SeriesKey::new(&tsuid);
         let mut key = Vec::new();

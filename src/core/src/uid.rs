@@ -12,6 +12,9 @@ pub type Uid = Box<[u8]>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum UidError {
+    /// A new series over a cardinality limit (`limits.max_series*`): it gets no TSUID.
+    #[error("{0}")]
+    SeriesLimit(String),
     #[error("No such name for '{kind}': '{name}'")]
     NoSuchName { kind: &'static str, name: String },
     #[error("No such unique ID for '{kind}': {id}")]

@@ -6,6 +6,7 @@
 pub mod aggregate;
 mod collect;
 pub mod decode;
+pub mod delete;
 pub mod downsample;
 pub mod filter;
 mod hour_read;

@@ -397,6 +397,14 @@ impl RowWatcher for RowCache {
         table == self.table
     }
 
+    fn cleared(&self, _table: &str) {
+        // Every stripe moved first: a read that took its ticket before puts nothing after.
+        for w in self.writes.iter() {
+            *w.lock() += 1;
+        }
+        self.cache.clear();
+    }
+
     fn written(&self, _table: &str, rows: &[&[u8]]) {
         // The hours written, noted first: a reader that finds its hour quiet after this takes
         // a ticket the drops below will outdate, or reads what was written.

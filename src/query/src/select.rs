@@ -144,7 +144,10 @@ pub struct StoredRead<'a> {
 
 impl QueryEngine {
     /// Metric names (stored form) the `__name__` matchers allow.
-    fn candidate_metrics(&self, matchers: &[Matcher]) -> Result<Vec<String>, QueryError> {
+    pub(crate) fn candidate_metrics(
+        &self,
+        matchers: &[Matcher],
+    ) -> Result<Vec<String>, QueryError> {
         let name_ms: Vec<&Matcher> = matchers.iter().filter(|m| m.name == METRIC_NAME).collect();
         if let Some(eq) = name_ms
             .iter()

@@ -1,7 +1,7 @@
 //! The tags API (spec §2.7) and `seriesByTag` matching (§2.8), over the series index: every
 //! series' Graphite tags (its path's `;k=v` tags plus `name`). The index is the store itself,
-//! so `tagSeries`/`tagMultiSeries` only normalise, and `delSeries` forgets nothing (the data
-//! stays; delete it through OpenTSDB's API).
+//! so `tagSeries`/`tagMultiSeries` only normalise, and `delSeries` deletes the series' data
+//! (with `admin.enabled = true`).
 
 use super::index::Entry;
 use super::{json_error, json_or_jsonp, naming, Params};
@@ -143,12 +143,43 @@ pub fn route(state: &GraphiteWeb, method: &Method, path: &str, p: &Params) -> Re
             }
             json_or_jsonp(StatusCode::OK, json!(out).to_string(), jsonp)
         }
-        "/tags/delSeries" => {
-            state.graphite_index.invalidate();
-            json_or_jsonp(StatusCode::OK, "true".into(), jsonp)
-        }
+        "/tags/delSeries" => del_series(state, p),
         _ => read_only(state, path, p),
     }
+}
+
+/// `/tags/delSeries`: deletes every point of each `path` (dotted or tagged), with
+/// `admin.enabled = true`; `true` once done, as graphite-web answers.
+fn del_series(state: &GraphiteWeb, p: &Params) -> Reply {
+    if !state.config.admin.enabled {
+        return json_error(
+            StatusCode::FORBIDDEN,
+            "deleting series is disabled (admin.enabled = false)",
+        );
+    }
+    let paths = p.all("path");
+    if paths.is_empty() {
+        return json_error(StatusCode::BAD_REQUEST, "no path specified");
+    }
+    let entries = match state.graphite_index.snapshot(state) {
+        Ok(e) => e,
+        Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    };
+    for path in paths {
+        // Tagged paths are matched in their canonical form (tags sorted), as they are indexed.
+        let want = match naming::parse_tagged(path) {
+            Ok((n, t)) if path.contains(';') => naming::canonical(&n, &t),
+            _ => path.to_string(),
+        };
+        for e in entries.iter().filter(|e| e.path == want) {
+            match state.query.delete_exact(&e.metric, &e.tags) {
+                Ok(d) => state.cardinality.forget(&d.series),
+                Err(err) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &err.to_string()),
+            }
+        }
+    }
+    state.graphite_index.invalidate();
+    json_or_jsonp(StatusCode::OK, "true".into(), p.get("jsonp"))
 }
 
 fn read_only(state: &GraphiteWeb, path: &str, p: &Params) -> Reply {

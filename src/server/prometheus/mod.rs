@@ -1,6 +1,7 @@
 //! Prometheus' HTTP endpoints on the OpenTSDB port: remote write and read, and the query API
 //! as Grafana uses it. Routed by `server::routes` ahead of OpenTSDB's `/api/v1/<x>` aliases.
 
+pub mod admin;
 pub mod api;
 pub mod format;
 pub mod params;

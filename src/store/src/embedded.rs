@@ -30,6 +30,80 @@ pub struct EmbeddedStore {
     last_delete_ms: AtomicU64,
     /// How keys end: [`Qualifiers::Cut`] for stores made since, whole for older ones.
     form: Qualifiers,
+    /// Retention judges by table, read by the engine's compaction filters ([`Store::expire_rows`]).
+    expiry: Expiries,
+}
+
+type Expiries = std::sync::Arc<RwLock<HashMap<String, super::RowExpiry>>>;
+
+/// Retention in the engine: a compaction filter on every keyspace that drops the cells of rows
+/// its table's judge names expired, by key alone (values are never read). Each compaction asks
+/// the judge once per row.
+struct ExpiryFactory {
+    table: String,
+    /// A judge that panics leaves the map as it was (only `expire_rows` writes it).
+    expiry: std::panic::AssertUnwindSafe<Expiries>,
+}
+
+impl fjall::compaction::filter::Factory for ExpiryFactory {
+    fn name(&self) -> &str {
+        "tsgate-retention"
+    }
+
+    fn make_filter(
+        &self,
+        _ctx: &fjall::compaction::filter::Context,
+    ) -> Box<dyn fjall::compaction::filter::CompactionFilter> {
+        Box::new(ExpiryFilter {
+            judge: self.expiry.read().get(&self.table).cloned(),
+            last: Vec::new(),
+            expired: false,
+            row: Vec::new(),
+        })
+    }
+}
+
+struct ExpiryFilter {
+    judge: Option<super::RowExpiry>,
+    /// The last row judged, as encoded in its keys, and the verdict.
+    last: Vec<u8>,
+    expired: bool,
+    row: Vec<u8>,
+}
+
+impl fjall::compaction::filter::CompactionFilter for ExpiryFilter {
+    fn filter_item(
+        &mut self,
+        item: fjall::compaction::filter::ItemAccessor<'_>,
+        ctx: &fjall::compaction::filter::Context,
+    ) -> fjall::compaction::filter::CompactionFilterResult {
+        use fjall::compaction::filter::Verdict;
+        let Some(judge) = &self.judge else {
+            return Ok(Verdict::Keep);
+        };
+        let key = item.key();
+        let Some(end) = keycodec::row_end(key) else {
+            return Ok(Verdict::Keep);
+        };
+        if self.last.as_slice() != &key[..end] || self.last.is_empty() {
+            self.last.clear();
+            self.last.extend_from_slice(&key[..end]);
+            keycodec::unescape_row(&key[..end], &mut self.row);
+            self.expired = judge(&self.row);
+        }
+        Ok(match (self.expired, ctx.is_last_level) {
+            (false, _) => Verdict::Keep,
+            // Nothing older lies below the last level, so no tombstone is needed there; above
+            // it one hides the older versions until they are compacted away in turn.
+            (true, true) => Verdict::Destroy,
+            (true, false) => Verdict::Remove,
+        })
+    }
+}
+
+/// The table a keyspace holds (its name is `table:family`, see [`keyspace_name`]).
+fn table_of_keyspace(name: &str) -> &str {
+    name.rsplit_once(':').map_or(name, |(t, _)| t)
 }
 
 /// Every level's data blocks are LZ4-compressed (the engine's default leaves the first two
@@ -127,8 +201,18 @@ impl EmbeddedStore {
         cache_bytes: u64,
         new: Qualifiers,
     ) -> StoreResult<EmbeddedStore> {
+        let expiry: Expiries = Default::default();
+        let assign = expiry.clone();
         let db = Database::builder(dir)
             .cache_size(cache_bytes)
+            .with_compaction_filter_factories(std::sync::Arc::new(move |keyspace: &str| {
+                let f: std::sync::Arc<dyn fjall::compaction::filter::Factory> =
+                    std::sync::Arc::new(ExpiryFactory {
+                        table: table_of_keyspace(keyspace).to_string(),
+                        expiry: std::panic::AssertUnwindSafe(assign.clone()),
+                    });
+                Some(f)
+            }))
             .open()
             .map_err(|e| match e {
                 fjall::Error::Locked => StoreError::Locked(dir.display().to_string()),
@@ -167,6 +251,7 @@ impl EmbeddedStore {
             deletes: AtomicU64::new(0),
             last_delete_ms: AtomicU64::new(0),
             form,
+            expiry,
         })
     }
 
@@ -992,6 +1077,35 @@ impl Store for EmbeddedStore {
             .filter(|k| k.disk_space() <= TIDY_MAX)
             .collect();
         self.write_out_and_rewrite(&small, std::time::Duration::from_secs(10), u64::MAX, "tidy")
+    }
+
+    fn expire_rows(&self, table: &str, expired: Option<super::RowExpiry>) -> bool {
+        let mut map = self.expiry.write();
+        match expired {
+            Some(j) => map.insert(table.to_string(), j),
+            None => map.remove(table),
+        };
+        true
+    }
+
+    fn reclaim(&self, table: &str) -> StoreResult<u64> {
+        let keyspaces: Vec<&Keyspace> = self.families(table)?.iter().map(|(_, k)| k).collect();
+        let before: u64 = keyspaces.iter().map(|k| k.disk_space()).sum();
+        // Every table of the keyspace goes through the filter in one rewrite: one pass of
+        // sequential I/O, done by this (the caller's) thread.
+        self.write_out_and_rewrite(
+            &keyspaces,
+            std::time::Duration::from_secs(30),
+            u64::MAX,
+            "reclaim",
+        )?;
+        let after: u64 = keyspaces.iter().map(|k| k.disk_space()).sum();
+        Ok(before.saturating_sub(after))
+    }
+
+    fn disk_bytes(&self, table: &str) -> Option<u64> {
+        let fams = self.families(table).ok()?;
+        Some(fams.iter().map(|(_, k)| k.disk_space()).sum())
     }
 
     fn mutate_at(&self, table: &str, batch: Vec<RowMutations>, ts: u64) -> StoreResult<()> {

@@ -266,9 +266,31 @@ pub trait Store: Send + Sync + 'static {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
+
+    /// Installs (or with `None` removes) the retention judge of `table`'s rows: the store then
+    /// drops the rows it names whenever its engine rewrites them, without reading their cells.
+    /// False if this store cannot (the caller then deletes expired rows itself).
+    fn expire_rows(&self, _table: &str, _expired: Option<RowExpiry>) -> bool {
+        false
+    }
+
+    /// Rewrites `table` now so that the rows its judge names are gone from disk; returns the
+    /// bytes its files shrank by. A store without a judge has nothing to do.
+    fn reclaim(&self, _table: &str) -> StoreResult<u64> {
+        Ok(0)
+    }
+
+    /// The bytes `table` takes on local disk, if this store keeps it locally.
+    fn disk_bytes(&self, _table: &str) -> Option<u64> {
+        None
+    }
 }
 
 pub type SharedStore = Arc<dyn Store>;
+
+/// Says of a row key whether its row has expired (retention): a store that can drop rows by
+/// their key alone, as its engine rewrites its files, takes one instead of being sent deletes.
+pub type RowExpiry = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
 
 /// [`Store::scan_rows`] over rows already returned.
 pub fn visit_rows(rows: RowStream, visit: &mut RowVisitor<'_>) -> StoreResult<()> {

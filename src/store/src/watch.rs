@@ -12,6 +12,8 @@ pub trait RowWatcher: Send + Sync {
     fn watches(&self, table: &str) -> bool;
     /// `rows` of `table` were written; called after the write returned.
     fn written(&self, table: &str, rows: &[&[u8]]);
+    /// Rows of `table` may have gone without a write naming them (retention dropped them).
+    fn cleared(&self, _table: &str) {}
 }
 
 pub struct WatchedStore {
@@ -142,6 +144,22 @@ impl Store for WatchedStore {
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
         self.inner.counters()
+    }
+
+    fn expire_rows(&self, table: &str, expired: Option<super::RowExpiry>) -> bool {
+        self.inner.expire_rows(table, expired)
+    }
+
+    fn reclaim(&self, table: &str) -> StoreResult<u64> {
+        let freed = self.inner.reclaim(table)?;
+        if self.watcher.watches(table) {
+            self.watcher.cleared(table);
+        }
+        Ok(freed)
+    }
+
+    fn disk_bytes(&self, table: &str) -> Option<u64> {
+        self.inner.disk_bytes(table)
     }
 }
 

@@ -28,6 +28,7 @@ pub struct Config {
     /// HTTP authentication (`[auth]`, see `server::auth`).
     pub auth: auth::AuthConfig,
     pub log: LogConfig,
+    pub admin: AdminConfig,
 }
 
 /// Logging (`--log-format` overrides `format`).
@@ -202,6 +203,63 @@ pub struct StorageConfig {
     /// Decoded rows of Graphite paths stored whole, kept between `/render` requests, in MiB
     /// (0 = off; the embedded store only: another node's writes to HBase would not reach it).
     pub row_cache_mb: u64,
+    /// How long data is kept ("90d", "12h", …; units s m h d w y); "" keeps it for ever.
+    pub retention: String,
+    /// Other retentions for some series: the first rule that matches a series decides.
+    pub retention_rules: Vec<RetentionRule>,
+    /// How often the retention sweep runs (it also runs at start).
+    pub retention_sweep_interval: String,
+    /// Rows the sweep deletes per second at most where it deletes row by row (HBase); the
+    /// embedded engine drops expired rows as it rewrites its files instead.
+    pub retention_sweep_rows_per_s: u64,
+}
+
+/// `[[storage.retention_rules]]`: series whose metric matches `metric` (a glob: `*` any run of
+/// characters, `?` one) and whose tags match every `tags` entry (tag key = value glob) keep
+/// their data for `retention` ("" = for ever).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetentionRule {
+    pub metric: String,
+    pub tags: std::collections::BTreeMap<String, String>,
+    pub retention: String,
+}
+
+/// `[admin]`: the endpoints that delete data (Prometheus' `--web.enable-admin-api`).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct AdminConfig {
+    /// `POST /api/v1/admin/tsdb/delete_series` and `/tags/delSeries`; off by default.
+    pub enabled: bool,
+}
+
+/// Seconds in a duration written as a number and a unit (`s m h d w y`; a bare number is
+/// seconds); "" and "0" are 0.
+pub fn parse_duration_s(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Ok(0);
+    }
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (n, unit) = t.split_at(split);
+    let n: u64 = n.parse().map_err(|_| {
+        format!("invalid duration {text:?}: expected a number and a unit, e.g. 90d")
+    })?;
+    let mult = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        "y" => 365 * 86_400,
+        _ => {
+            return Err(format!(
+                "invalid duration {text:?}: unit must be s, m, h, d, w or y"
+            ))
+        }
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("invalid duration {text:?}: too long"))
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -267,6 +325,12 @@ pub struct LimitsConfig {
     pub idle_timeout_ms: u64,
     /// Longest an HTTP client may take to send a request's headers, and again its body.
     pub read_timeout_ms: u64,
+    /// Series in the store at most (0 = no limit).
+    pub max_series: u64,
+    /// Series of one metric at most (0 = no limit).
+    pub max_series_per_metric: u64,
+    /// New series per minute at most, all metrics together (0 = no limit).
+    pub max_new_series_per_minute: u64,
 }
 
 /// Metadata writes (OpenTSDB's `tsd.core.meta.*`); all off by default, as in OpenTSDB.
@@ -307,6 +371,7 @@ impl Default for Config {
             graphite: GraphiteConfig::default(),
             auth: Default::default(),
             log: LogConfig::default(),
+            admin: AdminConfig::default(),
         }
     }
 }
@@ -338,6 +403,10 @@ impl Default for StorageConfig {
             salt_buckets: 20,
             cache_mb: 64,
             row_cache_mb: 32,
+            retention: String::new(),
+            retention_rules: Vec::new(),
+            retention_sweep_interval: "1h".into(),
+            retention_sweep_rows_per_s: 20_000,
         }
     }
 }
@@ -382,6 +451,9 @@ impl Default for LimitsConfig {
             handshake_timeout_ms: 10_000,
             idle_timeout_ms: 300_000,
             read_timeout_ms: 30_000,
+            max_series: 0,
+            max_series_per_metric: 0,
+            max_new_series_per_minute: 0,
         }
     }
 }
@@ -491,6 +563,30 @@ impl Config {
             return Err(ConfigError::Invalid(
                 "limits.max_points_per_request, max_name_length, max_connections, carbon_max_connections, max_connections_per_ip, handshake_timeout_ms, idle_timeout_ms and read_timeout_ms must be >= 1".into(),
             ));
+        }
+        let d = |key: &str, v: &str| {
+            parse_duration_s(v).map_err(|e| ConfigError::Invalid(format!("{key}: {e}")))
+        };
+        d("storage.retention", &s.retention)?;
+        if d(
+            "storage.retention_sweep_interval",
+            &s.retention_sweep_interval,
+        )? == 0
+        {
+            return Err(ConfigError::Invalid(
+                "storage.retention_sweep_interval must be at least 1s".into(),
+            ));
+        }
+        for (i, r) in s.retention_rules.iter().enumerate() {
+            d(
+                &format!("storage.retention_rules[{i}].retention"),
+                &r.retention,
+            )?;
+            if r.metric.is_empty() {
+                return Err(ConfigError::Invalid(format!(
+                    "storage.retention_rules[{i}].metric must be a glob (\"*\" for every metric)"
+                )));
+            }
         }
         if !matches!(self.write.wal_fsync.as_str(), "always" | "never") {
             return Err(ConfigError::Invalid(

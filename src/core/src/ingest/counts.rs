@@ -106,5 +106,6 @@ pub fn point_reason(e: &PointError) -> Reason {
         PointError::Invalid(_) => Reason::Value,
         PointError::UnknownName(_) => Reason::UnknownName,
         PointError::Uid(_) => Reason::Uid,
+        PointError::Limit(_) => Reason::Limit,
     }
 }

@@ -27,6 +27,9 @@ pub enum PointError {
     /// UID assignment failed (ids exhausted, store error).
     #[error("{0}")]
     Uid(String),
+    /// A new series over a cardinality limit.
+    #[error("{0}")]
+    Limit(String),
 }
 
 pub fn to_data_value(v: Value) -> DataValue {
@@ -131,6 +134,7 @@ fn encode_point(ts: u64, v: Value) -> Result<(u32, RawPoint), PointError> {
 fn uid_error(e: UidError) -> PointError {
     match e {
         UidError::NoSuchName { .. } => PointError::UnknownName(e.to_string()),
+        UidError::SeriesLimit(m) => PointError::Limit(m),
         e => PointError::Uid(e.to_string()),
     }
 }

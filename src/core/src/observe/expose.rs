@@ -347,5 +347,59 @@ pub fn render(m: &Metrics, live: &Live) -> String {
         Kind::Gauge,
         format_float(p.start_time_seconds),
     );
+    lifecycle(&mut e, m);
     e.finish()
+}
+
+/// Retention sweeps and cardinality refusals.
+fn lifecycle(e: &mut Exposition, m: &Metrics) {
+    let r = &m.retention;
+    e.single(
+        "tsgate_retention_sweeps_total",
+        "Retention sweeps run (at start, then every storage.retention_sweep_interval).",
+        Kind::Counter,
+        r.runs.get(),
+    );
+    e.single(
+        "tsgate_retention_sweep_failures_total",
+        "Retention sweeps that failed (retried at the next interval).",
+        Kind::Counter,
+        r.failures.get(),
+    );
+    e.single(
+        "tsgate_retention_rows_dropped_total",
+        "Expired tsdb rows dropped (embedded: as the engine's rewrites met them).",
+        Kind::Counter,
+        r.rows_dropped.get(),
+    );
+    e.single(
+        "tsgate_retention_bytes_dropped_total",
+        "Bytes given back by retention (embedded: how much the data files shrank).",
+        Kind::Counter,
+        r.bytes_dropped.get(),
+    );
+    e.single(
+        "tsgate_retention_last_sweep_timestamp_seconds",
+        "When the last retention sweep ended, seconds since the epoch (0 = none yet).",
+        Kind::Gauge,
+        r.last_run_s.get(),
+    );
+    e.single(
+        "tsgate_retention_last_sweep_duration_seconds",
+        "How long the last retention sweep took.",
+        Kind::Gauge,
+        format_float(r.last_duration_ms.get() as f64 / 1000.0),
+    );
+    e.family(
+        "tsgate_series_refused_total",
+        "New series refused by a cardinality limit, by limit.",
+        Kind::Counter,
+    );
+    for l in super::metrics::SeriesLimit::ALL {
+        e.sample(
+            "tsgate_series_refused_total",
+            &[("limit", l.as_str())],
+            m.series_refused[*l as usize].get(),
+        );
+    }
 }

@@ -100,6 +100,15 @@ labels!(
 );
 
 labels!(
+    /// The cardinality limits a new series can run into.
+    SeriesLimit {
+        Total => "max_series",
+        PerMetric => "max_series_per_metric",
+        Rate => "max_new_series_per_minute",
+    }
+);
+
+labels!(
     /// Listeners whose connections are counted.
     Listener {
         OpenTsdb => "opentsdb",
@@ -171,6 +180,22 @@ pub struct Metrics {
     pub http: [[Counter; STATUS_SLOTS]; Endpoint::COUNT],
     pub connections_open: [Gauge; Listener::COUNT],
     pub connections_total: [Counter; Listener::COUNT],
+    pub retention: RetentionCounters,
+    /// Series refused by the cardinality limits, by limit.
+    pub series_refused: [Counter; SeriesLimit::COUNT],
+}
+
+#[derive(Default)]
+pub struct RetentionCounters {
+    pub runs: Counter,
+    pub failures: Counter,
+    /// Rows dropped (embedded: as the engine's rewrites met them; HBase: deleted).
+    pub rows_dropped: Counter,
+    /// Bytes given back (embedded: how much the files shrank; HBase: cells deleted).
+    pub bytes_dropped: Counter,
+    /// When the last sweep ended (seconds since the epoch) and how long it took (ms).
+    pub last_run_s: Gauge,
+    pub last_duration_ms: Gauge,
 }
 
 impl Metrics {

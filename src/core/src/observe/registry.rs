@@ -34,6 +34,10 @@ impl Gauge {
         self.0.fetch_add(n, Ordering::Relaxed);
     }
 
+    pub fn set(&self, v: i64) {
+        self.0.store(v, Ordering::Relaxed)
+    }
+
     pub fn get(&self) -> i64 {
         self.0.load(Ordering::Relaxed)
     }

@@ -156,6 +156,18 @@ impl Store for InstrumentedStore {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         self.inner.counters()
     }
+
+    fn expire_rows(&self, table: &str, expired: Option<tsgate_store::RowExpiry>) -> bool {
+        self.inner.expire_rows(table, expired)
+    }
+
+    fn reclaim(&self, table: &str) -> StoreResult<u64> {
+        self.inner.reclaim(table)
+    }
+
+    fn disk_bytes(&self, table: &str) -> Option<u64> {
+        self.inner.disk_bytes(table)
+    }
 }
 
 #[cfg(test)]

@@ -41,15 +41,24 @@ fn quote(s: &str) -> String {
 
 /// The HBase shell script that creates the tables (`hbase shell ./script`).
 pub fn shell_script(names: &TableNames, compression: &str) -> String {
+    shell_script_ttl(names, compression, None)
+}
+
+/// As [`shell_script`], the data table's family with a TTL of `ttl_s` seconds (HBase counts it
+/// from each cell's timestamp, which is when tsgate wrote it).
+pub fn shell_script_ttl(names: &TableNames, compression: &str, ttl_s: Option<u32>) -> String {
     let mut out = format!("# OpenTSDB's tables for tsgate (compression {compression}); run with: hbase shell <this file>\n");
     for (table, families) in layout(names) {
         let fams: Vec<String> = families
             .iter()
             .map(|f| {
-                let versions = f
+                let mut versions = f
                     .versions
                     .map(|v| format!(", VERSIONS => {v}"))
                     .unwrap_or_default();
+                if let (Some(t), true) = (ttl_s, table == names.data) {
+                    versions.push_str(&format!(", TTL => {t}"));
+                }
                 format!(
                     "{{NAME => {}{versions}, COMPRESSION => {}, BLOOMFILTER => 'ROW'}}",
                     quote(f.name),
@@ -80,6 +89,16 @@ pub fn create_tables(
     names: &TableNames,
     compression: &str,
 ) -> Result<Vec<Created>, HBaseError> {
+    create_tables_ttl(pool, names, compression, None)
+}
+
+/// As [`create_tables`], the data table's family with a TTL of `ttl_s` seconds.
+pub fn create_tables_ttl(
+    pool: &Arc<Pool>,
+    names: &TableNames,
+    compression: &str,
+    ttl_s: Option<u32>,
+) -> Result<Vec<Created>, HBaseError> {
     let mut out = Vec::new();
     for (table, families) in layout(names) {
         let descriptors: Vec<ColumnDescriptor> = families
@@ -94,7 +113,10 @@ pub fn create_tables(
                 bloom_filter_vector_size: Some(0),
                 bloom_filter_nb_hashes: Some(0),
                 block_cache_enabled: Some(true),
-                time_to_live: Some(i32::MAX),
+                time_to_live: Some(match ttl_s {
+                    Some(t) if table == names.data => t.min(i32::MAX as u32) as i32,
+                    _ => i32::MAX,
+                }),
             })
             .collect();
         match pool.call(Method::CreateTable, |c| {
@@ -119,5 +141,14 @@ mod tests {
         assert!(s.contains("create 'tsdb-uid',\n  {NAME => 'id', COMPRESSION => 'SNAPPY', BLOOMFILTER => 'ROW'},\n  {NAME => 'name'"), "{s}");
         assert!(s.contains("create 'tsdb-tree'") && s.contains("create 'tsdb-meta'"));
         assert!(s.ends_with("exit\n"));
+        let t = shell_script_ttl(&TableNames::default(), "NONE", Some(604_800));
+        assert!(
+            t.contains("create 'tsdb',\n  {NAME => 't', VERSIONS => 1, TTL => 604800,"),
+            "{t}"
+        );
+        assert!(
+            !t.contains("'tsdb-tree',\n  {NAME => 't', VERSIONS => 1, TTL"),
+            "{t}"
+        );
     }
 }

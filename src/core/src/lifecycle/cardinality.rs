@@ -1,0 +1,243 @@
+//! Cardinality: the series the store holds, counted by metric, and the limits on them
+//! (`limits.max_series`, `limits.max_series_per_metric`, `limits.max_new_series_per_minute`).
+//!
+//! Every TSUID admitted is recorded in `data_dir/series.log` (synced before its first point is
+//! acknowledged), so counts survive restarts and a series known before a restart is never
+//! refused after it. A store that predates the log has it built once, from its row keys, at
+//! the first start. Series deleted whole (`delete_series` over all time) are forgotten.
+//! With HBase the log is this node's: each node counts the series it admitted.
+
+use crate::series::SeriesGate;
+use parking_lot::Mutex;
+use std::collections::{HashMap, HashSet};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use tsgate_schema::rowkey::KeyLayout;
+use tsgate_store::{Scan, SharedStore};
+
+const ADD: u8 = 1;
+const FORGET: u8 = 2;
+
+/// The limits, 0 = none.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Limits {
+    pub max_series: u64,
+    pub max_series_per_metric: u64,
+    pub max_new_series_per_minute: u64,
+}
+
+struct State {
+    /// Metric UID → its series' TSUIDs.
+    by_metric: HashMap<Vec<u8>, HashSet<Vec<u8>>>,
+    total: u64,
+    log: std::fs::File,
+    /// The current minute (since the epoch) and the series admitted in it.
+    minute: u64,
+    new_in_minute: u64,
+}
+
+pub struct Cardinality {
+    state: Mutex<State>,
+    limits: Limits,
+    metric_width: usize,
+    path: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CardinalityError {
+    #[error("series log {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("series log: building it from the store: {0}")]
+    Store(#[from] tsgate_store::StoreError),
+}
+
+impl Cardinality {
+    /// Opens (or first builds, from `table`'s row keys) the series log under `data_dir`.
+    pub fn open(
+        data_dir: &Path,
+        store: &SharedStore,
+        table: &str,
+        layout: KeyLayout,
+        limits: Limits,
+    ) -> Result<Cardinality, CardinalityError> {
+        let path = data_dir.join("series.log");
+        let io = |source| CardinalityError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        let mut by_metric: HashMap<Vec<u8>, HashSet<Vec<u8>>> = HashMap::new();
+        let mw = layout.metric_width;
+        if path.exists() {
+            let mut bytes = Vec::new();
+            std::fs::File::open(&path)
+                .and_then(|mut f| f.read_to_end(&mut bytes))
+                .map_err(io)?;
+            let mut i = 0;
+            // A record cut short by a crash ends the log: its series was never acknowledged.
+            while i + 2 <= bytes.len() {
+                let (op, len) = (bytes[i], bytes[i + 1] as usize);
+                let Some(tsuid) = bytes.get(i + 2..i + 2 + len) else {
+                    break;
+                };
+                if tsuid.len() >= mw {
+                    let set = by_metric.entry(tsuid[..mw].to_vec()).or_default();
+                    if op == ADD {
+                        set.insert(tsuid.to_vec());
+                    } else {
+                        set.remove(tsuid);
+                    }
+                }
+                i += 2 + len;
+            }
+        } else {
+            // A store written before the log: its series, from the row keys, once.
+            let scan = Scan {
+                families: vec![tsgate_schema::DATA_FAMILY.to_vec()],
+                ..Default::default()
+            };
+            for row in store.scan(table, &scan)? {
+                let row = row?;
+                if let Ok(rk) = layout.parse(&row.key) {
+                    by_metric
+                        .entry(rk.metric.to_vec())
+                        .or_default()
+                        .insert(rk.tsuid());
+                }
+            }
+        }
+        by_metric.retain(|_, s| !s.is_empty());
+        // Rewritten whole at each start: forgotten series leave no records behind.
+        let tmp = path.with_extension("log.tmp");
+        let mut out = Vec::new();
+        for t in by_metric.values().flatten() {
+            out.extend_from_slice(&[ADD, t.len() as u8]);
+            out.extend_from_slice(t);
+        }
+        (|| {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(&out)?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, &path)
+        })()
+        .map_err(io)?;
+        let log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(io)?;
+        let total = by_metric.values().map(|s| s.len() as u64).sum();
+        Ok(Cardinality {
+            state: Mutex::new(State {
+                by_metric,
+                total,
+                log,
+                minute: 0,
+                new_in_minute: 0,
+            }),
+            limits,
+            metric_width: mw,
+            path,
+        })
+    }
+
+    /// Forgets series deleted whole.
+    pub fn forget(&self, tsuids: &[Vec<u8>]) {
+        let mut st = self.state.lock();
+        let mut rec = Vec::new();
+        for t in tsuids {
+            let Some(set) = st.by_metric.get_mut(&t[..self.metric_width.min(t.len())]) else {
+                continue;
+            };
+            if set.remove(t) {
+                st.total -= 1;
+                rec.extend_from_slice(&[FORGET, t.len() as u8]);
+                rec.extend_from_slice(t);
+            }
+        }
+        if let Err(e) = st.log.write_all(&rec).and_then(|_| st.log.sync_data()) {
+            tracing::warn!(path = %self.path.display(), error = %e, "series log not written");
+        }
+    }
+
+    /// Series in all.
+    pub fn total(&self) -> u64 {
+        self.state.lock().total
+    }
+
+    /// (metric UID, series count) for every metric, and every TSUID (for the status page).
+    pub fn snapshot(&self) -> Vec<(Vec<u8>, Vec<Vec<u8>>)> {
+        let st = self.state.lock();
+        st.by_metric
+            .iter()
+            .map(|(m, s)| (m.clone(), s.iter().cloned().collect()))
+            .collect()
+    }
+
+    fn refuse(&self, which: crate::observe::metrics::SeriesLimit, msg: String) -> String {
+        crate::observe::metrics().series_refused[which as usize].inc();
+        msg
+    }
+}
+
+impl SeriesGate for Cardinality {
+    fn admit(&self, tsuid: &[u8]) -> Result<(), String> {
+        use crate::observe::metrics::SeriesLimit;
+        let l = self.limits;
+        let metric = &tsuid[..self.metric_width.min(tsuid.len())];
+        let mut st = self.state.lock();
+        if st.by_metric.get(metric).is_some_and(|s| s.contains(tsuid)) {
+            return Ok(());
+        }
+        if l.max_series > 0 && st.total >= l.max_series {
+            return Err(self.refuse(
+                SeriesLimit::Total,
+                format!(
+                    "new series refused: limits.max_series = {} reached",
+                    l.max_series
+                ),
+            ));
+        }
+        let of_metric = st.by_metric.get(metric).map_or(0, |s| s.len() as u64);
+        if l.max_series_per_metric > 0 && of_metric >= l.max_series_per_metric {
+            return Err(self.refuse(
+                SeriesLimit::PerMetric,
+                format!(
+                    "new series refused: limits.max_series_per_metric = {} reached for this metric",
+                    l.max_series_per_metric
+                ),
+            ));
+        }
+        let minute = tsgate_common::clock::now_s() / 60;
+        if st.minute != minute {
+            st.minute = minute;
+            st.new_in_minute = 0;
+        }
+        if l.max_new_series_per_minute > 0 && st.new_in_minute >= l.max_new_series_per_minute {
+            return Err(self.refuse(
+                SeriesLimit::Rate,
+                format!(
+                    "new series refused: limits.max_new_series_per_minute = {} reached",
+                    l.max_new_series_per_minute
+                ),
+            ));
+        }
+        // Durable before the point is acknowledged: after a crash the series is still known.
+        let mut rec = vec![ADD, tsuid.len() as u8];
+        rec.extend_from_slice(tsuid);
+        if let Err(e) = st.log.write_all(&rec).and_then(|_| st.log.sync_data()) {
+            return Err(format!(
+                "new series not recorded in {}: {e}",
+                self.path.display()
+            ));
+        }
+        st.new_in_minute += 1;
+        st.total += 1;
+        st.by_metric
+            .entry(metric.to_vec())
+            .or_default()
+            .insert(tsuid.to_vec());
+        Ok(())
+    }
+}

@@ -1,0 +1,435 @@
+//! Retention: `storage.retention` and `storage.retention_rules` decide how long each series
+//! keeps its data, and the sweep drops the `tsdb` rows whose hour has wholly expired.
+//!
+//! A row expires as a whole once its last second is older than the retention (so data lives
+//! up to an hour longer than the retention, never shorter). The rules name metrics and tag
+//! values by name; each sweep resolves them to the UIDs known at that moment, and a row that
+//! holds a UID assigned since (it may match a rule the sweep could not see) is kept until the
+//! next sweep decides it. Annotations of a series live in its rows and go with them.
+//!
+//! Where the store drops rows itself ([`Store::expire_rows`], the embedded engine) the sweep
+//! installs the judge and has the store rewrite the table once (`reclaim`), which frees the
+//! disk; no point is read. Elsewhere (HBase) it scans each metric's expired key range and
+//! deletes the rows, at most `storage.retention_sweep_rows_per_s`. Either way a sweep cut
+//! short (a crash) left nothing half-done that matters: the engine's rewrite replaces its
+//! files only once complete, deletes are idempotent, and the next start sweeps again.
+
+use super::glob_match;
+use crate::config::{parse_duration_s, StorageConfig};
+use crate::uid::{UidCore, UidError};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tsgate_schema::rowkey::{KeyLayout, ROW_SPAN};
+use tsgate_schema::uid_table::UidKind;
+use tsgate_store::{Mutation, RowMutations, Scan, SharedStore, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    #[error("retention sweep: {0}")]
+    Store(#[from] StoreError),
+    #[error("retention sweep: {0}")]
+    Uid(#[from] UidError),
+}
+
+/// A retention rule, durations in seconds (0 = for ever).
+#[derive(Debug, Clone)]
+struct Rule {
+    metric: String,
+    tags: Vec<(String, String)>,
+    secs: u64,
+}
+
+/// The configured retentions, by name.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    default_s: u64,
+    rules: Vec<Rule>,
+}
+
+impl Policy {
+    /// From `storage.retention` and `storage.retention_rules` (already validated).
+    pub fn from_config(s: &StorageConfig) -> Result<Policy, String> {
+        let mut rules = Vec::new();
+        for r in &s.retention_rules {
+            rules.push(Rule {
+                metric: r.metric.clone(),
+                tags: r.tags.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                secs: parse_duration_s(&r.retention)?,
+            });
+        }
+        Ok(Policy {
+            default_s: parse_duration_s(&s.retention)?,
+            rules,
+        })
+    }
+
+    /// Whether nothing ever expires.
+    pub fn keeps_all(&self) -> bool {
+        self.default_s == 0 && self.rules.iter().all(|r| r.secs == 0)
+    }
+
+    /// The retention of a series (seconds, 0 = for ever): the first rule it matches decides.
+    pub fn for_series(&self, metric: &str, tags: &[(&str, &str)]) -> u64 {
+        for r in &self.rules {
+            if glob_match(&r.metric, metric)
+                && r.tags
+                    .iter()
+                    .all(|(k, g)| tags.iter().any(|(tk, tv)| tk == k && glob_match(g, tv)))
+            {
+                return r.secs;
+            }
+        }
+        self.default_s
+    }
+
+    /// The policy resolved against the UIDs known now, with its cutoffs at `now_s`.
+    pub fn judge(&self, uids: &UidCore, layout: KeyLayout, now_s: u64) -> Result<Judge, UidError> {
+        let cutoff = |secs: u64| {
+            if secs == 0 {
+                0
+            } else {
+                now_s.saturating_sub(secs)
+            }
+        };
+        let tagks = uids.list(UidKind::Tagk)?;
+        let tagvs = uids.list(UidKind::Tagv)?;
+        let max = |l: &[(String, Box<[u8]>)]| l.iter().map(|(_, u)| u.to_vec()).max();
+        let mut metrics = HashMap::new();
+        for (name, uid) in uids.list(UidKind::Metric)? {
+            let mut plan = MetricPlan {
+                rules: Vec::new(),
+                default_cutoff: cutoff(self.default_s),
+            };
+            for r in self.rules.iter().filter(|r| glob_match(&r.metric, &name)) {
+                if r.tags.is_empty() {
+                    plan.default_cutoff = cutoff(r.secs);
+                    break;
+                }
+                let mut conds = Vec::new();
+                for (k, g) in &r.tags {
+                    let k_uid = tagks.iter().find(|(n, _)| n == k).map(|(_, u)| u.to_vec());
+                    let vals: HashSet<Vec<u8>> = tagvs
+                        .iter()
+                        .filter(|(n, _)| glob_match(g, n))
+                        .map(|(_, u)| u.to_vec())
+                        .collect();
+                    conds.push((k_uid, vals));
+                }
+                plan.rules.push((conds, cutoff(r.secs)));
+            }
+            metrics.insert(uid.to_vec(), plan);
+        }
+        Ok(Judge {
+            layout,
+            metrics,
+            max_tagk: max(&tagks).unwrap_or_default(),
+            max_tagv: max(&tagvs).unwrap_or_default(),
+        })
+    }
+}
+
+/// A rule's tag key (None: no UID yet, so no row has it) and the UIDs of the values it accepts.
+type TagCondition = (Option<Vec<u8>>, HashSet<Vec<u8>>);
+
+/// One metric's retentions as cutoffs (a row whose hour ends at or before its cutoff has
+/// expired; 0 = never): the tag rules that may apply, in order, then the rest.
+#[derive(Debug)]
+struct MetricPlan {
+    rules: Vec<(Vec<TagCondition>, u64)>,
+    default_cutoff: u64,
+}
+
+/// Says of `tsdb` row keys whether they expired, from the policy as resolved at one moment.
+#[derive(Debug)]
+pub struct Judge {
+    layout: KeyLayout,
+    metrics: HashMap<Vec<u8>, MetricPlan>,
+    max_tagk: Vec<u8>,
+    max_tagv: Vec<u8>,
+}
+
+impl Judge {
+    /// The cutoff of a row (0 = keep), or None if it cannot be told yet.
+    fn cutoff(&self, row: &[u8]) -> u64 {
+        let Ok(rk) = self.layout.parse(row) else {
+            return 0;
+        };
+        // A metric named since the judge was made: its rules were not resolved.
+        let Some(plan) = self.metrics.get(rk.metric) else {
+            return 0;
+        };
+        if !plan.rules.is_empty()
+            && rk
+                .tag_pairs()
+                .any(|(k, v)| *k > *self.max_tagk || *v > *self.max_tagv)
+        {
+            return 0;
+        }
+        for (conds, cutoff) in &plan.rules {
+            let all = conds.iter().all(|(k, vals)| {
+                k.as_ref().is_some_and(|k| {
+                    rk.tag_pairs()
+                        .any(|(rk_k, rk_v)| rk_k == k.as_slice() && vals.contains(rk_v))
+                })
+            });
+            if all {
+                return *cutoff;
+            }
+        }
+        plan.default_cutoff
+    }
+
+    /// Whether the row `row` (a `tsdb` row key) has wholly expired.
+    pub fn expired(&self, row: &[u8]) -> bool {
+        let cutoff = self.cutoff(row);
+        cutoff > 0
+            && self
+                .layout
+                .parse(row)
+                .is_ok_and(|rk| rk.base as u64 + ROW_SPAN <= cutoff)
+    }
+
+    /// Metric UIDs with something that may expire, with the latest cutoff among their rules.
+    fn expiring(&self) -> Vec<(&[u8], u64)> {
+        let mut out: Vec<(&[u8], u64)> = self
+            .metrics
+            .iter()
+            .filter_map(|(m, p)| {
+                let c = p
+                    .rules
+                    .iter()
+                    .map(|(_, c)| *c)
+                    .chain([p.default_cutoff])
+                    .max()
+                    .unwrap_or(0);
+                (c >= ROW_SPAN).then_some((m.as_slice(), c))
+            })
+            .collect();
+        out.sort();
+        out
+    }
+}
+
+/// What one sweep did.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SweepReport {
+    pub rows: u64,
+    pub bytes: u64,
+    pub took: Duration,
+}
+
+pub struct Sweeper {
+    pub store: SharedStore,
+    pub uids: Arc<UidCore>,
+    pub layout: KeyLayout,
+    pub table: String,
+    pub policy: Policy,
+    pub rows_per_s: u64,
+}
+
+impl Sweeper {
+    pub fn new(
+        cfg: &crate::config::Config,
+        store: SharedStore,
+        uids: Arc<UidCore>,
+    ) -> Result<Sweeper, String> {
+        Ok(Sweeper {
+            store,
+            uids,
+            layout: cfg.layout(),
+            table: cfg.storage.tables.data.clone(),
+            policy: Policy::from_config(&cfg.storage)?,
+            rows_per_s: cfg.storage.retention_sweep_rows_per_s.max(1),
+        })
+    }
+
+    /// One sweep as of `now_s`, counted in `/metrics`.
+    pub fn run(&self, now_s: u64) -> Result<SweepReport, SweepError> {
+        let m = &crate::observe::metrics().retention;
+        let start = Instant::now();
+        let r = self.sweep(now_s);
+        let took = start.elapsed();
+        m.runs.inc();
+        m.last_duration_ms.set(took.as_millis() as i64);
+        m.last_run_s.set(tsgate_common::clock::now_s() as i64);
+        match r {
+            Ok(mut rep) => {
+                rep.took = took;
+                m.bytes_dropped.add(rep.bytes);
+                if rep.rows > 0 || rep.bytes > 0 {
+                    tracing::info!(
+                        rows = rep.rows,
+                        bytes = rep.bytes,
+                        took_ms = took.as_millis() as u64,
+                        "retention sweep dropped expired data"
+                    );
+                }
+                Ok(rep)
+            }
+            Err(e) => {
+                m.failures.inc();
+                Err(e)
+            }
+        }
+    }
+
+    fn sweep(&self, now_s: u64) -> Result<SweepReport, SweepError> {
+        if self.policy.keeps_all() {
+            self.store.expire_rows(&self.table, None);
+            return Ok(SweepReport::default());
+        }
+        let judge = Arc::new(self.policy.judge(&self.uids, self.layout, now_s)?);
+        let rows = &crate::observe::metrics().retention.rows_dropped;
+        let before = rows.get();
+        let j = judge.clone();
+        let counted: tsgate_store::RowExpiry = Arc::new(move |row: &[u8]| {
+            let e = j.expired(row);
+            if e {
+                crate::observe::metrics().retention.rows_dropped.inc();
+            }
+            e
+        });
+        if self.store.expire_rows(&self.table, Some(counted)) {
+            let bytes = self.store.reclaim(&self.table)?;
+            return Ok(SweepReport {
+                rows: rows.get() - before,
+                bytes,
+                took: Duration::ZERO,
+            });
+        }
+        self.delete_expired(&judge)
+    }
+
+    /// Scans each expiring metric's key range below its cutoff and deletes what expired.
+    fn delete_expired(&self, judge: &Judge) -> Result<SweepReport, SweepError> {
+        let mut rep = SweepReport::default();
+        let started = Instant::now();
+        let mut batch = Vec::new();
+        for (metric, cutoff) in judge.expiring() {
+            // Rows of hours ending at or before the cutoff: base <= cutoff - ROW_SPAN.
+            let stop_base = (cutoff - ROW_SPAN + 1).min(u32::MAX as u64) as u32;
+            for salt in self.layout.salt_prefixes() {
+                let scan = Scan {
+                    start: self.layout.metric_start(&salt, metric, 0),
+                    stop: self.layout.metric_start(&salt, metric, stop_base),
+                    families: vec![tsgate_schema::DATA_FAMILY.to_vec()],
+                    ..Default::default()
+                };
+                for row in self.store.scan(&self.table, &scan)? {
+                    let row = row?;
+                    if !judge.expired(&row.key) {
+                        continue;
+                    }
+                    rep.bytes += row
+                        .cells
+                        .iter()
+                        .map(|c| (row.key.len() + c.qualifier.len() + c.value.len()) as u64)
+                        .sum::<u64>();
+                    batch.push(RowMutations {
+                        row: row.key,
+                        mutations: vec![Mutation::DeleteRow],
+                    });
+                    if batch.len() >= 500 {
+                        rep.rows += self.delete(&mut batch, started, rep.rows)?;
+                    }
+                }
+            }
+        }
+        rep.rows += self.delete(&mut batch, started, rep.rows)?;
+        crate::observe::metrics()
+            .retention
+            .rows_dropped
+            .add(rep.rows);
+        Ok(rep)
+    }
+
+    /// Deletes `batch`, then waits as long as keeps the sweep under its rate.
+    fn delete(
+        &self,
+        batch: &mut Vec<RowMutations>,
+        started: Instant,
+        done: u64,
+    ) -> Result<u64, SweepError> {
+        let n = batch.len() as u64;
+        if n == 0 {
+            return Ok(0);
+        }
+        self.store.mutate(&self.table, std::mem::take(batch))?;
+        let due = Duration::from_secs_f64((done + n) as f64 / self.rows_per_s as f64);
+        if let Some(wait) = due.checked_sub(started.elapsed()) {
+            std::thread::sleep(wait);
+        }
+        Ok(n)
+    }
+}
+
+/// The sweep's thread: runs at start, then every interval, until dropped.
+pub struct SweepThread {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SweepThread {
+    pub fn start(sweeper: Sweeper, interval: Duration) -> std::io::Result<SweepThread> {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let handle = std::thread::Builder::new()
+            .name("retention".into())
+            .spawn(move || loop {
+                if let Err(e) = sweeper.run(tsgate_common::clock::now_s()) {
+                    tracing::warn!(error = %e, "retention sweep failed; retried at the next interval");
+                }
+                match rx.recv_timeout(interval) {
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                    _ => return,
+                }
+            })?;
+        Ok(SweepThread {
+            stop: Some(tx),
+            handle: Some(handle),
+        })
+    }
+}
+
+impl Drop for SweepThread {
+    fn drop(&mut self) {
+        // Stops it between sweeps; a sweep under way finishes first (the store's rewrite
+        // cannot be cut short, and a half-done one would be redone at the next start anyway).
+        drop(self.stop.take());
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_matching_rule_decides() {
+        let cfg: crate::config::Config = toml::from_str(
+            r#"
+[storage]
+retention = "30d"
+[[storage.retention_rules]]
+metric = "debug.*"
+tags = { env = "prod*" }
+retention = "7d"
+[[storage.retention_rules]]
+metric = "debug.*"
+retention = "1d"
+[[storage.retention_rules]]
+metric = "keep.*"
+retention = ""
+"#,
+        )
+        .unwrap();
+        let p = Policy::from_config(&cfg.storage).unwrap();
+        assert_eq!(p.for_series("debug.x", &[("env", "prod-1")]), 7 * 86_400);
+        assert_eq!(p.for_series("debug.x", &[("env", "test")]), 86_400);
+        assert_eq!(p.for_series("keep.me", &[]), 0);
+        assert_eq!(p.for_series("other", &[]), 30 * 86_400);
+        assert!(!p.keeps_all());
+    }
+}

@@ -134,7 +134,8 @@ mod tests {
         m.finished().unwrap();
         let rows = m.take();
         assert_eq!(rows.len(), 1);
-        let view: Vec<(&[u8], &[u8], &[u8], u64)> = rows[0]
+        type CellView<'a> = (&'a [u8], &'a [u8], &'a [u8], u64);
+        let view: Vec<CellView> = rows[0]
             .cells
             .iter()
             .map(|c| (&c.family[..], &c.qualifier[..], &c.value[..], c.timestamp))

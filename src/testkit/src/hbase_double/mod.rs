@@ -33,7 +33,11 @@ pub enum DoubleError {
         source: std::io::Error,
     },
     #[error("test double cannot open its tables in {dir}: {source}")]
-    Open { dir: String, source: CatalogError },
+    Open {
+        dir: String,
+        // Boxed: a store error is large, and this is the rare path.
+        source: Box<CatalogError>,
+    },
 }
 
 struct Shared {
@@ -65,7 +69,7 @@ impl TestDouble {
     ) -> Result<TestDouble, DoubleError> {
         let open_err = |source| DoubleError::Open {
             dir: dir.display().to_string(),
-            source,
+            source: Box::new(source),
         };
         let catalog = catalog::Catalog::open(dir).map_err(open_err)?;
         for t in tables {

@@ -67,9 +67,16 @@ fn every_route_needs_its_right_and_answers_as_before_without_auth() {
     let on = start(
         dir.path(),
         "on",
-        &format!("[query]\nallow_delete = true\n{}", auth_section(&hash)),
+        &format!(
+            "[query]\nallow_delete = true\n[admin]\nenabled = true\n{}",
+            auth_section(&hash)
+        ),
     );
-    let off = start(dir.path(), "off", "[query]\nallow_delete = true\n");
+    let off = start(
+        dir.path(),
+        "off",
+        "[query]\nallow_delete = true\n[admin]\nenabled = true\n",
+    );
     let secrets: Vec<String> = [READ, WRITE, ASSIGN, ADMIN]
         .iter()
         .flat_map(|t| [t.to_string(), hex(&token_sha256(t))])

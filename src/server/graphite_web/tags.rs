@@ -152,8 +152,10 @@ pub fn route(state: &GraphiteWeb, method: &Method, path: &str, p: &Params) -> Re
 /// `admin.enabled = true`; `true` once done, as graphite-web answers.
 fn del_series(state: &GraphiteWeb, p: &Params) -> Reply {
     if !state.config.admin.enabled {
+        // Off, not forbidden: no right would let it through (Prometheus' admin API answers
+        // the same way).
         return json_error(
-            StatusCode::FORBIDDEN,
+            StatusCode::SERVICE_UNAVAILABLE,
             "deleting series is disabled (admin.enabled = false)",
         );
     }

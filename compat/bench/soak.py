@@ -372,7 +372,8 @@ def main():
     disk = du(data)
     print(f"shutdown {time.time() - t0:.1f} s (exit {rc}); disk after stop {disk / 2**20:.0f} MiB"
           f" = {disk / max(stored, 1):.1f} B/point")
-    lines = [l for l in open(os.path.join(d, "server.log")) if " WARN " in l or " ERROR " in l]
+    plain = (re.sub(r"\x1b\[[0-9;]*m", "", l) for l in open(os.path.join(d, "server.log")))
+    lines = [l for l in plain if " WARN " in l or " ERROR " in l]
     print(f"server log: {len(lines)} warn/error lines" + "".join("\n  " + l.rstrip()
                                                               for l in lines[-8:]))
     if not args.keep:

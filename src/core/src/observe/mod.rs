@@ -70,11 +70,13 @@ pub mod write {
         super::metrics().buffered_points.add(points as i64);
     }
 
-    /// A flusher's count of rows waiting for compaction went from `before` to `after`.
-    pub fn compaction_queue(before: usize, after: usize) {
+    /// A flusher's count of rows waiting for compaction went from `before` to `after`;
+    /// returns `after`.
+    pub fn compaction_queue(before: usize, after: usize) -> usize {
         super::metrics()
             .compaction_queue
             .add(after as i64 - before as i64);
+        after
     }
 
     /// A flusher's count of rows due for compaction and not compacted went from `before` to

@@ -340,7 +340,7 @@ impl Flusher {
         };
         let mut slow = super::compaction::RateLimited::new(Duration::from_secs(60));
         let mut behind = super::compaction::RateLimited::new(Duration::from_secs(60));
-        let mut backlog_seen = 0usize;
+        let (mut backlog_seen, mut queue_seen) = (0usize, 0usize);
         while let Ok(job) = jobs.recv() {
             let FlushJob {
                 buffer,
@@ -349,7 +349,7 @@ impl Flusher {
                 readers,
                 last,
             } = job;
-            let (points, started, queued) = (buffer.points, Instant::now(), pending.len());
+            let (points, started) = (buffer.points, Instant::now());
             let result = self.flush_durably(buffer, wal_upto, &mut pending, &mut rolls, readers);
             crate::observe::write::flushed(points, started);
             if let Err(e) = &result {
@@ -368,6 +368,9 @@ impl Flusher {
                 );
             }
             if wal_upto.is_none() {
+                // A job only readers asked for added rows too: counted now (the gauge drifted
+                // low when only the jobs that go on were counted).
+                queue_seen = crate::observe::write::compaction_queue(queue_seen, pending.len());
                 continue;
             }
             if let Some(lane) = &lane {
@@ -387,7 +390,7 @@ impl Flusher {
             if self.rolls_on() {
                 self.roll_idle(&mut rolls);
             }
-            crate::observe::write::compaction_queue(queued, pending.len());
+            queue_seen = crate::observe::write::compaction_queue(queue_seen, pending.len());
             // The buffer and perhaps a memtable the engine wrote out are free now: give them
             // back before the next burst is buffered on top of them. Not after small flushes,
             // nor after a job only a query asked for: the release returns queries' freed
@@ -406,6 +409,7 @@ impl Flusher {
             lane.finish();
         }
         crate::observe::write::compaction_backlog(backlog_seen, 0);
+        crate::observe::write::compaction_queue(queue_seen, 0);
     }
 
     fn flush_durably(

@@ -1,5 +1,7 @@
 //! The durable write path: resolved points → WAL (group commit) → per series-hour buffer →
-//! batched store writes → compaction of closed hours. A write is acknowledged once logged.
+//! batched store writes (a partial column per flush, rolled into one every
+//! `write.roll_interval_ms`) → compaction of closed hours on its own thread. A write is
+//! acknowledged once logged.
 
 pub mod compaction;
 pub mod compactor;

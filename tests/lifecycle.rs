@@ -358,6 +358,8 @@ fn delete_series_removes_exactly_its_points(b: &Backend) {
     assert_eq!(code, 204, "{body}");
     assert_eq!(q(&s.addr, "none:del.m{host=h7}"), 0);
     assert_eq!(q(&s.addr, "none:del.m"), 9_990);
+    // Deleted over all time: no longer counted.
+    assert_eq!(series_of(&s.addr, "del.m"), 999);
     // A window: h5's points in the middle three (one every 10 minutes: end-50m … end-30m).
     let (w0, w1) = ((end - 3000).to_string(), (end - 1800).to_string());
     let (code, body) = post_form(
@@ -377,6 +379,7 @@ fn delete_series_removes_exactly_its_points(b: &Backend) {
     assert_eq!((code, body.trim()), (200, "true"));
     assert_eq!(q(&s.addr, "none:del.m{host=h8}"), 0);
     assert_eq!(q(&s.addr, "none:del.m"), 9_977);
+    assert_eq!(series_of(&s.addr, "del.m"), 998);
     s.stop();
     let o = tsgate_on(b, &["fsck", "--data-dir", d(&data)]);
     assert!(

@@ -381,6 +381,32 @@ fn delete_series_removes_exactly_its_points(b: &Backend) {
     assert_eq!(q(&s.addr, "none:del.m"), 9_977);
     assert_eq!(series_of(&s.addr, "del.m"), 998);
     s.stop();
+
+    // uid gc: the tag values of the two series deleted whole, and nothing else (UIDs assigned
+    // within --min-age are spared: none by default, as these are minutes old).
+    let gc = |args: &[&str]| {
+        let mut a = vec!["uid", "--data-dir", d(&data), "gc"];
+        a.extend_from_slice(args);
+        let o = tsgate_on(b, &a);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        stdout(&o)
+    };
+    assert_eq!(gc(&["--dry-run"]), "0 UIDs unused\n");
+    let out = gc(&["--min-age", "0s"]);
+    let mut lines: Vec<&str> = out.lines().collect();
+    lines.sort();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert_eq!(lines[0], "2 UIDs removed");
+    assert!(
+        lines[1].starts_with("removed tagv h7: ") && lines[2].starts_with("removed tagv h8: "),
+        "{out}"
+    );
+    assert_eq!(gc(&["--min-age", "0s"]), "0 UIDs removed\n");
+    let o = tsgate_on(
+        b,
+        &["uid", "--data-dir", d(&data), "grep", "tagv", "^h[0-9]+$"],
+    );
+    assert_eq!(stdout(&o).lines().count(), 998);
     let o = tsgate_on(b, &["fsck", "--data-dir", d(&data)]);
     assert!(
         o.status.success(),

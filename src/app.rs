@@ -300,9 +300,11 @@ pub fn start_sweeper(
         crate::config::parse_duration_s(&cfg.storage.retention_sweep_interval).map_err(|e| {
             crate::config::ConfigError::Invalid(format!("storage.retention_sweep_interval: {e}"))
         })?;
+    let record = Some(cfg.data_dir.join("retention-sweep"));
     Ok(SweepThread::start(
         sweeper,
         Duration::from_secs(every.max(1)),
+        record,
     )?)
 }
 

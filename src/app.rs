@@ -301,6 +301,7 @@ impl Node {
                 config: config.clone(),
             }),
             graphite_web: Arc::new(state::GraphiteWeb {
+                ingest: ingest.clone(),
                 query: query.clone(),
                 resolver: resolver.clone(),
                 names: names.clone(),
@@ -343,9 +344,11 @@ pub fn start_sweeper(
         crate::config::parse_duration_s(&cfg.storage.retention_sweep_interval).map_err(|e| {
             crate::config::ConfigError::Invalid(format!("storage.retention_sweep_interval: {e}"))
         })?;
+    let record = Some(cfg.data_dir.join("retention-sweep"));
     Ok(SweepThread::start(
         sweeper,
         Duration::from_secs(every.max(1)),
+        record,
     )?)
 }
 

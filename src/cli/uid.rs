@@ -17,6 +17,16 @@ pub enum UidAction {
         old: String,
         new: String,
     },
+    /// Remove UIDs no stored series uses any more (forward, reverse and UIDMeta cells).
+    Gc {
+        /// Only list what would be removed.
+        #[arg(long)]
+        dry_run: bool,
+        /// Spare UIDs assigned less than this long ago (their points may still be on their
+        /// way on a running node): e.g. `1h`, `0s`.
+        #[arg(long, default_value = "1h")]
+        min_age: String,
+    },
 }
 
 fn kind(s: &str) -> anyhow::Result<UidKind> {
@@ -74,6 +84,29 @@ pub fn run(common: &Common, action: UidAction) -> anyhow::Result<i32> {
             if !found {
                 status = 1;
             }
+        }
+        UidAction::Gc { dry_run, min_age } => {
+            let min_age = crate::config::parse_duration_s(&min_age)
+                .map_err(|e| anyhow::anyhow!("--min-age: {e}"))?;
+            let gone = crate::lifecycle::uidgc::collect(
+                &store,
+                &cfg.storage.tables.uid,
+                &cfg.storage.tables.data,
+                cfg.layout(),
+                min_age * 1000,
+                tsgate_common::clock::now_ms(),
+                dry_run,
+            )?;
+            let verb = if dry_run { "unused" } else { "removed" };
+            for c in &gone {
+                println!(
+                    "{verb} {} {}: {}",
+                    c.kind.as_str(),
+                    c.name,
+                    hex_upper(&c.uid)
+                );
+            }
+            println!("{} UIDs {verb}", gone.len());
         }
         UidAction::Rename { kind: k, old, new } => {
             let k = kind(&k)?;

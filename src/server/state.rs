@@ -46,6 +46,8 @@ pub struct Prometheus {
 
 /// The graphite-web API: `/render`, `/metrics/*`, `/tags/*`, events.
 pub struct GraphiteWeb {
+    /// `/tags/delSeries` writes out what is buffered before it deletes.
+    pub ingest: Arc<Ingest>,
     pub query: Arc<QueryEngine>,
     pub resolver: Arc<SeriesResolver>,
     /// Graphite path ↔ metric + tags, the same rules carbon ingest maps with.

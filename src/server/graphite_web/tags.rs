@@ -163,6 +163,11 @@ fn del_series(state: &GraphiteWeb, p: &Params) -> Reply {
     if paths.is_empty() {
         return json_error(StatusCode::BAD_REQUEST, "no path specified");
     }
+    // Points acknowledged before the request are in the store first, so they are deleted too
+    // (this runs on a blocking thread of the runtime).
+    if let Err(e) = tokio::runtime::Handle::current().block_on(state.ingest.writer.publish()) {
+        return json_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string());
+    }
     let entries = match state.graphite_index.snapshot(state) {
         Ok(e) => e,
         Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),

@@ -46,6 +46,13 @@ pub async fn delete_series(state: &Arc<Prometheus>, req: Request) -> Reply {
     if selectors.is_empty() {
         return bad("no match[] parameter provided".into());
     }
+    // Points acknowledged before the request are in the store first, so they are deleted too.
+    if let Err(e) = state.ingest.writer.publish().await {
+        return error(
+            ErrorType::Unavailable,
+            &format!("cannot reach the store: {e}"),
+        );
+    }
     let st = state.clone();
     let res =
         tokio::task::spawn_blocking(move || st.query.delete_series(&selectors, start, end)).await;
@@ -57,6 +64,10 @@ pub async fn delete_series(state: &Arc<Prometheus>, req: Request) -> Reply {
                 partial_rows = d.partial_rows,
                 "delete_series"
             );
+            // Deleted over all time: the series no longer counts (a window leaves it).
+            if start <= 0 && end >= tsgate_common::clock::now_ms() as i64 {
+                state.cardinality.forget(&d.series);
+            }
             state.graphite_index.invalidate();
             http::Response::builder()
                 .status(StatusCode::NO_CONTENT)

@@ -241,3 +241,68 @@ impl SeriesGate for Cardinality {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tsgate_store::embedded::EmbeddedStore;
+
+    fn tsuid(metric: u8, host: u8) -> Vec<u8> {
+        vec![0, 0, metric, 0, 0, 1, 0, 0, host]
+    }
+
+    #[test]
+    fn limits_refuse_new_series_only_and_counts_survive_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = tsgate_store::TableNames::default();
+        let store: SharedStore = std::sync::Arc::new(
+            EmbeddedStore::open(&dir.path().join("store"), &names.specs()).unwrap(),
+        );
+        let open = |limits| {
+            Cardinality::open(
+                dir.path(),
+                &store,
+                &names.data,
+                KeyLayout::default(),
+                limits,
+            )
+            .unwrap()
+        };
+        let c = open(Limits {
+            max_series: 5,
+            max_series_per_metric: 3,
+            max_new_series_per_minute: 0,
+        });
+        for h in 0..3 {
+            c.admit(&tsuid(1, h)).unwrap();
+        }
+        let e = c.admit(&tsuid(1, 3)).unwrap_err();
+        assert!(e.contains("limits.max_series_per_metric = 3"), "{e}");
+        c.admit(&tsuid(1, 0)).unwrap(); // known: admitted
+        c.admit(&tsuid(2, 0)).unwrap();
+        c.admit(&tsuid(2, 1)).unwrap();
+        let e = c.admit(&tsuid(3, 0)).unwrap_err();
+        assert!(e.contains("limits.max_series = 5"), "{e}");
+        c.forget(&[tsuid(2, 1)]);
+        assert_eq!(c.total(), 4);
+        drop(c);
+        // Reopened from the log: the same series, the forgotten one gone.
+        let c = open(Limits {
+            max_series: 0,
+            max_series_per_metric: 0,
+            max_new_series_per_minute: 2,
+        });
+        assert_eq!(c.total(), 4);
+        c.admit(&tsuid(1, 2)).unwrap(); // known
+        let minute = tsgate_common::clock::now_s() / 60;
+        c.admit(&tsuid(2, 1)).unwrap();
+        c.admit(&tsuid(4, 0)).unwrap();
+        let third = c.admit(&tsuid(4, 1));
+        // (Unless a minute boundary passed in between, which starts a new allowance.)
+        if tsgate_common::clock::now_s() / 60 == minute {
+            let e = third.unwrap_err();
+            assert!(e.contains("limits.max_new_series_per_minute = 2"), "{e}");
+            assert_eq!(c.total(), 6);
+        }
+    }
+}

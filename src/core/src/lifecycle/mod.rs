@@ -3,6 +3,7 @@
 
 pub mod cardinality;
 pub mod retention;
+pub mod uidgc;
 
 /// Whether `name` matches `glob`: `*` any run of characters (dots included), `?` one.
 pub fn glob_match(glob: &str, name: &str) -> bool {

@@ -371,18 +371,53 @@ pub struct SweepThread {
 }
 
 impl SweepThread {
-    pub fn start(sweeper: Sweeper, interval: Duration) -> std::io::Result<SweepThread> {
+    /// Starts the thread. `record` (a file) remembers when the last sweep completed and under
+    /// which policy: a start within `interval` of a completed sweep under the same policy waits
+    /// for the rest of the interval instead of rewriting the store again (restarts stay cheap);
+    /// a changed policy, or a sweep a crash cut short, sweeps at once.
+    pub fn start(
+        sweeper: Sweeper,
+        interval: Duration,
+        record: Option<std::path::PathBuf>,
+    ) -> std::io::Result<SweepThread> {
         let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let policy = format!("{:?}", sweeper.policy);
+        let mut wait = record
+            .as_deref()
+            .and_then(|r| std::fs::read_to_string(r).ok())
+            .and_then(|t| {
+                let (last, p) = t.split_once('\n')?;
+                let last: u64 = last.parse().ok()?;
+                let since = tsgate_common::clock::now_s().checked_sub(last)?;
+                (p == policy).then(|| interval.checked_sub(Duration::from_secs(since)))?
+            })
+            .unwrap_or(Duration::ZERO);
         let handle = std::thread::Builder::new()
             .name("retention".into())
             .spawn(move || loop {
-                if let Err(e) = sweeper.run(tsgate_common::clock::now_s()) {
-                    tracing::warn!(error = %e, "retention sweep failed; retried at the next interval");
+                if !wait.is_zero() {
+                    match rx.recv_timeout(wait) {
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                        _ => return,
+                    }
                 }
-                match rx.recv_timeout(interval) {
-                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-                    _ => return,
+                match sweeper.run(tsgate_common::clock::now_s()) {
+                    Ok(_) => {
+                        if let Some(r) = &record {
+                            let text = format!("{}\n{policy}", tsgate_common::clock::now_s());
+                            let tmp = r.with_extension("tmp");
+                            if let Err(e) = std::fs::write(&tmp, text)
+                                .and_then(|_| std::fs::rename(&tmp, r))
+                            {
+                                tracing::warn!(path = %r.display(), error = %e, "retention sweep not recorded");
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "retention sweep failed; retried at the next interval")
+                    }
                 }
+                wait = interval;
             })?;
         Ok(SweepThread {
             stop: Some(tx),

@@ -13,8 +13,12 @@ pub enum BigtableAction {
     /// alone.
     CreateTables {
         /// Also drop data cells older than this many days (a GC rule on tsdb's family).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "ttl")]
         max_age_days: Option<u32>,
+        /// The same as a duration (`90d`; whole days, rounded up), or `retention` for
+        /// `storage.retention`, as `hbase create-tables --ttl` takes it.
+        #[arg(long)]
+        ttl: Option<String>,
         /// Print the equivalent `cbt` commands instead.
         #[arg(long)]
         print: bool,
@@ -26,8 +30,13 @@ pub fn run(common: &Common, action: BigtableAction) -> anyhow::Result<i32> {
     match action {
         BigtableAction::CreateTables {
             max_age_days,
+            ttl,
             print,
         } => {
+            let max_age_days = match ttl.as_deref() {
+                None => max_age_days,
+                Some(t) => Some(ttl_days(t, &cfg.storage.retention)?),
+            };
             let bt = &cfg.storage.bigtable;
             if bt.project.is_empty() || bt.instance.is_empty() {
                 anyhow::bail!(
@@ -48,5 +57,32 @@ pub fn run(common: &Common, action: BigtableAction) -> anyhow::Result<i32> {
             }
             Ok(0)
         }
+    }
+}
+
+/// `--ttl` in whole days (Bigtable's GC rule is kept in days here), rounded up so that nothing
+/// retention keeps is collected early.
+fn ttl_days(t: &str, retention: &str) -> anyhow::Result<u32> {
+    let text = if t == "retention" { retention } else { t };
+    let s = crate::config::parse_duration_s(text).map_err(|e| anyhow::anyhow!("--ttl: {e}"))?;
+    if s == 0 {
+        anyhow::bail!(
+            "--ttl: {t:?} keeps data forever (storage.retention = {retention:?}): leave it out"
+        );
+    }
+    u32::try_from(s.div_ceil(86_400)).map_err(|_| anyhow::anyhow!("--ttl: {t:?} is too long"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ttl_days;
+
+    #[test]
+    fn ttl_in_whole_days_rounded_up() {
+        assert_eq!(ttl_days("90d", "").unwrap(), 90);
+        assert_eq!(ttl_days("36h", "").unwrap(), 2);
+        assert_eq!(ttl_days("retention", "30d").unwrap(), 30);
+        assert!(ttl_days("retention", "").is_err());
+        assert!(ttl_days("soon", "").is_err());
     }
 }

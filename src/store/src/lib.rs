@@ -7,6 +7,7 @@ pub mod bigtable;
 pub mod embedded;
 pub mod hbase;
 pub mod keycodec;
+mod regex_emit;
 pub mod watch;
 
 use std::sync::Arc;

@@ -250,7 +250,10 @@ fn seed(s: &Server, carbon: &str, t0: i64) {
     let puts: Vec<Value> = (0..POINTS)
         .map(|i| json!({"metric": "ui.http.mem", "timestamp": t0 + i * MINUTE, "value": 100 + i, "tags": {"host": "a"}}))
         .collect();
-    assert_eq!(s.http("POST", "/api/put", &Value::from(puts).to_string()).0, 204);
+    assert_eq!(
+        s.http("POST", "/api/put", &Value::from(puts).to_string()).0,
+        204
+    );
     let series = |instance: &str, scale: f64| TimeSeries {
         labels: vec![
             Label {
@@ -324,8 +327,11 @@ fn seed(s: &Server, carbon: &str, t0: i64) {
             let points: usize = serde_json::from_str::<Value>(&body)
                 .ok()
                 .and_then(|v| {
-                    v.as_array()
-                        .map(|a| a.iter().map(|s| s["dps"].as_object().map_or(0, |d| d.len())).sum())
+                    v.as_array().map(|a| {
+                        a.iter()
+                            .map(|s| s["dps"].as_object().map_or(0, |d| d.len()))
+                            .sum()
+                    })
                 })
                 .unwrap_or(0);
             if code == 200 && points == n * POINTS as usize {
@@ -440,12 +446,14 @@ fn query_explore_and_status_pages_in_chromium() {
                 "ui.http.mem{host=a}",
             ],
             bad: "sum:ui.no.such.metric",
-            bad_api: |q, t0| format!(
+            bad_api: |q, t0| {
+                format!(
                     "/api/query?start={}&end={}&m={}",
                     range_start(t0),
                     range_end(t0),
                     enc(q)
-                ),
+                )
+            },
             bad_url: "api/query",
         },
         Case {
@@ -494,7 +502,11 @@ fn query_explore_and_status_pages_in_chromium() {
                lang: document.querySelector('button.lang.active').dataset.lang, href: location.href, \
                legend: document.querySelectorAll('#graph .u-legend .u-series').length - 1})",
         );
-        assert_eq!(again["series"], got["ui"]["series"], "{}: after reload", c.lang);
+        assert_eq!(
+            again["series"], got["ui"]["series"],
+            "{}: after reload",
+            c.lang
+        );
         assert_eq!(again["expr"], c.expr);
         assert_eq!(again["lang"], c.lang);
         assert_eq!(again["href"], json!(href));
@@ -531,7 +543,12 @@ fn query_explore_and_status_pages_in_chromium() {
             "{}: the page shows {shown:?}, the API says {api_error:?}",
             c.lang
         );
-        assert_eq!(got["canvas"], json!(false), "{}: a graph despite the error", c.lang);
+        assert_eq!(
+            got["canvas"],
+            json!(false),
+            "{}: a graph despite the error",
+            c.lang
+        );
         b.screenshot(&format!("query-{}-error", c.lang));
         assert_eq!(
             b.console_errors(&[c.bad_url]),
@@ -548,8 +565,13 @@ fn query_explore_and_status_pages_in_chromium() {
         enc("ui.graphite.*.load")
     ));
     b.wait("window.tsgateUI && window.tsgateUI.state === 'ok' && document.querySelector('#graph canvas')");
-    assert_eq!(b.eval("document.getElementById('stacked').checked"), json!(true));
-    b.eval("document.querySelectorAll('#graph .u-legend .u-series')[1].querySelector('th').click(); 1");
+    assert_eq!(
+        b.eval("document.getElementById('stacked').checked"),
+        json!(true)
+    );
+    b.eval(
+        "document.querySelectorAll('#graph .u-legend .u-series')[1].querySelector('th').click(); 1",
+    );
     assert_eq!(
         b.eval("document.querySelectorAll('#graph .u-legend .u-series')[1].classList.contains('u-off')"),
         json!(true)
@@ -594,7 +616,9 @@ fn query_explore_and_status_pages_in_chromium() {
         "ui.graphite.web01.load",
         "ui.graphite.web02.load",
     ] {
-        b.wait(&format!("document.querySelector('#metrics a[data-metric=\"{m}\"]')"));
+        b.wait(&format!(
+            "document.querySelector('#metrics a[data-metric=\"{m}\"]')"
+        ));
     }
     b.eval("document.querySelector('#metrics a[data-metric=\"ui.telnet.cpu\"]').click(); 1");
     let series = b.wait(
@@ -603,23 +627,47 @@ fn query_explore_and_status_pages_in_chromium() {
     let series = series.as_str().unwrap();
     assert!(series.contains("host"), "{series}");
     for path in ["ui", "ui.graphite", "ui.graphite.web01"] {
-        b.wait(&format!("document.querySelector('#graphite-tree a.branch[data-path=\"{path}\"]')"));
+        b.wait(&format!(
+            "document.querySelector('#graphite-tree a.branch[data-path=\"{path}\"]')"
+        ));
         b.eval(&format!(
             "document.querySelector('#graphite-tree a.branch[data-path=\"{path}\"]').click(); 1"
         ));
     }
-    b.wait("document.querySelector('#graphite-tree li.leaf[data-path=\"ui.graphite.web01.load\"]')");
+    b.wait(
+        "document.querySelector('#graphite-tree li.leaf[data-path=\"ui.graphite.web01.load\"]')",
+    );
     // Label autocomplete: the names the labels API lists, then one label's values.
     let names = b.wait("document.querySelectorAll('#label-suggest option').length > 0 && [...document.querySelectorAll('#label-suggest option')].map(o => o.value)");
-    assert!(names.as_array().unwrap().contains(&json!("instance")), "{names}");
+    assert!(
+        names.as_array().unwrap().contains(&json!("instance")),
+        "{names}"
+    );
     b.eval("const l = document.getElementById('label-name'); l.value = 'instance'; l.dispatchEvent(new Event('change')); 1");
     let values = b.wait("document.querySelectorAll('#label-values a').length === 2 && [...document.querySelectorAll('#label-values a')].map(a => a.textContent)");
     assert_eq!(values, json!(["x", "y"]));
     b.screenshot("explore");
     assert_eq!(b.console_errors(&[]), Vec::<Value>::new());
 
-    // Status: points by protocol and the series count.
+    // Status: points by protocol, a rejected point by its reason, the series count.
+    let mut t = s.telnet();
+    t.send("put ui.telnet.cpu not-a-time 1 host=a\n");
+    assert_eq!(t.sync().len(), 1, "the bad line is answered with an error");
+    let (_, metrics) = s.http("GET", "/metrics", "");
+    let reason = metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("tsgate_points_rejected_total{")
+                && l.contains(r#"protocol="telnet""#)
+                && l.ends_with(" 1")
+        })
+        .and_then(|l| l.split(r#"reason=""#).nth(1))
+        .and_then(|r| r.split('"').next())
+        .expect("the rejected telnet point in /metrics")
+        .to_string();
     b.goto(&format!("{base}/#/status"));
+    let row = b.wait("(() => { const r = document.querySelector('#rejects-table tbody tr'); return r && [...r.children].map(c => c.textContent); })()");
+    assert_eq!(row, json!(["telnet", reason, "1"]));
     for p in ["telnet", "http_put", "remote_write", "graphite_plaintext"] {
         let stored = b.wait(&format!(
             "Number((document.querySelector('#ingest-table tr[data-protocol=\"{p}\"] .stored') || {{}}).textContent)"
@@ -631,6 +679,9 @@ fn query_explore_and_status_pages_in_chromium() {
         };
         assert_eq!(stored, json!(want), "{p}");
     }
+    // Rates need two readings of /metrics; nothing comes in now, so 0 points/s.
+    let rate = b.wait("(() => { const t = document.querySelector('#ingest-table tr[data-protocol=\"telnet\"] td:nth-child(2)').textContent; return t !== '…' && t; })()");
+    assert_eq!(rate, json!("0"));
     let n = b.wait("document.getElementById('series-counts').dataset.series");
     assert_eq!(n, json!("7"));
     b.screenshot("status");
@@ -683,7 +734,11 @@ fn the_ui_needs_the_read_right() {
     };
     let page = raw("/", None, "text/html");
     assert!(page.starts_with("HTTP/1.1 401"), "{page}");
-    assert!(page.to_ascii_lowercase().contains("www-authenticate: basic"), "{page}");
+    assert!(
+        page.to_ascii_lowercase()
+            .contains("www-authenticate: basic"),
+        "{page}"
+    );
     assert!(raw("/ui/app.js", None, "*/*").starts_with("HTTP/1.1 401"));
     let writer = basic("writer:writer-pw");
     assert!(raw("/", Some(&writer), "text/html").starts_with("HTTP/1.1 403"));

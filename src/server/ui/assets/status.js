@@ -32,7 +32,8 @@ export function mount(root) {
       el('div.card', el('h2', 'Build'), ui.build),
       el('div.card.wide', el('h2', 'Configuration'), ui.config))));
   previous = null;
-  refresh();
+  // A second reading a second after the first, so rates show at once; then every 5 s.
+  refresh().then(() => setTimeout(refresh, 1000));
   timer = setInterval(refresh, EVERY_MS);
   loadStatic();
 }
@@ -146,14 +147,14 @@ async function refresh() {
   const rejects = pick(samples, 'tsgate_points_rejected_total').filter((s) => s.value > 0)
     .sort((a, b) => b.value - a.value);
   const batches = pick(samples, 'tsgate_ingest_batches_rejected_total').filter((s) => s.value > 0);
-  ui.rejects.replaceChildren(
+  ui.rejects.replaceChildren(...[
     rejects.length
       ? table(['protocol', 'reason', 'points'], rejects.map((s) => el('tr',
         el('td', s.labels.protocol), el('td', s.labels.reason), el('td.num', String(s.value)))), 'rejects-table')
       : el('p.muted', 'No point has been rejected.'),
     batches.length
       ? el('p', 'Whole bodies refused: ', batches.map((s) => `${s.labels.protocol} ${s.value}`).join(', '))
-      : null);
+      : null].filter(Boolean));
 
   const ops = [...new Set(pick(samples, 'tsgate_store_operation_duration_seconds_count').map((s) => s.labels.op))].sort();
   ui.store.replaceChildren(

@@ -558,6 +558,21 @@ fn query_explore_and_status_pages_in_chromium() {
         );
     }
 
+    // The language switch keeps what was typed in each language; a preset is a relative range.
+    b.goto(&format!("{}&q=up", query_url(&base, "promql", t0)));
+    b.wait("window.tsgateUI && window.tsgateUI.state === 'ok'");
+    b.eval("document.querySelector('button.lang[data-lang=graphite]').click(); 1");
+    b.wait(
+        "location.hash.includes('lang=graphite') && document.getElementById('expr').value === ''",
+    );
+    b.eval("document.querySelector('button.lang[data-lang=promql]').click(); 1");
+    b.wait(
+        "location.hash.includes('lang=promql') && document.getElementById('expr').value === 'up'",
+    );
+    b.eval("const p = document.getElementById('preset'); p.value = '6h'; p.dispatchEvent(new Event('change')); 1");
+    b.wait("location.hash.includes('start=now-6h') && document.getElementById('start').value === 'now-6h'");
+    assert_eq!(b.console_errors(&[]), Vec::<Value>::new());
+
     // Legend toggling, stacking, and zoom by drag on the Graphite graph.
     b.goto(&format!(
         "{}&q={}&stacked=1",

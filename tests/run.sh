@@ -14,6 +14,8 @@ command -v prometheus-node-exporter >/dev/null || need+=(prometheus-node-exporte
 command -v python3 >/dev/null || need+=(python3)
 # compat/prometheus/auth.sh makes a self-signed certificate for Prometheus' tls_config.
 command -v openssl >/dev/null || need+=(openssl)
+# tests/ui.rs drives the web UI in Debian's headless Chromium (it fails under CI without it).
+command -v chromium >/dev/null || need+=(chromium)
 # The Graphite peer suite (compat/graphite) runs Debian's collectd with write_graphite.
 # collectd-core carries every plugin it needs; without recommends it pulls in nothing big
 # (collectd itself would add rrdtool, perl and friends).

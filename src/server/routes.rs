@@ -345,7 +345,11 @@ pub static ROUTES: &[Route] = &[
     route(GET, ApiPrefix("/api/tree/"), TSDB, Need::Read, meta).verb(Verb::Override),
     route(WRITES, ApiPrefix("/api/tree/"), TSDB, Need::Write, meta).verb(Verb::Override),
     // The server itself.
-    route(ANY, Api(""), ADM, Need::Open, now!(|_s, _r, _p| super::api::root())),
+    // The web UI (`server/ui`): the page at `/` (the name and version as JSON for a client that
+    // asks for JSON), its embedded files under `/ui/`. It shows stored data: the read right.
+    route(ANY, Api(""), ADM, Need::Read,
+        now!(|_s, req, _p| super::ui::index(&req.method, &req.headers))),
+    route(GET, TrimmedPrefix("/ui/"), ADM, Need::Read, now!(|_s, _req, p| super::ui::asset(&p))),
     route(ANY, Api("/api/version"), ADM, Need::Open, now!(|_s, _r, _p| super::api::version())),
     // Redacted: no password hash or token digest leaves the process.
     route(ANY, Api("/api/config"), ADM, Need::Read, now!(|s, _r, _p| tsdb_query::config(&s.opentsdb))),
@@ -605,7 +609,8 @@ mod tests {
             Some(Need::Admin)
         );
         assert_eq!(need(Method::GET, "/api/version", "", ""), Some(Need::Open));
-        assert_eq!(need(Method::GET, "/", "", ""), Some(Need::Open));
+        assert_eq!(need(Method::GET, "/", "", ""), Some(Need::Read));
+        assert_eq!(need(Method::GET, "/ui/app.js", "", ""), Some(Need::Read));
         assert_eq!(
             need(Method::GET, "/api/v1/status/buildinfo", "", ""),
             Some(Need::Read)

@@ -309,6 +309,51 @@ impl EmbeddedStore {
         Ok(())
     }
 
+    /// Copies every keyspace as the engine's cross-keyspace snapshot sees it (one sequence
+    /// number: writes after it are not in the copy, writes before it all are) into a new
+    /// engine under `dir`, each keyspace bulk-loaded in key order (the engine's ingestion
+    /// writes sorted tables directly, no journal). fjall has no checkpoint to a directory;
+    /// hard links of its table files would need the file set pinned against compaction, which
+    /// its API does not offer. Keyspace names are copied as they are, so the copy keeps this
+    /// store's key form. Returns the entries copied.
+    pub fn snapshot_into(&self, dir: &Path) -> StoreResult<u64> {
+        let err = |e: fjall::Error| StoreError::Engine {
+            op: "snapshot",
+            table: dir.display().to_string(),
+            msg: e.to_string(),
+        };
+        if dir.join("current").exists() || dir.read_dir().is_ok_and(|mut d| d.next().is_some()) {
+            return Err(StoreError::Engine {
+                op: "snapshot",
+                table: dir.display().to_string(),
+                msg: "the directory exists and is not empty".into(),
+            });
+        }
+        let snap = self.db.snapshot();
+        let target = Database::builder(dir).open().map_err(err)?;
+        let mut copied = 0u64;
+        let mut names: Vec<String> = self
+            .db
+            .list_keyspace_names()
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
+        names.sort();
+        for name in names {
+            let src = self.db.keyspace(&name, keyspace_options).map_err(err)?;
+            let dst = target.keyspace(&name, keyspace_options).map_err(err)?;
+            let mut load = dst.start_ingestion().map_err(err)?;
+            for item in fjall::Readable::iter(&snap, &src) {
+                let (k, v) = item.into_inner().map_err(err)?;
+                load.write(k, v).map_err(err)?;
+                copied += 1;
+            }
+            load.finish().map_err(err)?;
+        }
+        target.persist(PersistMode::SyncAll).map_err(err)?;
+        Ok(copied)
+    }
+
     /// Whether this store's keys cut long qualifiers ([`Qualifiers::Cut`]).
     pub fn cuts_qualifiers(&self) -> bool {
         self.form == Qualifiers::Cut
@@ -1106,6 +1151,10 @@ impl Store for EmbeddedStore {
     fn disk_bytes(&self, table: &str) -> Option<u64> {
         let fams = self.families(table).ok()?;
         Some(fams.iter().map(|(_, k)| k.disk_space()).sum())
+    }
+
+    fn snapshot_to(&self, dir: &Path) -> StoreResult<Option<u64>> {
+        self.snapshot_into(dir).map(Some)
     }
 
     fn mutate_at(&self, table: &str, batch: Vec<RowMutations>, ts: u64) -> StoreResult<()> {

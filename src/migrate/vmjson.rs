@@ -109,7 +109,7 @@ fn quote_bare_tokens(line: &str) -> std::borrow::Cow<'_, str> {
         match token {
             Some(t) => {
                 out.push_str(&line[from..i]);
-                let _ = write!(out, "\"{BARE}{t}\"");
+                let _ = write!(out, "\"\\u0000{t}\"");
                 i += t.len();
                 from = i;
             }

@@ -581,3 +581,87 @@ fn prometheus_import_through_remote_read_holds_its_raw_samples() {
     assert_eq!(read("prometheus_tsdb_head_series"), want_head);
     s.stop();
 }
+
+/// An export's lines as a map from label set to points, merged over lines (VictoriaMetrics
+/// orders labels and splits series its own way).
+type Series = std::collections::BTreeMap<Vec<(String, String)>, Vec<(i64, f64)>>;
+
+fn parse_export(text: &str) -> Series {
+    let mut out = Series::new();
+    for l in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let mut labels: Vec<(String, String)> = v["metric"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+            .collect();
+        labels.sort();
+        let pts = out.entry(labels).or_default();
+        for (t, x) in v["timestamps"].as_array().unwrap().iter().zip(v["values"].as_array().unwrap()) {
+            pts.push((t.as_i64().unwrap(), x.as_f64().unwrap()));
+        }
+        pts.sort_by_key(|p| p.0);
+    }
+    out
+}
+
+#[test]
+fn victoriametrics_imports_our_export_and_we_import_its() {
+    if !have("/usr/bin/victoria-metrics") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let vm_addr = format!("127.0.0.1:{port}");
+    let mut vm = Command::new("victoria-metrics")
+        .arg(format!("-storageDataPath={}", dir.path().join("vm").display()))
+        .arg(format!("-httpListenAddr={vm_addr}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let s = Server::start(&dir.path().join("a"));
+    let t0 = (now_s() - 3600) * 1000;
+    let mut lines = String::new();
+    for (job, k) in [("api", 1.0), ("db", 0.25)] {
+        let vals: Vec<String> = (0..20).map(|i| {
+            let v = i as f64 * k;
+            if v.fract() == 0.0 { format!("{}", v as i64) } else { format!("{v}") }
+        }).collect();
+        let ts: Vec<String> = (0..20).map(|i| (t0 + i * 15_000).to_string()).collect();
+        lines.push_str(&format!(
+            "{{\"metric\":{{\"__name__\":\"requests\",\"job\":\"{job}\",\"instance\":\"h:9100\"}},\"values\":[{}],\"timestamps\":[{}]}}\n",
+            vals.join(","), ts.join(",")
+        ));
+    }
+    assert_eq!(s.http("POST", "/api/v1/import", &lines).0, 204);
+    let ours = export(&s, "requests", "");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while http(&vm_addr, "GET", "/health", "", &[]).0 != 200 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // VictoriaMetrics takes our lines as they are…
+    let (code, body) = http(&vm_addr, "POST", "/api/v1/import", &ours, &[]);
+    assert_eq!(code, 204, "{body}");
+    let mut theirs = String::new();
+    while Instant::now() < deadline {
+        http(&vm_addr, "GET", "/internal/force_flush", "", &[]);
+        let (code, body) = http(&vm_addr, "GET", "/api/v1/export?match[]=requests", "", &[]);
+        assert_eq!(code, 200, "{body}");
+        theirs = body;
+        if parse_export(&theirs).values().map(Vec::len).sum::<usize>() == 40 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let _ = vm.kill();
+    let _ = vm.wait();
+    // …and exports the same series and points in the same shape…
+    assert_eq!(parse_export(&theirs), parse_export(&ours), "{theirs}");
+    // …which an empty tsgate takes back: the same export as the first.
+    let b = Server::start(&dir.path().join("b"));
+    let (code, body) = b.http("POST", "/api/v1/import", &theirs);
+    assert_eq!(code, 204, "{body}");
+    assert_eq!(export(&b, "requests", ""), ours);
+}

@@ -12,6 +12,10 @@ command -v nc >/dev/null || need+=(netcat-openbsd)
 command -v prometheus >/dev/null || need+=(prometheus)
 command -v prometheus-node-exporter >/dev/null || need+=(prometheus-node-exporter)
 command -v python3 >/dev/null || need+=(python3)
+# tests/migrate.rs compares export/import with Debian's VictoriaMetrics and reads whisper files
+# written by python3-whisper's tools.
+command -v victoria-metrics >/dev/null || need+=(victoria-metrics)
+command -v whisper-create >/dev/null || need+=(python3-whisper)
 # compat/prometheus/auth.sh makes a self-signed certificate for Prometheus' tls_config.
 command -v openssl >/dev/null || need+=(openssl)
 # The Graphite peer suite (compat/graphite) runs Debian's collectd with write_graphite.

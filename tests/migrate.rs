@@ -62,10 +62,14 @@ fn fill(s: &Server, t0: u64) {
     let mut put = Vec::new();
     for i in 0..300u64 {
         let ts = t0 + i * 900; // every 15 min over ~3 days
-        put.push(serde_json::json!({"metric": "sys.cpu.user", "timestamp": ts,
-            "value": i as i64, "tags": {"host": "web01"}}));
-        put.push(serde_json::json!({"metric": "sys.cpu.user", "timestamp": ts * 1000 + 250,
-            "value": i as f64 + 0.5, "tags": {"host": "web02"}}));
+        put.push(
+            serde_json::json!({"metric": "sys.cpu.user", "timestamp": ts,
+            "value": i as i64, "tags": {"host": "web01"}}),
+        );
+        put.push(
+            serde_json::json!({"metric": "sys.cpu.user", "timestamp": ts * 1000 + 250,
+            "value": i as f64 + 0.5, "tags": {"host": "web02"}}),
+        );
     }
     put.push(serde_json::json!({"metric": "sys.mem", "timestamp": t0,
         "value": 42.0, "tags": {"host": "web01"}}));
@@ -109,7 +113,9 @@ fn export_then_import_into_an_empty_store_gives_identical_series_and_points() {
         "{{\"metric\":{{\"__name__\":\"sys.mem\",\"host\":\"web01\"}},\"values\":[42.0],\"timestamps\":[{}]}}",
         t0 * 1000
     ).as_str()), "{e1}");
-    assert!(lines.iter().any(|l| l.starts_with("{\"metric\":{\"__name__\":\"alone\"},\"values\":[7]")));
+    assert!(lines
+        .iter()
+        .any(|l| l.starts_with("{\"metric\":{\"__name__\":\"alone\"},\"values\":[7]")));
     // Three days of points: the series comes out once per day it spans.
     let web01: Vec<&&str> = lines
         .iter()
@@ -117,13 +123,19 @@ fn export_then_import_into_an_empty_store_gives_identical_series_and_points() {
         .collect();
     assert!(web01.len() >= 3, "{web01:?}");
     let points = |l: &str| -> usize {
-        let v: serde_json::Value =
-            serde_json::from_str(&l.replace("NaN", "0").replace("+Inf", "0").replace("-Inf", "0"))
-                .unwrap();
+        let v: serde_json::Value = serde_json::from_str(
+            &l.replace("NaN", "0")
+                .replace("+Inf", "0")
+                .replace("-Inf", "0"),
+        )
+        .unwrap();
         v["values"].as_array().unwrap().len()
     };
     assert_eq!(web01.iter().map(|l| points(l)).sum::<usize>(), 300);
-    assert!(e1.contains("\"values\":[0,1,2,3,"), "integers stay integers: {e1}");
+    assert!(
+        e1.contains("\"values\":[0,1,2,3,"),
+        "integers stay integers: {e1}"
+    );
     assert!(e1.contains("\"values\":[0.5,1.5,2.5,"), "{e1}");
 
     // Over HTTP into an empty server: the same export, byte for byte.
@@ -146,7 +158,13 @@ fn export_then_import_into_an_empty_store_gives_identical_series_and_points() {
     // (format told from the first line) into an empty data dir exports the same again; a
     // second import of it changes nothing.
     let file = dir.path().join("e1.jsonl");
-    let o = tsgate(&["export", "--data-dir", d(&dir.path().join("a")), "-o", d(&file)]);
+    let o = tsgate(&[
+        "export",
+        "--data-dir",
+        d(&dir.path().join("a")),
+        "-o",
+        d(&file),
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), e1);
     let c = dir.path().join("c");
@@ -158,13 +176,25 @@ fn export_then_import_into_an_empty_store_gives_identical_series_and_points() {
     }
 
     // OpenTSDB's import format: names as stored, non-finite values left out (and said so).
-    let o = tsgate(&["export", "--format", "opentsdb", "--data-dir", d(&dir.path().join("a"))]);
+    let o = tsgate(&[
+        "export",
+        "--format",
+        "opentsdb",
+        "--data-dir",
+        d(&dir.path().join("a")),
+    ]);
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(
-        text.contains(&format!("sys.cpu.user {} 0.5 host=web02\n", t0 * 1000 + 250)),
+        text.contains(&format!(
+            "sys.cpu.user {} 0.5 host=web02\n",
+            t0 * 1000 + 250
+        )),
         "{text}"
     );
-    assert!(text.contains(&format!("alone {t0} 7 _.labels=none\n")), "{text}");
+    assert!(
+        text.contains(&format!("alone {t0} 7 _.labels=none\n")),
+        "{text}"
+    );
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("3 non-finite values left out"),
         "{}",
@@ -174,13 +204,27 @@ fn export_then_import_into_an_empty_store_gives_identical_series_and_points() {
     std::fs::write(&tsdb, &text).unwrap();
     let e = dir.path().join("e");
     // OpenTSDB's rules apply to its format: 8 tags at most unless limits.max_tags says more.
-    let o = tsgate(&["import", "--quiet", "--from", "opentsdb", "--data-dir", d(&e), d(&tsdb)]);
+    let o = tsgate(&[
+        "import",
+        "--quiet",
+        "--from",
+        "opentsdb",
+        "--data-dir",
+        d(&e),
+        d(&tsdb),
+    ]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("Too many tags: 10"));
     let wide = dir.path().join("wide.toml");
     std::fs::write(&wide, "[limits]\nmax_tags = 12\n").unwrap();
     let o = tsgate(&[
-        "import", "--quiet", "--config", d(&wide), "--data-dir", d(&e), d(&tsdb),
+        "import",
+        "--quiet",
+        "--config",
+        d(&wide),
+        "--data-dir",
+        d(&e),
+        d(&tsdb),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let o = tsgate(&["export", "--format", "opentsdb", "--data-dir", d(&e)]);
@@ -206,12 +250,17 @@ fn import_stores_the_valid_lines_and_names_the_bad_ones() {
     assert_eq!(code, 400, "{text}");
     assert!(text.contains("4 lines skipped"), "{text}");
     assert!(
-        text.contains("line 2: `timestamps` array size must match `values` array size; got 1; want 2"),
+        text.contains(
+            "line 2: `timestamps` array size must match `values` array size; got 1; want 2"
+        ),
         "{text}"
     );
     assert!(text.contains("line 3: cannot parse json line"), "{text}");
     assert!(text.contains("line 5: missing tags"), "{text}");
-    assert!(text.contains("line 6: series {job=\"noname\"} has no __name__ label"), "{text}");
+    assert!(
+        text.contains("line 6: series {job=\"noname\"} has no __name__ label"),
+        "{text}"
+    );
     assert_eq!(
         export(&s, "{__name__=~\"good.*\"}", ""),
         format!(
@@ -224,8 +273,10 @@ fn import_stores_the_valid_lines_and_names_the_bad_ones() {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     std::io::Write::write_all(
         &mut gz,
-        format!("{{\"metric\":{{\"__name__\":\"zipped\"}},\"values\":[5],\"timestamps\":[{ms}]}}\n")
-            .as_bytes(),
+        format!(
+            "{{\"metric\":{{\"__name__\":\"zipped\"}},\"values\":[5],\"timestamps\":[{ms}]}}\n"
+        )
+        .as_bytes(),
     )
     .unwrap();
     let (code, _) = common::http_bytes(
@@ -252,7 +303,11 @@ fn export_takes_selectors_and_a_time_range() {
             })
         })
         .collect();
-    assert_eq!(s.http("POST", "/api/put", &serde_json::to_string(&put).unwrap()).0, 204);
+    assert_eq!(
+        s.http("POST", "/api/put", &serde_json::to_string(&put).unwrap())
+            .0,
+        204
+    );
     let (code, body) = s.http("GET", "/api/v1/export", "");
     assert_eq!(code, 400);
     assert!(body.contains("missing `match[]` arg"), "{body}");
@@ -262,7 +317,12 @@ fn export_takes_selectors_and_a_time_range() {
     let both = export(
         &s,
         "m{host=\"a\"}",
-        &format!("&match[]={}&start={}&end={}", enc("{__name__=\"m\"}"), t0 + 20, t0 + 40),
+        &format!(
+            "&match[]={}&start={}&end={}",
+            enc("{__name__=\"m\"}"),
+            t0 + 20,
+            t0 + 40
+        ),
     );
     let t = |i: u64| (t0 + i) * 1000;
     assert_eq!(
@@ -313,10 +373,18 @@ fn snapshot_taken_under_ingest_holds_every_point_acknowledged_before_it() {
             let mut i = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 let batch: Vec<serde_json::Value> = (i..i + 50)
-                    .map(|j| serde_json::json!({"metric": "ingest", "timestamp": t0 * 1000 + j,
-                        "value": j, "tags": {"w": "1"}}))
+                    .map(|j| {
+                        serde_json::json!({"metric": "ingest", "timestamp": t0 * 1000 + j,
+                        "value": j, "tags": {"w": "1"}})
+                    })
                     .collect();
-                let (code, _) = http(&addr, "POST", "/api/put", &serde_json::to_string(&batch).unwrap(), &[]);
+                let (code, _) = http(
+                    &addr,
+                    "POST",
+                    "/api/put",
+                    &serde_json::to_string(&batch).unwrap(),
+                    &[],
+                );
                 assert_eq!(code, 204);
                 i += 50;
                 acked.store(i, Ordering::SeqCst);
@@ -349,13 +417,22 @@ fn snapshot_taken_under_ingest_holds_every_point_acknowledged_before_it() {
     let mut seen = std::collections::HashSet::new();
     for l in got.lines() {
         let v: serde_json::Value = serde_json::from_str(l).unwrap();
-        for (t, x) in v["timestamps"].as_array().unwrap().iter().zip(v["values"].as_array().unwrap()) {
+        for (t, x) in v["timestamps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(v["values"].as_array().unwrap())
+        {
             assert_eq!(t.as_u64().unwrap() - t0 * 1000, x.as_u64().unwrap());
             seen.insert(x.as_u64().unwrap());
         }
     }
     let missing: Vec<u64> = (0..before).filter(|j| !seen.contains(j)).collect();
-    assert!(missing.is_empty(), "{} of {before} acknowledged points missing", missing.len());
+    assert!(
+        missing.is_empty(),
+        "{} of {before} acknowledged points missing",
+        missing.len()
+    );
     assert!(seen.len() as u64 <= after);
     c.stop();
 
@@ -374,7 +451,11 @@ fn snapshot_taken_under_ingest_holds_every_point_acknowledged_before_it() {
 /// Runs a python3-whisper tool.
 fn whisper(tool: &str, args: &[&str]) -> String {
     let o = Command::new(tool).args(args).output().unwrap();
-    assert!(o.status.success(), "{tool}: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{tool}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
@@ -407,21 +488,47 @@ fn whisper_files_import_with_every_archive_finest_first() {
     for i in 0..120u64 {
         old.push(format!("{}:{}", now - 5 * 3600 + i * 60, 1000 + i));
     }
-    whisper("whisper-update", &old.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+    whisper(
+        "whisper-update",
+        &old.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+    );
     whisper("whisper-update", &[d(&other), &format!("{}:7", now - 120)]);
 
     let data = dir.path().join("data");
-    let o = tsgate(&["import", "--from", "whisper", "--quiet", "--data-dir", d(&data), d(&tree)]);
+    let o = tsgate(&[
+        "import",
+        "--from",
+        "whisper",
+        "--quiet",
+        "--data-dir",
+        d(&data),
+        d(&tree),
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // Twice: the same cells, nothing more.
-    let o = tsgate(&["import", "--from", "whisper", "--quiet", "--data-dir", d(&data), d(&tree)]);
+    let o = tsgate(&[
+        "import",
+        "--from",
+        "whisper",
+        "--quiet",
+        "--data-dir",
+        d(&data),
+        d(&tree),
+    ]);
     assert!(o.status.success());
 
     // What whisper's own reader gives: the fine archive over its hour, the coarse one before.
     let fetch = |from: u64, until: u64| -> Vec<(u64, f64)> {
         let out = whisper(
             "whisper-fetch",
-            &["--json", "--from", &from.to_string(), "--until", &until.to_string(), d(&load)],
+            &[
+                "--json",
+                "--from",
+                &from.to_string(),
+                "--until",
+                &until.to_string(),
+                d(&load),
+            ],
         );
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         let (start, step) = (v["start"].as_u64().unwrap(), v["step"].as_u64().unwrap());
@@ -434,8 +541,10 @@ fn whisper_files_import_with_every_archive_finest_first() {
             .collect()
     };
     let fine = fetch(now - 3590, now);
-    let coarse: Vec<(u64, f64)> =
-        fetch(now - 86_000, now).into_iter().filter(|(t, _)| *t <= now - 3600).collect();
+    let coarse: Vec<(u64, f64)> = fetch(now - 86_000, now)
+        .into_iter()
+        .filter(|(t, _)| *t <= now - 3600)
+        .collect();
     assert!(fine.len() >= 170, "{fine:?}");
     assert!(coarse.len() >= 100, "{coarse:?}");
     let mut want: Vec<(u64, f64)> = coarse;
@@ -452,13 +561,22 @@ fn whisper_files_import_with_every_archive_finest_first() {
         })
         .collect();
     assert_eq!(got, want);
-    assert!(text.contains(&format!("other {} 7 _.labels=none\n", (now - 120) / 60 * 60)), "{text}");
+    assert!(
+        text.contains(&format!(
+            "other {} 7 _.labels=none\n",
+            (now - 120) / 60 * 60
+        )),
+        "{text}"
+    );
 
     // graphite-web's API reads it under its path.
     let s = Server::start(&data);
     let (code, body) = s.http(
         "GET",
-        &format!("/render?target=servers.web01.load&from={}&until={now}&format=json", now - 1700),
+        &format!(
+            "/render?target=servers.web01.load&from={}&until={now}&format=json",
+            now - 1700
+        ),
         "",
     );
     assert_eq!(code, 200);
@@ -469,8 +587,11 @@ fn whisper_files_import_with_every_archive_finest_first() {
         .filter(|p| !p[0].is_null())
         .map(|p| (p[1].as_u64().unwrap(), p[0].as_f64().unwrap()))
         .collect();
-    let fine_want: Vec<(u64, f64)> =
-        want.iter().copied().filter(|(t, _)| *t > now - 1700).collect();
+    let fine_want: Vec<(u64, f64)> = want
+        .iter()
+        .copied()
+        .filter(|(t, _)| *t > now - 1700)
+        .collect();
     assert_eq!(rendered, fine_want);
     s.stop();
 }
@@ -492,7 +613,10 @@ fn prometheus_import_through_remote_read_holds_its_raw_samples() {
     .unwrap();
     let mut prom = Command::new("prometheus")
         .arg(format!("--config.file={}", cfg.display()))
-        .arg(format!("--storage.tsdb.path={}", dir.path().join("tsdb").display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("tsdb").display()
+        ))
         .arg(format!("--web.listen-address=127.0.0.1:{port}"))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -502,12 +626,20 @@ fn prometheus_import_through_remote_read_holds_its_raw_samples() {
     let deadline = Instant::now() + Duration::from_secs(60);
     // Scraped for a while: `up` has a few samples.
     let count = |q: &str| -> usize {
-        let (code, body) = http(&addr, "GET", &format!("/api/v1/query?query={}", enc(q)), "", &[]);
+        let (code, body) = http(
+            &addr,
+            "GET",
+            &format!("/api/v1/query?query={}", enc(q)),
+            "",
+            &[],
+        );
         if code != 200 {
             return 0;
         }
         let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
-        v["data"]["result"][0]["values"].as_array().map_or(0, |a| a.len())
+        v["data"]["result"][0]["values"]
+            .as_array()
+            .map_or(0, |a| a.len())
     };
     while count("up[1h]") < 6 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(500));
@@ -515,9 +647,22 @@ fn prometheus_import_through_remote_read_holds_its_raw_samples() {
     let end = now_s();
     let data = dir.path().join("data");
     let o = tsgate(&[
-        "import", "--from", "prometheus", "--quiet", "--url", &format!("http://{addr}"),
-        "--match", "up", "--match", "{__name__=~\"prometheus_tsdb_head_series|up\"}",
-        "--start", "1h-ago", "--end", &end.to_string(), "--data-dir", d(&data),
+        "import",
+        "--from",
+        "prometheus",
+        "--quiet",
+        "--url",
+        &format!("http://{addr}"),
+        "--match",
+        "up",
+        "--match",
+        "{__name__=~\"prometheus_tsdb_head_series|up\"}",
+        "--start",
+        "1h-ago",
+        "--end",
+        &end.to_string(),
+        "--data-dir",
+        d(&data),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // Prometheus' raw samples of each series up to `end`, as its API shows them.
@@ -525,7 +670,10 @@ fn prometheus_import_through_remote_read_holds_its_raw_samples() {
         let (_, body) = http(
             &addr,
             "GET",
-            &format!("/api/v1/query?query={}&time={end}", enc(&format!("{q}[1h]"))),
+            &format!(
+                "/api/v1/query?query={}&time={end}",
+                enc(&format!("{q}[1h]"))
+            ),
             "",
             &[],
         );
@@ -540,8 +688,10 @@ fn prometheus_import_through_remote_read_holds_its_raw_samples() {
                     .unwrap()
                     .iter()
                     .map(|p| {
-                        ((p[0].as_f64().unwrap() * 1000.0).round() as i64,
-                         p[1].as_str().unwrap().parse().unwrap())
+                        (
+                            (p[0].as_f64().unwrap() * 1000.0).round() as i64,
+                            p[1].as_str().unwrap().parse().unwrap(),
+                        )
                     })
                     .collect();
                 (r["metric"].to_string(), pts)
@@ -598,7 +748,12 @@ fn parse_export(text: &str) -> Series {
             .collect();
         labels.sort();
         let pts = out.entry(labels).or_default();
-        for (t, x) in v["timestamps"].as_array().unwrap().iter().zip(v["values"].as_array().unwrap()) {
+        for (t, x) in v["timestamps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(v["values"].as_array().unwrap())
+        {
             pts.push((t.as_i64().unwrap(), x.as_f64().unwrap()));
         }
         pts.sort_by_key(|p| p.0);
@@ -615,7 +770,10 @@ fn victoriametrics_imports_our_export_and_we_import_its() {
     let port = free_port();
     let vm_addr = format!("127.0.0.1:{port}");
     let mut vm = Command::new("victoria-metrics")
-        .arg(format!("-storageDataPath={}", dir.path().join("vm").display()))
+        .arg(format!(
+            "-storageDataPath={}",
+            dir.path().join("vm").display()
+        ))
         .arg(format!("-httpListenAddr={vm_addr}"))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -625,10 +783,16 @@ fn victoriametrics_imports_our_export_and_we_import_its() {
     let t0 = (now_s() - 3600) * 1000;
     let mut lines = String::new();
     for (job, k) in [("api", 1.0), ("db", 0.25)] {
-        let vals: Vec<String> = (0..20).map(|i| {
-            let v = i as f64 * k;
-            if v.fract() == 0.0 { format!("{}", v as i64) } else { format!("{v}") }
-        }).collect();
+        let vals: Vec<String> = (0..20)
+            .map(|i| {
+                let v = i as f64 * k;
+                if v.fract() == 0.0 {
+                    format!("{}", v as i64)
+                } else {
+                    format!("{v}")
+                }
+            })
+            .collect();
         let ts: Vec<String> = (0..20).map(|i| (t0 + i * 15_000).to_string()).collect();
         lines.push_str(&format!(
             "{{\"metric\":{{\"__name__\":\"requests\",\"job\":\"{job}\",\"instance\":\"h:9100\"}},\"values\":[{}],\"timestamps\":[{}]}}\n",

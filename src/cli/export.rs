@@ -51,7 +51,7 @@ fn push_opentsdb(out: &mut String, metric: &str, tags: &str, points: &[(u64, Dat
         }
         out.push_str(metric);
         out.push(' ');
-        if ms % 1000 == 0 {
+        if ms.is_multiple_of(1000) {
             out.push_str(itoa::Buffer::new().format(ms / 1000));
         } else {
             out.push_str(itoa::Buffer::new().format(ms));
@@ -96,9 +96,9 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<i32> {
         rows: None,
     };
     let sink: Box<dyn Write> = match &args.output {
-        Some(p) => Box::new(
-            std::fs::File::create(p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?,
-        ),
+        Some(p) => {
+            Box::new(std::fs::File::create(p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?)
+        }
         None => Box::new(std::io::stdout().lock()),
     };
     let mut out = std::io::BufWriter::with_capacity(1 << 20, sink);

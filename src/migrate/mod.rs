@@ -4,7 +4,7 @@
 //! Used by the HTTP endpoints (`/api/v1/export`, `/api/v1/import`) and the `export`/`import`
 //! commands alike.
 
-pub mod vmjson;
-pub mod write;
 pub mod remote_read;
+pub mod vmjson;
 pub mod whisper;
+pub mod write;

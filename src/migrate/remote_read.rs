@@ -8,9 +8,7 @@ use crate::migrate::write::{write_reporting, StoredImport, Tally};
 use crate::query::select::MatchOp;
 use http_body_util::{BodyExt, Full};
 use prost::Message;
-use tsgate_prometheus::proto::{
-    LabelMatcher, Query, ReadRequest, ReadResponse, ResponseType,
-};
+use tsgate_prometheus::proto::{LabelMatcher, Query, ReadRequest, ReadResponse, ResponseType};
 use tsgate_prometheus::snappy;
 
 /// Largest decompressed answer taken (Prometheus' own remote-read limit is 50M samples).
@@ -63,11 +61,7 @@ pub fn matchers(selectors: &[String]) -> anyhow::Result<Vec<Vec<LabelMatcher>>> 
 }
 
 /// One remote-read call.
-async fn read(
-    host: &str,
-    path: &str,
-    req: &ReadRequest,
-) -> anyhow::Result<ReadResponse> {
+async fn read(host: &str, path: &str, req: &ReadRequest) -> anyhow::Result<ReadResponse> {
     let stream = tokio::net::TcpStream::connect(host)
         .await
         .map_err(|e| anyhow::anyhow!("{host}: {e}"))?;
@@ -153,7 +147,10 @@ pub async fn import(
             accepted_response_types: vec![ResponseType::Samples as i32],
         };
         let resp = read(&host, &path, &req).await.map_err(|e| {
-            anyhow::anyhow!("{e} (chunk from {from} ms; resume with --start {})", from / 1000)
+            anyhow::anyhow!(
+                "{e} (chunk from {from} ms; resume with --start {})",
+                from / 1000
+            )
         })?;
         let mut batch = Vec::new();
         let mut seen = std::collections::HashSet::new();

@@ -178,9 +178,9 @@ pub fn parse_line(line: &str) -> Result<VmSeries, String> {
     }
     let mut points = Vec::with_capacity(values.len());
     for (i, (v, t)) in values.iter().zip(&timestamps).enumerate() {
-        let t = t
-            .as_i64()
-            .ok_or_else(|| format!("cannot read timestamp at position {i}: {t} is not an integer"))?;
+        let t = t.as_i64().ok_or_else(|| {
+            format!("cannot read timestamp at position {i}: {t} is not an integer")
+        })?;
         points.push((t, value_of(v, i)?));
     }
     Ok(VmSeries { labels, points })
@@ -191,7 +191,9 @@ mod tests {
     use super::*;
 
     fn labels(l: &[(&str, &str)]) -> Vec<(String, String)> {
-        l.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        l.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
@@ -232,9 +234,11 @@ mod tests {
         assert_eq!(s.labels, labels(&[("__name__", "NaN"), ("x", "+Inf")]));
         assert_eq!(s.points[0].1, DataValue::F64(f64::INFINITY));
         // A quoted value is refused, as VictoriaMetrics refuses it.
-        assert!(parse_line(r#"{"metric":{"__name__":"a"},"values":["NaN"],"timestamps":[1]}"#)
-            .unwrap_err()
-            .contains("not a number"));
+        assert!(
+            parse_line(r#"{"metric":{"__name__":"a"},"values":["NaN"],"timestamps":[1]}"#)
+                .unwrap_err()
+                .contains("not a number")
+        );
     }
 
     #[test]
@@ -245,12 +249,17 @@ mod tests {
             e(r#"{"metric":{"__name__":"x"},"values":[1,2],"timestamps":[1]}"#),
             "`timestamps` array size must match `values` array size; got 1; want 2"
         );
-        assert_eq!(e(r#"{"metric":{},"values":[1],"timestamps":[1]}"#), "missing tags");
+        assert_eq!(
+            e(r#"{"metric":{},"values":[1],"timestamps":[1]}"#),
+            "missing tags"
+        );
         assert_eq!(
             e(r#"{"metric":{"__name__":"x"},"values":[],"timestamps":[]}"#),
             "missing `values` array"
         );
-        assert!(e(r#"{"metric":{"__name__":"x"},"values":[1],"timestamps":["1"]}"#)
-            .contains("timestamp at position 0"));
+        assert!(
+            e(r#"{"metric":{"__name__":"x"},"values":[1],"timestamps":["1"]}"#)
+                .contains("timestamp at position 0")
+        );
     }
 }

@@ -77,7 +77,7 @@ pub fn points(b: &[u8], now: u64) -> Result<Vec<(u64, f64)>, WhisperError> {
             let at = a.offset as usize + i * 12;
             let ts = u32_at(b, at)? as u64;
             let v = f64::from_be_bytes(b[at + 4..at + 12].try_into().expect("8 bytes"));
-            if ts == 0 || ts % step != 0 || ts <= oldest || ts > now || ts > cutoff {
+            if ts == 0 || !ts.is_multiple_of(step) || ts <= oldest || ts > now || ts > cutoff {
                 continue;
             }
             out.push((ts, v));
@@ -93,7 +93,11 @@ pub fn points(b: &[u8], now: u64) -> Result<Vec<(u64, f64)>, WhisperError> {
 pub fn path_of(root: &Path, file: &Path) -> Option<String> {
     let rel = file.strip_prefix(root).ok()?;
     let s = rel.to_str()?.strip_suffix(".wsp")?;
-    Some(s.split(std::path::MAIN_SEPARATOR).collect::<Vec<_>>().join("."))
+    Some(
+        s.split(std::path::MAIN_SEPARATOR)
+            .collect::<Vec<_>>()
+            .join("."),
+    )
 }
 
 /// Every `.wsp` file under `root`, in path order.
@@ -180,18 +184,12 @@ pub async fn import_tree(
             tags,
             points: pts
                 .into_iter()
-                .map(|(ts, v)| {
-                    (
-                        ts as i64 * 1000,
-                        crate::ingest::encode::data_value(v),
-                    )
-                })
+                .map(|(ts, v)| (ts as i64 * 1000, crate::ingest::encode::data_value(v)))
                 .collect(),
         });
         if held >= 50_000 || i + 1 == list.len() {
             held = 0;
-            write_reporting(ingest, &std::mem::take(&mut batch), bar, &mut t)
-                .await?;
+            write_reporting(ingest, &std::mem::take(&mut batch), bar, &mut t).await?;
         }
         bar.inc(1);
     }
@@ -241,12 +239,22 @@ mod tests {
                 &[(999_990, 1.0), (999_980, 2.0), (999_000, 9.0)],
                 // 60 s for 10 minutes: one inside the fine archive's minute (dropped), two
                 // older, one misaligned (dropped).
-                &[(999_960, 5.0), (999_900, 6.0), (999_840, 7.0), (999_845, 8.0)],
+                &[
+                    (999_960, 5.0),
+                    (999_900, 6.0),
+                    (999_840, 7.0),
+                    (999_845, 8.0),
+                ],
             ],
         );
         assert_eq!(
             points(&b, now).unwrap(),
-            vec![(999_840, 7.0), (999_900, 6.0), (999_980, 2.0), (999_990, 1.0)]
+            vec![
+                (999_840, 7.0),
+                (999_900, 6.0),
+                (999_980, 2.0),
+                (999_990, 1.0)
+            ]
         );
     }
 

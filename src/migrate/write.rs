@@ -88,8 +88,10 @@ pub async fn write(ingest: &Ingest, batch: &[StoredImport]) -> Result<Written, W
                 w.refused += 1;
                 if w.errors.len() < ERRORS_KEPT {
                     let s = &batch[i];
-                    let tags: Vec<String> = s.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                    w.errors.push(format!("{} {}: {e}", s.metric, tags.join(" ")));
+                    let tags: Vec<String> =
+                        s.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    w.errors
+                        .push(format!("{} {}: {e}", s.metric, tags.join(" ")));
                 }
             }
         }

@@ -6,8 +6,8 @@
 //! VictoriaMetrics' export repeats a series once per block).
 
 use super::decode::{append_points, with_columns};
-use super::select::{labels_match, stop_on_error, Matcher, MetricPlan, Window};
 use super::seek::RowFilter;
+use super::select::{labels_match, stop_on_error, Matcher, MetricPlan, Window};
 use super::{QueryEngine, QueryError};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -37,6 +37,8 @@ pub struct ExportCount {
 }
 
 type Tags = Arc<Vec<(String, String)>>;
+/// A window's series by TSUID: tags and points.
+type WindowSeries = HashMap<Vec<u8>, (Tags, Vec<(u64, DataValue)>)>;
 
 impl QueryEngine {
     /// Every series at least one of `selectors` matches (each a Prometheus selector's
@@ -90,7 +92,7 @@ impl QueryEngine {
             let mut first = w.first;
             while first < w.last {
                 let last = first.saturating_add(step).min(w.last);
-                let mut window: HashMap<Vec<u8>, (Tags, Vec<(u64, DataValue)>)> = HashMap::new();
+                let mut window: WindowSeries = HashMap::new();
                 let mut failed = None;
                 for scan in self.metric_scans(&uid, first, last, &filter) {
                     let mut body = |key: &[u8], cells: &[CellRef]| -> Result<(), QueryError> {
@@ -117,9 +119,7 @@ impl QueryEngine {
                         let Some(tags) = tags else {
                             return Ok(());
                         };
-                        let entry = window
-                            .entry(tsuid)
-                            .or_insert_with(|| (tags, Vec::new()));
+                        let entry = window.entry(tsuid).or_insert_with(|| (tags, Vec::new()));
                         with_columns(cells, |cols| {
                             append_points(
                                 key,

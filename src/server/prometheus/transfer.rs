@@ -177,7 +177,11 @@ pub async fn import(state: &Arc<Prometheus>, req: Request) -> Reply {
                 ));
             }
             refused += w.refused;
-            errors.extend(w.errors.into_iter().take(5usize.saturating_sub(errors.len())));
+            errors.extend(
+                w.errors
+                    .into_iter()
+                    .take(5usize.saturating_sub(errors.len())),
+            );
         }
     }
     if bad == 0 && refused == 0 {
@@ -243,14 +247,20 @@ pub fn snapshot_name() -> String {
 
 /// A snapshot of `store` as a data directory `dir` (its `store/` made here). Returns the
 /// cells copied.
-pub fn take_snapshot(store: &tsgate_store::SharedStore, dir: &std::path::Path) -> Result<u64, String> {
+pub fn take_snapshot(
+    store: &tsgate_store::SharedStore,
+    dir: &std::path::Path,
+) -> Result<u64, String> {
     let at = dir.join("store");
     std::fs::create_dir_all(&at).map_err(|e| format!("{}: {e}", at.display()))?;
     match store.snapshot_to(&at) {
         Ok(Some(cells)) => Ok(cells),
         Ok(None) => {
             let _ = std::fs::remove_dir_all(dir);
-            Err("snapshots copy the embedded store; HBase and Bigtable have their own snapshots".into())
+            Err(
+                "snapshots copy the embedded store; HBase and Bigtable have their own snapshots"
+                    .into(),
+            )
         }
         Err(e) => {
             let _ = std::fs::remove_dir_all(dir);

@@ -17,7 +17,7 @@ use tsgate_schema::uid_table::UidKind;
 use tsgate_schema::DataValue;
 use tsgate_store::CellRef;
 
-/// Hours of one metric read (and held) at once.
+/// Hours of one metric read (and held) at once: a UTC day.
 pub const WINDOW_HOURS: u32 = 24;
 
 /// One series' points in one window, names as stored (escaped, placeholder tag included).
@@ -91,7 +91,8 @@ impl QueryEngine {
             let mut seen: HashMap<Vec<u8>, Option<Tags>> = HashMap::new();
             let mut first = w.first;
             while first < w.last {
-                let last = first.saturating_add(step).min(w.last);
+                // Windows end on UTC days, whatever the start: the same lines for any range.
+                let last = ((first / step + 1) as u64 * step as u64).min(w.last as u64) as u32;
                 let mut window: WindowSeries = HashMap::new();
                 let mut failed = None;
                 for scan in self.metric_scans(&uid, first, last, &filter) {

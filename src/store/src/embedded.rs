@@ -1251,4 +1251,78 @@ mod tests {
         );
         assert_eq!(keyspace_name("tsdb", b"t", Qualifiers::Cut), "tsdb:t#cut");
     }
+
+    /// A snapshot holds every cell written before it, none written after, in every table, and
+    /// opens as a store of the same form; a directory in use is refused.
+    #[test]
+    fn a_snapshot_holds_what_was_written_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let specs = crate::TableNames::default().specs();
+        let s = EmbeddedStore::open(&dir.path().join("a"), &specs).unwrap();
+        let put = |table: &str, row: &[u8], v: &[u8]| {
+            s.mutate(
+                table,
+                vec![RowMutations::put(
+                    row.to_vec(),
+                    b"t",
+                    vec![0, 0],
+                    v.to_vec(),
+                )],
+            )
+            .unwrap()
+        };
+        let q = vec![9u8; 200]; // a long qualifier: cut in the key, whole in the value
+        for i in 0..1000u32 {
+            put("tsdb", &i.to_be_bytes(), b"before");
+        }
+        s.mutate(
+            "tsdb",
+            vec![RowMutations::put(
+                b"long".to_vec(),
+                b"t",
+                q.clone(),
+                b"v".to_vec(),
+            )],
+        )
+        .unwrap();
+        s.mutate(
+            "tsdb-uid",
+            vec![RowMutations::put(
+                b"m".to_vec(),
+                b"id",
+                b"metrics".to_vec(),
+                vec![0, 0, 1],
+            )],
+        )
+        .unwrap();
+        s.mutate(
+            "tsdb",
+            vec![RowMutations {
+                row: 7u32.to_be_bytes().to_vec(),
+                mutations: vec![Mutation::DeleteRow],
+            }],
+        )
+        .unwrap();
+        let copy = dir.path().join("copy");
+        assert_eq!(s.snapshot_into(&copy).unwrap(), 1000 + 1);
+        put("tsdb", b"after", b"after");
+        assert!(s.snapshot_into(&copy).is_err(), "a store is there already");
+        drop(s);
+        let c = EmbeddedStore::open(&copy, &specs).unwrap();
+        assert!(c.cuts_qualifiers());
+        let rows: Vec<Row> = c
+            .scan("tsdb", &Scan::default())
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        assert_eq!(rows.len(), 1000);
+        assert!(rows
+            .iter()
+            .all(|r| r.key != b"after" && r.key != 7u32.to_be_bytes()));
+        assert_eq!(c.get("tsdb", b"long", &[]).unwrap()[0].qualifier, q);
+        assert_eq!(
+            c.get("tsdb-uid", b"m", &[]).unwrap()[0].value,
+            vec![0, 0, 1]
+        );
+    }
 }

@@ -284,7 +284,12 @@ pub static ROUTES: &[Route] = &[
     // The admin API (off unless admin.enabled, as Prometheus' --web.enable-admin-api).
     route(POST.or(PUT), Exact("/api/v1/admin/tsdb/delete_series"), PROM, Need::Admin,
         h!(prometheus, prom::admin::delete_series)),
+    route(POST.or(PUT), Exact("/api/v1/admin/tsdb/snapshot"), PROM, Need::Admin,
+        h!(prometheus, prom::transfer::snapshot)),
     route(GET, Exact("/api/v1/status/tsdb"), PROM, Need::Read, h!(prometheus, prom::admin::status_tsdb)),
+    // VictoriaMetrics' JSON-lines export and import.
+    route(GET_POST, Exact("/api/v1/export"), PROM, Need::Read, h!(prometheus, prom::transfer::export)),
+    route(POST, Exact("/api/v1/import"), PROM, Need::Write, h!(prometheus, prom::transfer::import)),
     route(GET, Path::LabelValues, PROM, Need::Read, label_values),
     // The Prometheus text exposition: exactly `/metrics`, a GET without `query`.
     route(GET, Exact("/metrics"), ADM, Need::Read, now!(|s, _r, _p| super::stats_api::metrics(&s)))

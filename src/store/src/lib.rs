@@ -285,6 +285,14 @@ pub trait Store: Send + Sync + 'static {
     fn disk_bytes(&self, _table: &str) -> Option<u64> {
         None
     }
+
+    /// Copies every table as of one instant into a new store of this backend under `dir`
+    /// (which must not hold one): a consistent copy taken while writes go on. Returns the
+    /// cells copied, or `None` from a store that keeps no local copy to take (HBase and
+    /// Bigtable have their own snapshots).
+    fn snapshot_to(&self, _dir: &std::path::Path) -> StoreResult<Option<u64>> {
+        Ok(None)
+    }
 }
 
 pub type SharedStore = Arc<dyn Store>;

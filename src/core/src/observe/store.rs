@@ -168,6 +168,10 @@ impl Store for InstrumentedStore {
     fn disk_bytes(&self, table: &str) -> Option<u64> {
         self.inner.disk_bytes(table)
     }
+
+    fn snapshot_to(&self, dir: &std::path::Path) -> StoreResult<Option<u64>> {
+        self.inner.snapshot_to(dir)
+    }
 }
 
 #[cfg(test)]

@@ -91,6 +91,7 @@ bash compat/graphite/run.sh 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 echo "compat/graphite_web_compare: Debian's graphite-web 1.1.8 /render against tsgate (about 5 s)"
 bash compat/graphite_web_compare/run.sh 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 echo "compat/graphite_web_compare whisper: the same, tsgate fed by tsgate import --from whisper (about 5 s)"
 bash compat/graphite_web_compare/run.sh whisper 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

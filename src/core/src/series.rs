@@ -512,6 +512,19 @@ impl SeriesResolver {
         )
     }
 
+    /// Drops `tsuids` from the caches (retention dropped all their rows and the cardinality
+    /// counts forgot them): a later point of one is admitted, and counted, anew. The raw-text
+    /// memo cannot drop single entries and is emptied (it only saves parsing).
+    pub fn forget(&self, tsuids: &[Vec<u8>]) {
+        let gone: std::collections::HashSet<&[u8]> = tsuids.iter().map(|t| t.as_slice()).collect();
+        let before = self.cache.len();
+        self.cache.retain(|_, s| !gone.contains(s.tsuid));
+        if self.cache.len() != before {
+            self.raw.table.write().clear();
+            self.bump();
+        }
+    }
+
     pub fn drop_caches(&self) {
         self.cache.clear();
         self.raw.table.write().clear();

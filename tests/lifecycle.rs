@@ -242,14 +242,22 @@ fn retention_drops_expired_rows_everywhere(b: &Backend) {
     let cfg = dir.path().join("tsgate.toml");
     std::fs::write(
         &cfg,
-        "[limits]\nmax_series_per_metric = 2\n\n[storage]\nretention = \"7d\"\n\n[[storage.retention_rules]]\nmetric = \"debug.*\"\nretention = \"1d\"\n",
+        "[limits]\nmax_series_per_metric = 2\n\n[storage]\nretention = \"7d\"\nretention_sweep_bytes_per_s = 1048576\n\n[[storage.retention_rules]]\nmetric = \"debug.*\"\nretention = \"1d\"\n",
     )
     .unwrap();
     let s = Server::start_on(b, &data, Some(&cfg));
     let started = Instant::now();
     wait_sweeps(&s.addr, 1.0);
     assert!(metric(&s.addr, "tsgate_retention_rows_dropped_total") > 0.0);
-    assert!(metric(&s.addr, "tsgate_retention_sweep_read_bytes_total") > 0.0);
+    // The sweep read no faster than retention_sweep_bytes_per_s, but for its burst (a tenth
+    // of a second's worth) and the bytes between two looks at the clock (a hundredth).
+    let read = metric(&s.addr, "tsgate_retention_sweep_read_bytes_total");
+    let took = metric(&s.addr, "tsgate_retention_last_sweep_duration_seconds");
+    let rate = 1_048_576.0;
+    eprintln!("retention: sweep read {read} bytes in {took} s");
+    // (Enough to read that the limit shows: unbounded, this takes a fraction of a second.)
+    assert!(read > rate / 2.0, "{read}");
+    assert!(read <= rate * (took + 0.11), "{read} bytes in {took} s");
     // The embedded store gives the disk back while it runs: the sweep waits (up to 10 s, for
     // reads still using them) until the engine has deleted the files its rewrite replaced.
     // Polled for at most 30 s after the sweep is counted; measured at once.

@@ -639,4 +639,33 @@ retention = ""
         assert_eq!(p.for_series("other", &[]), 30 * 86_400);
         assert!(!p.keeps_all());
     }
+
+    /// In key order (hour, then tags) a series is an orphan if its rows expired and none was
+    /// kept; one the engine dropped rows of earlier is one unless the pass meets a row of it.
+    #[test]
+    fn orphans_are_series_whose_every_row_expired() {
+        let mut o = Orphans {
+            candidates: HashSet::new(),
+            elsewhere: [b"e1".to_vec(), b"e2".to_vec()].into(),
+        };
+        // Hour 1: a, b and c expire (c under a shorter rule); hour 2: a and b kept, c expired;
+        // hour 3: a kept, e1 kept.
+        for (t, expired) in [
+            ("a", true),
+            ("b", true),
+            ("c", true),
+            ("a", false),
+            ("b", false),
+            ("c", true),
+            ("a", false),
+            ("e1", false),
+            ("d", true),
+        ] {
+            o.row(t.as_bytes().to_vec(), expired);
+        }
+        assert_eq!(
+            o.finish(),
+            vec![b"c".to_vec(), b"d".to_vec(), b"e2".to_vec()]
+        );
+    }
 }

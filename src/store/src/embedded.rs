@@ -49,7 +49,7 @@ const RELEASE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10)
 /// observer of that pass, while the engine's own compactions (on its worker threads) find none.
 struct Pass {
     throttle: crate::throttle::Throttle,
-    on_row: Option<Box<dyn FnMut(&[u8], bool) + Send>>,
+    on_row: Option<super::RowObserver>,
 }
 
 thread_local! {

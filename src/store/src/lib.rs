@@ -296,9 +296,12 @@ pub struct Reclaim {
     /// Bytes a second the rewrite reads at most (0 = no limit), so that it leaves the disk to
     /// ingest and queries.
     pub bytes_per_s: u64,
-    /// Told of every row the rewrite meets (its key, and whether the judge named it expired).
-    pub on_row: Option<Box<dyn FnMut(&[u8], bool) + Send>>,
+    /// Told of every row the rewrite meets.
+    pub on_row: Option<RowObserver>,
 }
+
+/// Told a row key and whether the judge named the row expired.
+pub type RowObserver = Box<dyn FnMut(&[u8], bool) + Send>;
 
 /// What a [`Store::reclaim`] did.
 #[derive(Debug, Default, Clone, Copy)]

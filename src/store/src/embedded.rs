@@ -1216,7 +1216,7 @@ impl Store for EmbeddedStore {
         // Every table of the keyspace goes through the filter in one rewrite: one pass of
         // sequential I/O, done by this (the caller's) thread, at the pace `how` sets.
         let guard = PassGuard::start(Pass {
-            throttle: crate::throttle::Throttle::new(how.bytes_per_s),
+            throttle: crate::throttle::Throttle::new(how.bytes_per_s).hurried_by(how.hurry.clone()),
             on_row: how.on_row,
         });
         self.write_out_and_rewrite(
@@ -1226,7 +1226,13 @@ impl Store for EmbeddedStore {
             "reclaim",
         )?;
         let pass = guard.finish();
-        let released = self.release_replaced(&old, RELEASE_PATIENCE)?;
+        let hurried = how.hurry.is_some_and(|h| h.load(Ordering::Relaxed));
+        let patience = if hurried {
+            std::time::Duration::ZERO
+        } else {
+            RELEASE_PATIENCE
+        };
+        let released = self.release_replaced(&old, patience)?;
         let after: u64 = keyspaces.iter().map(|k| k.disk_space()).sum();
         Ok(Reclaimed {
             freed: before.saturating_sub(after),
@@ -1405,6 +1411,7 @@ mod tests {
                             t.1 += 1
                         }
                     })),
+                    ..Default::default()
                 },
             )
             .unwrap();
@@ -1425,9 +1432,21 @@ mod tests {
         // The rows kept read as before.
         let kept = s.scan(&names.data, &Scan::default()).unwrap().count();
         assert_eq!(kept, 2_500);
-        // The observer was this pass's only: the next reclaim (no limit, no observer) is not
-        // held back by the last one's.
-        let r = s.reclaim(&names.data, Reclaim::default()).unwrap();
+        // The observer was this pass's only; a pass told to hurry (the process is stopping)
+        // no longer keeps to its rate: at 1 KiB/s this one would wait over ten minutes.
+        let r = s
+            .reclaim(
+                &names.data,
+                Reclaim {
+                    bytes_per_s: 1024,
+                    hurry: Some(std::sync::Arc::new(std::sync::atomic::AtomicBool::new(
+                        true,
+                    ))),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        assert!(r.read > 2_500 * 400, "{r:?}");
         assert_eq!(r.waited, std::time::Duration::ZERO);
         assert_eq!(*seen.lock(), (7_500, 2_500));
     }

@@ -298,6 +298,9 @@ pub struct Reclaim {
     pub bytes_per_s: u64,
     /// Told of every row the rewrite meets.
     pub on_row: Option<RowObserver>,
+    /// Once set, the rewrite stops keeping to `bytes_per_s`, and the wait for the replaced
+    /// files to go ends (the process is stopping).
+    pub hurry: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// Told a row key and whether the judge named the row expired.

@@ -2,6 +2,8 @@
 //! deletes): the work done so far may run ahead of `per_s` units a second by at most a burst
 //! of a tenth of a second's worth; [`Throttle::take`] sleeps until it no longer does.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The clock a [`Throttle`] reads and sleeps on (a test passes one whose sleep only counts).
@@ -33,6 +35,8 @@ pub struct Throttle {
     step: u64,
     waited: Duration,
     pace: Box<dyn Pace>,
+    /// Once set, no more waiting (the process is stopping: finish the pass at full speed).
+    hurry: Option<Arc<AtomicBool>>,
 }
 
 impl Throttle {
@@ -50,7 +54,14 @@ impl Throttle {
             step: (per_s / 100).max(1),
             waited: Duration::ZERO,
             pace,
+            hurry: None,
         }
+    }
+
+    /// Stops waiting once `hurry` is set.
+    pub fn hurried_by(mut self, hurry: Option<Arc<AtomicBool>>) -> Throttle {
+        self.hurry = hurry;
+        self
     }
 
     /// Counts `n` units done, then waits while the pass is ahead of its rate.
@@ -64,6 +75,13 @@ impl Throttle {
             return;
         }
         self.pending = 0;
+        if self
+            .hurry
+            .as_ref()
+            .is_some_and(|h| h.load(Ordering::Relaxed))
+        {
+            return;
+        }
         let burst = self.per_s / 10;
         let due =
             Duration::from_secs_f64(self.done.saturating_sub(burst) as f64 / self.per_s as f64);
@@ -87,7 +105,7 @@ impl Throttle {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::{Arc, Mutex};
+    use std::sync::Mutex;
 
     /// A clock that moves only when slept on, or when the work itself is said to take time.
     struct Fake(Arc<Mutex<Duration>>);
@@ -141,5 +159,19 @@ mod tests {
         }
         assert_eq!(t.waited(), Duration::ZERO);
         assert_eq!(t.done(), 1_000 << 20);
+    }
+
+    #[test]
+    fn hurried_it_stops_waiting() {
+        let now = Arc::new(Mutex::new(Duration::ZERO));
+        let hurry = Arc::new(AtomicBool::new(false));
+        let mut t =
+            Throttle::with_pace(1_000, Box::new(Fake(now.clone()))).hurried_by(Some(hurry.clone()));
+        t.take(2_000);
+        let waited = t.waited();
+        assert!(waited > Duration::ZERO);
+        hurry.store(true, Ordering::Relaxed);
+        t.take(1_000_000);
+        assert_eq!(t.waited(), waited);
     }
 }

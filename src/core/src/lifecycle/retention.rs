@@ -18,6 +18,7 @@ use super::glob_match;
 use crate::config::{parse_duration_s, StorageConfig};
 use crate::uid::{UidCore, UidError};
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tsgate_schema::rowkey::{KeyLayout, ROW_SPAN};
@@ -31,6 +32,8 @@ pub enum SweepError {
     Store(#[from] StoreError),
     #[error("retention sweep: {0}")]
     Uid(#[from] UidError),
+    #[error("retention sweep: stopped before its end (the process is stopping)")]
+    Stopped,
 }
 
 /// A retention rule, durations in seconds (0 = for ever).
@@ -278,6 +281,10 @@ pub struct Sweeper {
     pub on_expired_series: Option<ExpiredSeriesHook>,
     /// Series of rows the engine's compactions dropped outside a sweep (see [`Orphans`]).
     elsewhere: Arc<parking_lot::Mutex<HashSet<Vec<u8>>>>,
+    /// Set when the process stops: a sweep under way stops keeping to its rates (embedded:
+    /// its rewrite, which cannot be cut short, finishes at full speed; HBase: it stops, and
+    /// the next start sweeps again).
+    hurry: Arc<AtomicBool>,
 }
 
 impl Sweeper {
@@ -296,6 +303,7 @@ impl Sweeper {
             bytes_per_s: cfg.storage.retention_sweep_bytes_per_s,
             on_expired_series: None,
             elsewhere: Default::default(),
+            hurry: Default::default(),
         })
     }
 
@@ -380,6 +388,7 @@ impl Sweeper {
                 tsgate_store::Reclaim {
                     bytes_per_s: self.bytes_per_s,
                     on_row: Some(Box::new(on_row)),
+                    hurry: Some(self.hurry.clone()),
                 },
             );
             IN_SWEEP.with(|s| s.set(false));
@@ -413,9 +422,10 @@ impl Sweeper {
     /// finds which of the series it deleted rows of have none left.
     fn delete_expired(&self, judge: &Judge) -> Result<SweepReport, SweepError> {
         let mut rep = SweepReport::default();
+        let hurry = Some(self.hurry.clone());
         let mut rate = Rates {
-            rows: Throttle::new(self.rows_per_s),
-            bytes: Throttle::new(self.bytes_per_s),
+            rows: Throttle::new(self.rows_per_s).hurried_by(hurry.clone()),
+            bytes: Throttle::new(self.bytes_per_s).hurried_by(hurry),
         };
         let mut batch = Vec::new();
         let mut deleted = 0;
@@ -431,6 +441,9 @@ impl Sweeper {
                 };
                 let mut orphans = Orphans::default();
                 for row in self.store.scan(&self.table, &scan)? {
+                    if self.hurry.load(Ordering::Relaxed) {
+                        break;
+                    }
                     let row = row?;
                     let size = row
                         .cells
@@ -453,6 +466,12 @@ impl Sweeper {
                     if batch.len() >= 500 {
                         deleted += self.delete(&mut batch, &mut rate)?;
                     }
+                }
+                if self.hurry.load(Ordering::Relaxed) {
+                    // Not recorded as done: the next start sweeps again (deletes are
+                    // idempotent).
+                    self.delete(&mut batch, &mut rate)?;
+                    return Err(SweepError::Stopped);
                 }
                 let orphans = orphans.finish();
                 if !orphans.is_empty() {
@@ -539,6 +558,7 @@ struct Rates {
 /// The sweep's thread: runs at start, then every interval, until dropped.
 pub struct SweepThread {
     stop: Option<std::sync::mpsc::Sender<()>>,
+    hurry: Arc<AtomicBool>,
     handle: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -553,6 +573,7 @@ impl SweepThread {
         record: Option<std::path::PathBuf>,
     ) -> std::io::Result<SweepThread> {
         let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let hurry = sweeper.hurry.clone();
         let policy = format!("{:?}", sweeper.policy);
         let mut wait = record
             .as_deref()
@@ -593,6 +614,7 @@ impl SweepThread {
             })?;
         Ok(SweepThread {
             stop: Some(tx),
+            hurry,
             handle: Some(handle),
         })
     }
@@ -600,8 +622,10 @@ impl SweepThread {
 
 impl Drop for SweepThread {
     fn drop(&mut self) {
-        // Stops it between sweeps; a sweep under way finishes first (the store's rewrite
-        // cannot be cut short, and a half-done one would be redone at the next start anyway).
+        // Stops it between sweeps; a sweep under way finishes first, no longer held to its
+        // rates (the store's rewrite cannot be cut short; HBase's deletes stop at once and
+        // the next start sweeps again).
+        self.hurry.store(true, Ordering::Relaxed);
         drop(self.stop.take());
         if let Some(h) = self.handle.take() {
             let _ = h.join();

@@ -505,36 +505,41 @@ impl Sweeper {
     ) -> Result<Vec<Vec<u8>>, SweepError> {
         let mw = self.layout.metric_width;
         let hex = |b: &[u8]| b.iter().map(|x| format!("\\x{x:02X}")).collect::<String>();
-        let tags: Vec<String> = series.iter().map(|t| hex(&t[mw..])).collect();
-        let scan = Scan {
-            start: self.layout.metric_start(salt, metric, from_base),
-            stop: self.layout.metric_start(salt, metric, u32::MAX),
-            families: vec![tsgate_schema::DATA_FAMILY.to_vec()],
-            row_regex: Some(format!(
-                "^.{{{}}}{}.{{4}}(?:{})$",
-                salt.len(),
-                hex(metric),
-                tags.join("|")
-            )),
-            ..Default::default()
-        };
-        let mut left: HashSet<Vec<u8>> = series.into_iter().collect();
-        for row in self.store.scan(&self.table, &scan)? {
-            let row = row?;
-            rate.bytes.take(
-                row.cells
-                    .iter()
-                    .map(|c| (row.key.len() + c.qualifier.len() + c.value.len()) as u64)
-                    .sum(),
-            );
-            if let Ok(rk) = self.layout.parse(&row.key) {
-                left.remove(&rk.tsuid());
+        let mut orphans = Vec::new();
+        // A bounded regex per scan (the store evaluates it on every row key).
+        for group in series.chunks(256) {
+            let tags: Vec<String> = group.iter().map(|t| hex(&t[mw..])).collect();
+            let scan = Scan {
+                start: self.layout.metric_start(salt, metric, from_base),
+                stop: self.layout.metric_start(salt, metric, u32::MAX),
+                families: vec![tsgate_schema::DATA_FAMILY.to_vec()],
+                row_regex: Some(format!(
+                    "^.{{{}}}{}.{{4}}(?:{})$",
+                    salt.len(),
+                    hex(metric),
+                    tags.join("|")
+                )),
+                ..Default::default()
+            };
+            let mut left: HashSet<&[u8]> = group.iter().map(|t| t.as_slice()).collect();
+            for row in self.store.scan(&self.table, &scan)? {
+                let row = row?;
+                rate.bytes.take(
+                    row.cells
+                        .iter()
+                        .map(|c| (row.key.len() + c.qualifier.len() + c.value.len()) as u64)
+                        .sum(),
+                );
+                if let Ok(rk) = self.layout.parse(&row.key) {
+                    left.remove(rk.tsuid().as_slice());
+                }
+                if left.is_empty() {
+                    break;
+                }
             }
-            if left.is_empty() {
-                break;
-            }
+            orphans.extend(left.into_iter().map(|t| t.to_vec()));
         }
-        Ok(left.into_iter().collect())
+        Ok(orphans)
     }
 
     /// Deletes `batch`, then waits as long as keeps the sweep under its row rate.

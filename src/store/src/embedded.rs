@@ -367,8 +367,8 @@ impl EmbeddedStore {
         Ok(())
     }
 
-    /// Waits until the engine has deleted `old` (files of `keyspaces` that a rewrite replaced),
-    /// at most `patience`; whether it did.
+    /// Waits until the engine has deleted `old` (the table files a rewrite replaced), at most
+    /// `patience` (with none, it still makes the one write below); whether it did.
     ///
     /// The engine keeps each replaced version of a keyspace (and so its files) in a list until
     /// its snapshot watermark passes the version that replaced it, and it moves that watermark

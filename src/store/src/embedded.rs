@@ -5,8 +5,8 @@
 
 use super::keycodec::Qualifiers;
 use super::{
-    keycodec, Cell, Mutation, Row, RowMutations, RowSeek, RowStream, Scan, Store, StoreError,
-    StoreResult, TableSpec,
+    keycodec, Cell, Mutation, Reclaim, Reclaimed, Row, RowMutations, RowSeek, RowStream, Scan,
+    Store, StoreError, StoreResult, TableSpec,
 };
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use parking_lot::RwLock;
@@ -32,6 +32,48 @@ pub struct EmbeddedStore {
     form: Qualifiers,
     /// Retention judges by table, read by the engine's compaction filters ([`Store::expire_rows`]).
     expiry: Expiries,
+    /// Holds no data: written to after a `reclaim`, see [`EmbeddedStore::release_replaced`].
+    settle: Keyspace,
+}
+
+/// The keyspace behind [`EmbeddedStore::release_replaced`] (named apart from every table's).
+const SETTLE_KEYSPACE: &str = "tsgate#settle";
+
+/// How long a `reclaim` waits for the engine to delete the files its rewrite replaced: a read
+/// under way when the rewrite ended holds them (a query, at most `query.timeout_ms`); past
+/// this they go at the engine's next flush or compaction after that read ends.
+const RELEASE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The `reclaim` pass under way on this thread: the engine runs a major compaction on the
+/// thread that asks for it, so the compaction filter finds here the rate limit and the row
+/// observer of that pass, while the engine's own compactions (on its worker threads) find none.
+struct Pass {
+    throttle: crate::throttle::Throttle,
+    on_row: Option<super::RowObserver>,
+}
+
+thread_local! {
+    static PASS: std::cell::RefCell<Option<Pass>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Clears this thread's [`Pass`] when dropped (also if the rewrite panics).
+struct PassGuard;
+
+impl PassGuard {
+    fn start(pass: Pass) -> PassGuard {
+        PASS.with(|p| *p.borrow_mut() = Some(pass));
+        PassGuard
+    }
+
+    fn finish(self) -> Option<Pass> {
+        PASS.with(|p| p.borrow_mut().take())
+    }
+}
+
+impl Drop for PassGuard {
+    fn drop(&mut self) {
+        PASS.with(|p| p.borrow_mut().take());
+    }
 }
 
 type Expiries = std::sync::Arc<RwLock<HashMap<String, super::RowExpiry>>>;
@@ -85,12 +127,24 @@ impl fjall::compaction::filter::CompactionFilter for ExpiryFilter {
         let Some(end) = keycodec::row_end(key) else {
             return Ok(Verdict::Keep);
         };
-        if self.last.as_slice() != &key[..end] || self.last.is_empty() {
+        let new_row = self.last.as_slice() != &key[..end] || self.last.is_empty();
+        if new_row {
             self.last.clear();
             self.last.extend_from_slice(&key[..end]);
             keycodec::unescape_row(&key[..end], &mut self.row);
             self.expired = judge(&self.row);
         }
+        PASS.with(|p| {
+            if let Some(p) = p.borrow_mut().as_mut() {
+                if new_row {
+                    if let Some(f) = &mut p.on_row {
+                        f(&self.row, self.expired);
+                    }
+                }
+                let value = item.value().map_or(0, |v| v.len());
+                p.throttle.take((key.len() + value) as u64);
+            }
+        });
         Ok(match (self.expired, ctx.is_last_level) {
             (false, _) => Verdict::Keep,
             // Nothing older lies below the last level, so no tombstone is needed there; above
@@ -229,6 +283,9 @@ impl EmbeddedStore {
                 },
             })?;
         let form = key_form(&db, tables, new);
+        let settle = db
+            .keyspace(SETTLE_KEYSPACE, KeyspaceCreateOptions::default)
+            .map_err(engine_err("open", SETTLE_KEYSPACE))?;
         let mut map = HashMap::new();
         for t in tables {
             let mut fams = Vec::new();
@@ -252,6 +309,7 @@ impl EmbeddedStore {
             last_delete_ms: AtomicU64::new(0),
             form,
             expiry,
+            settle,
         })
     }
 
@@ -352,6 +410,42 @@ impl EmbeddedStore {
         }
         target.persist(PersistMode::SyncAll).map_err(err)?;
         Ok(copied)
+    }
+
+    /// Waits until the engine has deleted `old` (the table files a rewrite replaced), at most
+    /// `patience` (with none, it still makes the one write below); whether it did.
+    ///
+    /// The engine keeps each replaced version of a keyspace (and so its files) in a list until
+    /// its snapshot watermark passes the version that replaced it, and it moves that watermark
+    /// and prunes the list only when it seals a memtable (or after 10,000 reads). A rewrite
+    /// publishes its version at the newest sequence number, so on a quiet store nothing ever
+    /// did, and the old files stayed beside the new ones until a restart. One write here
+    /// takes a sequence number past the rewrite's, and sealing that memtable moves the
+    /// watermark and prunes every keyspace's list. A read that was open meanwhile holds the
+    /// watermark back until it ends, hence the retries.
+    fn release_replaced(
+        &self,
+        old: &[std::path::PathBuf],
+        patience: std::time::Duration,
+    ) -> StoreResult<bool> {
+        let deadline = std::time::Instant::now() + patience;
+        let mut pause = std::time::Duration::from_millis(20);
+        loop {
+            self.settle
+                .insert(b"settle", now_ms().to_be_bytes())
+                .map_err(engine_err("reclaim", SETTLE_KEYSPACE))?;
+            self.settle
+                .rotate_memtable()
+                .map_err(engine_err("reclaim", SETTLE_KEYSPACE))?;
+            if old.iter().all(|p| !p.exists()) {
+                return Ok(true);
+            }
+            if std::time::Instant::now() + pause > deadline {
+                return Ok(false);
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(std::time::Duration::from_secs(1));
+        }
     }
 
     /// Whether this store's keys cut long qualifiers ([`Qualifiers::Cut`]).
@@ -512,6 +606,25 @@ impl EmbeddedStore {
             })
             .collect())
     }
+}
+
+/// Every file under `dir`.
+fn files_under(dir: &Path, out: &mut Vec<std::path::PathBuf>) -> std::io::Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        // A keyspace that never flushed has no folder of tables yet.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for e in entries {
+        let e = e?;
+        if e.file_type()?.is_dir() {
+            files_under(&e.path(), out)?;
+        } else {
+            out.push(e.path());
+        }
+    }
+    Ok(())
 }
 
 /// What the engine calls the keyspace of a table's family. A store whose keys cut long
@@ -1133,19 +1246,47 @@ impl Store for EmbeddedStore {
         true
     }
 
-    fn reclaim(&self, table: &str) -> StoreResult<u64> {
+    fn reclaim(&self, table: &str, how: Reclaim) -> StoreResult<Reclaimed> {
         let keyspaces: Vec<&Keyspace> = self.families(table)?.iter().map(|(_, k)| k).collect();
         let before: u64 = keyspaces.iter().map(|k| k.disk_space()).sum();
+        // The table files there now: the rewrite replaces them all.
+        let mut old = Vec::new();
+        for k in &keyspaces {
+            files_under(&k.path().join("tables"), &mut old).map_err(|e| StoreError::Engine {
+                op: "reclaim",
+                table: table.to_string(),
+                msg: e.to_string(),
+            })?;
+        }
         // Every table of the keyspace goes through the filter in one rewrite: one pass of
-        // sequential I/O, done by this (the caller's) thread.
+        // sequential I/O, done by this (the caller's) thread, at the pace `how` sets.
+        let guard = PassGuard::start(Pass {
+            throttle: crate::throttle::Throttle::new(how.bytes_per_s).hurried_by(how.hurry.clone()),
+            on_row: how.on_row,
+        });
         self.write_out_and_rewrite(
             &keyspaces,
             std::time::Duration::from_secs(30),
             u64::MAX,
             "reclaim",
         )?;
+        let pass = guard.finish();
+        let hurried = how.hurry.is_some_and(|h| h.load(Ordering::Relaxed));
+        let patience = if hurried {
+            std::time::Duration::ZERO
+        } else {
+            RELEASE_PATIENCE
+        };
+        let released = self.release_replaced(&old, patience)?;
         let after: u64 = keyspaces.iter().map(|k| k.disk_space()).sum();
-        Ok(before.saturating_sub(after))
+        Ok(Reclaimed {
+            freed: before.saturating_sub(after),
+            read: pass.as_ref().map_or(0, |p| p.throttle.done()),
+            waited: pass
+                .as_ref()
+                .map_or(Default::default(), |p| p.throttle.waited()),
+            released,
+        })
     }
 
     fn disk_bytes(&self, table: &str) -> Option<u64> {
@@ -1324,5 +1465,112 @@ mod tests {
             c.get("tsdb-uid", b"m", &[]).unwrap()[0].value,
             vec![0, 0, 1]
         );
+    }
+
+    /// Bytes of every file under `dir`.
+    fn dir_bytes(dir: &Path) -> u64 {
+        let mut files = Vec::new();
+        files_under(dir, &mut files).unwrap();
+        files
+            .iter()
+            .map(|f| std::fs::metadata(f).unwrap().len())
+            .sum()
+    }
+
+    /// A `reclaim` of a store left open gives the disk back before it returns (the engine
+    /// used to keep the replaced files until a restart), tells its observer of every row with
+    /// the judge's verdict, and reads no faster than its rate.
+    #[test]
+    fn reclaim_gives_disk_back_while_open_at_its_rate() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = crate::TableNames::default();
+        let row = |i: u32| i.to_be_bytes().to_vec();
+        let write = |s: &EmbeddedStore| {
+            for chunk in 0..20u32 {
+                let mut batch = Vec::new();
+                for r in 0..500u32 {
+                    let i = chunk * 500 + r;
+                    // Values that compress about as real ones do (not to nothing).
+                    let value = (0..400u32)
+                        .map(|j| (j.wrapping_mul(2_654_435_761u32.wrapping_add(i)) >> 13) as u8)
+                        .collect();
+                    batch.push(RowMutations {
+                        row: row(i),
+                        mutations: vec![Mutation::Put {
+                            family: tsgate_schema::DATA_FAMILY.to_vec(),
+                            qualifier: vec![0, 1],
+                            value,
+                        }],
+                    });
+                }
+                s.mutate(&names.data, batch).unwrap();
+            }
+        };
+        {
+            let s = EmbeddedStore::open(dir.path(), &names.specs()).unwrap();
+            write(&s);
+            s.close().unwrap();
+        }
+        let s = EmbeddedStore::open(dir.path(), &names.specs()).unwrap();
+        let before = dir_bytes(dir.path());
+        // Three rows in four expire.
+        let judge: crate::RowExpiry =
+            std::sync::Arc::new(|r: &[u8]| u32::from_be_bytes(r[..4].try_into().unwrap()) < 7_500);
+        s.expire_rows(&names.data, Some(judge));
+        let seen = std::sync::Arc::new(parking_lot::Mutex::new((0u32, 0u32)));
+        let tally = seen.clone();
+        let rate = 2 << 20;
+        let started = std::time::Instant::now();
+        let r = s
+            .reclaim(
+                &names.data,
+                Reclaim {
+                    bytes_per_s: rate,
+                    on_row: Some(Box::new(move |_, expired| {
+                        let mut t = tally.lock();
+                        if expired {
+                            t.0 += 1
+                        } else {
+                            t.1 += 1
+                        }
+                    })),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        let took = started.elapsed();
+        assert!(r.released, "{r:?}");
+        let after = dir_bytes(dir.path());
+        assert!(
+            after * 100 <= before * 35,
+            "{before} -> {after} bytes: {r:?}"
+        );
+        assert_eq!(*seen.lock(), (7_500, 2_500));
+        // Every cell passed through the rewrite once: 10,000 values of 400 bytes and more.
+        assert!(r.read >= 10_000 * 400, "{r:?}");
+        // No faster than the rate, but for its burst (a tenth of a second's worth) and the
+        // bytes between two looks at the clock (a hundredth).
+        let floor = (r.read - rate / 10 - rate / 100) as f64 / rate as f64;
+        assert!(took.as_secs_f64() >= floor, "{r:?} in {took:?}");
+        // The rows kept read as before.
+        let kept = s.scan(&names.data, &Scan::default()).unwrap().count();
+        assert_eq!(kept, 2_500);
+        // The observer was this pass's only; a pass told to hurry (the process is stopping)
+        // no longer keeps to its rate: at 1 KiB/s this one would wait over ten minutes.
+        let r = s
+            .reclaim(
+                &names.data,
+                Reclaim {
+                    bytes_per_s: 1024,
+                    hurry: Some(std::sync::Arc::new(std::sync::atomic::AtomicBool::new(
+                        true,
+                    ))),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        assert!(r.read > 2_500 * 400, "{r:?}");
+        assert_eq!(r.waited, std::time::Duration::ZERO);
+        assert_eq!(*seen.lock(), (7_500, 2_500));
     }
 }

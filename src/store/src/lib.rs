@@ -8,6 +8,7 @@ pub mod embedded;
 pub mod hbase;
 pub mod keycodec;
 mod regex_emit;
+pub mod throttle;
 pub mod watch;
 
 use std::sync::Arc;
@@ -275,10 +276,11 @@ pub trait Store: Send + Sync + 'static {
         false
     }
 
-    /// Rewrites `table` now so that the rows its judge names are gone from disk; returns the
-    /// bytes its files shrank by. A store without a judge has nothing to do.
-    fn reclaim(&self, _table: &str) -> StoreResult<u64> {
-        Ok(0)
+    /// Rewrites `table` now so that the rows its judge names are gone from disk, and waits
+    /// (boundedly) until the files it replaced are deleted. A store without a judge has
+    /// nothing to do.
+    fn reclaim(&self, _table: &str, _how: Reclaim) -> StoreResult<Reclaimed> {
+        Ok(Reclaimed::default())
     }
 
     /// The bytes `table` takes on local disk, if this store keeps it locally.
@@ -296,6 +298,36 @@ pub trait Store: Send + Sync + 'static {
 }
 
 pub type SharedStore = Arc<dyn Store>;
+
+/// How [`Store::reclaim`] rewrites a table.
+#[derive(Default)]
+pub struct Reclaim {
+    /// Bytes a second the rewrite reads at most (0 = no limit), so that it leaves the disk to
+    /// ingest and queries.
+    pub bytes_per_s: u64,
+    /// Told of every row the rewrite meets.
+    pub on_row: Option<RowObserver>,
+    /// Once set, the rewrite stops keeping to `bytes_per_s`, and the wait for the replaced
+    /// files to go ends (the process is stopping).
+    pub hurry: Option<Arc<std::sync::atomic::AtomicBool>>,
+}
+
+/// Told a row key and whether the judge named the row expired.
+pub type RowObserver = Box<dyn FnMut(&[u8], bool) + Send>;
+
+/// What a [`Store::reclaim`] did.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Reclaimed {
+    /// Bytes the table's files shrank by.
+    pub freed: u64,
+    /// Bytes the rewrite read (keys and values).
+    pub read: u64,
+    /// Time it waited to stay under `bytes_per_s`.
+    pub waited: std::time::Duration,
+    /// Whether the replaced files were gone from disk when it returned (otherwise the engine
+    /// deletes them at its next flush or compaction, once no read uses them).
+    pub released: bool,
+}
 
 /// Says of a row key whether its row has expired (retention): a store that can drop rows by
 /// their key alone, as its engine rewrites its files, takes one instead of being sent deletes.

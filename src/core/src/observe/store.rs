@@ -161,8 +161,12 @@ impl Store for InstrumentedStore {
         self.inner.expire_rows(table, expired)
     }
 
-    fn reclaim(&self, table: &str) -> StoreResult<u64> {
-        self.inner.reclaim(table)
+    fn reclaim(
+        &self,
+        table: &str,
+        how: tsgate_store::Reclaim,
+    ) -> StoreResult<tsgate_store::Reclaimed> {
+        self.inner.reclaim(table, how)
     }
 
     fn disk_bytes(&self, table: &str) -> Option<u64> {

@@ -8,6 +8,7 @@ pub mod api;
 pub mod auth;
 pub mod blocking;
 pub mod carbon;
+pub mod graph;
 pub mod graphite_web;
 pub mod http;
 pub mod limits;

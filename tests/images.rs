@@ -50,7 +50,12 @@ struct Image {
 impl Image {
     fn px(&self, x: u32, y: u32) -> [u8; 4] {
         let i = ((y * self.w + x) * 4) as usize;
-        [self.rgba[i], self.rgba[i + 1], self.rgba[i + 2], self.rgba[i + 3]]
+        [
+            self.rgba[i],
+            self.rgba[i + 1],
+            self.rgba[i + 2],
+            self.rgba[i + 3],
+        ]
     }
 
     /// Pixels of exactly this colour in rows `rows`.
@@ -61,7 +66,11 @@ impl Image {
     }
 
     fn distinct(&self) -> usize {
-        let mut c: Vec<[u8; 4]> = self.rgba.chunks(4).map(|p| [p[0], p[1], p[2], p[3]]).collect();
+        let mut c: Vec<[u8; 4]> = self
+            .rgba
+            .chunks(4)
+            .map(|p| [p[0], p[1], p[2], p[3]])
+            .collect();
         c.sort();
         c.dedup();
         c.len()
@@ -135,7 +144,11 @@ fn render_png_size_pixels_and_options() {
     assert!(bare.distinct() < a.distinct());
     // Stacking fills the area under the lines.
     let plain = png_of(&s, &format!("group({A},{B})"), "&width=800&height=400");
-    let stacked = png_of(&s, &format!("group({A},{B})"), "&width=800&height=400&areaMode=stacked");
+    let stacked = png_of(
+        &s,
+        &format!("group({A},{B})"),
+        "&width=800&height=400&areaMode=stacked",
+    );
     assert!(stacked.count(BLUE, 0..350) > 10 * plain.count(BLUE, 0..350));
     s.stop();
 }
@@ -188,7 +201,11 @@ fn graph_functions_in_json_and_errors() {
     assert_eq!(v[0]["target"], "dashed(secondYAxis(img.a;host=h1), 5)");
     assert_eq!(v[0]["tags"]["secondYAxis"], "1");
     // stacked() adds up across the targets of one request.
-    let (code, body) = render(&s, &format!("stacked({A})"), &format!("&target={}&format=json", enc(&format!("stacked({A})"))));
+    let (code, body) = render(
+        &s,
+        &format!("stacked({A})"),
+        &format!("&target={}&format=json", enc(&format!("stacked({A})"))),
+    );
     assert_eq!(code, 200);
     let v: Value = serde_json::from_slice(&body).unwrap();
     let at = |i: usize, j: usize| v[i]["datapoints"][j][0].as_f64().unwrap();
@@ -206,7 +223,10 @@ fn graph_functions_in_json_and_errors() {
     };
     assert_eq!(
         bad("&format=png&width=wide"),
-        (400, "Invalid parameters (width must be a number, got \"wide\")".into())
+        (
+            400,
+            "Invalid parameters (width must be a number, got \"wide\")".into()
+        )
     );
     assert_eq!(
         bad("&format=png&lineMode=zigzag"),
@@ -214,11 +234,19 @@ fn graph_functions_in_json_and_errors() {
     );
     assert_eq!(
         bad("&format=svg&bgcolor=nosuch"),
-        (400, "Invalid parameters (invalid color \"nosuch\" for bgcolor)".into())
+        (
+            400,
+            "Invalid parameters (invalid color \"nosuch\" for bgcolor)".into()
+        )
     );
     let (code, msg) = bad("&format=png&width=100000&height=100000");
     assert_eq!(code, 400);
-    assert!(msg.contains("10000000000 pixels (100000x100000), more than 8000000 (query.max_image_pixels)"), "{msg}");
+    assert!(
+        msg.contains(
+            "10000000000 pixels (100000x100000), more than 8000000 (query.max_image_pixels)"
+        ),
+        "{msg}"
+    );
     let (code, msg) = bad("&format=pdf");
     assert_eq!(code, 400);
     assert!(msg.contains("png and svg are served"), "{msg}");
@@ -229,13 +257,20 @@ fn graph_functions_in_json_and_errors() {
 fn image_limits_are_config_keys() {
     let d = tempfile::tempdir().unwrap();
     let cfg = d.path().join("tsgate.toml");
-    std::fs::write(&cfg, "[query]\nmax_image_pixels = 20000\nmax_answer_bytes = 3000\n").unwrap();
+    std::fs::write(
+        &cfg,
+        "[query]\nmax_image_pixels = 20000\nmax_answer_bytes = 3000\n",
+    )
+    .unwrap();
     let s = Server::start_with(&d.path().join("data"), Some(&cfg));
     seed(&s);
     let (code, body) = render(&s, A, "&format=png&width=200&height=200");
     let msg = String::from_utf8_lossy(&body);
     assert_eq!(code, 400, "{msg}");
-    assert!(msg.contains("more than 20000 (query.max_image_pixels)"), "{msg}");
+    assert!(
+        msg.contains("more than 20000 (query.max_image_pixels)"),
+        "{msg}"
+    );
     // Fits the pixels, not the answer's bytes: graphite-web's 413 in plain text.
     let (code, body) = render(&s, A, "&format=png&width=150&height=130");
     let msg = String::from_utf8_lossy(&body);
@@ -244,12 +279,29 @@ fn image_limits_are_config_keys() {
     let (code, body) = render(&s, A, "&format=svg&width=150&height=130");
     assert_eq!(code, 413, "{}", String::from_utf8_lossy(&body));
     // /q: the same keys, in /q's own error forms.
-    let (code, body) = s.http("GET", &format!("/q?start={T0}&end={}&m=sum:img.a&wxh=2000x2000&png&json", T0 + 7200), "");
+    let (code, body) = s.http(
+        "GET",
+        &format!(
+            "/q?start={T0}&end={}&m=sum:img.a&wxh=2000x2000&png&json",
+            T0 + 7200
+        ),
+        "",
+    );
     // json only summarises (no image is drawn), so the pixel cap does not apply to it.
     assert_eq!(code, 200, "{body}");
-    let (code, body) = s.http("GET", &format!("/q?start={T0}&end={}&m=sum:img.a&wxh=2000x2000&png", T0 + 7200), "");
+    let (code, body) = s.http(
+        "GET",
+        &format!(
+            "/q?start={T0}&end={}&m=sum:img.a&wxh=2000x2000&png",
+            T0 + 7200
+        ),
+        "",
+    );
     assert_eq!(code, 400);
-    assert!(body.contains("(query.max_image_pixels)") && body.contains("<html>"), "{body}");
+    assert!(
+        body.contains("(query.max_image_pixels)") && body.contains("<html>"),
+        "{body}"
+    );
     s.stop();
 }
 
@@ -257,8 +309,18 @@ fn image_limits_are_config_keys() {
 fn opentsdb_q_ascii_json_png_and_errors() {
     let d = tempfile::tempdir().unwrap();
     let s = Server::start(d.path());
-    put(&s, "img.q", &[(T0, json!(1)), (T0 + 60, json!(2)), (T0 + 120, json!(2.5))]);
-    let q = |rest: &str| format!("/q?start={}&end={}&m=sum:img.q{{host=h1}}{rest}", T0 - 10, T0 + 300);
+    put(
+        &s,
+        "img.q",
+        &[(T0, json!(1)), (T0 + 60, json!(2)), (T0 + 120, json!(2.5))],
+    );
+    let q = |rest: &str| {
+        format!(
+            "/q?start={}&end={}&m=sum:img.q{{host=h1}}{rest}",
+            T0 - 10,
+            T0 + 300
+        )
+    };
     let (code, body) = s.http("GET", &q("&ascii"), "");
     assert_eq!(code, 200);
     assert_eq!(
@@ -273,9 +335,19 @@ fn opentsdb_q_ascii_json_png_and_errors() {
     assert_eq!(code, 200);
     assert!(body.starts_with("{\"plotted\":3,\"timing\":"), "{body}");
     let v: Value = serde_json::from_str(&body).unwrap();
-    assert_eq!((v["points"].clone(), v["etags"].clone()), (json!(3), json!([[]])));
+    assert_eq!(
+        (v["points"].clone(), v["etags"].clone()),
+        (json!(3), json!([[]]))
+    );
     // Two m's: the second aggregates host away.
-    let (_, body) = s.http("GET", &format!("/q?start={}&m=sum:img.q&m=sum:img.q{{host=h1}}&json", T0 - 10), "");
+    let (_, body) = s.http(
+        "GET",
+        &format!(
+            "/q?start={}&m=sum:img.q&m=sum:img.q{{host=h1}}&json",
+            T0 - 10
+        ),
+        "",
+    );
     let v: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["etags"], json!([[], []]), "{body}");
 
@@ -284,24 +356,39 @@ fn opentsdb_q_ascii_json_png_and_errors() {
     let img = decode(&png);
     assert_eq!((img.w, img.h), (1024, 768));
     assert!(img.distinct() > 10);
-    let (_, png) = http_bytes(&s.addr, "GET", &q("&png&wxh=400x300&ylabel=load&yrange=[0:10]&nokey"), b"", &[]);
+    let (_, png) = http_bytes(
+        &s.addr,
+        "GET",
+        &q("&png&wxh=400x300&ylabel=load&yrange=[0:10]&nokey"),
+        b"",
+        &[],
+    );
     let small = decode(&png);
     assert_eq!((small.w, small.h), (400, 300));
 
     // Errors: the HTML page, or {"err":…} with json.
     let (code, body) = s.http("GET", "/q?m=sum:img.q&png", "");
     assert_eq!(code, 400);
-    assert!(body.contains("Missing parameter") && body.contains("<h1>Bad Request</h1>"), "{body}");
+    assert!(
+        body.contains("Missing parameter") && body.contains("<h1>Bad Request</h1>"),
+        "{body}"
+    );
     let (code, body) = s.http("GET", "/q?m=sum:img.q&json", "");
     assert_eq!(code, 400);
     let v: Value = serde_json::from_str(&body).unwrap();
-    assert!(v["err"].as_str().unwrap().contains("Missing parameter"), "{body}");
+    assert!(
+        v["err"].as_str().unwrap().contains("Missing parameter"),
+        "{body}"
+    );
     let (code, body) = s.http("GET", &q("&png&wxh=80x60"), "");
     assert_eq!(code, 400);
     assert!(body.contains("Parameter wxh too short: 80x60"), "{body}");
     let (code, body) = s.http("GET", &q("&json&o=&o="), "");
     assert_eq!(code, 400);
-    assert!(body.contains("2 `o' parameters, but 1 `m' parameters."), "{body}");
+    assert!(
+        body.contains("2 `o' parameters, but 1 `m' parameters."),
+        "{body}"
+    );
     let (code, body) = s.http("GET", &q("&json&smooth=wiggly"), "");
     assert_eq!(code, 400, "{body}");
     // Without png, ascii or json: to the UI, with the query.

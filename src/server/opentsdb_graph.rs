@@ -129,15 +129,20 @@ fn dimensions(wxh: &str) -> Result<(u32, u32), QErr> {
                 && h.bytes().all(|b| b.is_ascii_digit())
         });
     if !valid {
-        return Err(bad("'wxh' was invalid. Must satisfy the pattern ^\\d+x\\d+$"));
+        return Err(bad(
+            "'wxh' was invalid. Must satisfy the pattern ^\\d+x\\d+$",
+        ));
     }
     if wxh.len() < 7 {
         return Err(bad(format!("Parameter wxh too short: {wxh}")));
     }
     let (w, h) = wxh.split_once('x').expect("checked");
     let short = |s: &str| {
-        s.parse::<i16>()
-            .map_err(|_| bad(format!("Can't parse wxh '{wxh}': For input string: \"{s}\"")))
+        s.parse::<i16>().map_err(|_| {
+            bad(format!(
+                "Can't parse wxh '{wxh}': For input string: \"{s}\""
+            ))
+        })
     };
     let (w, h) = (short(w)?, short(h)?);
     if w < 100 || h < 100 {
@@ -177,13 +182,21 @@ fn gnuplot_color(k: &str, v: &str) -> Result<String, QErr> {
                 && (w.starts_with('x') || w.starts_with('X'))
                 && w[1..].bytes().all(|b| b.is_ascii_hexdigit())
         })
-        .ok_or_else(|| bad(format!("'{k}' was invalid. Must be a hex value e.g. 'xFFFFFF'")))?;
+        .ok_or_else(|| {
+            bad(format!(
+                "'{k}' was invalid. Must be a hex value e.g. 'xFFFFFF'"
+            ))
+        })?;
     Ok(format!("#{}", &found[1..]))
 }
 
 /// The plot's look from `/q`'s parameters (gnuplot's defaults otherwise: 1024×768, a boxed
 /// key at the top right, lines with a mark at each point).
-fn options(params: &[(String, String)], start: i64, end: i64) -> Result<(Options, Option<String>), QErr> {
+fn options(
+    params: &[(String, String)],
+    start: i64,
+    end: i64,
+) -> Result<(Options, Option<String>), QErr> {
     let mut o = Options {
         format: Format::Png,
         width: 1024,
@@ -483,7 +496,11 @@ fn answer(
                 return Err(too_large(out.len(), max));
             }
         }
-        return Ok(reply(StatusCode::OK, "text/plain; charset=UTF-8", out.into_bytes()));
+        return Ok(reply(
+            StatusCode::OK,
+            "text/plain; charset=UTF-8",
+            out.into_bytes(),
+        ));
     }
     if has("json") {
         let plotted: usize = series
@@ -514,7 +531,11 @@ fn answer(
             serde_json::Value::Array(etags),
             summary.raw_datapoints
         );
-        return Ok(reply(StatusCode::OK, "application/json; charset=UTF-8", body.into_bytes()));
+        return Ok(reply(
+            StatusCode::OK,
+            "application/json; charset=UTF-8",
+            body.into_bytes(),
+        ));
     }
     // png
     let mut lines: Vec<Line> = Vec::with_capacity(series.len() + 1);
@@ -576,7 +597,13 @@ mod tests {
     #[test]
     fn plot_parameters_and_their_errors() {
         let (o, s) = options(
-            &p(&[("wxh", "800x400"), ("yrange", "[0:100]"), ("ylabel", "load"), ("nokey", ""), ("smooth", "csplines")]),
+            &p(&[
+                ("wxh", "800x400"),
+                ("yrange", "[0:100]"),
+                ("ylabel", "load"),
+                ("nokey", ""),
+                ("smooth", "csplines"),
+            ]),
             0,
             3600,
         )
@@ -589,14 +616,36 @@ mod tests {
         assert_eq!(o.x_format.as_deref(), Some("%H:%M"));
         let err = |pairs: &[(&str, &str)]| options(&p(pairs), 0, 60).unwrap_err().1;
         assert_eq!(err(&[("wxh", "80x60")]), "Parameter wxh too short: 80x60");
-        assert_eq!(err(&[("wxh", "1000x60")]), "Invalid wxh parameter: 1000x60, height smaller than 100 in 1000x60");
-        assert_eq!(err(&[("wxh", "big")]), "'wxh' was invalid. Must satisfy the pattern ^\\d+x\\d+$");
-        assert_eq!(err(&[("yrange", "0:1")]), "'yrange' was invalid. Must be in the format [min:max].");
-        assert_eq!(err(&[("bgcolor", "red")]), "'bgcolor' was invalid. Must be a hex value e.g. 'xFFFFFF'");
+        assert_eq!(
+            err(&[("wxh", "1000x60")]),
+            "Invalid wxh parameter: 1000x60, height smaller than 100 in 1000x60"
+        );
+        assert_eq!(
+            err(&[("wxh", "big")]),
+            "'wxh' was invalid. Must satisfy the pattern ^\\d+x\\d+$"
+        );
+        assert_eq!(
+            err(&[("yrange", "0:1")]),
+            "'yrange' was invalid. Must be in the format [min:max]."
+        );
+        assert_eq!(
+            err(&[("bgcolor", "red")]),
+            "'bgcolor' was invalid. Must be a hex value e.g. 'xFFFFFF'"
+        );
         assert!(err(&[("smooth", "wiggly")]).starts_with("'smooth' was invalid."));
-        assert_eq!(err(&[("ylabel", "`rm`")]), "Parameter ylabel contained a back-tick. That's a no-no.");
+        assert_eq!(
+            err(&[("ylabel", "`rm`")]),
+            "Parameter ylabel contained a back-tick. That's a no-no."
+        );
         let (o, _) = options(&p(&[("key", "left bottom"), ("bgcolor", "x000000")]), 0, 60).unwrap();
-        assert_eq!(o.legend, Legend::Inside { right: false, top: false, boxed: false });
+        assert_eq!(
+            o.legend,
+            Legend::Inside {
+                right: false,
+                top: false,
+                boxed: false
+            }
+        );
         assert_eq!(o.background, "#000000");
     }
 
@@ -604,7 +653,10 @@ mod tests {
     fn smoothing_keeps_the_ends_and_the_cumulative_sums() {
         let pts: Vec<(f64, f64)> = (0..5).map(|i| (i as f64 * 10.0, (i % 2) as f64)).collect();
         let c = smoothed("cumulative", pts.clone());
-        assert_eq!(c.iter().map(|p| p.1).collect::<Vec<_>>(), vec![0.0, 1.0, 1.0, 2.0, 2.0]);
+        assert_eq!(
+            c.iter().map(|p| p.1).collect::<Vec<_>>(),
+            vec![0.0, 1.0, 1.0, 2.0, 2.0]
+        );
         for k in ["csplines", "mcsplines"] {
             let s = smoothed(k, pts.clone());
             assert_eq!(s.first(), pts.first());
@@ -614,7 +666,9 @@ mod tests {
             assert!(pts.iter().all(|p| s.contains(p)), "{k}");
         }
         // Monotone: never past the neighbours' range.
-        assert!(smoothed("mcsplines", pts).iter().all(|p| (0.0..=1.0).contains(&p.1)));
+        assert!(smoothed("mcsplines", pts)
+            .iter()
+            .all(|p| (0.0..=1.0).contains(&p.1)));
     }
 
     #[test]

@@ -299,9 +299,11 @@ impl Tics {
     fn choose_limits(&mut self) -> Result<(), String> {
         if let Some(base) = self.log_base {
             if self.min <= 0.0 {
-                return Err("Logarithmic scale specified with a dataset with a minimum value \
+                return Err(
+                    "Logarithmic scale specified with a dataset with a minimum value \
                             less than or equal to zero"
-                    .into());
+                        .into(),
+                );
             }
             self.bottom = base.powf(self.min.log(base).floor());
             self.top = base.powf(self.max.log(base).ceil());
@@ -380,9 +382,9 @@ impl Tics {
             format!("{} {prefix}", fmt_g(v))
         } else if v < 1.0 {
             format!("{v:.2} {prefix}")
-        } else if span > 10.0 || span_prefix != prefix {
-            format!("{v:.1} {prefix}")
-        } else if span > 3.0 {
+        } else if span > 3.0 || span_prefix != prefix {
+            // graphite-web's `%.1f` for a wide span or another prefix (its values are floats,
+            // so its `%d` branch is never taken), and for a span over 3.
             format!("{v:.1} {prefix}")
         } else if span > 0.1 {
             format!("{v:.2} {prefix}")
@@ -428,6 +430,7 @@ const fn x(
 }
 
 /// `DATE_FORMAT` is graphite-web's default, `%m/%d`.
+#[rustfmt::skip]
 pub const X_CONFIGS: &[XConf] = &[
     x(0.0, (SEC, 5.0), (MIN, 1.0), (SEC, 5.0), "%H:%M:%S", Some(10 * MIN)),
     x(0.07, (SEC, 10.0), (MIN, 1.0), (SEC, 10.0), "%H:%M:%S", Some(20 * MIN)),
@@ -460,9 +463,7 @@ pub fn x_conf(seconds_per_pixel: f64, time_range: i64) -> XConf {
     X_CONFIGS
         .iter()
         .rev()
-        .find(|c| {
-            c.seconds <= seconds_per_pixel && c.max_interval.is_none_or(|m| m >= time_range)
-        })
+        .find(|c| c.seconds <= seconds_per_pixel && c.max_interval.is_none_or(|m| m >= time_range))
         .copied()
         .unwrap_or(X_CONFIGS[X_CONFIGS.len() - 1])
 }
@@ -556,6 +557,8 @@ mod tests {
         let start = chrono::Utc.timestamp_opt(1_700_000_123, 0).unwrap();
         let ts = x_times(&start, 1_700_000_123 + 86400, HOUR, 4.0);
         assert_eq!(ts.len(), 6);
-        assert!(ts.iter().all(|t| t % (4 * 3600) == 0 && *t >= 1_700_000_123));
+        assert!(ts
+            .iter()
+            .all(|t| t % (4 * 3600) == 0 && *t >= 1_700_000_123));
     }
 }

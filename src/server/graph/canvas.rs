@@ -406,7 +406,12 @@ impl Canvas for Svg {
         let Some((x, y, w, h)) = self.rect else {
             return;
         };
-        let mut full = vec![P::M(x, y), P::L(x + w, y), P::L(x + w, y + h), P::L(x, y + h)];
+        let mut full = vec![
+            P::M(x, y),
+            P::L(x + w, y),
+            P::L(x + w, y + h),
+            P::L(x, y + h),
+        ];
         full.extend_from_slice(poly);
         let shape = format!("<path d=\"{}Z\" clip-rule=\"evenodd\"/>", d(&full));
         self.open_clip(&shape);
@@ -455,7 +460,12 @@ mod tests {
         s.clip_rect(0.0, 0.0, 10.0, 10.0);
         s.clip_out(&[P::M(0.0, 5.0), P::L(10.0, 5.0), P::L(10.0, 10.0)]);
         s.series(Some("a&b"));
-        s.stroke(&[P::M(0.0, 0.0), P::L(5.0, 5.0)], Color::rgb(255, 0, 0), 1.2, Some(5.0));
+        s.stroke(
+            &[P::M(0.0, 0.0), P::L(5.0, 5.0)],
+            Color::rgb(255, 0, 0),
+            1.2,
+            Some(5.0),
+        );
         let out = String::from_utf8(s.finish().unwrap()).unwrap();
         assert!(out.contains("<path d=\"M0 0L5 5\" fill=\"none\" stroke=\"#ff0000\" stroke-width=\"1.2\" stroke-dasharray=\"5,5\" data-series=\"a&amp;b\"/>"), "{out}");
         // Every <g> is closed.
@@ -467,7 +477,12 @@ mod tests {
         let mut r = Raster::new(20, 20).unwrap();
         r.clip_rect(0.0, 0.0, 20.0, 20.0);
         // Cut out the bottom half, then paint everything red.
-        r.clip_out(&[P::M(0.0, 10.0), P::L(20.0, 10.0), P::L(20.0, 20.0), P::L(0.0, 20.0)]);
+        r.clip_out(&[
+            P::M(0.0, 10.0),
+            P::L(20.0, 10.0),
+            P::L(20.0, 20.0),
+            P::L(0.0, 20.0),
+        ]);
         r.fill_rect(0.0, 0.0, 20.0, 20.0, Color::rgb(255, 0, 0));
         let top = r.pixmap.pixel(5, 2).unwrap();
         let bottom = r.pixmap.pixel(5, 17).unwrap();

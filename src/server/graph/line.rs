@@ -105,9 +105,9 @@ struct Graph<'o> {
 pub fn draw(lines: Vec<Line>, o: &Options) -> R<Vec<u8>> {
     let (w, h) = (o.width.max(1), o.height.max(1));
     let mut c: Box<dyn Canvas> = match o.format {
-        Format::Png => Box::new(
-            Raster::new(w, h).ok_or_else(|| format!("cannot make a {w}x{h} image"))?,
-        ),
+        Format::Png => {
+            Box::new(Raster::new(w, h).ok_or_else(|| format!("cannot make a {w}x{h} image"))?)
+        }
         Format::Svg => Box::new(Svg::new(w, h)),
     };
     let bg = parse_color(&o.background)?;
@@ -131,8 +131,7 @@ pub fn draw(lines: Vec<Line>, o: &Options) -> R<Vec<u8>> {
         second: lines.iter().any(|l| l.second_y),
         hide_axes: o.hide_axes || o.graph_only,
         hide_grid: o.hide_grid || o.hide_axes || o.graph_only,
-        hide_legend: o.graph_only
-            || o.hide_legend.unwrap_or(lines.len() > LEGEND_MAX_ITEMS),
+        hide_legend: o.graph_only || o.hide_legend.unwrap_or(lines.len() > LEGEND_MAX_ITEMS),
         lines: Vec::new(),
         start: 0,
         end: 0,
@@ -248,7 +247,16 @@ impl Graph<'_> {
             let lh = font::extents(ts).height;
             let mut y = self.area.ymin;
             for line in o.title.split('\n') {
-                self.text(line, self.w / 2.0, y, ts, self.fg, Align::Center, VAlign::Top, 0.0);
+                self.text(
+                    line,
+                    self.w / 2.0,
+                    y,
+                    ts,
+                    self.fg,
+                    Align::Center,
+                    VAlign::Top,
+                    0.0,
+                );
                 y += lh;
             }
             self.area.ymin = y + self.margin;
@@ -258,7 +266,16 @@ impl Graph<'_> {
             let lh = font::extents(ts).height;
             let mut x = self.area.xmin + lh;
             for line in o.vtitle.split('\n') {
-                self.text(line, x, self.h / 2.0, ts, self.fg, Align::Center, VAlign::Baseline, 270.0);
+                self.text(
+                    line,
+                    x,
+                    self.h / 2.0,
+                    ts,
+                    self.fg,
+                    Align::Center,
+                    VAlign::Baseline,
+                    270.0,
+                );
                 x += lh;
             }
             self.area.xmin = x + self.margin + lh;
@@ -268,7 +285,16 @@ impl Graph<'_> {
             let lh = font::extents(ts).height;
             let mut x = self.area.xmax - lh;
             for line in o.vtitle_right.split('\n') {
-                self.text(line, x, self.h / 2.0, ts, self.fg, Align::Center, VAlign::Baseline, 90.0);
+                self.text(
+                    line,
+                    x,
+                    self.h / 2.0,
+                    ts,
+                    self.fg,
+                    Align::Center,
+                    VAlign::Baseline,
+                    90.0,
+                );
                 x -= lh;
             }
             self.area.xmax = x - self.margin - lh;
@@ -403,7 +429,11 @@ impl Graph<'_> {
         let bw = text_w + sample + 3.0 * pad;
         let bh = items.len() as f64 * e.height + 2.0 * pad;
         let a = self.area;
-        let bx = if right { a.xmax - bw - 4.0 } else { a.xmin + 4.0 };
+        let bx = if right {
+            a.xmax - bw - 4.0
+        } else {
+            a.xmin + 4.0
+        };
         let by = if top { a.ymin + 4.0 } else { a.ymax - bh - 4.0 };
         if boxed {
             let bg = parse_color(&self.o.background).unwrap_or(Color::rgb(255, 255, 255));
@@ -428,7 +458,8 @@ impl Graph<'_> {
             let ly = y + e.height / 2.0;
             let lx = tx + pad;
             self.c.series(Some(name));
-            self.c.stroke(&[P::M(lx, ly), P::L(lx + sample, ly)], *color, 1.5, None);
+            self.c
+                .stroke(&[P::M(lx, ly), P::L(lx + sample, ly)], *color, 1.5, None);
             self.c.series(None);
         }
     }
@@ -599,7 +630,10 @@ impl Graph<'_> {
         let fg = self.fg;
         if !self.o.hide_y_axis {
             let sides: Vec<(Option<bool>, YAxis)> = if self.second {
-                vec![(Some(false), self.yl.clone()), (Some(true), self.yr.clone())]
+                vec![
+                    (Some(false), self.yl.clone()),
+                    (Some(true), self.yr.clone()),
+                ]
             } else {
                 vec![(None, self.y.clone())]
             };
@@ -648,7 +682,8 @@ impl Graph<'_> {
         let y_top = ax.tics.as_ref().map(|t| t.top).unwrap_or(0.0);
         for (i, v) in ax.values.iter().enumerate() {
             if let Some(y) = self.y_coord(*v, side).filter(|y| *y >= 0.0) {
-                self.c.stroke(&[P::M(left, y), P::L(right, y)], major, 0.4, None);
+                self.c
+                    .stroke(&[P::M(left, y), P::L(right, y)], major, 0.4, None);
             }
             if self.o.minor_y >= 1 && i + 1 < ax.values.len() {
                 let (lo, hi) = (v.min(ax.values[i + 1]), v.max(ax.values[i + 1]));
@@ -659,7 +694,8 @@ impl Graph<'_> {
                         continue;
                     }
                     if let Some(y) = self.y_coord(mv, side).filter(|y| *y >= 0.0) {
-                        self.c.stroke(&[P::M(left, y), P::L(right, y)], minor, 0.3, None);
+                        self.c
+                            .stroke(&[P::M(left, y), P::L(right, y)], minor, 0.3, None);
                     }
                 }
             }
@@ -671,7 +707,8 @@ impl Graph<'_> {
             for t in self.times(unit) {
                 let x = self.area.xmin + (t - self.start) as f64 * scale;
                 if x < self.area.xmax {
-                    self.c.stroke(&[P::M(x, bottom), P::L(x, top)], color, width, None);
+                    self.c
+                        .stroke(&[P::M(x, bottom), P::L(x, top)], color, width, None);
                 }
             }
         }
@@ -692,8 +729,9 @@ impl Graph<'_> {
         let o = self.o;
         // Stacked series are drawn first, so lines show on top of the areas.
         if self.lines.iter().any(|l| l.l.stacked) {
-            let (mut s, n): (Vec<Ln>, Vec<Ln>) =
-                std::mem::take(&mut self.lines).into_iter().partition(|l| l.l.stacked);
+            let (mut s, n): (Vec<Ln>, Vec<Ln>) = std::mem::take(&mut self.lines)
+                .into_iter()
+                .partition(|l| l.l.stacked);
             s.extend(n);
             self.lines = s;
         }
@@ -880,7 +918,11 @@ impl Graph<'_> {
         zero: Option<f64>,
         color: Color,
     ) {
-        let start_x = if start_x == 0.0 { self.area.xmin } else { start_x };
+        let start_x = if start_x == 0.0 {
+            self.area.xmin
+        } else {
+            start_x
+        };
         let base = zero.filter(|z| *z != 0.0).unwrap_or(self.area.ymax);
         path.line_to(x, base);
         path.line_to(start_x, base);
@@ -933,7 +975,12 @@ mod tests {
 
     #[test]
     fn svg_has_the_series_legend_and_labels() {
-        let l = Line::new("a.b", 1_700_000_000, 60, (0..60).map(|i| Some(i as f64)).collect());
+        let l = Line::new(
+            "a.b",
+            1_700_000_000,
+            60,
+            (0..60).map(|i| Some(i as f64)).collect(),
+        );
         let out = svg(vec![l], &mut Options::default());
         assert!(out.contains("data-series=\"a.b\""), "{out}");
         assert!(out.contains(">a.b</text>"), "{out}");

@@ -191,7 +191,11 @@ impl Default for Options {
             vtitle_right: String::new(),
             background: t.background.into(),
             foreground: t.foreground.into(),
-            colors: t.line_colors.split(',').map(|c| c.trim().to_string()).collect(),
+            colors: t
+                .line_colors
+                .split(',')
+                .map(|c| c.trim().to_string())
+                .collect(),
             major_grid: t.major_line.into(),
             minor_grid: t.minor_line.into(),
             font_size: t.font_size,
@@ -230,7 +234,11 @@ impl Options {
         let t = color::template(name);
         self.background = t.background.into();
         self.foreground = t.foreground.into();
-        self.colors = t.line_colors.split(',').map(|c| c.trim().to_string()).collect();
+        self.colors = t
+            .line_colors
+            .split(',')
+            .map(|c| c.trim().to_string())
+            .collect();
         self.major_grid = t.major_line.into();
         self.minor_grid = t.minor_line.into();
         self.font_size = t.font_size;
@@ -250,7 +258,10 @@ pub fn draw(lines: Vec<Line>, o: &Options) -> Result<Vec<u8>, GraphError> {
 /// The values an image of `lines` at this width draws at most: each series is consolidated
 /// to about one value a pixel (for sizing an answer before drawing it).
 pub fn drawn_points(lines: &[Line], width: u32) -> usize {
-    lines.iter().map(|l| l.values.len().min(width as usize + 1)).sum()
+    lines
+        .iter()
+        .map(|l| l.values.len().min(width as usize + 1))
+        .sum()
 }
 
 /// Refuses an image larger than `query.max_image_pixels` (`max`, 0 = no limit) before any

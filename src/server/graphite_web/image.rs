@@ -106,7 +106,10 @@ pub fn options(p: &Params, format: Format) -> Result<Options, String> {
         }
     }
     if let Some(v) = get(p, "colorList") {
-        o.colors = unquote(v).split(',').map(|c| c.trim().to_string()).collect();
+        o.colors = unquote(v)
+            .split(',')
+            .map(|c| c.trim().to_string())
+            .collect();
         if let Some(bad) = o.colors.iter().find(|c| graph::color::parse(c).is_none()) {
             return Err(format!("invalid color {bad:?} in colorList"));
         }
@@ -148,7 +151,7 @@ pub fn options(p: &Params, format: Format) -> Result<Options, String> {
         Some("e") => Some(std::f64::consts::E),
         Some(_) => match num(p, "logBase")? {
             Some(b) if b < 1.0 => None,
-            Some(b) if b == 1.0 => return Err("Logarithmic base must be greater than one".into()),
+            Some(1.0) => return Err("Logarithmic base must be greater than one".into()),
             b => b,
         },
     };
@@ -261,8 +264,7 @@ pub fn render(state: &GraphiteWeb, p: &Params, format: &str, series: Vec<Series>
             // graphite-web answers an SVG with `jsonp` as a JSON string passed to the callback.
             Some(cb) => json_or_jsonp(
                 StatusCode::OK,
-                serde_json::Value::String(String::from_utf8_lossy(&bytes).into_owned())
-                    .to_string(),
+                serde_json::Value::String(String::from_utf8_lossy(&bytes).into_owned()).to_string(),
                 Some(cb),
             ),
             None => image_reply("image/svg+xml", bytes),
@@ -308,10 +310,14 @@ mod tests {
         assert_eq!(o.line_mode, LineMode::Staircase);
         assert_eq!(o.background, "white");
         assert_eq!(o.log_base, Some(std::f64::consts::E));
-        let bad = |k: &str, v: &str| options(&Params::from_pairs(&[(k, v)]), Format::Png).unwrap_err();
+        let bad =
+            |k: &str, v: &str| options(&Params::from_pairs(&[(k, v)]), Format::Png).unwrap_err();
         assert_eq!(bad("lineMode", "zigzag"), "Invalid line mode!");
         assert_eq!(bad("areaMode", "x"), "Invalid area mode!");
-        assert_eq!(bad("bgcolor", "nosuch"), "invalid color \"nosuch\" for bgcolor");
+        assert_eq!(
+            bad("bgcolor", "nosuch"),
+            "invalid color \"nosuch\" for bgcolor"
+        );
         assert_eq!(bad("width", "wide"), "width must be a number, got \"wide\"");
         assert!(bad("graphType", "pie").contains("pie"));
         let o = options(&Params::from_pairs(&[("template", "noc")]), Format::Png).unwrap();

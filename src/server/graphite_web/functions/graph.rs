@@ -251,7 +251,11 @@ fn cacti_style(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
             .unwrap_or(0)
             + 3
     };
-    let name_len = list.iter().map(|s| s.name.chars().count()).max().unwrap_or(0);
+    let name_len = list
+        .iter()
+        .map(|s| s.name.chars().count())
+        .max()
+        .unwrap_or(0);
     let (wl, wx, wn) = (width(&last), width(&max), width(&min));
     let text = |v: Option<f64>| v.map(&fmt).unwrap_or_else(|| "nan".into());
     for s in &mut list {
@@ -271,9 +275,15 @@ mod tests {
 
     #[test]
     fn styles_names_and_tags() {
-        let src = mem(&[("a.b", &[Some(1.0), Some(2.0)]), ("a.c", &[Some(3.0), None])]);
+        let src = mem(&[
+            ("a.b", &[Some(1.0), Some(2.0)]),
+            ("a.c", &[Some(3.0), None]),
+        ]);
         let l = eval(&src, "color(a.b,'red')", 2);
-        assert_eq!((l[0].name.as_str(), l[0].style.color.as_deref()), ("a.b", Some("red")));
+        assert_eq!(
+            (l[0].name.as_str(), l[0].style.color.as_deref()),
+            ("a.b", Some("red"))
+        );
         let l = eval(&src, "dashed(lineWidth(alpha(a.b,0.5),3))", 2);
         assert_eq!(l[0].name, "dashed(a.b, 5)");
         assert_eq!(l[0].tags["dashed"], "5");
@@ -289,7 +299,10 @@ mod tests {
 
     #[test]
     fn stacked_adds_up_across_calls_of_one_request() {
-        let src = mem(&[("a.b", &[Some(1.0), Some(2.0)]), ("a.c", &[Some(3.0), None])]);
+        let src = mem(&[
+            ("a.b", &[Some(1.0), Some(2.0)]),
+            ("a.c", &[Some(3.0), None]),
+        ]);
         let _scope = StackScope::new();
         let l = eval(&src, "stacked(a.*)", 2);
         assert_eq!(l[0].name, "stacked(a.b)");
@@ -297,17 +310,26 @@ mod tests {
         assert_eq!(l[1].tags["stacked"], "__DEFAULT__");
         // A later target stacks on the same totals; a named stack keeps the name.
         let l = eval(&src, "stacked(a.b,'tx')", 2);
-        assert_eq!((l[0].name.as_str(), l[0].values.clone()), ("a.b", vec![Some(1.0), Some(2.0)]));
+        assert_eq!(
+            (l[0].name.as_str(), l[0].values.clone()),
+            ("a.b", vec![Some(1.0), Some(2.0)])
+        );
         let l = eval(&src, "stacked(a.b)", 2);
         assert_eq!(l[0].values, vec![Some(5.0), Some(4.0)]);
         drop(_scope);
         let _scope = StackScope::new();
-        assert_eq!(eval(&src, "stacked(a.b)", 2)[0].values, vec![Some(1.0), Some(2.0)]);
+        assert_eq!(
+            eval(&src, "stacked(a.b)", 2)[0].values,
+            vec![Some(1.0), Some(2.0)]
+        );
     }
 
     #[test]
     fn area_between_threshold_vertical_line() {
-        let src = mem(&[("a.min", &[Some(1.0), Some(2.0)]), ("a.max", &[Some(3.0), Some(4.0)])]);
+        let src = mem(&[
+            ("a.min", &[Some(1.0), Some(2.0)]),
+            ("a.max", &[Some(3.0), Some(4.0)]),
+        ]);
         let l = eval(&src, "areaBetween(a.{min,max})", 2);
         // Named by the upper series' path expression: the pattern that fetched it.
         assert_eq!(l[0].name, "areaBetween(a.{min,max})");
@@ -319,19 +341,31 @@ mod tests {
         assert_eq!(t[0].values, vec![Some(7.0); 3]);
         assert_eq!(t[0].style.color.as_deref(), Some("red"));
         let v = eval(&src, "verticalLine('60','deploy','blue')", 2);
-        assert_eq!((v[0].start, v[0].end, v[0].name.as_str()), (60, 60, "deploy"));
+        assert_eq!(
+            (v[0].start, v[0].end, v[0].name.as_str()),
+            (60, 60, "deploy")
+        );
         assert!(v[0].style.draw_as_infinite);
     }
 
     #[test]
     fn legend_text() {
-        let src = mem(&[("a.b", &[Some(1.0), Some(2000.0), None]), ("a.long", &[Some(3.0), None, None])]);
+        let src = mem(&[
+            ("a.b", &[Some(1.0), Some(2000.0), None]),
+            ("a.long", &[Some(3.0), None, None]),
+        ]);
         let l = eval(&src, "legendValue(a.b,'avg','count','nope')", 3);
         assert_eq!(l[0].name, "a.b (avg: 1000.5) (count: 2) (nope: (?))");
         let l = eval(&src, "legendValue(a.b,'max','si')", 3);
         assert_eq!(l[0].name, "a.b                 max  2.00k     ");
         let l = eval(&src, "cactiStyle(a.*)", 3);
-        assert_eq!(l[0].name, "a.b    Current:2000.00    Max:2000.00    Min:1.00    ");
-        assert_eq!(l[1].name, "a.long Current:3.00       Max:3.00       Min:3.00    ");
+        assert_eq!(
+            l[0].name,
+            "a.b    Current:2000.00    Max:2000.00    Min:1.00    "
+        );
+        assert_eq!(
+            l[1].name,
+            "a.long Current:3.00       Max:3.00       Min:3.00    "
+        );
     }
 }

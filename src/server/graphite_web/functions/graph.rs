@@ -79,9 +79,29 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
     })
 }
 
-/// Python's `%g` (six significant digits), as `dashed` names its series.
+/// Python's `%g` (six significant digits, exponent form outside 1e-4..1e6), as `dashed`
+/// names its series. (The evaluator keeps no dependency on the drawing code.)
 fn fmt_py_g(v: f64) -> String {
-    crate::server::graph::axis::fmt_g(v)
+    if v == 0.0 || !v.is_finite() {
+        return fmt_g(v);
+    }
+    let e = format!("{v:.5e}");
+    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if (-4..6).contains(&exp) {
+        let decimals = (5 - exp).max(0) as usize;
+        trim(&format!("{v:.decimals$}"))
+    } else {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mant), exp.abs())
+    }
 }
 
 thread_local! {
@@ -166,10 +186,49 @@ fn vertical_line(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     Ok(vec![s])
 }
 
-/// graphite-web's `format_units` without a step: the value in the largest prefix it reaches.
+/// graphite-web's `format_units` without a step: the value in the largest unit of `system`
+/// (`si`, `binary`, `sec`, `msec`) it reaches, and that unit's prefix.
 fn format_units(v: f64, system: &str) -> (f64, &'static str) {
-    let units = crate::server::graph::Units::parse(system);
-    crate::server::graph::axis::format_units(v, None, units)
+    const K: f64 = 1024.0;
+    let table: &[(&str, f64)] = match system {
+        "binary" => &[
+            ("Pi", K * K * K * K * K),
+            ("Ti", K * K * K * K),
+            ("Gi", K * K * K),
+            ("Mi", K * K),
+            ("Ki", K),
+        ],
+        "sec" => &[
+            ("Y", 31_536_000.0),
+            ("M", 2_592_000.0),
+            ("D", 86_400.0),
+            ("H", 3_600.0),
+            ("m", 60.0),
+        ],
+        "msec" => &[
+            ("Y", 31_536_000_000.0),
+            ("M", 2_592_000_000.0),
+            ("D", 86_400_000.0),
+            ("H", 3_600_000.0),
+            ("m", 60_000.0),
+            ("s", 1_000.0),
+        ],
+        "none" => &[],
+        _ => &[("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)],
+    };
+    let whole = |x: f64| {
+        if x - x.floor() < 1e-11 && v > 1.0 {
+            x.floor()
+        } else {
+            x
+        }
+    };
+    for (prefix, size) in table {
+        if v.abs() >= *size {
+            return (whole(v / size), prefix);
+        }
+    }
+    (whole(v), "")
 }
 
 fn legend_value(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
@@ -284,6 +343,9 @@ mod tests {
             (l[0].name.as_str(), l[0].style.color.as_deref()),
             ("a.b", Some("red"))
         );
+        assert_eq!(super::fmt_py_g(2.5), "2.5");
+        assert_eq!(super::fmt_py_g(1e7), "1e+07");
+        assert_eq!(super::format_units(2048.0, "binary"), (2.0, "Ki"));
         let l = eval(&src, "dashed(lineWidth(alpha(a.b,0.5),3))", 2);
         assert_eq!(l[0].name, "dashed(a.b, 5)");
         assert_eq!(l[0].tags["dashed"], "5");

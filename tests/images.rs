@@ -247,6 +247,21 @@ fn graph_functions_in_json_and_errors() {
         ),
         "{msg}"
     );
+    // The data an image reads is charged to query.max_cells as any render's: two series of a
+    // minute's step over ten years would hold 10.5 million values.
+    let (code, body) = http_bytes(
+        &s.addr,
+        "GET",
+        &format!(
+            "/render?target={}&from=-10y&format=png",
+            enc(&format!("group({A},{B})"))
+        ),
+        b"",
+        &[],
+    );
+    let msg = String::from_utf8_lossy(&body);
+    assert_eq!(code, 400, "{msg}");
+    assert!(msg.contains("(query.max_cells)"), "{msg}");
     let (code, msg) = bad("&format=pdf");
     assert_eq!(code, 400);
     assert!(msg.contains("png and svg are served"), "{msg}");

@@ -319,6 +319,8 @@ pub static ROUTES: &[Route] = &[
     route(DELETE, Api("/api/query"), TSDB, Need::Admin, h!(opentsdb, tsdb_query::query))
         .verb(Verb::QueryDelete),
     route(GET_POST, Api("/api/query/last"), TSDB, Need::Read, h!(opentsdb, tsdb_query::last)),
+    // The graph endpoint: png, ascii and json answers of `m=` queries.
+    route(GET, Api("/q"), TSDB, Need::Read, h!(opentsdb, super::opentsdb_graph::q)),
     route(GET_POST, Api("/api/suggest"), TSDB, Need::Read, h!(opentsdb, tsdb_query::suggest)),
     route(GET_POST, Api("/api/search/lookup"), TSDB, Need::Read, h!(opentsdb, tsdb_query::lookup)),
     route(ANY, Api("/api/config/filters"), TSDB, Need::Read,

@@ -107,6 +107,18 @@ Special|cumulative(seriesList:seriesList!)|Takes one metric or a wildcard series
 Special|setXFilesFactor(seriesList:seriesList!, xFilesFactor:float!)|Short form: xFilesFactor(). Takes one metric or a wildcard seriesList and an xFilesFactor value between 0 and 1.
 Special|constantLine(value:float!)|Takes a float F. Draws a horizontal line at value F across the graph.
 Special|seriesByTag(tagExpressions:string!*)|Returns a SeriesList of series matching all the specified tag expressions.
+Graph|color(seriesList:seriesList!, theColor:string!)|Assigns the given color to the seriesList.
+Graph|alpha(seriesList:seriesList!, alpha:float!)|Assigns the given alpha transparency setting to the series. Takes a float value between 0 and 1.
+Graph|dashed(seriesList:seriesList!, dashLength:integer=5)|Draw the selected metrics with a dotted line with segments of length F.
+Graph|lineWidth(seriesList:seriesList!, width:float!)|Draw the selected metrics with a line width of F, overriding the default value of 1, or the &lineWidth=X.X parameter.
+Graph|secondYAxis(seriesList:seriesList!)|Graph the series on the secondary Y axis.
+Graph|stacked(seriesLists:seriesList!, stack:string)|Takes one metric or a wildcard seriesList and change them so they are stacked; an optional stack name keeps several stacks apart.
+Graph|drawAsInfinite(seriesList:seriesList!)|Takes one metric or a wildcard seriesList. If the value is zero, draw the line at 0. If the value is above zero, draw the line at infinity.
+Graph|areaBetween(seriesList:seriesList!)|Draws the vertical area in between the two series in seriesList (with areaMode=stacked).
+Graph|threshold(value:float!, label:string, color:string)|Draws a horizontal line at value F across the graph, with an optional label and color.
+Graph|verticalLine(ts:date!, label:string, color:string)|Draws a vertical line at the designated timestamp with optional 'label' and 'color'.
+Alias|legendValue(seriesList:seriesList!, valuesTypes:string*)|Appends a value (last, avg, total, min, max, …) to the metric name in the legend; a last argument si or binary formats it with prefixes.
+Special|cactiStyle(seriesList:seriesList!, system:string, units:string)|Takes a series list and modifies the aliases to provide column aligned output with Current, Max, and Min values in the style of cacti.
 "#;
 
 /// Extra `options` per parameter name (besides aggFunc's list).

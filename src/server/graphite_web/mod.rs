@@ -7,6 +7,7 @@ pub mod eval;
 pub mod find;
 pub mod functions;
 pub mod glob;
+pub mod image;
 pub mod index;
 pub mod meta;
 pub mod naming;

@@ -1,6 +1,6 @@
 //! `/render` (spec §2.3): parameters, evaluation of every target, `maxDataPoints`
 //! consolidation exactly as graphite-web's JSON renderer does it, and the json / csv / raw /
-//! pickle formats.
+//! pickle formats; png and svg (the default, as in graphite-web, is png) are drawn by `image`.
 
 use super::attime::parse_attime;
 use super::eval::{Ctx, StoreSource};
@@ -48,7 +48,7 @@ pub fn render(state: &GraphiteWeb, p: &Params) -> Reply {
     } else if p.has("pickle") {
         "pickle"
     } else {
-        p.get("format").unwrap_or("json")
+        p.get("format").unwrap_or("png")
     };
     let source = StoreSource::new(state);
     let ctx = Ctx {
@@ -59,6 +59,8 @@ pub fn render(state: &GraphiteWeb, p: &Params) -> Reply {
         xff,
     };
     let mut out: Vec<Series> = Vec::new();
+    // `stacked()` keeps running totals across this request's targets.
+    let _stacks = super::functions::graph::StackScope::new();
     for t in p.all("target") {
         if t.trim().is_empty() {
             continue;
@@ -80,6 +82,9 @@ pub fn render(state: &GraphiteWeb, p: &Params) -> Reply {
         }
         Some(_) => None,
     };
+    if matches!(format, "png" | "svg") {
+        return super::image::render(state, p, format, out);
+    }
     let max = state.config.query.max_answer_bytes;
     // Every format spends at least this much per point written: refused before it is built.
     let least =
@@ -98,7 +103,7 @@ pub fn render(state: &GraphiteWeb, p: &Params) -> Reply {
         "pickle" => body("application/pickle", to_pickle(&out)),
         f => {
             return bad_request(&format!(
-                "unsupported format {f:?} (json, csv, raw and pickle are served)"
+                "unsupported format {f:?} (json, csv, raw, pickle, png and svg are served)"
             ))
         }
     };
@@ -122,7 +127,7 @@ fn answer_points(list: &[Series], mdp: Option<usize>) -> usize {
 }
 
 /// `query.max_answer_bytes` exceeded: 413, in graphite-web's plain-text words.
-fn too_large(bytes: usize, max: usize) -> Reply {
+pub(super) fn too_large(bytes: usize, max: usize) -> Reply {
     super::text_reply(
         StatusCode::PAYLOAD_TOO_LARGE,
         &format!("The answer would take {bytes} bytes or more, more than {max} (query.max_answer_bytes): ask for fewer series or a shorter window, or set maxDataPoints"),

@@ -17,6 +17,8 @@ pub struct Series {
     /// Used by maxDataPoints and normalisation (`consolidateBy`).
     pub consolidation: String,
     pub xff: f64,
+    /// How an image draws it (graphite-web's `series.color` and `series.options`).
+    pub style: Style,
 }
 
 impl Series {
@@ -35,6 +37,7 @@ impl Series {
             values,
             consolidation: "average".into(),
             xff: 0.0,
+            style: Style::default(),
         }
     }
 
@@ -627,4 +630,19 @@ mod tests {
         assert_eq!(percentile(&v, 90.0, false), Some(5.0));
         assert_eq!(percentile(&v, 0.0, false), Some(1.0));
     }
+}
+
+/// What graphite-web keeps on a series for images only (`series.color`, `series.options`):
+/// set by the Graph functions (`color`, `alpha`, `dashed`, …), read by `/render?format=png|svg`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Style {
+    pub color: Option<String>,
+    pub alpha: Option<f64>,
+    pub dashed: Option<f64>,
+    pub line_width: Option<f64>,
+    pub second_y_axis: bool,
+    pub stacked: bool,
+    pub draw_as_infinite: bool,
+    /// `areaBetween`'s lower series: its area is cut out, never painted.
+    pub invisible: bool,
 }

@@ -120,6 +120,9 @@ pub struct QueryConfig {
     pub max_cells: u64,
     /// Largest answer body of `/api/query` and `/render`, checked as it is written; 0 = none.
     pub max_answer_bytes: usize,
+    /// Largest image `/render?format=png|svg` and `/q?png` draw, in pixels (width × height):
+    /// the raster takes 4 bytes a pixel; 0 = no limit.
+    pub max_image_pixels: u64,
 }
 
 impl Default for QueryConfig {
@@ -132,6 +135,7 @@ impl Default for QueryConfig {
             max_depth: 64,
             max_cells: 10_000_000,
             max_answer_bytes: 128 << 20,
+            max_image_pixels: 8_000_000,
         }
     }
 }

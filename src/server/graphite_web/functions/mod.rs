@@ -5,6 +5,7 @@ pub mod alias;
 pub mod calculate;
 pub mod combine;
 pub mod filter;
+pub mod graph;
 pub mod sort;
 pub mod special;
 pub mod transform;
@@ -24,6 +25,7 @@ const FAMILIES: &[Family] = &[
     sort::call,
     alias::call,
     special::call,
+    graph::call,
 ];
 
 pub fn call(ctx: &Ctx, c: &Call) -> R<Vec<Series>> {

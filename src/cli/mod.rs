@@ -78,6 +78,7 @@ impl Common {
             cfg.storage.backend = b.clone();
         }
         cfg.validate()?;
+        cfg.resolve_rollups()?;
         Ok(cfg)
     }
 }

@@ -10,12 +10,14 @@ use crate::TableNames;
 
 /// The tables and their families; `data` marks the data table (whose family an age may bound).
 fn layout(names: &TableNames) -> Vec<(String, Vec<&'static str>, bool)> {
-    vec![
+    let mut out = vec![
         (names.uid.clone(), vec!["id", "name"], false),
         (names.data.clone(), vec!["t"], true),
         (names.tree.clone(), vec!["t"], false),
         (names.meta.clone(), vec!["name"], false),
-    ]
+    ];
+    out.extend(names.rollups.iter().map(|t| (t.clone(), vec!["t"], false)));
+    out
 }
 
 fn gc_rule(max_age_days: Option<u32>) -> GcRule {

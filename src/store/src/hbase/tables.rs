@@ -27,12 +27,15 @@ fn layout(names: &TableNames) -> Vec<(String, Vec<Family>)> {
         name,
         versions: None,
     };
-    vec![
+    let mut out = vec![
         (names.uid.clone(), vec![dflt("id"), dflt("name")]),
         (names.data.clone(), vec![one("t")]),
         (names.tree.clone(), vec![one("t")]),
         (names.meta.clone(), vec![dflt("name")]),
-    ]
+    ];
+    // Rollup tables: one version, as OpenTSDB's rollup documentation creates them.
+    out.extend(names.rollups.iter().map(|t| (t.clone(), vec![one("t")])));
+    out
 }
 
 fn quote(s: &str) -> String {

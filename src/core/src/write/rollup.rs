@@ -210,7 +210,12 @@ impl RollupBuild {
                 });
             }
         }
-        for (table, batch) in batches {
+        for (table, mut batch) in batches {
+            let keys: Vec<Vec<u8>> = batch.iter().map(|m| m.row.clone()).collect();
+            let existing = store.get_rows(table, &keys, &[DATA_FAMILY])?;
+            for (m, cells) in batch.iter_mut().zip(existing) {
+                drop_stale(m, &cells);
+            }
             store.mutate(table, batch)?;
         }
         // Finer first: a target's sources were all written before it is read.
@@ -308,15 +313,153 @@ impl RollupBuild {
         let base = iv.base_time(start);
         let index = ((start - base as u64) / iv.interval_s as u64) as u32;
         let accs = BTreeMap::from([(index, acc)]);
-        Ok(Some(RowMutations {
+        let mut m = RowMutations {
             row: self.layout.row_key(tsuid, base),
             mutations: self.cells(iv, base, &accs),
-        }))
+        };
+        let existing = store.get(&iv.table, &m.row, &[DATA_FAMILY])?;
+        drop_stale(&mut m, &existing);
+        Ok(Some(m))
     }
+}
+
+/// Deletes the cells a recomputed value replaces under another qualifier: the qualifier
+/// holds the value's width, so a sum that grew from one byte to two is a new cell, and the
+/// old one must go (else readers would see both).
+fn drop_stale(m: &mut RowMutations, existing: &[tsgate_store::Cell]) {
+    let mut dels = Vec::new();
+    for put in &m.mutations {
+        let tsgate_store::Mutation::Put { qualifier: q, .. } = put else {
+            continue;
+        };
+        for c in existing {
+            let e = &c.qualifier;
+            if e.len() == 3 && q.len() == 3 && e[0] == q[0] && e[1] == q[1] && e[2] >> 4 == q[2] >> 4
+                && e != q
+            {
+                dels.push(tsgate_store::Mutation::Delete {
+                    family: DATA_FAMILY.to_vec(),
+                    qualifier: e.clone(),
+                });
+            }
+        }
+    }
+    m.mutations.extend(dels);
 }
 
 /// The start of `iv`'s interval holding `ts` (seconds).
 fn interval_start(iv: &RollupInterval, ts: u64) -> u64 {
     let base = iv.base_time(ts) as u64;
     base + (ts - base) / iv.interval_s as u64 * iv.interval_s as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::rollup::RollupsConfig;
+    use crate::write::compactor::Compactor;
+    use tsgate_store::embedded::EmbeddedStore;
+    use tsgate_store::{Scan, TableNames};
+
+    const HOUR: u32 = 1356998400; // 2013-01-01 00:00 UTC
+    const TSUID: [u8; 9] = [0, 0, 1, 0, 0, 1, 0, 0, 1];
+
+    fn setup(dir: &std::path::Path) -> (SharedStore, Arc<RollupBuild>) {
+        let mut c = RollupsConfig {
+            enabled: true,
+            ..Default::default()
+        };
+        let r = c.compile("tsdb").unwrap().unwrap();
+        let names = TableNames {
+            rollups: r.tables("tsdb"),
+            ..Default::default()
+        };
+        c.compiled = Some(Arc::new(r));
+        let store: SharedStore =
+            Arc::new(EmbeddedStore::open(&dir.join("store"), &names.specs()).unwrap());
+        let b = RollupBuild::new(c.compiled.as_deref().unwrap(), KeyLayout::default()).unwrap();
+        (store, b)
+    }
+
+    /// One partial column per point, as flushes leave them.
+    fn put(store: &SharedStore, base: u32, offset: u64, v: i64) -> Vec<u8> {
+        let row = KeyLayout::default().row_key(&TSUID, base);
+        let p = RawPoint::encode(base as u64 + offset, base, DataValue::Int(v)).unwrap();
+        store
+            .mutate(
+                "tsdb",
+                vec![RowMutations::put(
+                    row.clone(),
+                    DATA_FAMILY,
+                    p.qualifier().to_vec(),
+                    p.value_bytes().to_vec(),
+                )],
+            )
+            .unwrap();
+        row
+    }
+
+    fn cells(store: &SharedStore, table: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for row in store.scan(table, &Scan::default()).unwrap() {
+            let row = row.unwrap();
+            for c in &row.cells {
+                let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+                out.push(format!("{} {} {}", hex(&row.key), hex(&c.qualifier), hex(&c.value)));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn compaction_builds_the_hour_and_the_day_and_a_late_point_recomputes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, b) = setup(dir.path());
+        let row = put(&store, HOUR, 10, 10);
+        put(&store, HOUR, 20, 20);
+        let compactor = Compactor::new(store.clone(), "tsdb").with_rollups(Some(b));
+        assert!(compactor.compact(std::slice::from_ref(&row)).is_empty());
+        let day_row = "00000150e22700000001000001";
+        assert_eq!(
+            cells(&store, "tsdb-rollup-1h"),
+            [
+                format!("{day_row} 000000 1e"),
+                format!("{day_row} 010000 02"),
+                format!("{day_row} 020000 0a"),
+                format!("{day_row} 030000 14"),
+            ]
+        );
+        // 1d in a one-year row: 2013's row, day 0; from the 1h cells.
+        assert_eq!(
+            cells(&store, "tsdb-rollup-1d"),
+            [
+                format!("{day_row} 000000 1e"),
+                format!("{day_row} 010000 02"),
+                format!("{day_row} 020000 0a"),
+                format!("{day_row} 030000 14"),
+            ]
+        );
+        // A late point into the closed hour, and a point in the day's 13th hour.
+        put(&store, HOUR, 3599, 5);
+        let other = put(&store, HOUR + 13 * 3600, 0, 100);
+        assert!(compactor.compact(&[row.clone(), other]).is_empty());
+        let h = cells(&store, "tsdb-rollup-1h");
+        assert!(h.contains(&format!("{day_row} 000000 23")), "{h:?}"); // 35
+        assert!(h.contains(&format!("{day_row} 010000 03")), "{h:?}");
+        assert!(h.contains(&format!("{day_row} 020000 05")), "{h:?}");
+        assert!(h.contains(&format!("{day_row} 0000d0 64")), "{h:?}"); // 13:00, 100
+        assert_eq!(h.len(), 8, "{h:?}");
+        assert_eq!(
+            cells(&store, "tsdb-rollup-1d"),
+            [
+                format!("{day_row} 000001 0087"), // 135 on two bytes (flags 1)
+                format!("{day_row} 010000 04"),
+                format!("{day_row} 020000 05"),
+                format!("{day_row} 030000 64"),
+            ]
+        );
+        // Compacting again (already compact) changes nothing: cells are recomputed, not added.
+        assert!(compactor.compact(std::slice::from_ref(&row)).is_empty());
+        assert_eq!(cells(&store, "tsdb-rollup-1d")[0], format!("{day_row} 000001 0087"));
+    }
 }

@@ -150,6 +150,9 @@ struct SeriesState {
     raw: Vec<(u64, Num)>,
     ds: Option<Downsampler>,
     notes: Vec<tsgate_core::meta::annotation::Annotation>,
+    /// Rollup cells read in range: a series whose rollup rows (a year long, say) hold none
+    /// there is left out, as a raw read would not have found it.
+    cells_read: u64,
 }
 
 impl QueryEngine {
@@ -409,6 +412,7 @@ impl QueryEngine {
                                 tags,
                                 raw: Vec::new(),
                                 notes: Vec::new(),
+                                cells_read: 0,
                                 ds: sq.downsample.clone().map(|mut d| {
                                     // `useCalendar` (JSON) turns any interval into calendar boundaries.
                                     if q.use_calendar && !d.all {
@@ -445,6 +449,7 @@ impl QueryEngine {
                             rollup_read::Cell::Value(v) => d.push(ts, Num::from(v)),
                         }
                     });
+                    st.cells_read += read;
                     summary.raw_datapoints += read;
                     budget.points.fetch_add(read, Ordering::Relaxed);
                     return Ok(());
@@ -509,6 +514,7 @@ impl QueryEngine {
         }
         Ok(states
             .into_iter()
+            .filter(|s| rollup.is_none() || s.cells_read > 0)
             .map(|s| {
                 let mut points = match s.ds {
                     Some(d) => d.finish(q.start_ms, q.end_ms),

@@ -140,3 +140,179 @@ impl RollupRead {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::aggregate::Num;
+    use crate::QueryEngine;
+    use proptest::prelude::*;
+    use std::sync::Arc;
+    use tsgate_core::config::rollup::RollupsConfig;
+    use tsgate_core::write::compactor::Compactor;
+    use tsgate_core::write::rollup::RollupBuild;
+    use tsgate_schema::uid_table::UidKind;
+    use tsgate_schema::{DataValue, KeyLayout, RawPoint, DATA_FAMILY};
+    use tsgate_store::{embedded::EmbeddedStore, RowMutations, TableNames};
+
+    /// 2013-01-01 00:00 UTC, a multiple of two days since the epoch.
+    const DAY: u64 = 1356998400;
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        engine: QueryEngine,
+        compactor: Compactor,
+        tsuids: Vec<Vec<u8>>,
+    }
+
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = RollupsConfig {
+            enabled: true,
+            ..Default::default()
+        };
+        let r = Arc::new(c.compile("tsdb").unwrap().unwrap());
+        c.compiled = Some(r.clone());
+        let names = TableNames {
+            rollups: r.tables("tsdb"),
+            ..Default::default()
+        };
+        let store: tsgate_store::SharedStore =
+            Arc::new(EmbeddedStore::open(dir.path(), &names.specs()).unwrap());
+        let uids = Arc::new(tsgate_core::uid::UidCore::new(
+            store.clone(),
+            "tsdb-uid".into(),
+            [3, 3, 3],
+            [true; 3],
+        ));
+        let id = |kind, name: &str| uids.get_or_create(kind, name).unwrap().into_vec();
+        let tsuids = ["web01", "web02"]
+            .iter()
+            .map(|h| [id(UidKind::Metric, "m"), id(UidKind::Tagk, "host"), id(UidKind::Tagv, h)].concat())
+            .collect();
+        let layout = KeyLayout::default();
+        let compactor = Compactor::new(store.clone(), "tsdb")
+            .with_rollups(RollupBuild::new(&r, layout));
+        Fixture {
+            _dir: dir,
+            engine: QueryEngine {
+                store,
+                uids,
+                layout,
+                table: "tsdb".into(),
+                allow_delete: false,
+                limits: Default::default(),
+                rows: None,
+                rollups: Some(r),
+            },
+            compactor,
+            tsuids,
+        }
+    }
+
+    impl Fixture {
+        /// Writes points (series, seconds since DAY, value) as one column each, then compacts
+        /// their rows (building the rollups).
+        fn write(&self, points: &[(usize, u64, i64)]) {
+            let layout = KeyLayout::default();
+            let mut rows = Vec::new();
+            let mut batch = Vec::new();
+            for &(s, off, v) in points {
+                let ts = DAY + off;
+                let base = tsgate_schema::rowkey::base_time(ts);
+                let row = layout.row_key(&self.tsuids[s], base);
+                let p = RawPoint::encode(ts, base, DataValue::Int(v)).unwrap();
+                batch.push(RowMutations::put(
+                    row.clone(),
+                    DATA_FAMILY,
+                    p.qualifier().to_vec(),
+                    p.value_bytes().to_vec(),
+                ));
+                if !rows.contains(&row) {
+                    rows.push(row);
+                }
+            }
+            self.engine.store.mutate("tsdb", batch).unwrap();
+            assert!(self.compactor.compact(&rows).is_empty());
+        }
+
+        fn run(&self, body: &str) -> Vec<(usize, Vec<(u64, f64)>)> {
+            let q = crate::parse::from_json(body.as_bytes(), 0).unwrap();
+            let (series, _) = self.engine.run(&q).unwrap();
+            series
+                .into_iter()
+                .map(|s| {
+                    let dps = s
+                        .dps
+                        .iter()
+                        .map(|(t, v)| (*t, match v { Num::Int(i) => *i as f64, Num::Float(f) => *f }))
+                        .collect();
+                    (s.index, dps)
+                })
+                .collect()
+        }
+    }
+
+    fn same(a: &[(usize, Vec<(u64, f64)>)], b: &[(usize, Vec<(u64, f64)>)]) -> bool {
+        a.len() == b.len()
+            && a.iter().zip(b).all(|(x, y)| {
+                x.0 == y.0
+                    && x.1.len() == y.1.len()
+                    && x.1.iter().zip(&y.1).all(|(p, q)| p.0 == q.0 && (p.1 == q.1 || (p.1.is_nan() && q.1.is_nan())))
+            })
+    }
+
+    #[test]
+    fn plans_as_opentsdb() {
+        let f = fixture();
+        let r = f.engine.rollups.as_deref().unwrap();
+        let plan = |body: &str| {
+            let q = crate::parse::from_json(body.as_bytes(), 0).unwrap();
+            super::plan(r, &q, &q.queries[0], true)
+                .iter()
+                .map(|p| p.interval.interval.clone())
+                .collect::<Vec<_>>()
+        };
+        let b = |ds: &str, extra: &str| format!(r#"{{"start":1356998400,"end":1357084799,"queries":[{{"aggregator":"sum","metric":"m","downsample":"{ds}"{extra}}}]}}"#);
+        assert_eq!(plan(&b("1d-sum", "")), ["1d", "1h"]);
+        assert_eq!(plan(&b("2h-avg", "")), ["1h"]);
+        assert!(plan(&b("30m-sum", "")).is_empty()); // only the raw 1m divides it
+        assert!(plan(&b("1d-dev", "")).is_empty());
+        assert!(plan(&b("1d-sum", r#","rollupUsage":"ROLLUP_RAW""#)).is_empty());
+        assert!(plan(&b("0all-sum", "")).is_empty());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(12))]
+        /// For random data and random aligned downsamples, the rollup answer is the raw one;
+        /// and again after a late point into a compacted hour.
+        #[test]
+        fn rollup_answers_equal_raw(
+            points in prop::collection::vec((0usize..2, 0u64..3 * 86_400, -1000i64..1000), 1..120),
+            late in (0usize..2, 0u64..3 * 86_400, -1000i64..1000),
+            queries in prop::collection::vec((0usize..5, 0usize..7, 0u64..3, 1u64..4, any::<bool>(), any::<bool>()), 1..6),
+        ) {
+            let f = fixture();
+            f.write(&points);
+            let ask = |f: &Fixture| {
+                for &(iv, agg, k, n, fill, group) in &queries {
+                    let iv_s = [3600u64, 7200, 21_600, 86_400, 172_800][iv];
+                    let agg = ["sum", "count", "min", "max", "avg", "zimsum", "mimmax"][agg];
+                    let start = DAY + k * iv_s;
+                    let end = start + n * iv_s - 1;
+                    let ds = format!("{}s-{agg}{}", iv_s, if fill { "-zero" } else { "" });
+                    let body = |usage: &str| format!(
+                        r#"{{"start":{start},"end":{end},"queries":[{{"aggregator":"{}","metric":"m","downsample":"{ds}","rollupUsage":"{usage}"}}]}}"#,
+                        if group { "sum" } else { "none" }
+                    );
+                    let raw = f.run(&body("ROLLUP_RAW"));
+                    let rolled = f.run(&body("ROLLUP_NOFALLBACK"));
+                    prop_assert!(same(&raw, &rolled), "{ds} [{start}, {end}] group={group}\nraw    {raw:?}\nrollup {rolled:?}");
+                }
+                Ok(())
+            };
+            ask(&f)?;
+            f.write(&[late]);
+            ask(&f)?;
+        }
+    }
+}

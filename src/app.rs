@@ -236,7 +236,8 @@ impl Node {
         tracing::info!(backend = %cfg.storage.backend, data_dir = %cfg.data_dir.display(), "store opened");
         let layout = cfg.layout();
         let table = cfg.storage.tables.data.clone();
-        let stats = crate::write::recover(&cfg.data_dir, &store, &table, layout, rollup_build(&cfg))?;
+        let stats =
+            crate::write::recover(&cfg.data_dir, &store, &table, layout, rollup_build(&cfg))?;
         crate::observe::metrics()
             .wal_replayed_points
             .add(stats.points as u64);

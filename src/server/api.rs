@@ -349,7 +349,10 @@ pub(super) async fn uid_assign(state: &Arc<OpenTsdb>, req: Request) -> Reply {
 /// Writes rollup points on a blocking thread; one outcome per point.
 pub(super) async fn write_rollups(
     state: &Arc<OpenTsdb>,
-    points: Vec<(tsgate_opentsdb::rollup::RollupSpec, tsgate_opentsdb::OwnedDataPoint)>,
+    points: Vec<(
+        tsgate_opentsdb::rollup::RollupSpec,
+        tsgate_opentsdb::OwnedDataPoint,
+    )>,
 ) -> Vec<Result<(), crate::ingest::rollup::RollupWriteError>> {
     let s = state.clone();
     let n = points.len();
@@ -464,17 +467,12 @@ pub(super) async fn rollup(state: &Arc<OpenTsdb>, req: Request) -> Reply {
             "Please see the TSD logs or append \"details\" to the put request",
         );
     }
-    let mut body = format!(
-        "{{\"success\":{},\"failed\":{failed}",
-        jps.len() - failed
-    );
+    let mut body = format!("{{\"success\":{},\"failed\":{failed}", jps.len() - failed);
     if details {
         errors.sort_by_key(|e| e.0);
         let list: Vec<String> = errors
             .iter()
-            .map(|(i, e)| {
-                serde_json::to_string(&jps[*i].point.error_detail(e)).unwrap_or_default()
-            })
+            .map(|(i, e)| serde_json::to_string(&jps[*i].point.error_detail(e)).unwrap_or_default())
             .collect();
         body.push_str(&format!(",\"errors\":[{}]", list.join(",")));
     }

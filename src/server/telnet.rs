@@ -25,7 +25,15 @@ struct ChunkResult {
     exit: bool,
 }
 
-pub const COMMANDS: &[&str] = &["stats", "dropcaches", "version", "exit", "help", "put", "rollup"];
+pub const COMMANDS: &[&str] = &[
+    "stats",
+    "dropcaches",
+    "version",
+    "exit",
+    "help",
+    "put",
+    "rollup",
+];
 
 pub async fn serve_connection(
     state: Arc<OpenTsdb>,

@@ -115,7 +115,9 @@ fn element(v: &serde_json::Value) -> Result<JsonRollup, BodyError> {
                 spec: RollupSpec::default(),
             });
         }
-        return Err(BodyError::Syntax(format!("Unable to parse the given JSON: {v}")));
+        return Err(BodyError::Syntax(format!(
+            "Unable to parse the given JSON: {v}"
+        )));
     };
     let s = |k: &str| o.get(k).and_then(text);
     let timestamp = match o.get("timestamp") {
@@ -173,20 +175,43 @@ mod tests {
     #[test]
     fn telnet_spec_forms() {
         let s = RollupSpec::parse("1h-sum");
-        assert_eq!((s.interval.as_deref(), s.aggregator.as_deref(), s.groupby), (Some("1h"), Some("sum"), None));
+        assert_eq!(
+            (s.interval.as_deref(), s.aggregator.as_deref(), s.groupby),
+            (Some("1h"), Some("sum"), None)
+        );
         let s = RollupSpec::parse("max");
-        assert_eq!((s.interval, s.aggregator.as_deref(), s.groupby.as_deref()), (None, Some("max"), Some("max")));
+        assert_eq!(
+            (s.interval, s.aggregator.as_deref(), s.groupby.as_deref()),
+            (None, Some("max"), Some("max"))
+        );
         let s = RollupSpec::parse("1h-sum:max");
-        assert_eq!((s.interval.as_deref(), s.aggregator.as_deref(), s.groupby.as_deref()), (Some("1h"), Some("sum"), Some("max")));
+        assert_eq!(
+            (
+                s.interval.as_deref(),
+                s.aggregator.as_deref(),
+                s.groupby.as_deref()
+            ),
+            (Some("1h"), Some("sum"), Some("max"))
+        );
         assert!(s.is_groupby());
         let l = Limits::default();
-        let (s, p) = parse_telnet("rollup 1h-SUM sys.cpu.user 1356998400 30 host=web01", &l).unwrap();
+        let (s, p) =
+            parse_telnet("rollup 1h-SUM sys.cpu.user 1356998400 30 host=web01", &l).unwrap();
         assert_eq!(s.aggregator.as_deref(), Some("SUM"));
-        assert_eq!((p.metric, p.timestamp, p.tags.clone()), ("sys.cpu.user", 1356998400, vec![("host", "web01")]));
+        assert_eq!(
+            (p.metric, p.timestamp, p.tags.clone()),
+            ("sys.cpu.user", 1356998400, vec![("host", "web01")])
+        );
         let e = parse_telnet("rollup 1h-sum sys.cpu.user 1356998400 30", &l).unwrap_err();
-        assert_eq!(error_line(&e), "rollup: illegal argument: not enough arguments (need least 7, got 4)");
+        assert_eq!(
+            error_line(&e),
+            "rollup: illegal argument: not enough arguments (need least 7, got 4)"
+        );
         let e = parse_telnet("rollup  sys.cpu.user 1356998400 30 host=a", &l).unwrap_err();
-        assert_eq!(error_line(&e), "rollup: illegal argument: Missing interval or aggregator");
+        assert_eq!(
+            error_line(&e),
+            "rollup: illegal argument: Missing interval or aggregator"
+        );
         let e = parse_telnet("rollup 1h-sum sys 1356998400 x host=a", &l).unwrap_err();
         assert!(error_line(&e).starts_with("rollup: invalid value: "), "{e}");
     }

@@ -204,7 +204,8 @@ impl QueryEngine {
                 None => Vec::new(),
             };
             // The rollups to try in turn (rollupUsage), then raw data (None).
-            let tries: Vec<Option<&rollup_read::RollupRead>> = match (plan.first(), sq.rollup_usage) {
+            let tries: Vec<Option<&rollup_read::RollupRead>> = match (plan.first(), sq.rollup_usage)
+            {
                 (None, _) => vec![None],
                 (Some(best), spec::RollupUsage::NoFallback) => vec![Some(best)],
                 (Some(best), spec::RollupUsage::FallbackRaw) => vec![Some(best), None],

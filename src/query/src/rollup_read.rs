@@ -187,11 +187,18 @@ mod tests {
         let id = |kind, name: &str| uids.get_or_create(kind, name).unwrap().into_vec();
         let tsuids = ["web01", "web02"]
             .iter()
-            .map(|h| [id(UidKind::Metric, "m"), id(UidKind::Tagk, "host"), id(UidKind::Tagv, h)].concat())
+            .map(|h| {
+                [
+                    id(UidKind::Metric, "m"),
+                    id(UidKind::Tagk, "host"),
+                    id(UidKind::Tagv, h),
+                ]
+                .concat()
+            })
             .collect();
         let layout = KeyLayout::default();
-        let compactor = Compactor::new(store.clone(), "tsdb")
-            .with_rollups(RollupBuild::new(&r, layout));
+        let compactor =
+            Compactor::new(store.clone(), "tsdb").with_rollups(RollupBuild::new(&r, layout));
         Fixture {
             _dir: dir,
             engine: QueryEngine {
@@ -244,7 +251,15 @@ mod tests {
                     let dps = s
                         .dps
                         .iter()
-                        .map(|(t, v)| (*t, match v { Num::Int(i) => *i as f64, Num::Float(f) => *f }))
+                        .map(|(t, v)| {
+                            (
+                                *t,
+                                match v {
+                                    Num::Int(i) => *i as f64,
+                                    Num::Float(f) => *f,
+                                },
+                            )
+                        })
                         .collect();
                     (s.index, dps)
                 })
@@ -257,7 +272,10 @@ mod tests {
             && a.iter().zip(b).all(|(x, y)| {
                 x.0 == y.0
                     && x.1.len() == y.1.len()
-                    && x.1.iter().zip(&y.1).all(|(p, q)| p.0 == q.0 && (p.1 == q.1 || (p.1.is_nan() && q.1.is_nan())))
+                    && x.1
+                        .iter()
+                        .zip(&y.1)
+                        .all(|(p, q)| p.0 == q.0 && (p.1 == q.1 || (p.1.is_nan() && q.1.is_nan())))
             })
     }
 
@@ -272,7 +290,11 @@ mod tests {
                 .map(|p| p.interval.interval.clone())
                 .collect::<Vec<_>>()
         };
-        let b = |ds: &str, extra: &str| format!(r#"{{"start":1356998400,"end":1357084799,"queries":[{{"aggregator":"sum","metric":"m","downsample":"{ds}"{extra}}}]}}"#);
+        let b = |ds: &str, extra: &str| {
+            format!(
+                r#"{{"start":1356998400,"end":1357084799,"queries":[{{"aggregator":"sum","metric":"m","downsample":"{ds}"{extra}}}]}}"#
+            )
+        };
         assert_eq!(plan(&b("1d-sum", "")), ["1d", "1h"]);
         assert_eq!(plan(&b("2h-avg", "")), ["1h"]);
         assert!(plan(&b("30m-sum", "")).is_empty()); // only the raw 1m divides it

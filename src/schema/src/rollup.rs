@@ -18,10 +18,40 @@ pub const AGG_TAG_KEY: &str = "_aggregate";
 
 /// Aggregators OpenTSDB 2.4 knows (`Aggregators.get`): an `aggregationIds` name must be one.
 pub const KNOWN_AGGREGATORS: &[&str] = &[
-    "sum", "count", "min", "max", "avg", "dev", "zimsum", "mimmin", "mimmax", "first", "last",
-    "none", "median", "squaresum", "diff", "multiply", "p50", "p75", "p90", "p95", "p99",
-    "p999", "ep50r3", "ep50r7", "ep75r3", "ep75r7", "ep90r3", "ep90r7", "ep95r3", "ep95r7",
-    "ep99r3", "ep99r7", "ep999r3", "ep999r7",
+    "sum",
+    "count",
+    "min",
+    "max",
+    "avg",
+    "dev",
+    "zimsum",
+    "mimmin",
+    "mimmax",
+    "first",
+    "last",
+    "none",
+    "median",
+    "squaresum",
+    "diff",
+    "multiply",
+    "p50",
+    "p75",
+    "p90",
+    "p95",
+    "p99",
+    "p999",
+    "ep50r3",
+    "ep50r7",
+    "ep75r3",
+    "ep75r7",
+    "ep90r3",
+    "ep90r7",
+    "ep95r3",
+    "ep95r7",
+    "ep99r3",
+    "ep99r7",
+    "ep999r3",
+    "ep999r7",
 ];
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -208,7 +238,13 @@ impl RollupInterval {
 
     /// The 3-byte qualifier of a value at `ts` in the row of `base`
     /// (`RollupUtils.buildRollupQualifier`).
-    pub fn qualifier(&self, agg_id: u8, ts: u64, base: u32, flags: u8) -> Result<[u8; 3], RollupError> {
+    pub fn qualifier(
+        &self,
+        agg_id: u8,
+        ts: u64,
+        base: u32,
+        flags: u8,
+    ) -> Result<[u8; 3], RollupError> {
         let s = if is_ms(ts) { ts / 1000 } else { ts };
         let index = s.checked_sub(base as u64).unwrap_or(u64::MAX) / self.interval_s as u64;
         if index >= self.intervals as u64 {
@@ -238,11 +274,7 @@ pub struct RollupCell {
 
 /// Decodes one rollup cell: the 3-byte form, or the legacy `<agg>:<2 bytes>` one whose prefix
 /// is looked up with `id_of` (None: an aggregator this reader does not map).
-pub fn decode_cell(
-    q: &[u8],
-    v: &[u8],
-    id_of: impl Fn(&str) -> Option<u8>,
-) -> Option<RollupCell> {
+pub fn decode_cell(q: &[u8], v: &[u8], id_of: impl Fn(&str) -> Option<u8>) -> Option<RollupCell> {
     let (agg_id, off) = if q.len() == 3 && q[0] & !AGGREGATOR_MASK == 0 {
         (Some(q[0]), &q[1..])
     } else {
@@ -413,7 +445,15 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let mp = (5 * doy + 2) / 153;
     let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { yoe + era * 400 + 1 } else { yoe + era * 400 }, m, d)
+    (
+        if m <= 2 {
+            yoe + era * 400 + 1
+        } else {
+            yoe + era * 400
+        },
+        m,
+        d,
+    )
 }
 
 #[cfg(test)]
@@ -427,7 +467,14 @@ mod tests {
     #[test]
     fn base_times_match_opentsdb_rollup_utils_tests() {
         let hour = iv("1s", "1h");
-        for ts in [1370530800, 1370530800154, 1370532925, 1370532925154, 1370534399, 1370534399999] {
+        for ts in [
+            1370530800,
+            1370530800154,
+            1370532925,
+            1370532925154,
+            1370534399,
+            1370534399999,
+        ] {
             assert_eq!(hour.base_time(ts), 1370530800, "{ts}");
         }
         let six = iv("10m", "6h");
@@ -439,7 +486,14 @@ mod tests {
             assert_eq!(two.base_time(ts), 1370520000, "{ts}");
         }
         let day = iv("10m", "1d");
-        for ts in [1370476800, 1370476800154, 1370532925, 1370532925154, 1370563199, 1370563199999] {
+        for ts in [
+            1370476800,
+            1370476800154,
+            1370532925,
+            1370532925154,
+            1370563199,
+            1370563199999,
+        ] {
             assert_eq!(day.base_time(ts), 1370476800, "{ts}");
         }
         let month = iv("1h", "1n");
@@ -458,7 +512,13 @@ mod tests {
             assert_eq!(month.base_time(ts), want, "{ts}");
         }
         let year = iv("24h", "1y");
-        for ts in [1356998400, 1356998400154, 1370532925, 1388534399, 1388534399999] {
+        for ts in [
+            1356998400,
+            1356998400154,
+            1370532925,
+            1388534399,
+            1388534399999,
+        ] {
             assert_eq!(year.base_time(ts), 1356998400, "{ts}");
         }
         for i in [&hour, &day, &month, &year] {
@@ -490,21 +550,39 @@ mod tests {
         // The vector: 1h in a 1d span, sum = id 0, value 30 on one byte.
         let h1 = iv("1h", "1d");
         assert_eq!(h1.base_time(1356998400), 0x50E22700);
-        assert_eq!(h1.qualifier(0, 1356998400, 0x50E22700, 0).unwrap(), [0, 0, 0]);
+        assert_eq!(
+            h1.qualifier(0, 1356998400, 0x50E22700, 0).unwrap(),
+            [0, 0, 0]
+        );
     }
 
     #[test]
     fn interval_validation_as_opentsdb() {
-        let e = |i: &str, s: &str| RollupInterval::new("a", "b", i, s, false).unwrap_err().to_string();
+        let e = |i: &str, s: &str| {
+            RollupInterval::new("a", "b", i, s, false)
+                .unwrap_err()
+                .to_string()
+        };
         assert_eq!(e("1s", "1w"), "Unrecogznied span 'w'");
         assert_eq!(e("1m", "3h"), "The multiplier must be 1 or an even value");
-        assert_eq!(e("1h", "2d"), "Multipliers are only usable with the 'h' unit");
-        assert_eq!(e("1h", "1h"), "Interval [3600] is too large for the span [h]");
-        assert_eq!(e("10m", "1h"), "Not enough intervals [6] for the span. Must be at least [12]");
+        assert_eq!(
+            e("1h", "2d"),
+            "Multipliers are only usable with the 'h' unit"
+        );
+        assert_eq!(
+            e("1h", "1h"),
+            "Interval [3600] is too large for the span [h]"
+        );
+        assert_eq!(
+            e("10m", "1h"),
+            "Not enough intervals [6] for the span. Must be at least [12]"
+        );
         assert!(e("1s", "1d").starts_with("Too many intervals [86400]"));
         assert_eq!(e("1ms", "1h"), "Milliseconds are not supported");
         assert_eq!(
-            RollupInterval::new("", "b", "1m", "1h", false).unwrap_err().to_string(),
+            RollupInterval::new("", "b", "1m", "1h", false)
+                .unwrap_err()
+                .to_string(),
             "The rollup table cannot be null or empty"
         );
         assert_eq!(iv("1h", "1d").intervals, 24);
@@ -517,8 +595,7 @@ mod tests {
         let ivs = vec![
             RollupInterval::new("tsdb", "tsdb-agg", "1m", "1h", true).unwrap(),
             iv("1h", "1d"),
-            RollupInterval::new("tsdb-rollup-1d", "tsdb-rollup-agg-1d", "1d", "1y", false)
-                .unwrap(),
+            RollupInterval::new("tsdb-rollup-1d", "tsdb-rollup-agg-1d", "1d", "1y", false).unwrap(),
         ];
         let ids = |v: &[(&str, i64)]| v.iter().map(|(a, b)| (a.to_string(), *b)).collect();
         let r = Rollups::new(ivs.clone(), ids(&[("SUM", 0), ("count", 1)])).unwrap();
@@ -531,17 +608,46 @@ mod tests {
             r.interval("5m").unwrap_err().to_string(),
             "No rollups configured for the interval: 5m"
         );
-        let best: Vec<&str> = r.best_matches(86_400).iter().map(|i| i.interval.as_str()).collect();
+        let best: Vec<&str> = r
+            .best_matches(86_400)
+            .iter()
+            .map(|i| i.interval.as_str())
+            .collect();
         assert_eq!(best, ["1d", "1h", "1m"]);
-        let best: Vec<&str> = r.best_matches(7200).iter().map(|i| i.interval.as_str()).collect();
+        let best: Vec<&str> = r
+            .best_matches(7200)
+            .iter()
+            .map(|i| i.interval.as_str())
+            .collect();
         assert_eq!(best, ["1h", "1m"]);
         assert!(r.best_matches(90).is_empty());
-        assert_eq!(r.tables("tsdb"), ["tsdb-agg", "tsdb-rollup", "tsdb-rollup-agg", "tsdb-rollup-1d", "tsdb-rollup-agg-1d"]);
+        assert_eq!(
+            r.tables("tsdb"),
+            [
+                "tsdb-agg",
+                "tsdb-rollup",
+                "tsdb-rollup-agg",
+                "tsdb-rollup-1d",
+                "tsdb-rollup-agg-1d"
+            ]
+        );
         let err = |ivs, a: &[(&str, i64)]| Rollups::new(ivs, ids(a)).unwrap_err().to_string();
-        assert_eq!(err(ivs.clone(), &[("sum", 128)]), "ID for aggregator must be between 0 and 127: sum=128");
-        assert_eq!(err(ivs.clone(), &[("sum", 1), ("max", 1)]), "Multiple mappings for the ID '1' are not allowed.");
-        assert_eq!(err(ivs.clone(), &[("nope", 1)]), "No such aggregator found for nope");
-        assert_eq!(err(vec![], &[("sum", 1)]), "Rollup config given but no intervals were found.");
+        assert_eq!(
+            err(ivs.clone(), &[("sum", 128)]),
+            "ID for aggregator must be between 0 and 127: sum=128"
+        );
+        assert_eq!(
+            err(ivs.clone(), &[("sum", 1), ("max", 1)]),
+            "Multiple mappings for the ID '1' are not allowed."
+        );
+        assert_eq!(
+            err(ivs.clone(), &[("nope", 1)]),
+            "No such aggregator found for nope"
+        );
+        assert_eq!(
+            err(vec![], &[("sum", 1)]),
+            "Rollup config given but no intervals were found."
+        );
         let mut twice = ivs.clone();
         twice.push(ivs[1].clone());
         assert!(err(twice, &[("sum", 0)]).starts_with("Only one interval of each type"));
@@ -551,12 +657,18 @@ mod tests {
     fn cells_decode_in_both_forms() {
         let id = |n: &str| (n == "sum").then_some(0u8);
         let c = decode_cell(&[0, 0x00, 0x10], &[0x1e], id).unwrap();
-        assert_eq!((c.agg_id, c.index, c.value), (Some(0), 1, DataValue::Int(30)));
+        assert_eq!(
+            (c.agg_id, c.index, c.value),
+            (Some(0), 1, DataValue::Int(30))
+        );
         let mut q = legacy_prefix("SUM");
         q.extend_from_slice(&[0x00, 0x23]);
         assert_eq!(q[..4], *b"sum:");
         let c = decode_cell(&q, &[0, 0, 0, 7], id).unwrap();
-        assert_eq!((c.agg_id, c.index, c.value), (Some(0), 2, DataValue::Int(7)));
+        assert_eq!(
+            (c.agg_id, c.index, c.value),
+            (Some(0), 2, DataValue::Int(7))
+        );
         let f = decode_cell(&[2, 0x00, 0x0B], &1.5f32.to_be_bytes(), id).unwrap();
         assert_eq!(f.value, DataValue::F32(1.5));
         assert!(decode_cell(&[0x80, 0, 0], &[1], id).is_none());

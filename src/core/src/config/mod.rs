@@ -502,7 +502,10 @@ impl Config {
             .rollups
             .compile(&data)
             .map_err(|e| ConfigError::Invalid(format!("rollups: {e}")))?;
-        self.storage.tables.rollups = compiled.as_ref().map(|r| r.tables(&data)).unwrap_or_default();
+        self.storage.tables.rollups = compiled
+            .as_ref()
+            .map(|r| r.tables(&data))
+            .unwrap_or_default();
         self.rollups.compiled = compiled.map(std::sync::Arc::new);
         Ok(())
     }

@@ -178,7 +178,10 @@ mod tests {
         assert_eq!(dflt.interval("1d").unwrap().intervals, 366);
         assert_eq!(dflt.id_for("max"), Ok(3));
         let json = serde_json::to_string(&default_document("tsdb")).unwrap();
-        assert!(json.contains("\"preAggregationTable\":\"tsdb-preagg\""), "{json}");
+        assert!(
+            json.contains("\"preAggregationTable\":\"tsdb-preagg\""),
+            "{json}"
+        );
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("rollups.json"), &json).unwrap();
         c.config = "rollups.json".into();
@@ -226,7 +229,10 @@ mod tests {
             config: "missing.json".into(),
             ..Default::default()
         };
-        assert!(c.compile("tsdb").unwrap_err().starts_with("Failed to open conf file: missing.json"));
+        assert!(c
+            .compile("tsdb")
+            .unwrap_err()
+            .starts_with("Failed to open conf file: missing.json"));
         assert_eq!(RollupsConfig::default().compile("tsdb"), Ok(None));
     }
 }

@@ -80,8 +80,11 @@ pub fn place(
     };
     let is_groupby = spec.is_groupby();
     let metric = p.metric;
-    let mut tags: Vec<(String, String)> =
-        p.tags.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let mut tags: Vec<(String, String)> = p
+        .tags
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     let tags_text = |tags: &[(String, String)]| {
         let t: Vec<String> = tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
         format!("{{{}}}", t.join(", "))
@@ -157,7 +160,9 @@ pub fn place(
         e => invalid(e.to_string()),
     })?;
     let temporal = spec.aggregator.clone().unwrap_or_default();
-    let id = rollups.id_for(&temporal).map_err(|e| invalid(e.to_string()))?;
+    let id = rollups
+        .id_for(&temporal)
+        .map_err(|e| invalid(e.to_string()))?;
     if derived(&temporal.to_uppercase()) {
         return Err(invalid(format!(
             "Derived rollup aggregations are not allowed {} with metric {metric} {}",
@@ -199,15 +204,23 @@ impl RollupWriter<'_> {
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        let series = self.resolver.resolve(p.metric, &tags).map_err(|e| match e {
-            UidError::NoSuchName { .. } => RollupWriteError::UnknownName(e.to_string()),
-            e => RollupWriteError::Store(e.to_string()),
-        })?;
+        let series = self
+            .resolver
+            .resolve(p.metric, &tags)
+            .map_err(|e| match e {
+                UidError::NoSuchName { .. } => RollupWriteError::UnknownName(e.to_string()),
+                e => RollupWriteError::Store(e.to_string()),
+            })?;
         let row = self.layout.row_key(series.tsuid, placed.base);
         self.store
             .mutate(
                 &placed.table,
-                vec![RowMutations::put(row, DATA_FAMILY, placed.qualifier, placed.value)],
+                vec![RowMutations::put(
+                    row,
+                    DATA_FAMILY,
+                    placed.qualifier,
+                    placed.value,
+                )],
             )
             .map_err(|e| RollupWriteError::Store(e.to_string()))
     }
@@ -245,21 +258,39 @@ mod tests {
         let c = config();
         let r = c.compiled.as_deref();
         let p = place(&c, r, &spec("1h-SUM"), &point(1356998400, Value::Int(30))).unwrap();
-        assert_eq!((p.table.as_str(), p.base, &p.qualifier[..], &p.value[..]), ("tsdb-rollup-1h", 1356998400, &[0u8, 0, 0][..], &[0x1e][..]));
+        assert_eq!(
+            (p.table.as_str(), p.base, &p.qualifier[..], &p.value[..]),
+            ("tsdb-rollup-1h", 1356998400, &[0u8, 0, 0][..], &[0x1e][..])
+        );
         assert_eq!(p.tags, [("host".to_string(), "web01".to_string())]);
         // 13:00 is interval 13 of the day; a float on 4 bytes (flags 0xB).
-        let p = place(&c, r, &spec("1h-max"), &point(1356998400 + 13 * 3600 + 5, Value::F32(1.5))).unwrap();
+        let p = place(
+            &c,
+            r,
+            &spec("1h-max"),
+            &point(1356998400 + 13 * 3600 + 5, Value::F32(1.5)),
+        )
+        .unwrap();
         assert_eq!(&p.qualifier[..], &[3, 0x00, 0xDB]);
         let p = place(&c, r, &spec("1d-count"), &point(1370532925, Value::Int(7))).unwrap();
         assert_eq!((p.table.as_str(), p.base), ("tsdb-rollup-1d", 1356998400));
         assert_eq!(p.qualifier, [1, 0x09, 0xC0]); // day 156 of 2013
-        // Rolled-up pre-aggregate: the pre-aggregate table, _aggregate=MAX.
-        let p = place(&c, r, &spec("1h-sum:max"), &point(1356998400, Value::Int(1))).unwrap();
+                                                  // Rolled-up pre-aggregate: the pre-aggregate table, _aggregate=MAX.
+        let p = place(
+            &c,
+            r,
+            &spec("1h-sum:max"),
+            &point(1356998400, Value::Int(1)),
+        )
+        .unwrap();
         assert_eq!(p.table, "tsdb-rollup-preagg-1h");
         assert!(p.tags.contains(&("_aggregate".into(), "MAX".into())));
         // Raw pre-aggregate: the default interval's pre-aggregate table, raw qualifier.
         let p = place(&c, r, &spec("sum"), &point(1356998410, Value::Int(1))).unwrap();
-        assert_eq!((p.table.as_str(), p.base, &p.qualifier[..]), ("tsdb-preagg", 1356998400, &[0x00u8, 0xA0][..]));
+        assert_eq!(
+            (p.table.as_str(), p.base, &p.qualifier[..]),
+            ("tsdb-preagg", 1356998400, &[0x00u8, 0xA0][..])
+        );
     }
 
     #[test]
@@ -268,14 +299,30 @@ mod tests {
         let r = c.compiled.as_deref();
         let e = |s: &str, p: DataPoint| place(&c, r, &spec(s), &p).unwrap_err();
         let x = e("5m-sum", point(1356998400, Value::Int(1)));
-        assert_eq!(x.telnet_line(), "rollup: No such rollup: No rollups configured for the interval: 5m");
+        assert_eq!(
+            x.telnet_line(),
+            "rollup: No such rollup: No rollups configured for the interval: 5m"
+        );
         let x = e("1h-dev", point(1356998400, Value::Int(1)));
         assert_eq!(x.to_string(), "No ID found mapping to aggregator: dev");
         let x = e("1h-sum", point(1356998400000, Value::Int(1)));
-        assert!(x.to_string().starts_with("bad timestamp=1356998400000"), "{x}");
+        assert!(
+            x.to_string().starts_with("bad timestamp=1356998400000"),
+            "{x}"
+        );
         let x = e("avg", point(1356998400, Value::Int(1)));
-        assert!(x.to_string().starts_with("Derived group by aggregations are not allowed avg"), "{x}");
-        let x = place(&RollupsConfig::default(), None, &spec("1h-sum"), &point(1, Value::Int(1))).unwrap_err();
+        assert!(
+            x.to_string()
+                .starts_with("Derived group by aggregations are not allowed avg"),
+            "{x}"
+        );
+        let x = place(
+            &RollupsConfig::default(),
+            None,
+            &spec("1h-sum"),
+            &point(1, Value::Int(1)),
+        )
+        .unwrap_err();
         assert_eq!(x.to_string(), "No rollup or aggregations were configured");
         let mut p = point(1356998400, Value::Int(1));
         p.tags.push(("_aggregate", "MIN"));

@@ -77,7 +77,10 @@ impl Compactor {
     }
 
     /// Also builds the rollup cells of each row it is handed (compacted or already compact).
-    pub fn with_rollups(mut self, rollups: Option<std::sync::Arc<super::rollup::RollupBuild>>) -> Self {
+    pub fn with_rollups(
+        mut self,
+        rollups: Option<std::sync::Arc<super::rollup::RollupBuild>>,
+    ) -> Self {
         self.rollups = rollups;
         self
     }

@@ -5,8 +5,8 @@
 
 pub mod compaction;
 pub mod compactor;
-pub mod rollup;
 pub mod flusher;
+pub mod rollup;
 pub mod shard;
 pub mod wal;
 

@@ -135,7 +135,8 @@ impl RollupBuild {
             .iter()
             .filter_map(|(n, id)| Agg::parse(n).map(|a| (a, *id)))
             .collect();
-        let mut ivs: Vec<&RollupInterval> = rollups.intervals.iter().filter(|i| !i.default).collect();
+        let mut ivs: Vec<&RollupInterval> =
+            rollups.intervals.iter().filter(|i| !i.default).collect();
         ivs.sort_by_key(|i| i.interval_s);
         let mut targets: Vec<Target> = Vec::new();
         for iv in ivs {
@@ -186,7 +187,10 @@ impl RollupBuild {
                 let iv = &t.interval;
                 if t.source != Source::Raw {
                     let start = interval_start(iv, rk.base as u64);
-                    if !coarse.iter().any(|(i, s, b)| *i == ti && *s == tsuid && *b == start) {
+                    if !coarse
+                        .iter()
+                        .any(|(i, s, b)| *i == ti && *s == tsuid && *b == start)
+                    {
                         coarse.push((ti, tsuid.clone(), start));
                     }
                     continue;
@@ -204,10 +208,13 @@ impl RollupBuild {
                 }
                 let key = self.layout.row_key(&tsuid, base);
                 let muts = self.cells(iv, base, &accs);
-                batches.entry(iv.table.as_str()).or_default().push(RowMutations {
-                    row: key,
-                    mutations: muts,
-                });
+                batches
+                    .entry(iv.table.as_str())
+                    .or_default()
+                    .push(RowMutations {
+                        row: key,
+                        mutations: muts,
+                    });
             }
         }
         for (table, mut batch) in batches {
@@ -334,7 +341,11 @@ fn drop_stale(m: &mut RowMutations, existing: &[tsgate_store::Cell]) {
         };
         for c in existing {
             let e = &c.qualifier;
-            if e.len() == 3 && q.len() == 3 && e[0] == q[0] && e[1] == q[1] && e[2] >> 4 == q[2] >> 4
+            if e.len() == 3
+                && q.len() == 3
+                && e[0] == q[0]
+                && e[1] == q[1]
+                && e[2] >> 4 == q[2] >> 4
                 && e != q
             {
                 dels.push(tsgate_store::Mutation::Delete {
@@ -405,7 +416,12 @@ mod tests {
             let row = row.unwrap();
             for c in &row.cells {
                 let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
-                out.push(format!("{} {} {}", hex(&row.key), hex(&c.qualifier), hex(&c.value)));
+                out.push(format!(
+                    "{} {} {}",
+                    hex(&row.key),
+                    hex(&c.qualifier),
+                    hex(&c.value)
+                ));
             }
         }
         out
@@ -460,6 +476,9 @@ mod tests {
         );
         // Compacting again (already compact) changes nothing: cells are recomputed, not added.
         assert!(compactor.compact(std::slice::from_ref(&row)).is_empty());
-        assert_eq!(cells(&store, "tsdb-rollup-1d")[0], format!("{day_row} 000001 0087"));
+        assert_eq!(
+            cells(&store, "tsdb-rollup-1d")[0],
+            format!("{day_row} 000001 0087")
+        );
     }
 }

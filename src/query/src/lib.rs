@@ -261,6 +261,7 @@ impl QueryEngine {
 
     /// [`QueryEngine::fetch`] as `parts` shares read on as many threads, in TSUID order either
     /// way (so a group's members are aggregated in the same order however many cores read).
+    #[allow(clippy::too_many_arguments)]
     fn fetch_shares(
         &self,
         q: &Query,

@@ -48,7 +48,7 @@ pub fn plan(rollups: &Rollups, q: &Query, sq: &SubQuery, utc: bool) -> Vec<Rollu
         || q.flags.delete
         || ds.all
         || ds.interval_ms == 0
-        || ds.interval_ms % 1000 != 0
+        || !ds.interval_ms.is_multiple_of(1000)
         // Calendar buckets line up with rollup intervals only in UTC.
         || ((ds.calendar.is_some() || q.use_calendar) && !utc)
     {

@@ -162,7 +162,7 @@ impl RollupInterval {
         if units != "h" && mult > 1 {
             return Err(invalid("Multipliers are only usable with the 'h' unit"));
         }
-        if units == "h" && mult > 1 && mult % 2 != 0 {
+        if units == "h" && mult > 1 && !mult.is_multiple_of(2) {
             return Err(invalid("The multiplier must be 1 or an even value"));
         }
         let interval_s = parse_duration_s(interval)? as u32;
@@ -379,9 +379,9 @@ impl Rollups {
         let mut m: Vec<&RollupInterval> = self
             .intervals
             .iter()
-            .filter(|i| interval_s > 0 && interval_s % i.interval_s as u64 == 0)
+            .filter(|i| interval_s > 0 && interval_s.is_multiple_of(i.interval_s as u64))
             .collect();
-        m.sort_by(|a, b| b.interval_s.cmp(&a.interval_s));
+        m.sort_by_key(|i| std::cmp::Reverse(i.interval_s));
         m
     }
 

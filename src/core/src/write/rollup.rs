@@ -140,12 +140,12 @@ impl RollupBuild {
         ivs.sort_by_key(|i| i.interval_s);
         let mut targets: Vec<Target> = Vec::new();
         for iv in ivs {
-            let source = if 3600 % iv.interval_s == 0 {
+            let source = if 3600u32.is_multiple_of(iv.interval_s) {
                 Some(Source::Raw)
-            } else if iv.interval_s % 3600 == 0 {
+            } else if iv.interval_s.is_multiple_of(3600) {
                 targets
                     .iter()
-                    .rposition(|t| iv.interval_s % t.interval.interval_s == 0)
+                    .rposition(|t| iv.interval_s.is_multiple_of(t.interval.interval_s))
                     .map(Source::Finer)
             } else {
                 None

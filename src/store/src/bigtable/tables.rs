@@ -108,6 +108,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn rollup_tables_keep_one_version_without_max_age() {
+        let names = TableNames {
+            rollups: vec!["tsdb-rollup-1d".into()],
+            ..Default::default()
+        };
+        let s = cbt_script(&BigtableConfig::default(), &names, Some(30));
+        assert!(
+            s.contains("createtable tsdb-rollup-1d \"families=t:maxversions=1\"\n"),
+            "{s}"
+        );
+    }
+
+    #[test]
     fn script_names_every_table_and_family() {
         let cfg = BigtableConfig {
             project: "my-proj".into(),

@@ -138,6 +138,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn rollup_tables_are_data_tables_without_ttl() {
+        let names = TableNames {
+            rollups: vec!["tsdb-rollup-1h".into()],
+            ..Default::default()
+        };
+        let s = shell_script_ttl(&names, "NONE", Some(86_400));
+        assert!(s.contains("create 'tsdb-rollup-1h',\n  {NAME => 't', VERSIONS => 1, COMPRESSION => 'NONE', BLOOMFILTER => 'ROW'}\n"), "{s}");
+        assert!(
+            s.contains("create 'tsdb',\n  {NAME => 't', VERSIONS => 1, TTL => 86400,"),
+            "{s}"
+        );
+    }
+
+    #[test]
     fn script_names_every_table_and_family() {
         let s = shell_script(&TableNames::default(), "SNAPPY");
         assert!(s.contains("create 'tsdb',\n  {NAME => 't', VERSIONS => 1, COMPRESSION => 'SNAPPY', BLOOMFILTER => 'ROW'}\n"), "{s}");

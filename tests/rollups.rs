@@ -63,8 +63,8 @@ fn api_rollup_and_telnet_rollup_write_opentsdb_cells() {
     assert_eq!(
         t.sync(),
         [
-            "rollup: illegal argument: not enough arguments (need least 7, got 4)",
-            "rollup: illegal argument: No ID found mapping to aggregator: dev",
+            "rollup: illegal argument: not enough arguments (need least 7, got 4)\n",
+            "rollup: illegal argument: No ID found mapping to aggregator: dev\n",
         ]
     );
     let (_, q) = s.http(

@@ -242,6 +242,26 @@ mod tests {
             assert!(self.compactor.compact(&rows).is_empty());
         }
 
+        /// Writes points without compacting them: no rollup cells.
+        fn write_raw(&self, points: &[(usize, u64, i64)]) {
+            let layout = KeyLayout::default();
+            let batch = points
+                .iter()
+                .map(|&(s, off, v)| {
+                    let ts = DAY + off;
+                    let base = tsgate_schema::rowkey::base_time(ts);
+                    let p = RawPoint::encode(ts, base, DataValue::Int(v)).unwrap();
+                    RowMutations::put(
+                        layout.row_key(&self.tsuids[s], base),
+                        DATA_FAMILY,
+                        p.qualifier().to_vec(),
+                        p.value_bytes().to_vec(),
+                    )
+                })
+                .collect();
+            self.engine.store.mutate("tsdb", batch).unwrap();
+        }
+
         fn run(&self, body: &str) -> Vec<(usize, Vec<(u64, f64)>)> {
             let q = crate::parse::from_json(body.as_bytes(), 0).unwrap();
             let (series, _) = self.engine.run(&q).unwrap();
@@ -301,6 +321,27 @@ mod tests {
         assert!(plan(&b("1d-dev", "")).is_empty());
         assert!(plan(&b("1d-sum", r#","rollupUsage":"ROLLUP_RAW""#)).is_empty());
         assert!(plan(&b("0all-sum", "")).is_empty());
+    }
+
+    #[test]
+    fn rollup_usage_falls_back_as_opentsdb() {
+        let f = fixture();
+        f.write_raw(&[(0, 10, 4), (0, 7200, 6)]);
+        let body = |usage: &str| {
+            format!(
+                r#"{{"start":{DAY},"end":{},"queries":[{{"aggregator":"sum","metric":"m","downsample":"1d-sum","rollupUsage":"{usage}"}}]}}"#,
+                DAY + 86_399
+            )
+        };
+        let want = vec![(0, vec![(DAY * 1000, 10.0)])];
+        assert_eq!(f.run(&body("ROLLUP_RAW")), want);
+        // No rollup cells yet: the default reads the 1d table only, and finds nothing.
+        assert_eq!(f.run(&body("ROLLUP_NOFALLBACK")), vec![]);
+        assert_eq!(f.run(&body("ROLLUP_FALLBACK_RAW")), want);
+        assert_eq!(f.run(&body("ROLLUP_FALLBACK")), want);
+        // Once built (a compaction of both rows), the rollup answers.
+        f.write(&[(0, 10, 4), (0, 7200, 6)]);
+        assert_eq!(f.run(&body("ROLLUP_NOFALLBACK")), want);
     }
 
     proptest! {

@@ -196,7 +196,17 @@ pub fn writer_config(cfg: &Config) -> WriterConfig {
         roll_max_points: cfg.write.roll_max_points,
         queue_depth: 64,
         ts_counter: None,
+        rollups: rollup_build(cfg),
     }
+}
+
+/// What the compactor builds of `[rollups]` (nothing unless enabled with `build`).
+pub fn rollup_build(cfg: &Config) -> Option<Arc<crate::write::rollup::RollupBuild>> {
+    let r = &cfg.rollups;
+    if !r.build {
+        return None;
+    }
+    crate::write::rollup::RollupBuild::new(r.compiled.as_deref()?, cfg.layout())
 }
 
 /// Everything a running node holds: the shared state and the writer's threads.
@@ -226,7 +236,8 @@ impl Node {
         tracing::info!(backend = %cfg.storage.backend, data_dir = %cfg.data_dir.display(), "store opened");
         let layout = cfg.layout();
         let table = cfg.storage.tables.data.clone();
-        let stats = crate::write::recover(&cfg.data_dir, &store, &table, layout)?;
+        let stats =
+            crate::write::recover(&cfg.data_dir, &store, &table, layout, rollup_build(&cfg))?;
         crate::observe::metrics()
             .wal_replayed_points
             .add(stats.points as u64);
@@ -278,6 +289,7 @@ impl Node {
             table,
             allow_delete: config.query.allow_delete,
             limits: query_limits(&config),
+            rollups: config.rollups.compiled.clone(),
         });
         // Each API family gets its part, once; the listeners hold the whole.
         let graphite_index = Arc::new(crate::server::graphite_web::index::SeriesIndex::default());

@@ -70,7 +70,8 @@ pub fn check(
         r.problems.push(p);
     }
     let now = tsgate_common::clock::now_ms() / 1000;
-    let compactor = Compactor::new(store.clone(), &t.data);
+    let compactor =
+        Compactor::new(store.clone(), &t.data).with_rollups(crate::app::rollup_build(cfg));
     for row in store.scan(
         &t.data,
         &Scan {

@@ -81,6 +81,7 @@ impl Common {
             cfg.storage.backend = b.clone();
         }
         cfg.validate()?;
+        cfg.resolve_rollups()?;
         Ok(cfg)
     }
 }

@@ -61,6 +61,7 @@ pub fn run(args: &QueryArgs) -> anyhow::Result<i32> {
         allow_delete: false,
         limits: Default::default(),
         rows: None,
+        rollups: cfg.rollups.compiled.clone(),
     };
     let started = std::time::Instant::now();
     let (series, summary) = engine.run(&q)?;

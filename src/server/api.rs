@@ -345,3 +345,142 @@ pub(super) async fn uid_assign(state: &Arc<OpenTsdb>, req: Request) -> Reply {
         ),
     }
 }
+
+/// Writes rollup points on a blocking thread; one outcome per point.
+pub(super) async fn write_rollups(
+    state: &Arc<OpenTsdb>,
+    points: Vec<(
+        tsgate_opentsdb::rollup::RollupSpec,
+        tsgate_opentsdb::OwnedDataPoint,
+    )>,
+) -> Vec<Result<(), crate::ingest::rollup::RollupWriteError>> {
+    let s = state.clone();
+    let n = points.len();
+    super::blocking::run(move || {
+        let writer = crate::ingest::rollup::RollupWriter {
+            store: &s.query.store,
+            layout: s.query.layout,
+            config: &s.config.rollups,
+            resolver: &s.resolver,
+        };
+        points
+            .iter()
+            .map(|(spec, p)| writer.write(spec, &p.as_ref()))
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap_or_else(|_| {
+        (0..n)
+            .map(|_| {
+                Err(crate::ingest::rollup::RollupWriteError::Store(
+                    "the rollup writer panicked".into(),
+                ))
+            })
+            .collect()
+    })
+}
+
+/// `/api/rollup` (OpenTSDB 2.4's `RollupDataPointRpc`): `/api/put`'s body with `interval`,
+/// `aggregator` and `groupByAggregator`, and its answers (204, or `summary`/`details`).
+pub(super) async fn rollup(state: &Arc<OpenTsdb>, req: Request) -> Reply {
+    use crate::ingest::rollup::RollupWriteError;
+    if req.method != Method::POST {
+        return method_not_allowed(&req.method);
+    }
+    let body = match body_text(state, &req) {
+        Ok(b) => b,
+        Err(r) => return *r,
+    };
+    let text = String::from_utf8_lossy(&body);
+    let jps = match tsgate_opentsdb::rollup::parse_body(&text) {
+        Ok(p) => p,
+        Err(e) => {
+            return error_reply(
+                StatusCode::BAD_REQUEST,
+                e.message(),
+                e.details().unwrap_or_default(),
+            )
+        }
+    };
+    let max_points = state.config.limits.max_points_per_request;
+    if jps.len() > max_points {
+        return error_reply(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Too many data points in one request",
+            &format!(
+                "{} data points; the limit is limits.max_points_per_request = {max_points}",
+                jps.len()
+            ),
+        );
+    }
+    let mut errors: Vec<(usize, String)> = Vec::new();
+    let mut valid = Vec::new();
+    let mut index = Vec::new();
+    for (i, jp) in jps.iter().enumerate() {
+        match jp
+            .point
+            .validate(&state.limits)
+            .and_then(|p| jp.spec.validate().map(|()| p))
+        {
+            Ok(p) => {
+                valid.push((jp.spec.clone(), p.to_owned_point()));
+                index.push(i);
+            }
+            Err(e) => errors.push((i, e)),
+        }
+    }
+    let outcomes = write_rollups(state, valid).await;
+    if let Some(Err(e)) = outcomes
+        .iter()
+        .find(|o| matches!(o, Err(RollupWriteError::Store(_))))
+    {
+        return retry_later(error_reply(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Unable to store the data points, please retry",
+            &e.to_string(),
+        ));
+    }
+    for (o, &i) in outcomes.iter().zip(&index) {
+        if let Err(e) = o {
+            let msg = match e {
+                RollupWriteError::UnknownName(_) => "Unknown metric".to_string(),
+                other => other.to_string(),
+            };
+            errors.push((i, msg));
+        }
+    }
+    let (details, summary) = (
+        req.flag("details"),
+        req.flag("summary") || req.flag("details"),
+    );
+    let failed = errors.len();
+    if !summary {
+        if failed == 0 {
+            return http::Response::builder()
+                .status(StatusCode::NO_CONTENT)
+                .body(Vec::new())
+                .expect("valid");
+        }
+        return error_reply(
+            StatusCode::BAD_REQUEST,
+            "One or more data points had errors",
+            "Please see the TSD logs or append \"details\" to the put request",
+        );
+    }
+    let mut body = format!("{{\"success\":{},\"failed\":{failed}", jps.len() - failed);
+    if details {
+        errors.sort_by_key(|e| e.0);
+        let list: Vec<String> = errors
+            .iter()
+            .map(|(i, e)| serde_json::to_string(&jps[*i].point.error_detail(e)).unwrap_or_default())
+            .collect();
+        body.push_str(&format!(",\"errors\":[{}]", list.join(",")));
+    }
+    body.push('}');
+    let status = if failed == 0 {
+        StatusCode::OK
+    } else {
+        StatusCode::BAD_REQUEST
+    };
+    json_reply(status, body)
+}

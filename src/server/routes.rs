@@ -313,6 +313,8 @@ pub static ROUTES: &[Route] = &[
     route(ANY, TrimmedPrefix("/tags/"), GW, Need::Read, h!(graphite_web, graphite_web::route)),
     // OpenTSDB.
     route(POST, Api("/api/put"), TSDB, Need::Write, h!(opentsdb, super::api::put)),
+    // Rolled-up and pre-aggregated points (OpenTSDB 2.4), into the `[rollups]` tables.
+    route(POST, Api("/api/rollup"), TSDB, Need::Write, h!(opentsdb, super::api::rollup)),
     route(GET_POST, Api("/api/query"), TSDB, Need::Read, h!(opentsdb, tsdb_query::query))
         .verb(Verb::QueryDelete),
     // A delete answers with counts only, never the points it removed.

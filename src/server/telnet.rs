@@ -25,7 +25,15 @@ struct ChunkResult {
     exit: bool,
 }
 
-pub const COMMANDS: &[&str] = &["stats", "dropcaches", "version", "exit", "help", "put"];
+pub const COMMANDS: &[&str] = &[
+    "stats",
+    "dropcaches",
+    "version",
+    "exit",
+    "help",
+    "put",
+    "rollup",
+];
 
 pub async fn serve_connection(
     state: Arc<OpenTsdb>,
@@ -262,6 +270,24 @@ async fn process_chunk(state: Arc<OpenTsdb>, chunk: Bytes, max: usize) -> ChunkR
                 1,
             );
             out.extend_from_slice(too_long(max).as_bytes());
+            continue;
+        }
+        if line.starts_with("rollup ") || *line == "rollup" {
+            // In line order: what came before is written first.
+            flush_points(&state, &mut points, &mut out).await;
+            match tsgate_opentsdb::rollup::parse_telnet(line, &state.limits) {
+                Ok((spec, p)) => {
+                    let r = super::api::write_rollups(&state, vec![(spec, p.to_owned_point())]);
+                    if let Some(Err(e)) = r.await.into_iter().next() {
+                        out.extend_from_slice(e.telnet_line().as_bytes());
+                        out.push(b'\n');
+                    }
+                }
+                Err(e) => {
+                    out.extend_from_slice(tsgate_opentsdb::rollup::error_line(&e).as_bytes());
+                    out.push(b'\n');
+                }
+            }
             continue;
         }
         let text = split_put(line).map(|parts| {

@@ -9,6 +9,7 @@ mod json;
 pub mod names;
 pub mod point;
 pub mod put_json;
+pub mod rollup;
 pub mod telnet;
 pub mod value;
 

@@ -192,7 +192,7 @@ fn word(s: &str) -> Option<(&str, &str)> {
 }
 
 /// `metric ts value tags...` with OpenTSDB's checks in its order (spec §7.3).
-fn parse_fields<'a>(
+pub(crate) fn parse_fields<'a>(
     mut words: impl Iterator<Item = &'a str>,
     limits: &Limits,
 ) -> Result<DataPoint<'a>, TelnetError> {

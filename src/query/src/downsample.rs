@@ -160,6 +160,8 @@ pub struct Downsampler {
     fixed_width: bool,
     cur: Option<u64>,
     vals: Vec<f64>,
+    /// Counts beside sums, when an `avg` is read from rollup cells (see `push_weighted`).
+    weights: Vec<f64>,
     out: Vec<(u64, Num)>,
 }
 
@@ -172,8 +174,16 @@ impl Downsampler {
             fixed_width,
             cur: None,
             vals: Vec::new(),
+            weights: Vec::new(),
             out: Vec::new(),
         }
+    }
+
+    /// A rollup interval's sum and count: the bucket's value is then the sum of the sums over
+    /// the sum of the counts (`avg` from rollups; 0 when the counts are 0, as OpenTSDB).
+    pub fn push_weighted(&mut self, ts: u64, sum: f64, count: f64) {
+        self.push(ts, Num::Float(sum));
+        self.weights.push(count);
     }
 
     pub fn push(&mut self, ts: u64, v: Num) {
@@ -195,12 +205,20 @@ impl Downsampler {
     fn close(&mut self) {
         if let Some(b) = self.cur.take() {
             if !self.vals.is_empty() {
-                self.out.push((
-                    b,
-                    Num::Float(self.buckets.ds.aggregator.reduce_f64(&self.vals)),
-                ));
+                let v = if self.weights.is_empty() {
+                    self.buckets.ds.aggregator.reduce_f64(&self.vals)
+                } else {
+                    let n: f64 = self.weights.iter().sum();
+                    if n == 0.0 {
+                        0.0
+                    } else {
+                        self.vals.iter().sum::<f64>() / n
+                    }
+                };
+                self.out.push((b, Num::Float(v)));
             }
             self.vals.clear();
+            self.weights.clear();
         }
     }
 

@@ -14,6 +14,7 @@ mod hour_read;
 pub mod parse;
 pub mod promql;
 pub mod render;
+pub mod rollup_read;
 pub mod row_cache;
 pub mod seek;
 pub mod select;
@@ -139,6 +140,8 @@ pub struct QueryEngine {
     /// Decoded rows of Graphite paths stored whole, for a store only this process writes
     /// (`storage.row_cache_mb`; see [`row_cache`]).
     pub rows: Option<Arc<row_cache::RowCache>>,
+    /// OpenTSDB 2.4's rollup tables, which downsampling sub-queries may read (`[rollups]`).
+    pub rollups: Option<Arc<tsgate_schema::rollup::Rollups>>,
 }
 
 /// A matched series while it streams in.
@@ -148,6 +151,9 @@ struct SeriesState {
     raw: Vec<(u64, Num)>,
     ds: Option<Downsampler>,
     notes: Vec<tsgate_core::meta::annotation::Annotation>,
+    /// Rollup cells read in range: a series whose rollup rows (a year long, say) hold none
+    /// there is left out, as a raw read would not have found it.
+    cells_read: u64,
 }
 
 impl QueryEngine {
@@ -194,7 +200,25 @@ impl QueryEngine {
         };
         let one = |sq: &SubQuery| -> SubqueryResult {
             let mut summary = Summary::default();
-            let series = self.fetch_shares(q, sq, tz, &mut summary, budget, parts)?;
+            let plan = match &self.rollups {
+                Some(r) => rollup_read::plan(r, q, sq, tz == chrono_tz::UTC),
+                None => Vec::new(),
+            };
+            // The rollups to try in turn (rollupUsage), then raw data (None).
+            let tries: Vec<Option<&rollup_read::RollupRead>> = match (plan.first(), sq.rollup_usage)
+            {
+                (None, _) => vec![None],
+                (Some(best), spec::RollupUsage::NoFallback) => vec![Some(best)],
+                (Some(best), spec::RollupUsage::FallbackRaw) => vec![Some(best), None],
+                _ => plan.iter().map(Some).chain([None]).collect(),
+            };
+            let mut series = Vec::new();
+            for r in tries {
+                series = self.fetch_shares(q, sq, tz, &mut summary, budget, parts, r)?;
+                if !series.is_empty() {
+                    break;
+                }
+            }
             summary.series = series.len() as u64;
             let groups = group_and_aggregate(sq, series, q.start_ms, q.end_ms);
             summary.emitted = groups.iter().map(|g| g.dps.len() as u64).sum::<u64>();
@@ -238,6 +262,7 @@ impl QueryEngine {
 
     /// [`QueryEngine::fetch`] as `parts` shares read on as many threads, in TSUID order either
     /// way (so a group's members are aggregated in the same order however many cores read).
+    #[allow(clippy::too_many_arguments)]
     fn fetch_shares(
         &self,
         q: &Query,
@@ -246,6 +271,7 @@ impl QueryEngine {
         summary: &mut Summary,
         budget: &Budget,
         parts: usize,
+        rollup: Option<&rollup_read::RollupRead>,
     ) -> Result<Vec<Series>, QueryError> {
         // A failing pushdown (an unknown tag) takes the one-thread path, which reports it in
         // OpenTSDB's order (an unknown metric first).
@@ -258,12 +284,12 @@ impl QueryEngine {
         let matched = AtomicUsize::new(0);
         let matched = &matched;
         let mut series = if parts <= 1 {
-            self.fetch(q, sq, tz, summary, budget, 0, 1, matched)?
+            self.fetch(q, sq, tz, summary, budget, 0, 1, matched, rollup)?
         } else {
             let read: Vec<Result<(Vec<Series>, Summary), QueryError>> =
                 tsgate_common::pool::on_workers(parts, |part| {
                     let mut s = Summary::default();
-                    self.fetch(q, sq, tz, &mut s, budget, part, parts, matched)
+                    self.fetch(q, sq, tz, &mut s, budget, part, parts, matched, rollup)
                         .map(|v| (v, s))
                 });
             let mut all = Vec::new();
@@ -291,6 +317,7 @@ impl QueryEngine {
         part: usize,
         parts: usize,
         matched: &AtomicUsize,
+        rollup: Option<&rollup_read::RollupRead>,
     ) -> Result<Vec<Series>, QueryError> {
         let (metric_uid, tsuid_set) = if sq.tsuids.is_empty() {
             (
@@ -324,8 +351,19 @@ impl QueryEngine {
             return Err(self.too_many_cells(per_series));
         }
         let row_filter = self.pushdown(sq)?.share(&self.layout, part, parts);
-        let first = base_time(q.start_ms / 1000);
-        let last = (base_time(q.end_ms / 1000) as u64 + ROW_SPAN).min(u32::MAX as u64);
+        let (table, first, last) = match rollup {
+            // Rollup rows start at their span's base: every row up to the end's.
+            Some(r) => (
+                r.interval.table.as_str(),
+                r.interval.base_time(q.start_ms / 1000),
+                (r.interval.base_time(q.end_ms / 1000) as u64 + 1).min(u32::MAX as u64),
+            ),
+            None => (
+                self.table.as_str(),
+                base_time(q.start_ms / 1000),
+                (base_time(q.end_ms / 1000) as u64 + ROW_SPAN).min(u32::MAX as u64),
+            ),
+        };
         let mut states: Vec<SeriesState> = Vec::new();
         // TSUID → index in `states`, or None when its tags fail the filters.
         let mut seen: HashMap<Vec<u8>, Option<usize>, ahash::RandomState> = HashMap::default();
@@ -377,10 +415,17 @@ impl QueryEngine {
                                 tags,
                                 raw: Vec::new(),
                                 notes: Vec::new(),
+                                cells_read: 0,
                                 ds: sq.downsample.clone().map(|mut d| {
                                     // `useCalendar` (JSON) turns any interval into calendar boundaries.
                                     if q.use_calendar && !d.all {
                                         d.calendar = Some(d.step);
+                                    }
+                                    // Counts from rollups add up.
+                                    if rollup.is_some_and(|r| {
+                                        matches!(r.mode, rollup_read::Mode::Count(_))
+                                    }) {
+                                        d.aggregator = Aggregator::Sum;
                                     }
                                     Downsampler::new(Buckets::new(d, tz, q.start_ms))
                                 }),
@@ -395,6 +440,23 @@ impl QueryEngine {
                 };
                 let Some(idx) = idx else { return Ok(()) };
                 let st = &mut states[idx];
+                if let (Some(r), Some(d)) = (rollup, st.ds.as_mut()) {
+                    // A rollup is read for a downsample only: its cells go to the downsampler.
+                    let mut read = 0u64;
+                    r.points(rk.base, cells, q.start_ms, q.end_ms, |ts, c| {
+                        read += 1;
+                        match c {
+                            rollup_read::Cell::Weighted { sum, count } => {
+                                d.push_weighted(ts, sum, count)
+                            }
+                            rollup_read::Cell::Value(v) => d.push(ts, Num::from(v)),
+                        }
+                    });
+                    st.cells_read += read;
+                    summary.raw_datapoints += read;
+                    budget.points.fetch_add(read, Ordering::Relaxed);
+                    return Ok(());
+                }
                 // A series without a downsampler takes its points directly.
                 let sink = if st.ds.is_some() {
                     scratch.clear();
@@ -440,7 +502,7 @@ impl QueryEngine {
                 Ok(())
             };
             self.store.scan_rows(
-                &self.table,
+                table,
                 &scan,
                 &mut select::stop_on_error(&mut row_body, &mut failed),
             )?;
@@ -455,6 +517,7 @@ impl QueryEngine {
         }
         Ok(states
             .into_iter()
+            .filter(|s| rollup.is_none() || s.cells_read > 0)
             .map(|s| {
                 let mut points = match s.ds {
                     Some(d) => d.finish(q.start_ms, q.end_ms),
@@ -648,6 +711,7 @@ impl QueryEngine {
             rate: false,
             rate_options: None,
             explicit_tags: false,
+            rollup_usage: spec::RollupUsage::Raw,
         };
         let q = Query {
             start_ms,
@@ -667,6 +731,7 @@ impl QueryEngine {
             0,
             1,
             &AtomicUsize::new(0),
+            None,
         )?;
         Ok(series
             .into_iter()

@@ -130,6 +130,11 @@ pub fn from_json(body: &[u8], now: u64) -> Result<Query, String> {
                 .filter(|o| o.is_object())
                 .map(rate_options),
             explicit_tags: flag(q, "explicitTags"),
+            rollup_usage: q
+                .get("rollupUsage")
+                .and_then(|u| u.as_str())
+                .map(crate::spec::RollupUsage::parse)
+                .unwrap_or_default(),
         });
     }
     let flags = Flags {
@@ -232,6 +237,8 @@ fn middle(parts: &[&str], sq: &mut SubQuery) -> Result<(), String> {
             sq.downsample = Some(parse_downsample(p)?);
         } else if lower == "explicit_tags" {
             sq.explicit_tags = true;
+        } else if lower.starts_with("rollup_") {
+            sq.rollup_usage = crate::spec::RollupUsage::parse(p);
         }
     }
     Ok(())
@@ -281,6 +288,7 @@ pub fn parse_m(m: &str, index: usize) -> Result<SubQuery, String> {
         rate: false,
         rate_options: None,
         explicit_tags: false,
+        rollup_usage: Default::default(),
     };
     middle(&parts[1..parts.len() - 1], &mut sq)?;
     Ok(sq)
@@ -308,6 +316,7 @@ pub fn parse_tsuid(t: &str, index: usize) -> Result<SubQuery, String> {
         rate: false,
         rate_options: None,
         explicit_tags: false,
+        rollup_usage: Default::default(),
     };
     middle(&parts[1..parts.len() - 1], &mut sq)?;
     Ok(sq)

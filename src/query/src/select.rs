@@ -1037,6 +1037,7 @@ mod tests {
             allow_delete: false,
             limits: Default::default(),
             rows: cache,
+            rollups: None,
         }
     }
 
@@ -1406,7 +1407,7 @@ mod tests {
         ) {
             let dir = tempfile::tempdir().unwrap();
             let q = tagged_engine(dir.path(), salted, cache);
-            let plain = QueryEngine { store: q.store.clone(), uids: q.uids.clone(), layout: q.layout, table: q.table.clone(), allow_delete: false, limits: Default::default(), rows: None };
+            let plain = QueryEngine { store: q.store.clone(), uids: q.uids.clone(), layout: q.layout, table: q.table.clone(), allow_delete: false, limits: Default::default(), rows: None, rollups: None };
             let id = |kind, name: &str| q.uids.get_id(kind, name).unwrap().unwrap().into_vec();
             let filter = match filter_kind {
                 0 => RowFilter::default(),

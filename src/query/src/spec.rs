@@ -79,6 +79,32 @@ impl Default for RateOptions {
     }
 }
 
+/// How a sub-query may read rollup tables (`rollupUsage`, OpenTSDB 2.4's `ROLLUP_USAGE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RollupUsage {
+    /// Raw data only.
+    Raw,
+    /// The best rollup; an empty answer stays empty (the default).
+    #[default]
+    NoFallback,
+    /// The best rollup; on an empty answer the next best, down to raw.
+    Fallback,
+    /// The best rollup; on an empty answer raw data.
+    FallbackRaw,
+}
+
+impl RollupUsage {
+    /// `ROLLUP_USAGE.parse`: case-insensitive enum name; anything else is the default.
+    pub fn parse(s: &str) -> RollupUsage {
+        match s.to_ascii_uppercase().as_str() {
+            "ROLLUP_RAW" => RollupUsage::Raw,
+            "ROLLUP_FALLBACK" => RollupUsage::Fallback,
+            "ROLLUP_FALLBACK_RAW" => RollupUsage::FallbackRaw,
+            _ => RollupUsage::NoFallback,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct SubQuery {
     pub index: usize,
@@ -92,6 +118,8 @@ pub struct SubQuery {
     pub rate_options: Option<RateOptions>,
     /// Only series whose tag keys are exactly the filtered keys.
     pub explicit_tags: bool,
+    /// Whether a downsample may read a rollup table (`[rollups]`).
+    pub rollup_usage: RollupUsage,
 }
 
 #[derive(Debug, Clone, Default)]

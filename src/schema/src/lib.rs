@@ -6,6 +6,7 @@ pub mod column;
 pub mod compaction;
 #[cfg(test)]
 mod props;
+pub mod rollup;
 pub mod rowkey;
 pub mod uid_table;
 

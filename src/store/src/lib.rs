@@ -360,6 +360,9 @@ pub struct TableNames {
     pub uid: String,
     pub meta: String,
     pub tree: String,
+    /// Rollup and pre-aggregate tables (`[rollups]`), family `t` like the data table.
+    #[serde(skip)]
+    pub rollups: Vec<String>,
 }
 
 impl Default for TableNames {
@@ -369,6 +372,7 @@ impl Default for TableNames {
             uid: "tsdb-uid".into(),
             meta: "tsdb-meta".into(),
             tree: "tsdb-tree".into(),
+            rollups: Vec::new(),
         }
     }
 }
@@ -394,5 +398,11 @@ impl TableNames {
                 families: vec![tsgate_schema::DATA_FAMILY.to_vec()],
             },
         ]
+        .into_iter()
+        .chain(self.rollups.iter().map(|t| TableSpec {
+            name: t.clone(),
+            families: vec![tsgate_schema::DATA_FAMILY.to_vec()],
+        }))
+        .collect()
     }
 }

@@ -1,6 +1,7 @@
 //! The one TOML config file. Every key has a default; command-line flags override.
 
 pub mod auth;
+pub mod rollup;
 pub mod tls;
 
 use serde::{Deserialize, Serialize};
@@ -29,6 +30,8 @@ pub struct Config {
     pub auth: auth::AuthConfig,
     pub log: LogConfig,
     pub admin: AdminConfig,
+    /// OpenTSDB 2.4's rollup tables (`[rollups]`).
+    pub rollups: rollup::RollupsConfig,
 }
 
 /// Logging (`--log-format` overrides `format`).
@@ -380,6 +383,7 @@ impl Default for Config {
             auth: Default::default(),
             log: LogConfig::default(),
             admin: AdminConfig::default(),
+            rollups: Default::default(),
         }
     }
 }
@@ -489,12 +493,30 @@ impl Config {
             path: path.into(),
             source,
         })?;
-        let cfg: Config = toml::from_str(&text).map_err(|source| ConfigError::Parse {
+        let mut cfg: Config = toml::from_str(&text).map_err(|source| ConfigError::Parse {
             path: path.into(),
             source,
         })?;
+        cfg.rollups.base_dir = path.parent().map(Path::to_path_buf);
         cfg.validate()?;
+        cfg.resolve_rollups()?;
         Ok(cfg)
+    }
+
+    /// Compiles `[rollups]` (reading its JSON file) and adds its tables to the ones the store
+    /// opens and `create-tables` makes.
+    pub fn resolve_rollups(&mut self) -> Result<(), ConfigError> {
+        let data = self.storage.tables.data.clone();
+        let compiled = self
+            .rollups
+            .compile(&data)
+            .map_err(|e| ConfigError::Invalid(format!("rollups: {e}")))?;
+        self.storage.tables.rollups = compiled
+            .as_ref()
+            .map(|r| r.tables(&data))
+            .unwrap_or_default();
+        self.rollups.compiled = compiled.map(std::sync::Arc::new);
+        Ok(())
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {

@@ -3,6 +3,7 @@
 
 pub mod counts;
 pub mod encode;
+pub mod rollup;
 
 use crate::series::{Series, SeriesResolver};
 use crate::uid::UidError;

@@ -46,11 +46,16 @@ pub struct Lane {
 }
 
 impl Lane {
-    pub fn start(store: SharedStore, table: &str, name: &str) -> std::io::Result<Lane> {
+    pub fn start(
+        store: SharedStore,
+        table: &str,
+        name: &str,
+        rollups: Option<Arc<super::rollup::RollupBuild>>,
+    ) -> std::io::Result<Lane> {
         let (jobs, rx) = std::sync::mpsc::sync_channel(LANE_JOBS);
         let (back_tx, back) = std::sync::mpsc::channel();
         let queued = Arc::new(AtomicUsize::new(0));
-        let compactor = Compactor::new(store.clone(), table);
+        let compactor = Compactor::new(store.clone(), table).with_rollups(rollups);
         let q = queued.clone();
         let thread = std::thread::Builder::new()
             .name(name.to_string())

@@ -55,6 +55,8 @@ pub struct Compactor {
     store: SharedStore,
     table: String,
     settle_ms: u64,
+    /// Rollup cells to build from each row compacted (`write::rollup`).
+    rollups: Option<std::sync::Arc<super::rollup::RollupBuild>>,
 }
 
 use tsgate_common::clock::now_ms;
@@ -70,13 +72,61 @@ impl Compactor {
             store,
             table: table.to_string(),
             settle_ms,
+            rollups: None,
+        }
+    }
+
+    /// Also builds the rollup cells of each row it is handed (compacted or already compact).
+    pub fn with_rollups(
+        mut self,
+        rollups: Option<std::sync::Arc<super::rollup::RollupBuild>>,
+    ) -> Self {
+        self.rollups = rollups;
+        self
+    }
+
+    /// The rollup cells of rows whose cells were just read; false when they could not be
+    /// written (the rows are to be compacted again).
+    fn build_rollups(&self, rows: &[(&[u8], &[Cell])]) -> bool {
+        let Some(b) = &self.rollups else {
+            return true;
+        };
+        let merged: Vec<Vec<tsgate_schema::RawPoint>> = rows
+            .iter()
+            .map(|(_, cells)| {
+                let cols: Vec<StoredColumn> = cells
+                    .iter()
+                    .map(|c| StoredColumn {
+                        qualifier: &c.qualifier,
+                        value: &c.value,
+                        ts: c.timestamp,
+                    })
+                    .collect();
+                tsgate_schema::compaction::merge_columns(&cols).points
+            })
+            .collect();
+        let raw: Vec<super::rollup::RawRow> = rows
+            .iter()
+            .zip(&merged)
+            .map(|((key, _), points)| super::rollup::RawRow { key, points })
+            .collect();
+        match b.build(&self.store, &raw) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, rows = rows.len(), "writing rollup cells failed; will retry");
+                false
+            }
         }
     }
 
     /// Compacts one row (one read).
     pub fn compact_row(&self, row: &[u8]) -> Result<Outcome, CompactError> {
         let cells = self.store.get(&self.table, row, &[DATA_FAMILY])?;
-        match self.plan(row, &cells)? {
+        let planned = self.plan(row, &cells)?;
+        if !matches!(planned, Planned::Done(Outcome::TooFresh)) {
+            self.build_rollups(&[(row, &cells)]);
+        }
+        match planned {
             Planned::Write(w) => {
                 self.write(w.newest, vec![(row.to_vec(), w.put, w.delete)])?;
                 Ok(Outcome::Compacted)
@@ -101,18 +151,29 @@ impl Compactor {
                 }
             };
             let mut by_ts: BTreeMap<u64, Vec<RowWrite>> = BTreeMap::new();
-            for (row, cells) in chunk.iter().zip(read) {
-                match self.plan(row, &cells) {
+            // Rows whose rollup cells are built from what was read (not those still settling).
+            let mut settled: Vec<(&[u8], &[Cell])> = Vec::new();
+            for (row, cells) in chunk.iter().zip(&read) {
+                if self.rollups.is_some() {
+                    settled.push((row, cells));
+                }
+                match self.plan(row, cells) {
                     Ok(Planned::Write(w)) => {
                         by_ts
                             .entry(w.newest)
                             .or_default()
                             .push((row.clone(), w.put, w.delete))
                     }
-                    Ok(Planned::Done(Outcome::TooFresh)) => later.push(row.clone()),
+                    Ok(Planned::Done(Outcome::TooFresh)) => {
+                        settled.pop();
+                        later.push(row.clone())
+                    }
                     Ok(Planned::Done(_)) => {}
                     Err(e) => tracing::warn!(error = %e, "compaction skipped"),
                 }
+            }
+            if !settled.is_empty() && !self.build_rollups(&settled) {
+                later.extend(settled.iter().map(|(r, _)| r.to_vec()));
             }
             for (ts, writes) in by_ts {
                 let rows: Vec<Vec<u8>> = writes.iter().map(|w| w.0.clone()).collect();

@@ -52,6 +52,8 @@ pub struct Flusher {
     pub roll_max_points: usize,
     /// Keeps `ts_ctr` per series: one store call per series per flush, not per point.
     pub ts_counter: Option<std::sync::Arc<crate::meta::counter::TsCounter>>,
+    /// Rollup cells the compaction thread builds (`write::rollup`).
+    pub rollups: Option<std::sync::Arc<super::rollup::RollupBuild>>,
     /// Cleared while store writes fail, set again once one succeeds (see `Writer::store_available`).
     pub store_ok: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Counts the jobs whose points are in the store (see `shard::InFlight`).
@@ -329,7 +331,7 @@ impl Flusher {
             .file_name()
             .map(|n| n.to_string_lossy().replace("shard", "compact"))
             .unwrap_or_else(|| "compact".into());
-        let lane = match Lane::start(self.store.clone(), &self.table, &name) {
+        let lane = match Lane::start(self.store.clone(), &self.table, &name, self.rollups.clone()) {
             Ok(l) => Some(l),
             Err(e) => {
                 // Without its thread the rows stay uncompacted (readers merge them; fsck
@@ -665,6 +667,7 @@ mod tests {
             roll_interval: Duration::ZERO,
             roll_max_points: 0,
             ts_counter: None,
+            rollups: None,
             store_ok: Default::default(),
             in_flight: Default::default(),
         };
@@ -813,6 +816,7 @@ mod tests {
             roll_interval: roll,
             roll_max_points: 1 << 20,
             ts_counter: None,
+            rollups: None,
             store_ok: Default::default(),
             in_flight: Default::default(),
         }

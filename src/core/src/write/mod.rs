@@ -6,6 +6,7 @@
 pub mod compaction;
 pub mod compactor;
 pub mod flusher;
+pub mod rollup;
 pub mod shard;
 pub mod wal;
 
@@ -50,6 +51,8 @@ pub struct WriterConfig {
     pub queue_depth: usize,
     /// `ts_ctr` maintenance (tsdb-meta), when tracking is on.
     pub ts_counter: Option<Arc<crate::meta::counter::TsCounter>>,
+    /// Rollup cells built as closed hours are compacted (`[rollups]`).
+    pub rollups: Option<Arc<rollup::RollupBuild>>,
 }
 
 /// The handle protocol handlers write through. Cheap to clone.
@@ -77,6 +80,7 @@ pub fn recover(
     store: &SharedStore,
     table: &str,
     layout: KeyLayout,
+    rollups: Option<Arc<rollup::RollupBuild>>,
 ) -> Result<wal::ReplayStats, WriteError> {
     let root = wal_root(data_dir);
     let mut total = wal::ReplayStats::default();
@@ -97,6 +101,7 @@ pub fn recover(
         roll_interval: Duration::ZERO,
         roll_max_points: 0,
         ts_counter: None,
+        rollups: rollups.clone(),
         store_ok: Default::default(),
         in_flight: Default::default(),
     };
@@ -119,6 +124,7 @@ pub fn recover(
             .map(|(r, _)| r)
             .collect();
         let left = compactor::Compactor::new(store.clone(), table)
+            .with_rollups(rollups.clone())
             .compact_all(&closed, compactor::SETTLE * 3);
         if !left.is_empty() {
             tracing::warn!(
@@ -175,6 +181,7 @@ impl Writer {
                 roll_interval: cfg.roll_interval,
                 roll_max_points: cfg.roll_max_points,
                 ts_counter: cfg.ts_counter.clone(),
+                rollups: cfg.rollups.clone(),
                 store_ok: store_ok.clone(),
                 in_flight: in_flight.clone(),
             };
@@ -401,6 +408,7 @@ mod tests {
             roll_max_points: 1 << 20,
             queue_depth: 64,
             ts_counter: None,
+            rollups: None,
         }
     }
 

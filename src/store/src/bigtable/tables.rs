@@ -10,12 +10,14 @@ use crate::TableNames;
 
 /// The tables and their families; `data` marks the data table (whose family an age may bound).
 fn layout(names: &TableNames) -> Vec<(String, Vec<&'static str>, bool)> {
-    vec![
+    let mut out = vec![
         (names.uid.clone(), vec!["id", "name"], false),
         (names.data.clone(), vec!["t"], true),
         (names.tree.clone(), vec!["t"], false),
         (names.meta.clone(), vec!["name"], false),
-    ]
+    ];
+    out.extend(names.rollups.iter().map(|t| (t.clone(), vec!["t"], false)));
+    out
 }
 
 fn gc_rule(max_age_days: Option<u32>) -> GcRule {
@@ -104,6 +106,19 @@ pub fn create_tables(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rollup_tables_keep_one_version_without_max_age() {
+        let names = TableNames {
+            rollups: vec!["tsdb-rollup-1d".into()],
+            ..Default::default()
+        };
+        let s = cbt_script(&BigtableConfig::default(), &names, Some(30));
+        assert!(
+            s.contains("createtable tsdb-rollup-1d \"families=t:maxversions=1\"\n"),
+            "{s}"
+        );
+    }
 
     #[test]
     fn script_names_every_table_and_family() {

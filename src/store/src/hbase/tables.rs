@@ -27,12 +27,15 @@ fn layout(names: &TableNames) -> Vec<(String, Vec<Family>)> {
         name,
         versions: None,
     };
-    vec![
+    let mut out = vec![
         (names.uid.clone(), vec![dflt("id"), dflt("name")]),
         (names.data.clone(), vec![one("t")]),
         (names.tree.clone(), vec![one("t")]),
         (names.meta.clone(), vec![dflt("name")]),
-    ]
+    ];
+    // Rollup tables: one version, as OpenTSDB's rollup documentation creates them.
+    out.extend(names.rollups.iter().map(|t| (t.clone(), vec![one("t")])));
+    out
 }
 
 fn quote(s: &str) -> String {
@@ -133,6 +136,20 @@ pub fn create_tables_ttl(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rollup_tables_are_data_tables_without_ttl() {
+        let names = TableNames {
+            rollups: vec!["tsdb-rollup-1h".into()],
+            ..Default::default()
+        };
+        let s = shell_script_ttl(&names, "NONE", Some(86_400));
+        assert!(s.contains("create 'tsdb-rollup-1h',\n  {NAME => 't', VERSIONS => 1, COMPRESSION => 'NONE', BLOOMFILTER => 'ROW'}\n"), "{s}");
+        assert!(
+            s.contains("create 'tsdb',\n  {NAME => 't', VERSIONS => 1, TTL => 86400,"),
+            "{s}"
+        );
+    }
 
     #[test]
     fn script_names_every_table_and_family() {

@@ -1,0 +1,381 @@
+//! Reading OpenTSDB 2.4's rollup tables for `/api/query`: which interval a downsampling
+//! sub-query may read (`TsdbQuery.transformDownSamplerToRollupQuery`), and the points of a
+//! rollup row for its aggregator (`avg` as sum and count).
+//!
+//! A downsample of N seconds reads the longest configured interval that divides N (the equal
+//! one first); its cells are then downsampled like raw points: sums of sums, sums of counts,
+//! minima of minima, maxima of maxima, sums over counts for `avg`. These equal the raw answers
+//! when the query's start is on a downsample boundary and its end just before one.
+
+use crate::aggregate::Aggregator;
+use crate::spec::{Query, RollupUsage, SubQuery};
+use tsgate_schema::rollup::{decode_cell, RollupInterval, Rollups};
+use tsgate_schema::DataValue;
+use tsgate_store::CellRef;
+
+/// Which cells make a point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The cells of this aggregator id, downsampled with the query's function.
+    Same(u8),
+    /// Count cells, downsampled by summing them.
+    Count(u8),
+    /// Sum and count cells: the bucket's sum of sums over its sum of counts.
+    Avg { sum: u8, count: u8 },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RollupRead {
+    pub interval: RollupInterval,
+    pub mode: Mode,
+}
+
+/// A point of a rollup row.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Cell {
+    Value(DataValue),
+    Weighted { sum: f64, count: f64 },
+}
+
+/// The rollups a sub-query may read, best first (empty: raw data). With
+/// `ROLLUP_NOFALLBACK` only the first is read; with `ROLLUP_FALLBACK` the next ones in turn
+/// while the answer is empty, then raw; with `ROLLUP_FALLBACK_RAW` raw after the first.
+pub fn plan(rollups: &Rollups, q: &Query, sq: &SubQuery, utc: bool) -> Vec<RollupRead> {
+    let Some(ds) = &sq.downsample else {
+        return Vec::new();
+    };
+    if sq.rollup_usage == RollupUsage::Raw
+        || q.flags.delete
+        || ds.all
+        || ds.interval_ms == 0
+        || !ds.interval_ms.is_multiple_of(1000)
+        // Calendar buckets line up with rollup intervals only in UTC.
+        || ((ds.calendar.is_some() || q.use_calendar) && !utc)
+    {
+        return Vec::new();
+    }
+    use Aggregator as A;
+    let id = |n: &str| rollups.id_for(n).ok();
+    let mode = match ds.aggregator {
+        A::Sum | A::Zimsum => id("sum").map(Mode::Same),
+        A::Min | A::Mimmin => id("min").map(Mode::Same),
+        A::Max | A::Mimmax => id("max").map(Mode::Same),
+        A::First => id("first").map(Mode::Same),
+        A::Last => id("last").map(Mode::Same),
+        A::Count => id("count").map(Mode::Count),
+        A::Avg => match (id("sum"), id("count")) {
+            (Some(sum), Some(count)) => Some(Mode::Avg { sum, count }),
+            _ => None,
+        },
+        // Others (dev, percentiles, …) do not compose from stored aggregates.
+        _ => None,
+    };
+    let Some(mode) = mode else {
+        return Vec::new();
+    };
+    rollups
+        .best_matches(ds.interval_ms / 1000)
+        .into_iter()
+        // The default interval is the raw data: from there on, raw.
+        .take_while(|i| !i.default)
+        .map(|i| RollupRead {
+            interval: i.clone(),
+            mode,
+        })
+        .collect()
+}
+
+impl RollupRead {
+    /// The points of one row (base time `base`) within `[start_ms, end_ms]`, in time order.
+    pub fn points(
+        &self,
+        base: u32,
+        cells: &[CellRef],
+        start_ms: u64,
+        end_ms: u64,
+        mut f: impl FnMut(u64, Cell),
+    ) {
+        // (index, sum, count) for avg; cells come in qualifier order (aggregator id first).
+        let mut pairs: Vec<(u32, Option<f64>, Option<f64>)> = Vec::new();
+        let mut plain: Vec<(u32, DataValue)> = Vec::new();
+        for c in cells {
+            let Some(cell) = decode_cell(c.qualifier, c.value, |_| None) else {
+                continue;
+            };
+            let Some(id) = cell.agg_id else { continue };
+            match self.mode {
+                Mode::Same(a) | Mode::Count(a) if a == id => plain.push((cell.index, cell.value)),
+                Mode::Avg { sum, count } if id == sum || id == count => {
+                    let at = match pairs.iter().position(|p| p.0 == cell.index) {
+                        Some(at) => at,
+                        None => {
+                            pairs.push((cell.index, None, None));
+                            pairs.len() - 1
+                        }
+                    };
+                    if id == sum {
+                        pairs[at].1 = Some(cell.value.as_f64());
+                    } else {
+                        pairs[at].2 = Some(cell.value.as_f64());
+                    }
+                }
+                _ => {}
+            }
+        }
+        let in_range = |index: u32| {
+            let ts = self.interval.timestamp_s(base, index) * 1000;
+            (start_ms..=end_ms).contains(&ts).then_some(ts)
+        };
+        plain.sort_by_key(|p| p.0);
+        for (index, v) in plain {
+            if let Some(ts) = in_range(index) {
+                f(ts, Cell::Value(v));
+            }
+        }
+        pairs.sort_by_key(|p| p.0);
+        for (index, sum, count) in pairs {
+            if let (Some(ts), Some(sum), Some(count)) = (in_range(index), sum, count) {
+                f(ts, Cell::Weighted { sum, count });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::aggregate::Num;
+    use crate::QueryEngine;
+    use proptest::prelude::*;
+    use std::sync::Arc;
+    use tsgate_core::config::rollup::RollupsConfig;
+    use tsgate_core::write::compactor::Compactor;
+    use tsgate_core::write::rollup::RollupBuild;
+    use tsgate_schema::uid_table::UidKind;
+    use tsgate_schema::{DataValue, KeyLayout, RawPoint, DATA_FAMILY};
+    use tsgate_store::{embedded::EmbeddedStore, RowMutations, TableNames};
+
+    /// 2013-01-01 00:00 UTC, a multiple of two days since the epoch.
+    const DAY: u64 = 1356998400;
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        engine: QueryEngine,
+        compactor: Compactor,
+        tsuids: Vec<Vec<u8>>,
+    }
+
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = RollupsConfig {
+            enabled: true,
+            ..Default::default()
+        };
+        let r = Arc::new(c.compile("tsdb").unwrap().unwrap());
+        c.compiled = Some(r.clone());
+        let names = TableNames {
+            rollups: r.tables("tsdb"),
+            ..Default::default()
+        };
+        let store: tsgate_store::SharedStore =
+            Arc::new(EmbeddedStore::open(dir.path(), &names.specs()).unwrap());
+        let uids = Arc::new(tsgate_core::uid::UidCore::new(
+            store.clone(),
+            "tsdb-uid".into(),
+            [3, 3, 3],
+            [true; 3],
+        ));
+        let id = |kind, name: &str| uids.get_or_create(kind, name).unwrap().into_vec();
+        let tsuids = ["web01", "web02"]
+            .iter()
+            .map(|h| {
+                [
+                    id(UidKind::Metric, "m"),
+                    id(UidKind::Tagk, "host"),
+                    id(UidKind::Tagv, h),
+                ]
+                .concat()
+            })
+            .collect();
+        let layout = KeyLayout::default();
+        let compactor =
+            Compactor::new(store.clone(), "tsdb").with_rollups(RollupBuild::new(&r, layout));
+        Fixture {
+            _dir: dir,
+            engine: QueryEngine {
+                store,
+                uids,
+                layout,
+                table: "tsdb".into(),
+                allow_delete: false,
+                limits: Default::default(),
+                rows: None,
+                rollups: Some(r),
+            },
+            compactor,
+            tsuids,
+        }
+    }
+
+    impl Fixture {
+        /// Writes points (series, seconds since DAY, value) as one column each, then compacts
+        /// their rows (building the rollups).
+        fn write(&self, points: &[(usize, u64, i64)]) {
+            let layout = KeyLayout::default();
+            let mut rows = Vec::new();
+            let mut batch = Vec::new();
+            for &(s, off, v) in points {
+                let ts = DAY + off;
+                let base = tsgate_schema::rowkey::base_time(ts);
+                let row = layout.row_key(&self.tsuids[s], base);
+                let p = RawPoint::encode(ts, base, DataValue::Int(v)).unwrap();
+                batch.push(RowMutations::put(
+                    row.clone(),
+                    DATA_FAMILY,
+                    p.qualifier().to_vec(),
+                    p.value_bytes().to_vec(),
+                ));
+                if !rows.contains(&row) {
+                    rows.push(row);
+                }
+            }
+            self.engine.store.mutate("tsdb", batch).unwrap();
+            assert!(self.compactor.compact(&rows).is_empty());
+        }
+
+        /// Writes points without compacting them: no rollup cells.
+        fn write_raw(&self, points: &[(usize, u64, i64)]) {
+            let layout = KeyLayout::default();
+            let batch = points
+                .iter()
+                .map(|&(s, off, v)| {
+                    let ts = DAY + off;
+                    let base = tsgate_schema::rowkey::base_time(ts);
+                    let p = RawPoint::encode(ts, base, DataValue::Int(v)).unwrap();
+                    RowMutations::put(
+                        layout.row_key(&self.tsuids[s], base),
+                        DATA_FAMILY,
+                        p.qualifier().to_vec(),
+                        p.value_bytes().to_vec(),
+                    )
+                })
+                .collect();
+            self.engine.store.mutate("tsdb", batch).unwrap();
+        }
+
+        fn run(&self, body: &str) -> Vec<(usize, Vec<(u64, f64)>)> {
+            let q = crate::parse::from_json(body.as_bytes(), 0).unwrap();
+            let (series, _) = self.engine.run(&q).unwrap();
+            series
+                .into_iter()
+                .map(|s| {
+                    let dps = s
+                        .dps
+                        .iter()
+                        .map(|(t, v)| {
+                            (
+                                *t,
+                                match v {
+                                    Num::Int(i) => *i as f64,
+                                    Num::Float(f) => *f,
+                                },
+                            )
+                        })
+                        .collect();
+                    (s.index, dps)
+                })
+                .collect()
+        }
+    }
+
+    fn same(a: &[(usize, Vec<(u64, f64)>)], b: &[(usize, Vec<(u64, f64)>)]) -> bool {
+        a.len() == b.len()
+            && a.iter().zip(b).all(|(x, y)| {
+                x.0 == y.0
+                    && x.1.len() == y.1.len()
+                    && x.1
+                        .iter()
+                        .zip(&y.1)
+                        .all(|(p, q)| p.0 == q.0 && (p.1 == q.1 || (p.1.is_nan() && q.1.is_nan())))
+            })
+    }
+
+    #[test]
+    fn plans_as_opentsdb() {
+        let f = fixture();
+        let r = f.engine.rollups.as_deref().unwrap();
+        let plan = |body: &str| {
+            let q = crate::parse::from_json(body.as_bytes(), 0).unwrap();
+            super::plan(r, &q, &q.queries[0], true)
+                .iter()
+                .map(|p| p.interval.interval.clone())
+                .collect::<Vec<_>>()
+        };
+        let b = |ds: &str, extra: &str| {
+            format!(
+                r#"{{"start":1356998400,"end":1357084799,"queries":[{{"aggregator":"sum","metric":"m","downsample":"{ds}"{extra}}}]}}"#
+            )
+        };
+        assert_eq!(plan(&b("1d-sum", "")), ["1d", "1h"]);
+        assert_eq!(plan(&b("2h-avg", "")), ["1h"]);
+        assert!(plan(&b("30m-sum", "")).is_empty()); // only the raw 1m divides it
+        assert!(plan(&b("1d-dev", "")).is_empty());
+        assert!(plan(&b("1d-sum", r#","rollupUsage":"ROLLUP_RAW""#)).is_empty());
+        assert!(plan(&b("0all-sum", "")).is_empty());
+    }
+
+    #[test]
+    fn rollup_usage_falls_back_as_opentsdb() {
+        let f = fixture();
+        f.write_raw(&[(0, 10, 4), (0, 7200, 6)]);
+        let body = |usage: &str| {
+            format!(
+                r#"{{"start":{DAY},"end":{},"queries":[{{"aggregator":"sum","metric":"m","downsample":"1d-sum","rollupUsage":"{usage}"}}]}}"#,
+                DAY + 86_399
+            )
+        };
+        let want = vec![(0, vec![(DAY * 1000, 10.0)])];
+        assert_eq!(f.run(&body("ROLLUP_RAW")), want);
+        // No rollup cells yet: the default reads the 1d table only, and finds nothing.
+        assert_eq!(f.run(&body("ROLLUP_NOFALLBACK")), vec![]);
+        assert_eq!(f.run(&body("ROLLUP_FALLBACK_RAW")), want);
+        assert_eq!(f.run(&body("ROLLUP_FALLBACK")), want);
+        // Once built (a compaction of both rows), the rollup answers.
+        f.write(&[(0, 10, 4), (0, 7200, 6)]);
+        assert_eq!(f.run(&body("ROLLUP_NOFALLBACK")), want);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(12))]
+        /// For random data and random aligned downsamples, the rollup answer is the raw one;
+        /// and again after a late point into a compacted hour.
+        #[test]
+        fn rollup_answers_equal_raw(
+            points in prop::collection::vec((0usize..2, 0u64..3 * 86_400, -1000i64..1000), 1..120),
+            late in (0usize..2, 0u64..3 * 86_400, -1000i64..1000),
+            queries in prop::collection::vec((0usize..5, 0usize..7, 0u64..3, 1u64..4, any::<bool>(), any::<bool>()), 1..6),
+        ) {
+            let f = fixture();
+            f.write(&points);
+            let ask = |f: &Fixture| {
+                for &(iv, agg, k, n, fill, group) in &queries {
+                    let iv_s = [3600u64, 7200, 21_600, 86_400, 172_800][iv];
+                    let agg = ["sum", "count", "min", "max", "avg", "zimsum", "mimmax"][agg];
+                    let start = DAY + k * iv_s;
+                    let end = start + n * iv_s - 1;
+                    let ds = format!("{}s-{agg}{}", iv_s, if fill { "-zero" } else { "" });
+                    let body = |usage: &str| format!(
+                        r#"{{"start":{start},"end":{end},"queries":[{{"aggregator":"{}","metric":"m","downsample":"{ds}","rollupUsage":"{usage}"}}]}}"#,
+                        if group { "sum" } else { "none" }
+                    );
+                    let raw = f.run(&body("ROLLUP_RAW"));
+                    let rolled = f.run(&body("ROLLUP_NOFALLBACK"));
+                    prop_assert!(same(&raw, &rolled), "{ds} [{start}, {end}] group={group}\nraw    {raw:?}\nrollup {rolled:?}");
+                }
+                Ok(())
+            };
+            ask(&f)?;
+            f.write(&[late]);
+            ask(&f)?;
+        }
+    }
+}

@@ -94,6 +94,8 @@ pub fn run(args: &ExportArgs) -> anyhow::Result<i32> {
         allow_delete: false,
         limits: Default::default(),
         rows: None,
+        // An export is of the raw points; rollups are derived from them on import.
+        rollups: None,
     };
     let sink: Box<dyn Write> = match &args.output {
         Some(p) => {

@@ -59,6 +59,16 @@ pub fn stats_snapshot(
     for (method, n) in query.store.counters() {
         v.push(("tsd.hbase.rpcs", n, Some(("type", method))));
     }
+    // 1 while the store refuses writes, by reason (the log says why in words).
+    let refusal = query.store.refusing_writes();
+    for reason in crate::store::REFUSAL_REASONS {
+        let on = refusal.as_ref().is_some_and(|r| r.reason == reason);
+        v.push((
+            "tsd.storage.refusing_writes",
+            u64::from(on),
+            Some(("reason", reason)),
+        ));
+    }
     if let Some(rows) = &query.rows {
         let (hits, misses, bytes) = rows.stats();
         v.push(("tsd.rowcache.lookups", hits, Some(("type", "hit"))));

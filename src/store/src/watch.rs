@@ -161,6 +161,10 @@ impl Store for WatchedStore {
     fn disk_bytes(&self, table: &str) -> Option<u64> {
         self.inner.disk_bytes(table)
     }
+
+    fn refusing_writes(&self) -> Option<super::Refusal> {
+        self.inner.refusing_writes()
+    }
 }
 
 #[cfg(test)]

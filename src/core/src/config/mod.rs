@@ -203,6 +203,10 @@ pub struct StorageConfig {
     /// Decoded rows of Graphite paths stored whole, kept between `/render` requests, in MiB
     /// (0 = off; the embedded store only: another node's writes to HBase would not reach it).
     pub row_cache_mb: u64,
+    /// The embedded store refuses writes (503, TCP reads pause) while less than this many MiB
+    /// are free in `data_dir`, and reopens a failed engine only once they are; 0 = only when
+    /// the engine itself runs out of space.
+    pub min_free_mb: u64,
     /// How long data is kept ("90d", "12h", …; units s m h d w y); "" keeps it for ever.
     pub retention: String,
     /// Other retentions for some series: the first rule that matches a series decides.
@@ -403,6 +407,7 @@ impl Default for StorageConfig {
             salt_buckets: 20,
             cache_mb: 64,
             row_cache_mb: 32,
+            min_free_mb: 64,
             retention: String::new(),
             retention_rules: Vec::new(),
             retention_sweep_interval: "1h".into(),

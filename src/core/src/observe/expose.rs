@@ -16,6 +16,8 @@ pub struct Live {
     pub queued_batches: usize,
     pub store_rpcs: Vec<(&'static str, u64)>,
     pub process: super::process::ProcessStats,
+    /// Why the store refuses writes now, if it does.
+    pub store_refusal: Option<tsgate_store::Refusal>,
 }
 
 pub fn render(m: &Metrics, live: &Live) -> String {
@@ -111,6 +113,19 @@ pub fn render(m: &Metrics, live: &Live) -> String {
         Kind::Counter,
         m.wal_replayed_points.get(),
     );
+    e.family(
+        "tsgate_store_refusing_writes",
+        "1 while the store refuses writes, by reason (disk_full: free space below storage.min_free_mb or the disk ran full; engine_failed: the engine failed and is being reopened).",
+        Kind::Gauge,
+    );
+    for reason in tsgate_store::REFUSAL_REASONS {
+        let on = live.store_refusal.as_ref().is_some_and(|r| r.reason == reason);
+        e.sample(
+            "tsgate_store_refusing_writes",
+            &[("reason", reason)],
+            u64::from(on),
+        );
+    }
     e.single(
         "tsgate_write_buffered_points",
         "Acknowledged points buffered in memory, waiting for the next flush.",

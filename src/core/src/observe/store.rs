@@ -168,6 +168,10 @@ impl Store for InstrumentedStore {
     fn disk_bytes(&self, table: &str) -> Option<u64> {
         self.inner.disk_bytes(table)
     }
+
+    fn refusing_writes(&self) -> Option<tsgate_store::Refusal> {
+        self.inner.refusing_writes()
+    }
 }
 
 #[cfg(test)]

@@ -61,6 +61,8 @@ pub struct Writer {
     store_ok: Arc<std::sync::atomic::AtomicBool>,
     /// Each shard's input not yet in the store (see `Writer::publish`).
     in_flight: Arc<Vec<Arc<shard::InFlight>>>,
+    /// Set by `close`: flushers give up a flush the store refuses (see `Flusher::closing`).
+    closing: Arc<std::sync::atomic::AtomicBool>,
 }
 
 pub struct WriterThreads {
@@ -99,6 +101,8 @@ pub fn recover(
         ts_counter: None,
         store_ok: Default::default(),
         in_flight: Default::default(),
+        closing: Default::default(),
+        gave_up: Default::default(),
     };
     for dir in dirs {
         let mut buffer = shard::Buffer::default();
@@ -158,6 +162,7 @@ impl Writer {
         let mut threads = Vec::new();
         let mut in_flights = Vec::new();
         let store_ok = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let closing = Arc::new(std::sync::atomic::AtomicBool::new(false));
         for i in 0..cfg.shards.max(1) {
             let dir = wal_root(data_dir).join(format!("shard-{i}"));
             let wal = wal::Wal::open(&dir, cfg.fsync)
@@ -177,6 +182,8 @@ impl Writer {
                 ts_counter: cfg.ts_counter.clone(),
                 store_ok: store_ok.clone(),
                 in_flight: in_flight.clone(),
+                closing: closing.clone(),
+                gave_up: Default::default(),
             };
             let scfg = shard::ShardConfig {
                 flush_interval: cfg.flush_interval,
@@ -221,6 +228,7 @@ impl Writer {
                 shards: Arc::new(parking_lot::RwLock::new(senders)),
                 store_ok,
                 in_flight: Arc::new(in_flights),
+                closing,
             },
             WriterThreads { threads },
         ))
@@ -258,6 +266,8 @@ impl Writer {
 
     /// Stops accepting writes; the shards drain what is queued, flush and stop.
     pub fn close(&self) {
+        self.closing
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         self.shards.write().clear();
     }
 

@@ -269,6 +269,7 @@ fn a_full_disk_refuses_writes_heals_by_itself_and_loses_nothing() {
         .success());
     let status = child.wait().unwrap();
     let took = stopping.elapsed();
+    eprintln!("SIGTERM on a full disk: exited {status} after {took:?}");
     assert!(took < Duration::from_secs(10), "shutdown took {took:?}");
     assert!(
         matches!(status.code(), Some(0) | Some(3)),
@@ -288,6 +289,7 @@ fn a_full_disk_refuses_writes_heals_by_itself_and_loses_nothing() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {
+        eprintln!("start without room: {}", err.trim());
         assert!(
             err.contains("not enough free space to replay")
                 && err.contains(data.to_str().unwrap())

@@ -354,6 +354,9 @@ impl Node {
         });
         // Each API family gets its part, once; the listeners hold the whole.
         let graphite_index = Arc::new(crate::server::graphite_web::index::SeriesIndex::default());
+        let bodies = Arc::new(crate::server::body_budget::BodyBudget::new(
+            config.limits.max_body_bytes_in_flight,
+        ));
         let state = Arc::new(AppState {
             opentsdb: Arc::new(state::OpenTsdb {
                 ingest: ingest.clone(),
@@ -395,6 +398,7 @@ impl Node {
             started: Instant::now(),
             auth,
             tls,
+            bodies,
         });
         Ok(Node {
             state,

@@ -7,6 +7,7 @@ pub mod admission;
 pub mod api;
 pub mod auth;
 pub mod blocking;
+pub mod body_budget;
 pub mod carbon;
 pub mod graphite_web;
 pub mod http;
@@ -47,6 +48,8 @@ pub struct AppState {
     pub auth: Option<Arc<auth::Authenticator>>,
     /// HTTPS on the port (`[server.tls]`).
     pub tls: Option<Arc<tls::Tls>>,
+    /// `limits.max_body_bytes_in_flight`, shared by every HTTP request.
+    pub bodies: Arc<body_budget::BodyBudget>,
 }
 
 /// The counters `stats` and `/api/stats` report, the store's included (with HBase, Thrift

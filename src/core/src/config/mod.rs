@@ -307,6 +307,10 @@ pub struct LimitsConfig {
     pub telnet_line_max: usize,
     /// Largest HTTP request body, before and after decompression.
     pub http_body_max: usize,
+    /// Bytes of HTTP request bodies read or being handled at once, over every connection and
+    /// route; a request that gets no share within 2 s is answered 503 (0 = no limit). At
+    /// least `http_body_max`.
+    pub max_body_bytes_in_flight: u64,
     /// Extra characters allowed in names (OpenTSDB's `tsd.core.tag.allow_specialchars`).
     pub allow_special_chars: String,
     /// Most points in one `/api/put` or remote-write request (413 beyond).
@@ -447,6 +451,7 @@ impl Default for LimitsConfig {
             max_tags: 8,
             telnet_line_max: 1024,
             http_body_max: 64 << 20,
+            max_body_bytes_in_flight: 128 << 20,
             allow_special_chars: String::new(),
             max_points_per_request: 1_000_000,
             max_name_length: 1024,
@@ -498,6 +503,13 @@ impl Config {
             .format
             .parse::<LogFormat>()
             .map_err(|e| ConfigError::Invalid(format!("log.format: {e}")))?;
+        let l = &self.limits;
+        if l.max_body_bytes_in_flight > 0 && l.max_body_bytes_in_flight < l.http_body_max as u64 {
+            return Err(ConfigError::Invalid(format!(
+                "limits.max_body_bytes_in_flight ({}) must be 0 or at least limits.http_body_max ({}): a body of the largest size could never be read",
+                l.max_body_bytes_in_flight, l.http_body_max
+            )));
+        }
         let s = &self.storage;
         for (k, w) in [
             ("metric", s.uid_width_metric),

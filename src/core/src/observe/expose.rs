@@ -18,6 +18,8 @@ pub struct Live {
     pub process: super::process::ProcessStats,
     /// Why the store refuses writes now, if it does.
     pub store_refusal: Option<tsgate_store::Refusal>,
+    /// Bytes of HTTP request bodies held now (`limits.max_body_bytes_in_flight`).
+    pub body_bytes_in_flight: u64,
 }
 
 pub fn render(m: &Metrics, live: &Live) -> String {
@@ -112,6 +114,18 @@ pub fn render(m: &Metrics, live: &Live) -> String {
         "Points replayed from the write-ahead log at startup.",
         Kind::Counter,
         m.wal_replayed_points.get(),
+    );
+    e.single(
+        "tsgate_http_body_bytes_in_flight",
+        "Bytes of HTTP request bodies being read or handled (limits.max_body_bytes_in_flight).",
+        Kind::Gauge,
+        live.body_bytes_in_flight,
+    );
+    e.single(
+        "tsgate_http_body_budget_refusals_total",
+        "HTTP requests answered 503 for want of limits.max_body_bytes_in_flight.",
+        Kind::Counter,
+        m.body_budget_refusals.get(),
     );
     e.family(
         "tsgate_store_refusing_writes",

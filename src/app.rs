@@ -356,6 +356,7 @@ impl Node {
         let graphite_index = Arc::new(crate::server::graphite_web::index::SeriesIndex::default());
         let bodies = Arc::new(crate::server::body_budget::BodyBudget::new(
             config.limits.max_body_bytes_in_flight,
+            config.limits.http_body_max as u64,
         ));
         let state = Arc::new(AppState {
             opentsdb: Arc::new(state::OpenTsdb {

@@ -214,9 +214,7 @@ fn post_big(addr: &str, path: &str, body: &[u8], headers: &str) -> (u16, String)
         "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n{headers}\r\n",
         body.len()
     );
-    let _ = s
-        .write_all(head.as_bytes())
-        .and_then(|_| s.write_all(body));
+    let _ = s.write_all(head.as_bytes()).and_then(|_| s.write_all(body));
     let mut resp = Vec::new();
     let _ = s.read_to_end(&mut resp);
     let text = String::from_utf8_lossy(&resp).into_owned();
@@ -482,10 +480,7 @@ fn every_finding_answers_its_error_while_the_server_stays_up() {
             &body[..body.len().min(300)]
         );
         if *code == 503 {
-            assert!(
-                body.contains("limits.max_body_bytes_in_flight"),
-                "{body}"
-            );
+            assert!(body.contains("limits.max_body_bytes_in_flight"), "{body}");
         }
     }
     eprintln!("16 x 60 MiB bodies: {waited_out} answered 503 for want of body budget");

@@ -187,7 +187,9 @@ fn a_full_disk_refuses_writes_heals_by_itself_and_loses_nothing() {
             std::env::var_os("CI").is_none(),
             "cannot mount a small filesystem (root, a loop device or tmpfs needed) under CI"
         );
-        eprintln!("SKIPPED disk_full: cannot mount a small filesystem (needs root: loop device or tmpfs)");
+        eprintln!(
+            "SKIPPED disk_full: cannot mount a small filesystem (needs root: loop device or tmpfs)"
+        );
         return;
     };
     let conf_dir = tempfile::tempdir().unwrap();
@@ -219,7 +221,9 @@ fn a_full_disk_refuses_writes_heals_by_itself_and_loses_nothing() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|r| r["metric"] == "tsd.storage.refusing_writes" && r["tags"]["reason"] == "disk_full")
+        .find(|r| {
+            r["metric"] == "tsd.storage.refusing_writes" && r["tags"]["reason"] == "disk_full"
+        })
         .expect("tsd.storage.refusing_writes{reason=disk_full} in /api/stats");
     assert_eq!(row["value"], "1", "{row}");
 
@@ -318,6 +322,9 @@ fn a_full_disk_refuses_writes_heals_by_itself_and_loses_nothing() {
         got.len()
     );
     // Nothing unacknowledged that was stored has another value (each second holds n).
-    assert!(got.iter().all(|(t, v)| *t == T0 + v), "a point with a wrong value");
+    assert!(
+        got.iter().all(|(t, v)| *t == T0 + v),
+        "a point with a wrong value"
+    );
     s.stop();
 }

@@ -182,7 +182,10 @@ mod tests {
             drop(r);
             waiter.await.unwrap()
         };
-        assert!(queued, "the queued large body got its share once one was released");
+        assert!(
+            queued,
+            "the queued large body got its share once one was released"
+        );
         // Released on drop, the budget serves the next request at once.
         drop(first);
         assert_eq!(b.in_flight(), 0);

@@ -409,7 +409,10 @@ impl EmbeddedStore {
     fn refusal(&self) -> super::Refusal {
         self.health.refusal().unwrap_or_else(|| super::Refusal {
             reason: "engine_failed",
-            detail: format!("the storage engine in {} is being reopened", self.dir.display()),
+            detail: format!(
+                "the storage engine in {} is being reopened",
+                self.dir.display()
+            ),
         })
     }
 
@@ -1285,7 +1288,10 @@ impl Store for EmbeddedStore {
         // Judged now, not when the last write was tried: a gauge must fall once space is back.
         match self.health.check_space() {
             Err(r) => Some(r),
-            Ok(()) => self.health.refusal().filter(|_| self.engine.read().is_none()),
+            Ok(()) => self
+                .health
+                .refusal()
+                .filter(|_| self.engine.read().is_none()),
         }
     }
 
@@ -1359,6 +1365,49 @@ impl Store for EmbeddedStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Below `storage.min_free_mb` every write is refused with the reason, reads go on, and
+    /// writes are taken again as soon as there is room (here: once the bound is lowered).
+    #[test]
+    fn low_free_space_refuses_writes_until_there_is_room() {
+        let dir = tempfile::tempdir().unwrap();
+        let specs = crate::TableNames::default().specs();
+        let s = EmbeddedStore::open(dir.path(), &specs).unwrap();
+        let put = |v: &[u8]| {
+            s.mutate(
+                "tsdb",
+                vec![RowMutations::put(
+                    b"r".to_vec(),
+                    tsgate_schema::DATA_FAMILY,
+                    b"q".to_vec(),
+                    v.to_vec(),
+                )],
+            )
+        };
+        put(b"1").unwrap();
+        assert_eq!(s.refusing_writes(), None);
+        s.set_min_free_bytes(u64::MAX / 2);
+        match put(b"2") {
+            Err(StoreError::Refusing(r)) => {
+                assert_eq!(r.reason, "disk_full");
+                assert!(r.detail.contains("storage.min_free_mb"), "{}", r.detail);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            s.increment("tsdb-uid", b"\0", b"id", b"metrics", 1),
+            Err(StoreError::Refusing(_))
+        ));
+        assert_eq!(s.refusing_writes().map(|r| r.reason), Some("disk_full"));
+        // A sync writes nothing new: it goes on, as reads do.
+        s.flush().unwrap();
+        assert_eq!(s.get("tsdb", b"r", &[]).unwrap()[0].value, b"1");
+        s.set_min_free_bytes(0);
+        assert_eq!(s.refusing_writes(), None);
+        put(b"3").unwrap();
+        assert_eq!(s.get("tsdb", b"r", &[]).unwrap()[0].value, b"3");
+        assert_eq!(s.reopen_count(), 0);
+    }
 
     /// A store written by a tsgate from before the cut form (keyspaces named `table:family`,
     /// qualifiers whole in the keys) opens in its own form and reads as it did.

@@ -133,7 +133,10 @@ pub fn render(m: &Metrics, live: &Live) -> String {
         Kind::Gauge,
     );
     for reason in tsgate_store::REFUSAL_REASONS {
-        let on = live.store_refusal.as_ref().is_some_and(|r| r.reason == reason);
+        let on = live
+            .store_refusal
+            .as_ref()
+            .is_some_and(|r| r.reason == reason);
         e.sample(
             "tsgate_store_refusing_writes",
             &[("reason", reason)],

@@ -279,6 +279,8 @@ impl Node {
         let tls = crate::server::tls::Tls::from_config(&cfg.server.tls)?;
         crate::observe::process::mark_start();
         let wal_lock = lock_wal(&cfg.data_dir)?;
+        // Before the engine is opened too: opening replays its own journal.
+        check_room_to_replay(&cfg)?;
         let store = open_store(&cfg)?;
         // The row cache hears of every write, so everything writes through the watched store.
         let rows = row_cache(&cfg, &store);
@@ -289,7 +291,6 @@ impl Node {
         tracing::info!(backend = %cfg.storage.backend, data_dir = %cfg.data_dir.display(), "store opened");
         let layout = cfg.layout();
         let table = cfg.storage.tables.data.clone();
-        check_room_to_replay(&cfg)?;
         let stats = match crate::write::recover(&cfg.data_dir, &store, &table, layout) {
             Ok(s) => s,
             // The disk filled up meanwhile (another writer), or the engine failed.

@@ -417,8 +417,18 @@ pub fn start_sweeper(
 ) -> Result<crate::lifecycle::retention::SweepThread, AppError> {
     use crate::lifecycle::retention::{SweepThread, Sweeper};
     let cfg = &state.config;
-    let sweeper = Sweeper::new(cfg, state.query.store.clone(), state.query.uids.clone())
+    let mut sweeper = Sweeper::new(cfg, state.query.store.clone(), state.query.uids.clone())
         .map_err(|e| crate::config::ConfigError::Invalid(format!("storage.retention: {e}")))?;
+    // Series left without a row no longer count against the limits nor show in the explorer,
+    // and a later point of one is admitted anew.
+    let cardinality = state.prometheus.cardinality.clone();
+    let resolver = state.resolver.clone();
+    let graphite_index = state.prometheus.graphite_index.clone();
+    sweeper.on_expired_series = Some(Box::new(move |series| {
+        cardinality.forget(series);
+        resolver.forget(series);
+        graphite_index.invalidate();
+    }));
     let every =
         crate::config::parse_duration_s(&cfg.storage.retention_sweep_interval).map_err(|e| {
             crate::config::ConfigError::Invalid(format!("storage.retention_sweep_interval: {e}"))

@@ -7,6 +7,7 @@ pub mod app;
 pub mod cli;
 #[doc(hidden)]
 pub mod fuzz_api;
+pub mod migrate;
 pub mod server;
 pub mod stats;
 

@@ -134,7 +134,8 @@ fn scanned_bases(b: &Backend, data: &Path) -> Vec<u64> {
 }
 
 /// Imports 30 days of history (5 `app.cpu` and 2 `debug.trace` series, a point every `STEP`
-/// seconds) ending at the returned hour.
+/// seconds) ending at the returned hour, and 2 `old.gone` series whose points stop 20 days
+/// before it.
 fn import_history(b: &Backend, dir: &Path, data: &Path) -> u64 {
     let t0 = now_s() / 3600 * 3600;
     let first = t0 - 30 * DAY;
@@ -148,6 +149,9 @@ fn import_history(b: &Backend, dir: &Path, data: &Path) -> u64 {
         }
         for h in 0..2 {
             lines.push_str(&format!("debug.trace {ts} 1 host=h{h}\n"));
+            if ts < t0 - 20 * DAY {
+                lines.push_str(&format!("old.gone {ts} 2 host=g{h}\n"));
+            }
         }
         ts += STEP;
     }
@@ -200,7 +204,8 @@ fn a_crash_during_a_sweep_loses_no_kept_point() {
 
 /// Retention 7 days over 30 days of history, and `debug.*` kept 1 day: after the sweep the
 /// expired part is gone from `/api/query`, PromQL, `/render` and `tsgate scan`, the data
-/// directory shrank, and the recent part is intact.
+/// directory shrank (embedded: while the server runs), the recent part is intact, and the
+/// series retention emptied no longer count (explorer, `limits.max_series_per_metric`).
 fn retention_drops_expired_rows_everywhere(b: &Backend) {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
@@ -226,6 +231,7 @@ fn retention_drops_expired_rows_everywhere(b: &Backend) {
 
     let s = Server::start_on(b, &data, None);
     let before = counts(&s.addr);
+    assert_eq!(series_of(&s.addr, "old.gone"), 2);
     s.stop();
     for (i, n) in before.iter().enumerate() {
         assert!(*n > 0, "count {i} is 0 before retention: {before:?}");
@@ -236,12 +242,68 @@ fn retention_drops_expired_rows_everywhere(b: &Backend) {
     let cfg = dir.path().join("tsgate.toml");
     std::fs::write(
         &cfg,
-        "[storage]\nretention = \"7d\"\n\n[[storage.retention_rules]]\nmetric = \"debug.*\"\nretention = \"1d\"\n",
+        "[limits]\nmax_series_per_metric = 2\n\n[storage]\nretention = \"7d\"\nretention_sweep_bytes_per_s = 1048576\n\n[[storage.retention_rules]]\nmetric = \"debug.*\"\nretention = \"1d\"\n",
     )
     .unwrap();
     let s = Server::start_on(b, &data, Some(&cfg));
+    let started = Instant::now();
     wait_sweeps(&s.addr, 1.0);
     assert!(metric(&s.addr, "tsgate_retention_rows_dropped_total") > 0.0);
+    // The sweep read no faster than retention_sweep_bytes_per_s, but for its burst (a tenth
+    // of a second's worth) and the bytes between two looks at the clock (a hundredth).
+    let read = metric(&s.addr, "tsgate_retention_sweep_read_bytes_total");
+    let took = metric(&s.addr, "tsgate_retention_last_sweep_duration_seconds");
+    let rate = 1_048_576.0;
+    eprintln!("retention: sweep read {read} bytes in {took} s");
+    // (Enough to read that the limit shows: unbounded, this takes a fraction of a second.)
+    assert!(read > rate / 2.0, "{read}");
+    assert!(read <= rate * (took + 0.11), "{read} bytes in {took} s");
+    // The embedded store gives the disk back while it runs: the sweep waits (up to 10 s, for
+    // reads still using them) until the engine has deleted the files its rewrite replaced.
+    // Polled for at most 30 s after the sweep is counted; measured at once.
+    if !b.is_shared() {
+        let swept = Instant::now();
+        let deadline = swept + Duration::from_secs(30);
+        loop {
+            let now = dir_bytes(&data);
+            if now * 100 <= bytes_before * 35 {
+                eprintln!(
+                    "retention: data dir {bytes_before} -> {now} bytes ({:.1} %) while running, {} ms after the sweep was counted ({} ms after start)",
+                    now as f64 * 100.0 / bytes_before as f64,
+                    swept.elapsed().as_millis(),
+                    started.elapsed().as_millis()
+                );
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "data dir {bytes_before} -> {now} bytes 30 s after the sweep, server running"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    // old.gone's two series have no row left: the explorer no longer shows them, and two new
+    // series of it fit under max_series_per_metric = 2 (a third does not).
+    assert_eq!(series_of(&s.addr, "old.gone"), 0);
+    assert_eq!(series_of(&s.addr, "app.cpu"), 5);
+    assert_eq!(series_of(&s.addr, "debug.trace"), 2);
+    assert_eq!(
+        metric(&s.addr, "tsgate_retention_series_expired_total"),
+        2.0
+    );
+    let fresh = |h: &str| {
+        let body = serde_json::json!([{"metric": "old.gone", "timestamp": t0, "value": 1, "tags": {"host": h}}]);
+        s.http("POST", "/api/put?details", &body.to_string())
+    };
+    assert_eq!(fresh("n0").0, 200);
+    assert_eq!(fresh("n1").0, 200);
+    let (code, answer) = fresh("n2");
+    assert_eq!(code, 400, "{answer}");
+    assert!(
+        answer.contains("limits.max_series_per_metric = 2"),
+        "{answer}"
+    );
+    assert_eq!(series_of(&s.addr, "old.gone"), 2);
     let after = counts(&s.addr);
     assert_eq!(
         after[..3],

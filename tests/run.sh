@@ -12,8 +12,14 @@ command -v nc >/dev/null || need+=(netcat-openbsd)
 command -v prometheus >/dev/null || need+=(prometheus)
 command -v prometheus-node-exporter >/dev/null || need+=(prometheus-node-exporter)
 command -v python3 >/dev/null || need+=(python3)
+# tests/migrate.rs compares export/import with Debian's VictoriaMetrics and reads whisper files
+# written by python3-whisper's tools.
+command -v victoria-metrics >/dev/null || need+=(victoria-metrics)
+command -v whisper-create >/dev/null || need+=(python3-whisper)
 # compat/prometheus/auth.sh makes a self-signed certificate for Prometheus' tls_config.
 command -v openssl >/dev/null || need+=(openssl)
+# tests/ui.rs drives the web UI in Debian's headless Chromium (it fails under CI without it).
+command -v chromium >/dev/null || need+=(chromium)
 # The Graphite peer suite (compat/graphite) runs Debian's collectd with write_graphite.
 # collectd-core carries every plugin it needs; without recommends it pulls in nothing big
 # (collectd itself would add rrdtool, perl and friends).
@@ -85,6 +91,9 @@ bash compat/graphite/run.sh 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 echo "compat/graphite_web_compare: Debian's graphite-web 1.1.8 /render against tsgate (about 5 s)"
 bash compat/graphite_web_compare/run.sh 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+echo "compat/graphite_web_compare whisper: the same, tsgate fed by tsgate import --from whisper (about 5 s)"
+bash compat/graphite_web_compare/run.sh whisper 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 set -e
 # One closing line for the whole run, summed over every test binary.

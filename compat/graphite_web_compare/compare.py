@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Compares tsgate's /render with Debian's graphite-web (run in-process) on the same data.
 
-usage: compare.py WORKDIR TSGATE_HTTP_PORT TSGATE_CARBON_PORT
+usage: compare.py WORKDIR TSGATE_HTTP_PORT TSGATE_CARBON_PORT [carbon|write|imported]
 
 Writes whisper files under WORKDIR/whisper with python3-whisper, sends the same points to tsgate
-as carbon plaintext, waits until tsgate serves them, then evaluates TARGETS with both over one
+as carbon plaintext (mode `carbon`, the default; `write` only writes the whisper files and exits,
+`imported` neither writes nor sends: tsgate holds them through `tsgate import --from whisper`),
+waits until tsgate serves them, then evaluates TARGETS with both over one
 fixed window and compares the series names, timestamps and values (1e-9 relative, None == null).
 """
 import json
@@ -17,6 +19,7 @@ import urllib.parse
 import urllib.request
 
 work, http_port, carbon_port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+mode = sys.argv[4] if len(sys.argv) > 4 else "carbon"
 
 STEP = 10
 N = 60
@@ -192,8 +195,12 @@ def diff(want, got):
 
 
 def main():
-    write_whisper()
-    send_carbon()
+    if mode != "imported":
+        write_whisper()
+    if mode == "write":
+        return
+    if mode == "carbon":
+        send_carbon()
     graphite = graphite_setup()
     wait_tsgate()
     bad = 0

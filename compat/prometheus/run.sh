@@ -78,6 +78,26 @@ sleep 1
 status=0
 python3 "$here/compare.py" "http://127.0.0.1:$TS" "http://127.0.0.1:$READ" "http://127.0.0.1:$REF" "$t0" "$t1" || status=$?
 
+# Migration in: a second tsgate, empty, imports the reference Prometheus' data through its
+# remote-read API (`tsgate import --from prometheus`); the same comparison must then hold for it.
+IMP=$(port)
+cat >"$work/imported.toml" <<TOML
+data_dir = "$work/imported"
+[server]
+listen = "127.0.0.1:$IMP"
+graphite_listen = ""
+pickle_listen = ""
+TOML
+if "$TSGATE" import --config "$work/imported.toml" --from prometheus --quiet \
+    --url "http://127.0.0.1:$REF" --start $((t0 - 60)) --end $((t1 + 60)) >"$work/import.log" 2>&1; then
+  "$TSGATE" serve --config "$work/imported.toml" >"$work/imported.log" 2>&1 & pids+=($!)
+  wait_up "http://127.0.0.1:$IMP/api/version"
+  echo "compat/prometheus: the same queries on a tsgate that imported the reference Prometheus (remote read)"
+  python3 "$here/compare.py" "http://127.0.0.1:$IMP" "http://127.0.0.1:$READ" "http://127.0.0.1:$REF" "$t0" "$t1" imported || status=$?
+else
+  echo "compat/prometheus: tsgate import --from prometheus failed:"; cat "$work/import.log"; status=1
+fi
+
 # tsgate's own /metrics, scraped by the real Prometheus.
 SCRAPE=$(port)
 cat >"$work/scraper.yml" <<YML

@@ -1,12 +1,15 @@
-//! The `tsgate` command line: `serve`, `scan`, `uid`, `import`, `fsck`, `hbase`, `auth`.
+//! The `tsgate` command line: `serve`, `scan`, `uid`, `import`, `export`, `snapshot`, `fsck`,
+//! `hbase`, `auth`.
 
 pub mod auth;
 pub mod bigtable;
+pub mod export;
 pub mod fsck;
 pub mod hbase;
 pub mod import;
 pub mod query;
 pub mod scan;
+pub mod snapshot;
 pub mod uid;
 
 use crate::config::Config;
@@ -107,8 +110,14 @@ pub enum Command {
         #[command(subcommand)]
         action: uid::UidAction,
     },
-    /// Import files in OpenTSDB's import format (`metric ts value tag=v …`, `.gz` too).
+    /// Import data: OpenTSDB import files, VictoriaMetrics JSON lines, whisper files, or a
+    /// Prometheus server through remote read (`--from`).
     Import(import::ImportArgs),
+    /// Export series as VictoriaMetrics JSON lines or OpenTSDB import lines (server stopped).
+    Export(export::ExportArgs),
+    /// Copy the embedded store into a new data directory (server stopped; a running server
+    /// takes one with POST /api/v1/admin/tsdb/snapshot).
+    Snapshot(snapshot::SnapshotArgs),
     /// Check the tables for bad or duplicate cells; repair with --fix.
     Fsck(fsck::FsckArgs),
     /// Run a query (`m=` syntax) against the data directory (server must be stopped).
@@ -186,6 +195,14 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Import(args) => {
             init_logging(&args.common)?;
             import::run(&args)
+        }
+        Command::Export(args) => {
+            init_logging(&args.common)?;
+            export::run(&args)
+        }
+        Command::Snapshot(args) => {
+            init_logging(&args.common)?;
+            snapshot::run(&args)
         }
         Command::Fsck(args) => {
             init_logging(&args.common)?;

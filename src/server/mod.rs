@@ -21,6 +21,7 @@ pub mod state;
 pub mod stats_api;
 pub mod telnet;
 pub mod tls;
+pub mod ui;
 
 use crate::ingest::Ingest;
 use crate::query::QueryEngine;

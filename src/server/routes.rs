@@ -284,7 +284,12 @@ pub static ROUTES: &[Route] = &[
     // The admin API (off unless admin.enabled, as Prometheus' --web.enable-admin-api).
     route(POST.or(PUT), Exact("/api/v1/admin/tsdb/delete_series"), PROM, Need::Admin,
         h!(prometheus, prom::admin::delete_series)),
+    route(POST.or(PUT), Exact("/api/v1/admin/tsdb/snapshot"), PROM, Need::Admin,
+        h!(prometheus, prom::transfer::snapshot)),
     route(GET, Exact("/api/v1/status/tsdb"), PROM, Need::Read, h!(prometheus, prom::admin::status_tsdb)),
+    // VictoriaMetrics' JSON-lines export and import.
+    route(GET_POST, Exact("/api/v1/export"), PROM, Need::Read, h!(prometheus, prom::transfer::export)),
+    route(POST, Exact("/api/v1/import"), PROM, Need::Write, h!(prometheus, prom::transfer::import)),
     route(GET, Path::LabelValues, PROM, Need::Read, label_values),
     // The Prometheus text exposition: exactly `/metrics`, a GET without `query`.
     route(GET, Exact("/metrics"), ADM, Need::Read, now!(|s, _r, _p| super::stats_api::metrics(&s)))
@@ -345,7 +350,11 @@ pub static ROUTES: &[Route] = &[
     route(GET, ApiPrefix("/api/tree/"), TSDB, Need::Read, meta).verb(Verb::Override),
     route(WRITES, ApiPrefix("/api/tree/"), TSDB, Need::Write, meta).verb(Verb::Override),
     // The server itself.
-    route(ANY, Api(""), ADM, Need::Open, now!(|_s, _r, _p| super::api::root())),
+    // The web UI (`server/ui`): the page at `/` (the name and version as JSON for a client that
+    // asks for JSON), its embedded files under `/ui/`. It shows stored data: the read right.
+    route(ANY, Api(""), ADM, Need::Read,
+        now!(|_s, req, _p| super::ui::index(&req.method, &req.headers))),
+    route(GET, TrimmedPrefix("/ui/"), ADM, Need::Read, now!(|_s, _req, p| super::ui::asset(&p))),
     route(ANY, Api("/api/version"), ADM, Need::Open, now!(|_s, _r, _p| super::api::version())),
     // Redacted: no password hash or token digest leaves the process.
     route(ANY, Api("/api/config"), ADM, Need::Read, now!(|s, _r, _p| tsdb_query::config(&s.opentsdb))),
@@ -605,7 +614,8 @@ mod tests {
             Some(Need::Admin)
         );
         assert_eq!(need(Method::GET, "/api/version", "", ""), Some(Need::Open));
-        assert_eq!(need(Method::GET, "/", "", ""), Some(Need::Open));
+        assert_eq!(need(Method::GET, "/", "", ""), Some(Need::Read));
+        assert_eq!(need(Method::GET, "/ui/app.js", "", ""), Some(Need::Read));
         assert_eq!(
             need(Method::GET, "/api/v1/status/buildinfo", "", ""),
             Some(Need::Read)

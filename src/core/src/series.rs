@@ -512,6 +512,19 @@ impl SeriesResolver {
         )
     }
 
+    /// Drops `tsuids` from the caches (retention dropped all their rows and the cardinality
+    /// counts forgot them): a later point of one is admitted, and counted, anew. The raw-text
+    /// memo cannot drop single entries and is emptied (it only saves parsing).
+    pub fn forget(&self, tsuids: &[Vec<u8>]) {
+        let gone: std::collections::HashSet<&[u8]> = tsuids.iter().map(|t| t.as_slice()).collect();
+        let before = self.cache.len();
+        self.cache.retain(|_, s| !gone.contains(s.tsuid));
+        if self.cache.len() != before {
+            self.raw.table.write().clear();
+            self.bump();
+        }
+    }
+
     pub fn drop_caches(&self) {
         self.cache.clear();
         self.raw.table.write().clear();
@@ -540,6 +553,49 @@ mod tests {
         assert_eq!(a, b);
         canonical("m", &[("dc", "xhost")], &mut b);
         assert_ne!(a, b);
+    }
+
+    /// A series forgotten (retention dropped all its rows) passes the gate again at its next
+    /// point, however it was named before; the others stay cached.
+    #[test]
+    fn a_forgotten_series_is_admitted_anew() {
+        struct Count(parking_lot::Mutex<Vec<Vec<u8>>>);
+        impl SeriesGate for Count {
+            fn admit(&self, tsuid: &[u8]) -> Result<(), String> {
+                self.0.lock().push(tsuid.to_vec());
+                Ok(())
+            }
+        }
+        let d = tempfile::tempdir().unwrap();
+        let store = Arc::new(
+            tsgate_store::embedded::EmbeddedStore::open(
+                d.path(),
+                &tsgate_store::TableNames::default().specs(),
+            )
+            .unwrap(),
+        );
+        let r = SeriesResolver::new(Arc::new(UidCore::new(
+            store,
+            "tsdb-uid".into(),
+            [3, 3, 3],
+            [true, true, true],
+        )));
+        let gate = Arc::new(Count(Default::default()));
+        r.set_gate(gate.clone());
+        let a = r.resolve("m", &[("host", "a")]).unwrap();
+        let b = r.resolve("m", &[("host", "b")]).unwrap();
+        r.remember_raw(b"ta", a);
+        r.resolve("m", &[("host", "a")]).unwrap();
+        assert_eq!(gate.0.lock().len(), 2);
+        r.forget(&[a.tsuid.to_vec()]);
+        assert!(r.raw_reader().get(b"ta").is_none());
+        r.resolve("m", &[("host", "b")]).unwrap();
+        assert_eq!(gate.0.lock().len(), 2);
+        r.resolve("m", &[("host", "a")]).unwrap();
+        assert_eq!(
+            *gate.0.lock(),
+            vec![a.tsuid.to_vec(), b.tsuid.to_vec(), a.tsuid.to_vec()]
+        );
     }
 
     #[test]

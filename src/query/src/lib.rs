@@ -8,6 +8,7 @@ mod collect;
 pub mod decode;
 pub mod delete;
 pub mod downsample;
+pub mod export;
 pub mod filter;
 mod hour_read;
 pub mod parse;

@@ -922,8 +922,8 @@ pub fn by_uid(mut ids: Vec<MetricId>) -> Vec<MetricId> {
 /// What [`QueryEngine::select_plan`] found: the metric names to read, and how to filter them.
 pub struct MetricPlan {
     pub metrics: Vec<String>,
-    label_ms: Vec<Matcher>,
-    row_filter: RowFilter,
+    pub(crate) label_ms: Vec<Matcher>,
+    pub(crate) row_filter: RowFilter,
 }
 
 #[cfg(test)]

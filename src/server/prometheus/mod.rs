@@ -7,6 +7,7 @@ pub mod format;
 pub mod params;
 pub mod query;
 pub mod read;
+pub mod transfer;
 pub mod write;
 
 /// A label name from the path of `/api/v1/label/<name>/values`, percent-decoded.

@@ -5,8 +5,8 @@
 
 use super::keycodec::Qualifiers;
 use super::{
-    keycodec, Cell, Mutation, Row, RowMutations, RowSeek, RowStream, Scan, Store, StoreError,
-    StoreResult, TableSpec,
+    keycodec, Cell, Mutation, Reclaim, Reclaimed, Row, RowMutations, RowSeek, RowStream, Scan,
+    Store, StoreError, StoreResult, TableSpec,
 };
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use parking_lot::RwLock;
@@ -50,6 +50,48 @@ struct Engine {
     db: Database,
     /// table -> [(family, keyspace)] in family order.
     tables: HashMap<String, Vec<(Vec<u8>, Keyspace)>>,
+    /// Holds no data: written to after a `reclaim`, see [`EmbeddedStore::release_replaced`].
+    settle: Keyspace,
+}
+
+/// The keyspace behind [`EmbeddedStore::release_replaced`] (named apart from every table's).
+const SETTLE_KEYSPACE: &str = "tsgate#settle";
+
+/// How long a `reclaim` waits for the engine to delete the files its rewrite replaced: a read
+/// under way when the rewrite ended holds them (a query, at most `query.timeout_ms`); past
+/// this they go at the engine's next flush or compaction after that read ends.
+const RELEASE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The `reclaim` pass under way on this thread: the engine runs a major compaction on the
+/// thread that asks for it, so the compaction filter finds here the rate limit and the row
+/// observer of that pass, while the engine's own compactions (on its worker threads) find none.
+struct Pass {
+    throttle: crate::throttle::Throttle,
+    on_row: Option<super::RowObserver>,
+}
+
+thread_local! {
+    static PASS: std::cell::RefCell<Option<Pass>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Clears this thread's [`Pass`] when dropped (also if the rewrite panics).
+struct PassGuard;
+
+impl PassGuard {
+    fn start(pass: Pass) -> PassGuard {
+        PASS.with(|p| *p.borrow_mut() = Some(pass));
+        PassGuard
+    }
+
+    fn finish(self) -> Option<Pass> {
+        PASS.with(|p| p.borrow_mut().take())
+    }
+}
+
+impl Drop for PassGuard {
+    fn drop(&mut self) {
+        PASS.with(|p| p.borrow_mut().take());
+    }
 }
 
 type Expiries = std::sync::Arc<RwLock<HashMap<String, super::RowExpiry>>>;
@@ -103,12 +145,24 @@ impl fjall::compaction::filter::CompactionFilter for ExpiryFilter {
         let Some(end) = keycodec::row_end(key) else {
             return Ok(Verdict::Keep);
         };
-        if self.last.as_slice() != &key[..end] || self.last.is_empty() {
+        let new_row = self.last.as_slice() != &key[..end] || self.last.is_empty();
+        if new_row {
             self.last.clear();
             self.last.extend_from_slice(&key[..end]);
             keycodec::unescape_row(&key[..end], &mut self.row);
             self.expired = judge(&self.row);
         }
+        PASS.with(|p| {
+            if let Some(p) = p.borrow_mut().as_mut() {
+                if new_row {
+                    if let Some(f) = &mut p.on_row {
+                        f(&self.row, self.expired);
+                    }
+                }
+                let value = item.value().map_or(0, |v| v.len());
+                p.throttle.take((key.len() + value) as u64);
+            }
+        });
         Ok(match (self.expired, ctx.is_last_level) {
             (false, _) => Verdict::Keep,
             // Nothing older lies below the last level, so no tombstone is needed there; above
@@ -230,6 +284,9 @@ fn open_engine(
             },
         })?;
     let form = key_form(&db, tables, new);
+    let settle = db
+        .keyspace(SETTLE_KEYSPACE, KeyspaceCreateOptions::default)
+        .map_err(engine_err("open", SETTLE_KEYSPACE))?;
     let mut map = HashMap::new();
     for t in tables {
         let mut fams = Vec::new();
@@ -243,7 +300,14 @@ fn open_engine(
         fams.sort_by(|a, b| a.0.cmp(&b.0));
         map.insert(t.name.clone(), fams);
     }
-    Ok((Engine { db, tables: map }, form))
+    Ok((
+        Engine {
+            db,
+            tables: map,
+            settle,
+        },
+        form,
+    ))
 }
 
 impl Engine {
@@ -252,6 +316,42 @@ impl Engine {
         self.tables
             .values()
             .flat_map(|f| f.iter().map(|(_, ks)| ks))
+    }
+
+    /// Waits until the engine has deleted `old` (the table files a rewrite replaced), at most
+    /// `patience` (with none, it still makes the one write below); whether it did.
+    ///
+    /// The engine keeps each replaced version of a keyspace (and so its files) in a list until
+    /// its snapshot watermark passes the version that replaced it, and it moves that watermark
+    /// and prunes the list only when it seals a memtable (or after 10,000 reads). A rewrite
+    /// publishes its version at the newest sequence number, so on a quiet store nothing ever
+    /// did, and the old files stayed beside the new ones until a restart. One write here
+    /// takes a sequence number past the rewrite's, and sealing that memtable moves the
+    /// watermark and prunes every keyspace's list. A read that was open meanwhile holds the
+    /// watermark back until it ends, hence the retries.
+    fn release_replaced(
+        &self,
+        old: &[std::path::PathBuf],
+        patience: std::time::Duration,
+    ) -> StoreResult<bool> {
+        let deadline = std::time::Instant::now() + patience;
+        let mut pause = std::time::Duration::from_millis(20);
+        loop {
+            self.settle
+                .insert(b"settle", now_ms().to_be_bytes())
+                .map_err(engine_err("reclaim", SETTLE_KEYSPACE))?;
+            self.settle
+                .rotate_memtable()
+                .map_err(engine_err("reclaim", SETTLE_KEYSPACE))?;
+            if old.iter().all(|p| !p.exists()) {
+                return Ok(true);
+            }
+            if std::time::Instant::now() + pause > deadline {
+                return Ok(false);
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(std::time::Duration::from_secs(1));
+        }
     }
 
     fn families(&self, table: &str) -> StoreResult<&Vec<(Vec<u8>, Keyspace)>> {
@@ -499,6 +599,52 @@ impl EmbeddedStore {
         }
     }
 
+    /// Copies every keyspace as the engine's cross-keyspace snapshot sees it (one sequence
+    /// number: writes after it are not in the copy, writes before it all are) into a new
+    /// engine under `dir`, each keyspace bulk-loaded in key order (the engine's ingestion
+    /// writes sorted tables directly, no journal). fjall has no checkpoint to a directory;
+    /// hard links of its table files would need the file set pinned against compaction, which
+    /// its API does not offer. Keyspace names are copied as they are, so the copy keeps this
+    /// store's key form. Returns the entries copied.
+    pub fn snapshot_into(&self, dir: &Path) -> StoreResult<u64> {
+        let err = |e: fjall::Error| StoreError::Engine {
+            op: "snapshot",
+            table: dir.display().to_string(),
+            msg: e.to_string(),
+        };
+        if dir.join("current").exists() || dir.read_dir().is_ok_and(|mut d| d.next().is_some()) {
+            return Err(StoreError::Engine {
+                op: "snapshot",
+                table: dir.display().to_string(),
+                msg: "the directory exists and is not empty".into(),
+            });
+        }
+        let engine = self.engine()?;
+        let snap = engine.db.snapshot();
+        let target = Database::builder(dir).open().map_err(err)?;
+        let mut copied = 0u64;
+        let mut names: Vec<String> = engine
+            .db
+            .list_keyspace_names()
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
+        names.sort();
+        for name in names {
+            let src = engine.db.keyspace(&name, keyspace_options).map_err(err)?;
+            let dst = target.keyspace(&name, keyspace_options).map_err(err)?;
+            let mut load = dst.start_ingestion().map_err(err)?;
+            for item in fjall::Readable::iter(&snap, &src) {
+                let (k, v) = item.into_inner().map_err(err)?;
+                load.write(k, v).map_err(err)?;
+                copied += 1;
+            }
+            load.finish().map_err(err)?;
+        }
+        target.persist(PersistMode::SyncAll).map_err(err)?;
+        Ok(copied)
+    }
+
     /// Whether this store's keys cut long qualifiers ([`Qualifiers::Cut`]).
     pub fn cuts_qualifiers(&self) -> bool {
         self.form == Qualifiers::Cut
@@ -614,6 +760,25 @@ impl EmbeddedStore {
             })
             .collect())
     }
+}
+
+/// Every file under `dir`.
+fn files_under(dir: &Path, out: &mut Vec<std::path::PathBuf>) -> std::io::Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        // A keyspace that never flushed has no folder of tables yet.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for e in entries {
+        let e = e?;
+        if e.file_type()?.is_dir() {
+            files_under(&e.path(), out)?;
+        } else {
+            out.push(e.path());
+        }
+    }
+    Ok(())
 }
 
 /// What the engine calls the keyspace of a table's family. A store whose keys cut long
@@ -1265,20 +1430,48 @@ impl Store for EmbeddedStore {
         true
     }
 
-    fn reclaim(&self, table: &str) -> StoreResult<u64> {
+    fn reclaim(&self, table: &str, how: Reclaim) -> StoreResult<Reclaimed> {
         let engine = self.writable()?;
         let keyspaces: Vec<&Keyspace> = engine.families(table)?.iter().map(|(_, k)| k).collect();
         let before: u64 = keyspaces.iter().map(|k| k.disk_space()).sum();
+        // The table files there now: the rewrite replaces them all.
+        let mut old = Vec::new();
+        for k in &keyspaces {
+            files_under(&k.path().join("tables"), &mut old).map_err(|e| StoreError::Engine {
+                op: "reclaim",
+                table: table.to_string(),
+                msg: e.to_string(),
+            })?;
+        }
         // Every table of the keyspace goes through the filter in one rewrite: one pass of
-        // sequential I/O, done by this (the caller's) thread.
+        // sequential I/O, done by this (the caller's) thread, at the pace `how` sets.
+        let guard = PassGuard::start(Pass {
+            throttle: crate::throttle::Throttle::new(how.bytes_per_s).hurried_by(how.hurry.clone()),
+            on_row: how.on_row,
+        });
         engine.write_out_and_rewrite(
             &keyspaces,
             std::time::Duration::from_secs(30),
             u64::MAX,
             &self.write_err("reclaim", table),
         )?;
+        let pass = guard.finish();
+        let hurried = how.hurry.is_some_and(|h| h.load(Ordering::Relaxed));
+        let patience = if hurried {
+            std::time::Duration::ZERO
+        } else {
+            RELEASE_PATIENCE
+        };
+        let released = engine.release_replaced(&old, patience)?;
         let after: u64 = keyspaces.iter().map(|k| k.disk_space()).sum();
-        Ok(before.saturating_sub(after))
+        Ok(Reclaimed {
+            freed: before.saturating_sub(after),
+            read: pass.as_ref().map_or(0, |p| p.throttle.done()),
+            waited: pass
+                .as_ref()
+                .map_or(Default::default(), |p| p.throttle.waited()),
+            released,
+        })
     }
 
     fn refusing_writes(&self) -> Option<super::Refusal> {
@@ -1299,6 +1492,10 @@ impl Store for EmbeddedStore {
         let engine = self.engine().ok()?;
         let fams = engine.families(table).ok()?;
         Some(fams.iter().map(|(_, k)| k.disk_space()).sum())
+    }
+
+    fn snapshot_to(&self, dir: &Path) -> StoreResult<Option<u64>> {
+        self.snapshot_into(dir).map(Some)
     }
 
     fn mutate_at(&self, table: &str, batch: Vec<RowMutations>, ts: u64) -> StoreResult<()> {
@@ -1439,5 +1636,186 @@ mod tests {
             }]
         );
         assert_eq!(keyspace_name("tsdb", b"t", Qualifiers::Cut), "tsdb:t#cut");
+    }
+
+    /// A snapshot holds every cell written before it, none written after, in every table, and
+    /// opens as a store of the same form; a directory in use is refused.
+    #[test]
+    fn a_snapshot_holds_what_was_written_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let specs = crate::TableNames::default().specs();
+        let s = EmbeddedStore::open(&dir.path().join("a"), &specs).unwrap();
+        let put = |table: &str, row: &[u8], v: &[u8]| {
+            s.mutate(
+                table,
+                vec![RowMutations::put(
+                    row.to_vec(),
+                    b"t",
+                    vec![0, 0],
+                    v.to_vec(),
+                )],
+            )
+            .unwrap()
+        };
+        let q = vec![9u8; 200]; // a long qualifier: cut in the key, whole in the value
+        for i in 0..1000u32 {
+            put("tsdb", &i.to_be_bytes(), b"before");
+        }
+        s.mutate(
+            "tsdb",
+            vec![RowMutations::put(
+                b"long".to_vec(),
+                b"t",
+                q.clone(),
+                b"v".to_vec(),
+            )],
+        )
+        .unwrap();
+        s.mutate(
+            "tsdb-uid",
+            vec![RowMutations::put(
+                b"m".to_vec(),
+                b"id",
+                b"metrics".to_vec(),
+                vec![0, 0, 1],
+            )],
+        )
+        .unwrap();
+        s.mutate(
+            "tsdb",
+            vec![RowMutations {
+                row: 7u32.to_be_bytes().to_vec(),
+                mutations: vec![Mutation::DeleteRow],
+            }],
+        )
+        .unwrap();
+        let copy = dir.path().join("copy");
+        assert_eq!(s.snapshot_into(&copy).unwrap(), 1000 + 1);
+        put("tsdb", b"after", b"after");
+        assert!(s.snapshot_into(&copy).is_err(), "a store is there already");
+        drop(s);
+        let c = EmbeddedStore::open(&copy, &specs).unwrap();
+        assert!(c.cuts_qualifiers());
+        let rows: Vec<Row> = c
+            .scan("tsdb", &Scan::default())
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        assert_eq!(rows.len(), 1000);
+        assert!(rows
+            .iter()
+            .all(|r| r.key != b"after" && r.key != 7u32.to_be_bytes()));
+        assert_eq!(c.get("tsdb", b"long", &[]).unwrap()[0].qualifier, q);
+        assert_eq!(
+            c.get("tsdb-uid", b"m", &[]).unwrap()[0].value,
+            vec![0, 0, 1]
+        );
+    }
+
+    /// Bytes of every file under `dir`.
+    fn dir_bytes(dir: &Path) -> u64 {
+        let mut files = Vec::new();
+        files_under(dir, &mut files).unwrap();
+        files
+            .iter()
+            .map(|f| std::fs::metadata(f).unwrap().len())
+            .sum()
+    }
+
+    /// A `reclaim` of a store left open gives the disk back before it returns (the engine
+    /// used to keep the replaced files until a restart), tells its observer of every row with
+    /// the judge's verdict, and reads no faster than its rate.
+    #[test]
+    fn reclaim_gives_disk_back_while_open_at_its_rate() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = crate::TableNames::default();
+        let row = |i: u32| i.to_be_bytes().to_vec();
+        let write = |s: &EmbeddedStore| {
+            for chunk in 0..20u32 {
+                let mut batch = Vec::new();
+                for r in 0..500u32 {
+                    let i = chunk * 500 + r;
+                    // Values that compress about as real ones do (not to nothing).
+                    let value = (0..400u32)
+                        .map(|j| (j.wrapping_mul(2_654_435_761u32.wrapping_add(i)) >> 13) as u8)
+                        .collect();
+                    batch.push(RowMutations {
+                        row: row(i),
+                        mutations: vec![Mutation::Put {
+                            family: tsgate_schema::DATA_FAMILY.to_vec(),
+                            qualifier: vec![0, 1],
+                            value,
+                        }],
+                    });
+                }
+                s.mutate(&names.data, batch).unwrap();
+            }
+        };
+        {
+            let s = EmbeddedStore::open(dir.path(), &names.specs()).unwrap();
+            write(&s);
+            s.close().unwrap();
+        }
+        let s = EmbeddedStore::open(dir.path(), &names.specs()).unwrap();
+        let before = dir_bytes(dir.path());
+        // Three rows in four expire.
+        let judge: crate::RowExpiry =
+            std::sync::Arc::new(|r: &[u8]| u32::from_be_bytes(r[..4].try_into().unwrap()) < 7_500);
+        s.expire_rows(&names.data, Some(judge));
+        let seen = std::sync::Arc::new(parking_lot::Mutex::new((0u32, 0u32)));
+        let tally = seen.clone();
+        let rate = 2 << 20;
+        let started = std::time::Instant::now();
+        let r = s
+            .reclaim(
+                &names.data,
+                Reclaim {
+                    bytes_per_s: rate,
+                    on_row: Some(Box::new(move |_, expired| {
+                        let mut t = tally.lock();
+                        if expired {
+                            t.0 += 1
+                        } else {
+                            t.1 += 1
+                        }
+                    })),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        let took = started.elapsed();
+        assert!(r.released, "{r:?}");
+        let after = dir_bytes(dir.path());
+        assert!(
+            after * 100 <= before * 35,
+            "{before} -> {after} bytes: {r:?}"
+        );
+        assert_eq!(*seen.lock(), (7_500, 2_500));
+        // Every cell passed through the rewrite once: 10,000 values of 400 bytes and more.
+        assert!(r.read >= 10_000 * 400, "{r:?}");
+        // No faster than the rate, but for its burst (a tenth of a second's worth) and the
+        // bytes between two looks at the clock (a hundredth).
+        let floor = (r.read - rate / 10 - rate / 100) as f64 / rate as f64;
+        assert!(took.as_secs_f64() >= floor, "{r:?} in {took:?}");
+        // The rows kept read as before.
+        let kept = s.scan(&names.data, &Scan::default()).unwrap().count();
+        assert_eq!(kept, 2_500);
+        // The observer was this pass's only; a pass told to hurry (the process is stopping)
+        // no longer keeps to its rate: at 1 KiB/s this one would wait over ten minutes.
+        let r = s
+            .reclaim(
+                &names.data,
+                Reclaim {
+                    bytes_per_s: 1024,
+                    hurry: Some(std::sync::Arc::new(std::sync::atomic::AtomicBool::new(
+                        true,
+                    ))),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        assert!(r.read > 2_500 * 400, "{r:?}");
+        assert_eq!(r.waited, std::time::Duration::ZERO);
+        assert_eq!(*seen.lock(), (7_500, 2_500));
     }
 }

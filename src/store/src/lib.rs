@@ -7,6 +7,8 @@ pub mod bigtable;
 pub mod embedded;
 pub mod hbase;
 pub mod keycodec;
+mod regex_emit;
+pub mod throttle;
 pub mod watch;
 
 use std::sync::Arc;
@@ -291,10 +293,11 @@ pub trait Store: Send + Sync + 'static {
         false
     }
 
-    /// Rewrites `table` now so that the rows its judge names are gone from disk; returns the
-    /// bytes its files shrank by. A store without a judge has nothing to do.
-    fn reclaim(&self, _table: &str) -> StoreResult<u64> {
-        Ok(0)
+    /// Rewrites `table` now so that the rows its judge names are gone from disk, and waits
+    /// (boundedly) until the files it replaced are deleted. A store without a judge has
+    /// nothing to do.
+    fn reclaim(&self, _table: &str, _how: Reclaim) -> StoreResult<Reclaimed> {
+        Ok(Reclaimed::default())
     }
 
     /// The bytes `table` takes on local disk, if this store keeps it locally.
@@ -307,9 +310,47 @@ pub trait Store: Send + Sync + 'static {
     fn refusing_writes(&self) -> Option<Refusal> {
         None
     }
+
+    /// Copies every table as of one instant into a new store of this backend under `dir`
+    /// (which must not hold one): a consistent copy taken while writes go on. Returns the
+    /// cells copied, or `None` from a store that keeps no local copy to take (HBase and
+    /// Bigtable have their own snapshots).
+    fn snapshot_to(&self, _dir: &std::path::Path) -> StoreResult<Option<u64>> {
+        Ok(None)
+    }
 }
 
 pub type SharedStore = Arc<dyn Store>;
+
+/// How [`Store::reclaim`] rewrites a table.
+#[derive(Default)]
+pub struct Reclaim {
+    /// Bytes a second the rewrite reads at most (0 = no limit), so that it leaves the disk to
+    /// ingest and queries.
+    pub bytes_per_s: u64,
+    /// Told of every row the rewrite meets.
+    pub on_row: Option<RowObserver>,
+    /// Once set, the rewrite stops keeping to `bytes_per_s`, and the wait for the replaced
+    /// files to go ends (the process is stopping).
+    pub hurry: Option<Arc<std::sync::atomic::AtomicBool>>,
+}
+
+/// Told a row key and whether the judge named the row expired.
+pub type RowObserver = Box<dyn FnMut(&[u8], bool) + Send>;
+
+/// What a [`Store::reclaim`] did.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Reclaimed {
+    /// Bytes the table's files shrank by.
+    pub freed: u64,
+    /// Bytes the rewrite read (keys and values).
+    pub read: u64,
+    /// Time it waited to stay under `bytes_per_s`.
+    pub waited: std::time::Duration,
+    /// Whether the replaced files were gone from disk when it returned (otherwise the engine
+    /// deletes them at its next flush or compaction, once no read uses them).
+    pub released: bool,
+}
 
 /// Says of a row key whether its row has expired (retention): a store that can drop rows by
 /// their key alone, as its engine rewrites its files, takes one instead of being sent deletes.

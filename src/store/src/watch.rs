@@ -150,8 +150,8 @@ impl Store for WatchedStore {
         self.inner.expire_rows(table, expired)
     }
 
-    fn reclaim(&self, table: &str) -> StoreResult<u64> {
-        let freed = self.inner.reclaim(table)?;
+    fn reclaim(&self, table: &str, how: super::Reclaim) -> StoreResult<super::Reclaimed> {
+        let freed = self.inner.reclaim(table, how)?;
         if self.watcher.watches(table) {
             self.watcher.cleared(table);
         }
@@ -164,6 +164,10 @@ impl Store for WatchedStore {
 
     fn refusing_writes(&self) -> Option<super::Refusal> {
         self.inner.refusing_writes()
+    }
+
+    fn snapshot_to(&self, dir: &std::path::Path) -> StoreResult<Option<u64>> {
+        self.inner.snapshot_to(dir)
     }
 }
 

@@ -216,6 +216,10 @@ pub struct StorageConfig {
     /// Rows the sweep deletes per second at most where it deletes row by row (HBase); the
     /// embedded engine drops expired rows as it rewrites its files instead.
     pub retention_sweep_rows_per_s: u64,
+    /// Bytes of cells (keys and values, uncompressed) the sweep reads per second at most, on
+    /// every backend: the embedded engine's rewrite of the table, HBase's scans of expired
+    /// ranges; 0 = no limit.
+    pub retention_sweep_bytes_per_s: u64,
 }
 
 /// `[[storage.retention_rules]]`: series whose metric matches `metric` (a glob: `*` any run of
@@ -416,6 +420,7 @@ impl Default for StorageConfig {
             retention_rules: Vec::new(),
             retention_sweep_interval: "1h".into(),
             retention_sweep_rows_per_s: 20_000,
+            retention_sweep_bytes_per_s: 64 << 20,
         }
     }
 }

@@ -18,10 +18,12 @@ use super::glob_match;
 use crate::config::{parse_duration_s, StorageConfig};
 use crate::uid::{UidCore, UidError};
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tsgate_schema::rowkey::{KeyLayout, ROW_SPAN};
 use tsgate_schema::uid_table::UidKind;
+use tsgate_store::throttle::Throttle;
 use tsgate_store::{Mutation, RowMutations, Scan, SharedStore, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +32,8 @@ pub enum SweepError {
     Store(#[from] StoreError),
     #[error("retention sweep: {0}")]
     Uid(#[from] UidError),
+    #[error("retention sweep: stopped before its end (the process is stopping)")]
+    Stopped,
 }
 
 /// A retention rule, durations in seconds (0 = for ever).
@@ -212,11 +216,57 @@ impl Judge {
 }
 
 /// What one sweep did.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub struct SweepReport {
     pub rows: u64,
     pub bytes: u64,
     pub took: Duration,
+    /// Bytes of cells read, and the time waited to stay under the rates.
+    pub read: u64,
+    pub waited: Duration,
+    /// TSUIDs of the series that have no row left.
+    pub series: Vec<Vec<u8>>,
+}
+
+/// Told the TSUIDs of the series a sweep left without a row (the cardinality counts forget
+/// them, the series caches drop them).
+pub type ExpiredSeriesHook = Box<dyn Fn(&[Vec<u8>]) + Send>;
+
+thread_local! {
+    /// Set on the sweep's thread while the store rewrites the table for it: the judge, also
+    /// called by the engine's own compactions on other threads, tells them apart by it.
+    static IN_SWEEP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Which series lost all their rows in one pass over a table in key order. Within a salt
+/// bucket a series' rows sort by hour (after the metric, before the tags), and one series'
+/// rows all have the same cutoff, so its expired rows all come before its kept ones: a series
+/// is a candidate from its first expired row until one of its rows is kept. At most the
+/// series of one metric are candidates at once.
+#[derive(Default)]
+struct Orphans {
+    candidates: HashSet<Vec<u8>>,
+    /// Series whose rows the engine's own compactions dropped since the last sweep: orphans
+    /// unless this pass meets a row of theirs.
+    elsewhere: HashSet<Vec<u8>>,
+}
+
+impl Orphans {
+    fn row(&mut self, tsuid: Vec<u8>, expired: bool) {
+        if expired {
+            self.candidates.insert(tsuid);
+        } else {
+            self.candidates.remove(&tsuid);
+            self.elsewhere.remove(&tsuid);
+        }
+    }
+
+    fn finish(self) -> Vec<Vec<u8>> {
+        let mut all: Vec<Vec<u8>> = self.candidates.into_iter().chain(self.elsewhere).collect();
+        all.sort();
+        all.dedup();
+        all
+    }
 }
 
 pub struct Sweeper {
@@ -226,6 +276,15 @@ pub struct Sweeper {
     pub table: String,
     pub policy: Policy,
     pub rows_per_s: u64,
+    pub bytes_per_s: u64,
+    /// See [`ExpiredSeriesHook`].
+    pub on_expired_series: Option<ExpiredSeriesHook>,
+    /// Series of rows the engine's compactions dropped outside a sweep (see [`Orphans`]).
+    elsewhere: Arc<parking_lot::Mutex<HashSet<Vec<u8>>>>,
+    /// Set when the process stops: a sweep under way stops keeping to its rates (embedded:
+    /// its rewrite, which cannot be cut short, finishes at full speed; HBase: it stops, and
+    /// the next start sweeps again).
+    hurry: Arc<AtomicBool>,
 }
 
 impl Sweeper {
@@ -241,6 +300,10 @@ impl Sweeper {
             table: cfg.storage.tables.data.clone(),
             policy: Policy::from_config(&cfg.storage)?,
             rows_per_s: cfg.storage.retention_sweep_rows_per_s.max(1),
+            bytes_per_s: cfg.storage.retention_sweep_bytes_per_s,
+            on_expired_series: None,
+            elsewhere: Default::default(),
+            hurry: Default::default(),
         })
     }
 
@@ -257,10 +320,21 @@ impl Sweeper {
             Ok(mut rep) => {
                 rep.took = took;
                 m.bytes_dropped.add(rep.bytes);
+                m.bytes_read.add(rep.read);
+                m.throttled_ms.add(rep.waited.as_millis() as u64);
+                m.series_expired.add(rep.series.len() as u64);
+                if !rep.series.is_empty() {
+                    if let Some(hook) = &self.on_expired_series {
+                        hook(&rep.series);
+                    }
+                }
                 if rep.rows > 0 || rep.bytes > 0 {
                     tracing::info!(
                         rows = rep.rows,
                         bytes = rep.bytes,
+                        series = rep.series.len(),
+                        read = rep.read,
+                        throttled_ms = rep.waited.as_millis() as u64,
                         took_ms = took.as_millis() as u64,
                         "retention sweep dropped expired data"
                     );
@@ -283,29 +357,78 @@ impl Sweeper {
         let rows = &crate::observe::metrics().retention.rows_dropped;
         let before = rows.get();
         let j = judge.clone();
+        let layout = self.layout;
+        let elsewhere = self.elsewhere.clone();
         let counted: tsgate_store::RowExpiry = Arc::new(move |row: &[u8]| {
             let e = j.expired(row);
             if e {
                 crate::observe::metrics().retention.rows_dropped.inc();
+                if !IN_SWEEP.with(|s| s.get()) {
+                    if let Ok(rk) = layout.parse(row) {
+                        elsewhere.lock().insert(rk.tsuid());
+                    }
+                }
             }
             e
         });
         if self.store.expire_rows(&self.table, Some(counted)) {
-            let bytes = self.store.reclaim(&self.table)?;
+            let orphans = Arc::new(parking_lot::Mutex::new(Orphans {
+                candidates: HashSet::new(),
+                elsewhere: std::mem::take(&mut *self.elsewhere.lock()),
+            }));
+            let o = orphans.clone();
+            let on_row = move |row: &[u8], expired: bool| {
+                if let Ok(rk) = layout.parse(row) {
+                    o.lock().row(rk.tsuid(), expired);
+                }
+            };
+            IN_SWEEP.with(|s| s.set(true));
+            let r = self.store.reclaim(
+                &self.table,
+                tsgate_store::Reclaim {
+                    bytes_per_s: self.bytes_per_s,
+                    on_row: Some(Box::new(on_row)),
+                    hurry: Some(self.hurry.clone()),
+                },
+            );
+            IN_SWEEP.with(|s| s.set(false));
+            let series = std::mem::take(&mut *orphans.lock()).finish();
+            let r = match r {
+                Ok(r) => r,
+                Err(e) => {
+                    // Not judged after all: the next sweep looks at them again.
+                    self.elsewhere.lock().extend(series);
+                    return Err(e.into());
+                }
+            };
+            if !r.released {
+                tracing::info!(
+                    "retention sweep: the replaced files are still in use by a read; the engine deletes them once it ends"
+                );
+            }
             return Ok(SweepReport {
                 rows: rows.get() - before,
-                bytes,
+                bytes: r.freed,
                 took: Duration::ZERO,
+                read: r.read,
+                waited: r.waited,
+                series,
             });
         }
         self.delete_expired(&judge)
     }
 
-    /// Scans each expiring metric's key range below its cutoff and deletes what expired.
+    /// Scans each expiring metric's key range below its cutoff and deletes what expired, then
+    /// finds which of the series it deleted rows of have none left.
     fn delete_expired(&self, judge: &Judge) -> Result<SweepReport, SweepError> {
         let mut rep = SweepReport::default();
-        let started = Instant::now();
+        let hurry = Some(self.hurry.clone());
+        let mut rate = Rates {
+            rows: Throttle::new(self.rows_per_s).hurried_by(hurry.clone()),
+            bytes: Throttle::new(self.bytes_per_s).hurried_by(hurry),
+        };
         let mut batch = Vec::new();
+        let mut deleted = 0;
         for (metric, cutoff) in judge.expiring() {
             // Rows of hours ending at or before the cutoff: base <= cutoff - ROW_SPAN.
             let stop_base = (cutoff - ROW_SPAN + 1).min(u32::MAX as u64) as u32;
@@ -316,27 +439,51 @@ impl Sweeper {
                     families: vec![tsgate_schema::DATA_FAMILY.to_vec()],
                     ..Default::default()
                 };
+                let mut orphans = Orphans::default();
                 for row in self.store.scan(&self.table, &scan)? {
-                    let row = row?;
-                    if !judge.expired(&row.key) {
-                        continue;
+                    if self.hurry.load(Ordering::Relaxed) {
+                        break;
                     }
-                    rep.bytes += row
+                    let row = row?;
+                    let size = row
                         .cells
                         .iter()
                         .map(|c| (row.key.len() + c.qualifier.len() + c.value.len()) as u64)
                         .sum::<u64>();
+                    rate.bytes.take(size);
+                    let expired = judge.expired(&row.key);
+                    if let Ok(rk) = self.layout.parse(&row.key) {
+                        orphans.row(rk.tsuid(), expired);
+                    }
+                    if !expired {
+                        continue;
+                    }
+                    rep.bytes += size;
                     batch.push(RowMutations {
                         row: row.key,
                         mutations: vec![Mutation::DeleteRow],
                     });
                     if batch.len() >= 500 {
-                        rep.rows += self.delete(&mut batch, started, rep.rows)?;
+                        deleted += self.delete(&mut batch, &mut rate)?;
                     }
+                }
+                if self.hurry.load(Ordering::Relaxed) {
+                    // Not recorded as done: the next start sweeps again (deletes are
+                    // idempotent).
+                    self.delete(&mut batch, &mut rate)?;
+                    return Err(SweepError::Stopped);
+                }
+                let orphans = orphans.finish();
+                if !orphans.is_empty() {
+                    rep.series
+                        .extend(self.without_rows(&salt, metric, stop_base, orphans, &mut rate)?);
                 }
             }
         }
-        rep.rows += self.delete(&mut batch, started, rep.rows)?;
+        deleted += self.delete(&mut batch, &mut rate)?;
+        rep.rows = deleted;
+        rep.read = rate.bytes.done();
+        rep.waited = rate.rows.waited() + rate.bytes.waited();
         crate::observe::metrics()
             .retention
             .rows_dropped
@@ -344,29 +491,79 @@ impl Sweeper {
         Ok(rep)
     }
 
-    /// Deletes `batch`, then waits as long as keeps the sweep under its rate.
-    fn delete(
+    /// Of `series` (of `metric`, in bucket `salt`, whose rows before `from_base` expired), the
+    /// ones without a row from `from_base` on. Each series' first kept row is usually the
+    /// first hour after the cutoff, so the scan (of those series' rows only) ends there unless
+    /// some series really has none left.
+    fn without_rows(
         &self,
-        batch: &mut Vec<RowMutations>,
-        started: Instant,
-        done: u64,
-    ) -> Result<u64, SweepError> {
+        salt: &[u8],
+        metric: &[u8],
+        from_base: u32,
+        series: Vec<Vec<u8>>,
+        rate: &mut Rates,
+    ) -> Result<Vec<Vec<u8>>, SweepError> {
+        let mw = self.layout.metric_width;
+        let hex = |b: &[u8]| b.iter().map(|x| format!("\\x{x:02X}")).collect::<String>();
+        let mut orphans = Vec::new();
+        // A bounded regex per scan (the store evaluates it on every row key).
+        for group in series.chunks(256) {
+            let tags: Vec<String> = group.iter().map(|t| hex(&t[mw..])).collect();
+            let scan = Scan {
+                start: self.layout.metric_start(salt, metric, from_base),
+                stop: self.layout.metric_start(salt, metric, u32::MAX),
+                families: vec![tsgate_schema::DATA_FAMILY.to_vec()],
+                row_regex: Some(format!(
+                    "^.{{{}}}{}.{{4}}(?:{})$",
+                    salt.len(),
+                    hex(metric),
+                    tags.join("|")
+                )),
+                ..Default::default()
+            };
+            let mut left: HashSet<&[u8]> = group.iter().map(|t| t.as_slice()).collect();
+            for row in self.store.scan(&self.table, &scan)? {
+                let row = row?;
+                rate.bytes.take(
+                    row.cells
+                        .iter()
+                        .map(|c| (row.key.len() + c.qualifier.len() + c.value.len()) as u64)
+                        .sum(),
+                );
+                if let Ok(rk) = self.layout.parse(&row.key) {
+                    left.remove(rk.tsuid().as_slice());
+                }
+                if left.is_empty() {
+                    break;
+                }
+            }
+            orphans.extend(left.into_iter().map(|t| t.to_vec()));
+        }
+        Ok(orphans)
+    }
+
+    /// Deletes `batch`, then waits as long as keeps the sweep under its row rate.
+    fn delete(&self, batch: &mut Vec<RowMutations>, rate: &mut Rates) -> Result<u64, SweepError> {
         let n = batch.len() as u64;
         if n == 0 {
             return Ok(0);
         }
         self.store.mutate(&self.table, std::mem::take(batch))?;
-        let due = Duration::from_secs_f64((done + n) as f64 / self.rows_per_s as f64);
-        if let Some(wait) = due.checked_sub(started.elapsed()) {
-            std::thread::sleep(wait);
-        }
+        rate.rows.take(n);
         Ok(n)
     }
+}
+
+/// The HBase sweep's two limits: rows deleted and bytes read, a second.
+struct Rates {
+    rows: Throttle,
+    bytes: Throttle,
 }
 
 /// The sweep's thread: runs at start, then every interval, until dropped.
 pub struct SweepThread {
     stop: Option<std::sync::mpsc::Sender<()>>,
+    hurry: Arc<AtomicBool>,
     handle: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -381,6 +578,7 @@ impl SweepThread {
         record: Option<std::path::PathBuf>,
     ) -> std::io::Result<SweepThread> {
         let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let hurry = sweeper.hurry.clone();
         let policy = format!("{:?}", sweeper.policy);
         let mut wait = record
             .as_deref()
@@ -421,6 +619,7 @@ impl SweepThread {
             })?;
         Ok(SweepThread {
             stop: Some(tx),
+            hurry,
             handle: Some(handle),
         })
     }
@@ -428,8 +627,10 @@ impl SweepThread {
 
 impl Drop for SweepThread {
     fn drop(&mut self) {
-        // Stops it between sweeps; a sweep under way finishes first (the store's rewrite
-        // cannot be cut short, and a half-done one would be redone at the next start anyway).
+        // Stops it between sweeps; a sweep under way finishes first, no longer held to its
+        // rates (the store's rewrite cannot be cut short; HBase's deletes stop at once and
+        // the next start sweeps again).
+        self.hurry.store(true, Ordering::Relaxed);
         drop(self.stop.take());
         if let Some(h) = self.handle.take() {
             let _ = h.join();
@@ -466,5 +667,34 @@ retention = ""
         assert_eq!(p.for_series("keep.me", &[]), 0);
         assert_eq!(p.for_series("other", &[]), 30 * 86_400);
         assert!(!p.keeps_all());
+    }
+
+    /// In key order (hour, then tags) a series is an orphan if its rows expired and none was
+    /// kept; one the engine dropped rows of earlier is one unless the pass meets a row of it.
+    #[test]
+    fn orphans_are_series_whose_every_row_expired() {
+        let mut o = Orphans {
+            candidates: HashSet::new(),
+            elsewhere: [b"e1".to_vec(), b"e2".to_vec()].into(),
+        };
+        // Hour 1: a, b and c expire (c under a shorter rule); hour 2: a and b kept, c expired;
+        // hour 3: a kept, e1 kept.
+        for (t, expired) in [
+            ("a", true),
+            ("b", true),
+            ("c", true),
+            ("a", false),
+            ("b", false),
+            ("c", true),
+            ("a", false),
+            ("e1", false),
+            ("d", true),
+        ] {
+            o.row(t.as_bytes().to_vec(), expired);
+        }
+        assert_eq!(
+            o.finish(),
+            vec![b"c".to_vec(), b"d".to_vec(), b"e2".to_vec()]
+        );
     }
 }

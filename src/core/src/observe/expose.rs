@@ -422,6 +422,24 @@ fn lifecycle(e: &mut Exposition, m: &Metrics) {
         Kind::Gauge,
         format_float(r.last_duration_ms.get() as f64 / 1000.0),
     );
+    e.single(
+        "tsgate_retention_sweep_read_bytes_total",
+        "Bytes of cells the retention sweeps read (storage.retention_sweep_bytes_per_s).",
+        Kind::Counter,
+        r.bytes_read.get(),
+    );
+    e.single(
+        "tsgate_retention_sweep_throttled_seconds_total",
+        "Time the retention sweeps waited to stay under their I/O rates.",
+        Kind::Counter,
+        format_float(r.throttled_ms.get() as f64 / 1000.0),
+    );
+    e.single(
+        "tsgate_retention_series_expired_total",
+        "Series no longer counted (cardinality, explorer) because retention dropped all their rows.",
+        Kind::Counter,
+        r.series_expired.get(),
+    );
     e.family(
         "tsgate_series_refused_total",
         "New series refused by a cardinality limit, by limit.",

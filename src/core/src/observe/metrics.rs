@@ -198,6 +198,12 @@ pub struct RetentionCounters {
     /// When the last sweep ended (seconds since the epoch) and how long it took (ms).
     pub last_run_s: Gauge,
     pub last_duration_ms: Gauge,
+    /// Bytes of cells the sweeps read (`storage.retention_sweep_bytes_per_s` bounds the rate).
+    pub bytes_read: Counter,
+    /// Time the sweeps waited to stay under their rates (ms).
+    pub throttled_ms: Counter,
+    /// Series forgotten by the cardinality counts because retention dropped all their rows.
+    pub series_expired: Counter,
 }
 
 impl Metrics {

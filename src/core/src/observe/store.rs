@@ -161,8 +161,12 @@ impl Store for InstrumentedStore {
         self.inner.expire_rows(table, expired)
     }
 
-    fn reclaim(&self, table: &str) -> StoreResult<u64> {
-        self.inner.reclaim(table)
+    fn reclaim(
+        &self,
+        table: &str,
+        how: tsgate_store::Reclaim,
+    ) -> StoreResult<tsgate_store::Reclaimed> {
+        self.inner.reclaim(table, how)
     }
 
     fn disk_bytes(&self, table: &str) -> Option<u64> {
@@ -171,6 +175,10 @@ impl Store for InstrumentedStore {
 
     fn refusing_writes(&self) -> Option<tsgate_store::Refusal> {
         self.inner.refusing_writes()
+    }
+
+    fn snapshot_to(&self, dir: &std::path::Path) -> StoreResult<Option<u64>> {
+        self.inner.snapshot_to(dir)
     }
 }
 

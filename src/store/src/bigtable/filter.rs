@@ -6,23 +6,45 @@
 //! is dropped, which only widens the match; the client re-checks every row with the exact
 //! regex, so the server's filter only has to keep every row that matches.
 
-use regex_syntax::hir::{Class, Hir, HirKind, Look};
+use crate::regex_emit::{self, hex_escape, Dialect};
 
 /// RE2's limit on a counted repetition.
 const RE2_MAX_REPEAT: u32 = 1000;
 
+/// RE2 over raw bytes: every byte exact, every class exact.
+struct Re2;
+
+impl Dialect for Re2 {
+    fn byte(&self, b: u8, out: &mut String) {
+        hex_escape(b, out);
+    }
+
+    fn class(&self, ranges: &[(u8, u8)], out: &mut String) -> Option<()> {
+        if ranges.is_empty() {
+            return None; // matches nothing: leave it to the client
+        }
+        out.push('[');
+        for &(lo, hi) in ranges {
+            out.push_str(&format!(r"\x{lo:02X}"));
+            if hi > lo {
+                out.push_str(&format!(r"-\x{hi:02X}"));
+            }
+        }
+        out.push(']');
+        Some(())
+    }
+
+    fn max_repeat(&self) -> u32 {
+        RE2_MAX_REPEAT
+    }
+}
+
 /// The RE2 pattern for `byte_regex`, or `None` when none can be built (the scan then filters
 /// on the client only).
 pub fn re2_row_filter(byte_regex: &str) -> Option<String> {
-    let hir = regex_syntax::ParserBuilder::new()
-        .unicode(false)
-        .utf8(false)
-        .dot_matches_new_line(true)
-        .build()
-        .parse(byte_regex)
-        .ok()?;
+    let hir = regex_emit::parse(byte_regex)?;
     let mut out = String::from("(?s).*(?:");
-    emit(&hir, &mut out)?;
+    regex_emit::emit(&Re2, &hir, &mut out)?;
     out.push_str(").*");
     Some(out)
 }
@@ -31,99 +53,10 @@ pub fn re2_row_filter(byte_regex: &str) -> Option<String> {
 pub fn exact(s: &[u8]) -> String {
     let mut out = String::from(r"\A(?:");
     for &b in s {
-        byte(b, &mut out);
+        hex_escape(b, &mut out);
     }
     out.push_str(r")\z");
     out
-}
-
-fn byte(b: u8, out: &mut String) {
-    if b.is_ascii_alphanumeric() {
-        out.push(b as char);
-    } else {
-        out.push_str(&format!(r"\x{b:02X}"));
-    }
-}
-
-fn emit_class(ranges: &[(u8, u8)], out: &mut String) -> Option<()> {
-    if ranges.is_empty() {
-        return None; // matches nothing: leave it to the client
-    }
-    out.push('[');
-    for &(lo, hi) in ranges {
-        out.push_str(&format!(r"\x{lo:02X}"));
-        if hi > lo {
-            out.push_str(&format!(r"-\x{hi:02X}"));
-        }
-    }
-    out.push(']');
-    Some(())
-}
-
-fn emit(hir: &Hir, out: &mut String) -> Option<()> {
-    match hir.kind() {
-        HirKind::Empty => {}
-        HirKind::Literal(lit) => {
-            for &b in lit.0.iter() {
-                byte(b, out);
-            }
-        }
-        HirKind::Class(Class::Bytes(c)) => {
-            let ranges: Vec<(u8, u8)> = c.ranges().iter().map(|r| (r.start(), r.end())).collect();
-            emit_class(&ranges, out)?;
-        }
-        HirKind::Class(Class::Unicode(c)) => {
-            let ranges: Vec<(u8, u8)> = c
-                .ranges()
-                .iter()
-                .filter(|r| (r.start() as u32) < 256)
-                .map(|r| (r.start() as u8, (r.end() as u32).min(255) as u8))
-                .collect();
-            emit_class(&ranges, out)?;
-        }
-        HirKind::Look(look) => match look {
-            Look::Start => out.push_str(r"\A"),
-            Look::End => out.push_str(r"\z"),
-            _ => {}
-        },
-        HirKind::Repetition(rep) => {
-            if rep.min > RE2_MAX_REPEAT || rep.max.is_some_and(|m| m > RE2_MAX_REPEAT) {
-                return None;
-            }
-            out.push_str("(?:");
-            emit(&rep.sub, out)?;
-            out.push(')');
-            match (rep.min, rep.max) {
-                (0, None) => out.push('*'),
-                (1, None) => out.push('+'),
-                (0, Some(1)) => out.push('?'),
-                (m, None) => out.push_str(&format!("{{{m},}}")),
-                (m, Some(n)) if m == n => out.push_str(&format!("{{{m}}}")),
-                (m, Some(n)) => out.push_str(&format!("{{{m},{n}}}")),
-            }
-        }
-        HirKind::Capture(cap) => {
-            out.push_str("(?:");
-            emit(&cap.sub, out)?;
-            out.push(')');
-        }
-        HirKind::Concat(parts) => {
-            for p in parts {
-                emit(p, out)?;
-            }
-        }
-        HirKind::Alternation(parts) => {
-            out.push_str("(?:");
-            for (i, p) in parts.iter().enumerate() {
-                if i > 0 {
-                    out.push('|');
-                }
-                emit(p, out)?;
-            }
-            out.push(')');
-        }
-    }
-    Some(())
 }
 
 #[cfg(test)]

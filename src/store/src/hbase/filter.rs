@@ -10,123 +10,53 @@
 //! one becomes "a non-ASCII character, or nothing". The server then never drops a row the byte
 //! regex accepts, and the client re-applies the exact byte regex to what comes back.
 
-use regex_syntax::hir::{Class, Hir, HirKind, Look};
+use crate::regex_emit::{self, hex_escape, Dialect};
 
 /// The Java regex sent to HBase for a byte regex, or `None` when none can be built safely (the
 /// scan then filters on the client only).
 pub fn java_superset(byte_regex: &str) -> Option<String> {
-    let hir = regex_syntax::ParserBuilder::new()
-        .unicode(false)
-        .utf8(false)
-        .dot_matches_new_line(true)
-        .build()
-        .parse(byte_regex)
-        .ok()?;
+    let hir = regex_emit::parse(byte_regex)?;
     let mut out = String::new();
-    emit(&hir, &mut out)?;
+    regex_emit::emit(&JavaSuperset, &hir, &mut out)?;
     Some(out)
 }
 
 const NON_ASCII: &str = r"[^\x00-\x7F]";
 
-fn ascii_escape(b: u8, out: &mut String) {
-    if b.is_ascii_alphanumeric() {
-        out.push(b as char);
-    } else {
-        out.push_str(&format!(r"\x{b:02X}"));
-    }
-}
+/// Java regex over the key decoded as UTF-8: exact over ASCII, widened over the rest.
+struct JavaSuperset;
 
-/// One byte-class: exact over its ASCII members, widened over the rest.
-fn emit_class(ranges: &[(u8, u8)], out: &mut String) -> Option<()> {
-    let mut ascii = String::new();
-    let mut high = false;
-    for &(lo, hi) in ranges {
-        if lo <= 0x7F {
-            let top = hi.min(0x7F);
-            ascii.push_str(&format!(r"\x{lo:02X}"));
-            if top > lo {
-                ascii.push_str(&format!(r"-\x{top:02X}"));
-            }
+impl Dialect for JavaSuperset {
+    fn byte(&self, b: u8, out: &mut String) {
+        if b < 0x80 {
+            hex_escape(b, out);
+        } else {
+            out.push_str(&format!("{NON_ASCII}?"));
         }
-        high |= hi >= 0x80;
     }
-    match (ascii.is_empty(), high) {
-        (true, false) => return None, // matches nothing: leave the filtering to the client
-        (false, false) => out.push_str(&format!("[{ascii}]")),
-        (true, true) => out.push_str(&format!("{NON_ASCII}?")),
-        (false, true) => out.push_str(&format!("(?:[{ascii}]|{NON_ASCII})?")),
-    }
-    Some(())
-}
 
-fn emit(hir: &Hir, out: &mut String) -> Option<()> {
-    match hir.kind() {
-        HirKind::Empty => {}
-        HirKind::Literal(lit) => {
-            for &b in lit.0.iter() {
-                if b < 0x80 {
-                    ascii_escape(b, out);
-                } else {
-                    out.push_str(&format!("{NON_ASCII}?"));
+    /// One byte-class: exact over its ASCII members, widened over the rest.
+    fn class(&self, ranges: &[(u8, u8)], out: &mut String) -> Option<()> {
+        let mut ascii = String::new();
+        let mut high = false;
+        for &(lo, hi) in ranges {
+            if lo <= 0x7F {
+                let top = hi.min(0x7F);
+                ascii.push_str(&format!(r"\x{lo:02X}"));
+                if top > lo {
+                    ascii.push_str(&format!(r"-\x{top:02X}"));
                 }
             }
+            high |= hi >= 0x80;
         }
-        HirKind::Class(Class::Bytes(c)) => {
-            let ranges: Vec<(u8, u8)> = c.ranges().iter().map(|r| (r.start(), r.end())).collect();
-            emit_class(&ranges, out)?;
+        match (ascii.is_empty(), high) {
+            (true, false) => return None, // matches nothing: leave the filtering to the client
+            (false, false) => out.push_str(&format!("[{ascii}]")),
+            (true, true) => out.push_str(&format!("{NON_ASCII}?")),
+            (false, true) => out.push_str(&format!("(?:[{ascii}]|{NON_ASCII})?")),
         }
-        HirKind::Class(Class::Unicode(c)) => {
-            // Only ASCII classes appear with Unicode off; anything wider is a byte range too.
-            let ranges: Vec<(u8, u8)> = c
-                .ranges()
-                .iter()
-                .map(|r| (r.start() as u32, r.end() as u32))
-                .map(|(a, b)| (a.min(255) as u8, b.min(255) as u8))
-                .collect();
-            emit_class(&ranges, out)?;
-        }
-        HirKind::Look(look) => match look {
-            Look::Start => out.push_str(r"\A"),
-            Look::End => out.push_str(r"\z"),
-            // Line and word assertions are dropped: an assertion less only widens the match.
-            _ => {}
-        },
-        HirKind::Repetition(rep) => {
-            out.push_str("(?:");
-            emit(&rep.sub, out)?;
-            out.push(')');
-            match (rep.min, rep.max) {
-                (0, None) => out.push('*'),
-                (1, None) => out.push('+'),
-                (0, Some(1)) => out.push('?'),
-                (m, None) => out.push_str(&format!("{{{m},}}")),
-                (m, Some(n)) if m == n => out.push_str(&format!("{{{m}}}")),
-                (m, Some(n)) => out.push_str(&format!("{{{m},{n}}}")),
-            }
-        }
-        HirKind::Capture(cap) => {
-            out.push_str("(?:");
-            emit(&cap.sub, out)?;
-            out.push(')');
-        }
-        HirKind::Concat(parts) => {
-            for p in parts {
-                emit(p, out)?;
-            }
-        }
-        HirKind::Alternation(parts) => {
-            out.push_str("(?:");
-            for (i, p) in parts.iter().enumerate() {
-                if i > 0 {
-                    out.push('|');
-                }
-                emit(p, out)?;
-            }
-            out.push(')');
-        }
+        Some(())
     }
-    Some(())
 }
 
 /// `RowFilter(=, 'regexstring:<re>')`, quoting `'` by doubling it as HBase's filter language wants.

@@ -53,6 +53,23 @@ pub enum AppError {
          (check --data-dir, or data_dir in the config)"
     )]
     NoStore(String),
+    #[error(
+        "not enough free space to replay the write-ahead log: {free} free in {path}, and \
+         replaying {wal} of log needs about {need} (its size plus storage.min_free_mb); \
+         nothing was replayed or lost: free some space (or lower storage.min_free_mb) and \
+         start again"
+    )]
+    NoRoomToReplay {
+        path: String,
+        free: String,
+        wal: String,
+        need: String,
+    },
+    #[error(
+        "replaying the write-ahead log stopped: {0}; nothing is lost (the log is kept until \
+         the store holds it): free some space and start again"
+    )]
+    ReplayRefused(String),
 }
 
 /// `create_dir_all` whose error names the directory.
@@ -100,6 +117,7 @@ pub fn open_store(cfg: &Config) -> Result<SharedStore, AppError> {
                 StoreError::Locked(_) => AppError::Locked(cfg.data_dir.display().to_string()),
                 e => e.into(),
             })?;
+            store.set_min_free_bytes(cfg.storage.min_free_mb << 20);
             Ok(crate::observe::store::instrument(Arc::new(store)))
         }
     }
@@ -137,6 +155,51 @@ pub fn lock_wal(data_dir: &std::path::Path) -> Result<std::fs::File, AppError> {
         }
         Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
     }
+}
+
+/// Bytes of write-ahead log segments waiting under `data_dir/wal` (files kept for reuse
+/// aside): an upper bound of what start-up replays (a reused file may be longer than its
+/// records).
+fn wal_bytes(data_dir: &std::path::Path) -> u64 {
+    let Ok(shards) = std::fs::read_dir(data_dir.join("wal")) else {
+        return 0;
+    };
+    shards
+        .flatten()
+        .filter_map(|d| std::fs::read_dir(d.path()).ok())
+        .flatten()
+        .flatten()
+        .filter(|f| f.file_name().to_string_lossy().ends_with(".wal"))
+        .filter_map(|f| f.metadata().ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// Start-up replay writes the whole write-ahead log into the embedded store before anything
+/// else; on a disk without room for it the engine would fill the disk and fail. Refuses to
+/// start instead, saying where and how much is free (the log stays as it is).
+fn check_room_to_replay(cfg: &Config) -> Result<(), AppError> {
+    if cfg.storage.backend != "embedded" {
+        return Ok(());
+    }
+    let wal = wal_bytes(&cfg.data_dir);
+    if wal == 0 {
+        return Ok(());
+    }
+    let Ok(free) = crate::store::embedded::free_bytes(&cfg.data_dir) else {
+        return Ok(());
+    };
+    let need = (cfg.storage.min_free_mb << 20) + wal;
+    if free < need {
+        let mib = |b: u64| format!("{:.1} MiB", b as f64 / (1 << 20) as f64);
+        return Err(AppError::NoRoomToReplay {
+            path: cfg.data_dir.display().to_string(),
+            free: mib(free),
+            wal: mib(wal),
+            need: mib(need),
+        });
+    }
+    Ok(())
 }
 
 pub fn uid_core(cfg: &Config, store: SharedStore) -> Arc<UidCore> {
@@ -226,6 +289,8 @@ impl Node {
         let tls = crate::server::tls::Tls::from_config(&cfg.server.tls)?;
         crate::observe::process::mark_start();
         let wal_lock = lock_wal(&cfg.data_dir)?;
+        // Before the engine is opened too: opening replays its own journal.
+        check_room_to_replay(&cfg)?;
         let store = open_store(&cfg)?;
         // The row cache hears of every write, so everything writes through the watched store.
         let rows = row_cache(&cfg, &store);
@@ -236,8 +301,22 @@ impl Node {
         tracing::info!(backend = %cfg.storage.backend, data_dir = %cfg.data_dir.display(), "store opened");
         let layout = cfg.layout();
         let table = cfg.storage.tables.data.clone();
-        let stats =
-            crate::write::recover(&cfg.data_dir, &store, &table, layout, rollup_build(&cfg))?;
+        let stats = match crate::write::recover(
+            &cfg.data_dir,
+            &store,
+            &table,
+            layout,
+            rollup_build(&cfg),
+        ) {
+            Ok(s) => s,
+            // The disk filled up meanwhile (another writer), or the engine failed.
+            Err(e) => {
+                return Err(match store.refusing_writes() {
+                    Some(r) => AppError::ReplayRefused(r.detail),
+                    None => e.into(),
+                })
+            }
+        };
         crate::observe::metrics()
             .wal_replayed_points
             .add(stats.points as u64);
@@ -293,6 +372,10 @@ impl Node {
         });
         // Each API family gets its part, once; the listeners hold the whole.
         let graphite_index = Arc::new(crate::server::graphite_web::index::SeriesIndex::default());
+        let bodies = Arc::new(crate::server::body_budget::BodyBudget::new(
+            config.limits.max_body_bytes_in_flight,
+            config.limits.http_body_max as u64,
+        ));
         let state = Arc::new(AppState {
             opentsdb: Arc::new(state::OpenTsdb {
                 ingest: ingest.clone(),
@@ -334,6 +417,7 @@ impl Node {
             started: Instant::now(),
             auth,
             tls,
+            bodies,
         });
         Ok(Node {
             state,
@@ -423,22 +507,33 @@ pub async fn serve(cfg: Config) -> Result<(), AppError> {
         state.ingest.writer.close();
         let store = state.query.store.clone();
         drop(state);
-        tokio::task::spawn_blocking(move || {
+        let refused = tokio::task::spawn_blocking(move || {
             // A sweep under way finishes before the store closes.
             drop(sweeper);
             threads.join();
+            // Refusing writes (disk full), the flushers gave up at once: what they held is in
+            // the write-ahead log, and closing would only fail the same way.
+            if let Some(r) = store.refusing_writes() {
+                return Some(r);
+            }
             if let Err(e) = store.close() {
                 tracing::error!(error = %e, "closing the store failed (the next start recovers it)");
             }
+            None
         })
         .await
-        .ok();
+        .ok()
+        .flatten();
         drop(wal_lock);
+        refused
     };
     // Bounded: a store that is down would keep the flusher retrying forever. Everything
     // acknowledged is in the WAL, which the next start replays.
     tokio::select! {
-        _ = drain => {}
+        refused = drain => if let Some(r) = refused {
+            tracing::warn!(reason = r.reason, "stopped while the store refuses writes ({}): the write-ahead log keeps what the store does not hold, and the next start replays it", r.detail);
+            std::process::exit(3);
+        },
         _ = tokio::time::sleep(budget) => {
             tracing::warn!(timeout_ms = budget.as_millis() as u64, "server.shutdown_timeout_ms passed with work left: exiting; the write-ahead log is replayed at the next start");
             std::process::exit(3);

@@ -1,7 +1,8 @@
 //! Issue 35's findings replayed against a real server run under an address-space cap
 //! (`prlimit --as`), while a valid writer sends points alongside: deep nesting on every query
 //! API, the fill-policy bomb, render's series × steps bombs, a PromQL subquery bomb, answers
-//! past `query.max_answer_bytes` and the remote-write error bomb. Each answers its API's error,
+//! past `query.max_answer_bytes`, the remote-write error bomb and 16 parallel 60 MiB bodies
+//! (`limits.max_body_bytes_in_flight`). Each answers its API's error,
 //! the server stays up, its peak resident memory stays under a bound, and the writer loses
 //! nothing.
 
@@ -201,6 +202,29 @@ fn remote_write(s: &Server, body: &[u8]) -> (u16, String) {
         ],
     );
     (code, String::from_utf8_lossy(&b).into_owned())
+}
+
+/// POSTs a large body over a raw socket, tolerating a server that answers (and closes)
+/// before reading all of it: (status, answer body); status 0 if no answer came.
+fn post_big(addr: &str, path: &str, body: &[u8], headers: &str) -> (u16, String) {
+    use std::io::Read;
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n{headers}\r\n",
+        body.len()
+    );
+    let _ = s.write_all(head.as_bytes()).and_then(|_| s.write_all(body));
+    let mut resp = Vec::new();
+    let _ = s.read_to_end(&mut resp);
+    let text = String::from_utf8_lossy(&resp).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let code = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (code, body.to_string())
 }
 
 #[test]
@@ -416,6 +440,60 @@ fn every_finding_answers_its_error_while_the_server_stays_up() {
         );
         assert_up(&mut s, "the remote-write error bomb");
     }
+
+    // §2 bodies × connections: 16 parallel 60 MiB bodies (1 GB resident before), half to
+    // `/api/put`, half to remote write. `limits.max_body_bytes_in_flight` (128 MiB) lets two
+    // be held at once; the others wait for a share or are answered 503.
+    let big = 60usize << 20;
+    let senders: Vec<_> = (0..16)
+        .map(|i| {
+            let addr = s.addr.clone();
+            std::thread::spawn(move || {
+                let (path, body, headers) = if i % 2 == 0 {
+                    // Valid JSON, nothing in it: cheap to parse, so the body is what costs.
+                    let mut b = vec![b' '; big];
+                    b[0] = b'[';
+                    b[big - 1] = b']';
+                    (
+                        "/api/put",
+                        b,
+                        "Content-Type: application/json\r\n".to_string(),
+                    )
+                } else {
+                    (
+                        "/api/v1/write",
+                        vec![0xffu8; big],
+                        "Content-Encoding: snappy\r\nContent-Type: application/x-protobuf\r\n"
+                            .to_string(),
+                    )
+                };
+                post_big(&addr, path, &body, &headers)
+            })
+        })
+        .collect();
+    let answers: Vec<(u16, String)> = senders.into_iter().map(|t| t.join().unwrap()).collect();
+    let waited_out = answers.iter().filter(|(c, _)| *c == 503).count();
+    for (code, body) in &answers {
+        assert!(
+            matches!(code, 200 | 204 | 400 | 503),
+            "a 60 MiB body was answered {code}: {}",
+            &body[..body.len().min(300)]
+        );
+        if *code == 503 {
+            assert!(body.contains("limits.max_body_bytes_in_flight"), "{body}");
+        }
+    }
+    eprintln!("16 x 60 MiB bodies: {waited_out} answered 503 for want of body budget");
+    assert_up(&mut s, "16 parallel 60 MiB bodies");
+    let (c, m) = s.http("GET", "/metrics", "");
+    assert_eq!(c, 200);
+    let held: u64 = m
+        .lines()
+        .find_map(|l| l.strip_prefix("tsgate_http_body_bytes_in_flight "))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    // Only the writer's small puts may hold some: every 60 MiB reservation was given back.
+    assert!(held < 1 << 20, "{held} bytes of bodies still held");
 
     // Valid requests still answer as before.
     let (c, b) = s.http(

@@ -86,10 +86,14 @@ pub(super) async fn put(state: &Arc<OpenTsdb>, req: Request) -> Reply {
         return method_not_allowed(&req.method);
     }
     if !state.ingest.writer.store_available() {
+        let why = match state.query.store.refusing_writes() {
+            Some(r) => format!("the store refuses writes ({}): {}", r.reason, r.detail),
+            None => "the store refuses writes".into(),
+        };
         return retry_later(error_reply(
             StatusCode::SERVICE_UNAVAILABLE,
             "Storage unavailable, please retry",
-            "the store refuses writes; nothing was stored",
+            &format!("{why}; nothing was stored"),
         ));
     }
     let body = match body_text(state, &req) {

@@ -72,6 +72,8 @@ async fn read_body(
     body: impl futures_util::Stream<Item = Result<impl Buf, warp::Error>> + Unpin,
     limit: usize,
     declared: Option<u64>,
+    budget: &super::body_budget::BodyBudget,
+    held: &mut super::body_budget::Reservation,
 ) -> Result<Bytes, Reply> {
     let mut body = body;
     let mut out = bytes::BytesMut::with_capacity(
@@ -94,6 +96,11 @@ async fn read_body(
                 &format!("the limit is limits.http_body_max = {limit} bytes"),
             ));
         }
+        // A body without a declared length (or longer than declared) reserves as it grows.
+        budget
+            .grow(held, (out.len() + chunk.remaining()) as u64)
+            .await
+            .map_err(budget_exhausted)?;
         while chunk.has_remaining() {
             let c = chunk.chunk();
             out.extend_from_slice(c);
@@ -102,6 +109,19 @@ async fn read_body(
         }
     }
     Ok(out.freeze())
+}
+
+/// The answer to a request that got no share of `limits.max_body_bytes_in_flight`.
+fn budget_exhausted(e: super::body_budget::Exhausted) -> Reply {
+    crate::observe::metrics().body_budget_refusals.inc();
+    super::api::retry_later(error_reply(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Too many request bodies in flight",
+        &format!(
+            "the bodies of requests being handled fill limits.max_body_bytes_in_flight = {} bytes; retry",
+            e.budget
+        ),
+    ))
 }
 
 /// One request: its route (by the headers), credentials (before the body is read, so an
@@ -145,10 +165,17 @@ async fn answer(
             &format!("the limit is limits.http_body_max = {limit} bytes"),
         );
     }
+    // Held until the answer is made (the body and what is parsed from it live that long), or
+    // the connection dropped.
+    let mut held = super::body_budget::Reservation::default();
+    if let Some(n) = declared.filter(|n| *n > 0) {
+        if let Err(e) = st.bodies.reserve(&mut held, n).await {
+            return budget_exhausted(e);
+        }
+    }
     // A trickled body is bounded like slow headers: `limits.read_timeout_ms`.
-    let body = match tokio::time::timeout(read_timeout, read_body(Box::pin(body), limit, declared))
-        .await
-    {
+    let read = read_body(Box::pin(body), limit, declared, &st.bodies, &mut held);
+    let body = match tokio::time::timeout(read_timeout, read).await {
         Ok(Ok(b)) => b,
         Ok(Err(r)) => return r,
         Err(_) => {
@@ -179,6 +206,7 @@ async fn answer(
     }
     let r = super::routes::dispatch(st, route, req).await;
     track.finish(r.status());
+    drop(held);
     r
 }
 

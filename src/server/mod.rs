@@ -7,6 +7,7 @@ pub mod admission;
 pub mod api;
 pub mod auth;
 pub mod blocking;
+pub mod body_budget;
 pub mod carbon;
 pub mod graph;
 pub mod graphite_web;
@@ -50,6 +51,8 @@ pub struct AppState {
     pub auth: Option<Arc<auth::Authenticator>>,
     /// HTTPS on the port (`[server.tls]`).
     pub tls: Option<Arc<tls::Tls>>,
+    /// `limits.max_body_bytes_in_flight`, shared by every HTTP request.
+    pub bodies: Arc<body_budget::BodyBudget>,
 }
 
 /// The counters `stats` and `/api/stats` report, the store's included (with HBase, Thrift
@@ -61,6 +64,16 @@ pub fn stats_snapshot(
     let mut v = Stats.snapshot(resolver.uids().cache_len(), resolver.len());
     for (method, n) in query.store.counters() {
         v.push(("tsd.hbase.rpcs", n, Some(("type", method))));
+    }
+    // 1 while the store refuses writes, by reason (the log says why in words).
+    let refusal = query.store.refusing_writes();
+    for reason in crate::store::REFUSAL_REASONS {
+        let on = refusal.as_ref().is_some_and(|r| r.reason == reason);
+        v.push((
+            "tsd.storage.refusing_writes",
+            u64::from(on),
+            Some(("reason", reason)),
+        ));
     }
     if let Some(rows) = &query.rows {
         let (hits, misses, bytes) = rows.stats();

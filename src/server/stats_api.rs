@@ -99,5 +99,7 @@ pub fn live(state: &AppState) -> crate::observe::expose::Live {
         queued_batches: state.ingest.writer.queued(),
         store_rpcs: state.query.store.counters(),
         process: crate::observe::process::read(),
+        store_refusal: state.query.store.refusing_writes(),
+        body_bytes_in_flight: state.bodies.in_flight(),
     }
 }

@@ -13,11 +13,15 @@ use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+mod health;
+pub use health::free_bytes;
 
 pub struct EmbeddedStore {
-    db: Database,
-    /// table -> [(family, keyspace)] in family order.
-    tables: HashMap<String, Vec<(Vec<u8>, Keyspace)>>,
+    /// The open engine. Taken out (None) only while a failed one is opened again, and left
+    /// so if that fails (the next operation tries again).
+    engine: RwLock<Option<Arc<Engine>>>,
     /// Read-modify-write operations (increment, check-and-put, timestamped mutations) hold it
     /// exclusively, plain batches shared: a put can't slip between an operation's read and write.
     /// Inside it (so `close` can take it exclusively): set by `close`, after which writes fail.
@@ -32,6 +36,20 @@ pub struct EmbeddedStore {
     form: Qualifiers,
     /// Retention judges by table, read by the engine's compaction filters ([`Store::expire_rows`]).
     expiry: Expiries,
+    /// What the engine is opened with again after it failed.
+    tables: Vec<TableSpec>,
+    cache_bytes: u64,
+    /// Free space and engine failures: whether writes are taken.
+    health: health::Health,
+    /// One reopening at a time.
+    healing: parking_lot::Mutex<()>,
+}
+
+/// One opening of the engine: the database and every table's families in it.
+struct Engine {
+    db: Database,
+    /// table -> [(family, keyspace)] in family order.
+    tables: HashMap<String, Vec<(Vec<u8>, Keyspace)>>,
     /// Holds no data: written to after a `reclaim`, see [`EmbeddedStore::release_replaced`].
     settle: Keyspace,
 }
@@ -231,185 +249,73 @@ fn engine_err<'a>(op: &'static str, table: &'a str) -> impl Fn(fjall::Error) -> 
     }
 }
 
-impl EmbeddedStore {
-    /// Opens (creating if needed) the store under `dir` with the given tables. Fails if another
-    /// process holds the directory.
-    pub fn open(dir: &Path, tables: &[TableSpec]) -> StoreResult<EmbeddedStore> {
-        Self::open_with_cache(dir, tables, DEFAULT_CACHE_BYTES)
-    }
-
-    /// As [`EmbeddedStore::open`], with a block cache of `cache_bytes` (`storage.cache_mb`).
-    pub fn open_with_cache(
-        dir: &Path,
-        tables: &[TableSpec],
-        cache_bytes: u64,
-    ) -> StoreResult<EmbeddedStore> {
-        Self::open_in_form(dir, tables, cache_bytes, Qualifiers::Cut)
-    }
-
-    /// As [`EmbeddedStore::open_with_cache`], making a new store in the key form `new`; an
-    /// existing store keeps its own. (Tests make stores of the earlier, whole form with it.)
-    pub fn open_in_form(
-        dir: &Path,
-        tables: &[TableSpec],
-        cache_bytes: u64,
-        new: Qualifiers,
-    ) -> StoreResult<EmbeddedStore> {
-        let expiry: Expiries = Default::default();
-        let assign = expiry.clone();
-        let db = Database::builder(dir)
-            .cache_size(cache_bytes)
-            .with_compaction_filter_factories(std::sync::Arc::new(move |keyspace: &str| {
-                let f: std::sync::Arc<dyn fjall::compaction::filter::Factory> =
-                    std::sync::Arc::new(ExpiryFactory {
-                        table: table_of_keyspace(keyspace).to_string(),
-                        expiry: std::panic::AssertUnwindSafe(assign.clone()),
-                    });
-                Some(f)
-            }))
-            .open()
-            .map_err(|e| match e {
-                fjall::Error::Locked => StoreError::Locked(dir.display().to_string()),
-                // The I/O error's own text ("Permission denied (os error 13)"), not its Debug.
-                fjall::Error::Io(io) => StoreError::Engine {
-                    op: "open",
-                    table: dir.display().to_string(),
-                    msg: io.to_string(),
-                },
-                e => StoreError::Engine {
-                    op: "open",
-                    table: dir.display().to_string(),
-                    msg: e.to_string(),
-                },
-            })?;
-        let form = key_form(&db, tables, new);
-        let settle = db
-            .keyspace(SETTLE_KEYSPACE, KeyspaceCreateOptions::default)
-            .map_err(engine_err("open", SETTLE_KEYSPACE))?;
-        let mut map = HashMap::new();
-        for t in tables {
-            let mut fams = Vec::new();
-            for f in &t.families {
-                let name = keyspace_name(&t.name, f, form);
-                let ks = db
-                    .keyspace(&name, keyspace_options)
-                    .map_err(engine_err("open", &t.name))?;
-                fams.push((f.to_vec(), ks));
-            }
-            fams.sort_by(|a, b| a.0.cmp(&b.0));
-            map.insert(t.name.clone(), fams);
+/// Opens the engine under `dir` with `tables`' keyspaces, the key form being the one found
+/// there (`new` for an empty store).
+fn open_engine(
+    dir: &Path,
+    tables: &[TableSpec],
+    cache_bytes: u64,
+    new: Qualifiers,
+    expiry: &Expiries,
+) -> StoreResult<(Engine, Qualifiers)> {
+    let assign = expiry.clone();
+    let db = Database::builder(dir)
+        .cache_size(cache_bytes)
+        .with_compaction_filter_factories(Arc::new(move |keyspace: &str| {
+            let f: Arc<dyn fjall::compaction::filter::Factory> = Arc::new(ExpiryFactory {
+                table: table_of_keyspace(keyspace).to_string(),
+                expiry: std::panic::AssertUnwindSafe(assign.clone()),
+            });
+            Some(f)
+        }))
+        .open()
+        .map_err(|e| match e {
+            fjall::Error::Locked => StoreError::Locked(dir.display().to_string()),
+            // The I/O error's own text ("Permission denied (os error 13)"), not its Debug.
+            fjall::Error::Io(io) => StoreError::Engine {
+                op: "open",
+                table: dir.display().to_string(),
+                msg: io.to_string(),
+            },
+            e => StoreError::Engine {
+                op: "open",
+                table: dir.display().to_string(),
+                msg: e.to_string(),
+            },
+        })?;
+    let form = key_form(&db, tables, new);
+    let settle = db
+        .keyspace(SETTLE_KEYSPACE, KeyspaceCreateOptions::default)
+        .map_err(engine_err("open", SETTLE_KEYSPACE))?;
+    let mut map = HashMap::new();
+    for t in tables {
+        let mut fams = Vec::new();
+        for f in &t.families {
+            let name = keyspace_name(&t.name, f, form);
+            let ks = db
+                .keyspace(&name, keyspace_options)
+                .map_err(engine_err("open", &t.name))?;
+            fams.push((f.to_vec(), ks));
         }
-        Ok(EmbeddedStore {
+        fams.sort_by(|a, b| a.0.cmp(&b.0));
+        map.insert(t.name.clone(), fams);
+    }
+    Ok((
+        Engine {
             db,
             tables: map,
-            rmw: RwLock::new(false),
-            clock: AtomicU64::new(0),
-            dir: dir.to_path_buf(),
-            deletes: AtomicU64::new(0),
-            last_delete_ms: AtomicU64::new(0),
-            form,
-            expiry,
             settle,
-        })
-    }
+        },
+        form,
+    ))
+}
 
-    /// A strictly increasing ms clock: cell timestamps order writes made by this process.
-    fn now(&self) -> u64 {
-        let wall = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
-        let mut prev = self.clock.load(Ordering::Relaxed);
-        loop {
-            let next = wall.max(prev + 1);
-            match self
-                .clock
-                .compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                Ok(_) => return next,
-                Err(p) => prev = p,
-            }
-        }
-    }
-
+impl Engine {
     /// Every table's every family.
     fn keyspaces(&self) -> impl Iterator<Item = &Keyspace> {
         self.tables
             .values()
             .flat_map(|f| f.iter().map(|(_, ks)| ks))
-    }
-
-    /// Writes the memtables of `keyspaces` out (waiting up to `patience`), then rewrites each
-    /// whose tables then hold at most `max_bytes` into a single sorted run: the row rewrites of
-    /// compaction (partial columns replaced by compacted ones) leave their old versions and
-    /// tombstones in the engine until then, and the newest tombstones are in the memtable.
-    fn write_out_and_rewrite(
-        &self,
-        keyspaces: &[&Keyspace],
-        patience: std::time::Duration,
-        max_bytes: u64,
-        op: &'static str,
-    ) -> StoreResult<()> {
-        for ks in keyspaces {
-            ks.rotate_memtable().map_err(engine_err(op, "*"))?;
-        }
-        let deadline = std::time::Instant::now() + patience;
-        let settled = || {
-            self.db.outstanding_flushes() == 0
-                && keyspaces.iter().all(|k| k.sealed_memtable_count() == 0)
-        };
-        while !settled() && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        for ks in keyspaces.iter().filter(|k| k.disk_space() <= max_bytes) {
-            ks.major_compact().map_err(engine_err(op, "*"))?;
-        }
-        Ok(())
-    }
-
-    /// Copies every keyspace as the engine's cross-keyspace snapshot sees it (one sequence
-    /// number: writes after it are not in the copy, writes before it all are) into a new
-    /// engine under `dir`, each keyspace bulk-loaded in key order (the engine's ingestion
-    /// writes sorted tables directly, no journal). fjall has no checkpoint to a directory;
-    /// hard links of its table files would need the file set pinned against compaction, which
-    /// its API does not offer. Keyspace names are copied as they are, so the copy keeps this
-    /// store's key form. Returns the entries copied.
-    pub fn snapshot_into(&self, dir: &Path) -> StoreResult<u64> {
-        let err = |e: fjall::Error| StoreError::Engine {
-            op: "snapshot",
-            table: dir.display().to_string(),
-            msg: e.to_string(),
-        };
-        if dir.join("current").exists() || dir.read_dir().is_ok_and(|mut d| d.next().is_some()) {
-            return Err(StoreError::Engine {
-                op: "snapshot",
-                table: dir.display().to_string(),
-                msg: "the directory exists and is not empty".into(),
-            });
-        }
-        let snap = self.db.snapshot();
-        let target = Database::builder(dir).open().map_err(err)?;
-        let mut copied = 0u64;
-        let mut names: Vec<String> = self
-            .db
-            .list_keyspace_names()
-            .iter()
-            .map(|n| n.to_string())
-            .collect();
-        names.sort();
-        for name in names {
-            let src = self.db.keyspace(&name, keyspace_options).map_err(err)?;
-            let dst = target.keyspace(&name, keyspace_options).map_err(err)?;
-            let mut load = dst.start_ingestion().map_err(err)?;
-            for item in fjall::Readable::iter(&snap, &src) {
-                let (k, v) = item.into_inner().map_err(err)?;
-                load.write(k, v).map_err(err)?;
-                copied += 1;
-            }
-            load.finish().map_err(err)?;
-        }
-        target.persist(PersistMode::SyncAll).map_err(err)?;
-        Ok(copied)
     }
 
     /// Waits until the engine has deleted `old` (the table files a rewrite replaced), at most
@@ -446,37 +352,6 @@ impl EmbeddedStore {
             std::thread::sleep(pause);
             pause = (pause * 2).min(std::time::Duration::from_secs(1));
         }
-    }
-
-    /// Whether this store's keys cut long qualifiers ([`Qualifiers::Cut`]).
-    pub fn cuts_qualifiers(&self) -> bool {
-        self.form == Qualifiers::Cut
-    }
-
-    /// How many engine tables hold `table`'s families now (diagnostics and tests: a `tidy`
-    /// leaves one per family).
-    pub fn engine_tables(&self, table: &str) -> StoreResult<usize> {
-        Ok(self
-            .families(table)?
-            .iter()
-            .map(|(_, ks)| ks.table_count())
-            .sum())
-    }
-
-    fn empty_journal(&self) -> std::io::Result<()> {
-        let journals: Vec<_> = std::fs::read_dir(&self.dir)?
-            .map(|e| e.map(|e| e.path()))
-            .filter(|p| {
-                p.as_ref()
-                    .map_or(true, |p| p.extension().is_some_and(|x| x == "jnl"))
-            })
-            .collect::<Result<_, _>>()?;
-        if let [active] = journals.as_slice() {
-            let f = std::fs::OpenOptions::new().write(true).open(active)?;
-            f.set_len(0)?;
-            f.sync_all()?;
-        }
-        Ok(())
     }
 
     fn families(&self, table: &str) -> StoreResult<&Vec<(Vec<u8>, Keyspace)>> {
@@ -525,6 +400,283 @@ impl EmbeddedStore {
         Ok(out)
     }
 
+    /// Writes the memtables of `keyspaces` out (waiting up to `patience`), then rewrites each
+    /// whose tables then hold at most `max_bytes` into a single sorted run: the row rewrites of
+    /// compaction (partial columns replaced by compacted ones) leave their old versions and
+    /// tombstones in the engine until then, and the newest tombstones are in the memtable.
+    fn write_out_and_rewrite(
+        &self,
+        keyspaces: &[&Keyspace],
+        patience: std::time::Duration,
+        max_bytes: u64,
+        err: &dyn Fn(fjall::Error) -> StoreError,
+    ) -> StoreResult<()> {
+        for ks in keyspaces {
+            ks.rotate_memtable().map_err(err)?;
+        }
+        let deadline = std::time::Instant::now() + patience;
+        let settled = || {
+            self.db.outstanding_flushes() == 0
+                && keyspaces.iter().all(|k| k.sealed_memtable_count() == 0)
+        };
+        while !settled() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        for ks in keyspaces.iter().filter(|k| k.disk_space() <= max_bytes) {
+            ks.major_compact().map_err(err)?;
+        }
+        Ok(())
+    }
+}
+
+impl EmbeddedStore {
+    /// Opens (creating if needed) the store under `dir` with the given tables. Fails if another
+    /// process holds the directory.
+    pub fn open(dir: &Path, tables: &[TableSpec]) -> StoreResult<EmbeddedStore> {
+        Self::open_with_cache(dir, tables, DEFAULT_CACHE_BYTES)
+    }
+
+    /// As [`EmbeddedStore::open`], with a block cache of `cache_bytes` (`storage.cache_mb`).
+    pub fn open_with_cache(
+        dir: &Path,
+        tables: &[TableSpec],
+        cache_bytes: u64,
+    ) -> StoreResult<EmbeddedStore> {
+        Self::open_in_form(dir, tables, cache_bytes, Qualifiers::Cut)
+    }
+
+    /// As [`EmbeddedStore::open_with_cache`], making a new store in the key form `new`; an
+    /// existing store keeps its own. (Tests make stores of the earlier, whole form with it.)
+    pub fn open_in_form(
+        dir: &Path,
+        tables: &[TableSpec],
+        cache_bytes: u64,
+        new: Qualifiers,
+    ) -> StoreResult<EmbeddedStore> {
+        let expiry: Expiries = Default::default();
+        let (engine, form) = open_engine(dir, tables, cache_bytes, new, &expiry)?;
+        Ok(EmbeddedStore {
+            engine: RwLock::new(Some(Arc::new(engine))),
+            rmw: RwLock::new(false),
+            clock: AtomicU64::new(0),
+            dir: dir.to_path_buf(),
+            deletes: AtomicU64::new(0),
+            last_delete_ms: AtomicU64::new(0),
+            form,
+            expiry,
+            tables: tables.to_vec(),
+            cache_bytes,
+            health: health::Health::new(dir),
+            healing: parking_lot::Mutex::new(()),
+        })
+    }
+
+    /// Refuses writes while less than `bytes` is free in the store's directory
+    /// (`storage.min_free_mb`; 0: only when the engine itself runs out of space).
+    pub fn set_min_free_bytes(&self, bytes: u64) {
+        self.health.set_min_free(bytes);
+    }
+
+    /// Times the engine was opened again after it failed.
+    pub fn reopen_count(&self) -> u64 {
+        self.health.reopened.load(Ordering::Relaxed)
+    }
+
+    /// The engine to read from. Only while a failed engine could not be opened again is there
+    /// none (this call tries again first).
+    fn engine(&self) -> StoreResult<Arc<Engine>> {
+        if let Some(e) = self.engine.read().as_ref() {
+            return Ok(e.clone());
+        }
+        self.heal();
+        self.engine
+            .read()
+            .clone()
+            .ok_or_else(|| StoreError::Refusing(self.refusal()))
+    }
+
+    /// The engine, unless it failed and could not be opened again yet (free space aside).
+    fn healthy(&self) -> StoreResult<Arc<Engine>> {
+        if self.health.failed() {
+            self.heal();
+            if self.health.failed() {
+                return Err(StoreError::Refusing(self.refusal()));
+            }
+        }
+        self.engine()
+    }
+
+    fn refusal(&self) -> super::Refusal {
+        self.health.refusal().unwrap_or_else(|| super::Refusal {
+            reason: "engine_failed",
+            detail: format!(
+                "the storage engine in {} is being reopened",
+                self.dir.display()
+            ),
+        })
+    }
+
+    /// The engine to write to, if writes are taken now: the engine is healthy (a failed one is
+    /// opened again first, when there is room) and free space is above `storage.min_free_mb`.
+    fn writable(&self) -> StoreResult<Arc<Engine>> {
+        let e = self.healthy()?;
+        self.health.check_space().map_err(StoreError::Refusing)?;
+        self.health.taking_writes();
+        Ok(e)
+    }
+
+    /// An engine error of a write, noting a poisoned engine (see [`health`]).
+    fn write_err<'a>(
+        &'a self,
+        op: &'static str,
+        table: &'a str,
+    ) -> impl Fn(fjall::Error) -> StoreError + 'a {
+        move |e| {
+            if health::poisons(&e) {
+                self.health
+                    .engine_failed(&e.to_string(), health::is_disk_full(&e));
+            }
+            engine_err(op, table)(e)
+        }
+    }
+
+    /// Opens a failed engine again, when there is room and nothing uses the failed one: fjall
+    /// cannot unpoison a database, only a new opening recovers. Everything whose write was
+    /// answered is in the engine's journal (batches are handed to the OS before they are
+    /// applied, see `mutate`), and the opening replays it; a batch whose write failed was
+    /// never applied, and a torn one at the journal's end is dropped by that replay. Whoever
+    /// writes goes on retrying (the flusher's points wait in the write-ahead log).
+    fn heal(&self) {
+        let Some(_one) = self.healing.try_lock() else {
+            return;
+        };
+        let Some(free) = self.health.may_reopen() else {
+            return;
+        };
+        let mut slot = self.engine.write();
+        // Operations and scans under way hold the engine (a scan's rows are read lazily):
+        // the database is only closed once it is free, its directory lock with it.
+        if slot.as_ref().is_some_and(|e| Arc::strong_count(e) > 1) {
+            return;
+        }
+        drop(slot.take());
+        // The engine's worker threads let go of its journal just after they are counted out.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        match open_engine(
+            &self.dir,
+            &self.tables,
+            self.cache_bytes,
+            self.form,
+            &self.expiry,
+        ) {
+            Ok((engine, _)) => {
+                *slot = Some(Arc::new(engine));
+                self.health.reopened();
+                tracing::warn!(dir = %self.dir.display(), free = %health::mib(free), "storage engine reopened after it failed");
+            }
+            Err(e) => {
+                tracing::error!(dir = %self.dir.display(), error = %e, "reopening the storage engine failed; trying again");
+            }
+        }
+    }
+
+    /// A strictly increasing ms clock: cell timestamps order writes made by this process.
+    fn now(&self) -> u64 {
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        let mut prev = self.clock.load(Ordering::Relaxed);
+        loop {
+            let next = wall.max(prev + 1);
+            match self
+                .clock
+                .compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return next,
+                Err(p) => prev = p,
+            }
+        }
+    }
+
+    /// Copies every keyspace as the engine's cross-keyspace snapshot sees it (one sequence
+    /// number: writes after it are not in the copy, writes before it all are) into a new
+    /// engine under `dir`, each keyspace bulk-loaded in key order (the engine's ingestion
+    /// writes sorted tables directly, no journal). fjall has no checkpoint to a directory;
+    /// hard links of its table files would need the file set pinned against compaction, which
+    /// its API does not offer. Keyspace names are copied as they are, so the copy keeps this
+    /// store's key form. Returns the entries copied.
+    pub fn snapshot_into(&self, dir: &Path) -> StoreResult<u64> {
+        let err = |e: fjall::Error| StoreError::Engine {
+            op: "snapshot",
+            table: dir.display().to_string(),
+            msg: e.to_string(),
+        };
+        if dir.join("current").exists() || dir.read_dir().is_ok_and(|mut d| d.next().is_some()) {
+            return Err(StoreError::Engine {
+                op: "snapshot",
+                table: dir.display().to_string(),
+                msg: "the directory exists and is not empty".into(),
+            });
+        }
+        let engine = self.engine()?;
+        let snap = engine.db.snapshot();
+        let target = Database::builder(dir).open().map_err(err)?;
+        let mut copied = 0u64;
+        let mut names: Vec<String> = engine
+            .db
+            .list_keyspace_names()
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
+        names.sort();
+        for name in names {
+            let src = engine.db.keyspace(&name, keyspace_options).map_err(err)?;
+            let dst = target.keyspace(&name, keyspace_options).map_err(err)?;
+            let mut load = dst.start_ingestion().map_err(err)?;
+            for item in fjall::Readable::iter(&snap, &src) {
+                let (k, v) = item.into_inner().map_err(err)?;
+                load.write(k, v).map_err(err)?;
+                copied += 1;
+            }
+            load.finish().map_err(err)?;
+        }
+        target.persist(PersistMode::SyncAll).map_err(err)?;
+        Ok(copied)
+    }
+
+    /// Whether this store's keys cut long qualifiers ([`Qualifiers::Cut`]).
+    pub fn cuts_qualifiers(&self) -> bool {
+        self.form == Qualifiers::Cut
+    }
+
+    /// How many engine tables hold `table`'s families now (diagnostics and tests: a `tidy`
+    /// leaves one per family).
+    pub fn engine_tables(&self, table: &str) -> StoreResult<usize> {
+        Ok(self
+            .engine()?
+            .families(table)?
+            .iter()
+            .map(|(_, ks)| ks.table_count())
+            .sum())
+    }
+
+    fn empty_journal(&self) -> std::io::Result<()> {
+        let journals: Vec<_> = std::fs::read_dir(&self.dir)?
+            .map(|e| e.map(|e| e.path()))
+            .filter(|p| {
+                p.as_ref()
+                    .map_or(true, |p| p.extension().is_some_and(|x| x == "jnl"))
+            })
+            .collect::<Result<_, _>>()?;
+        if let [active] = journals.as_slice() {
+            let f = std::fs::OpenOptions::new().write(true).open(active)?;
+            f.set_len(0)?;
+            f.sync_all()?;
+        }
+        Ok(())
+    }
+
     fn read_cell(
         &self,
         table: &str,
@@ -570,11 +722,12 @@ impl EmbeddedStore {
     }
 
     /// A scan's cell stream in each family it reads.
-    fn family_cells<'a>(
-        &'a self,
+    fn family_cells(
+        &self,
+        engine: &Arc<Engine>,
         table: &str,
         scan: &Scan,
-    ) -> StoreResult<Vec<(&'a [u8], FamilyCells)>> {
+    ) -> StoreResult<Vec<(Vec<u8>, FamilyCells)>> {
         let start = keycodec::row_bound(&scan.start);
         let stop = (!scan.stop.is_empty()).then(|| keycodec::row_bound(&scan.stop));
         // A seeker takes exactly the rows the regex accepts: with one, the regex (and its
@@ -587,13 +740,14 @@ impl EmbeddedStore {
                 .map(compile_row_regex)
                 .transpose()?,
         };
-        Ok(self
+        Ok(engine
             .selected(table, &scan.families)?
             .into_iter()
             .map(|(f, ks)| {
                 (
-                    f,
+                    f.to_vec(),
                     FamilyCells::new(
+                        engine,
                         ks,
                         table,
                         &start,
@@ -718,6 +872,8 @@ fn range(ks: &Keyspace, from: Vec<u8>) -> fjall::Iter {
 struct FamilyCells {
     /// None once a seeker said no later row can match.
     it: Option<fjall::Iter>,
+    /// Held so that a failed engine is not closed (and opened again) under a scan.
+    _engine: Arc<Engine>,
     ks: Keyspace,
     stop: Option<Vec<u8>>,
     filter: Option<regex::bytes::Regex>,
@@ -761,6 +917,7 @@ impl RawCell {
 impl FamilyCells {
     #[allow(clippy::too_many_arguments)]
     fn new(
+        engine: &Arc<Engine>,
         ks: &Keyspace,
         table: &str,
         start: &[u8],
@@ -771,6 +928,7 @@ impl FamilyCells {
     ) -> FamilyCells {
         FamilyCells {
             it: Some(range(ks, start.to_vec())),
+            _engine: engine.clone(),
             ks: ks.clone(),
             stop,
             filter,
@@ -973,7 +1131,8 @@ impl Store for EmbeddedStore {
     fn get(&self, table: &str, row: &[u8], families: &[&[u8]]) -> StoreResult<Vec<Cell>> {
         let prefix = keycodec::row_prefix(row);
         let mut cells = Vec::new();
-        for (f, ks) in self.selected(table, families)? {
+        let engine = self.engine()?;
+        for (f, ks) in engine.selected(table, families)? {
             let first = cells.len();
             for g in ks.prefix(&prefix) {
                 let (k, v) = g.into_inner().map_err(engine_err("get", table))?;
@@ -993,10 +1152,13 @@ impl Store for EmbeddedStore {
     fn mutate(&self, table: &str, batch: Vec<RowMutations>) -> StoreResult<()> {
         let shared = self.rmw.read();
         open_for_writes(*shared, table)?;
+        let engine = self.writable()?;
         // One timestamp for the whole batch, as HBase's mutateRows gives (a clock ticking per
         // cell would run ahead of the wall clock on large batches).
         let ts = self.now();
-        let mut wb = self.db.batch();
+        // Handed to the OS before it is applied: a write answered is in the engine's journal
+        // file even if the engine fails before its next sync, and reopening it replays it.
+        let mut wb = engine.db.batch().durability(Some(PersistMode::Buffer));
         for rm in &batch {
             // Puts first, then deletes: HBase's order within a batch.
             for m in rm
@@ -1010,7 +1172,7 @@ impl Store for EmbeddedStore {
                     value,
                 } = m
                 {
-                    let ks = self.family(table, family)?;
+                    let ks = engine.family(table, family)?;
                     wb.insert(
                         ks,
                         self.key(&rm.row, qualifier),
@@ -1026,12 +1188,12 @@ impl Store for EmbeddedStore {
                 match m {
                     Mutation::Put { .. } => {}
                     Mutation::Delete { family, qualifier } => {
-                        let ks = self.family(table, family)?;
+                        let ks = engine.family(table, family)?;
                         wb.remove(ks, self.key(&rm.row, qualifier));
                     }
                     Mutation::DeleteRow => {
                         let prefix = keycodec::row_prefix(&rm.row);
-                        for (_, ks) in self.families(table)? {
+                        for (_, ks) in engine.families(table)? {
                             for g in ks.prefix(&prefix) {
                                 wb.remove(ks, g.key().map_err(engine_err("delete", table))?);
                             }
@@ -1040,15 +1202,16 @@ impl Store for EmbeddedStore {
                 }
             }
         }
-        wb.commit().map_err(engine_err("mutate", table))
+        wb.commit().map_err(self.write_err("mutate", table))
     }
 
     fn scan(&self, table: &str, scan: &Scan) -> StoreResult<RowStream> {
+        let engine = self.engine()?;
         let sources: Vec<FamilyRows> = self
-            .family_cells(table, scan)?
+            .family_cells(&engine, table, scan)?
             .into_iter()
             .map(|(f, cells)| FamilyRows {
-                family: f.to_vec(),
+                family: f,
                 cells,
                 next: None,
                 failed: None,
@@ -1069,11 +1232,16 @@ impl Store for EmbeddedStore {
         scan: &Scan,
         visit: &mut super::RowVisitor<'_>,
     ) -> StoreResult<()> {
-        if self.selected(table, &scan.families)?.len() != 1 {
+        let engine = self.engine()?;
+        if engine.selected(table, &scan.families)?.len() != 1 {
             // Rows spread over several families are merged (and copied) by `scan`.
             return super::visit_rows(self.scan(table, scan)?, visit);
         }
-        let (family, mut cells) = self.family_cells(table, scan)?.pop().expect("one family");
+        let (family, mut cells) = self
+            .family_cells(&engine, table, scan)?
+            .pop()
+            .expect("one family");
+        let family = family.as_slice();
         let mut left = scan.limit.unwrap_or(usize::MAX);
         // The row being gathered: its key and its cells, lent to `visit` once it is complete.
         let mut row: Vec<u8> = Vec::new();
@@ -1115,9 +1283,10 @@ impl Store for EmbeddedStore {
         qualifier: &[u8],
         delta: i64,
     ) -> StoreResult<i64> {
-        let ks = self.family(table, family)?;
         let g = self.rmw.write();
         open_for_writes(*g, table)?;
+        let engine = self.writable()?;
+        let ks = engine.family(table, family)?;
         let cur = match self.read_cell(table, ks, row, qualifier)? {
             None => 0,
             Some(v) => tsgate_schema::uid_table::decode_counter(&v).ok_or_else(|| {
@@ -1129,7 +1298,7 @@ impl Store for EmbeddedStore {
             self.key(row, qualifier),
             self.stored(self.now(), qualifier, &next.to_be_bytes()),
         )
-        .map_err(engine_err("increment", table))?;
+        .map_err(self.write_err("increment", table))?;
         Ok(next)
     }
 
@@ -1142,9 +1311,10 @@ impl Store for EmbeddedStore {
         expected: Option<&[u8]>,
         value: &[u8],
     ) -> StoreResult<bool> {
-        let ks = self.family(table, family)?;
         let g = self.rmw.write();
         open_for_writes(*g, table)?;
+        let engine = self.writable()?;
+        let ks = engine.family(table, family)?;
         let cur = self.read_cell(table, ks, row, qualifier)?;
         if cur.as_deref() != expected {
             return Ok(false);
@@ -1153,32 +1323,35 @@ impl Store for EmbeddedStore {
             self.key(row, qualifier),
             self.stored(self.now(), qualifier, value),
         )
-        .map_err(engine_err("check_and_put", table))?;
+        .map_err(self.write_err("check_and_put", table))?;
         Ok(true)
     }
 
     fn flush(&self) -> StoreResult<()> {
-        self.db
+        // Low space does not stop a sync (it writes nothing new); a failed engine does.
+        self.healthy()?
+            .db
             .persist(PersistMode::SyncAll)
-            .map_err(engine_err("flush", "*"))
+            .map_err(self.write_err("flush", "*"))
     }
 
     fn close(&self) -> StoreResult<()> {
         self.flush()?;
         // Memtables to tables: the engine's journal is then dropped instead of being kept (and
         // replayed) as a second copy of everything written since the last memtable flush.
-        let keyspaces: Vec<&Keyspace> = self.keyspaces().collect();
+        let engine = self.writable()?;
+        let keyspaces: Vec<&Keyspace> = engine.keyspaces().collect();
         // Bounded by size so that shutdown stays quick on a large store, where the engine's own
         // leveled compaction does this work as data ages.
-        self.write_out_and_rewrite(
+        engine.write_out_and_rewrite(
             &keyspaces,
             std::time::Duration::from_secs(30),
             MAJOR_COMPACT_ON_CLOSE_MAX,
-            "close",
+            &self.write_err("close", "*"),
         )?;
         // Journals are released by the engine's flush workers just after their last flush.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-        while self.db.journal_count() > 1 && std::time::Instant::now() < deadline {
+        while engine.db.journal_count() > 1 && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         self.flush()?;
@@ -1189,9 +1362,9 @@ impl Store for EmbeddedStore {
         // disk as a second copy of everything ingested since. Emptied, not removed: the engine
         // recovers its sequence numbers from the tables only when it finds a journal to replay
         // (without one, new writes would sort below the old ones).
-        if self.db.write_buffer_size() == 0
-            && self.db.outstanding_flushes() == 0
-            && self.db.journal_count() == 1
+        if engine.db.write_buffer_size() == 0
+            && engine.db.outstanding_flushes() == 0
+            && engine.db.journal_count() == 1
         {
             self.empty_journal().map_err(|e| StoreError::Engine {
                 op: "close",
@@ -1230,11 +1403,22 @@ impl Store for EmbeddedStore {
         {
             return Ok(());
         }
-        let small: Vec<&Keyspace> = self
+        // Rewriting needs room: while writes are refused the tidy waits (the deletes stay
+        // counted for the next one).
+        let Ok(engine) = self.writable() else {
+            self.deletes.fetch_add(n, Ordering::Relaxed);
+            return Ok(());
+        };
+        let small: Vec<&Keyspace> = engine
             .keyspaces()
             .filter(|k| k.disk_space() <= TIDY_MAX)
             .collect();
-        self.write_out_and_rewrite(&small, std::time::Duration::from_secs(10), u64::MAX, "tidy")
+        engine.write_out_and_rewrite(
+            &small,
+            std::time::Duration::from_secs(10),
+            u64::MAX,
+            &self.write_err("tidy", "*"),
+        )
     }
 
     fn expire_rows(&self, table: &str, expired: Option<super::RowExpiry>) -> bool {
@@ -1247,7 +1431,8 @@ impl Store for EmbeddedStore {
     }
 
     fn reclaim(&self, table: &str, how: Reclaim) -> StoreResult<Reclaimed> {
-        let keyspaces: Vec<&Keyspace> = self.families(table)?.iter().map(|(_, k)| k).collect();
+        let engine = self.writable()?;
+        let keyspaces: Vec<&Keyspace> = engine.families(table)?.iter().map(|(_, k)| k).collect();
         let before: u64 = keyspaces.iter().map(|k| k.disk_space()).sum();
         // The table files there now: the rewrite replaces them all.
         let mut old = Vec::new();
@@ -1264,11 +1449,11 @@ impl Store for EmbeddedStore {
             throttle: crate::throttle::Throttle::new(how.bytes_per_s).hurried_by(how.hurry.clone()),
             on_row: how.on_row,
         });
-        self.write_out_and_rewrite(
+        engine.write_out_and_rewrite(
             &keyspaces,
             std::time::Duration::from_secs(30),
             u64::MAX,
-            "reclaim",
+            &self.write_err("reclaim", table),
         )?;
         let pass = guard.finish();
         let hurried = how.hurry.is_some_and(|h| h.load(Ordering::Relaxed));
@@ -1277,7 +1462,7 @@ impl Store for EmbeddedStore {
         } else {
             RELEASE_PATIENCE
         };
-        let released = self.release_replaced(&old, patience)?;
+        let released = engine.release_replaced(&old, patience)?;
         let after: u64 = keyspaces.iter().map(|k| k.disk_space()).sum();
         Ok(Reclaimed {
             freed: before.saturating_sub(after),
@@ -1289,8 +1474,23 @@ impl Store for EmbeddedStore {
         })
     }
 
+    fn refusing_writes(&self) -> Option<super::Refusal> {
+        if self.health.failed() {
+            return Some(self.refusal());
+        }
+        // Judged now, not when the last write was tried: a gauge must fall once space is back.
+        match self.health.check_space() {
+            Err(r) => Some(r),
+            Ok(()) => self
+                .health
+                .refusal()
+                .filter(|_| self.engine.read().is_none()),
+        }
+    }
+
     fn disk_bytes(&self, table: &str) -> Option<u64> {
-        let fams = self.families(table).ok()?;
+        let engine = self.engine().ok()?;
+        let fams = engine.families(table).ok()?;
         Some(fams.iter().map(|(_, k)| k.disk_space()).sum())
     }
 
@@ -1301,7 +1501,9 @@ impl Store for EmbeddedStore {
     fn mutate_at(&self, table: &str, batch: Vec<RowMutations>, ts: u64) -> StoreResult<()> {
         let g = self.rmw.write();
         open_for_writes(*g, table)?;
-        let mut wb = self.db.batch();
+        let engine = self.writable()?;
+        // Handed to the OS before it is applied, as in `mutate`.
+        let mut wb = engine.db.batch().durability(Some(PersistMode::Buffer));
         for RowMutations { row, mutations } in &batch {
             // The row's versions, read once per family it touches: a compaction deletes nearly
             // every cell of a row, and a point read per cell (a seek through every table
@@ -1323,14 +1525,14 @@ impl Store for EmbeddedStore {
                         qualifier,
                         value,
                     } => {
-                        let ks = self.family(table, family)?;
+                        let ks = engine.family(table, family)?;
                         let key = self.key(row, qualifier);
                         if version(family, ks, &key)?.is_none_or(|cur| cur <= ts) {
                             wb.insert(ks, key, self.stored(ts, qualifier, value));
                         }
                     }
                     Mutation::Delete { family, qualifier } => {
-                        let ks = self.family(table, family)?;
+                        let ks = engine.family(table, family)?;
                         let key = self.key(row, qualifier);
                         if version(family, ks, &key)?.is_some_and(|cur| cur <= ts) {
                             wb.remove(ks, key);
@@ -1340,7 +1542,7 @@ impl Store for EmbeddedStore {
                     }
                     Mutation::DeleteRow => {
                         let prefix = keycodec::row_prefix(row);
-                        for (_, ks) in self.families(table)? {
+                        for (_, ks) in engine.families(table)? {
                             for g in ks.prefix(&prefix) {
                                 let (k, v) =
                                     g.into_inner().map_err(engine_err("mutate_at", table))?;
@@ -1353,13 +1555,56 @@ impl Store for EmbeddedStore {
                 }
             }
         }
-        wb.commit().map_err(engine_err("mutate_at", table))
+        wb.commit().map_err(self.write_err("mutate_at", table))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Below `storage.min_free_mb` every write is refused with the reason, reads go on, and
+    /// writes are taken again as soon as there is room (here: once the bound is lowered).
+    #[test]
+    fn low_free_space_refuses_writes_until_there_is_room() {
+        let dir = tempfile::tempdir().unwrap();
+        let specs = crate::TableNames::default().specs();
+        let s = EmbeddedStore::open(dir.path(), &specs).unwrap();
+        let put = |v: &[u8]| {
+            s.mutate(
+                "tsdb",
+                vec![RowMutations::put(
+                    b"r".to_vec(),
+                    tsgate_schema::DATA_FAMILY,
+                    b"q".to_vec(),
+                    v.to_vec(),
+                )],
+            )
+        };
+        put(b"1").unwrap();
+        assert_eq!(s.refusing_writes(), None);
+        s.set_min_free_bytes(u64::MAX / 2);
+        match put(b"2") {
+            Err(StoreError::Refusing(r)) => {
+                assert_eq!(r.reason, "disk_full");
+                assert!(r.detail.contains("storage.min_free_mb"), "{}", r.detail);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            s.increment("tsdb-uid", b"\0", b"id", b"metrics", 1),
+            Err(StoreError::Refusing(_))
+        ));
+        assert_eq!(s.refusing_writes().map(|r| r.reason), Some("disk_full"));
+        // A sync writes nothing new: it goes on, as reads do.
+        s.flush().unwrap();
+        assert_eq!(s.get("tsdb", b"r", &[]).unwrap()[0].value, b"1");
+        s.set_min_free_bytes(0);
+        assert_eq!(s.refusing_writes(), None);
+        put(b"3").unwrap();
+        assert_eq!(s.get("tsdb", b"r", &[]).unwrap()[0].value, b"3");
+        assert_eq!(s.reopen_count(), 0);
+    }
 
     /// A store written by a tsgate from before the cut form (keyspaces named `table:family`,
     /// qualifiers whole in the keys) opens in its own form and reads as it did.

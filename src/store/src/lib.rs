@@ -176,7 +176,24 @@ pub enum StoreError {
         #[source]
         source: bigtable::BigtableError,
     },
+    /// The store takes no writes for now (reads go on); it takes them again by itself once
+    /// the cause is gone.
+    #[error("the store refuses writes ({}): {}", .0.reason, .0.detail)]
+    Refusing(Refusal),
 }
+
+/// Why a store refuses writes for now (see [`Store::refusing_writes`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// One of [`REFUSAL_REASONS`]: the `reason` label of `tsgate_store_refusing_writes`.
+    pub reason: &'static str,
+    /// For people: what was seen, where, and what brings writes back.
+    pub detail: String,
+}
+
+/// Free space in the data directory is below `storage.min_free_mb`, or the engine ran out of
+/// it; and the engine failed otherwise (an I/O error), being reopened.
+pub const REFUSAL_REASONS: [&str; 2] = ["disk_full", "engine_failed"];
 
 pub type StoreResult<T> = Result<T, StoreError>;
 pub type RowStream = Box<dyn Iterator<Item = StoreResult<Row>> + Send>;
@@ -285,6 +302,12 @@ pub trait Store: Send + Sync + 'static {
 
     /// The bytes `table` takes on local disk, if this store keeps it locally.
     fn disk_bytes(&self, _table: &str) -> Option<u64> {
+        None
+    }
+
+    /// Why this store refuses writes right now, if it does (the embedded engine: disk full, or
+    /// its engine failed and is being reopened). Reads go on meanwhile.
+    fn refusing_writes(&self) -> Option<Refusal> {
         None
     }
 

@@ -162,6 +162,10 @@ impl Store for WatchedStore {
         self.inner.disk_bytes(table)
     }
 
+    fn refusing_writes(&self) -> Option<super::Refusal> {
+        self.inner.refusing_writes()
+    }
+
     fn snapshot_to(&self, dir: &std::path::Path) -> StoreResult<Option<u64>> {
         self.inner.snapshot_to(dir)
     }

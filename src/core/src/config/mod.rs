@@ -210,6 +210,10 @@ pub struct StorageConfig {
     /// Decoded rows of Graphite paths stored whole, kept between `/render` requests, in MiB
     /// (0 = off; the embedded store only: another node's writes to HBase would not reach it).
     pub row_cache_mb: u64,
+    /// The embedded store refuses writes (503, TCP reads pause) while less than this many MiB
+    /// are free in `data_dir`, and reopens a failed engine only once they are; 0 = only when
+    /// the engine itself runs out of space.
+    pub min_free_mb: u64,
     /// How long data is kept ("90d", "12h", …; units s m h d w y); "" keeps it for ever.
     pub retention: String,
     /// Other retentions for some series: the first rule that matches a series decides.
@@ -314,6 +318,10 @@ pub struct LimitsConfig {
     pub telnet_line_max: usize,
     /// Largest HTTP request body, before and after decompression.
     pub http_body_max: usize,
+    /// Bytes of HTTP request bodies read or being handled at once, over every connection and
+    /// route; a request that gets no share within 2 s is answered 503 (0 = no limit). At
+    /// least `http_body_max`.
+    pub max_body_bytes_in_flight: u64,
     /// Extra characters allowed in names (OpenTSDB's `tsd.core.tag.allow_specialchars`).
     pub allow_special_chars: String,
     /// Most points in one `/api/put` or remote-write request (413 beyond).
@@ -415,6 +423,7 @@ impl Default for StorageConfig {
             salt_buckets: 20,
             cache_mb: 64,
             row_cache_mb: 32,
+            min_free_mb: 64,
             retention: String::new(),
             retention_rules: Vec::new(),
             retention_sweep_interval: "1h".into(),
@@ -455,6 +464,7 @@ impl Default for LimitsConfig {
             max_tags: 8,
             telnet_line_max: 1024,
             http_body_max: 64 << 20,
+            max_body_bytes_in_flight: 128 << 20,
             allow_special_chars: String::new(),
             max_points_per_request: 1_000_000,
             max_name_length: 1024,
@@ -524,6 +534,13 @@ impl Config {
             .format
             .parse::<LogFormat>()
             .map_err(|e| ConfigError::Invalid(format!("log.format: {e}")))?;
+        let l = &self.limits;
+        if l.max_body_bytes_in_flight > 0 && l.max_body_bytes_in_flight < l.http_body_max as u64 {
+            return Err(ConfigError::Invalid(format!(
+                "limits.max_body_bytes_in_flight ({}) must be 0 or at least limits.http_body_max ({}): a body of the largest size could never be read",
+                l.max_body_bytes_in_flight, l.http_body_max
+            )));
+        }
         let s = &self.storage;
         for (k, w) in [
             ("metric", s.uid_width_metric),

@@ -16,6 +16,10 @@ pub struct Live {
     pub queued_batches: usize,
     pub store_rpcs: Vec<(&'static str, u64)>,
     pub process: super::process::ProcessStats,
+    /// Why the store refuses writes now, if it does.
+    pub store_refusal: Option<tsgate_store::Refusal>,
+    /// Bytes of HTTP request bodies held now (`limits.max_body_bytes_in_flight`).
+    pub body_bytes_in_flight: u64,
 }
 
 pub fn render(m: &Metrics, live: &Live) -> String {
@@ -111,6 +115,34 @@ pub fn render(m: &Metrics, live: &Live) -> String {
         Kind::Counter,
         m.wal_replayed_points.get(),
     );
+    e.single(
+        "tsgate_http_body_bytes_in_flight",
+        "Bytes of HTTP request bodies being read or handled (limits.max_body_bytes_in_flight).",
+        Kind::Gauge,
+        live.body_bytes_in_flight,
+    );
+    e.single(
+        "tsgate_http_body_budget_refusals_total",
+        "HTTP requests answered 503 for want of limits.max_body_bytes_in_flight.",
+        Kind::Counter,
+        m.body_budget_refusals.get(),
+    );
+    e.family(
+        "tsgate_store_refusing_writes",
+        "1 while the store refuses writes, by reason (disk_full: free space below storage.min_free_mb or the disk ran full; engine_failed: the engine failed and is being reopened).",
+        Kind::Gauge,
+    );
+    for reason in tsgate_store::REFUSAL_REASONS {
+        let on = live
+            .store_refusal
+            .as_ref()
+            .is_some_and(|r| r.reason == reason);
+        e.sample(
+            "tsgate_store_refusing_writes",
+            &[("reason", reason)],
+            u64::from(on),
+        );
+    }
     e.single(
         "tsgate_write_buffered_points",
         "Acknowledged points buffered in memory, waiting for the next flush.",

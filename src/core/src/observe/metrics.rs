@@ -159,6 +159,8 @@ pub struct Metrics {
     pub wal_commits: Counter,
     pub wal_fsync: Histogram,
     pub wal_replayed_points: Counter,
+    /// HTTP requests refused for want of `limits.max_body_bytes_in_flight`.
+    pub body_budget_refusals: Counter,
     /// Points acknowledged and waiting in the shards' buffers.
     pub buffered_points: Gauge,
     /// Points handed to the flushers, not yet in the store.

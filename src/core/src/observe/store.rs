@@ -173,6 +173,10 @@ impl Store for InstrumentedStore {
         self.inner.disk_bytes(table)
     }
 
+    fn refusing_writes(&self) -> Option<tsgate_store::Refusal> {
+        self.inner.refusing_writes()
+    }
+
     fn snapshot_to(&self, dir: &std::path::Path) -> StoreResult<Option<u64>> {
         self.inner.snapshot_to(dir)
     }

@@ -159,6 +159,12 @@ fn run(
         let mut left = Vec::new();
         for chunk in keys.chunks(CHUNK_ROWS) {
             let t = Instant::now();
+            // Stopping while the store refuses writes: the rest is left uncompacted.
+            if all && store.refusing_writes().is_some() {
+                queued.fetch_sub(chunk.len(), Ordering::SeqCst);
+                left.extend_from_slice(chunk);
+                continue;
+            }
             let l = if all {
                 compactor.compact_all(chunk, SETTLE * 3)
             } else {

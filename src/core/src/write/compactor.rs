@@ -191,7 +191,12 @@ impl Compactor {
     pub fn compact_all(&self, rows: &[Vec<u8>], patience: Duration) -> Vec<Vec<u8>> {
         let deadline = Instant::now() + patience;
         let mut left = self.compact(rows);
-        while !left.is_empty() && Instant::now() < deadline {
+        // A store that refuses writes (disk full) takes none while this waits: the rows stay
+        // uncompacted (readers merge them) rather than holding up a shutdown.
+        while !left.is_empty()
+            && Instant::now() < deadline
+            && self.store.refusing_writes().is_none()
+        {
             std::thread::sleep(Duration::from_millis(self.settle_ms.clamp(50, 250)));
             left = self.compact(&left);
         }

@@ -58,6 +58,11 @@ pub struct Flusher {
     pub store_ok: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// Counts the jobs whose points are in the store (see `shard::InFlight`).
     pub in_flight: std::sync::Arc<super::shard::InFlight>,
+    /// Set by `Writer::close`: a flush the store refuses (disk full) is then given up instead
+    /// of retried, its points left in the WAL for the next start (see `flush_durably`).
+    pub closing: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// A flush was given up: no later one may retire WAL segments (they hold its points).
+    pub gave_up: std::sync::atomic::AtomicBool,
 }
 
 const MUTATE_CHUNK: usize = 4096;
@@ -422,7 +427,11 @@ impl Flusher {
         rolls: &mut Rolls,
         readers: Vec<oneshot::Sender<Result<(), WriteError>>>,
     ) -> Result<(), WriteError> {
+        use std::sync::atomic::Ordering::Relaxed;
         let now = Instant::now();
+        if self.gave_up.load(Relaxed) {
+            return Err(self.give_up(None));
+        }
         let counts = self.ts_counter.as_ref().map(|_| series_counts(&buffer));
         // On a store failure keep retrying: the points are in the WAL, and nothing newer may
         // be acknowledged as flushed before them.
@@ -440,10 +449,16 @@ impl Flusher {
                     break;
                 }
                 Err(e) => {
-                    self.store_ok
-                        .store(false, std::sync::atomic::Ordering::Relaxed);
+                    self.store_ok.store(false, Relaxed);
+                    if let Some(r) = self.stopping_refused() {
+                        return Err(self.give_up(Some(r)));
+                    }
                     tracing::error!(error = %e, "store write failed; retrying");
-                    std::thread::sleep(delay);
+                    // In slices, so that a shutdown meanwhile is seen at once.
+                    let until = Instant::now() + delay;
+                    while Instant::now() < until && !self.closing.load(Relaxed) {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
                     delay = (delay * 2).min(Duration::from_secs(5));
                 }
             }
@@ -471,6 +486,33 @@ impl Flusher {
                 .map_err(|e| WriteError::Wal(e.to_string()))?;
         }
         Ok(())
+    }
+
+    /// Why the store refuses writes, when the node is stopping and it does: retrying would
+    /// only run out `server.shutdown_timeout_ms` (a full disk does not empty itself), and
+    /// every point is in the WAL, which the next start replays.
+    fn stopping_refused(&self) -> Option<tsgate_store::Refusal> {
+        if !self.closing.load(std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
+        self.store.refusing_writes()
+    }
+
+    /// Gives this flush (and every later one) up, leaving their WAL segments in place.
+    fn give_up(&self, why: Option<tsgate_store::Refusal>) -> WriteError {
+        self.gave_up
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(r) = &why {
+            tracing::warn!(
+                reason = r.reason,
+                "stopping while the store refuses writes ({}): points not yet in the store stay in the write-ahead log for the next start",
+                r.detail
+            );
+        }
+        WriteError::Store(
+            "the node is stopping while the store refuses writes; the points stay in the write-ahead log"
+                .into(),
+        )
     }
 
     /// Hands the rows due for compaction (hour closed, quiet for `compaction_delay`; with `all`,
@@ -670,6 +712,8 @@ mod tests {
             rollups: None,
             store_ok: Default::default(),
             in_flight: Default::default(),
+            closing: Default::default(),
+            gave_up: Default::default(),
         };
         let mut buffer = Buffer::default();
         let series: Vec<_> = (0..ROWS as u32)
@@ -819,6 +863,8 @@ mod tests {
             rollups: None,
             store_ok: Default::default(),
             in_flight: Default::default(),
+            closing: Default::default(),
+            gave_up: Default::default(),
         }
     }
 

@@ -64,6 +64,8 @@ pub struct Writer {
     store_ok: Arc<std::sync::atomic::AtomicBool>,
     /// Each shard's input not yet in the store (see `Writer::publish`).
     in_flight: Arc<Vec<Arc<shard::InFlight>>>,
+    /// Set by `close`: flushers give up a flush the store refuses (see `Flusher::closing`).
+    closing: Arc<std::sync::atomic::AtomicBool>,
 }
 
 pub struct WriterThreads {
@@ -104,6 +106,8 @@ pub fn recover(
         rollups: rollups.clone(),
         store_ok: Default::default(),
         in_flight: Default::default(),
+        closing: Default::default(),
+        gave_up: Default::default(),
     };
     for dir in dirs {
         let mut buffer = shard::Buffer::default();
@@ -164,6 +168,7 @@ impl Writer {
         let mut threads = Vec::new();
         let mut in_flights = Vec::new();
         let store_ok = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let closing = Arc::new(std::sync::atomic::AtomicBool::new(false));
         for i in 0..cfg.shards.max(1) {
             let dir = wal_root(data_dir).join(format!("shard-{i}"));
             let wal = wal::Wal::open(&dir, cfg.fsync)
@@ -184,6 +189,8 @@ impl Writer {
                 rollups: cfg.rollups.clone(),
                 store_ok: store_ok.clone(),
                 in_flight: in_flight.clone(),
+                closing: closing.clone(),
+                gave_up: Default::default(),
             };
             let scfg = shard::ShardConfig {
                 flush_interval: cfg.flush_interval,
@@ -228,6 +235,7 @@ impl Writer {
                 shards: Arc::new(parking_lot::RwLock::new(senders)),
                 store_ok,
                 in_flight: Arc::new(in_flights),
+                closing,
             },
             WriterThreads { threads },
         ))
@@ -265,6 +273,8 @@ impl Writer {
 
     /// Stops accepting writes; the shards drain what is queued, flush and stop.
     pub fn close(&self) {
+        self.closing
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         self.shards.write().clear();
     }
 

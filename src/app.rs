@@ -280,7 +280,7 @@ impl Node {
             limits: query_limits(&config),
         });
         // Each API family gets its part, once; the listeners hold the whole.
-        let graphite_index = Arc::new(crate::server::graphite_web::index::SeriesIndex::default());
+        let graphite_index = Arc::new(crate::query::graphite::index::SeriesIndex::default());
         let state = Arc::new(AppState {
             opentsdb: Arc::new(state::OpenTsdb {
                 ingest: ingest.clone(),
@@ -302,10 +302,13 @@ impl Node {
             }),
             graphite_web: Arc::new(state::GraphiteWeb {
                 ingest: ingest.clone(),
-                query: query.clone(),
-                resolver: resolver.clone(),
-                names: names.clone(),
-                graphite_index,
+                engine: Arc::new(crate::query::graphite::Engine {
+                    query: query.clone(),
+                    resolver: resolver.clone(),
+                    names: names.clone(),
+                    graphite_index,
+                    config: config.clone(),
+                }),
                 cardinality,
                 config: config.clone(),
             }),

@@ -9,6 +9,7 @@ pub mod decode;
 pub mod delete;
 pub mod downsample;
 pub mod filter;
+pub mod graphite;
 mod hour_read;
 pub mod parse;
 pub mod promql;

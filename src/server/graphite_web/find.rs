@@ -1,9 +1,9 @@
 //! `/metrics/find`, `/metrics/expand`, `/metrics/index.json` over the series index (spec §2.5,
 //! §2.6). Only the dotted tree is browsed: tagged series are reached with `seriesByTag`.
 
-use super::glob::{split_elements, PathGlob};
-use super::index::Entry;
 use super::{bad_request, json_or_jsonp, Params};
+use crate::query::graphite::glob::{split_elements, PathGlob};
+use crate::query::graphite::index::Entry;
 use crate::server::http::Reply;
 use crate::server::state::GraphiteWeb;
 use http::StatusCode;
@@ -145,8 +145,9 @@ pub fn find(state: &GraphiteWeb, p: &Params) -> Reply {
 #[allow(clippy::result_large_err)]
 fn state_entries(state: &GraphiteWeb) -> Result<std::sync::Arc<Vec<Entry>>, Reply> {
     state
+        .engine
         .graphite_index
-        .snapshot(state)
+        .snapshot(&state.engine)
         .map_err(|e| super::text_reply(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()))
 }
 

@@ -3,8 +3,8 @@
 //! which our parser accepts where a number is expected) and `/events/get_data` (global
 //! OpenTSDB annotations as graphite events).
 
-use super::series::AGG_FUNCS;
 use super::{json_error, json_or_jsonp, now_s, Params};
+use crate::query::graphite::series::AGG_FUNCS;
 use crate::server::http::Reply;
 use crate::server::state::GraphiteWeb;
 use http::StatusCode;
@@ -256,7 +256,7 @@ pub fn events(state: &GraphiteWeb, p: &Params) -> Reply {
     let t = |k: &str, d: i64| {
         p.get(k)
             .filter(|v| !v.is_empty() && *v != "undefined")
-            .map(|v| super::attime::parse_attime(v, now))
+            .map(|v| crate::query::graphite::attime::parse_attime(v, now))
             .unwrap_or(Ok(d))
     };
     let (from, until) = match (t("from", 0), t("until", now)) {
@@ -271,7 +271,7 @@ pub fn events(state: &GraphiteWeb, p: &Params) -> Reply {
         .map(str::to_string)
         .collect();
     let union = p.get("set") == Some("union");
-    let q = &state.query;
+    let q = &state.engine.query;
     let notes = match crate::meta::annotation::scan_global(
         q.store.as_ref(),
         &q.layout,

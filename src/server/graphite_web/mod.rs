@@ -2,18 +2,9 @@
 //! metrics browsing, tags, function metadata, version and events. Everything runs against the
 //! same store as the OpenTSDB and Prometheus APIs; series are named by `naming::to_path`.
 
-pub mod attime;
-pub mod eval;
 pub mod find;
-pub mod functions;
-pub mod glob;
-pub mod index;
 pub mod meta;
-pub mod naming;
-pub mod parallel;
-pub mod parser;
 pub mod render;
-pub mod series;
 pub mod tags;
 
 use super::http::Reply;

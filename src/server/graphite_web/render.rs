@@ -2,11 +2,11 @@
 //! consolidation exactly as graphite-web's JSON renderer does it, and the json / csv / raw /
 //! pickle formats.
 
-use super::attime::parse_attime;
-use super::eval::{Ctx, StoreSource};
-use super::parser::parse_bounded;
-use super::series::{consolidate_with, py_float, Series};
 use super::{bad_request, json_or_jsonp, now_s, Params};
+use crate::query::graphite::attime::parse_attime;
+use crate::query::graphite::eval::{Ctx, StoreSource};
+use crate::query::graphite::parser::parse_bounded;
+use crate::query::graphite::series::{consolidate_with, py_float, Series};
 use crate::server::http::Reply;
 use crate::server::state::GraphiteWeb;
 use http::{Response, StatusCode};
@@ -50,7 +50,7 @@ pub fn render(state: &GraphiteWeb, p: &Params) -> Reply {
     } else {
         p.get("format").unwrap_or("json")
     };
-    let source = StoreSource::new(state);
+    let source = StoreSource::new(&state.engine);
     let ctx = Ctx {
         source: &source,
         from,

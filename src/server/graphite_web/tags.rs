@@ -1,102 +1,17 @@
-//! The tags API (spec §2.7) and `seriesByTag` matching (§2.8), over the series index: every
-//! series' Graphite tags (its path's `;k=v` tags plus `name`). The index is the store itself,
+//! The tags API (spec §2.7) over the series index: every series' Graphite tags (its path's
+//! `;k=v` tags plus `name`), matched by `seriesByTag` expressions (`query::graphite::tags`). The index is the store itself,
 //! so `tagSeries`/`tagMultiSeries` only normalise, and `delSeries` deletes the series' data
 //! (with `admin.enabled = true`).
 
-use super::index::Entry;
-use super::{json_error, json_or_jsonp, naming, Params};
+use super::{json_error, json_or_jsonp, Params};
+use crate::query::graphite::naming;
+use crate::query::graphite::tags::{find_series, matching, parse_all, TagExpr};
 use crate::server::http::Reply;
 use crate::server::state::GraphiteWeb;
 use http::{Method, StatusCode};
 use regex::Regex;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
-
-#[derive(Debug)]
-pub struct TagExpr {
-    pub tag: String,
-    op: Op,
-}
-
-#[derive(Debug)]
-enum Op {
-    Eq(String),
-    Ne(String),
-    Re(Regex),
-    Nre(Regex),
-}
-
-impl TagExpr {
-    pub fn parse(s: &str) -> Result<TagExpr, String> {
-        let re = Regex::new(r"^([^;!=]+)(!?=~?)([^;]*)$").expect("valid");
-        let c = re
-            .captures(s)
-            .ok_or_else(|| format!("Invalid tag expression: {s}"))?;
-        let (tag, op, spec) = (c[1].to_string(), &c[2], c[3].to_string());
-        // Python `re.match`: anchored at the start only.
-        let compile = |p: &str| {
-            let p = if p.starts_with('^') {
-                p.to_string()
-            } else {
-                format!("^(?:{p})")
-            };
-            Regex::new(&p).map_err(|e| format!("Invalid regular expression in {s}: {e}"))
-        };
-        let op = match op {
-            "=" => Op::Eq(spec),
-            "!=" => Op::Ne(spec),
-            "=~" => Op::Re(compile(&spec)?),
-            _ => Op::Nre(compile(&spec)?),
-        };
-        Ok(TagExpr { tag, op })
-    }
-
-    /// A missing tag reads as the empty string.
-    pub fn matches(&self, v: &str) -> bool {
-        match &self.op {
-            Op::Eq(x) => v == x,
-            Op::Ne(x) => v != x,
-            Op::Re(r) => r.is_match(v),
-            Op::Nre(r) => !r.is_match(v),
-        }
-    }
-}
-
-fn parse_all(exprs: &[String]) -> Result<Vec<TagExpr>, String> {
-    exprs.iter().map(|e| TagExpr::parse(e)).collect()
-}
-
-fn matching<'a>(
-    entries: &'a [Entry],
-    exprs: &[TagExpr],
-) -> Vec<(&'a Entry, BTreeMap<String, String>)> {
-    entries
-        .iter()
-        .filter_map(|e| {
-            let tags = e.graphite_tags();
-            exprs
-                .iter()
-                .all(|x| x.matches(tags.get(&x.tag).map(String::as_str).unwrap_or("")))
-                .then_some((e, tags))
-        })
-        .collect()
-}
-
-/// Series matching every expression, sorted by path. At least one expression must be unable to
-/// match the empty string (graphite refuses to list "everything").
-pub fn find_series<'a>(entries: &'a [Entry], exprs: &[String]) -> Result<Vec<&'a Entry>, String> {
-    if exprs.is_empty() {
-        return Err("no tag expressions specified".into());
-    }
-    let parsed = parse_all(exprs)?;
-    if parsed.iter().all(|x| x.matches("")) {
-        return Err("At least one tagspec must not match the empty string".into());
-    }
-    Ok(matching(entries, &parsed)
-        .into_iter()
-        .map(|(e, _)| e)
-        .collect())
-}
 
 fn limit(p: &Params) -> Option<usize> {
     match p.get("limit").and_then(|l| l.parse::<usize>().ok()) {
@@ -168,7 +83,7 @@ fn del_series(state: &GraphiteWeb, p: &Params) -> Reply {
     if let Err(e) = tokio::runtime::Handle::current().block_on(state.ingest.writer.publish()) {
         return json_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string());
     }
-    let entries = match state.graphite_index.snapshot(state) {
+    let entries = match state.engine.graphite_index.snapshot(&state.engine) {
         Ok(e) => e,
         Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     };
@@ -179,19 +94,19 @@ fn del_series(state: &GraphiteWeb, p: &Params) -> Reply {
             _ => path.to_string(),
         };
         for e in entries.iter().filter(|e| e.path == want) {
-            match state.query.delete_exact(&e.metric, &e.tags) {
+            match state.engine.query.delete_exact(&e.metric, &e.tags) {
                 Ok(d) => state.cardinality.forget(&d.series),
                 Err(err) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &err.to_string()),
             }
         }
     }
-    state.graphite_index.invalidate();
+    state.engine.graphite_index.invalidate();
     json_or_jsonp(StatusCode::OK, "true".into(), p.get("jsonp"))
 }
 
 fn read_only(state: &GraphiteWeb, path: &str, p: &Params) -> Reply {
     let jsonp = p.get("jsonp");
-    let entries = match state.graphite_index.snapshot(state) {
+    let entries = match state.engine.graphite_index.snapshot(&state.engine) {
         Ok(e) => e,
         Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     };
@@ -301,48 +216,5 @@ fn read_only(state: &GraphiteWeb, path: &str, p: &Params) -> Reply {
             reply(json!({"tag": tag, "values": values}))
         }
         _ => json_error(StatusCode::NOT_FOUND, "Endpoint not found"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn e(p: &str) -> Entry {
-        Entry {
-            path: p.into(),
-            metric: p.into(),
-            tags: vec![],
-            metric_uid: None,
-        }
-    }
-
-    #[test]
-    fn series_by_tag_semantics() {
-        let es = vec![
-            e("disk.used;datacenter=dc1;rack=a1;server=web01"),
-            e("disk.used;datacenter=dc2;rack=b1;server=web02"),
-            e("cpu.load;server=web01"),
-            e("plain.path"),
-        ];
-        let f = |x: &[&str]| {
-            find_series(&es, &x.iter().map(|s| s.to_string()).collect::<Vec<_>>())
-                .map(|v| v.iter().map(|e| e.path.clone()).collect::<Vec<_>>())
-        };
-        assert_eq!(
-            f(&["name=disk.used", "datacenter=dc1"]).unwrap(),
-            vec!["disk.used;datacenter=dc1;rack=a1;server=web01"]
-        );
-        assert_eq!(
-            f(&["server=web01", "datacenter!=dc1"]).unwrap(),
-            vec!["cpu.load;server=web01"]
-        );
-        // `=~` is anchored at the start only.
-        assert_eq!(f(&["name=~disk"]).unwrap().len(), 2);
-        assert_eq!(f(&["name=~used"]).unwrap().len(), 0);
-        assert_eq!(f(&["name=~plain", "rack="]).unwrap(), vec!["plain.path"]);
-        assert_eq!(f(&["name=~[a-z]", "datacenter!=~dc1"]).unwrap().len(), 3);
-        assert!(f(&["rack="]).is_err());
-        assert!(f(&[]).is_err());
     }
 }

@@ -3,16 +3,16 @@
 //! rendered under the same path carbon ingest would have accepted for it. Plus graphite's
 //! tagged-path normalisation (`name;k=v`, shared with ingest's `tsgate_graphite::tags`).
 
-use crate::server::state::GraphiteWeb;
+use super::Engine;
 
-pub fn to_path(state: &GraphiteWeb, metric: &str, tags: &[(String, String)]) -> String {
+pub fn to_path(state: &Engine, metric: &str, tags: &[(String, String)]) -> String {
     state.names.to_path(metric, tags)
 }
 
 pub fn to_series(
-    state: &GraphiteWeb,
+    state: &Engine,
     path: &str,
-) -> Result<(String, Vec<(String, String)>), crate::graphite::names::MapError> {
+) -> Result<(String, Vec<(String, String)>), tsgate_core::graphite::names::MapError> {
     state.names.to_series(path)
 }
 

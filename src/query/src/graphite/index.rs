@@ -8,13 +8,13 @@
 
 use super::glob::PathGlob;
 use super::naming;
-use crate::query::select::{Stamps, StoredRead};
-use crate::query::QueryError;
-use crate::schema::uid_table::UidKind;
-use crate::server::state::GraphiteWeb;
+use super::Engine;
+use crate::select::{Stamps, StoredRead};
+use crate::QueryError;
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tsgate_schema::uid_table::UidKind;
 
 /// New series become visible to browsing within this delay.
 pub const TTL: Duration = Duration::from_secs(5);
@@ -68,7 +68,7 @@ struct Snapshot {
 
 impl SeriesIndex {
     /// The current snapshot, sorted by path (blocking: call off the async threads).
-    pub fn snapshot(&self, state: &GraphiteWeb) -> Result<Arc<Vec<Entry>>, QueryError> {
+    pub fn snapshot(&self, state: &Engine) -> Result<Arc<Vec<Entry>>, QueryError> {
         let mut g = self.cached.lock();
         let (generation, changed_ms) = state.resolver.generation();
         if let Some(s) = g.as_ref() {
@@ -99,7 +99,7 @@ impl SeriesIndex {
     }
 }
 
-fn build(state: &GraphiteWeb) -> Result<Vec<Entry>, QueryError> {
+fn build(state: &Engine) -> Result<Vec<Entry>, QueryError> {
     let listed = state.query.uids.list(UidKind::Metric)?;
     let uid_of: std::collections::HashMap<&str, &[u8], ahash::RandomState> =
         listed.iter().map(|(n, u)| (n.as_str(), &u[..])).collect();

@@ -6,9 +6,9 @@ use super::index::{self, Entry};
 use super::parallel;
 use super::parser::{Call, Expr};
 use super::series::Series;
-use crate::query::row_cache::Fill;
-use crate::query::select::{Stamps, StoredRead};
-use crate::server::state::GraphiteWeb;
+use super::Engine;
+use crate::row_cache::Fill;
+use crate::select::{Stamps, StoredRead};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -92,7 +92,7 @@ type ReadPart = (Vec<(usize, Vec<(i64, f64)>)>, Gaps);
 type EntryByTags<'a> = HashMap<&'a [(String, String)], usize, ahash::RandomState>;
 
 pub struct StoreSource<'a> {
-    pub state: &'a GraphiteWeb,
+    pub state: &'a Engine,
     /// Values this request has read and gridded so far (see [`Source::charge`]).
     cells: std::sync::atomic::AtomicU64,
     /// This request's allowance for filling the row cache (none without one).
@@ -103,7 +103,7 @@ pub struct StoreSource<'a> {
 }
 
 impl<'a> StoreSource<'a> {
-    pub fn new(state: &'a GraphiteWeb) -> StoreSource<'a> {
+    pub fn new(state: &'a Engine) -> StoreSource<'a> {
         StoreSource {
             state,
             cells: Default::default(),
@@ -121,7 +121,7 @@ impl<'a> StoreSource<'a> {
     /// Reads past the cache from now on when `paths` paths over `(from, until]` are more
     /// rows than the allowance covers.
     fn expect(&self, paths: usize, from: i64, until: i64) {
-        let hours = crate::query::QueryEngine::row_hours((from + 1) * 1000, until * 1000 + 999);
+        let hours = crate::QueryEngine::row_hours((from + 1) * 1000, until * 1000 + 999);
         if self
             .fill
             .as_ref()
@@ -146,7 +146,7 @@ const LINEAR_LOOKUP_MAX: usize = 8;
 fn is_whole(e: &Entry) -> bool {
     e.tags.len() == 1
         && (e.tags[0].0.as_str(), e.tags[0].1.as_str())
-            == crate::graphite::names::PLACEHOLDER_TAG[0]
+            == tsgate_core::graphite::names::PLACEHOLDER_TAG[0]
 }
 
 impl StoreSource<'_> {

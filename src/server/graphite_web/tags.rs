@@ -1,9 +1,10 @@
 //! The tags API (spec §2.7) over the series index: every series' Graphite tags (its path's
-//! `;k=v` tags plus `name`), matched by `seriesByTag` expressions (`query::graphite::tags`). The index is the store itself,
-//! so `tagSeries`/`tagMultiSeries` only normalise, and `delSeries` deletes the series' data
-//! (with `admin.enabled = true`).
+//! `;k=v` tags plus `name`), matched by `seriesByTag` expressions (`query::graphite::tags`).
+//! The index is the store itself, so `tagSeries`/`tagMultiSeries` only normalise, and
+//! `delSeries` deletes the series' data (with `admin.enabled = true`).
 
-use super::{json_error, json_or_jsonp, Params};
+use super::error::Error;
+use super::{json_or_jsonp, Params};
 use crate::query::graphite::naming;
 use crate::query::graphite::tags::{find_series, matching, parse_all, TagExpr};
 use crate::server::http::Reply;
@@ -21,42 +22,34 @@ fn limit(p: &Params) -> Option<usize> {
     }
 }
 
-pub fn route(state: &GraphiteWeb, method: &Method, path: &str, p: &Params) -> Reply {
+pub fn route(state: &GraphiteWeb, method: &Method, path: &str, p: &Params) -> Result<Reply, Error> {
     let post_only = matches!(
         path,
         "/tags/tagSeries" | "/tags/tagMultiSeries" | "/tags/delSeries"
     );
     if post_only && method != Method::POST {
-        return json_error(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "This endpoint only accepts POST",
-        );
+        return Err(Error::PostOnly);
     }
     let jsonp = p.get("jsonp");
     match path {
         "/tags/tagSeries" => {
             let Some(path) = p.get("path") else {
-                return json_error(StatusCode::BAD_REQUEST, "no path specified");
+                return Err(Error::Param("no path specified".into()));
             };
-            match naming::parse_tagged(path) {
-                Ok((n, t)) => json_or_jsonp(
-                    StatusCode::OK,
-                    json!(naming::canonical(&n, &t)).to_string(),
-                    jsonp,
-                ),
-                Err(e) => json_error(StatusCode::BAD_REQUEST, &e),
-            }
+            let (n, t) = naming::parse_tagged(path)?;
+            Ok(json_or_jsonp(
+                StatusCode::OK,
+                json!(naming::canonical(&n, &t)).to_string(),
+                jsonp,
+            ))
         }
         "/tags/tagMultiSeries" => {
             let mut out = Vec::new();
             for path in p.all("path") {
-                match naming::parse_tagged(path) {
-                    Ok((n, t)) => out.push(naming::canonical(&n, &t)),
-                    // One bad path fails the whole call, as in graphite-web.
-                    Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e),
-                }
+                let (n, t) = naming::parse_tagged(path).map_err(Error::BatchPath)?;
+                out.push(naming::canonical(&n, &t));
             }
-            json_or_jsonp(StatusCode::OK, json!(out).to_string(), jsonp)
+            Ok(json_or_jsonp(StatusCode::OK, json!(out).to_string(), jsonp))
         }
         "/tags/delSeries" => del_series(state, p),
         _ => read_only(state, path, p),
@@ -65,28 +58,18 @@ pub fn route(state: &GraphiteWeb, method: &Method, path: &str, p: &Params) -> Re
 
 /// `/tags/delSeries`: deletes every point of each `path` (dotted or tagged), with
 /// `admin.enabled = true`; `true` once done, as graphite-web answers.
-fn del_series(state: &GraphiteWeb, p: &Params) -> Reply {
+fn del_series(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
     if !state.config.admin.enabled {
-        // Off, not forbidden: no right would let it through (Prometheus' admin API answers
-        // the same way).
-        return json_error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "deleting series is disabled (admin.enabled = false)",
-        );
+        return Err(Error::DeleteDisabled);
     }
     let paths = p.all("path");
     if paths.is_empty() {
-        return json_error(StatusCode::BAD_REQUEST, "no path specified");
+        return Err(Error::Param("no path specified".into()));
     }
     // Points acknowledged before the request are in the store first, so they are deleted too
     // (this runs on a blocking thread of the runtime).
-    if let Err(e) = tokio::runtime::Handle::current().block_on(state.ingest.writer.publish()) {
-        return json_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string());
-    }
-    let entries = match state.engine.graphite_index.snapshot(&state.engine) {
-        Ok(e) => e,
-        Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-    };
+    tokio::runtime::Handle::current().block_on(state.ingest.writer.publish())?;
+    let entries = state.engine.graphite_index.snapshot(&state.engine)?;
     for path in paths {
         // Tagged paths are matched in their canonical form (tags sorted), as they are indexed.
         let want = match naming::parse_tagged(path) {
@@ -94,24 +77,19 @@ fn del_series(state: &GraphiteWeb, p: &Params) -> Reply {
             _ => path.to_string(),
         };
         for e in entries.iter().filter(|e| e.path == want) {
-            match state.engine.query.delete_exact(&e.metric, &e.tags) {
-                Ok(d) => state.cardinality.forget(&d.series),
-                Err(err) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &err.to_string()),
-            }
+            let d = state.engine.query.delete_exact(&e.metric, &e.tags)?;
+            state.cardinality.forget(&d.series);
         }
     }
     state.engine.graphite_index.invalidate();
-    json_or_jsonp(StatusCode::OK, "true".into(), p.get("jsonp"))
+    Ok(json_or_jsonp(StatusCode::OK, "true".into(), p.get("jsonp")))
 }
 
-fn read_only(state: &GraphiteWeb, path: &str, p: &Params) -> Reply {
+fn read_only(state: &GraphiteWeb, path: &str, p: &Params) -> Result<Reply, Error> {
     let jsonp = p.get("jsonp");
-    let entries = match state.engine.graphite_index.snapshot(&state.engine) {
-        Ok(e) => e,
-        Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-    };
+    let entries = state.engine.graphite_index.snapshot(&state.engine)?;
     let exprs: Vec<String> = p.all("expr").into_iter().map(str::to_string).collect();
-    let selected = |exprs: &[String]| -> Result<Vec<BTreeMap<String, String>>, String> {
+    let selected = |exprs: &[String]| -> Result<Vec<BTreeMap<String, String>>, Error> {
         if exprs.is_empty() {
             return Ok(entries.iter().map(|e| e.graphite_tags()).collect());
         }
@@ -121,19 +99,16 @@ fn read_only(state: &GraphiteWeb, path: &str, p: &Params) -> Reply {
             .map(|(_, t)| t)
             .collect())
     };
-    let filter = |p: &Params| -> Result<Option<Regex>, String> {
-        p.get("filter")
+    let filter = |p: &Params| -> Result<Option<Regex>, Error> {
+        Ok(p.get("filter")
             .filter(|f| !f.is_empty())
-            .map(|f| Regex::new(&format!("^(?:{f})")).map_err(|e| e.to_string()))
-            .transpose()
+            .map(|f| Regex::new(&format!("^(?:{f})")))
+            .transpose()?)
     };
-    let reply = |v: Value| json_or_jsonp(StatusCode::OK, v.to_string(), jsonp);
+    let reply = |v: Value| Ok(json_or_jsonp(StatusCode::OK, v.to_string(), jsonp));
     match path {
         "/tags" => {
-            let f = match filter(p) {
-                Ok(f) => f,
-                Err(e) => return json_error(StatusCode::BAD_REQUEST, &e),
-            };
+            let f = filter(p)?;
             let all: BTreeSet<String> = entries
                 .iter()
                 .flat_map(|e| e.graphite_tags().into_keys())
@@ -146,10 +121,10 @@ fn read_only(state: &GraphiteWeb, path: &str, p: &Params) -> Reply {
                 .collect();
             reply(Value::Array(v))
         }
-        "/tags/findSeries" => match find_series(&entries, &exprs) {
-            Ok(v) => reply(json!(v.iter().map(|e| e.path.as_str()).collect::<Vec<_>>())),
-            Err(e) => json_error(StatusCode::BAD_REQUEST, &e),
-        },
+        "/tags/findSeries" => {
+            let v = find_series(&entries, &exprs)?;
+            reply(json!(v.iter().map(|e| e.path.as_str()).collect::<Vec<_>>()))
+        }
         "/tags/autoComplete/tags" => {
             let named: BTreeSet<String> = exprs
                 .iter()
@@ -157,47 +132,34 @@ fn read_only(state: &GraphiteWeb, path: &str, p: &Params) -> Reply {
                 .map(|x| x.tag)
                 .collect();
             let prefix = p.get("tagPrefix").unwrap_or("");
-            match selected(&exprs) {
-                Ok(sets) => {
-                    let all: BTreeSet<String> = sets
-                        .into_iter()
-                        .flat_map(|t| t.into_keys())
-                        .filter(|t| t.starts_with(prefix) && !named.contains(t))
-                        .collect();
-                    reply(json!(all
-                        .into_iter()
-                        .take(limit(p).unwrap_or(usize::MAX))
-                        .collect::<Vec<_>>()))
-                }
-                Err(e) => json_error(StatusCode::BAD_REQUEST, &e),
-            }
+            let all: BTreeSet<String> = selected(&exprs)?
+                .into_iter()
+                .flat_map(|t| t.into_keys())
+                .filter(|t| t.starts_with(prefix) && !named.contains(t))
+                .collect();
+            reply(json!(all
+                .into_iter()
+                .take(limit(p).unwrap_or(usize::MAX))
+                .collect::<Vec<_>>()))
         }
         "/tags/autoComplete/values" => {
             let Some(tag) = p.get("tag") else {
-                return json_error(StatusCode::BAD_REQUEST, "no tag specified");
+                return Err(Error::Param("no tag specified".into()));
             };
             let prefix = p.get("valuePrefix").unwrap_or("");
-            match selected(&exprs) {
-                Ok(sets) => {
-                    let all: BTreeSet<String> = sets
-                        .into_iter()
-                        .filter_map(|mut t| t.remove(tag))
-                        .filter(|v| v.starts_with(prefix))
-                        .collect();
-                    reply(json!(all
-                        .into_iter()
-                        .take(limit(p).unwrap_or(usize::MAX))
-                        .collect::<Vec<_>>()))
-                }
-                Err(e) => json_error(StatusCode::BAD_REQUEST, &e),
-            }
+            let all: BTreeSet<String> = selected(&exprs)?
+                .into_iter()
+                .filter_map(|mut t| t.remove(tag))
+                .filter(|v| v.starts_with(prefix))
+                .collect();
+            reply(json!(all
+                .into_iter()
+                .take(limit(p).unwrap_or(usize::MAX))
+                .collect::<Vec<_>>()))
         }
         t if t.starts_with("/tags/") => {
             let tag = &t["/tags/".len()..];
-            let f = match filter(p) {
-                Ok(f) => f,
-                Err(e) => return json_error(StatusCode::BAD_REQUEST, &e),
-            };
+            let f = filter(p)?;
             let mut counts: BTreeMap<String, usize> = BTreeMap::new();
             for mut tags in entries.iter().map(|e| e.graphite_tags()) {
                 if let Some(v) = tags.remove(tag) {
@@ -215,6 +177,6 @@ fn read_only(state: &GraphiteWeb, path: &str, p: &Params) -> Reply {
                 .collect();
             reply(json!({"tag": tag, "values": values}))
         }
-        _ => json_error(StatusCode::NOT_FOUND, "Endpoint not found"),
+        _ => Err(Error::NotFound),
     }
 }

@@ -142,9 +142,19 @@ fn build(state: &Engine) -> Result<Vec<Entry>, QueryError> {
     Ok(out)
 }
 
+/// A path expression that names no series: a tagged path that does not parse, or a glob that
+/// compiles to no regex.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ResolveError {
+    #[error(transparent)]
+    Path(#[from] naming::PathError),
+    #[error(transparent)]
+    Glob(#[from] super::glob::GlobError),
+}
+
 /// The dotted-tree leaves a path expression names (every element matched, no deeper nodes),
 /// sorted by path. A literal tagged path (`name;k=v`) resolves to that series.
-pub fn resolve<'a>(entries: &'a [Entry], expr: &str) -> Result<Vec<&'a Entry>, String> {
+pub fn resolve<'a>(entries: &'a [Entry], expr: &str) -> Result<Vec<&'a Entry>, ResolveError> {
     if expr.contains(';') {
         let (n, t) = naming::parse_tagged(expr)?;
         let canon = naming::canonical(&n, &t);

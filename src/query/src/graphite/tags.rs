@@ -5,6 +5,20 @@ use super::index::Entry;
 use regex::Regex;
 use std::collections::BTreeMap;
 
+/// A `seriesByTag` expression list graphite-web refuses.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum TagExprError {
+    #[error("Invalid tag expression: {0}")]
+    Syntax(String),
+    #[error("Invalid regular expression in {expr}: {source}")]
+    Regex { expr: String, source: regex::Error },
+    #[error("no tag expressions specified")]
+    Empty,
+    /// Every expression matches the empty string: graphite refuses to list "everything".
+    #[error("At least one tagspec must not match the empty string")]
+    MatchesEverything,
+}
+
 #[derive(Debug)]
 pub struct TagExpr {
     pub tag: String,
@@ -20,11 +34,11 @@ enum Op {
 }
 
 impl TagExpr {
-    pub fn parse(s: &str) -> Result<TagExpr, String> {
+    pub fn parse(s: &str) -> Result<TagExpr, TagExprError> {
         let re = Regex::new(r"^([^;!=]+)(!?=~?)([^;]*)$").expect("valid");
         let c = re
             .captures(s)
-            .ok_or_else(|| format!("Invalid tag expression: {s}"))?;
+            .ok_or_else(|| TagExprError::Syntax(s.to_string()))?;
         let (tag, op, spec) = (c[1].to_string(), &c[2], c[3].to_string());
         // Python `re.match`: anchored at the start only.
         let compile = |p: &str| {
@@ -33,7 +47,10 @@ impl TagExpr {
             } else {
                 format!("^(?:{p})")
             };
-            Regex::new(&p).map_err(|e| format!("Invalid regular expression in {s}: {e}"))
+            Regex::new(&p).map_err(|source| TagExprError::Regex {
+                expr: s.to_string(),
+                source,
+            })
         };
         let op = match op {
             "=" => Op::Eq(spec),
@@ -55,7 +72,7 @@ impl TagExpr {
     }
 }
 
-pub fn parse_all(exprs: &[String]) -> Result<Vec<TagExpr>, String> {
+pub fn parse_all(exprs: &[String]) -> Result<Vec<TagExpr>, TagExprError> {
     exprs.iter().map(|e| TagExpr::parse(e)).collect()
 }
 
@@ -77,13 +94,16 @@ pub fn matching<'a>(
 
 /// Series matching every expression, sorted by path. At least one expression must be unable to
 /// match the empty string (graphite refuses to list "everything").
-pub fn find_series<'a>(entries: &'a [Entry], exprs: &[String]) -> Result<Vec<&'a Entry>, String> {
+pub fn find_series<'a>(
+    entries: &'a [Entry],
+    exprs: &[String],
+) -> Result<Vec<&'a Entry>, TagExprError> {
     if exprs.is_empty() {
-        return Err("no tag expressions specified".into());
+        return Err(TagExprError::Empty);
     }
     let parsed = parse_all(exprs)?;
     if parsed.iter().all(|x| x.matches("")) {
-        return Err("At least one tagspec must not match the empty string".into());
+        return Err(TagExprError::MatchesEverything);
     }
     Ok(matching(entries, &parsed)
         .into_iter()

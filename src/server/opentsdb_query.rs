@@ -19,6 +19,9 @@ use tsgate_common::numfmt::java_double;
 fn query_error(e: QueryError) -> Reply {
     match e {
         QueryError::BadRequest(m) => error_reply(StatusCode::BAD_REQUEST, &m, ""),
+        e @ (QueryError::Parse(_) | QueryError::Filter(_)) => {
+            error_reply(StatusCode::BAD_REQUEST, &e.to_string(), "")
+        }
         QueryError::Uid(e) => error_reply(StatusCode::BAD_REQUEST, &e.to_string(), ""),
         e @ QueryError::Store(_) => error_reply(StatusCode::FAILED_DEPENDENCY, &e.to_string(), ""),
         QueryError::Timeout(m) => error_reply(StatusCode::SERVICE_UNAVAILABLE, &m, ""),
@@ -61,7 +64,7 @@ pub(super) async fn query(state: &Arc<OpenTsdb>, req: Request) -> Reply {
     };
     let mut q = match parsed {
         Ok(q) => q,
-        Err(e) => return error_reply(StatusCode::BAD_REQUEST, &e, ""),
+        Err(e) => return query_error(e.into()),
     };
     q.flags.arrays = req.param("arrays").is_some_and(|v| v != "false");
     let st = state.clone();

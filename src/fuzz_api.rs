@@ -126,7 +126,9 @@ pub fn graphite_target_bounded(target: &str, max_depth: usize) -> bool {
 }
 
 /// `m=`-style `metric{tag=value,…}` of `/api/query/last` and `/api/search/lookup`.
-pub fn opentsdb_metric_and_tags(s: &str) -> Result<(String, Vec<(String, String)>), String> {
+pub fn opentsdb_metric_and_tags(
+    s: &str,
+) -> Result<(String, Vec<(String, String)>), crate::query::parse::ParseError> {
     crate::server::opentsdb_query::metric_and_tags(s)
 }
 

@@ -81,8 +81,18 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<i32> {
                         }
                     }
                 }
-                let (outcomes, res) = node.state.ingest.write(&points, true).await;
-                res?;
+                // Not counted: the metrics of an offline command are never served.
+                let written = node
+                    .state
+                    .ingest
+                    .write(crate::ingest::Batch {
+                        points: crate::ingest::Points::Decoded(&points),
+                        counted: None,
+                        ack: crate::ingest::Ack::Durable,
+                    })
+                    .await;
+                let outcomes = written.outcomes;
+                written.durable?;
                 for o in outcomes {
                     match o {
                         Ok(()) => ok += 1,

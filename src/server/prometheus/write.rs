@@ -3,7 +3,7 @@
 //! unknown message type or encoding; 503 when tsgate must push back (Prometheus retries 5xx,
 //! while 2.42 drops a batch on 429 by default).
 
-use crate::ingest::{EncodedPoint, Incoming, PointError};
+use crate::ingest::{self, Ack, EncodedPoint, Incoming, PointError, Points};
 use crate::observe::Reason;
 use crate::prometheus::write::{from_v1, from_v2, Batch, Memo};
 use crate::server::http::{Reply, Request};
@@ -262,9 +262,16 @@ pub async fn handle(state: &Arc<Prometheus>, req: Request) -> Reply {
         })
         .collect();
     let n = known.len() + points.len();
-    let ready = known.len() as u64;
-    let (outcomes, durable) = state.ingest.write_known_then(known, points, true).await;
-    crate::ingest::counts::outcomes_and(RW, ready, &outcomes, &durable);
+    let ingest::Written {
+        outcomes, durable, ..
+    } = state
+        .ingest
+        .write(ingest::Batch {
+            points: Points::Encoded { known, points },
+            counted: Some(RW),
+            ack: Ack::Durable,
+        })
+        .await;
     if let Err(e) = durable {
         return crate::server::api::retry_later(reply(
             StatusCode::SERVICE_UNAVAILABLE,

@@ -307,7 +307,7 @@ impl Node {
                     resolver: resolver.clone(),
                     names: names.clone(),
                     graphite_index,
-                    config: config.clone(),
+                    settings: crate::query::graphite::Settings::from_config(&config),
                 }),
                 cardinality,
                 config: config.clone(),

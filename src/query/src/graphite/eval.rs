@@ -189,7 +189,7 @@ impl StoreSource<'_> {
 
 impl Source for StoreSource<'_> {
     fn cell_limit(&self) -> Option<u64> {
-        Some(self.state.config.query.max_cells).filter(|&l| l > 0)
+        Some(self.state.settings.max_cells).filter(|&l| l > 0)
     }
 
     fn charge(&self, cells: u64) -> R<()> {

@@ -79,10 +79,9 @@ impl SeriesIndex {
                 return Ok(s.entries.clone());
             }
         }
-        let settled = SETTLED + Duration::from_millis(state.config.write.flush_interval_ms);
+        let settled = SETTLED + Duration::from_millis(state.settings.flush_interval_ms);
         let since_change = tsgate_common::clock::now_ms().saturating_sub(changed_ms);
-        let quiet = state.config.storage.backend == "embedded"
-            && since_change >= settled.as_millis() as u64;
+        let quiet = state.settings.sole_writer && since_change >= settled.as_millis() as u64;
         let entries = Arc::new(build(state)?);
         *g = Some(Snapshot {
             at: Instant::now(),

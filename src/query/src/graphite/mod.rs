@@ -32,5 +32,28 @@ pub struct Engine {
     pub names: Arc<NameRules>,
     /// Graphite paths of the stored series, for browsing and path expressions.
     pub graphite_index: Arc<SeriesIndex>,
-    pub config: Arc<Config>,
+    pub settings: Settings,
+}
+
+/// The configuration the render language reads, taken from the config once at start.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// `query.max_cells`: values one request may read and grid; 0 = no limit.
+    pub max_cells: u64,
+    /// `write.flush_interval_ms`: how long a new series' first points may take to reach the
+    /// store (the index waits that long before it trusts a quiet store).
+    pub flush_interval_ms: u64,
+    /// Whether this process is the store's only writer (the embedded backend): a snapshot of
+    /// a quiet store then lives past the index's TTL.
+    pub sole_writer: bool,
+}
+
+impl Settings {
+    pub fn from_config(c: &Config) -> Settings {
+        Settings {
+            max_cells: c.query.max_cells,
+            flush_interval_ms: c.write.flush_interval_ms,
+            sole_writer: c.storage.backend == "embedded",
+        }
+    }
 }

@@ -371,7 +371,7 @@ impl Node {
             rollups: config.rollups.compiled.clone(),
         });
         // Each API family gets its part, once; the listeners hold the whole.
-        let graphite_index = Arc::new(crate::server::graphite_web::index::SeriesIndex::default());
+        let graphite_index = Arc::new(crate::query::graphite::index::SeriesIndex::default());
         let bodies = Arc::new(crate::server::body_budget::BodyBudget::new(
             config.limits.max_body_bytes_in_flight,
             config.limits.http_body_max as u64,
@@ -397,10 +397,13 @@ impl Node {
             }),
             graphite_web: Arc::new(state::GraphiteWeb {
                 ingest: ingest.clone(),
-                query: query.clone(),
-                resolver: resolver.clone(),
-                names: names.clone(),
-                graphite_index,
+                engine: Arc::new(crate::query::graphite::Engine {
+                    query: query.clone(),
+                    resolver: resolver.clone(),
+                    names: names.clone(),
+                    graphite_index,
+                    settings: crate::query::graphite::Settings::from_config(&config),
+                }),
                 cardinality,
                 config: config.clone(),
             }),

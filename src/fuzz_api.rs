@@ -2,7 +2,7 @@
 //! request handler does, on in-memory data, so a target needs no server or store. Not an API.
 
 use crate::promql::{self, selectors, Settings};
-use crate::server::graphite_web::eval::{Ctx, MemSource};
+use crate::query::graphite::eval::{Ctx, MemSource};
 use std::time::{Duration, Instant};
 
 /// A PromQL query as `/api/v1/query` and `/api/v1/query_range` run it: parse, the `match[]`
@@ -89,15 +89,12 @@ fn promql_fixture(t: i64) -> Vec<selectors::MemSeries> {
 /// A graphite-web target expression as `/render` runs it: parse, then evaluate every function
 /// over a few in-memory series in a one-hour window. Returns whether it evaluated.
 pub fn graphite_target(target: &str) -> bool {
-    graphite_target_bounded(
-        target,
-        crate::server::graphite_web::parser::DEFAULT_MAX_DEPTH,
-    )
+    graphite_target_bounded(target, crate::query::graphite::parser::DEFAULT_MAX_DEPTH)
 }
 
 /// [`graphite_target`] with `query.max_depth` = `max_depth`.
 pub fn graphite_target_bounded(target: &str, max_depth: usize) -> bool {
-    let Ok(expr) = crate::server::graphite_web::parser::parse_bounded(target, max_depth) else {
+    let Ok(expr) = crate::query::graphite::parser::parse_bounded(target, max_depth) else {
         return false;
     };
     let until = 1_700_000_000i64;
@@ -129,7 +126,9 @@ pub fn graphite_target_bounded(target: &str, max_depth: usize) -> bool {
 }
 
 /// `m=`-style `metric{tag=value,…}` of `/api/query/last` and `/api/search/lookup`.
-pub fn opentsdb_metric_and_tags(s: &str) -> Result<(String, Vec<(String, String)>), String> {
+pub fn opentsdb_metric_and_tags(
+    s: &str,
+) -> Result<(String, Vec<(String, String)>), crate::query::parse::ParseError> {
     crate::server::opentsdb_query::metric_and_tags(s)
 }
 
@@ -179,8 +178,8 @@ mod tests {
             format!("{}a.*.c{}", "sumSeries(".repeat(n), ")".repeat(n)),
             format!("{}a.b.c{}", "timeShift(".repeat(n), ", '1min')".repeat(n)),
         ] {
-            assert!(crate::server::graphite_web::parser::parse_bounded(&t, d).is_ok());
-            assert!(crate::server::graphite_web::parser::parse_bounded(&t, d - 1).is_err());
+            assert!(crate::query::graphite::parser::parse_bounded(&t, d).is_ok());
+            assert!(crate::query::graphite::parser::parse_bounded(&t, d - 1).is_err());
             let h = std::thread::Builder::new()
                 .stack_size(2 << 20)
                 .spawn(move || super::graphite_target_bounded(&t, d))

@@ -101,7 +101,7 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<i32> {
                 let s = &node.state;
                 crate::migrate::whisper::import_tree(
                     &s.ingest,
-                    &s.graphite_web.names,
+                    &s.graphite_web.engine.names,
                     &args.files[0],
                     &bar,
                 )
@@ -233,7 +233,17 @@ async fn import_opentsdb_lines(
                 }
             }
         }
-        let (outcomes, res) = node.state.ingest.write(&points, true).await;
+        // Not counted: the metrics of an offline command are never served.
+        let written = node
+            .state
+            .ingest
+            .write(crate::ingest::Batch {
+                points: crate::ingest::Points::Decoded(&points),
+                counted: None,
+                ack: crate::ingest::Ack::Durable,
+            })
+            .await;
+        let (outcomes, res) = (written.outcomes, written.durable);
         res?;
         for o in outcomes {
             match o {

@@ -4,7 +4,7 @@
 //! cell by series, hour and offset), so an interrupted import can simply be run again.
 
 use crate::ingest::encode::encode_ms;
-use crate::ingest::{EncodedPoint, Ingest, PointError};
+use crate::ingest::{Ack, Batch, EncodedPoint, Incoming, Ingest, PointError, Points};
 use crate::prometheus::labels::to_stored;
 use crate::write::WriteError;
 use tsgate_schema::DataValue;
@@ -74,8 +74,19 @@ pub async fn write(ingest: &Ingest, batch: &[StoredImport]) -> Result<Written, W
             owner.push(i);
         }
     }
-    let (outcomes, durable) = ingest.write_encoded(points, true).await;
-    durable?;
+    // Not counted: imports are not a served protocol's traffic.
+    let written = ingest
+        .write(Batch {
+            points: Points::Encoded {
+                known: Vec::new(),
+                points: points.into_iter().map(Incoming::Names).collect(),
+            },
+            counted: None,
+            ack: Ack::Durable,
+        })
+        .await;
+    written.durable?;
+    let outcomes = written.outcomes;
     let mut w = Written::default();
     for (o, i) in outcomes.into_iter().zip(owner) {
         match o {

@@ -3,6 +3,7 @@
 //! path reaches which is `routes`.
 
 use super::http::{error_reply, json_reply, Reply, Request};
+use crate::ingest::{Ack, Batch, Points};
 use crate::schema::uid_table::UidKind;
 use crate::server::state::OpenTsdb;
 use http::{Method, StatusCode};
@@ -129,21 +130,22 @@ pub(super) async fn put(state: &Arc<OpenTsdb>, req: Request) -> Reply {
         req.flag("details"),
         req.flag("summary") || req.flag("details"),
     );
-    let crate::ingest::JsonWrite {
+    let crate::ingest::Written {
         invalid: mut errors,
-        written,
+        outcomes,
+        positions: index,
         durable,
-    } = state.ingest.write_json(&jps, &state.limits, true).await;
-    for (_, e) in &errors {
-        crate::ingest::counts::rejected(
-            crate::observe::Protocol::HttpPut,
-            crate::observe::metrics::message_reason(e),
-            1,
-        );
-    }
-    let (index, outcomes): (Vec<usize>, Vec<Result<(), crate::ingest::PointError>>) =
-        written.into_iter().unzip();
-    crate::ingest::counts::outcomes(crate::observe::Protocol::HttpPut, &outcomes, &durable);
+    } = state
+        .ingest
+        .write(Batch {
+            points: Points::Json {
+                points: &jps,
+                limits: &state.limits,
+            },
+            counted: Some(crate::observe::Protocol::HttpPut),
+            ack: Ack::Durable,
+        })
+        .await;
     if let Err(e) = durable {
         // Nothing of this request may count as stored: the client must retry.
         return retry_later(error_reply(

@@ -438,7 +438,7 @@ fn answer(
 ) -> Result<Reply, QErr> {
     let has = |k: &str| params.iter().any(|(n, _)| n == k);
     let now = tsgate_common::clock::now_ms();
-    let mut q = parse::from_params(params, now).map_err(bad)?;
+    let mut q = parse::from_params(params, now).map_err(|e| bad(e.to_string()))?;
     // /q works in whole seconds.
     q.start_ms -= q.start_ms % 1000;
     q.end_ms -= q.end_ms % 1000;

@@ -5,8 +5,9 @@ use super::api::method_not_allowed;
 use super::http::{error_reply, json_reply, Reply, Request};
 use crate::query::aggregate::Num;
 use crate::query::filter::FilterType;
+use crate::query::parse::{self, ParseError};
 use crate::query::render::{render, Extras};
-use crate::query::{parse, QueryError};
+use crate::query::QueryError;
 use crate::schema::uid_table::UidKind;
 use crate::schema::{hex_upper, parse_hex};
 use crate::server::state::OpenTsdb;
@@ -19,6 +20,9 @@ use tsgate_common::numfmt::java_double;
 fn query_error(e: QueryError) -> Reply {
     match e {
         QueryError::BadRequest(m) => error_reply(StatusCode::BAD_REQUEST, &m, ""),
+        e @ (QueryError::Parse(_) | QueryError::Filter(_)) => {
+            error_reply(StatusCode::BAD_REQUEST, &e.to_string(), "")
+        }
         QueryError::Uid(e) => error_reply(StatusCode::BAD_REQUEST, &e.to_string(), ""),
         e @ QueryError::Store(_) => error_reply(StatusCode::FAILED_DEPENDENCY, &e.to_string(), ""),
         QueryError::Timeout(m) => error_reply(StatusCode::SERVICE_UNAVAILABLE, &m, ""),
@@ -61,7 +65,7 @@ pub(super) async fn query(state: &Arc<OpenTsdb>, req: Request) -> Reply {
     };
     let mut q = match parsed {
         Ok(q) => q,
-        Err(e) => return error_reply(StatusCode::BAD_REQUEST, &e, ""),
+        Err(e) => return query_error(e.into()),
     };
     q.flags.arrays = req.param("arrays").is_some_and(|v| v != "false");
     let st = state.clone();
@@ -122,19 +126,19 @@ fn value_string(v: Num) -> String {
 }
 
 /// `metric{k=v,…}` as used by `/api/query/last` and `/api/search/lookup`.
-pub(crate) fn metric_and_tags(s: &str) -> Result<(String, Vec<(String, String)>), String> {
+pub(crate) fn metric_and_tags(s: &str) -> Result<(String, Vec<(String, String)>), ParseError> {
     let Some(open) = s.find('{') else {
         return Ok((s.to_string(), vec![]));
     };
     let close = s
         .rfind('}')
         .filter(|c| *c > open)
-        .ok_or_else(|| format!("Missing '}}' at the end of: {s}"))?;
+        .ok_or_else(|| ParseError::Unclosed(s.to_string()))?;
     let mut tags = Vec::new();
     for part in s[open + 1..close].split(',').filter(|p| !p.is_empty()) {
         let (k, v) = part
             .split_once('=')
-            .ok_or_else(|| format!("invalid tag: {part}"))?;
+            .ok_or_else(|| ParseError::Tag(part.to_string()))?;
         tags.push((k.to_string(), v.to_string()));
     }
     Ok((s[..open].to_string(), tags))
@@ -152,7 +156,7 @@ pub(super) async fn last(state: &Arc<OpenTsdb>, req: Request) -> Reply {
                 if k == "timeseries" {
                     match metric_and_tags(&v) {
                         Ok((m, t)) => wanted.push((Some(m), t, None)),
-                        Err(e) => return error_reply(StatusCode::BAD_REQUEST, &e, ""),
+                        Err(e) => return query_error(e.into()),
                     }
                 } else if k == "tsuids" {
                     for t in v.split(',').filter(|t| !t.is_empty()) {
@@ -359,7 +363,7 @@ pub(super) async fn lookup(state: &Arc<OpenTsdb>, req: Request) -> Reply {
                         .and_then(|l| l.parse().ok())
                         .unwrap_or(25usize),
                 ),
-                Err(e) => return error_reply(StatusCode::BAD_REQUEST, &e, ""),
+                Err(e) => return query_error(e.into()),
             }
         }
         Method::POST => {

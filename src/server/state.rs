@@ -4,13 +4,13 @@
 //! off its struct. The parts several families share (the ingest path, the query engine, the
 //! series resolver, the read-only config) are behind `Arc`s.
 
-use super::graphite_web::index::SeriesIndex;
 use crate::config::Config;
 use crate::graphite::names::NameRules;
 use crate::ingest::Ingest;
 use crate::lifecycle::cardinality::Cardinality;
 use crate::meta::MetaService;
 use crate::prometheus::PromState;
+use crate::query::graphite::{self, index::SeriesIndex};
 use crate::query::QueryEngine;
 use crate::series::SeriesResolver;
 use std::sync::Arc;
@@ -48,12 +48,8 @@ pub struct Prometheus {
 pub struct GraphiteWeb {
     /// `/tags/delSeries` writes out what is buffered before it deletes.
     pub ingest: Arc<Ingest>,
-    pub query: Arc<QueryEngine>,
-    pub resolver: Arc<SeriesResolver>,
-    /// Graphite path ↔ metric + tags, the same rules carbon ingest maps with.
-    pub names: Arc<NameRules>,
-    /// Graphite paths of the stored series, for browsing and path expressions.
-    pub graphite_index: Arc<SeriesIndex>,
+    /// The render language's engine: the query engine, name rules and the series index.
+    pub engine: Arc<graphite::Engine>,
     /// `/tags/delSeries` forgets the series it deleted.
     pub cardinality: Arc<Cardinality>,
     pub config: Arc<Config>,

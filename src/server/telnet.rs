@@ -2,7 +2,9 @@
 //! `dropcaches`, `exit`. Input is read in chunks of whole lines; each chunk is parsed and
 //! written by its own task, a few in flight at once, and their answers go out in order.
 
-use crate::ingest::{to_data_value, EncodedPoint, Incoming, PointError};
+use crate::ingest::{
+    to_data_value, Ack, Batch, EncodedPoint, Incoming, PointError, Points, Written,
+};
 use crate::schema::rowkey::base_time;
 use crate::schema::RawPoint;
 use crate::server::state::OpenTsdb;
@@ -206,8 +208,9 @@ async fn process_chunk(state: Arc<OpenTsdb>, chunk: Bytes, max: usize) -> ChunkR
         if !batch.is_empty() {
             if let Err(e) = state
                 .ingest
-                .write_known(crate::observe::Protocol::Telnet, batch)
+                .write(Batch::known(crate::observe::Protocol::Telnet, batch))
                 .await
+                .durable
             {
                 out.extend_from_slice(format!("put: HBase error: {e}\n").as_bytes());
             }
@@ -353,8 +356,9 @@ async fn flush_points(state: &OpenTsdb, points: &mut Vec<Put<'_>>, out: &mut Vec
             .collect();
         if let Err(e) = state
             .ingest
-            .write_known(crate::observe::Protocol::Telnet, batch)
+            .write(Batch::known(crate::observe::Protocol::Telnet, batch))
             .await
+            .durable
         {
             out.extend_from_slice(format!("put: HBase error: {e}\n").as_bytes());
         }
@@ -378,8 +382,21 @@ async fn flush_points(state: &OpenTsdb, points: &mut Vec<Put<'_>>, out: &mut Vec
             }
         })
         .collect();
-    let (outcomes, res) = state.ingest.write_incoming(incoming, true).await;
-    crate::ingest::counts::outcomes(crate::observe::Protocol::Telnet, &outcomes, &res);
+    let Written {
+        outcomes,
+        durable: res,
+        ..
+    } = state
+        .ingest
+        .write(Batch {
+            points: Points::Encoded {
+                known: Vec::new(),
+                points: incoming,
+            },
+            counted: Some(crate::observe::Protocol::Telnet),
+            ack: Ack::Durable,
+        })
+        .await;
     for o in outcomes {
         if let Err(e) = o {
             let line = match e {

@@ -5,19 +5,38 @@ use super::aggregate::Num;
 use super::spec::{CalUnit, Downsample, FillPolicy, RateOptions};
 use chrono::{Datelike, TimeZone};
 
+/// A downsample specifier OpenTSDB would refuse, in its words.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DownsampleError {
+    #[error("Invalid downsample specifier '{0}' in query")]
+    Specifier(String),
+    #[error("No such downsampling function: {0}")]
+    Function(String),
+    #[error("cannot use the NONE aggregator for downsampling")]
+    NoneAggregator,
+    #[error("Unrecognized fill policy: {0}")]
+    Fill(String),
+    #[error("Invalid interval: {0}")]
+    Interval(String),
+    #[error("Zero or negative duration: {0}")]
+    Zero(String),
+    #[error("Invalid units in the duration: {0}")]
+    Units(String),
+}
+
 /// Parses `<interval><unit>[c]-<agg>[-<fill>]` (and `0all-<agg>`).
-pub fn parse_downsample(spec: &str) -> Result<Downsample, String> {
+pub fn parse_downsample(spec: &str) -> Result<Downsample, DownsampleError> {
     let parts: Vec<&str> = spec.split('-').collect();
     if !(2..=3).contains(&parts.len()) {
-        return Err(format!("Invalid downsample specifier '{spec}' in query"));
+        return Err(DownsampleError::Specifier(spec.to_string()));
     }
     let aggregator = super::aggregate::Aggregator::parse(parts[1])
-        .ok_or_else(|| format!("No such downsampling function: {}", parts[1]))?;
+        .ok_or_else(|| DownsampleError::Function(parts[1].to_string()))?;
     if aggregator == super::aggregate::Aggregator::None {
-        return Err("cannot use the NONE aggregator for downsampling".into());
+        return Err(DownsampleError::NoneAggregator);
     }
     let fill = match parts.get(2) {
-        Some(f) => FillPolicy::parse(f).ok_or_else(|| format!("Unrecognized fill policy: {f}"))?,
+        Some(f) => FillPolicy::parse(f).ok_or_else(|| DownsampleError::Fill(f.to_string()))?,
         None => FillPolicy::None,
     };
     let iv = parts[0];
@@ -38,11 +57,13 @@ pub fn parse_downsample(spec: &str) -> Result<Downsample, String> {
     };
     let split = iv
         .find(|c: char| !c.is_ascii_digit())
-        .ok_or_else(|| format!("Invalid interval: {iv}"))?;
+        .ok_or_else(|| DownsampleError::Interval(iv.to_string()))?;
     let (n, unit) = iv.split_at(split);
-    let n: u64 = n.parse().map_err(|_| format!("Invalid interval: {iv}"))?;
+    let n: u64 = n
+        .parse()
+        .map_err(|_| DownsampleError::Interval(iv.to_string()))?;
     if n == 0 {
-        return Err(format!("Zero or negative duration: {iv}"));
+        return Err(DownsampleError::Zero(iv.to_string()));
     }
     let (unit_ms, cu) = match unit {
         "ms" => (1, CalUnit::Ms),
@@ -53,14 +74,14 @@ pub fn parse_downsample(spec: &str) -> Result<Downsample, String> {
         "w" => (7 * 86_400_000, CalUnit::Week),
         "n" => (30 * 86_400_000, CalUnit::Month),
         "y" => (365 * 86_400_000, CalUnit::Year),
-        _ => return Err(format!("Invalid units in the duration: {unit}")),
+        _ => return Err(DownsampleError::Units(unit.to_string())),
     };
     // Checked, and no longer than the whole time line OpenTSDB stores (10^13 ms): beyond, the
     // bucket arithmetic would overflow.
     let interval_ms = n
         .checked_mul(unit_ms)
         .filter(|&ms| ms <= 10_000_000_000_000)
-        .ok_or_else(|| format!("Invalid interval: {iv}"))?;
+        .ok_or_else(|| DownsampleError::Interval(iv.to_string()))?;
     Ok(Downsample {
         spec: spec.into(),
         interval_ms,

@@ -96,6 +96,21 @@ impl FilterType {
 }
 
 /// One tag filter, compiled.
+/// A tag filter OpenTSDB would refuse, in its words.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum FilterError {
+    #[error("Missing tag key")]
+    MissingTagKey,
+    #[error("Filter cannot be null or empty")]
+    Empty,
+    #[error("Filter must contain a wildcard: {0}")]
+    NoWildcard(String),
+    #[error("Invalid regular expression: {0}")]
+    Regex(#[from] regex::Error),
+    #[error("The filter value must be empty for not_key")]
+    NotKeyValue,
+}
+
 #[derive(Debug, Clone)]
 pub struct TagFilter {
     pub kind: FilterType,
@@ -113,9 +128,9 @@ impl TagFilter {
         tagk: &str,
         expr: &str,
         group_by: bool,
-    ) -> Result<TagFilter, String> {
+    ) -> Result<TagFilter, FilterError> {
         if tagk.is_empty() {
-            return Err("Missing tag key".into());
+            return Err(FilterError::MissingTagKey);
         }
         let lower = matches!(
             kind,
@@ -140,25 +155,22 @@ impl TagFilter {
             | FilterType::NotLiteralOr
             | FilterType::NotIliteralOr => {
                 if expr.is_empty() {
-                    return Err("Filter cannot be null or empty".into());
+                    return Err(FilterError::Empty);
                 }
                 f.literals = e.split('|').map(String::from).collect();
             }
             FilterType::Wildcard | FilterType::Iwildcard => {
                 if !expr.contains('*') {
-                    return Err(format!("Filter must contain a wildcard: {expr}"));
+                    return Err(FilterError::NoWildcard(expr.to_string()));
                 }
                 f.literals = vec![e];
             }
             FilterType::Regexp => {
-                f.regex = Some(
-                    regex::Regex::new(expr)
-                        .map_err(|e| format!("Invalid regular expression: {e}"))?,
-                );
+                f.regex = Some(regex::Regex::new(expr)?);
             }
             FilterType::NotKey => {
                 if !expr.is_empty() {
-                    return Err("The filter value must be empty for not_key".into());
+                    return Err(FilterError::NotKeyValue);
                 }
             }
         }
@@ -166,7 +178,7 @@ impl TagFilter {
     }
 
     /// How OpenTSDB converts a `tags` map value (and a plain value in the first braces).
-    pub fn from_tag_value(tagk: &str, v: &str) -> Result<TagFilter, String> {
+    pub fn from_tag_value(tagk: &str, v: &str) -> Result<TagFilter, FilterError> {
         if v == "*" {
             TagFilter::new(FilterType::Wildcard, tagk, "*", true)
         } else if v.contains('*') {
@@ -177,7 +189,7 @@ impl TagFilter {
     }
 
     /// Parses `type(expr)` or a plain value (URI form inside braces).
-    pub fn from_uri(tagk: &str, v: &str, group_by: bool) -> Result<TagFilter, String> {
+    pub fn from_uri(tagk: &str, v: &str, group_by: bool) -> Result<TagFilter, FilterError> {
         if let (Some(open), true) = (v.find('('), v.ends_with(')')) {
             if let Some(kind) = FilterType::parse(&v[..open]) {
                 return TagFilter::new(kind, tagk, &v[open + 1..v.len() - 1], group_by);

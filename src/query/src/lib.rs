@@ -10,6 +10,7 @@ pub mod delete;
 pub mod downsample;
 pub mod export;
 pub mod filter;
+pub mod graphite;
 mod hour_read;
 pub mod parse;
 pub mod promql;
@@ -38,6 +39,12 @@ use tsgate_store::{CellRef, Scan, SharedStore, StoreError};
 pub enum QueryError {
     #[error("{0}")]
     BadRequest(String),
+    /// An `/api/query` request that does not parse (400).
+    #[error(transparent)]
+    Parse(#[from] parse::ParseError),
+    /// A tag filter that cannot be built (400).
+    #[error(transparent)]
+    Filter(#[from] filter::FilterError),
     #[error(transparent)]
     Uid(#[from] UidError),
     #[error(transparent)]
@@ -684,7 +691,7 @@ impl QueryEngine {
     ) -> Result<Vec<(Vec<u8>, u64, Num)>, QueryError> {
         let mut filters = Vec::new();
         for (k, v) in tags {
-            filters.push(filter::TagFilter::from_tag_value(k, v).map_err(QueryError::BadRequest)?);
+            filters.push(filter::TagFilter::from_tag_value(k, v)?);
         }
         let metric_name = match (metric, tsuid) {
             (Some(m), _) => m.to_string(),

@@ -1,19 +1,71 @@
 //! `/api/query` requests: the POST JSON body and the GET query string (`m=`, `tsuid=`).
 
 use super::aggregate::Aggregator;
-use super::downsample::parse_downsample;
-use super::filter::{FilterType, TagFilter};
+use super::downsample::{parse_downsample, DownsampleError};
+use super::filter::{FilterError, FilterType, TagFilter};
 use super::spec::{Flags, Query, RateOptions, SubQuery};
-use super::time::parse_time;
+use super::time::{parse_time, TimeError};
 use serde_json::Value as Json;
 
-fn time_value(v: Option<&Json>, now: u64) -> Result<Option<u64>, String> {
+/// An `/api/query` request OpenTSDB would refuse (400), in its words.
+#[derive(Debug, thiserror::Error)]
+pub enum ParseError {
+    #[error(transparent)]
+    Time(#[from] TimeError),
+    #[error(transparent)]
+    Downsample(#[from] DownsampleError),
+    #[error(transparent)]
+    Filter(#[from] FilterError),
+    /// A JSON time that is neither a number nor a string.
+    #[error("Invalid time: {0}")]
+    TimeValue(String),
+    #[error("No such aggregation function: {0}")]
+    Aggregator(String),
+    #[error("Missing message content")]
+    NoContent,
+    #[error("Unable to parse the given JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("Missing start time")]
+    MissingStart,
+    #[error("Missing parameter <code>start</code>")]
+    MissingStartParam,
+    #[error("Missing queries")]
+    MissingQueries,
+    #[error("Missing sub queries")]
+    MissingSubQueries,
+    #[error("Missing the aggregation function")]
+    MissingAggregator,
+    #[error("Missing the metric or tsuids, provide at least one")]
+    MissingMetric,
+    #[error("Missing filter type")]
+    MissingFilterType,
+    #[error("Could not find a filter for type: {0}")]
+    FilterType(String),
+    #[error("Missing tagk in filter")]
+    MissingFilterTagk,
+    #[error("Invalid counter max value: {0}")]
+    CounterMax(String),
+    #[error("Invalid reset value: {0}")]
+    ResetValue(String),
+    #[error("Invalid parameter m={0} (not enough :-separated parts)")]
+    TooFewParts(String),
+    #[error("Invalid parameter m={0} (too many :-separated parts)")]
+    TooManyParts(String),
+    #[error("Missing '}}' at the end of: {0}")]
+    Unclosed(String),
+    #[error("invalid tag: {0}")]
+    Tag(String),
+    #[error("Unexpected text after the filters: {0}")]
+    Trailing(String),
+}
+
+fn time_value(v: Option<&Json>, now: u64) -> Result<Option<u64>, ParseError> {
     match v {
         None | Some(Json::Null) => Ok(None),
-        Some(Json::Number(n)) => parse_time(&n.to_string(), now).map(Some),
+        Some(Json::Number(n)) => Ok(Some(parse_time(&n.to_string(), now)?)),
         Some(Json::String(s)) if s.is_empty() => Ok(None),
-        Some(Json::String(s)) => parse_time(s, now).map(Some),
-        Some(other) => Err(format!("Invalid time: {other}")),
+        Some(Json::String(s)) => Ok(Some(parse_time(s, now)?)),
+        Some(other) => Err(ParseError::TimeValue(other.to_string())),
     }
 }
 
@@ -25,8 +77,8 @@ fn flag(j: &Json, k: &str) -> bool {
     }
 }
 
-fn aggregator(name: &str) -> Result<Aggregator, String> {
-    Aggregator::parse(name).ok_or_else(|| format!("No such aggregation function: {name}"))
+fn aggregator(name: &str) -> Result<Aggregator, ParseError> {
+    Aggregator::parse(name).ok_or_else(|| ParseError::Aggregator(name.to_string()))
 }
 
 fn rate_options(j: &Json) -> RateOptions {
@@ -47,25 +99,24 @@ fn rate_options(j: &Json) -> RateOptions {
 }
 
 /// The POST JSON body (`arrays` comes from the URL).
-pub fn from_json(body: &[u8], now: u64) -> Result<Query, String> {
+pub fn from_json(body: &[u8], now: u64) -> Result<Query, ParseError> {
     if body.iter().all(|b| b.is_ascii_whitespace()) {
-        return Err("Missing message content".into());
+        return Err(ParseError::NoContent);
     }
-    let j: Json =
-        serde_json::from_slice(body).map_err(|e| format!("Unable to parse the given JSON: {e}"))?;
-    let start_ms = time_value(j.get("start"), now)?.ok_or("Missing start time")?;
+    let j: Json = serde_json::from_slice(body)?;
+    let start_ms = time_value(j.get("start"), now)?.ok_or(ParseError::MissingStart)?;
     let end_ms = time_value(j.get("end"), now)?.unwrap_or(now);
     let mut queries = Vec::new();
     let subs = j
         .get("queries")
         .and_then(|q| q.as_array())
         .filter(|a| !a.is_empty())
-        .ok_or("Missing queries")?;
+        .ok_or(ParseError::MissingQueries)?;
     for (index, q) in subs.iter().enumerate() {
         let agg = q
             .get("aggregator")
             .and_then(|a| a.as_str())
-            .ok_or("Missing the aggregation function")?;
+            .ok_or(ParseError::MissingAggregator)?;
         let aggregator = aggregator(agg)?;
         let metric = q
             .get("metric")
@@ -82,7 +133,7 @@ pub fn from_json(body: &[u8], now: u64) -> Result<Query, String> {
             })
             .unwrap_or_default();
         if metric.is_empty() && tsuids.is_empty() {
-            return Err("Missing the metric or tsuids, provide at least one".into());
+            return Err(ParseError::MissingMetric);
         }
         let mut filters = Vec::new();
         if let Some(tags) = q.get("tags").and_then(|t| t.as_object()) {
@@ -98,13 +149,13 @@ pub fn from_json(body: &[u8], now: u64) -> Result<Query, String> {
                 let ty = f
                     .get("type")
                     .and_then(|t| t.as_str())
-                    .ok_or("Missing filter type")?;
-                let kind = FilterType::parse(ty)
-                    .ok_or_else(|| format!("Could not find a filter for type: {ty}"))?;
+                    .ok_or(ParseError::MissingFilterType)?;
+                let kind =
+                    FilterType::parse(ty).ok_or_else(|| ParseError::FilterType(ty.to_string()))?;
                 let tagk = f
                     .get("tagk")
                     .and_then(|t| t.as_str())
-                    .ok_or("Missing tagk in filter")?;
+                    .ok_or(ParseError::MissingFilterTagk)?;
                 let expr = f.get("filter").and_then(|t| t.as_str()).unwrap_or_default();
                 filters.push(TagFilter::new(kind, tagk, expr, flag(f, "groupBy"))?);
             }
@@ -159,7 +210,7 @@ pub fn from_json(body: &[u8], now: u64) -> Result<Query, String> {
 }
 
 /// The GET form. `params` keeps repeated keys in order; single-valued ones take the last.
-pub fn from_params(params: &[(String, String)], now: u64) -> Result<Query, String> {
+pub fn from_params(params: &[(String, String)], now: u64) -> Result<Query, ParseError> {
     let last = |k: &str| {
         params
             .iter()
@@ -168,7 +219,7 @@ pub fn from_params(params: &[(String, String)], now: u64) -> Result<Query, Strin
             .map(|(_, v)| v.as_str())
     };
     let present = |k: &str| params.iter().any(|(n, _)| n == k);
-    let start = last("start").ok_or("Missing parameter <code>start</code>")?;
+    let start = last("start").ok_or(ParseError::MissingStartParam)?;
     let start_ms = parse_time(start, now)?;
     let end_ms = match last("end") {
         Some(e) if !e.is_empty() => parse_time(e, now)?,
@@ -183,7 +234,7 @@ pub fn from_params(params: &[(String, String)], now: u64) -> Result<Query, Strin
         }
     }
     if queries.is_empty() {
-        return Err("Missing sub queries".into());
+        return Err(ParseError::MissingSubQueries);
     }
     Ok(Query {
         start_ms,
@@ -206,7 +257,7 @@ pub fn from_params(params: &[(String, String)], now: u64) -> Result<Query, Strin
 }
 
 /// Applies the middle parts of `m=`/`tsuid=` (rate, downsample, explicit_tags; others ignored).
-fn middle(parts: &[&str], sq: &mut SubQuery) -> Result<(), String> {
+fn middle(parts: &[&str], sq: &mut SubQuery) -> Result<(), ParseError> {
     for p in parts {
         let lower = p.to_ascii_lowercase();
         if lower.starts_with("rate") {
@@ -226,10 +277,12 @@ fn middle(parts: &[&str], sq: &mut SubQuery) -> Result<(), String> {
                 if let Some(m) = opts.get(i).filter(|s| !s.is_empty()) {
                     o.counter_max = m
                         .parse()
-                        .map_err(|_| format!("Invalid counter max value: {m}"))?;
+                        .map_err(|_| ParseError::CounterMax(m.to_string()))?;
                 }
                 if let Some(r) = opts.get(i + 1).filter(|s| !s.is_empty()) {
-                    o.reset_value = r.parse().map_err(|_| format!("Invalid reset value: {r}"))?;
+                    o.reset_value = r
+                        .parse()
+                        .map_err(|_| ParseError::ResetValue(r.to_string()))?;
                 }
                 sq.rate_options = Some(o);
             }
@@ -244,7 +297,7 @@ fn middle(parts: &[&str], sq: &mut SubQuery) -> Result<(), String> {
     Ok(())
 }
 
-fn split_m(m: &str) -> Result<Vec<&str>, String> {
+fn split_m(m: &str) -> Result<Vec<&str>, ParseError> {
     // Colons inside braces (filters like regexp(a:b)) do not separate parts.
     let mut parts = Vec::new();
     let (mut depth, mut start) = (0i32, 0);
@@ -261,20 +314,16 @@ fn split_m(m: &str) -> Result<Vec<&str>, String> {
     }
     parts.push(&m[start..]);
     if parts.len() < 2 {
-        return Err(format!(
-            "Invalid parameter m={m} (not enough :-separated parts)"
-        ));
+        return Err(ParseError::TooFewParts(m.to_string()));
     }
     if parts.len() > 7 {
-        return Err(format!(
-            "Invalid parameter m={m} (too many :-separated parts)"
-        ));
+        return Err(ParseError::TooManyParts(m.to_string()));
     }
     Ok(parts)
 }
 
 /// `agg:[rate[{…}]:][downsample:][explicit_tags:]metric{group-by filters}{other filters}`.
-pub fn parse_m(m: &str, index: usize) -> Result<SubQuery, String> {
+pub fn parse_m(m: &str, index: usize) -> Result<SubQuery, ParseError> {
     let parts = split_m(m)?;
     let aggregator = aggregator(parts[0])?;
     let (metric, filters) = parse_metric_filters(parts[parts.len() - 1])?;
@@ -295,7 +344,7 @@ pub fn parse_m(m: &str, index: usize) -> Result<SubQuery, String> {
 }
 
 /// `agg:[…:]tsuid1,tsuid2`.
-pub fn parse_tsuid(t: &str, index: usize) -> Result<SubQuery, String> {
+pub fn parse_tsuid(t: &str, index: usize) -> Result<SubQuery, ParseError> {
     let parts = split_m(t)?;
     let aggregator = aggregator(parts[0])?;
     let tsuids: Vec<String> = parts[parts.len() - 1]
@@ -304,7 +353,7 @@ pub fn parse_tsuid(t: &str, index: usize) -> Result<SubQuery, String> {
         .map(String::from)
         .collect();
     if tsuids.is_empty() {
-        return Err("Missing the metric or tsuids, provide at least one".into());
+        return Err(ParseError::MissingMetric);
     }
     let mut sq = SubQuery {
         index,
@@ -323,7 +372,7 @@ pub fn parse_tsuid(t: &str, index: usize) -> Result<SubQuery, String> {
 }
 
 /// `metric{k=v,k2=type(expr)}{k3=…}`: the first braces group by, the second do not.
-pub fn parse_metric_filters(s: &str) -> Result<(String, Vec<TagFilter>), String> {
+pub fn parse_metric_filters(s: &str) -> Result<(String, Vec<TagFilter>), ParseError> {
     let Some(open) = s.find('{') else {
         return Ok((s.to_string(), Vec::new()));
     };
@@ -332,21 +381,21 @@ pub fn parse_metric_filters(s: &str) -> Result<(String, Vec<TagFilter>), String>
     let mut rest = &s[open..];
     let mut group_by = true;
     while let Some(r) = rest.strip_prefix('{') {
-        let close = matching_close(r).ok_or_else(|| format!("Missing '}}' at the end of: {s}"))?;
+        let close = matching_close(r).ok_or_else(|| ParseError::Unclosed(s.to_string()))?;
         for part in split_top(&r[..close]) {
             if part.is_empty() {
                 continue;
             }
             let (k, v) = part
                 .split_once('=')
-                .ok_or_else(|| format!("invalid tag: {part}"))?;
+                .ok_or_else(|| ParseError::Tag(part.to_string()))?;
             filters.push(TagFilter::from_uri(k, v, group_by)?);
         }
         rest = &r[close + 1..];
         group_by = false;
     }
     if !rest.is_empty() {
-        return Err(format!("Unexpected text after the filters: {rest}"));
+        return Err(ParseError::Trailing(rest.to_string()));
     }
     Ok((metric, filters))
 }
@@ -412,9 +461,17 @@ mod tests {
             (q.filters[2].kind, q.filters[2].group_by),
             (FilterType::Regexp, false)
         );
-        assert!(parse_m("sum", 0).unwrap_err().contains("not enough"));
+        assert!(parse_m("sum", 0)
+            .unwrap_err()
+            .to_string()
+            .contains("not enough"));
+        assert!(matches!(
+            parse_m("bogus:m", 0).unwrap_err(),
+            ParseError::Aggregator(a) if a == "bogus"
+        ));
         assert!(parse_m("bogus:m", 0)
             .unwrap_err()
+            .to_string()
             .contains("No such aggregation function: bogus"));
         let d = parse_m("avg:rate{dropcounter}:m", 0).unwrap();
         assert!(d.rate_options.unwrap().drop_resets);
@@ -439,15 +496,23 @@ mod tests {
             q.queries[0].rate_options.as_ref().unwrap().counter_max,
             1000
         );
-        assert_eq!(from_json(b"{}", 0).unwrap_err(), "Missing start time");
         assert_eq!(
-            from_json(br#"{"start":1}"#, 0).unwrap_err(),
+            from_json(b"{}", 0).unwrap_err().to_string(),
+            "Missing start time"
+        );
+        assert_eq!(
+            from_json(br#"{"start":1}"#, 0).unwrap_err().to_string(),
             "Missing queries"
         );
         assert_eq!(
-            from_json(br#"{"start":1,"queries":[{"aggregator":"sum"}]}"#, 0).unwrap_err(),
+            from_json(br#"{"start":1,"queries":[{"aggregator":"sum"}]}"#, 0)
+                .unwrap_err()
+                .to_string(),
             "Missing the metric or tsuids, provide at least one"
         );
-        assert_eq!(from_json(b"", 0).unwrap_err(), "Missing message content");
+        assert_eq!(
+            from_json(b"", 0).unwrap_err().to_string(),
+            "Missing message content"
+        );
     }
 }

@@ -63,6 +63,15 @@ fn go_to_rust_regex(re: &str) -> String {
     out
 }
 
+/// A remote-read label matcher that cannot be built.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum MatcherError {
+    #[error("invalid regular expression {value:?}: {source}")]
+    Regex { value: String, source: regex::Error },
+    #[error("unknown matcher type {0}")]
+    Kind(i32),
+}
+
 impl Matcher {
     pub fn eq(name: &str, value: &str) -> Matcher {
         Matcher {
@@ -73,17 +82,21 @@ impl Matcher {
     }
 
     /// `kind`: 0 EQ, 1 NEQ, 2 RE, 3 NRE (remote read's numbering).
-    pub fn new(kind: i32, name: &str, value: &str) -> Result<Matcher, String> {
+    pub fn new(kind: i32, name: &str, value: &str) -> Result<Matcher, MatcherError> {
         let compile = || {
-            Regex::new(&format!("^(?:{})$", go_to_rust_regex(value)))
-                .map_err(|e| format!("invalid regular expression {value:?}: {e}"))
+            Regex::new(&format!("^(?:{})$", go_to_rust_regex(value))).map_err(|source| {
+                MatcherError::Regex {
+                    value: value.to_string(),
+                    source,
+                }
+            })
         };
         let op = match kind {
             0 => MatchOp::Eq,
             1 => MatchOp::Neq,
             2 => MatchOp::Re(compile()?),
             3 => MatchOp::Nre(compile()?),
-            k => return Err(format!("unknown matcher type {k}")),
+            k => return Err(MatcherError::Kind(k)),
         };
         Ok(Matcher {
             name: name.into(),

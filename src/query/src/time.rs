@@ -1,6 +1,17 @@
 //! OpenTSDB's time grammar for query start/end: `now`, `<n><unit>-ago`, integer seconds
 //! (≤ 10 characters) or milliseconds, `<s>.<ms>`, and `yyyy/MM/dd[-HH:mm[:ss]]` (UTC).
 
+/// A start or end time OpenTSDB would refuse, in its words.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TimeError {
+    #[error("Invalid time: {0}")]
+    Invalid(String),
+    #[error("Invalid time: {0}. Negative timestamps are not supported.")]
+    Negative(String),
+    #[error("Invalid time: {0}. Millisecond timestamps must be in the format <seconds>.<ms> where the milliseconds are limited to 3 digits")]
+    Millis(String),
+}
+
 fn unit_ms(u: &str) -> Option<u64> {
     Some(match u.to_ascii_lowercase().as_str() {
         "ms" => 1,
@@ -15,8 +26,8 @@ fn unit_ms(u: &str) -> Option<u64> {
     })
 }
 
-pub fn parse_time(s: &str, now: u64) -> Result<u64, String> {
-    let bad = || format!("Invalid time: {s}");
+pub fn parse_time(s: &str, now: u64) -> Result<u64, TimeError> {
+    let bad = || TimeError::Invalid(s.to_string());
     let s = s.trim();
     if s.is_empty() {
         return Err(bad());
@@ -32,9 +43,7 @@ pub fn parse_time(s: &str, now: u64) -> Result<u64, String> {
         return Ok(now.saturating_sub(n.saturating_mul(ms)));
     }
     if s.starts_with('-') {
-        return Err(format!(
-            "Invalid time: {s}. Negative timestamps are not supported."
-        ));
+        return Err(TimeError::Negative(s.to_string()));
     }
     if s.contains('/') || s.contains(':') {
         return parse_date(s).ok_or_else(bad);
@@ -50,9 +59,7 @@ pub fn parse_time(s: &str, now: u64) -> Result<u64, String> {
             // OpenTSDB removes the dot (so `.41` is read as 41 ms: its quirk).
             return format!("{sec}{frac}").parse().map_err(|_| bad());
         }
-        return Err(format!(
-            "Invalid time: {s}. Millisecond timestamps must be in the format <seconds>.<ms> where the milliseconds are limited to 3 digits"
-        ));
+        return Err(TimeError::Millis(s.to_string()));
     }
     let n: u64 = s.parse().map_err(|_| bad())?;
     Ok(if s.len() <= 10 { n * 1000 } else { n })
@@ -119,7 +126,10 @@ mod tests {
         assert_eq!(parse_time("2013/01/01", now), Ok(1356998400000));
         assert_eq!(parse_time("1355961603.41", now), Ok(135596160341));
         assert!(parse_time("1355961603.4123", now).is_err());
-        assert!(parse_time("-5", now).unwrap_err().contains("Negative"));
+        assert!(parse_time("-5", now)
+            .unwrap_err()
+            .to_string()
+            .contains("Negative"));
         assert!(parse_time("soon", now).is_err());
     }
 

@@ -2,7 +2,7 @@
 //! WAL). Shared by the plaintext and pickle listeners.
 
 use crate::graphite::names::{Mapped, PLACEHOLDER_TAG};
-use crate::ingest::{EncodedPoint, Incoming};
+use crate::ingest::{Ack, Batch, EncodedPoint, Incoming, Points, Written};
 use crate::server::state::Carbon;
 
 /// One point as a listener parsed it.
@@ -87,7 +87,7 @@ pub async fn write_batch(
     }
     if items.is_empty() {
         let n = known.len() as u64;
-        let res = state.ingest.write_known(proto, known).await;
+        let res = state.ingest.write(Batch::known(proto, known)).await.durable;
         crate::ingest::counts::rejected(proto, crate::observe::Reason::Unmapped, out.refused);
         crate::ingest::counts::rejected(proto, crate::observe::Reason::Dropped, out.dropped);
         match res {
@@ -128,8 +128,21 @@ pub async fn write_batch(
             }
         })
         .collect();
-    let (outcomes, res) = state.ingest.write_incoming(encoded, true).await;
-    crate::ingest::counts::outcomes(proto, &outcomes, &res);
+    let Written {
+        outcomes,
+        durable: res,
+        ..
+    } = state
+        .ingest
+        .write(Batch {
+            points: Points::Encoded {
+                known: Vec::new(),
+                points: encoded,
+            },
+            counted: Some(proto),
+            ack: Ack::Durable,
+        })
+        .await;
     crate::ingest::counts::rejected(proto, crate::observe::Reason::Unmapped, out.refused);
     crate::ingest::counts::rejected(proto, crate::observe::Reason::Dropped, out.dropped);
     for o in &outcomes {

@@ -1,9 +1,10 @@
 //! `/metrics/find`, `/metrics/expand`, `/metrics/index.json` over the series index (spec §2.5,
 //! §2.6). Only the dotted tree is browsed: tagged series are reached with `seriesByTag`.
 
-use super::glob::{split_elements, PathGlob};
-use super::index::Entry;
-use super::{bad_request, json_or_jsonp, Params};
+use super::error::Error;
+use super::{json_or_jsonp, Params};
+use crate::query::graphite::glob::{split_elements, GlobError, PathGlob};
+use crate::query::graphite::index::Entry;
 use crate::server::http::Reply;
 use crate::server::state::GraphiteWeb;
 use http::StatusCode;
@@ -11,7 +12,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 /// Node name → is it a leaf / a branch (a name can be both).
-fn children(entries: &[Entry], query: &str) -> Result<BTreeMap<String, (bool, bool)>, String> {
+fn children(entries: &[Entry], query: &str) -> Result<BTreeMap<String, (bool, bool)>, GlobError> {
     let glob = PathGlob::new(query)?;
     let depth = glob.elements.len();
     let mut out: BTreeMap<String, (bool, bool)> = BTreeMap::new();
@@ -30,28 +31,24 @@ fn children(entries: &[Entry], query: &str) -> Result<BTreeMap<String, (bool, bo
     Ok(out)
 }
 
-pub fn find(state: &GraphiteWeb, p: &Params) -> Reply {
+pub fn find(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
     let Some(query) = p.get("query").map(str::to_string) else {
-        return bad_request("Missing required parameter 'query'");
+        return Err(Error::Param("Missing required parameter 'query'".into()));
     };
     let format = p.get("format").unwrap_or("treejson");
     if !matches!(format, "treejson" | "completer" | "json" | "nodelist") {
-        return bad_request(&format!("Invalid value for 'format': {format}"));
+        return Err(Error::Param(format!(
+            "Invalid value for 'format': {format}"
+        )));
     }
-    let entries = match state_entries(state) {
-        Ok(e) => e,
-        Err(r) => return r,
-    };
+    let entries = state_entries(state)?;
     // The completer appends `*` to what was typed; `..` means "any node".
     let query = if format == "completer" {
         format!("{}*", query.replace("..", "*."))
     } else {
         query
     };
-    let nodes = match children(&entries, &query) {
-        Ok(n) => n,
-        Err(e) => return bad_request(&e),
-    };
+    let nodes = children(&entries, &query)?;
     let elems = split_elements(&query);
     let prefix = if elems.len() > 1 {
         format!("{}.", elems[..elems.len() - 1].join("."))
@@ -138,34 +135,23 @@ pub fn find(state: &GraphiteWeb, p: &Params) -> Reply {
             Value::Array(out)
         }
     };
-    json_or_jsonp(StatusCode::OK, body.to_string(), jsonp)
+    Ok(json_or_jsonp(StatusCode::OK, body.to_string(), jsonp))
 }
 
-// The error is a ready reply for the handler to return as is.
-#[allow(clippy::result_large_err)]
-fn state_entries(state: &GraphiteWeb) -> Result<std::sync::Arc<Vec<Entry>>, Reply> {
-    state
-        .graphite_index
-        .snapshot(state)
-        .map_err(|e| super::text_reply(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()))
+fn state_entries(state: &GraphiteWeb) -> Result<std::sync::Arc<Vec<Entry>>, Error> {
+    Ok(state.engine.graphite_index.snapshot(&state.engine)?)
 }
 
-pub fn expand(state: &GraphiteWeb, p: &Params) -> Reply {
+pub fn expand(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
     let queries = p.all("query");
     if queries.is_empty() {
-        return bad_request("Missing required parameter 'query'");
+        return Err(Error::Param("Missing required parameter 'query'".into()));
     }
-    let entries = match state_entries(state) {
-        Ok(e) => e,
-        Err(r) => return r,
-    };
+    let entries = state_entries(state)?;
     let leaves_only = p.truthy("leavesOnly");
     let mut grouped: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for q in &queries {
-        let nodes = match children(&entries, q) {
-            Ok(n) => n,
-            Err(e) => return bad_request(&e),
-        };
+        let nodes = children(&entries, q)?;
         let elems = split_elements(q);
         // Full paths: the matched prefix of each series, not the query text.
         let glob = PathGlob::new(q).expect("compiled above");
@@ -191,20 +177,25 @@ pub fn expand(state: &GraphiteWeb, p: &Params) -> Reply {
         all.dedup();
         json!({ "results": all })
     };
-    json_or_jsonp(StatusCode::OK, body.to_string(), p.get("jsonp"))
+    Ok(json_or_jsonp(
+        StatusCode::OK,
+        body.to_string(),
+        p.get("jsonp"),
+    ))
 }
 
-pub fn index_json(state: &GraphiteWeb, p: &Params) -> Reply {
-    let entries = match state_entries(state) {
-        Ok(e) => e,
-        Err(r) => return r,
-    };
+pub fn index_json(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
+    let entries = state_entries(state)?;
     let leaves: Vec<&str> = entries
         .iter()
         .filter(|e| !e.is_tagged())
         .map(|e| e.path.as_str())
         .collect();
-    json_or_jsonp(StatusCode::OK, json!(leaves).to_string(), p.get("jsonp"))
+    Ok(json_or_jsonp(
+        StatusCode::OK,
+        json!(leaves).to_string(),
+        p.get("jsonp"),
+    ))
 }
 
 #[cfg(test)]

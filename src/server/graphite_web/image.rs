@@ -2,8 +2,9 @@
 //! `LineGraph` read them (numbers, `true`/`false`, empty or `default` ignored), the evaluated
 //! series handed to the drawing (`server::graph`) with their styles, and the image answered.
 
-use super::series::Series;
-use super::{bad_request, json_or_jsonp, text_reply, Params};
+use super::error::Error;
+use super::{json_or_jsonp, text_reply, Params};
+use crate::query::graphite::series::Series;
 use crate::server::graph::{self, AreaMode, Bounds, Format, Line, LineMode, Options, Units};
 use crate::server::http::Reply;
 use crate::server::state::GraphiteWeb;
@@ -219,7 +220,12 @@ fn to_line(s: Series, p: &Params) -> Line {
 }
 
 /// Draws the evaluated `series` as the request asks: the PNG or SVG answer.
-pub fn render(state: &GraphiteWeb, p: &Params, format: &str, series: Vec<Series>) -> Reply {
+pub fn render(
+    state: &GraphiteWeb,
+    p: &Params,
+    format: &str,
+    series: Vec<Series>,
+) -> Result<Reply, Error> {
     let format = if format == "svg" {
         Format::Svg
     } else {
@@ -227,11 +233,11 @@ pub fn render(state: &GraphiteWeb, p: &Params, format: &str, series: Vec<Series>
     };
     let o = match options(p, format) {
         Ok(o) => o,
-        Err(e) => return bad_request(&e),
+        Err(e) => return Err(Error::Param(e)),
     };
     let q = &state.config.query;
     if let Err(e) = graph::check_pixels(o.width, o.height, q.max_image_pixels) {
-        return bad_request(&e.0);
+        return Err(Error::Param(e.0));
     }
     let second = series.iter().any(|s| s.style.second_y_axis);
     let lines: Vec<Line> = series
@@ -248,17 +254,20 @@ pub fn render(state: &GraphiteWeb, p: &Params, format: &str, series: Vec<Series>
     if format == Format::Svg {
         let least = graph::drawn_points(&lines, o.width).saturating_mul(graph::SVG_POINT_BYTES_MIN);
         if max > 0 && least > max {
-            return super::render::too_large(least, max);
+            return Err(Error::TooLarge { bytes: least, max });
         }
     }
     let bytes = match graph::draw(lines, &o) {
         Ok(b) => b,
-        Err(e) => return bad_request(&e.0),
+        Err(e) => return Err(Error::Param(e.0)),
     };
     if max > 0 && bytes.len() > max {
-        return super::render::too_large(bytes.len(), max);
+        return Err(Error::TooLarge {
+            bytes: bytes.len(),
+            max,
+        });
     }
-    match format {
+    Ok(match format {
         Format::Png => image_reply("image/png", bytes),
         Format::Svg => match p.get("jsonp").filter(|j| !j.is_empty()) {
             // graphite-web answers an SVG with `jsonp` as a JSON string passed to the callback.
@@ -269,7 +278,7 @@ pub fn render(state: &GraphiteWeb, p: &Params, format: &str, series: Vec<Series>
             ),
             None => image_reply("image/svg+xml", bytes),
         },
-    }
+    })
 }
 
 fn image_reply(ct: &str, bytes: Vec<u8>) -> Reply {

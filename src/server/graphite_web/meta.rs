@@ -3,8 +3,9 @@
 //! which our parser accepts where a number is expected) and `/events/get_data` (global
 //! OpenTSDB annotations as graphite events).
 
-use super::series::AGG_FUNCS;
-use super::{json_error, json_or_jsonp, now_s, Params};
+use super::error::Error;
+use super::{json_or_jsonp, now_s, Params};
+use crate::query::graphite::series::AGG_FUNCS;
 use crate::server::http::Reply;
 use crate::server::state::GraphiteWeb;
 use http::StatusCode;
@@ -234,16 +235,13 @@ pub fn catalogue() -> Map<String, Value> {
     out
 }
 
-pub fn functions(p: &Params, one: Option<&str>) -> Reply {
+pub fn functions(p: &Params, one: Option<&str>) -> Result<Reply, Error> {
     let cat = catalogue();
     let jsonp = p.get("jsonp");
     if let Some(name) = one {
         return match cat.get(name) {
-            Some(e) => json_or_jsonp(StatusCode::OK, e.to_string(), jsonp),
-            None => json_error(
-                StatusCode::NOT_FOUND,
-                &format!("Function not found: {name}"),
-            ),
+            Some(e) => Ok(json_or_jsonp(StatusCode::OK, e.to_string(), jsonp)),
+            None => Err(Error::UnknownFunction(name.to_string())),
         };
     }
     let filtered: Map<String, Value> = cat
@@ -256,25 +254,30 @@ pub fn functions(p: &Params, one: Option<&str>) -> Reply {
             let grp = e["group"].as_str().unwrap_or("").to_string();
             g.entry(grp).or_insert_with(|| json!({}))[&k] = e;
         }
-        return json_or_jsonp(StatusCode::OK, Value::Object(g).to_string(), jsonp);
+        return Ok(json_or_jsonp(
+            StatusCode::OK,
+            Value::Object(g).to_string(),
+            jsonp,
+        ));
     }
-    json_or_jsonp(StatusCode::OK, Value::Object(filtered).to_string(), jsonp)
+    Ok(json_or_jsonp(
+        StatusCode::OK,
+        Value::Object(filtered).to_string(),
+        jsonp,
+    ))
 }
 
 /// Global OpenTSDB annotations as graphite events: `when` = start (s), `what` = description,
 /// `data` = notes, `tags` from the custom field `tags` (space or comma separated).
-pub fn events(state: &GraphiteWeb, p: &Params) -> Reply {
+pub fn events(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
     let now = now_s();
     let t = |k: &str, d: i64| {
         p.get(k)
             .filter(|v| !v.is_empty() && *v != "undefined")
-            .map(|v| super::attime::parse_attime(v, now))
+            .map(|v| crate::query::graphite::attime::parse_attime(v, now))
             .unwrap_or(Ok(d))
     };
-    let (from, until) = match (t("from", 0), t("until", now)) {
-        (Ok(f), Ok(u)) => (f.max(0) as u64, u.max(0) as u64),
-        (Err(e), _) | (_, Err(e)) => return super::bad_request(&e),
-    };
+    let (from, until) = (t("from", 0)?.max(0) as u64, t("until", now)?.max(0) as u64);
     let want: Vec<String> = p
         .all("tags")
         .iter()
@@ -283,17 +286,14 @@ pub fn events(state: &GraphiteWeb, p: &Params) -> Reply {
         .map(str::to_string)
         .collect();
     let union = p.get("set") == Some("union");
-    let q = &state.query;
-    let notes = match crate::meta::annotation::scan_global(
+    let q = &state.engine.query;
+    let notes = crate::meta::annotation::scan_global(
         q.store.as_ref(),
         &q.layout,
         &q.table,
         from * 1000,
         until * 1000 + 999,
-    ) {
-        Ok(n) => n,
-        Err(e) => return super::text_reply(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-    };
+    )?;
     let mut out = Vec::new();
     for (i, n) in notes.iter().enumerate() {
         let tags: Vec<String> = n
@@ -317,11 +317,11 @@ pub fn events(state: &GraphiteWeb, p: &Params) -> Reply {
             out.push(json!({"when": n.start_ms() / 1000, "what": n.description, "data": n.notes, "tags": tags, "id": i + 1}));
         }
     }
-    json_or_jsonp(
+    Ok(json_or_jsonp(
         StatusCode::OK,
         Value::Array(out).to_string(),
         p.get("jsonp"),
-    )
+    ))
 }
 
 #[cfg(test)]

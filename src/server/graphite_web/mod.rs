@@ -2,23 +2,16 @@
 //! metrics browsing, tags, function metadata, version and events. Everything runs against the
 //! same store as the OpenTSDB and Prometheus APIs; series are named by `naming::to_path`.
 
-pub mod attime;
-pub mod eval;
+pub mod error;
 pub mod find;
-pub mod functions;
-pub mod glob;
 pub mod image;
-pub mod index;
 pub mod meta;
-pub mod naming;
-pub mod parallel;
-pub mod parser;
 pub mod render;
-pub mod series;
 pub mod tags;
 
 use super::http::Reply;
 use crate::server::state::GraphiteWeb;
+use error::{Envelope, Error};
 use http::{Response, StatusCode};
 use std::sync::Arc;
 
@@ -34,39 +27,36 @@ pub async fn route(state: &Arc<GraphiteWeb>, req: super::http::Request) -> Reply
         0 => task.await,
         ms => match tokio::time::timeout(std::time::Duration::from_millis(ms), task).await {
             Ok(r) => r,
-            Err(_) => {
-                return text_reply(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    &format!("query timed out after {ms} ms (query.timeout_ms)"),
-                )
-            }
+            Err(_) => return Error::Timeout(ms).reply(Envelope::Text),
         },
     };
-    match res {
-        Ok(r) => r,
-        Err(e) => text_reply(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            &format!("internal error: {e}"),
-        ),
-    }
+    res.unwrap_or_else(|e| Error::Internal(e.to_string()).reply(Envelope::Text))
 }
 
+/// Each endpoint's answer, or its failure in the endpoint's envelope (`error.rs`).
 fn dispatch(state: &GraphiteWeb, method: &http::Method, path: &str, p: &Params) -> Reply {
-    match path {
-        "/render" => render::render(state, p),
-        "/metrics" | "/metrics/find" => find::find(state, p),
-        "/metrics/expand" => find::expand(state, p),
-        "/metrics/index.json" => find::index_json(state, p),
-        "/version" => Response::builder()
-            .status(StatusCode::OK)
-            .header("content-type", "text/html; charset=utf-8")
-            .body(b"1.1.10".to_vec())
-            .expect("valid"),
-        "/events/get_data" => meta::events(state, p),
-        "/functions" => meta::functions(p, None),
-        p2 if p2.starts_with("/functions/") => meta::functions(p, Some(&p2["/functions/".len()..])),
-        _ => tags::route(state, method, path, p),
-    }
+    let (res, envelope) = match path {
+        "/render" => (render::render(state, p), Envelope::Text),
+        "/metrics" | "/metrics/find" => (find::find(state, p), Envelope::Text),
+        "/metrics/expand" => (find::expand(state, p), Envelope::Text),
+        "/metrics/index.json" => (find::index_json(state, p), Envelope::Text),
+        "/version" => (
+            Ok(Response::builder()
+                .status(StatusCode::OK)
+                .header("content-type", "text/html; charset=utf-8")
+                .body(b"1.1.10".to_vec())
+                .expect("valid")),
+            Envelope::Text,
+        ),
+        "/events/get_data" => (meta::events(state, p), Envelope::Text),
+        "/functions" => (meta::functions(p, None), Envelope::Json),
+        p2 if p2.starts_with("/functions/") => (
+            meta::functions(p, Some(&p2["/functions/".len()..])),
+            Envelope::Json,
+        ),
+        _ => (tags::route(state, method, path, p), Envelope::Json),
+    };
+    res.unwrap_or_else(|e| e.reply(envelope))
 }
 
 /// Query-string and form-body parameters merged (query string first, body appended), with
@@ -139,14 +129,6 @@ pub fn text_reply(status: StatusCode, body: &str) -> Reply {
         .header("content-type", "text/plain; charset=utf-8")
         .body(body.as_bytes().to_vec())
         .expect("valid")
-}
-
-/// graphite-web's parameter error: 400 with `Invalid parameters (…)`, which Grafana displays.
-pub fn bad_request(msg: &str) -> Reply {
-    text_reply(
-        StatusCode::BAD_REQUEST,
-        &format!("Invalid parameters ({msg})"),
-    )
 }
 
 /// The tags and functions endpoints' JSON error.

@@ -2,25 +2,23 @@
 //! consolidation exactly as graphite-web's JSON renderer does it, and the json / csv / raw /
 //! pickle formats; png and svg (the default, as in graphite-web, is png) are drawn by `image`.
 
-use super::attime::parse_attime;
-use super::eval::{Ctx, StoreSource};
-use super::parser::parse_bounded;
-use super::series::{consolidate_with, py_float, Series};
-use super::{bad_request, json_or_jsonp, now_s, Params};
+use super::error::Error;
+use super::{json_or_jsonp, now_s, Params};
+use crate::query::graphite::attime::parse_attime;
+use crate::query::graphite::eval::{Ctx, StoreSource};
+use crate::query::graphite::parser::parse_bounded;
+use crate::query::graphite::series::{consolidate_with, py_float, Series};
 use crate::server::http::Reply;
 use crate::server::state::GraphiteWeb;
 use http::{Response, StatusCode};
 
-pub fn render(state: &GraphiteWeb, p: &Params) -> Reply {
+pub fn render(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
     let now = match p.get("now") {
-        Some(n) => match parse_attime(n, now_s()) {
-            Ok(t) => t,
-            Err(e) => return bad_request(&e),
-        },
+        Some(n) => parse_attime(n, now_s())?,
         None => now_s(),
     };
     // `undefined` (what some clients send for an unset bound) is ignored.
-    let time = |k: &str, d: &str| -> Result<i64, String> {
+    let time = |k: &str, d: &str| {
         parse_attime(
             p.get(k)
                 .filter(|v| !v.is_empty() && *v != "undefined")
@@ -28,20 +26,17 @@ pub fn render(state: &GraphiteWeb, p: &Params) -> Reply {
             now,
         )
     };
-    let (mut from, mut until) = match (time("from", "-1d"), time("until", "now")) {
-        (Ok(f), Ok(u)) => (f, u),
-        (Err(e), _) | (_, Err(e)) => return bad_request(&e),
-    };
+    let (mut from, mut until) = (time("from", "-1d")?, time("until", "now")?);
     if from > until {
         std::mem::swap(&mut from, &mut until);
     }
     if from == until {
-        return bad_request("Invalid empty time range");
+        return Err(Error::Param("Invalid empty time range".into()));
     }
     let xff = match p.get("xFilesFactor").map(str::parse::<f64>) {
         None => 0.0,
         Some(Ok(x)) => x,
-        Some(Err(_)) => return bad_request("Invalid xFilesFactor"),
+        Some(Err(_)) => return Err(Error::Param("Invalid xFilesFactor".into())),
     };
     let format = if p.has("rawData") {
         "raw"
@@ -50,7 +45,7 @@ pub fn render(state: &GraphiteWeb, p: &Params) -> Reply {
     } else {
         p.get("format").unwrap_or("png")
     };
-    let source = StoreSource::new(state);
+    let source = StoreSource::new(&state.engine);
     let ctx = Ctx {
         source: &source,
         from,
@@ -60,25 +55,21 @@ pub fn render(state: &GraphiteWeb, p: &Params) -> Reply {
     };
     let mut out: Vec<Series> = Vec::new();
     // `stacked()` keeps running totals across this request's targets.
-    let _stacks = super::functions::graph::StackScope::new();
+    let _stacks = crate::query::graphite::functions::graph::StackScope::new();
     for t in p.all("target") {
         if t.trim().is_empty() {
             continue;
         }
-        let expr = match parse_bounded(t.trim(), state.config.query.max_depth) {
-            Ok(e) => e,
-            Err(e) => return bad_request(&e),
-        };
-        match ctx.eval(&expr) {
-            Ok(l) => out.extend(l),
-            Err(e) => return bad_request(&e.0),
-        }
+        let expr = parse_bounded(t.trim(), state.config.query.max_depth)?;
+        out.extend(ctx.eval(&expr)?);
     }
     let mdp = match p.get("maxDataPoints").map(|m| m.parse::<usize>()) {
         None => None,
         Some(Ok(m)) if m > 0 => Some(m),
         Some(_) if format == "json" => {
-            return bad_request("maxDataPoints must be a positive integer")
+            return Err(Error::Param(
+                "maxDataPoints must be a positive integer".into(),
+            ))
         }
         Some(_) => None,
     };
@@ -90,7 +81,7 @@ pub fn render(state: &GraphiteWeb, p: &Params) -> Reply {
     let least =
         answer_points(&out, mdp.filter(|_| format == "json")).saturating_mul(POINT_BYTES_MIN);
     if max > 0 && least > max {
-        return too_large(least, max);
+        return Err(Error::TooLarge { bytes: least, max });
     }
     let reply = match format {
         "json" => json_or_jsonp(
@@ -102,15 +93,18 @@ pub fn render(state: &GraphiteWeb, p: &Params) -> Reply {
         "raw" => body("text/plain", to_raw(&out).into_bytes()),
         "pickle" => body("application/pickle", to_pickle(&out)),
         f => {
-            return bad_request(&format!(
+            return Err(Error::Param(format!(
                 "unsupported format {f:?} (json, csv, raw, pickle, png and svg are served)"
-            ))
+            )))
         }
     };
     if max > 0 && reply.body().len() > max {
-        return too_large(reply.body().len(), max);
+        return Err(Error::TooLarge {
+            bytes: reply.body().len(),
+            max,
+        });
     }
-    reply
+    Ok(reply)
 }
 
 /// The fewest bytes any format writes for a point (`[1,1700000000],` in JSON, more elsewhere).
@@ -124,14 +118,6 @@ fn answer_points(list: &[Series], mdp: Option<usize>) -> usize {
             None => s.values.len(),
         })
         .sum()
-}
-
-/// `query.max_answer_bytes` exceeded: 413, in graphite-web's plain-text words.
-pub(super) fn too_large(bytes: usize, max: usize) -> Reply {
-    super::text_reply(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        &format!("The answer would take {bytes} bytes or more, more than {max} (query.max_answer_bytes): ask for fewer series or a shorter window, or set maxDataPoints"),
-    )
 }
 
 fn body(ct: &str, b: Vec<u8>) -> Reply {

@@ -1,102 +1,18 @@
-//! The tags API (spec §2.7) and `seriesByTag` matching (§2.8), over the series index: every
-//! series' Graphite tags (its path's `;k=v` tags plus `name`). The index is the store itself,
-//! so `tagSeries`/`tagMultiSeries` only normalise, and `delSeries` deletes the series' data
-//! (with `admin.enabled = true`).
+//! The tags API (spec §2.7) over the series index: every series' Graphite tags (its path's
+//! `;k=v` tags plus `name`), matched by `seriesByTag` expressions (`query::graphite::tags`).
+//! The index is the store itself, so `tagSeries`/`tagMultiSeries` only normalise, and
+//! `delSeries` deletes the series' data (with `admin.enabled = true`).
 
-use super::index::Entry;
-use super::{json_error, json_or_jsonp, naming, Params};
+use super::error::Error;
+use super::{json_or_jsonp, Params};
+use crate::query::graphite::naming;
+use crate::query::graphite::tags::{find_series, matching, parse_all, TagExpr};
 use crate::server::http::Reply;
 use crate::server::state::GraphiteWeb;
 use http::{Method, StatusCode};
 use regex::Regex;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
-
-#[derive(Debug)]
-pub struct TagExpr {
-    pub tag: String,
-    op: Op,
-}
-
-#[derive(Debug)]
-enum Op {
-    Eq(String),
-    Ne(String),
-    Re(Regex),
-    Nre(Regex),
-}
-
-impl TagExpr {
-    pub fn parse(s: &str) -> Result<TagExpr, String> {
-        let re = Regex::new(r"^([^;!=]+)(!?=~?)([^;]*)$").expect("valid");
-        let c = re
-            .captures(s)
-            .ok_or_else(|| format!("Invalid tag expression: {s}"))?;
-        let (tag, op, spec) = (c[1].to_string(), &c[2], c[3].to_string());
-        // Python `re.match`: anchored at the start only.
-        let compile = |p: &str| {
-            let p = if p.starts_with('^') {
-                p.to_string()
-            } else {
-                format!("^(?:{p})")
-            };
-            Regex::new(&p).map_err(|e| format!("Invalid regular expression in {s}: {e}"))
-        };
-        let op = match op {
-            "=" => Op::Eq(spec),
-            "!=" => Op::Ne(spec),
-            "=~" => Op::Re(compile(&spec)?),
-            _ => Op::Nre(compile(&spec)?),
-        };
-        Ok(TagExpr { tag, op })
-    }
-
-    /// A missing tag reads as the empty string.
-    pub fn matches(&self, v: &str) -> bool {
-        match &self.op {
-            Op::Eq(x) => v == x,
-            Op::Ne(x) => v != x,
-            Op::Re(r) => r.is_match(v),
-            Op::Nre(r) => !r.is_match(v),
-        }
-    }
-}
-
-fn parse_all(exprs: &[String]) -> Result<Vec<TagExpr>, String> {
-    exprs.iter().map(|e| TagExpr::parse(e)).collect()
-}
-
-fn matching<'a>(
-    entries: &'a [Entry],
-    exprs: &[TagExpr],
-) -> Vec<(&'a Entry, BTreeMap<String, String>)> {
-    entries
-        .iter()
-        .filter_map(|e| {
-            let tags = e.graphite_tags();
-            exprs
-                .iter()
-                .all(|x| x.matches(tags.get(&x.tag).map(String::as_str).unwrap_or("")))
-                .then_some((e, tags))
-        })
-        .collect()
-}
-
-/// Series matching every expression, sorted by path. At least one expression must be unable to
-/// match the empty string (graphite refuses to list "everything").
-pub fn find_series<'a>(entries: &'a [Entry], exprs: &[String]) -> Result<Vec<&'a Entry>, String> {
-    if exprs.is_empty() {
-        return Err("no tag expressions specified".into());
-    }
-    let parsed = parse_all(exprs)?;
-    if parsed.iter().all(|x| x.matches("")) {
-        return Err("At least one tagspec must not match the empty string".into());
-    }
-    Ok(matching(entries, &parsed)
-        .into_iter()
-        .map(|(e, _)| e)
-        .collect())
-}
 
 fn limit(p: &Params) -> Option<usize> {
     match p.get("limit").and_then(|l| l.parse::<usize>().ok()) {
@@ -106,42 +22,34 @@ fn limit(p: &Params) -> Option<usize> {
     }
 }
 
-pub fn route(state: &GraphiteWeb, method: &Method, path: &str, p: &Params) -> Reply {
+pub fn route(state: &GraphiteWeb, method: &Method, path: &str, p: &Params) -> Result<Reply, Error> {
     let post_only = matches!(
         path,
         "/tags/tagSeries" | "/tags/tagMultiSeries" | "/tags/delSeries"
     );
     if post_only && method != Method::POST {
-        return json_error(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "This endpoint only accepts POST",
-        );
+        return Err(Error::PostOnly);
     }
     let jsonp = p.get("jsonp");
     match path {
         "/tags/tagSeries" => {
             let Some(path) = p.get("path") else {
-                return json_error(StatusCode::BAD_REQUEST, "no path specified");
+                return Err(Error::Param("no path specified".into()));
             };
-            match naming::parse_tagged(path) {
-                Ok((n, t)) => json_or_jsonp(
-                    StatusCode::OK,
-                    json!(naming::canonical(&n, &t)).to_string(),
-                    jsonp,
-                ),
-                Err(e) => json_error(StatusCode::BAD_REQUEST, &e),
-            }
+            let (n, t) = naming::parse_tagged(path)?;
+            Ok(json_or_jsonp(
+                StatusCode::OK,
+                json!(naming::canonical(&n, &t)).to_string(),
+                jsonp,
+            ))
         }
         "/tags/tagMultiSeries" => {
             let mut out = Vec::new();
             for path in p.all("path") {
-                match naming::parse_tagged(path) {
-                    Ok((n, t)) => out.push(naming::canonical(&n, &t)),
-                    // One bad path fails the whole call, as in graphite-web.
-                    Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e),
-                }
+                let (n, t) = naming::parse_tagged(path).map_err(Error::BatchPath)?;
+                out.push(naming::canonical(&n, &t));
             }
-            json_or_jsonp(StatusCode::OK, json!(out).to_string(), jsonp)
+            Ok(json_or_jsonp(StatusCode::OK, json!(out).to_string(), jsonp))
         }
         "/tags/delSeries" => del_series(state, p),
         _ => read_only(state, path, p),
@@ -150,28 +58,18 @@ pub fn route(state: &GraphiteWeb, method: &Method, path: &str, p: &Params) -> Re
 
 /// `/tags/delSeries`: deletes every point of each `path` (dotted or tagged), with
 /// `admin.enabled = true`; `true` once done, as graphite-web answers.
-fn del_series(state: &GraphiteWeb, p: &Params) -> Reply {
+fn del_series(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
     if !state.config.admin.enabled {
-        // Off, not forbidden: no right would let it through (Prometheus' admin API answers
-        // the same way).
-        return json_error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "deleting series is disabled (admin.enabled = false)",
-        );
+        return Err(Error::DeleteDisabled);
     }
     let paths = p.all("path");
     if paths.is_empty() {
-        return json_error(StatusCode::BAD_REQUEST, "no path specified");
+        return Err(Error::Param("no path specified".into()));
     }
     // Points acknowledged before the request are in the store first, so they are deleted too
     // (this runs on a blocking thread of the runtime).
-    if let Err(e) = tokio::runtime::Handle::current().block_on(state.ingest.writer.publish()) {
-        return json_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string());
-    }
-    let entries = match state.graphite_index.snapshot(state) {
-        Ok(e) => e,
-        Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-    };
+    tokio::runtime::Handle::current().block_on(state.ingest.writer.publish())?;
+    let entries = state.engine.graphite_index.snapshot(&state.engine)?;
     for path in paths {
         // Tagged paths are matched in their canonical form (tags sorted), as they are indexed.
         let want = match naming::parse_tagged(path) {
@@ -179,24 +77,19 @@ fn del_series(state: &GraphiteWeb, p: &Params) -> Reply {
             _ => path.to_string(),
         };
         for e in entries.iter().filter(|e| e.path == want) {
-            match state.query.delete_exact(&e.metric, &e.tags) {
-                Ok(d) => state.cardinality.forget(&d.series),
-                Err(err) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &err.to_string()),
-            }
+            let d = state.engine.query.delete_exact(&e.metric, &e.tags)?;
+            state.cardinality.forget(&d.series);
         }
     }
-    state.graphite_index.invalidate();
-    json_or_jsonp(StatusCode::OK, "true".into(), p.get("jsonp"))
+    state.engine.graphite_index.invalidate();
+    Ok(json_or_jsonp(StatusCode::OK, "true".into(), p.get("jsonp")))
 }
 
-fn read_only(state: &GraphiteWeb, path: &str, p: &Params) -> Reply {
+fn read_only(state: &GraphiteWeb, path: &str, p: &Params) -> Result<Reply, Error> {
     let jsonp = p.get("jsonp");
-    let entries = match state.graphite_index.snapshot(state) {
-        Ok(e) => e,
-        Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-    };
+    let entries = state.engine.graphite_index.snapshot(&state.engine)?;
     let exprs: Vec<String> = p.all("expr").into_iter().map(str::to_string).collect();
-    let selected = |exprs: &[String]| -> Result<Vec<BTreeMap<String, String>>, String> {
+    let selected = |exprs: &[String]| -> Result<Vec<BTreeMap<String, String>>, Error> {
         if exprs.is_empty() {
             return Ok(entries.iter().map(|e| e.graphite_tags()).collect());
         }
@@ -206,19 +99,16 @@ fn read_only(state: &GraphiteWeb, path: &str, p: &Params) -> Reply {
             .map(|(_, t)| t)
             .collect())
     };
-    let filter = |p: &Params| -> Result<Option<Regex>, String> {
-        p.get("filter")
+    let filter = |p: &Params| -> Result<Option<Regex>, Error> {
+        Ok(p.get("filter")
             .filter(|f| !f.is_empty())
-            .map(|f| Regex::new(&format!("^(?:{f})")).map_err(|e| e.to_string()))
-            .transpose()
+            .map(|f| Regex::new(&format!("^(?:{f})")))
+            .transpose()?)
     };
-    let reply = |v: Value| json_or_jsonp(StatusCode::OK, v.to_string(), jsonp);
+    let reply = |v: Value| Ok(json_or_jsonp(StatusCode::OK, v.to_string(), jsonp));
     match path {
         "/tags" => {
-            let f = match filter(p) {
-                Ok(f) => f,
-                Err(e) => return json_error(StatusCode::BAD_REQUEST, &e),
-            };
+            let f = filter(p)?;
             let all: BTreeSet<String> = entries
                 .iter()
                 .flat_map(|e| e.graphite_tags().into_keys())
@@ -231,10 +121,10 @@ fn read_only(state: &GraphiteWeb, path: &str, p: &Params) -> Reply {
                 .collect();
             reply(Value::Array(v))
         }
-        "/tags/findSeries" => match find_series(&entries, &exprs) {
-            Ok(v) => reply(json!(v.iter().map(|e| e.path.as_str()).collect::<Vec<_>>())),
-            Err(e) => json_error(StatusCode::BAD_REQUEST, &e),
-        },
+        "/tags/findSeries" => {
+            let v = find_series(&entries, &exprs)?;
+            reply(json!(v.iter().map(|e| e.path.as_str()).collect::<Vec<_>>()))
+        }
         "/tags/autoComplete/tags" => {
             let named: BTreeSet<String> = exprs
                 .iter()
@@ -242,47 +132,34 @@ fn read_only(state: &GraphiteWeb, path: &str, p: &Params) -> Reply {
                 .map(|x| x.tag)
                 .collect();
             let prefix = p.get("tagPrefix").unwrap_or("");
-            match selected(&exprs) {
-                Ok(sets) => {
-                    let all: BTreeSet<String> = sets
-                        .into_iter()
-                        .flat_map(|t| t.into_keys())
-                        .filter(|t| t.starts_with(prefix) && !named.contains(t))
-                        .collect();
-                    reply(json!(all
-                        .into_iter()
-                        .take(limit(p).unwrap_or(usize::MAX))
-                        .collect::<Vec<_>>()))
-                }
-                Err(e) => json_error(StatusCode::BAD_REQUEST, &e),
-            }
+            let all: BTreeSet<String> = selected(&exprs)?
+                .into_iter()
+                .flat_map(|t| t.into_keys())
+                .filter(|t| t.starts_with(prefix) && !named.contains(t))
+                .collect();
+            reply(json!(all
+                .into_iter()
+                .take(limit(p).unwrap_or(usize::MAX))
+                .collect::<Vec<_>>()))
         }
         "/tags/autoComplete/values" => {
             let Some(tag) = p.get("tag") else {
-                return json_error(StatusCode::BAD_REQUEST, "no tag specified");
+                return Err(Error::Param("no tag specified".into()));
             };
             let prefix = p.get("valuePrefix").unwrap_or("");
-            match selected(&exprs) {
-                Ok(sets) => {
-                    let all: BTreeSet<String> = sets
-                        .into_iter()
-                        .filter_map(|mut t| t.remove(tag))
-                        .filter(|v| v.starts_with(prefix))
-                        .collect();
-                    reply(json!(all
-                        .into_iter()
-                        .take(limit(p).unwrap_or(usize::MAX))
-                        .collect::<Vec<_>>()))
-                }
-                Err(e) => json_error(StatusCode::BAD_REQUEST, &e),
-            }
+            let all: BTreeSet<String> = selected(&exprs)?
+                .into_iter()
+                .filter_map(|mut t| t.remove(tag))
+                .filter(|v| v.starts_with(prefix))
+                .collect();
+            reply(json!(all
+                .into_iter()
+                .take(limit(p).unwrap_or(usize::MAX))
+                .collect::<Vec<_>>()))
         }
         t if t.starts_with("/tags/") => {
             let tag = &t["/tags/".len()..];
-            let f = match filter(p) {
-                Ok(f) => f,
-                Err(e) => return json_error(StatusCode::BAD_REQUEST, &e),
-            };
+            let f = filter(p)?;
             let mut counts: BTreeMap<String, usize> = BTreeMap::new();
             for mut tags in entries.iter().map(|e| e.graphite_tags()) {
                 if let Some(v) = tags.remove(tag) {
@@ -300,49 +177,6 @@ fn read_only(state: &GraphiteWeb, path: &str, p: &Params) -> Reply {
                 .collect();
             reply(json!({"tag": tag, "values": values}))
         }
-        _ => json_error(StatusCode::NOT_FOUND, "Endpoint not found"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn e(p: &str) -> Entry {
-        Entry {
-            path: p.into(),
-            metric: p.into(),
-            tags: vec![],
-            metric_uid: None,
-        }
-    }
-
-    #[test]
-    fn series_by_tag_semantics() {
-        let es = vec![
-            e("disk.used;datacenter=dc1;rack=a1;server=web01"),
-            e("disk.used;datacenter=dc2;rack=b1;server=web02"),
-            e("cpu.load;server=web01"),
-            e("plain.path"),
-        ];
-        let f = |x: &[&str]| {
-            find_series(&es, &x.iter().map(|s| s.to_string()).collect::<Vec<_>>())
-                .map(|v| v.iter().map(|e| e.path.clone()).collect::<Vec<_>>())
-        };
-        assert_eq!(
-            f(&["name=disk.used", "datacenter=dc1"]).unwrap(),
-            vec!["disk.used;datacenter=dc1;rack=a1;server=web01"]
-        );
-        assert_eq!(
-            f(&["server=web01", "datacenter!=dc1"]).unwrap(),
-            vec!["cpu.load;server=web01"]
-        );
-        // `=~` is anchored at the start only.
-        assert_eq!(f(&["name=~disk"]).unwrap().len(), 2);
-        assert_eq!(f(&["name=~used"]).unwrap().len(), 0);
-        assert_eq!(f(&["name=~plain", "rack="]).unwrap(), vec!["plain.path"]);
-        assert_eq!(f(&["name=~[a-z]", "datacenter!=~dc1"]).unwrap().len(), 3);
-        assert!(f(&["rack="]).is_err());
-        assert!(f(&[]).is_err());
+        _ => Err(Error::NotFound),
     }
 }

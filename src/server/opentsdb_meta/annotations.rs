@@ -15,7 +15,9 @@ use tsgate_common::clock::now_ms;
 fn qs_time_ms(req: &Request, name: &str) -> Result<Option<u64>, HttpError> {
     match req.param(name) {
         None => Ok(None),
-        Some(v) => parse_time(&v, now_ms()).map(Some).map_err(HttpError::bad),
+        Some(v) => parse_time(&v, now_ms())
+            .map(Some)
+            .map_err(|e| HttpError::bad(e.to_string())),
     }
 }
 
@@ -98,10 +100,10 @@ fn json_time(v: &Option<serde_json::Value>) -> Result<Option<u64>, HttpError> {
         None | Some(serde_json::Value::Null) => Ok(None),
         Some(serde_json::Value::Number(n)) => parse_time(&n.to_string(), now_ms())
             .map(Some)
-            .map_err(HttpError::bad),
-        Some(serde_json::Value::String(s)) => {
-            parse_time(s, now_ms()).map(Some).map_err(HttpError::bad)
-        }
+            .map_err(|e| HttpError::bad(e.to_string())),
+        Some(serde_json::Value::String(s)) => parse_time(s, now_ms())
+            .map(Some)
+            .map_err(|e| HttpError::bad(e.to_string())),
         Some(other) => Err(HttpError::bad(format!("Invalid time: {other}"))),
     }
 }

@@ -262,7 +262,7 @@ fn test(st: &OpenTsdb, req: &Request) -> HResult {
         .filter(|t| !t.is_empty())
         .ok_or_else(|| HttpError::bad("Missing TSUIDs"))?;
     let tree = tree::fetch_required(ctx, tree_id)?;
-    let compiled = CompiledTree::new(tree).map_err(HttpError::bad)?;
+    let compiled = CompiledTree::new(tree).map_err(|e| HttpError::bad(e.to_string()))?;
     let mut out = Vec::new();
     for t in tsuids.split(',').map(str::trim).filter(|t| !t.is_empty()) {
         let meta = parse_hex(t)

@@ -24,17 +24,15 @@ pub async fn delete_series(state: &Arc<Prometheus>, req: Request) -> Reply {
     }
     let p = Params::of(&req);
     let bad = |m: String| error(ErrorType::BadData, &m);
-    let time = |k: &str, dflt: i64| -> Result<i64, String> {
-        match p.get(k) {
-            Some(s) if !s.is_empty() => {
-                parse_time(s).map_err(|e| format!("invalid parameter \"{k}\": {e}"))
-            }
-            _ => Ok(dflt),
-        }
+    let time = |k: &'static str, dflt: i64| match p.get(k) {
+        Some(s) if !s.is_empty() => parse_time(s).map_err(|e| (k, e)),
+        _ => Ok(dflt),
     };
     let (start, end) = match (time("start", MIN_TIME_MS), time("end", MAX_TIME_MS)) {
         (Ok(s), Ok(e)) => (s, e),
-        (Err(m), _) | (_, Err(m)) => return bad(m),
+        (Err((k, e)), _) | (_, Err((k, e))) => {
+            return bad(format!("invalid parameter \"{k}\": {e}"))
+        }
     };
     let mut selectors = Vec::new();
     for m in p.all("match[]") {

@@ -43,8 +43,20 @@ impl Params {
 pub const MIN_TIME_MS: i64 = -9_223_309_901_257_974; // Prometheus' minTime in ms (math.MinInt64/2 + 1 s, as ms)
 pub const MAX_TIME_MS: i64 = 9_223_309_901_257_974;
 
+/// A time or duration parameter Prometheus would refuse, in its words (the caller names the
+/// parameter: `invalid parameter "start": …`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ParamError {
+    #[error("cannot parse {0:?} to a valid timestamp")]
+    Time(String),
+    #[error("cannot parse {0:?} to a valid duration. It overflows int64")]
+    DurationOverflow(String),
+    #[error("cannot parse {0:?} to a valid duration")]
+    Duration(String),
+}
+
 /// A time: float seconds (rounded to ms) or RFC 3339.
-pub fn parse_time(s: &str) -> Result<i64, String> {
+pub fn parse_time(s: &str) -> Result<i64, ParamError> {
     if let Ok(f) = s.parse::<f64>() {
         if f.is_finite() {
             let ms = (f * 1000.0).round();
@@ -57,7 +69,7 @@ pub fn parse_time(s: &str) -> Result<i64, String> {
         "292277025-08-18T07:12:54.999999999Z" => return Ok(MAX_TIME_MS),
         _ => {}
     }
-    parse_rfc3339(s).ok_or_else(|| format!("cannot parse {s:?} to a valid timestamp"))
+    parse_rfc3339(s).ok_or_else(|| ParamError::Time(s.to_string()))
 }
 
 fn parse_rfc3339(s: &str) -> Option<i64> {
@@ -122,17 +134,15 @@ pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 }
 
 /// A duration: float seconds, or a Prometheus duration (`1h30m`, `15s`, `100ms`), in ms.
-pub fn parse_duration(s: &str) -> Result<i64, String> {
+pub fn parse_duration(s: &str) -> Result<i64, ParamError> {
     if let Ok(f) = s.parse::<f64>() {
         let ms = f * 1000.0;
         if !ms.is_finite() || ms > i64::MAX as f64 || ms < i64::MIN as f64 {
-            return Err(format!(
-                "cannot parse {s:?} to a valid duration. It overflows int64"
-            ));
+            return Err(ParamError::DurationOverflow(s.to_string()));
         }
         return Ok(ms.round() as i64);
     }
-    parse_prom_duration(s).ok_or_else(|| format!("cannot parse {s:?} to a valid duration"))
+    parse_prom_duration(s).ok_or_else(|| ParamError::Duration(s.to_string()))
 }
 
 pub fn parse_prom_duration(s: &str) -> Option<i64> {

@@ -77,7 +77,7 @@ pub async fn handle(state: &Arc<Prometheus>, req: Request) -> Reply {
         for m in &q.matchers {
             match Matcher::new(m.r#type, &m.name, &m.value) {
                 Ok(m) => ms.push(m),
-                Err(e) => return text(StatusCode::BAD_REQUEST, &e),
+                Err(e) => return text(StatusCode::BAD_REQUEST, &e.to_string()),
             }
         }
         let labels_only = q.hints.as_ref().is_some_and(|h| h.func == "series");

@@ -3,7 +3,7 @@
 //! unknown message type or encoding; 503 when tsgate must push back (Prometheus retries 5xx,
 //! while 2.42 drops a batch on 429 by default).
 
-use crate::ingest::{EncodedPoint, Incoming, PointError};
+use crate::ingest::{self, Ack, EncodedPoint, Incoming, PointError, Points};
 use crate::observe::Reason;
 use crate::prometheus::write::{from_v1, from_v2, Batch, Memo};
 use crate::server::http::{Reply, Request};
@@ -19,13 +19,27 @@ pub enum Version {
     V2,
 }
 
+/// A remote-write body this receiver cannot read (415), in Prometheus' words.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MediaError {
+    #[error("unsupported Content-Encoding {0:?}; only snappy is accepted")]
+    Encoding(String),
+    #[error("unsupported Content-Type {0:?}; expected application/x-protobuf")]
+    ContentType(String),
+    #[error(
+        "unsupported proto={0}; accepted: prometheus.WriteRequest, io.prometheus.write.v2.Request"
+    )]
+    Proto(String),
+}
+
 /// Chooses the message from `Content-Type` (a missing one means 1.0, as Prometheus 3 reads it).
-pub fn negotiate(content_type: Option<&str>, encoding: Option<&str>) -> Result<Version, String> {
+pub fn negotiate(
+    content_type: Option<&str>,
+    encoding: Option<&str>,
+) -> Result<Version, MediaError> {
     if let Some(enc) = encoding {
         if !enc.trim().eq_ignore_ascii_case("snappy") {
-            return Err(format!(
-                "unsupported Content-Encoding {enc:?}; only snappy is accepted"
-            ));
+            return Err(MediaError::Encoding(enc.to_string()));
         }
     }
     let Some(ct) = content_type else {
@@ -34,9 +48,7 @@ pub fn negotiate(content_type: Option<&str>, encoding: Option<&str>) -> Result<V
     let mut parts = ct.split(';').map(str::trim);
     let media = parts.next().unwrap_or_default();
     if !media.eq_ignore_ascii_case("application/x-protobuf") {
-        return Err(format!(
-            "unsupported Content-Type {ct:?}; expected application/x-protobuf"
-        ));
+        return Err(MediaError::ContentType(ct.to_string()));
     }
     for p in parts {
         if let Some((k, v)) = p.split_once('=') {
@@ -44,7 +56,7 @@ pub fn negotiate(content_type: Option<&str>, encoding: Option<&str>) -> Result<V
                 return match v.trim().trim_matches('"') {
                     "prometheus.WriteRequest" => Ok(Version::V1),
                     "io.prometheus.write.v2.Request" => Ok(Version::V2),
-                    other => Err(format!("unsupported proto={other}; accepted: prometheus.WriteRequest, io.prometheus.write.v2.Request")),
+                    other => Err(MediaError::Proto(other.to_string())),
                 };
             }
         }
@@ -114,7 +126,7 @@ pub async fn handle(state: &Arc<Prometheus>, req: Request) -> Reply {
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 Version::V1,
                 &nothing,
-                &e,
+                &e.to_string(),
             )
         }
     };
@@ -250,9 +262,16 @@ pub async fn handle(state: &Arc<Prometheus>, req: Request) -> Reply {
         })
         .collect();
     let n = known.len() + points.len();
-    let ready = known.len() as u64;
-    let (outcomes, durable) = state.ingest.write_known_then(known, points, true).await;
-    crate::ingest::counts::outcomes_and(RW, ready, &outcomes, &durable);
+    let ingest::Written {
+        outcomes, durable, ..
+    } = state
+        .ingest
+        .write(ingest::Batch {
+            points: Points::Encoded { known, points },
+            counted: Some(RW),
+            ack: Ack::Durable,
+        })
+        .await;
     if let Err(e) = durable {
         return crate::server::api::retry_later(reply(
             StatusCode::SERVICE_UNAVAILABLE,

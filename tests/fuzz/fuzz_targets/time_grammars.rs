@@ -4,7 +4,7 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use tsgate::query::time::parse_time as tsdb_time;
-use tsgate::server::graphite_web::attime::{parse_attime, parse_offset};
+use tsgate::query::graphite::attime::{parse_attime, parse_offset};
 use tsgate::server::prometheus::params::{parse_duration, parse_prom_duration, parse_time as prom_time};
 
 const NOW_S: i64 = 1_700_000_000;

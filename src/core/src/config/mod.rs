@@ -248,18 +248,29 @@ pub struct AdminConfig {
     pub enabled: bool,
 }
 
+/// A duration key's value that is no duration.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DurationError {
+    #[error("invalid duration {0:?}: expected a number and a unit, e.g. 90d")]
+    Number(String),
+    #[error("invalid duration {0:?}: unit must be s, m, h, d, w or y")]
+    Unit(String),
+    #[error("invalid duration {0:?}: too long")]
+    TooLong(String),
+}
+
 /// Seconds in a duration written as a number and a unit (`s m h d w y`; a bare number is
 /// seconds); "" and "0" are 0.
-pub fn parse_duration_s(text: &str) -> Result<u64, String> {
+pub fn parse_duration_s(text: &str) -> Result<u64, DurationError> {
     let t = text.trim();
     if t.is_empty() {
         return Ok(0);
     }
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (n, unit) = t.split_at(split);
-    let n: u64 = n.parse().map_err(|_| {
-        format!("invalid duration {text:?}: expected a number and a unit, e.g. 90d")
-    })?;
+    let n: u64 = n
+        .parse()
+        .map_err(|_| DurationError::Number(text.to_string()))?;
     let mult = match unit {
         "" | "s" => 1,
         "m" => 60,
@@ -267,14 +278,10 @@ pub fn parse_duration_s(text: &str) -> Result<u64, String> {
         "d" => 86_400,
         "w" => 7 * 86_400,
         "y" => 365 * 86_400,
-        _ => {
-            return Err(format!(
-                "invalid duration {text:?}: unit must be s, m, h, d, w or y"
-            ))
-        }
+        _ => return Err(DurationError::Unit(text.to_string())),
     };
     n.checked_mul(mult)
-        .ok_or_else(|| format!("invalid duration {text:?}: too long"))
+        .ok_or_else(|| DurationError::TooLong(text.to_string()))
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

@@ -36,33 +36,9 @@ pub fn batch_rejected(p: Protocol, error: &dyn std::fmt::Display) {
     tracing::debug!(protocol = p.as_str(), error = %error, "batch rejected");
 }
 
-/// Counts a batch of `n` points that were all accepted, by the batch's durability result
-/// (what `outcomes` counts for a batch of `n` oks).
-pub fn stored(p: Protocol, n: u64, durable: &Result<(), WriteError>) {
-    let c = crate::observe::metrics().ingest(p);
-    match durable {
-        Ok(()) => c.stored.add(n),
-        Err(e) => {
-            if n > 0 {
-                c.reject(Reason::Store, n);
-                tracing::debug!(protocol = p.as_str(), points = n, error = %e, "batch not stored");
-            }
-        }
-    }
-}
-
 /// Counts what the writer made of a batch: stored points, refused ones by reason, and — when
-/// the batch was not durable — every otherwise good point as a store failure.
-pub fn outcomes(
-    p: Protocol,
-    outcomes: &[Result<(), PointError>],
-    durable: &Result<(), WriteError>,
-) {
-    outcomes_and(p, 0, outcomes, durable)
-}
-
-/// [`outcomes`] of a batch that also held `ready` points with no outcome of their own (see
-/// `Ingest::write_known_then`): stored with the batch, or not.
+/// the batch was not durable — every otherwise good point as a store failure. `ready` points
+/// had no outcome of their own (`Points::Encoded`'s `known`): stored with the batch, or not.
 pub fn outcomes_and(
     p: Protocol,
     ready: u64,

@@ -5,6 +5,7 @@ pub mod counts;
 pub mod encode;
 pub mod rollup;
 
+use crate::observe::Protocol;
 use crate::series::{Series, SeriesResolver};
 use crate::uid::UidError;
 use crate::write::shard::StoredPoint;
@@ -58,12 +59,75 @@ pub enum Incoming<'a> {
     Known(StoredPoint),
 }
 
-/// What [`Ingest::write_json`] did with a batch.
-pub struct JsonWrite {
-    /// Points refused by validation: position in the batch, `JsonPoint::validate`'s text.
+/// What every protocol adapter hands to [`Ingest::write`]: its points in the form it has them,
+/// the protocol they are counted under, and when the call returns.
+pub struct Batch<'a> {
+    pub points: Points<'a>,
+    /// The protocol whose ingest counters the outcomes go to (`None`: not counted, as for
+    /// `tsgate import`).
+    pub counted: Option<Protocol>,
+    pub ack: Ack,
+}
+
+/// The forms points arrive in.
+pub enum Points<'a> {
+    /// Validated points whose values are still to encode (import files).
+    Decoded(&'a [DataPoint<'a>]),
+    /// `/api/put` points as sent: a point whose metric and tags object (as sent) the raw-text
+    /// memo knows (`series::json_text`) only has its timestamp and value checked
+    /// (`JsonPoint::validate_known`); any other is validated in full against `limits`, and
+    /// remembered by that text once accepted.
+    Json {
+        points: &'a [JsonPoint<'a>],
+        limits: &'a Limits,
+    },
+    /// Points with encoded values (protocols with their own value rules, such as Prometheus'
+    /// non-finite floats), named either way; after `known`, points whose series their
+    /// protocol's raw-text memo named (no outcome each: they cannot fail apart from the batch).
+    /// Carbon and telnet lines whose series are all known are `known` alone.
+    Encoded {
+        known: Vec<StoredPoint>,
+        points: Vec<Incoming<'a>>,
+    },
+}
+
+/// When [`Ingest::write`] returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ack {
+    /// Once the write-ahead log holds the points (fsynced under `write.wal_fsync = always`):
+    /// what every protocol waits for today, for its acknowledgement or backpressure.
+    Durable,
+    /// Once the points are queued to their shards.
+    Queued,
+}
+
+impl<'a> Batch<'a> {
+    /// Points of known series only, counted for `proto`, acknowledged once durable.
+    pub fn known(proto: Protocol, known: Vec<StoredPoint>) -> Batch<'a> {
+        Batch {
+            points: Points::Encoded {
+                known,
+                points: Vec::new(),
+            },
+            counted: Some(proto),
+            ack: Ack::Durable,
+        }
+    }
+}
+
+/// What [`Ingest::write`] did with a batch.
+pub struct Written {
+    /// `Points::Json` points refused by validation: position in the batch,
+    /// `JsonPoint::validate`'s text. Empty for the other forms.
     pub invalid: Vec<(usize, String)>,
-    /// The other points: position in the batch, write outcome.
-    pub written: Vec<(usize, Result<(), PointError>)>,
+    /// One outcome per point that reached name resolution (`Points::Encoded`: per point of
+    /// `points`, not of `known`).
+    pub outcomes: Vec<Result<(), PointError>>,
+    /// Where each of `outcomes` sits in the batch, when some points were refused before
+    /// (`Points::Json`); empty when outcome `i` is point `i`.
+    pub positions: Vec<usize>,
+    /// The batch's durability result (with `Ack::Durable`, `Ok` means the accepted points are
+    /// in the WAL).
     pub durable: Result<(), WriteError>,
 }
 
@@ -141,9 +205,50 @@ fn uid_error(e: UidError) -> PointError {
 }
 
 impl Ingest {
-    /// Writes a batch of validated points. Returns one outcome per point, and the batch's
-    /// durability result (with `wait`, `Ok` means the accepted points are in the WAL).
-    pub async fn write(
+    /// The one entry of the write side: resolves the batch's names to series (assigning UIDs
+    /// as configured), hands the points to the writer, and counts the outcomes for the batch's
+    /// protocol.
+    pub async fn write(&self, batch: Batch<'_>) -> Written {
+        let wait = batch.ack == Ack::Durable;
+        let (written, ready) = match batch.points {
+            Points::Decoded(points) => {
+                let (outcomes, durable) = self.write_decoded(points, wait).await;
+                (
+                    Written {
+                        invalid: Vec::new(),
+                        outcomes,
+                        positions: Vec::new(),
+                        durable,
+                    },
+                    0,
+                )
+            }
+            Points::Json { points, limits } => (self.write_json(points, limits, wait).await, 0),
+            Points::Encoded { known, points } => {
+                let ready = known.len() as u64;
+                let (outcomes, durable) = self.write_known_then(known, points, wait).await;
+                (
+                    Written {
+                        invalid: Vec::new(),
+                        outcomes,
+                        positions: Vec::new(),
+                        durable,
+                    },
+                    ready,
+                )
+            }
+        };
+        if let Some(proto) = batch.counted {
+            for (_, e) in &written.invalid {
+                counts::rejected(proto, crate::observe::metrics::message_reason(e), 1);
+            }
+            counts::outcomes_and(proto, ready, &written.outcomes, &written.durable);
+        }
+        written
+    }
+
+    /// Writes a batch of validated points: one outcome per point, and the batch's durability.
+    async fn write_decoded(
         &self,
         points: &[DataPoint<'_>],
         wait: bool,
@@ -177,22 +282,11 @@ impl Ingest {
                 },
             )
             .collect();
-        self.write_incoming(incoming, wait).await
+        self.write_known_then(Vec::new(), incoming, wait).await
     }
 
-    /// Validates and writes `/api/put` points. A point whose metric and tags object (as sent)
-    /// the raw-text memo knows (`series::json_text`) only has its timestamp and value checked
-    /// (`JsonPoint::validate_known`), and skips its names' checks and canonical text; any
-    /// other is validated in full and written as [`Ingest::write`] would, and remembered by
-    /// that text once accepted. Returns each point's validation error (`Err` text, as
-    /// `JsonPoint::validate` gives it) or, for the points written, its position in `jps` and
-    /// write outcome; and the batch's durability result.
-    pub async fn write_json(
-        &self,
-        jps: &[JsonPoint<'_>],
-        limits: &Limits,
-        wait: bool,
-    ) -> JsonWrite {
+    /// `/api/put` points (see [`Points::Json`]).
+    async fn write_json(&self, jps: &[JsonPoint<'_>], limits: &Limits, wait: bool) -> Written {
         let mut texts = Texts::with_capacity(jps.len(), 96);
         for jp in jps {
             texts.push(|buf| {
@@ -243,10 +337,11 @@ impl Ingest {
             });
             index.push(i);
         }
-        let (outcomes, durable) = self.write_incoming(incoming, wait).await;
-        JsonWrite {
+        let (outcomes, durable) = self.write_known_then(Vec::new(), incoming, wait).await;
+        Written {
             invalid,
-            written: index.into_iter().zip(outcomes).collect(),
+            outcomes,
+            positions: index,
             durable,
         }
     }
@@ -266,43 +361,10 @@ impl Ingest {
         out
     }
 
-    /// Writes points whose values are already encoded (protocols with their own value rules,
-    /// such as Prometheus' non-finite floats). Same outcomes as [`Ingest::write`].
-    pub async fn write_encoded(
-        &self,
-        points: Vec<EncodedPoint<'_>>,
-        wait: bool,
-    ) -> (Vec<Result<(), PointError>>, Result<(), WriteError>) {
-        self.write_incoming(points.into_iter().map(Incoming::Names).collect(), wait)
-            .await
-    }
-
-    /// Writes points whose series are all known (a protocol's raw-text memo named them) and
-    /// counts them for `proto`: the batch's durability result is every point's outcome.
-    pub async fn write_known(
-        &self,
-        proto: crate::observe::Protocol,
-        points: Vec<StoredPoint>,
-    ) -> Result<(), WriteError> {
-        let n = points.len() as u64;
-        let res = self.writer.write(points, true).await;
-        crate::ingest::counts::stored(proto, n, &res);
-        res
-    }
-
-    /// Writes a batch of points named either way, in order. Same outcomes as [`Ingest::write`].
-    pub async fn write_incoming(
-        &self,
-        points: Vec<Incoming<'_>>,
-        wait: bool,
-    ) -> (Vec<Result<(), PointError>>, Result<(), WriteError>) {
-        self.write_known_then(Vec::new(), points, wait).await
-    }
-
     /// Writes `known` (points whose series their raw text named: no outcome each, they cannot
-    /// fail apart from the batch), then `points` as [`Ingest::write_incoming`] does; the
-    /// outcomes are `points`' own.
-    pub async fn write_known_then(
+    /// fail apart from the batch), then `points`, named either way, in order; the outcomes are
+    /// `points`' own.
+    async fn write_known_then(
         &self,
         known: Vec<StoredPoint>,
         points: Vec<Incoming<'_>>,

@@ -53,7 +53,7 @@ pub struct Policy {
 
 impl Policy {
     /// From `storage.retention` and `storage.retention_rules` (already validated).
-    pub fn from_config(s: &StorageConfig) -> Result<Policy, String> {
+    pub fn from_config(s: &StorageConfig) -> Result<Policy, crate::config::DurationError> {
         let mut rules = Vec::new();
         for r in &s.retention_rules {
             rules.push(Rule {
@@ -292,7 +292,7 @@ impl Sweeper {
         cfg: &crate::config::Config,
         store: SharedStore,
         uids: Arc<UidCore>,
-    ) -> Result<Sweeper, String> {
+    ) -> Result<Sweeper, crate::config::DurationError> {
         Ok(Sweeper {
             store,
             uids,

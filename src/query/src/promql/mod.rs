@@ -323,7 +323,9 @@ pub fn selector_matchers(vs: &parser::VectorSelector) -> Result<Vec<Matcher>, Pr
             PMatchOp::Re(_) => 2,
             PMatchOp::NotRe(_) => 3,
         };
-        out.push(Matcher::new(kind, &m.name, &m.value).map_err(PromError::BadData)?);
+        out.push(
+            Matcher::new(kind, &m.name, &m.value).map_err(|e| PromError::BadData(e.to_string()))?,
+        );
     }
     Ok(out)
 }

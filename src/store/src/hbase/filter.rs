@@ -73,13 +73,14 @@ pub enum ParsedFilter {
     RowRegex(String),
 }
 
+/// A filter string the test double does not understand.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unsupported filter string (the test double knows RowFilter(=, 'regexstring:…')): {0}")]
+pub struct UnsupportedFilter(pub String);
+
 /// Parses a filter string of the form `row_filter` produces (spaces as HBase's parser allows).
-pub fn parse_filter(s: &str) -> Result<ParsedFilter, String> {
-    let bad = || {
-        format!(
-            "unsupported filter string (the test double knows RowFilter(=, 'regexstring:…')): {s}"
-        )
-    };
+pub fn parse_filter(s: &str) -> Result<ParsedFilter, UnsupportedFilter> {
+    let bad = || UnsupportedFilter(s.to_string());
     let rest = s
         .trim()
         .strip_prefix("RowFilter")
@@ -107,10 +108,8 @@ pub fn parse_filter(s: &str) -> Result<ParsedFilter, String> {
 pub struct JavaRowRegex(regex::Regex);
 
 impl JavaRowRegex {
-    pub fn compile(java_regex: &str) -> Result<JavaRowRegex, String> {
-        regex::Regex::new(&format!("(?s){java_regex}"))
-            .map(JavaRowRegex)
-            .map_err(|e| e.to_string())
+    pub fn compile(java_regex: &str) -> Result<JavaRowRegex, regex::Error> {
+        regex::Regex::new(&format!("(?s){java_regex}")).map(JavaRowRegex)
     }
 
     pub fn matches(&self, row: &[u8]) -> bool {

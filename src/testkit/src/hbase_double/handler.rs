@@ -146,8 +146,8 @@ impl Handler {
         let filter = match scan.filter_string {
             None => None,
             Some(f) => {
-                let ParsedFilter::RowRegex(re) =
-                    parse_filter(&String::from_utf8_lossy(&f)).map_err(illegal)?;
+                let ParsedFilter::RowRegex(re) = parse_filter(&String::from_utf8_lossy(&f))
+                    .map_err(|e| illegal(e.to_string()))?;
                 Some(
                     JavaRowRegex::compile(&re)
                         .map_err(|e| illegal(format!("bad regexstring: {e}")))?,

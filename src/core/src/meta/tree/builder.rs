@@ -75,14 +75,31 @@ pub fn java_split(re: &Regex, s: &str) -> Vec<String> {
     parts
 }
 
+/// Why a series cannot be filed by a rule: processing stops, with OpenTSDB's message.
+#[derive(Debug, thiserror::Error)]
+enum ExtractError {
+    #[error("Value for custom {what} field [{field}] was null")]
+    NullCustom { what: &'static str, field: String },
+    #[error("Missing rule type for rule: {0}")]
+    MissingType(String),
+    #[error("Timeseries metric name was null or empty")]
+    NoMetricName,
+    #[error("Timeseries metric UID object was null")]
+    NoMetric,
+}
+
 /// The value a rule looks at; `Ok(None)` = no match, `Err` = processing must stop.
-fn extract(r: &TreeRule, meta: &TsMeta, msgs: &mut Vec<String>) -> Result<Option<String>, String> {
-    let mut custom = |m: &UidMeta, what: &str| -> Result<Option<String>, String> {
+fn extract(
+    r: &TreeRule,
+    meta: &TsMeta,
+    msgs: &mut Vec<String>,
+) -> Result<Option<String>, ExtractError> {
+    let mut custom = |m: &UidMeta, what: &'static str| -> Result<Option<String>, ExtractError> {
         match m.custom.as_ref().and_then(|c| c.get(&r.custom_field)) {
-            Some(None) => Err(format!(
-                "Value for custom {what} field [{}] was null",
-                r.custom_field
-            )),
+            Some(None) => Err(ExtractError::NullCustom {
+                what,
+                field: r.custom_field.clone(),
+            }),
             Some(Some(v)) => {
                 msgs.push(format!(
                     "Matched custom tag [{}] for rule: {r}",
@@ -105,10 +122,10 @@ fn extract(r: &TreeRule, meta: &TsMeta, msgs: &mut Vec<String>) -> Result<Option
             .position(|t| t.kind == Some(kind) && t.name == r.field)
     };
     match r.kind {
-        None => Err(format!("Missing rule type for rule: {r}")),
+        None => Err(ExtractError::MissingType(r.to_string())),
         Some(RuleType::Metric) => match meta.metric.as_ref().map(|m| m.name.as_str()) {
             Some(n) if !n.is_empty() => Ok(Some(n.to_string())),
-            _ => Err("Timeseries metric name was null or empty".into()),
+            _ => Err(ExtractError::NoMetricName),
         },
         Some(RuleType::Tagk) => {
             // The value is the next TAGV after the matching TAGK.
@@ -133,7 +150,7 @@ fn extract(r: &TreeRule, meta: &TsMeta, msgs: &mut Vec<String>) -> Result<Option
         }
         Some(RuleType::MetricCustom) => match &meta.metric {
             Some(m) => custom(m, "metric"),
-            None => Err("Timeseries metric UID object was null".into()),
+            None => Err(ExtractError::NoMetric),
         },
         Some(RuleType::TagkCustom) => match find(UidKind::Tagk) {
             Some(i) => custom(&meta.tags[i], "tagk"),
@@ -240,6 +257,7 @@ pub fn build(tree: &CompiledTree, meta: &TsMeta) -> Built {
                 Ok(Some(v)) => v,
                 Ok(None) => continue,
                 Err(e) => {
+                    let e = e.to_string();
                     b.messages.push(e.clone());
                     b.error = Some(e);
                     return b;

@@ -421,14 +421,15 @@ pub fn sync_rule(ctx: &MetaCtx, req: &TreeRuleUpdate, overwrite: bool) -> MetaRe
     }
     let token = rule_cell(ctx, tree.tree_id, level, order)?;
     let mut r = match (&token, overwrite) {
-        (Some(v), false) => TreeRule::from_json(v).map_err(MetaError::bad)?,
+        (Some(v), false) => TreeRule::from_json(v).map_err(|e| MetaError::bad(e.to_string()))?,
         _ => TreeRule::default(),
     };
     r.level = level;
     r.order = order;
     r.tree_id = tree.tree_id as i32;
-    req.apply_to(&mut r).map_err(MetaError::bad)?;
-    r.validate().map_err(MetaError::bad)?;
+    req.apply_to(&mut r)
+        .map_err(|e| MetaError::bad(e.to_string()))?;
+    r.validate().map_err(|e| MetaError::bad(e.to_string()))?;
     let ok = ctx.store.check_and_put(
         &ctx.tables.tree,
         &tree_key(tree.tree_id),
@@ -521,7 +522,7 @@ pub struct CompiledTree {
 }
 
 impl CompiledTree {
-    pub fn new(tree: Tree) -> Result<CompiledTree, String> {
+    pub fn new(tree: Tree) -> Result<CompiledTree, rule::RuleError> {
         let mut levels = Vec::new();
         for orders in tree.rules.values() {
             let mut l = Vec::new();

@@ -25,9 +25,9 @@ impl RuleType {
     }
 
     /// Case-insensitive, with OpenTSDB's messages.
-    pub fn parse(s: &str) -> Result<RuleType, String> {
+    pub fn parse(s: &str) -> Result<RuleType, RuleError> {
         if s.is_empty() {
-            return Err("Rule type was empty".into());
+            return Err(RuleError::EmptyType);
         }
         Ok(match s.to_ascii_lowercase().as_str() {
             "metric" => RuleType::Metric,
@@ -35,9 +35,35 @@ impl RuleType {
             "tagk" => RuleType::Tagk,
             "tagk_custom" => RuleType::TagkCustom,
             "tagv_custom" => RuleType::TagvCustom,
-            _ => return Err("Unrecognized rule type".into()),
+            _ => return Err(RuleError::UnknownType),
         })
     }
+}
+
+/// A tree rule OpenTSDB would refuse, in its words.
+#[derive(Debug, thiserror::Error)]
+pub enum RuleError {
+    #[error("Rule type was empty")]
+    EmptyType,
+    #[error("Unrecognized rule type")]
+    UnknownType,
+    /// A stored or posted rule that is not the rule JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error("Missing rule type")]
+    MissingType,
+    #[error("Missing field name required for {0} rule")]
+    MissingField(&'static str),
+    #[error("Missing custom field name required for {0} rule")]
+    MissingCustomField(&'static str),
+    #[error("Invalid regex group index. Cannot be less than 0")]
+    GroupIndex,
+    /// A regex or separator the `regex` crate refuses (Java-only constructs among them).
+    #[error("Invalid regular expression {pattern:?}: {source}")]
+    Regex {
+        pattern: String,
+        source: regex::Error,
+    },
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -97,8 +123,8 @@ impl TreeRule {
         )
     }
 
-    pub fn from_json(v: &[u8]) -> Result<TreeRule, String> {
-        let u: TreeRuleUpdate = serde_json::from_slice(v).map_err(|e| e.to_string())?;
+    pub fn from_json(v: &[u8]) -> Result<TreeRule, RuleError> {
+        let u: TreeRuleUpdate = serde_json::from_slice(v)?;
         let mut r = TreeRule::default();
         u.apply_to(&mut r)?;
         r.level = u.level.unwrap_or(0);
@@ -108,37 +134,28 @@ impl TreeRule {
     }
 
     /// OpenTSDB's rule validation, with its messages.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), RuleError> {
         let Some(kind) = self.kind else {
-            return Err("Missing rule type".into());
+            return Err(RuleError::MissingType);
         };
         match kind {
             RuleType::Metric => {}
             RuleType::MetricCustom | RuleType::TagkCustom | RuleType::TagvCustom => {
                 if self.field.is_empty() {
-                    return Err(format!(
-                        "Missing field name required for {} rule",
-                        kind.name()
-                    ));
+                    return Err(RuleError::MissingField(kind.name()));
                 }
                 if self.custom_field.is_empty() {
-                    return Err(format!(
-                        "Missing custom field name required for {} rule",
-                        kind.name()
-                    ));
+                    return Err(RuleError::MissingCustomField(kind.name()));
                 }
             }
             RuleType::Tagk => {
                 if self.field.is_empty() {
-                    return Err(format!(
-                        "Missing field name required for {} rule",
-                        kind.name()
-                    ));
+                    return Err(RuleError::MissingField(kind.name()));
                 }
             }
         }
         if !self.regex.is_empty() && self.regex_group_idx < 0 {
-            return Err("Invalid regex group index. Cannot be less than 0".into());
+            return Err(RuleError::GroupIndex);
         }
         self.compile()?;
         Ok(())
@@ -146,14 +163,15 @@ impl TreeRule {
 
     /// The regex and separator compiled with the `regex` crate. Java-only constructs
     /// (look-around, back-references, possessive quantifiers, `\Q…\E`) are rejected here.
-    pub fn compile(&self) -> Result<(Option<Regex>, Option<Regex>), String> {
-        let c = |p: &str| -> Result<Option<Regex>, String> {
+    pub fn compile(&self) -> Result<(Option<Regex>, Option<Regex>), RuleError> {
+        let c = |p: &str| -> Result<Option<Regex>, RuleError> {
             if p.is_empty() {
                 return Ok(None);
             }
-            Regex::new(p)
-                .map(Some)
-                .map_err(|e| format!("Invalid regular expression {p:?}: {e}"))
+            Regex::new(p).map(Some).map_err(|source| RuleError::Regex {
+                pattern: p.to_string(),
+                source,
+            })
         };
         Ok((c(&self.regex)?, c(&self.separator)?))
     }
@@ -208,7 +226,7 @@ impl TreeRuleUpdate {
     }
 
     /// Copies the fields the caller set into `r`.
-    pub fn apply_to(&self, r: &mut TreeRule) -> Result<(), String> {
+    pub fn apply_to(&self, r: &mut TreeRule) -> Result<(), RuleError> {
         if let Some(k) = set(&self.kind) {
             r.kind = Some(RuleType::parse(k)?);
         }
@@ -259,25 +277,30 @@ mod tests {
     #[test]
     fn validation_messages() {
         let mut r = TreeRule::default();
-        assert_eq!(r.validate().unwrap_err(), "Missing rule type");
+        assert_eq!(r.validate().unwrap_err().to_string(), "Missing rule type");
         r.kind = Some(RuleType::TagvCustom);
         assert_eq!(
-            r.validate().unwrap_err(),
+            r.validate().unwrap_err().to_string(),
             "Missing field name required for TAGV_CUSTOM rule"
         );
         r.field = "host".into();
         assert_eq!(
-            r.validate().unwrap_err(),
+            r.validate().unwrap_err().to_string(),
             "Missing custom field name required for TAGV_CUSTOM rule"
         );
         r.kind = Some(RuleType::Tagk);
         assert!(r.validate().is_ok());
         r.regex = "(?<=x)y".into();
-        assert!(r
-            .validate()
-            .unwrap_err()
-            .starts_with("Invalid regular expression"));
-        assert_eq!(RuleType::parse("tagk_CUSTOM"), Ok(RuleType::TagkCustom));
-        assert_eq!(RuleType::parse("x").unwrap_err(), "Unrecognized rule type");
+        let e = r.validate().unwrap_err();
+        assert!(matches!(e, RuleError::Regex { .. }));
+        assert!(e.to_string().starts_with("Invalid regular expression"));
+        assert_eq!(
+            RuleType::parse("tagk_CUSTOM").unwrap(),
+            RuleType::TagkCustom
+        );
+        assert_eq!(
+            RuleType::parse("x").unwrap_err().to_string(),
+            "Unrecognized rule type"
+        );
     }
 }

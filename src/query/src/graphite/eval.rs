@@ -2,31 +2,48 @@
 //! grid, calls are dispatched to `functions`. The context keeps the request window so functions
 //! that need other windows (timeShift, moving*, smartSummarize) re-evaluate their argument.
 
-use super::index::{self, Entry};
+use super::attime::TimeError;
+use super::index::{self, Entry, ResolveError};
 use super::parallel;
-use super::parser::{Call, Expr};
+use super::parser::{Call, Expr, ParseError};
 use super::series::Series;
-use crate::query::row_cache::Fill;
-use crate::query::select::{Stamps, StoredRead};
-use crate::server::state::GraphiteWeb;
+use super::tags::TagExprError;
+use super::Engine;
+use crate::row_cache::Fill;
+use crate::select::{Stamps, StoredRead};
+use crate::QueryError;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// An evaluation error: graphite-web answers these with 400.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EvalError(pub String);
-
-impl std::fmt::Display for EvalError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+/// Why a target could not be evaluated. graphite-web answers every kind with 400, in its
+/// `Invalid parameters (…)` words (the server maps them in one place).
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    /// A call graphite-web refuses: an unknown function, a missing or wrong argument.
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    #[error(transparent)]
+    Time(#[from] TimeError),
+    /// A path expression that names no series.
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    #[error(transparent)]
+    Tags(#[from] TagExprError),
+    /// The request would pass `query.max_cells`.
+    #[error("the request would hold {cells} values (series x steps, and points read), more than {limit} (query.max_cells): match fewer series, shorten the window or consolidate with summarize()")]
+    TooManyCells { cells: u64, limit: u64 },
+    /// Reading the store failed.
+    #[error(transparent)]
+    Query(#[from] QueryError),
 }
 
 pub type R<T> = Result<T, EvalError>;
 
 pub fn err<T>(msg: impl Into<String>) -> R<T> {
-    Err(EvalError(msg.into()))
+    Err(EvalError::Invalid(msg.into()))
 }
 
 /// Step used when a series has fewer than two points to derive one from.
@@ -68,9 +85,7 @@ pub trait Source: Sync {
 
 /// The error for a request past `query.max_cells`.
 pub fn too_many_cells(cells: u64, limit: u64) -> EvalError {
-    EvalError(format!(
-        "the request would hold {cells} values (series x steps, and points read), more than {limit} (query.max_cells): match fewer series, shorten the window or consolidate with summarize()"
-    ))
+    EvalError::TooManyCells { cells, limit }
 }
 
 /// What a [`Source`] read: each entry's points, and how often each gap between consecutive
@@ -92,7 +107,7 @@ type ReadPart = (Vec<(usize, Vec<(i64, f64)>)>, Gaps);
 type EntryByTags<'a> = HashMap<&'a [(String, String)], usize, ahash::RandomState>;
 
 pub struct StoreSource<'a> {
-    pub state: &'a GraphiteWeb,
+    pub state: &'a Engine,
     /// Values this request has read and gridded so far (see [`Source::charge`]).
     cells: std::sync::atomic::AtomicU64,
     /// This request's allowance for filling the row cache (none without one).
@@ -103,7 +118,7 @@ pub struct StoreSource<'a> {
 }
 
 impl<'a> StoreSource<'a> {
-    pub fn new(state: &'a GraphiteWeb) -> StoreSource<'a> {
+    pub fn new(state: &'a Engine) -> StoreSource<'a> {
         StoreSource {
             state,
             cells: Default::default(),
@@ -121,7 +136,7 @@ impl<'a> StoreSource<'a> {
     /// Reads past the cache from now on when `paths` paths over `(from, until]` are more
     /// rows than the allowance covers.
     fn expect(&self, paths: usize, from: i64, until: i64) {
-        let hours = crate::query::QueryEngine::row_hours((from + 1) * 1000, until * 1000 + 999);
+        let hours = crate::QueryEngine::row_hours((from + 1) * 1000, until * 1000 + 999);
         if self
             .fill
             .as_ref()
@@ -146,7 +161,7 @@ const LINEAR_LOOKUP_MAX: usize = 8;
 fn is_whole(e: &Entry) -> bool {
     e.tags.len() == 1
         && (e.tags[0].0.as_str(), e.tags[0].1.as_str())
-            == crate::graphite::names::PLACEHOLDER_TAG[0]
+            == tsgate_core::graphite::names::PLACEHOLDER_TAG[0]
 }
 
 impl StoreSource<'_> {
@@ -158,7 +173,7 @@ impl StoreSource<'_> {
             .state
             .query
             .select_whole(uids, (from + 1) * 1000, until * 1000 + 999, self.fill())
-            .map_err(|e| EvalError(e.to_string()))?;
+            .map_err(EvalError::from)?;
         // Charged as each run is read: a request past its budget stops at the next run.
         self.charge(got.iter().map(|p| p.len() as u64).sum())?;
         let mut gaps = Gaps::default();
@@ -174,7 +189,7 @@ impl StoreSource<'_> {
 
 impl Source for StoreSource<'_> {
     fn cell_limit(&self) -> Option<u64> {
-        Some(self.state.config.query.max_cells).filter(|&l| l > 0)
+        Some(self.state.settings.max_cells).filter(|&l| l > 0)
     }
 
     fn charge(&self, cells: u64) -> R<()> {
@@ -192,7 +207,7 @@ impl Source for StoreSource<'_> {
         self.state
             .graphite_index
             .snapshot(self.state)
-            .map_err(|e| EvalError(e.to_string()))
+            .map_err(EvalError::from)
     }
 
     fn points(&self, entries: &[&Entry], from: i64, until: i64) -> R<Points> {
@@ -223,7 +238,7 @@ impl Source for StoreSource<'_> {
                 .state
                 .query
                 .metric_ids(&names)
-                .map_err(|e| EvalError(e.to_string()))?
+                .map_err(EvalError::from)?
             {
                 whole.push((id.uid, at[id.name.as_str()]));
             }
@@ -271,7 +286,7 @@ impl Source for StoreSource<'_> {
                 self.state
                     .query
                     .series_filter(&tags)
-                    .map_err(|e| EvalError(e.to_string()))?
+                    .map_err(EvalError::from)?
             } else {
                 Default::default()
             };
@@ -289,7 +304,7 @@ impl Source for StoreSource<'_> {
                         keep: &keep,
                     },
                 )
-                .map_err(|e| EvalError(e.to_string()))?;
+                .map_err(EvalError::from)?;
             self.charge(got.iter().map(|s| s.points.len() as u64).sum())?;
             let mut gaps = Gaps::default();
             let got = got
@@ -486,7 +501,7 @@ impl Ctx<'_> {
         then: &(dyn Fn(Series) -> Series + Sync),
     ) -> R<Vec<Series>> {
         let entries = self.source.entries()?;
-        let matched = index::resolve(&entries, expr).map_err(EvalError)?;
+        let matched = index::resolve(&entries, expr).map_err(EvalError::from)?;
         self.fetch_entries_mapped(&matched, expr, then)
     }
 
@@ -516,7 +531,7 @@ impl Ctx<'_> {
         add: impl Fn(&mut P, Series) + Sync,
     ) -> R<Vec<P>> {
         let entries = self.source.entries()?;
-        let matched = index::resolve(&entries, stream.path).map_err(EvalError)?;
+        let matched = index::resolve(&entries, stream.path).map_err(EvalError::from)?;
         self.read_fold(&matched, stream.path, &stream.each, new, add)
     }
 
@@ -821,7 +836,7 @@ impl<'c> Args<'c> {
             Some(Expr::Str(s)) => match s.trim().to_ascii_lowercase().as_str() {
                 "inf" => Ok(Some(f64::INFINITY)),
                 t => t.parse().map(Some).map_err(|_| {
-                    EvalError(format!(
+                    EvalError::Invalid(format!(
                         "{}: {name} must be a number, got {s:?}",
                         self.call.name
                     ))
@@ -835,8 +850,9 @@ impl<'c> Args<'c> {
     }
 
     pub fn num(&self, i: usize, name: &str) -> R<f64> {
-        self.opt_num(i, name)?
-            .ok_or_else(|| EvalError(format!("{}: missing argument {name}", self.call.name)))
+        self.opt_num(i, name)?.ok_or_else(|| {
+            EvalError::Invalid(format!("{}: missing argument {name}", self.call.name))
+        })
     }
 
     pub fn num_or(&self, i: usize, name: &str, d: f64) -> R<f64> {
@@ -859,8 +875,9 @@ impl<'c> Args<'c> {
     }
 
     pub fn string(&self, i: usize, name: &str) -> R<String> {
-        self.opt_str(i, name)?
-            .ok_or_else(|| EvalError(format!("{}: missing argument {name}", self.call.name)))
+        self.opt_str(i, name)?.ok_or_else(|| {
+            EvalError::Invalid(format!("{}: missing argument {name}", self.call.name))
+        })
     }
 
     pub fn boolean(&self, i: usize, name: &str, d: bool) -> R<bool> {

@@ -28,8 +28,16 @@ pub fn has_glob(s: &str) -> bool {
     s.contains(['*', '?', '[', '{'])
 }
 
+/// A path element whose glob makes no valid regex (an inverted class range, say).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("invalid glob {pattern:?}: {source}")]
+pub struct GlobError {
+    pub pattern: String,
+    pub source: regex::Error,
+}
+
 /// One element's pattern as an anchored regex.
-pub fn element_regex(pat: &str) -> Result<Regex, String> {
+pub fn element_regex(pat: &str) -> Result<Regex, GlobError> {
     let mut re = String::from("^(?:");
     let chars: Vec<char> = pat.chars().collect();
     let mut i = 0;
@@ -72,7 +80,10 @@ pub fn element_regex(pat: &str) -> Result<Regex, String> {
         i += 1;
     }
     re.push_str(")$");
-    Regex::new(&re).map_err(|e| format!("invalid glob {pat:?}: {e}"))
+    Regex::new(&re).map_err(|source| GlobError {
+        pattern: pat.to_string(),
+        source,
+    })
 }
 
 /// One element's matcher. An expression such as `*.*.cpu.usage_user` is matched against
@@ -86,7 +97,7 @@ pub enum Element {
 }
 
 impl Element {
-    pub fn new(pat: &str) -> Result<Element, String> {
+    pub fn new(pat: &str) -> Result<Element, GlobError> {
         Ok(if pat == "*" {
             Element::Any
         } else if !has_glob(pat) {
@@ -111,7 +122,7 @@ pub struct PathGlob {
 }
 
 impl PathGlob {
-    pub fn new(q: &str) -> Result<PathGlob, String> {
+    pub fn new(q: &str) -> Result<PathGlob, GlobError> {
         Ok(PathGlob {
             elements: split_elements(q)
                 .iter()

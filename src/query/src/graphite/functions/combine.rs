@@ -59,7 +59,7 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             let node = a
                 .get(1, "nodeNum")
                 .map(Args::node_or_tag)
-                .ok_or_else(|| EvalError("groupByNode: missing nodeNum".into()))?;
+                .ok_or_else(|| EvalError::Invalid("groupByNode: missing nodeNum".into()))?;
             let cb = a
                 .opt_str(2, "callback")?
                 .unwrap_or_else(|| "average".into());
@@ -606,7 +606,7 @@ fn apply_by_node(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     }
     let mut out = Vec::new();
     for p in prefixes {
-        let expr = parse(&template.replace('%', &p)).map_err(EvalError)?;
+        let expr = parse(&template.replace('%', &p)).map_err(EvalError::from)?;
         for mut s in ctx.eval(&expr)? {
             if let Some(n) = &new_name {
                 s.rename(n.replace('%', &p));

@@ -8,13 +8,13 @@
 
 use super::glob::PathGlob;
 use super::naming;
-use crate::query::select::{Stamps, StoredRead};
-use crate::query::QueryError;
-use crate::schema::uid_table::UidKind;
-use crate::server::state::GraphiteWeb;
+use super::Engine;
+use crate::select::{Stamps, StoredRead};
+use crate::QueryError;
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tsgate_schema::uid_table::UidKind;
 
 /// New series become visible to browsing within this delay.
 pub const TTL: Duration = Duration::from_secs(5);
@@ -68,7 +68,7 @@ struct Snapshot {
 
 impl SeriesIndex {
     /// The current snapshot, sorted by path (blocking: call off the async threads).
-    pub fn snapshot(&self, state: &GraphiteWeb) -> Result<Arc<Vec<Entry>>, QueryError> {
+    pub fn snapshot(&self, state: &Engine) -> Result<Arc<Vec<Entry>>, QueryError> {
         let mut g = self.cached.lock();
         let (generation, changed_ms) = state.resolver.generation();
         if let Some(s) = g.as_ref() {
@@ -79,10 +79,9 @@ impl SeriesIndex {
                 return Ok(s.entries.clone());
             }
         }
-        let settled = SETTLED + Duration::from_millis(state.config.write.flush_interval_ms);
+        let settled = SETTLED + Duration::from_millis(state.settings.flush_interval_ms);
         let since_change = tsgate_common::clock::now_ms().saturating_sub(changed_ms);
-        let quiet = state.config.storage.backend == "embedded"
-            && since_change >= settled.as_millis() as u64;
+        let quiet = state.settings.sole_writer && since_change >= settled.as_millis() as u64;
         let entries = Arc::new(build(state)?);
         *g = Some(Snapshot {
             at: Instant::now(),
@@ -99,7 +98,7 @@ impl SeriesIndex {
     }
 }
 
-fn build(state: &GraphiteWeb) -> Result<Vec<Entry>, QueryError> {
+fn build(state: &Engine) -> Result<Vec<Entry>, QueryError> {
     let listed = state.query.uids.list(UidKind::Metric)?;
     let uid_of: std::collections::HashMap<&str, &[u8], ahash::RandomState> =
         listed.iter().map(|(n, u)| (n.as_str(), &u[..])).collect();
@@ -142,9 +141,19 @@ fn build(state: &GraphiteWeb) -> Result<Vec<Entry>, QueryError> {
     Ok(out)
 }
 
+/// A path expression that names no series: a tagged path that does not parse, or a glob that
+/// compiles to no regex.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ResolveError {
+    #[error(transparent)]
+    Path(#[from] naming::PathError),
+    #[error(transparent)]
+    Glob(#[from] super::glob::GlobError),
+}
+
 /// The dotted-tree leaves a path expression names (every element matched, no deeper nodes),
 /// sorted by path. A literal tagged path (`name;k=v`) resolves to that series.
-pub fn resolve<'a>(entries: &'a [Entry], expr: &str) -> Result<Vec<&'a Entry>, String> {
+pub fn resolve<'a>(entries: &'a [Entry], expr: &str) -> Result<Vec<&'a Entry>, ResolveError> {
     if expr.contains(';') {
         let (n, t) = naming::parse_tagged(expr)?;
         let canon = naming::canonical(&n, &t);

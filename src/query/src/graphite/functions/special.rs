@@ -83,7 +83,6 @@ fn series_by_tag(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
         }
     }
     let entries = ctx.source.entries()?;
-    let matched =
-        crate::server::graphite_web::tags::find_series(&entries, &exprs).map_err(EvalError)?;
+    let matched = super::super::tags::find_series(&entries, &exprs).map_err(EvalError::from)?;
     ctx.fetch_entries(&matched, &a.call.text)
 }

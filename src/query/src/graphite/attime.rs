@@ -4,9 +4,22 @@
 
 use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc};
 
+/// A time or offset graphite-web would refuse, in its words.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TimeError {
+    /// An offset unit none of graphite's prefixes name (a bare `m`, say).
+    #[error("Invalid offset unit '{0}'")]
+    Unit(String),
+    #[error("Invalid offset '{0}'")]
+    Offset(String),
+    /// An at-time (or its reference part) that is no date, time or epoch.
+    #[error("Invalid time '{0}'")]
+    Time(String),
+}
+
 /// Seconds of one offset unit, by graphite's prefix rules (`s…`, `min…`, `h…`, `d…`, `w…`,
 /// `mon…`, `y…`; a bare `m` is an error, which is why Grafana sends `min`).
-fn unit_seconds(u: &str) -> Result<i64, String> {
+fn unit_seconds(u: &str) -> Result<i64, TimeError> {
     let s = if u.starts_with('s') {
         1
     } else if u.starts_with("min") {
@@ -22,13 +35,13 @@ fn unit_seconds(u: &str) -> Result<i64, String> {
     } else if u.starts_with('y') {
         365 * 86400
     } else {
-        return Err(format!("Invalid offset unit '{u}'"));
+        return Err(TimeError::Unit(u.to_string()));
     };
     Ok(s)
 }
 
 /// `[+-]` then one or more `number unit`; unsigned means positive. Returns seconds.
-pub fn parse_offset(s: &str) -> Result<i64, String> {
+pub fn parse_offset(s: &str) -> Result<i64, TimeError> {
     let t: String = s
         .trim()
         .to_ascii_lowercase()
@@ -41,7 +54,7 @@ pub fn parse_offset(s: &str) -> Result<i64, String> {
         _ => (1, &t[..]),
     };
     if rest.is_empty() {
-        return Err(format!("Invalid offset '{s}'"));
+        return Err(TimeError::Offset(s.to_string()));
     }
     let mut total = 0i64;
     while !rest.is_empty() {
@@ -49,31 +62,31 @@ pub fn parse_offset(s: &str) -> Result<i64, String> {
             .find(|c: char| !c.is_ascii_digit())
             .unwrap_or(rest.len());
         if d == 0 {
-            return Err(format!("Invalid offset '{s}'"));
+            return Err(TimeError::Offset(s.to_string()));
         }
         let n: i64 = rest[..d]
             .parse()
-            .map_err(|_| format!("Invalid offset '{s}'"))?;
+            .map_err(|_| TimeError::Offset(s.to_string()))?;
         rest = &rest[d..];
         let u = rest
             .find(|c: char| !c.is_ascii_alphabetic())
             .unwrap_or(rest.len());
         // Only one sign per offset: `-1h-30min` is an error, as in graphite.
         if u == 0 || rest[u..].starts_with(|c: char| !c.is_ascii_digit()) {
-            return Err(format!("Invalid offset '{s}'"));
+            return Err(TimeError::Offset(s.to_string()));
         }
         // Checked: a huge count is an invalid offset, not a wrapped one.
         total = n
             .checked_mul(unit_seconds(&rest[..u])?)
             .and_then(|x| total.checked_add(x))
-            .ok_or_else(|| format!("Invalid offset '{s}'"))?;
+            .ok_or_else(|| TimeError::Offset(s.to_string()))?;
         rest = &rest[u..];
     }
     Ok(sign * total)
 }
 
 /// An at-time (`from`, `until`) in epoch seconds, relative to `now`.
-pub fn parse_attime(s: &str, now: i64) -> Result<i64, String> {
+pub fn parse_attime(s: &str, now: i64) -> Result<i64, TimeError> {
     let t: String = s
         .trim()
         .to_ascii_lowercase()
@@ -88,7 +101,7 @@ pub fn parse_attime(s: &str, now: i64) -> Result<i64, String> {
         {
             return parse_ref(&t, now);
         }
-        return t.parse().map_err(|_| format!("Invalid time '{s}'"));
+        return t.parse().map_err(|_| TimeError::Time(s.to_string()));
     }
     // Only the first sign splits the reference from the offset.
     let (r, off) = match t.find(['+', '-']) {
@@ -99,13 +112,13 @@ pub fn parse_attime(s: &str, now: i64) -> Result<i64, String> {
     match off {
         Some(o) => base
             .checked_add(parse_offset(o)?)
-            .ok_or_else(|| format!("Invalid time '{s}'")),
+            .ok_or_else(|| TimeError::Time(s.to_string())),
         None => Ok(base),
     }
 }
 
-fn parse_ref(r: &str, now: i64) -> Result<i64, String> {
-    let bad = || format!("Invalid time '{r}'");
+fn parse_ref(r: &str, now: i64) -> Result<i64, TimeError> {
+    let bad = || TimeError::Time(r.to_string());
     let now_dt = Utc
         .timestamp_opt(now, 0)
         .single()

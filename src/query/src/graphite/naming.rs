@@ -3,17 +3,26 @@
 //! rendered under the same path carbon ingest would have accepted for it. Plus graphite's
 //! tagged-path normalisation (`name;k=v`, shared with ingest's `tsgate_graphite::tags`).
 
-use crate::server::state::GraphiteWeb;
+use super::Engine;
 
-pub fn to_path(state: &GraphiteWeb, metric: &str, tags: &[(String, String)]) -> String {
+pub fn to_path(state: &Engine, metric: &str, tags: &[(String, String)]) -> String {
     state.names.to_path(metric, tags)
 }
 
 pub fn to_series(
-    state: &GraphiteWeb,
+    state: &Engine,
     path: &str,
-) -> Result<(String, Vec<(String, String)>), crate::graphite::names::MapError> {
+) -> Result<(String, Vec<(String, String)>), tsgate_core::graphite::names::MapError> {
     state.names.to_series(path)
+}
+
+/// A path graphite's `TaggedSeries.parse` refuses.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PathError {
+    #[error("Cannot parse path {0}, no metric found")]
+    NoMetric(String),
+    #[error("Cannot parse path {path}: {reason}")]
+    Tags { path: String, reason: String },
 }
 
 /// `name;k=v;…` with the `;k=v` strings sorted lexicographically (code-point order).
@@ -34,16 +43,18 @@ pub fn canonical(name: &str, tags: &[(String, String)]) -> String {
 
 /// graphite's `TaggedSeries.parse` (both the `;` and the OpenMetrics form); a plain dotted
 /// name has no tags. Duplicate keys: the last wins; a user `name=` tag is replaced by the name.
-pub fn parse_tagged(path: &str) -> Result<(String, Vec<(String, String)>), String> {
+pub fn parse_tagged(path: &str) -> Result<(String, Vec<(String, String)>), PathError> {
     if !tsgate_graphite::tags::is_tagged(path) {
         let name = path.trim_start_matches('~');
         if name.is_empty() {
-            return Err(format!("Cannot parse path {path}, no metric found"));
+            return Err(PathError::NoMetric(path.to_string()));
         }
         return Ok((name.to_string(), Vec::new()));
     }
-    let t =
-        tsgate_graphite::tags::parse(path).map_err(|e| format!("Cannot parse path {path}: {e}"))?;
+    let t = tsgate_graphite::tags::parse(path).map_err(|e| PathError::Tags {
+        path: path.to_string(),
+        reason: e.to_string(),
+    })?;
     Ok((
         t.name.into_owned(),
         t.tags

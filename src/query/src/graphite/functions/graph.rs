@@ -162,7 +162,7 @@ fn stacked(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
 
 fn vertical_line(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     let ts = a.string(0, "ts")?;
-    let t = parse_attime(&ts, ctx.now).map_err(super::super::eval::EvalError)?;
+    let t = parse_attime(&ts, ctx.now).map_err(super::super::eval::EvalError::from)?;
     if t < ctx.from {
         return err(format!(
             "verticalLine(): timestamp {t} exists before start of range"

@@ -42,10 +42,10 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
 fn moving(ctx: &Ctx, a: &Args, func: &str, fname: &str, xff_pos: usize) -> R<Vec<Series>> {
     let inner = a
         .get(0, "seriesList")
-        .ok_or_else(|| EvalError(format!("{fname}: missing seriesList")))?;
+        .ok_or_else(|| EvalError::Invalid(format!("{fname}: missing seriesList")))?;
     let window = a
         .get(1, "windowSize")
-        .ok_or_else(|| EvalError(format!("{fname}: missing windowSize")))?;
+        .ok_or_else(|| EvalError::Invalid(format!("{fname}: missing windowSize")))?;
     let xff = a.opt_num(xff_pos, "xFilesFactor")?.unwrap_or(ctx.xff);
     // An integer (possibly quoted by Grafana) counts points; other text is a time interval.
     let (label, seconds, points) = match window {
@@ -55,10 +55,14 @@ fn moving(ctx: &Ctx, a: &Args, func: &str, fname: &str, xff_pos: usize) -> R<Vec
         }
         Expr::Str(s) => (
             format!("\"{s}\""),
-            Some(parse_offset(s).map_err(EvalError)?.abs()),
+            Some(parse_offset(s).map_err(EvalError::from)?.abs()),
             None,
         ),
-        other => return Err(EvalError(format!("{fname}: bad windowSize {other:?}"))),
+        other => {
+            return Err(EvalError::Invalid(format!(
+                "{fname}: bad windowSize {other:?}"
+            )))
+        }
     };
     let series = ctx.eval(inner)?;
     let max_step = series.iter().map(|s| s.step).max().unwrap_or(60);
@@ -162,7 +166,7 @@ mod tests {
                 .unwrap(),
             )
             .unwrap_err();
-        assert!(e.0.contains("more than 10000000"), "{}", e.0);
+        assert!(e.to_string().contains("more than 10000000"), "{e}");
         // A year's bootstrap is fine.
         assert!(ctx
             .eval(&super::super::super::parser::parse("movingAverage(m, '365d')").unwrap())

@@ -26,14 +26,14 @@ pub struct Call {
 /// are levels of the evaluator's recursion). `query.max_depth`'s default.
 pub const DEFAULT_MAX_DEPTH: usize = 64;
 
-pub fn parse(s: &str) -> Result<Expr, String> {
+pub fn parse(s: &str) -> Result<Expr, ParseError> {
     parse_bounded(s, DEFAULT_MAX_DEPTH)
 }
 
 /// [`parse`] refusing a target nested deeper than `max_depth` (a tree taller than that): the
 /// parser and the evaluator both recurse once per level, and a few thousand levels overflow a
 /// thread's stack, which aborts the process.
-pub fn parse_bounded(s: &str, max_depth: usize) -> Result<Expr, String> {
+pub fn parse_bounded(s: &str, max_depth: usize) -> Result<Expr, ParseError> {
     let mut p = P {
         s: s.as_bytes(),
         src: s,
@@ -47,9 +47,43 @@ pub fn parse_bounded(s: &str, max_depth: usize) -> Result<Expr, String> {
     if p.i < p.s.len() {
         let rest = String::from_utf8_lossy(&p.s[p.i..]);
         let (shown, more) = clip(&rest);
-        return p.err(&format!("unexpected {shown:?}{more}"));
+        return p.err(Problem::Unexpected(shown.to_string(), more));
     }
     Ok(e)
+}
+
+/// A target graphite-web's grammar refuses: what was wrong, at which byte, and the target's
+/// start (an error message quotes at most [`SHOWN_MAX`] bytes of it).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{problem} at position {at} in {shown:?}{more}")]
+pub struct ParseError {
+    pub problem: Problem,
+    pub at: usize,
+    shown: String,
+    more: &'static str,
+}
+
+/// What was wrong with a target.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Problem {
+    /// Text after a whole expression (clipped, with `…` when it was).
+    #[error("unexpected {0:?}{1}")]
+    Unexpected(String, &'static str),
+    /// Nested deeper than `query.max_depth`.
+    #[error("target nested deeper than {0} levels (query.max_depth)")]
+    TooDeep(usize),
+    #[error("expected a function call after '|'")]
+    CallAfterPipe,
+    #[error("positional argument after keyword argument")]
+    PositionalAfterKeyword,
+    #[error("expected ',' or ')'")]
+    CommaOrParen,
+    #[error("unterminated string")]
+    UnterminatedString,
+    #[error("missing argument")]
+    MissingArgument,
+    #[error("expected a path expression or function call")]
+    Expected,
 }
 
 /// Longest part of a target an error message quotes.
@@ -104,20 +138,22 @@ impl P<'_> {
     fn peek(&self) -> Option<u8> {
         self.s.get(self.i).copied()
     }
-    fn err<T>(&self, what: &str) -> Result<T, String> {
+    fn err<T>(&self, problem: Problem) -> Result<T, ParseError> {
         let (shown, more) = clip(self.src);
-        Err(format!("{what} at position {} in {shown:?}{more}", self.i))
+        Err(ParseError {
+            problem,
+            at: self.i,
+            shown: shown.to_string(),
+            more,
+        })
     }
 
     /// The error for a tree taller than `max_depth`.
-    fn too_deep<T>(&self) -> Result<T, String> {
-        self.err(&format!(
-            "target nested deeper than {} levels (query.max_depth)",
-            self.max_depth
-        ))
+    fn too_deep<T>(&self) -> Result<T, ParseError> {
+        self.err(Problem::TooDeep(self.max_depth))
     }
 
-    fn expression(&mut self) -> Result<Parsed, String> {
+    fn expression(&mut self) -> Result<Parsed, ParseError> {
         let (mut e, mut height) = self.primary()?;
         loop {
             self.ws();
@@ -129,7 +165,7 @@ impl P<'_> {
             let start = self.i;
             let (Expr::Call(mut c), h) = self.primary()? else {
                 self.i = start;
-                return self.err("expected a function call after '|'");
+                return self.err(Problem::CallAfterPipe);
             };
             // The piped value becomes the call's first argument: one level deeper.
             height = h.max(height + 1);
@@ -141,7 +177,7 @@ impl P<'_> {
         }
     }
 
-    fn primary(&mut self) -> Result<Parsed, String> {
+    fn primary(&mut self) -> Result<Parsed, ParseError> {
         let start = self.i;
         if self.peek().is_some_and(is_ident_start) {
             let mut j = self.i;
@@ -173,7 +209,7 @@ impl P<'_> {
         Ok((self.path()?, 1))
     }
 
-    fn arglist(&mut self) -> Result<ArgList, String> {
+    fn arglist(&mut self) -> Result<ArgList, ParseError> {
         let (mut args, mut kwargs, mut tallest) = (Vec::new(), Vec::new(), 0);
         self.ws();
         if self.peek() == Some(b')') {
@@ -187,7 +223,7 @@ impl P<'_> {
                 tallest = tallest.max(h);
                 kwargs.push((k, e));
             } else if !kwargs.is_empty() {
-                return self.err("positional argument after keyword argument");
+                return self.err(Problem::PositionalAfterKeyword);
             } else {
                 let (e, h) = self.arg()?;
                 tallest = tallest.max(h);
@@ -200,7 +236,7 @@ impl P<'_> {
                     self.i += 1;
                     return Ok((args, kwargs, tallest));
                 }
-                _ => return self.err("expected ',' or ')'"),
+                _ => return self.err(Problem::CommaOrParen),
             }
         }
     }
@@ -227,17 +263,17 @@ impl P<'_> {
         None
     }
 
-    fn arg(&mut self) -> Result<Parsed, String> {
+    fn arg(&mut self) -> Result<Parsed, ParseError> {
         match self.peek() {
             Some(q @ (b'\'' | b'"')) => {
                 let start = self.i + 1;
                 let Some(len) = self.s[start..].iter().position(|&c| c == q) else {
-                    return self.err("unterminated string");
+                    return self.err(Problem::UnterminatedString);
                 };
                 self.i = start + len + 1;
                 return Ok((Expr::Str(self.src[start..start + len].to_string()), 1));
             }
-            None => return self.err("missing argument"),
+            None => return self.err(Problem::MissingArgument),
             _ => {}
         }
         if let Some(n) = self.number() {
@@ -311,7 +347,7 @@ impl P<'_> {
         Some(v)
     }
 
-    fn path(&mut self) -> Result<Expr, String> {
+    fn path(&mut self) -> Result<Expr, ParseError> {
         let start = self.i;
         let mut depth = 0usize;
         while let Some(c) = self.peek() {
@@ -328,7 +364,7 @@ impl P<'_> {
             self.i += 1;
         }
         if self.i == start || depth > 0 {
-            return self.err("expected a path expression or function call");
+            return self.err(Problem::Expected);
         }
         Ok(Expr::Path(
             String::from_utf8_lossy(&self.s[start..self.i]).into_owned(),
@@ -417,7 +453,7 @@ mod tests {
         // A trailing backslash escapes nothing.
         assert_eq!(parse(r"a.b\").unwrap(), Expr::Path(r"a.b\".into()));
         assert!(parse("f(a\\").is_err());
-        assert!(parse("a.b)é").unwrap_err().contains("é"));
+        assert!(parse("a.b)é").unwrap_err().to_string().contains("é"));
     }
 
     /// Issue 35: `absolute(` nested 2,000 deep overflowed the stack and aborted the process.
@@ -426,15 +462,20 @@ mod tests {
         let nested = |n: usize| format!("{}a.b{}", "absolute(".repeat(n), ")".repeat(n));
         assert!(parse_bounded(&nested(7), 8).is_ok());
         let e = parse_bounded(&nested(8), 8).unwrap_err();
-        assert!(e.contains("query.max_depth"), "{e}");
+        assert_eq!(e.problem, Problem::TooDeep(8));
+        assert!(e.to_string().contains("query.max_depth"), "{e}");
         // Far past any stack, still a plain error.
         assert!(parse(&nested(100_000))
             .unwrap_err()
+            .to_string()
             .contains("deeper than 64"));
         // A pipe chain is as deep as the same calls nested.
         let piped = |n: usize| format!("a.b{}", "|absolute()".repeat(n));
         assert!(parse_bounded(&piped(7), 8).is_ok());
-        assert!(parse_bounded(&piped(8), 8).unwrap_err().contains("deeper"));
+        assert!(parse_bounded(&piped(8), 8)
+            .unwrap_err()
+            .to_string()
+            .contains("deeper"));
         assert!(parse(&piped(100_000)).is_err());
         // Pipes inside an argument count from where that argument sits.
         let inner = format!("f({})", piped(6));

@@ -528,10 +528,10 @@ fn time_shift(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     if !shift.starts_with(['+', '-']) {
         shift = format!("-{shift}");
     }
-    let d = parse_offset(&shift).map_err(EvalError)?;
+    let d = parse_offset(&shift).map_err(EvalError::from)?;
     let inner = a
         .get(0, "seriesList")
-        .ok_or_else(|| EvalError("timeShift: missing seriesList".into()))?;
+        .ok_or_else(|| EvalError::Invalid("timeShift: missing seriesList".into()))?;
     let shifted = ctx.shifted(ctx.from + d, ctx.until + d).eval(inner)?;
     Ok(shifted
         .into_iter()
@@ -554,7 +554,7 @@ fn time_shift(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
 /// The interval of summarize-like functions, in seconds (positive).
 fn interval(a: &Args, i: usize) -> R<(String, i64)> {
     let s = a.string(i, "intervalString")?;
-    let secs = parse_offset(&s).map_err(EvalError)?.abs();
+    let secs = parse_offset(&s).map_err(EvalError::from)?.abs();
     if secs == 0 {
         return err(format!("{}: interval must be positive", a.call.name));
     }
@@ -637,13 +637,13 @@ fn smart_summarize(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
             "1{}",
             unit.trim_start_matches(|c: char| c.is_ascii_digit())
         ))
-        .map_err(EvalError)?
+        .map_err(EvalError::from)?
         .abs();
         c = ctx.shifted(ctx.from - ctx.from.rem_euclid(u.max(1)), ctx.until);
     }
     let list = c.eval(
         a.get(0, "seriesList")
-            .ok_or_else(|| EvalError("smartSummarize: missing seriesList".into()))?,
+            .ok_or_else(|| EvalError::Invalid("smartSummarize: missing seriesList".into()))?,
     )?;
     Ok(list
         .into_iter()

@@ -19,6 +19,11 @@ pub fn data_value(v: f64) -> DataValue {
 /// A Prometheus ms timestamp as the schema's timestamp: whole seconds as seconds (2-byte
 /// qualifiers), anything else as milliseconds.
 pub fn encode_sample(ts_ms: i64, v: f64) -> Result<(u32, RawPoint), PointError> {
+    encode_value(ts_ms, data_value(v))
+}
+
+/// [`encode_sample`] of a value already typed (an integer sent as one stays exact past 2^53).
+pub fn encode_value(ts_ms: i64, v: DataValue) -> Result<(u32, RawPoint), PointError> {
     if ts_ms < 0 || ts_ms as u64 > MAX_TIMESTAMP_MS {
         return Err(PointError::Invalid(format!(
             "timestamp {ts_ms} ms is outside 0..={MAX_TIMESTAMP_MS}"
@@ -35,7 +40,7 @@ pub fn encode_sample(ts_ms: i64, v: f64) -> Result<(u32, RawPoint), PointError> 
         )));
     };
     let base = base_time(ts);
-    RawPoint::encode_allow_non_finite(ts, base, data_value(v))
+    RawPoint::encode_allow_non_finite(ts, base, v)
         .map(|r| (base, r))
         .map_err(|e| PointError::Invalid(e.to_string()))
 }

@@ -86,6 +86,9 @@ bash compat/graphite/run.sh 2>&1 | tee -a "$log"
 echo "compat/graphite_web_compare: Debian's graphite-web 1.1.8 /render against tsgate (about 5 s)"
 bash compat/graphite_web_compare/run.sh 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+echo "compat/senders: influxdb-client and the OpenTelemetry SDK's OTLP/HTTP exporter against tsgate (about 10 s; pip-installs them if missing)"
+bash compat/senders/run.sh 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 set -e
 # One closing line for the whole run, summed over every test binary.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed/) p += $(i-1); if ($i ~ /^failed/) f += $(i-1) } }

@@ -130,7 +130,10 @@ fn influx_lines_read_back_through_all_three_apis() {
     );
     assert_eq!((code, body.as_str()), (204, ""));
     let r = promql(&s, "disk_free", t);
-    assert_eq!(r[0]["metric"], serde_json::json!({"__name__":"disk_free","host":"web02"}));
+    assert_eq!(
+        r[0]["metric"],
+        serde_json::json!({"__name__":"disk_free","host":"web02"})
+    );
     // The 2.x error shape, and a precision only 1.x has.
     let (code, body) = s.http("POST", "/api/v2/write?precision=h", "m f=1 1");
     assert_eq!(code, 400);
@@ -161,12 +164,28 @@ fn influx_limits_and_auth() {
     let s = Server::start_with(&dir.path().join("data"), Some(&cfg));
     let (code, body) = http(&s.addr, "POST", "/write", "m f=1", &[]);
     assert_eq!(code, 401);
-    assert!(json(&body)["error"].as_str().unwrap().contains("Authentication required"));
+    assert!(json(&body)["error"]
+        .as_str()
+        .unwrap()
+        .contains("Authentication required"));
     let (code, body) = http(&s.addr, "POST", "/api/v2/write", "m f=1", &[]);
-    assert_eq!((code, json(&body)["code"].clone()), (401, "unauthorized".into()));
+    assert_eq!(
+        (code, json(&body)["code"].clone()),
+        (401, "unauthorized".into())
+    );
     let bearer = format!("Bearer {token}");
     let auth = [("Authorization", bearer.as_str())];
     assert_eq!(http(&s.addr, "POST", "/write", "m f=1,g=2", &auth).0, 204);
+    // InfluxDB 2.x's scheme for the same token.
+    let influx_token = format!("Token {token}");
+    let (code, body) = http(
+        &s.addr,
+        "POST",
+        "/api/v2/write",
+        "m f=3",
+        &[("Authorization", influx_token.as_str())],
+    );
+    assert_eq!((code, body.as_str()), (204, ""));
     // Three fields are three points: past the limit, nothing stored.
     let (code, body) = http(&s.addr, "POST", "/write", "m f=1,g=2,h=3", &auth);
     assert_eq!(code, 413, "{body}");
@@ -245,7 +264,11 @@ fn otlp_protobuf_and_json_read_back() {
     let resp = ExportMetricsServiceResponse::decode(&body[..]).unwrap();
     let partial = resp.partial_success.unwrap();
     assert_eq!(partial.rejected_data_points, 1);
-    assert!(partial.error_message.contains("delta temporality"), "{}", partial.error_message);
+    assert!(
+        partial.error_message.contains("delta temporality"),
+        "{}",
+        partial.error_message
+    );
 
     let r = promql(&s, "http_server_requests_total", t);
     assert_eq!(
@@ -295,7 +318,10 @@ fn otlp_protobuf_and_json_read_back() {
         "POST",
         "/api/v1/otlp/v1/metrics",
         &gzip(body.as_bytes()),
-        &[("Content-Type", "application/json"), ("Content-Encoding", "gzip")],
+        &[
+            ("Content-Type", "application/json"),
+            ("Content-Encoding", "gzip"),
+        ],
     );
     assert_eq!((code, String::from_utf8_lossy(&resp).as_ref()), (200, "{}"));
     let r = promql(&s, "rpc_duration_milliseconds_bucket", t);
@@ -309,8 +335,14 @@ fn otlp_protobuf_and_json_read_back() {
         })
         .collect();
     got.sort();
-    assert_eq!(got, vec![("+Inf".into(), "5".into()), ("10".into(), "2".into())]);
-    assert_eq!(promql(&s, "rpc_duration_milliseconds_sum", t)[0]["value"][1], "12.5");
+    assert_eq!(
+        got,
+        vec![("+Inf".into(), "5".into()), ("10".into(), "2".into())]
+    );
+    assert_eq!(
+        promql(&s, "rpc_duration_milliseconds_sum", t)[0]["value"][1],
+        "12.5"
+    );
 
     // Bad payloads: 400 with the reason; nothing else lost.
     let (code, body) = http(
@@ -331,7 +363,16 @@ fn otlp_protobuf_and_json_read_back() {
     );
     assert_eq!(code, 400);
     assert!(body.contains("resourceMetrics: not an array"), "{body}");
-    let (code, _) = http(&s.addr, "POST", "/v1/metrics", "x", &[("Content-Type", "text/plain")]);
+    let (code, _) = http(
+        &s.addr,
+        "POST",
+        "/v1/metrics",
+        "x",
+        &[("Content-Type", "text/plain")],
+    );
     assert_eq!(code, 415);
-    assert_eq!(promql(&s, "http_server_requests_total", t)[0]["value"][1], "17");
+    assert_eq!(
+        promql(&s, "http_server_requests_total", t)[0]["value"][1],
+        "17"
+    );
 }

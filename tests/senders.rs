@@ -148,6 +148,19 @@ fn influx_lines_read_back_through_all_three_apis() {
         "{body}"
     );
     assert_eq!(s.http("GET", "/ping", "").0, 204);
+    // Counted: 5 points stored, 2 lines refused, one request refused as a whole (precision).
+    let (_, stats) = s.http("GET", "/api/stats", "");
+    let stat = |name: &str| {
+        json(&stats)
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["metric"] == name && r["tags"]["type"] == "influx")
+            .map(|r| r["value"].as_str().unwrap().parse::<u64>().unwrap())
+    };
+    assert_eq!(stat("tsd.http.write.received"), Some(7), "{stats}");
+    assert_eq!(stat("tsd.http.write.errors"), Some(2), "{stats}");
+    assert_eq!(stat("tsd.http.write.bad_requests"), Some(1), "{stats}");
 }
 
 #[test]

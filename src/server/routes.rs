@@ -671,5 +671,19 @@ mod tests {
         assert_eq!(family("/render/"), Some(Family::GraphiteWeb));
         assert_eq!(family("/api/v1/put"), Some(Family::OpenTsdb));
         assert_eq!(family("/nope"), None);
+        assert_eq!(family("/write"), Some(Family::Influx));
+        assert_eq!(family("/api/v2/write"), Some(Family::Influx));
+        assert_eq!(family("/api/v1/otlp/v1/metrics"), Some(Family::Otlp));
+        assert_eq!(family("/v1/metrics"), Some(Family::Otlp));
+        // Not graphite-web's `/metrics`, nor an OpenTSDB `/api/v1/` alias.
+        assert!(matches!(
+            find(&Method::GET, "/v1/metrics", "", None),
+            Lookup::MethodNotAllowed(Family::Otlp, _)
+        ));
+        let r = method_not_allowed(Family::Influx, "/api/v2/write", &Method::GET);
+        assert_eq!(
+            serde_json::from_slice::<serde_json::Value>(r.body()).unwrap()["code"],
+            "method not allowed"
+        );
     }
 }

@@ -82,6 +82,16 @@ impl Stats {
             ),
             ("tsd.http.requests", m.http_total(), None),
         ];
+        // The InfluxDB and OTLP write endpoints, as remote write's rows.
+        for (p, t) in [(Protocol::Influx, "influx"), (Protocol::Otlp, "otlp")] {
+            v.push(("tsd.http.write.received", received(m, p), Some(("type", t))));
+            v.push(("tsd.http.write.errors", m.rejected(p), Some(("type", t))));
+            v.push((
+                "tsd.http.write.bad_requests",
+                m.ingest(p).batches_rejected.get(),
+                Some(("type", t)),
+            ));
+        }
         let queries: u64 = QueryApi::ALL
             .iter()
             .map(|q| m.query[*q as usize].count())

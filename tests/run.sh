@@ -47,8 +47,8 @@ if ((${#need[@]})) || ((need_collectd)) || ((need_graphite_web)); then
   fi
 fi
 
-# Disk: a CI machine may have little room. The test build leaves out debug info (the release
-# profile keeps some for profiling, `debug = 1`: ~110 MB a binary with it), and the fuzz build
+# Disk: a CI machine may have little room. The test build leaves out debug info (as the release
+# profile does; the `profiling` profile has it), and the fuzz build
 # runs first and is deleted before the main build, so the two never take space at once.
 export CARGO_PROFILE_RELEASE_DEBUG=0
 # Time: the release profile's link-time optimisation (a minute or two per link here) would run
@@ -95,6 +95,16 @@ bash compat/graphite_web_compare/run.sh 2>&1 | tee -a "$log"
 echo "compat/graphite_web_compare whisper: the same, tsgate fed by tsgate import --from whisper (about 5 s)"
 bash compat/graphite_web_compare/run.sh whisper 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+echo "compat/senders: influxdb-client and the OpenTelemetry SDK's OTLP/HTTP exporter against tsgate (about 10 s; pip-installs them if missing)"
+bash compat/senders/run.sh 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+echo "compat/package: cargo deb, dpkg -i, the unit's ExecStart serving from /var/lib/tsgate, dpkg --purge (about 20 s; cargo-installs cargo-deb if missing)"
+if [ "$(id -u)" = 0 ]; then
+  bash compat/package/run.sh 2>&1 | tee -a "$log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+else
+  echo "compat/package: skipped (dpkg -i needs root)"
+fi
 set -e
 # One closing line for the whole run, summed over every test binary.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed/) p += $(i-1); if ($i ~ /^failed/) f += $(i-1) } }

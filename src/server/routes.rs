@@ -17,7 +17,10 @@ use futures_util::future::BoxFuture;
 use http::{Method, StatusCode};
 use serde_json::json;
 use std::sync::Arc;
-use Family::{Admin as ADM, GraphiteWeb as GW, OpenTsdb as TSDB, Prometheus as PROM};
+use Family::{
+    Admin as ADM, GraphiteWeb as GW, Influx as INFLUX, OpenTsdb as TSDB, Otlp as OTLP,
+    Prometheus as PROM,
+};
 use Path::{Api, ApiPrefix, Exact, Trimmed, TrimmedPrefix};
 
 /// Whose conventions a route's answers (and its 401/403/404/405) follow.
@@ -28,6 +31,10 @@ pub enum Family {
     GraphiteWeb,
     /// The server itself: version, config, stats, `/metrics`, caches. OpenTSDB's error JSON.
     Admin,
+    /// InfluxDB's write API: 1.x `{"error":…}`, 2.x `{"code":…,"message":…}` (by path).
+    Influx,
+    /// OTLP/HTTP metrics: errors as plain text, as Prometheus' OTLP receiver answers them.
+    Otlp,
 }
 
 /// What a principal must hold for a route when `[auth]` is on.
@@ -294,6 +301,12 @@ pub static ROUTES: &[Route] = &[
     // The Prometheus text exposition: exactly `/metrics`, a GET without `query`.
     route(GET, Exact("/metrics"), ADM, Need::Read, now!(|s, _r, _p| super::stats_api::metrics(&s)))
         .when(When::GetWithout("query")),
+    // InfluxDB line protocol (1.x and 2.x write APIs) and OTLP/HTTP metrics.
+    route(POST, Exact("/write"), INFLUX, Need::Write, h!(prometheus, super::influx::write_v1)),
+    route(POST, Exact("/api/v2/write"), INFLUX, Need::Write, h!(prometheus, super::influx::write_v2)),
+    route(GET, Exact("/ping"), INFLUX, Need::Open, now!(|_s, _r, _p| super::influx::ping())),
+    route(POST, Exact("/api/v1/otlp/v1/metrics"), OTLP, Need::Write, h!(prometheus, super::otlp::write)),
+    route(POST, Exact("/v1/metrics"), OTLP, Need::Write, h!(prometheus, super::otlp::write)),
     // graphite-web.
     route(ANY, Trimmed("/render"), GW, Need::Read, h!(graphite_web, graphite_web::route)),
     route(ANY, Trimmed("/metrics"), GW, Need::Read, h!(graphite_web, graphite_web::route)),
@@ -492,7 +505,7 @@ pub fn family(path: &str) -> Option<Family> {
 pub async fn dispatch(state: &Arc<AppState>, found: Lookup, req: Request) -> Reply {
     match found {
         Lookup::Route(r, path) => (r.handler)(state.clone(), req, path).await,
-        Lookup::MethodNotAllowed(family, m) => method_not_allowed(family, &m),
+        Lookup::MethodNotAllowed(family, m) => method_not_allowed(family, &req.path, &m),
         Lookup::BadOverride => error_reply(
             StatusCode::METHOD_NOT_ALLOWED,
             "Unknown or unsupported method override value",
@@ -503,7 +516,7 @@ pub async fn dispatch(state: &Arc<AppState>, found: Lookup, req: Request) -> Rep
 }
 
 /// A 405 in the family's words.
-fn method_not_allowed(family: Family, m: &Method) -> Reply {
+fn method_not_allowed(family: Family, path: &str, m: &Method) -> Reply {
     match family {
         Family::Prometheus => http::Response::builder()
             .status(StatusCode::METHOD_NOT_ALLOWED)
@@ -516,6 +529,15 @@ fn method_not_allowed(family: Family, m: &Method) -> Reply {
             "This endpoint only accepts POST",
         ),
         Family::OpenTsdb | Family::Admin => super::api::method_not_allowed(m),
+        Family::Influx => super::influx::error(
+            super::influx::Api::of_path(path),
+            StatusCode::METHOD_NOT_ALLOWED,
+            &format!("method {m} not allowed"),
+        ),
+        Family::Otlp => super::otlp::text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            &format!("method {m} not allowed"),
+        ),
     }
 }
 
@@ -663,5 +685,19 @@ mod tests {
         assert_eq!(family("/render/"), Some(Family::GraphiteWeb));
         assert_eq!(family("/api/v1/put"), Some(Family::OpenTsdb));
         assert_eq!(family("/nope"), None);
+        assert_eq!(family("/write"), Some(Family::Influx));
+        assert_eq!(family("/api/v2/write"), Some(Family::Influx));
+        assert_eq!(family("/api/v1/otlp/v1/metrics"), Some(Family::Otlp));
+        assert_eq!(family("/v1/metrics"), Some(Family::Otlp));
+        // Not graphite-web's `/metrics`, nor an OpenTSDB `/api/v1/` alias.
+        assert!(matches!(
+            find(&Method::GET, "/v1/metrics", "", None),
+            Lookup::MethodNotAllowed(Family::Otlp, _)
+        ));
+        let r = method_not_allowed(Family::Influx, "/api/v2/write", &Method::GET);
+        assert_eq!(
+            serde_json::from_slice::<serde_json::Value>(r.body()).unwrap()["code"],
+            "method not allowed"
+        );
     }
 }

@@ -107,7 +107,8 @@ impl Authenticator {
         let value = value.to_str().map_err(|_| Denied::Invalid)?.trim();
         let (scheme, rest) = value.split_once(' ').ok_or(Denied::Invalid)?;
         let rest = rest.trim();
-        if scheme.eq_ignore_ascii_case("bearer") {
+        // `Token` is InfluxDB 2.x's name for the same thing (its clients and Telegraf send it).
+        if scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("token") {
             return self.bearer(rest).ok_or(Denied::Invalid);
         }
         if scheme.eq_ignore_ascii_case("basic") {

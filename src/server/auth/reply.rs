@@ -56,5 +56,9 @@ fn family_reply(family: Family, path: &str, status: StatusCode, kind: &str, msg:
             }
         }
         Family::OpenTsdb | Family::Admin => error_reply(status, msg, ""),
+        Family::Influx => {
+            crate::server::influx::error(crate::server::influx::Api::of_path(path), status, msg)
+        }
+        Family::Otlp => crate::server::otlp::text(status, msg),
     }
 }

@@ -28,6 +28,8 @@ labels!(
         GraphitePlaintext => "graphite_plaintext",
         GraphiteUdp => "graphite_udp",
         GraphitePickle => "graphite_pickle",
+        Influx => "influx",
+        Otlp => "otlp",
     }
 );
 

@@ -29,6 +29,8 @@ need_collectd=0
 # in-process on whisper files; its Depends (Django, whisper, cairo) are all it needs.
 need_graphite_web=0
 /usr/bin/python3 -c 'import graphite.render, whisper' 2>/dev/null || need_graphite_web=1
+# ... and Debian's carbon-cache writes whisper files for `tsgate import --from whisper`.
+command -v carbon-cache >/dev/null || need_graphite_web=1
 if ((${#need[@]})) || ((need_collectd)) || ((need_graphite_web)); then
   if [ "$(id -u)" = 0 ]; then
     sudo=""
@@ -43,7 +45,7 @@ if ((${#need[@]})) || ((need_collectd)) || ((need_graphite_web)); then
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends collectd-core >/dev/null
   fi
   if ((need_graphite_web)); then
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends graphite-web python3-whisper >/dev/null
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends graphite-web graphite-carbon python3-whisper >/dev/null
   fi
 fi
 
@@ -94,6 +96,9 @@ bash compat/graphite_web_compare/run.sh 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 echo "compat/graphite_web_compare whisper: the same, tsgate fed by tsgate import --from whisper (about 5 s)"
 bash compat/graphite_web_compare/run.sh whisper 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+echo "compat/graphite_web_compare carbon-cache: the same, on whisper files Debian's carbon-cache wrote from the plaintext stream, imported (about 10 s)"
+bash compat/graphite_web_compare/run.sh carbon-cache 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 echo "compat/senders: influxdb-client and the OpenTelemetry SDK's OTLP/HTTP exporter against tsgate (about 10 s; pip-installs them if missing)"
 bash compat/senders/run.sh 2>&1 | tee -a "$log"

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Compares tsgate's /render with Debian's graphite-web (run in-process) on the same data.
 
-usage: compare.py WORKDIR TSGATE_HTTP_PORT TSGATE_CARBON_PORT [carbon|write|imported]
+usage: compare.py WORKDIR TSGATE_HTTP_PORT TSGATE_CARBON_PORT [carbon|write|send|imported]
 
 Writes whisper files under WORKDIR/whisper with python3-whisper, sends the same points to tsgate
 as carbon plaintext (mode `carbon`, the default; `write` only writes the whisper files and exits,
-`imported` neither writes nor sends: tsgate holds them through `tsgate import --from whisper`),
+`imported` neither writes nor sends: tsgate holds them through `tsgate import --from whisper`;
+`send` only sends the carbon plaintext to the port given, a real carbon-cache writing the whisper
+files, and waits until they hold every point),
 waits until tsgate serves them, then evaluates TARGETS with both over one
 fixed window and compares the series names, timestamps and values (1e-9 relative, None == null).
 """
@@ -115,6 +117,25 @@ def send_carbon():
         s.sendall("".join(lines).encode())
 
 
+def wait_whisper():
+    """Waits until carbon-cache's whisper files hold every point sent (it writes them lazily)."""
+    import whisper
+    want = {n: sum(1 for i in range(N) if f(i) is not None) for n, f in SERIES.items()}
+    got = {}
+    for _ in range(600):
+        for name in SERIES:
+            path = os.path.join(work, "whisper", *name.split(".")) + ".wsp"
+            try:
+                (_, _, _), values = whisper.fetch(path, FROM, UNTIL)
+                got[name] = sum(1 for v in values if v is not None)
+            except Exception:
+                got[name] = -1
+        if got == want:
+            return
+        time.sleep(0.1)
+    sys.exit("graphite-web compare: carbon-cache wrote %s of %s points after 60 s" % (got, want))
+
+
 def tsgate_render(target):
     q = urllib.parse.urlencode({"target": target, "from": FROM, "until": UNTIL, "format": "json"})
     with urllib.request.urlopen("http://127.0.0.1:%d/render?%s" % (http_port, q), timeout=10) as r:
@@ -195,6 +216,10 @@ def diff(want, got):
 
 
 def main():
+    if mode == "send":
+        send_carbon()
+        wait_whisper()
+        return
     if mode != "imported":
         write_whisper()
     if mode == "write":

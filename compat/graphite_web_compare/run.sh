@@ -4,8 +4,10 @@
 # plaintext): 32 target expressions over one fixed window must give the same series names,
 # timestamps and values (1e-9 relative). Ends with a summary and a cargo-style `test result:` line.
 # With `whisper`, tsgate gets the points from the whisper files themselves (`tsgate import --from
-# whisper`, before it starts) instead of as carbon plaintext.
-# usage: bash compat/graphite_web_compare/run.sh [whisper]
+# whisper`, before it starts) instead of as carbon plaintext. With `carbon-cache`, Debian's real
+# carbon-cache (graphite-carbon) writes the whisper files from the carbon plaintext stream, and
+# tsgate imports that tree.
+# usage: bash compat/graphite_web_compare/run.sh [whisper|carbon-cache]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -31,6 +33,56 @@ mode=carbon
 if [ "${1:-}" = whisper ]; then
   mode=imported
   "$PY" "$here/compare.py" "$work" "$TS" "$GP" write
+  "$TSGATE" import --config "$work/tsgate.toml" --from whisper --quiet "$work/whisper"
+elif [ "${1:-}" = carbon-cache ]; then
+  mode=imported
+  command -v carbon-cache >/dev/null ||
+    { echo "compat/graphite_web_compare: carbon-cache is missing (tests/run.sh installs graphite-carbon)" >&2; exit 2; }
+  CP=$(port); CPP=$(port); CQ=$(port)
+  mkdir -p "$work/carbon" "$work/whisper"
+  # One 10 s archive of 2 h, averaged, xFilesFactor 0: what compare.py's own files hold.
+  cat >"$work/carbon/storage-schemas.conf" <<CONF
+[all]
+pattern = .*
+retentions = 10s:2h
+CONF
+  cat >"$work/carbon/storage-aggregation.conf" <<CONF
+[all]
+pattern = .*
+xFilesFactor = 0
+aggregationMethod = average
+CONF
+  cat >"$work/carbon/carbon.conf" <<CONF
+[cache]
+STORAGE_DIR = $work/carbon/
+LOCAL_DATA_DIR = $work/whisper/
+WHITELISTS_DIR = $work/carbon/lists/
+CONF_DIR = $work/carbon/
+LOG_DIR = $work/carbon/log/
+PID_DIR = $work/carbon/
+ENABLE_LOGROTATION = False
+USER =
+MAX_CACHE_SIZE = inf
+MAX_UPDATES_PER_SECOND = 100000
+MAX_CREATES_PER_MINUTE = inf
+LINE_RECEIVER_INTERFACE = 127.0.0.1
+LINE_RECEIVER_PORT = $CP
+ENABLE_UDP_LISTENER = False
+PICKLE_RECEIVER_INTERFACE = 127.0.0.1
+PICKLE_RECEIVER_PORT = $CPP
+CACHE_QUERY_INTERFACE = 127.0.0.1
+CACHE_QUERY_PORT = $CQ
+WHISPER_AUTOFLUSH = True
+CONF
+  carbon-cache --config="$work/carbon/carbon.conf" --pidfile="$work/carbon/carbon.pid" --nodaemon \
+    --logdir="$work/carbon/log" start >"$work/carbon.log" 2>&1 & cpid=$!; pids+=("$cpid")
+  for _ in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$CP") 2>/dev/null && break
+    kill -0 "$cpid" 2>/dev/null || { echo "carbon-cache did not start:"; tail -20 "$work/carbon.log"; exit 1; }
+    sleep 0.1
+  done
+  "$PY" "$here/compare.py" "$work" "$TS" "$CP" send
+  kill "$cpid"; wait "$cpid" 2>/dev/null || true
   "$TSGATE" import --config "$work/tsgate.toml" --from whisper --quiet "$work/whisper"
 fi
 "$TSGATE" serve --config "$work/tsgate.toml" >"$work/tsgate.log" 2>&1 & pid=$!; pids+=("$pid")

@@ -513,3 +513,157 @@ fn trees_file_new_series_and_record_collisions() {
         "tree 2 fully deleted: {rows:#?}"
     );
 }
+
+/// `/api/search/*` (OpenTSDB answers these through a search plugin; tsgate from its tables)
+/// and `/api/uid/rename`, with the answers of OpenTSDB's `SearchRpc`/`UniqueIdRpc` tests.
+#[test]
+fn search_types_and_uid_rename() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(
+        dir.path(),
+        "[meta]\nenable_realtime_uid = true\nenable_realtime_ts = true\nenable_tsuid_tracking = true\n",
+    );
+    let s = Server::start_with(&dir.path().join("data"), Some(&cfg));
+    let put = json!([{"metric":"sys.cpu.user","timestamp":1356998400,"value":1,"tags":{"host":"web01"}},
+                     {"metric":"sys.cpu.user","timestamp":1356998400,"value":2,"tags":{"host":"web02"}},
+                     {"metric":"sys.mem.free","timestamp":1356998400,"value":3,"tags":{"host":"web01"}}]);
+    assert_eq!(s.http("POST", "/api/put?sync", &put.to_string()).0, 204);
+    let search = |path: &str| {
+        let (code, body) = s.http("GET", path, "");
+        assert_eq!(code, 200, "{path}: {body}");
+        j(&body)
+    };
+    let all = eventually("three TSMetas", || {
+        let v = search("/api/search/tsmeta?query=*");
+        (v["totalResults"] == 3).then_some(v)
+    });
+    assert_eq!(all["type"], "TSMETA");
+    assert_eq!(all["query"], "*");
+    assert_eq!(
+        (all["limit"].as_i64(), all["startIndex"].as_i64()),
+        (Some(25), Some(0))
+    );
+    assert_eq!(all["results"][0]["tsuid"], TSUID);
+    assert_eq!(all["results"][0]["metric"]["name"], "sys.cpu.user");
+    assert!(all["time"].is_number());
+
+    // The docs' example query, paged.
+    let v = search("/api/search/tsmeta_summary?query=name:sys.cpu.*&limit=1&start_index=1");
+    assert_eq!(
+        (
+            v["totalResults"].as_u64(),
+            v["results"].as_array().unwrap().len()
+        ),
+        (Some(2), 1)
+    );
+    assert_eq!(
+        v["results"][0],
+        json!({"tsuid":"000001000001000002","metric":"sys.cpu.user","tags":{"host":"web02"}})
+    );
+    let v = search("/api/search/tsuids?query=tags.host:web01");
+    assert_eq!(
+        v["results"],
+        json!(["000001000001000001", "000002000001000001"])
+    );
+    let v = search("/api/search/tsuids?query=tagv:web01%20AND%20NOT%20name:sys.mem.*");
+    assert_eq!(v["results"], json!(["000001000001000001"]));
+
+    // UIDMeta: every assigned UID; a described one found by its description.
+    let (code, _) = s.http(
+        "POST",
+        "/api/uid/uidmeta",
+        r#"{"uid":"000002","type":"metric","description":"Free memory"}"#,
+    );
+    assert_eq!(code, 200);
+    let v = search("/api/search/uidmeta?query=type:tagv");
+    assert_eq!(v["type"], "UIDMETA");
+    assert_eq!(v["totalResults"], 2);
+    assert_eq!(v["results"][1]["name"], "web02");
+    let (code, body) = s.http(
+        "POST",
+        "/api/search/uidmeta",
+        r#"{"query":"description:\"free memory\"","limit":5}"#,
+    );
+    assert_eq!(code, 200, "{body}");
+    let v = j(&body);
+    assert_eq!(
+        (v["limit"].as_i64(), v["totalResults"].as_i64()),
+        (Some(5), Some(1))
+    );
+    assert_eq!(v["results"][0]["name"], "sys.mem.free");
+
+    // Annotations: local and global, found by their text.
+    for note in [
+        json!({"tsuid": TSUID, "startTime": 1356998400, "description": "deploy v2"}),
+        json!({"startTime": 1356998460, "description": "datacenter maintenance"}),
+    ] {
+        assert_eq!(s.http("POST", "/api/annotation", &note.to_string()).0, 200);
+    }
+    let v = search("/api/search/annotation?query=description:deploy*");
+    assert_eq!(v["type"], "ANNOTATION");
+    assert_eq!(v["results"][0]["tsuid"], TSUID);
+    assert_eq!(v["totalResults"], 1);
+    assert_eq!(search("/api/search/annotation?query=*")["totalResults"], 2);
+
+    // Errors: unknown type, missing query, bad number, broken syntax.
+    assert_eq!(s.http("GET", "/api/search/nope?query=*", "").0, 400);
+    let (code, body) = s.http("GET", "/api/search/tsmeta", "");
+    assert_eq!(code, 400);
+    assert_eq!(
+        j(&body)["error"]["message"],
+        "Missing parameter <code>query</code>"
+    );
+    let (code, body) = s.http("GET", "/api/search/tsmeta?query=*&limit=x", "");
+    assert_eq!(code, 400);
+    assert_eq!(
+        j(&body)["error"]["message"],
+        "Unable to convert 'limit' to a valid number"
+    );
+    assert_eq!(s.http("GET", "/api/search/tsmeta?query=(name:a", "").0, 400);
+
+    // Rename (TestUniqueIdRpc's cases): POST and GET, then the new name reads the old data.
+    let (code, body) = s.http(
+        "POST",
+        "/api/uid/rename",
+        r#"{"metric":"sys.cpu.user","name":"sys.cpu.usr"}"#,
+    );
+    assert_eq!((code, body.as_str()), (200, r#"{"result":"true"}"#));
+    let (code, body) = s.http("GET", "/api/uid/rename?tagv=web02&name=web03&drop=db", "");
+    assert_eq!((code, body.as_str()), (200, r#"{"result":"true"}"#));
+    let (code, body) = s.http(
+        "GET",
+        "/api/query?start=1356998000&end=1356999000&m=sum:sys.cpu.usr{host=web03}",
+        "",
+    );
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(j(&body)[0]["dps"]["1356998400"], 2);
+    let (code, body) = s.http(
+        "GET",
+        "/api/uid/rename?metric=sys.cpu.usr&name=sys.mem.free",
+        "",
+    );
+    assert_eq!(code, 400);
+    let v = j(&body);
+    assert_eq!(v["result"], "false");
+    assert_eq!(
+        v["error"],
+        "When trying rename(\"sys.cpu.usr\", \"sys.mem.free\") on UniqueId(tsdb-uid, metrics, 3): new name already assigned ID=[0, 0, 2]"
+    );
+    let (code, body) = s.http("GET", "/api/uid/rename?tagk=nope&name=other", "");
+    assert_eq!(code, 400);
+    assert_eq!(j(&body)["error"], "Name(\"nope\") does not exist");
+    for bad in [
+        "/api/uid/rename?name=x",
+        "/api/uid/rename?metric=a",
+        "/api/uid/rename?metric=&name=b",
+    ] {
+        let (code, body) = s.http("GET", bad, "");
+        assert_eq!(code, 400, "{bad}");
+        assert_eq!(
+            j(&body)["error"]["message"],
+            "Missing necessary values to rename UID"
+        );
+    }
+    assert_eq!(s.http("POST", "/api/uid/rename", "Not JSON").0, 400);
+    assert_eq!(s.http("DELETE", "/api/uid/rename", "").0, 405);
+}

@@ -316,12 +316,16 @@ pub static ROUTES: &[Route] = &[
     route(GET_POST, Api("/api/query/last"), TSDB, Need::Read, h!(opentsdb, tsdb_query::last)),
     route(GET_POST, Api("/api/suggest"), TSDB, Need::Read, h!(opentsdb, tsdb_query::suggest)),
     route(GET_POST, Api("/api/search/lookup"), TSDB, Need::Read, h!(opentsdb, tsdb_query::lookup)),
+    // tsmeta, tsmeta_summary, tsuids, uidmeta, annotation: answered from tsgate's own tables.
+    route(GET_POST, ApiPrefix("/api/search/"), TSDB, Need::Read, meta),
     route(ANY, Api("/api/config/filters"), TSDB, Need::Read,
         now!(|_s, _r, _p| tsdb_query::filters())),
     route(ANY, Api("/api/aggregators"), TSDB, Need::Read,
         now!(|_s, _r, _p| super::api::aggregators())),
     // Its answer says which names exist: not for every writer.
     route(ANY, Api("/api/uid/assign"), TSDB, Need::Assign, h!(opentsdb, super::api::uid_assign)),
+    // Renaming changes what every reader sees of stored data: the admin right, as deletes.
+    route(GET_POST, Api("/api/uid/rename"), TSDB, Need::Admin, meta),
     // Metadata: reads by GET, everything else (by `method_override` too) writes.
     route(GET, Api("/api/annotation"), TSDB, Need::Read, meta).verb(Verb::Override),
     route(WRITES, Api("/api/annotation"), TSDB, Need::Write, meta).verb(Verb::Override),

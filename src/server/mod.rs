@@ -11,6 +11,7 @@ pub mod carbon;
 pub mod graphite_web;
 pub mod http;
 pub mod limits;
+pub mod opentsdb_exp;
 pub mod opentsdb_meta;
 pub mod opentsdb_query;
 pub mod prometheus;

@@ -314,6 +314,7 @@ pub static ROUTES: &[Route] = &[
     route(DELETE, Api("/api/query"), TSDB, Need::Admin, h!(opentsdb, tsdb_query::query))
         .verb(Verb::QueryDelete),
     route(GET_POST, Api("/api/query/last"), TSDB, Need::Read, h!(opentsdb, tsdb_query::last)),
+    route(ANY, Api("/api/query/exp"), TSDB, Need::Read, h!(opentsdb, super::opentsdb_exp::query)),
     route(GET_POST, Api("/api/suggest"), TSDB, Need::Read, h!(opentsdb, tsdb_query::suggest)),
     route(GET_POST, Api("/api/search/lookup"), TSDB, Need::Read, h!(opentsdb, tsdb_query::lookup)),
     // tsmeta, tsmeta_summary, tsuids, uidmeta, annotation: answered from tsgate's own tables.

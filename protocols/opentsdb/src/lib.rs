@@ -6,6 +6,7 @@
 
 mod javamap;
 mod json;
+pub mod histogram;
 pub mod names;
 pub mod point;
 pub mod put_json;

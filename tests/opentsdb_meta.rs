@@ -667,3 +667,65 @@ fn search_types_and_uid_rename() {
     assert_eq!(s.http("POST", "/api/uid/rename", "Not JSON").0, 400);
     assert_eq!(s.http("DELETE", "/api/uid/rename", "").0, 405);
 }
+
+/// Histogram points (2.4): `/api/histogram` and telnet `histogram` store one cell each in the
+/// series' row, byte for byte as OpenTSDB writes them; queries without percentiles skip them.
+#[test]
+fn histograms_stored_byte_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let mut t = s.telnet();
+    t.send("put sys.lat 1356998400 7 host=web01\n");
+    assert!(t.sync().is_empty());
+    let h = json!({"metric":"sys.lat","timestamp":1356998410,"tags":{"host":"web01"},
+                   "buckets":{"1,2":5,"0,1":3},"underflow":1,"overflow":2});
+    let (code, body) = s.http("POST", "/api/histogram", &h.to_string());
+    assert_eq!((code, body.as_str()), (204, ""));
+    t.send("histogram sys.lat 1356998420 0,1=3:1,2=5:u=1:o=2 host=web01\n");
+    assert!(t.sync().is_empty());
+    // The binary form: base64 of the encoding, with the SimpleHistogram id 0.
+    t.send("histogram sys.lat 1356998430 0 AAI/gAAAQAAAAAVAAAAAQEAAAAYAAA== host=web01\n");
+    assert!(t.sync().is_empty());
+    t.send("histogram sys.lat 1356998440 0,1 host=web01\n");
+    let answer = t.sync();
+    assert!(
+        answer
+            .iter()
+            .any(|l| l.starts_with("histogram: illegal argument: Improperly formatted bucket")),
+        "{answer:?}"
+    );
+    let (code, body) = s.http(
+        "POST",
+        "/api/histogram?details",
+        r#"[{"metric":"sys.lat","timestamp":1356998450,"tags":{"host":"web01"},"id":9,"value":"AAE="}]"#,
+    );
+    assert_eq!(code, 400);
+    assert_eq!(j(&body)["errors"][0]["error"], "No codec found for ID: 9");
+    assert_eq!(s.http("GET", "/api/histogram", "").0, 405);
+
+    // A query without percentiles reads only the number.
+    let v = s.wait_points(
+        "/api/query?start=1356998000&end=1357000000&m=sum:sys.lat",
+        1,
+    );
+    assert_eq!(v[0]["dps"], json!({"1356998400": 7}));
+    s.stop();
+
+    // id 00, 2 buckets, [0,1)=3, [1,2)=5, underflow 1, overflow 2.
+    let simple = "00000200000000".to_string() + "3f80000003" + "3f80000040000000" + "05" + "0102";
+    // [1,2)=5, [2,3)=6, no under/overflow.
+    let binary = "0000023f8000004000000005400000004040000006".to_string() + "0000";
+    let cells: Vec<String> = scan(dir.path(), "data")
+        .into_iter()
+        .filter(|l| l.contains(" t:06"))
+        .collect();
+    let row = "tsdb 00000150e22700000001000001";
+    assert_eq!(
+        cells,
+        vec![
+            format!("{row} t:06000a {simple}"),
+            format!("{row} t:060014 {simple}"),
+            format!("{row} t:06001e {binary}"),
+        ]
+    );
+}

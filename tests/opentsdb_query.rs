@@ -582,11 +582,18 @@ fn query_exp_intersection_union_and_outputs() {
     };
     let v = run(query("intersection"));
     let e = &v["outputs"][0];
-    assert_eq!((e["id"].as_str(), e["alias"].as_str()), (Some("e"), Some("a plus 2b")));
+    assert_eq!(
+        (e["id"].as_str(), e["alias"].as_str()),
+        (Some("e"), Some("a plus 2b"))
+    );
     let t0 = B * 1000;
     assert_eq!(
         e["dps"],
-        json!([[t0, 21.0, 22.0], [t0 + 60_000, 42.0, 43.0], [t0 + 120_000, 63.0, 64.0]])
+        json!([
+            [t0, 21.0, 22.0],
+            [t0 + 60_000, 42.0, 43.0],
+            [t0 + 120_000, 63.0, 64.0]
+        ])
     );
     assert_eq!(
         e["dpsMeta"],

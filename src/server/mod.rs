@@ -12,6 +12,7 @@ pub mod graphite_web;
 pub mod http;
 pub mod limits;
 pub mod opentsdb_exp;
+pub mod opentsdb_histogram;
 pub mod opentsdb_meta;
 pub mod opentsdb_query;
 pub mod prometheus;

@@ -308,6 +308,7 @@ pub static ROUTES: &[Route] = &[
     route(ANY, TrimmedPrefix("/tags/"), GW, Need::Read, h!(graphite_web, graphite_web::route)),
     // OpenTSDB.
     route(POST, Api("/api/put"), TSDB, Need::Write, h!(opentsdb, super::api::put)),
+    route(ANY, Api("/api/histogram"), TSDB, Need::Write, h!(opentsdb, super::opentsdb_histogram::put)),
     route(GET_POST, Api("/api/query"), TSDB, Need::Read, h!(opentsdb, tsdb_query::query))
         .verb(Verb::QueryDelete),
     // A delete answers with counts only, never the points it removed.

@@ -145,7 +145,9 @@ impl SimpleHistogram {
             match k.to_ascii_lowercase().as_str() {
                 "u" => h.underflow = n as u64,
                 "o" => h.overflow = n as u64,
-                k => h.add_bucket(k, n).map_err(|_| HistogramError::BadBounds(bucket.into()))?,
+                k => h
+                    .add_bucket(k, n)
+                    .map_err(|_| HistogramError::BadBounds(bucket.into()))?,
             }
         }
         Ok(h)
@@ -171,7 +173,10 @@ impl SimpleHistogram {
             return -1.0;
         }
         // Java sums the counts as `int`.
-        let sum = self.buckets.values().fold(0i32, |a, &n| a.wrapping_add(n as i32));
+        let sum = self
+            .buckets
+            .values()
+            .fold(0i32, |a, &n| a.wrapping_add(n as i32));
         let mut running = 0i64;
         for (b, &n) in &self.buckets {
             running += i64::from(n as i32);
@@ -239,14 +244,24 @@ mod tests {
         assert_eq!(h.overflow, 2);
         assert_eq!(h.encode(Some(42)), with_id);
         let without = kryo(None, &b, 0, 2);
-        assert_eq!(SimpleHistogram::decode(&without, false).unwrap().encode(None), without);
+        assert_eq!(
+            SimpleHistogram::decode(&without, false)
+                .unwrap()
+                .encode(None),
+            without
+        );
     }
 
     #[test]
     fn percentiles_of_testsimplehistogram() {
         // testSinglePercentile / testPercentileList.
         let h = SimpleHistogram::decode(
-            &kryo(None, &[(1.0, 6.0, 5), (6.0, 10.0, 10), (10.0, 20.0, 1)], 0, 5),
+            &kryo(
+                None,
+                &[(1.0, 6.0, 5), (6.0, 10.0, 10), (10.0, 20.0, 1)],
+                0,
+                5,
+            ),
             false,
         )
         .unwrap();
@@ -255,7 +270,12 @@ mod tests {
         let h = SimpleHistogram::decode(
             &kryo(
                 None,
-                &[(1.0, 6.0, 5), (6.0, 10.0, 10), (10.0, 20.0, 1), (20.0, 40.0, 0)],
+                &[
+                    (1.0, 6.0, 5),
+                    (6.0, 10.0, 10),
+                    (10.0, 20.0, 1),
+                    (20.0, 40.0, 0),
+                ],
                 0,
                 5,
             ),
@@ -268,7 +288,10 @@ mod tests {
     #[test]
     fn incomplete_bytes_refused() {
         // testIncompletByteArray: a bucket count and nothing else.
-        assert_eq!(SimpleHistogram::decode(&[0, 4], false), Err(HistogramError::TooShort));
+        assert_eq!(
+            SimpleHistogram::decode(&[0, 4], false),
+            Err(HistogramError::TooShort)
+        );
         assert_eq!(
             SimpleHistogram::decode(&[0, 4, 0x3f, 0x80, 0, 0], false),
             Err(HistogramError::Truncated)
@@ -278,9 +301,16 @@ mod tests {
     #[test]
     fn telnet_form_and_bucket_order() {
         let h = SimpleHistogram::parse_telnet("1,2=5:0,1=3:U=1:o=2").unwrap();
-        assert_eq!(h.buckets.keys().next(), Some(&Bounds(0.0, 1.0)), "sorted by bounds");
+        assert_eq!(
+            h.buckets.keys().next(),
+            Some(&Bounds(0.0, 1.0)),
+            "sorted by bounds"
+        );
         assert_eq!((h.underflow, h.overflow), (1, 2));
-        assert_eq!(h.encode(Some(0)), kryo(Some(0), &[(0.0, 1.0, 3), (1.0, 2.0, 5)], 1, 2));
+        assert_eq!(
+            h.encode(Some(0)),
+            kryo(Some(0), &[(0.0, 1.0, 3), (1.0, 2.0, 5)], 1, 2)
+        );
         for bad in ["1,2", "1,2=x", "1=2", "1,2,3=4", "a,b=1"] {
             assert!(SimpleHistogram::parse_telnet(bad).is_err(), "{bad}");
         }

@@ -709,6 +709,48 @@ fn histograms_stored_byte_exact() {
         1,
     );
     assert_eq!(v[0]["dps"], json!({"1356998400": 7}));
+
+    // Percentiles: SimpleHistogram.percentile (the middle of the bucket that reaches p) over
+    // the bucket sums of each group.
+    let web02 = json!({"metric":"sys.lat","timestamp":1356998410,"tags":{"host":"web02"},
+                       "buckets":{"2,3":4}});
+    assert_eq!(s.http("POST", "/api/histogram", &web02.to_string()).0, 204);
+    let pq = |sub: Value| {
+        let body = json!({"start": 1356998000, "end": 1357000000, "queries": [sub]});
+        let (code, resp) = s.http("POST", "/api/query", &body.to_string());
+        assert_eq!(code, 200, "{resp}");
+        j(&resp)
+    };
+    let v = pq(
+        json!({"aggregator":"sum","metric":"sys.lat","percentiles":[50,75],"tags":{"host":"web01"}}),
+    );
+    assert_eq!(
+        v,
+        json!([
+            {"metric":"sys.lat_pct_50.0","tags":{"host":"web01"},"aggregateTags":[],
+             "dps":{"1356998410":1.5,"1356998420":1.5,"1356998430":2.5}},
+            {"metric":"sys.lat_pct_75.0","tags":{"host":"web01"},"aggregateTags":[],
+             "dps":{"1356998410":1.5,"1356998420":1.5,"1356998430":2.5}}
+        ])
+    );
+    // Both hosts in one group: at +10 the buckets add up to 3, 5, 4 (p75 falls in [2,3)).
+    let v = pq(json!({"aggregator":"sum","metric":"sys.lat","percentiles":[75]}));
+    assert_eq!(
+        (v[0]["tags"].clone(), v[0]["aggregateTags"].clone()),
+        (json!({}), json!(["host"]))
+    );
+    assert_eq!(
+        v[0]["dps"],
+        json!({"1356998410":2.5,"1356998420":1.5,"1356998430":2.5})
+    );
+    // Downsampled: the minute's three histograms merged.
+    let v = pq(
+        json!({"aggregator":"sum","metric":"sys.lat","percentiles":[50],
+                      "downsample":"1m-sum","tags":{"host":"web01"}}),
+    );
+    assert_eq!(v[0]["dps"], json!({"1356998400":1.5}));
+    let body = json!({"start": 1356998000, "queries": [{"aggregator":"avg","metric":"sys.lat","percentiles":[50]}]});
+    assert_eq!(s.http("POST", "/api/query", &body.to_string()).0, 400);
     s.stop();
 
     // id 00, 2 buckets, [0,1)=3, [1,2)=5, underflow 1, overflow 2.
@@ -726,6 +768,11 @@ fn histograms_stored_byte_exact() {
             format!("{row} t:06000a {simple}"),
             format!("{row} t:060014 {simple}"),
             format!("{row} t:06001e {binary}"),
+            // web02's: one bucket [2,3)=4.
+            format!(
+                "tsdb 00000150e22700000001000002 t:06000a {}",
+                "000001".to_string() + "4000000040400000" + "04" + "0000"
+            ),
         ]
     );
 }

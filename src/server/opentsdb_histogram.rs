@@ -279,6 +279,216 @@ pub(super) async fn put(state: &Arc<OpenTsdb>, req: Request) -> Reply {
     super::http::json_reply(status, body)
 }
 
+/// Java's `Float.toString` for the plain range: the shortest text that reads back, with `.0`
+/// on whole numbers (the `_pct_` suffix of percentile series names).
+fn java_float(p: f32) -> String {
+    let t = format!("{p}");
+    if t.contains('.') || t.contains('e') || !p.is_finite() {
+        t
+    } else {
+        format!("{t}.0")
+    }
+}
+
+/// `POST /api/query` whose sub-queries carry `percentiles`: `None` when none does (the
+/// ordinary engine answers). Histogram cells of the matching series are merged by summing
+/// buckets per group and timestamp (or downsample bucket), and each percentile becomes a series
+/// `<metric>_pct_<p>` with `SimpleHistogram.percentile`'s values. Only `sum` aggregates
+/// histograms (as 2.4's `HistogramAggregation`).
+pub(super) async fn maybe_percentiles(state: &Arc<OpenTsdb>, req: &Request) -> Option<Reply> {
+    if req.method != Method::POST {
+        return None;
+    }
+    let body: Json = serde_json::from_slice(&req.body).ok()?;
+    let queries = body.get("queries")?.as_array()?;
+    let wanted: Vec<Option<Vec<f32>>> = queries
+        .iter()
+        .map(|q| {
+            q.get("percentiles").and_then(|p| p.as_array()).map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_f64())
+                    .map(|x| x as f32)
+                    .collect()
+            })
+        })
+        .collect();
+    if wanted.iter().all(Option::is_none) {
+        return None;
+    }
+    let bad = |m: &str| Some(error_reply(StatusCode::BAD_REQUEST, m, ""));
+    if wanted.iter().any(Option::is_none) {
+        return bad("Every sub-query of a histogram query needs percentiles");
+    }
+    let mut plain = body.clone();
+    for q in plain["queries"].as_array_mut()? {
+        if let Some(o) = q.as_object_mut() {
+            o.remove("percentiles");
+            o.remove("showHistogramBuckets");
+        }
+    }
+    let now = tsgate_common::clock::now_ms();
+    let q = match crate::query::parse::from_json(plain.to_string().as_bytes(), now) {
+        Ok(q) => q,
+        Err(e) => return bad(&e),
+    };
+    if q.queries
+        .iter()
+        .any(|sq| sq.aggregator != crate::query::aggregate::Aggregator::Sum)
+    {
+        return bad("Histograms aggregate with sum only");
+    }
+    let st = state.clone();
+    let res = crate::server::blocking::run(move || {
+        let mut out = Vec::new();
+        for (sq, pcts) in q.queries.iter().zip(wanted.iter().flatten()) {
+            out.extend(percentile_series(&st, &q, sq, pcts)?);
+        }
+        Ok::<_, String>(format!("[{}]", out.join(",")))
+    })
+    .await;
+    Some(match res {
+        Ok(Ok(body)) => super::http::json_reply(StatusCode::OK, body),
+        Ok(Err(e)) => error_reply(StatusCode::BAD_REQUEST, &e, ""),
+        Err(e) => error_reply(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "query task failed",
+            &e.to_string(),
+        ),
+    })
+}
+
+/// One group of series: merged histograms by time, and the tags of its members.
+#[derive(Default)]
+struct Group {
+    by_time: std::collections::BTreeMap<u64, SimpleHistogram>,
+    members: Vec<std::collections::BTreeMap<String, String>>,
+}
+
+fn merge(into: &mut SimpleHistogram, h: SimpleHistogram) {
+    for (b, n) in h.buckets {
+        *into.buckets.entry(b).or_insert(0) += n;
+    }
+    into.underflow += h.underflow;
+    into.overflow += h.overflow;
+}
+
+fn percentile_series(
+    st: &OpenTsdb,
+    q: &crate::query::spec::Query,
+    sq: &crate::query::spec::SubQuery,
+    pcts: &[f32],
+) -> Result<Vec<String>, String> {
+    use std::collections::BTreeMap;
+    let e = &st.query;
+    let layout = e.layout;
+    let mid = e
+        .uids
+        .require_id(crate::schema::uid_table::UidKind::Metric, &sq.metric)
+        .map_err(|e| e.to_string())?;
+    let (start_s, end_s) = (q.start_ms / 1000, q.end_ms / 1000);
+    let mut groups: BTreeMap<Vec<String>, Group> = BTreeMap::new();
+    for salt in layout.salt_prefixes() {
+        let scan = crate::store::Scan {
+            start: layout.metric_start(&salt, &mid, base_time(start_s)),
+            stop: layout.metric_start(&salt, &mid, base_time(end_s).saturating_add(3600)),
+            families: vec![crate::schema::DATA_FAMILY.to_vec()],
+            ..Default::default()
+        };
+        for row in e.store.scan(&e.table, &scan).map_err(|e| e.to_string())? {
+            let row = row.map_err(|e| e.to_string())?;
+            let Ok(rk) = layout.parse(&row.key) else {
+                continue;
+            };
+            let mut tags = BTreeMap::new();
+            for (k, v) in rk.tag_pairs() {
+                let k = e.uids.get_name(crate::schema::uid_table::UidKind::Tagk, k);
+                let v = e.uids.get_name(crate::schema::uid_table::UidKind::Tagv, v);
+                if let (Ok(k), Ok(v)) = (k, v) {
+                    tags.insert(k.to_string(), v.to_string());
+                }
+            }
+            if !sq
+                .filters
+                .iter()
+                .all(|f| f.matches(tags.get(&f.tagk).map(String::as_str)))
+            {
+                continue;
+            }
+            let key: Vec<String> = sq
+                .filters
+                .iter()
+                .filter(|f| f.group_by)
+                .map(|f| tags.get(&f.tagk).cloned().unwrap_or_default())
+                .collect();
+            let g = groups.entry(key).or_default();
+            if !g.members.contains(&tags) {
+                g.members.push(tags.clone());
+            }
+            let base_ms = u64::from(rk.base) * 1000;
+            for c in &row.cells {
+                let ts = match (c.qualifier.first(), c.qualifier.len()) {
+                    (Some(&crate::schema::column::HISTOGRAM_PREFIX), 3) => {
+                        base_ms
+                            + u64::from(u16::from_be_bytes([c.qualifier[1], c.qualifier[2]])) * 1000
+                    }
+                    (Some(&crate::schema::column::HISTOGRAM_PREFIX), 5) => {
+                        base_ms
+                            + u64::from(u32::from_be_bytes([
+                                c.qualifier[1],
+                                c.qualifier[2],
+                                c.qualifier[3],
+                                c.qualifier[4],
+                            ]))
+                    }
+                    _ => continue,
+                };
+                if ts < q.start_ms || ts > q.end_ms || c.value.first() != Some(&SIMPLE_ID) {
+                    continue;
+                }
+                let Ok(h) = SimpleHistogram::decode(&c.value, true) else {
+                    continue;
+                };
+                let slot = match &sq.downsample {
+                    Some(d) if d.all => q.start_ms,
+                    Some(d) if d.interval_ms > 0 => ts - ts % d.interval_ms,
+                    _ => ts,
+                };
+                merge(g.by_time.entry(slot).or_default(), h);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for g in groups.values().filter(|g| !g.by_time.is_empty()) {
+        let mut common = g.members[0].clone();
+        common.retain(|k, v| g.members.iter().all(|m| m.get(k) == Some(v)));
+        let agg: std::collections::BTreeSet<&String> = g
+            .members
+            .iter()
+            .flat_map(|m| m.keys())
+            .filter(|k| !common.contains_key(*k))
+            .collect();
+        for &p in pcts {
+            let dps: Vec<String> = g
+                .by_time
+                .iter()
+                .map(|(t, h)| {
+                    let key = if q.flags.ms_resolution { *t } else { t / 1000 };
+                    let v = h.percentile(f64::from(p));
+                    format!("\"{key}\":{}", tsgate_common::numfmt::java_double(v))
+                })
+                .collect();
+            out.push(format!(
+                "{{\"metric\":{},\"tags\":{},\"aggregateTags\":{},\"dps\":{{{}}}}}",
+                crate::meta::json::esc(&format!("{}_pct_{}", sq.metric, java_float(p))),
+                serde_json::to_string(&common).unwrap_or_default(),
+                serde_json::to_string(&agg).unwrap_or_default(),
+                dps.join(",")
+            ));
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

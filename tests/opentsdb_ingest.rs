@@ -504,7 +504,7 @@ fn telnet_commands_and_small_endpoints(b: &Backend) {
     t.send("help\n");
     assert_eq!(
         t.read_line(),
-        "available commands: stats dropcaches version exit help put rollup \n"
+        "available commands: stats dropcaches version exit help put rollup histogram \n"
     );
     t.send("put cmd.m 1356998400 1 host=a\nstats\n");
     let stats: Vec<String> = t.sync();

@@ -513,3 +513,266 @@ fn trees_file_new_series_and_record_collisions() {
         "tree 2 fully deleted: {rows:#?}"
     );
 }
+
+/// `/api/search/*` (OpenTSDB answers these through a search plugin; tsgate from its tables)
+/// and `/api/uid/rename`, with the answers of OpenTSDB's `SearchRpc`/`UniqueIdRpc` tests.
+#[test]
+fn search_types_and_uid_rename() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(
+        dir.path(),
+        "[meta]\nenable_realtime_uid = true\nenable_realtime_ts = true\nenable_tsuid_tracking = true\n",
+    );
+    let s = Server::start_with(&dir.path().join("data"), Some(&cfg));
+    let put = json!([{"metric":"sys.cpu.user","timestamp":1356998400,"value":1,"tags":{"host":"web01"}},
+                     {"metric":"sys.cpu.user","timestamp":1356998400,"value":2,"tags":{"host":"web02"}},
+                     {"metric":"sys.mem.free","timestamp":1356998400,"value":3,"tags":{"host":"web01"}}]);
+    assert_eq!(s.http("POST", "/api/put?sync", &put.to_string()).0, 204);
+    let search = |path: &str| {
+        let (code, body) = s.http("GET", path, "");
+        assert_eq!(code, 200, "{path}: {body}");
+        j(&body)
+    };
+    let all = eventually("three TSMetas", || {
+        let v = search("/api/search/tsmeta?query=*");
+        (v["totalResults"] == 3).then_some(v)
+    });
+    assert_eq!(all["type"], "TSMETA");
+    assert_eq!(all["query"], "*");
+    assert_eq!(
+        (all["limit"].as_i64(), all["startIndex"].as_i64()),
+        (Some(25), Some(0))
+    );
+    assert_eq!(all["results"][0]["tsuid"], TSUID);
+    assert_eq!(all["results"][0]["metric"]["name"], "sys.cpu.user");
+    assert!(all["time"].is_number());
+
+    // The docs' example query, paged.
+    let v = search("/api/search/tsmeta_summary?query=name:sys.cpu.*&limit=1&start_index=1");
+    assert_eq!(
+        (
+            v["totalResults"].as_u64(),
+            v["results"].as_array().unwrap().len()
+        ),
+        (Some(2), 1)
+    );
+    assert_eq!(
+        v["results"][0],
+        json!({"tsuid":"000001000001000002","metric":"sys.cpu.user","tags":{"host":"web02"}})
+    );
+    let v = search("/api/search/tsuids?query=tags.host:web01");
+    assert_eq!(
+        v["results"],
+        json!(["000001000001000001", "000002000001000001"])
+    );
+    let v = search("/api/search/tsuids?query=tagv:web01%20AND%20NOT%20name:sys.mem.*");
+    assert_eq!(v["results"], json!(["000001000001000001"]));
+
+    // UIDMeta: every assigned UID; a described one found by its description.
+    let (code, _) = s.http(
+        "POST",
+        "/api/uid/uidmeta",
+        r#"{"uid":"000002","type":"metric","description":"Free memory"}"#,
+    );
+    assert_eq!(code, 200);
+    let v = search("/api/search/uidmeta?query=type:tagv");
+    assert_eq!(v["type"], "UIDMETA");
+    assert_eq!(v["totalResults"], 2);
+    assert_eq!(v["results"][1]["name"], "web02");
+    let (code, body) = s.http(
+        "POST",
+        "/api/search/uidmeta",
+        r#"{"query":"description:\"free memory\"","limit":5}"#,
+    );
+    assert_eq!(code, 200, "{body}");
+    let v = j(&body);
+    assert_eq!(
+        (v["limit"].as_i64(), v["totalResults"].as_i64()),
+        (Some(5), Some(1))
+    );
+    assert_eq!(v["results"][0]["name"], "sys.mem.free");
+
+    // Annotations: local and global, found by their text.
+    for note in [
+        json!({"tsuid": TSUID, "startTime": 1356998400, "description": "deploy v2"}),
+        json!({"startTime": 1356998460, "description": "datacenter maintenance"}),
+    ] {
+        assert_eq!(s.http("POST", "/api/annotation", &note.to_string()).0, 200);
+    }
+    let v = search("/api/search/annotation?query=description:deploy*");
+    assert_eq!(v["type"], "ANNOTATION");
+    assert_eq!(v["results"][0]["tsuid"], TSUID);
+    assert_eq!(v["totalResults"], 1);
+    assert_eq!(search("/api/search/annotation?query=*")["totalResults"], 2);
+
+    // Errors: unknown type, missing query, bad number, broken syntax.
+    assert_eq!(s.http("GET", "/api/search/nope?query=*", "").0, 400);
+    let (code, body) = s.http("GET", "/api/search/tsmeta", "");
+    assert_eq!(code, 400);
+    assert_eq!(
+        j(&body)["error"]["message"],
+        "Missing parameter <code>query</code>"
+    );
+    let (code, body) = s.http("GET", "/api/search/tsmeta?query=*&limit=x", "");
+    assert_eq!(code, 400);
+    assert_eq!(
+        j(&body)["error"]["message"],
+        "Unable to convert 'limit' to a valid number"
+    );
+    assert_eq!(s.http("GET", "/api/search/tsmeta?query=(name:a", "").0, 400);
+
+    // Rename (TestUniqueIdRpc's cases): POST and GET, then the new name reads the old data.
+    let (code, body) = s.http(
+        "POST",
+        "/api/uid/rename",
+        r#"{"metric":"sys.cpu.user","name":"sys.cpu.usr"}"#,
+    );
+    assert_eq!((code, body.as_str()), (200, r#"{"result":"true"}"#));
+    let (code, body) = s.http("GET", "/api/uid/rename?tagv=web02&name=web03&drop=db", "");
+    assert_eq!((code, body.as_str()), (200, r#"{"result":"true"}"#));
+    let (code, body) = s.http(
+        "GET",
+        "/api/query?start=1356998000&end=1356999000&m=sum:sys.cpu.usr{host=web03}",
+        "",
+    );
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(j(&body)[0]["dps"]["1356998400"], 2);
+    let (code, body) = s.http(
+        "GET",
+        "/api/uid/rename?metric=sys.cpu.usr&name=sys.mem.free",
+        "",
+    );
+    assert_eq!(code, 400);
+    let v = j(&body);
+    assert_eq!(v["result"], "false");
+    assert_eq!(
+        v["error"],
+        "When trying rename(\"sys.cpu.usr\", \"sys.mem.free\") on UniqueId(tsdb-uid, metrics, 3): new name already assigned ID=[0, 0, 2]"
+    );
+    let (code, body) = s.http("GET", "/api/uid/rename?tagk=nope&name=other", "");
+    assert_eq!(code, 400);
+    assert_eq!(j(&body)["error"], "Name(\"nope\") does not exist");
+    for bad in [
+        "/api/uid/rename?name=x",
+        "/api/uid/rename?metric=a",
+        "/api/uid/rename?metric=&name=b",
+    ] {
+        let (code, body) = s.http("GET", bad, "");
+        assert_eq!(code, 400, "{bad}");
+        assert_eq!(
+            j(&body)["error"]["message"],
+            "Missing necessary values to rename UID"
+        );
+    }
+    assert_eq!(s.http("POST", "/api/uid/rename", "Not JSON").0, 400);
+    assert_eq!(s.http("DELETE", "/api/uid/rename", "").0, 405);
+}
+
+/// Histogram points (2.4): `/api/histogram` and telnet `histogram` store one cell each in the
+/// series' row, byte for byte as OpenTSDB writes them; queries without percentiles skip them.
+#[test]
+fn histograms_stored_byte_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let mut t = s.telnet();
+    t.send("put sys.lat 1356998400 7 host=web01\n");
+    assert!(t.sync().is_empty());
+    let h = json!({"metric":"sys.lat","timestamp":1356998410,"tags":{"host":"web01"},
+                   "buckets":{"1,2":5,"0,1":3},"underflow":1,"overflow":2});
+    let (code, body) = s.http("POST", "/api/histogram", &h.to_string());
+    assert_eq!((code, body.as_str()), (204, ""));
+    t.send("histogram sys.lat 1356998420 0,1=3:1,2=5:u=1:o=2 host=web01\n");
+    assert!(t.sync().is_empty());
+    // The binary form: base64 of the encoding, with the SimpleHistogram id 0.
+    t.send("histogram sys.lat 1356998430 0 AAI/gAAAQAAAAAVAAAAAQEAAAAYAAA== host=web01\n");
+    assert!(t.sync().is_empty());
+    t.send("histogram sys.lat 1356998440 0,1 host=web01\n");
+    let answer = t.sync();
+    assert!(
+        answer
+            .iter()
+            .any(|l| l.starts_with("histogram: illegal argument: Improperly formatted bucket")),
+        "{answer:?}"
+    );
+    let (code, body) = s.http(
+        "POST",
+        "/api/histogram?details",
+        r#"[{"metric":"sys.lat","timestamp":1356998450,"tags":{"host":"web01"},"id":9,"value":"AAE="}]"#,
+    );
+    assert_eq!(code, 400);
+    assert_eq!(j(&body)["errors"][0]["error"], "No codec found for ID: 9");
+    assert_eq!(s.http("GET", "/api/histogram", "").0, 405);
+
+    // A query without percentiles reads only the number.
+    let v = s.wait_points(
+        "/api/query?start=1356998000&end=1357000000&m=sum:sys.lat",
+        1,
+    );
+    assert_eq!(v[0]["dps"], json!({"1356998400": 7}));
+
+    // Percentiles: SimpleHistogram.percentile (the middle of the bucket that reaches p) over
+    // the bucket sums of each group.
+    let web02 = json!({"metric":"sys.lat","timestamp":1356998410,"tags":{"host":"web02"},
+                       "buckets":{"2,3":4}});
+    assert_eq!(s.http("POST", "/api/histogram", &web02.to_string()).0, 204);
+    let pq = |sub: Value| {
+        let body = json!({"start": 1356998000, "end": 1357000000, "queries": [sub]});
+        let (code, resp) = s.http("POST", "/api/query", &body.to_string());
+        assert_eq!(code, 200, "{resp}");
+        j(&resp)
+    };
+    let v = pq(
+        json!({"aggregator":"sum","metric":"sys.lat","percentiles":[50,75],"tags":{"host":"web01"}}),
+    );
+    assert_eq!(
+        v,
+        json!([
+            {"metric":"sys.lat_pct_50.0","tags":{"host":"web01"},"aggregateTags":[],
+             "dps":{"1356998410":1.5,"1356998420":1.5,"1356998430":2.5}},
+            {"metric":"sys.lat_pct_75.0","tags":{"host":"web01"},"aggregateTags":[],
+             "dps":{"1356998410":1.5,"1356998420":1.5,"1356998430":2.5}}
+        ])
+    );
+    // Both hosts in one group: at +10 the buckets add up to 3, 5, 4 (p75 falls in [2,3)).
+    let v = pq(json!({"aggregator":"sum","metric":"sys.lat","percentiles":[75]}));
+    assert_eq!(
+        (v[0]["tags"].clone(), v[0]["aggregateTags"].clone()),
+        (json!({}), json!(["host"]))
+    );
+    assert_eq!(
+        v[0]["dps"],
+        json!({"1356998410":2.5,"1356998420":1.5,"1356998430":2.5})
+    );
+    // Downsampled: the minute's three histograms merged.
+    let v = pq(
+        json!({"aggregator":"sum","metric":"sys.lat","percentiles":[50],
+                      "downsample":"1m-sum","tags":{"host":"web01"}}),
+    );
+    assert_eq!(v[0]["dps"], json!({"1356998400":1.5}));
+    let body = json!({"start": 1356998000, "queries": [{"aggregator":"avg","metric":"sys.lat","percentiles":[50]}]});
+    assert_eq!(s.http("POST", "/api/query", &body.to_string()).0, 400);
+    s.stop();
+
+    // id 00, 2 buckets, [0,1)=3, [1,2)=5, underflow 1, overflow 2.
+    let simple = "00000200000000".to_string() + "3f80000003" + "3f80000040000000" + "05" + "0102";
+    // [1,2)=5, [2,3)=6, no under/overflow.
+    let binary = "0000023f8000004000000005400000004040000006".to_string() + "0000";
+    let cells: Vec<String> = scan(dir.path(), "data")
+        .into_iter()
+        .filter(|l| l.contains(" t:06"))
+        .collect();
+    let row = "tsdb 00000150e22700000001000001";
+    assert_eq!(
+        cells,
+        vec![
+            format!("{row} t:06000a {simple}"),
+            format!("{row} t:060014 {simple}"),
+            format!("{row} t:06001e {binary}"),
+            // web02's: one bucket [2,3)=4.
+            format!(
+                "tsdb 00000150e22700000001000002 t:06000a {}",
+                "000001".to_string() + "4000000040400000" + "04" + "0000"
+            ),
+        ]
+    );
+}

@@ -545,3 +545,92 @@ fn many_series_read_in_shares_come_back_once(b: &Backend) {
     let want: u64 = pts.iter().map(|p| p.2.parse::<u64>().unwrap()).sum();
     assert_eq!(total as u64, want);
 }
+
+/// `/api/query/exp` on its docs' example: `a + b` grouped by host where `b` lacks web03 —
+/// intersection skips web03, union substitutes b's fill value; outputs as `QueryExecutor`
+/// writes them.
+#[test]
+fn query_exp_intersection_union_and_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path());
+    let mut pts = Vec::new();
+    for (h, base) in [("web01", 1.0), ("web02", 2.0), ("web03", 3.0)] {
+        for i in 0..3u64 {
+            pts.push(json!({"metric":"sys.a","timestamp":B + 60 * i,"value":base + i as f64,"tags":{"host":h}}));
+            if h != "web03" {
+                pts.push(json!({"metric":"sys.b","timestamp":B + 60 * i,"value":10 * (i + 1),"tags":{"host":h}}));
+            }
+        }
+    }
+    let (code, resp) = s.http("POST", "/api/put?sync", &Value::Array(pts).to_string());
+    assert_eq!(code, 204, "{resp}");
+    let query = |operator: &str| {
+        json!({
+            "time": {"start": B, "end": B + 600, "aggregator": "sum",
+                     "downsampler": {"interval": "1m", "aggregator": "avg"}},
+            "filters": [{"id": "f1", "tags": [{"type": "wildcard", "tagk": "host", "filter": "*", "groupBy": true}]}],
+            "metrics": [{"id": "a", "metric": "sys.a", "filter": "f1"},
+                        {"id": "b", "metric": "sys.b", "filter": "f1", "fillPolicy": {"policy": "scalar", "value": 100}}],
+            "expressions": [{"id": "e", "expr": "a + b * 2", "join": {"operator": operator}}],
+            "outputs": [{"id": "e", "alias": "a plus 2b"}, {"id": "b"}]
+        })
+    };
+    let run = |body: Value| {
+        let (code, resp) = s.http("POST", "/api/query/exp", &body.to_string());
+        assert_eq!(code, 200, "{resp}");
+        serde_json::from_str::<Value>(&resp).unwrap()
+    };
+    let v = run(query("intersection"));
+    let e = &v["outputs"][0];
+    assert_eq!(
+        (e["id"].as_str(), e["alias"].as_str()),
+        (Some("e"), Some("a plus 2b"))
+    );
+    let t0 = B * 1000;
+    assert_eq!(
+        e["dps"],
+        json!([
+            [t0, 21.0, 22.0],
+            [t0 + 60_000, 42.0, 43.0],
+            [t0 + 120_000, 63.0, 64.0]
+        ])
+    );
+    assert_eq!(
+        e["dpsMeta"],
+        json!({"firstTimestamp": t0, "lastTimestamp": t0 + 120_000, "setCount": 3, "series": 2})
+    );
+    assert_eq!(e["meta"][0], json!({"index": 0, "metrics": ["timestamp"]}));
+    assert_eq!(
+        e["meta"][2],
+        json!({"index": 2, "metrics": ["sys.a", "sys.b"], "commonTags": {"host": "web02"}, "aggregatedTags": []})
+    );
+    // The metric output: its own series, unjoined.
+    let b = &v["outputs"][1];
+    assert_eq!(b["id"], "b");
+    assert_eq!(b["dpsMeta"]["series"], 2);
+    assert_eq!(b["dps"][0], json!([t0, 10.0, 10.0]));
+    assert!(v["query"]["expressions"].is_array(), "the query is echoed");
+
+    // Union: web03 joins with b's fill value (100).
+    let v = run(query("union"));
+    let e = &v["outputs"][0];
+    assert_eq!(e["dpsMeta"]["series"], 3);
+    assert_eq!(e["dps"][0], json!([t0, 21.0, 22.0, 203.0]));
+    assert_eq!(e["meta"][3]["commonTags"], json!({"host": "web03"}));
+    assert_eq!(e["meta"][3]["metrics"], json!(["sys.a"]));
+
+    // No outputs: every expression; errors in OpenTSDB's envelope.
+    let mut q = query("intersection");
+    q.as_object_mut().unwrap().remove("outputs");
+    let v = run(q);
+    assert_eq!(v["outputs"].as_array().unwrap().len(), 1);
+    assert_eq!(v["outputs"][0]["id"], "e");
+    let mut bad = query("intersection");
+    bad["expressions"][0]["expr"] = json!("a + nope");
+    let (code, resp) = s.http("POST", "/api/query/exp", &bad.to_string());
+    assert_eq!(code, 400, "{resp}");
+    assert!(resp.contains("nope"), "{resp}");
+    bad["expressions"][0]["expr"] = json!("a +");
+    assert_eq!(s.http("POST", "/api/query/exp", &bad.to_string()).0, 400);
+    assert_eq!(s.http("GET", "/api/query/exp", "").0, 405);
+}

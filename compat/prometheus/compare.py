@@ -136,8 +136,9 @@ def same(a, b):
     return abs(a - b) <= 1e-9 * max(abs(a), abs(b)) or abs(a - b) < 1e-12
 
 
-def diff(x, y):
-    """None when the two matrices are equal (labels exact, timestamps exact, values 1e-9)."""
+def diff(x, y, exact=False):
+    """None when the two matrices are equal (labels exact, timestamps exact, values 1e-9, or
+    the value strings themselves when `exact`)."""
     key = lambda s: sorted(s["metric"].items())
     x, y = sorted(x, key=key), sorted(y, key=key)
     if [s["metric"] for s in x] != [s["metric"] for s in y]:
@@ -147,7 +148,7 @@ def diff(x, y):
         if ta != tb:
             return f"{a['metric']}: timestamps differ ({len(ta)} vs {len(tb)}; first {ta[:3]} vs {tb[:3]})"
         for p, q in zip(a["values"], b["values"]):
-            if not same(float(p[1]), float(q[1])):
+            if (p[1] != q[1]) if exact else not same(float(p[1]), float(q[1])):
                 return f"{a['metric']} @{p[0]}: {p[1]} vs {q[1]}"
     return None
 
@@ -164,6 +165,32 @@ for q in QUERIES:
         continue
     d = diff(a["data"]["result"], b["data"]["result"])
     report(d is None, f"query {q} [{len(a['data']['result'])} series]", d or "")
+
+# 1b. Where the last bit or a tie decides, compared as the value strings: rates and increases
+# over windows holding a few events (2.42 divides the extrapolation factor by the range before
+# it scales the result), the bucket histogram_quantile picks from such rates, and which series
+# topk/bottomk keep among equal values (2.42's heap, not a stable sort).
+EXACT = [
+    'rate(prometheus_http_requests_total[3s])',
+    'rate(node_cpu_seconds_total[7s])',
+    'increase(prometheus_tsdb_head_samples_appended_total[5s])',
+    'rate(compat_counter_total[3s])',
+    'histogram_quantile(0.9, rate(prometheus_http_request_duration_seconds_bucket[5s]))',
+    'histogram_quantile(0.5, sum by (le) (rate(prometheus_http_response_size_bytes_bucket[7s])))',
+    'topk(1, up)',
+    'topk(2, up)',
+    'bottomk(2, up)',
+    'topk(3, rate(node_cpu_seconds_total{mode="idle"}[5s]) * 0)',
+    'bottomk(4, count_over_time(node_cpu_seconds_total[4s]))',
+]
+for q in EXACT:
+    c1, a = qr(ts, q)
+    c2, b = qr(reader, q)
+    if c1 != 200 or c2 != 200:
+        report(False, f"exact {q}", f"tsgate {c1} {a.get('error')}; reader {c2} {b.get('error')}")
+        continue
+    d = diff(a["data"]["result"], b["data"]["result"], exact=True)
+    report(d is None, f"exact {q} [{len(a['data']['result'])} series]", d or "")
 
 for q in SHOULD_FAIL:
     c1, a = qr(ts, q)

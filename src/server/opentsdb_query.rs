@@ -53,6 +53,10 @@ async fn blocking<T: Send + 'static>(
 }
 
 pub(super) async fn query(state: &Arc<OpenTsdb>, req: Request) -> Reply {
+    // Sub-queries with `percentiles` read histogram cells (`opentsdb_histogram`).
+    if let Some(r) = super::opentsdb_histogram::maybe_percentiles(state, &req).await {
+        return r;
+    }
     let now = tsgate_common::clock::now_ms();
     let parsed = match req.method {
         Method::GET => parse::from_params(&req.params(), now),

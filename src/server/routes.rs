@@ -328,6 +328,7 @@ pub static ROUTES: &[Route] = &[
     route(POST, Api("/api/put"), TSDB, Need::Write, h!(opentsdb, super::api::put)),
     // Rolled-up and pre-aggregated points (OpenTSDB 2.4), into the `[rollups]` tables.
     route(POST, Api("/api/rollup"), TSDB, Need::Write, h!(opentsdb, super::api::rollup)),
+    route(ANY, Api("/api/histogram"), TSDB, Need::Write, h!(opentsdb, super::opentsdb_histogram::put)),
     route(GET_POST, Api("/api/query"), TSDB, Need::Read, h!(opentsdb, tsdb_query::query))
         .verb(Verb::QueryDelete),
     // A delete answers with counts only, never the points it removed.
@@ -336,14 +337,19 @@ pub static ROUTES: &[Route] = &[
     route(GET_POST, Api("/api/query/last"), TSDB, Need::Read, h!(opentsdb, tsdb_query::last)),
     // The graph endpoint: png, ascii and json answers of `m=` queries.
     route(GET, Api("/q"), TSDB, Need::Read, h!(opentsdb, super::opentsdb_graph::q)),
+    route(ANY, Api("/api/query/exp"), TSDB, Need::Read, h!(opentsdb, super::opentsdb_exp::query)),
     route(GET_POST, Api("/api/suggest"), TSDB, Need::Read, h!(opentsdb, tsdb_query::suggest)),
     route(GET_POST, Api("/api/search/lookup"), TSDB, Need::Read, h!(opentsdb, tsdb_query::lookup)),
+    // tsmeta, tsmeta_summary, tsuids, uidmeta, annotation: answered from tsgate's own tables.
+    route(GET_POST, ApiPrefix("/api/search/"), TSDB, Need::Read, meta),
     route(ANY, Api("/api/config/filters"), TSDB, Need::Read,
         now!(|_s, _r, _p| tsdb_query::filters())),
     route(ANY, Api("/api/aggregators"), TSDB, Need::Read,
         now!(|_s, _r, _p| super::api::aggregators())),
     // Its answer says which names exist: not for every writer.
     route(ANY, Api("/api/uid/assign"), TSDB, Need::Assign, h!(opentsdb, super::api::uid_assign)),
+    // Renaming changes what every reader sees of stored data: the admin right, as deletes.
+    route(GET_POST, Api("/api/uid/rename"), TSDB, Need::Admin, meta),
     // Metadata: reads by GET, everything else (by `method_override` too) writes.
     route(GET, Api("/api/annotation"), TSDB, Need::Read, meta).verb(Verb::Override),
     route(WRITES, Api("/api/annotation"), TSDB, Need::Write, meta).verb(Verb::Override),

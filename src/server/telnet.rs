@@ -35,6 +35,7 @@ pub const COMMANDS: &[&str] = &[
     "help",
     "put",
     "rollup",
+    "histogram",
 ];
 
 pub async fn serve_connection(
@@ -319,6 +320,21 @@ async fn process_chunk(state: Arc<OpenTsdb>, chunk: Bytes, max: usize) -> ChunkR
                     // Shutting the server down from any client is not offered.
                     Command::Diediedie => {
                         out.extend_from_slice(b"unknown command: diediedie.  Try `help'.\n")
+                    }
+                    // 2.4's `histogram` (see `opentsdb_histogram`): nothing answered when stored.
+                    Command::Unknown("histogram") => {
+                        let (st, l) = (state.clone(), line.to_string());
+                        let r = crate::server::blocking::run(move || {
+                            super::opentsdb_histogram::from_telnet(&l)
+                                .and_then(|p| super::opentsdb_histogram::store(&st, &p))
+                        })
+                        .await
+                        .unwrap_or_else(|e| Err(e.to_string()));
+                        if let Err(e) = r {
+                            out.extend_from_slice(
+                                format!("histogram: illegal argument: {e}\n").as_bytes(),
+                            );
+                        }
                     }
                     Command::Unknown(w) => out.extend_from_slice(
                         format!("unknown command: {w}.  Try `help'.\n").as_bytes(),

@@ -4,6 +4,7 @@
 //! Behaviour (including error texts) follows `shared/spec/opentsdb.md` §2.4, §4.5, §4.6, §7
 //! and §8.3.
 
+pub mod histogram;
 mod javamap;
 mod json;
 pub mod names;

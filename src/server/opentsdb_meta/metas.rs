@@ -162,3 +162,81 @@ pub fn tsmeta(st: &OpenTsdb, req: &Request) -> HResult {
         m => Err(method_not_allowed(&m)),
     }
 }
+
+/// `/api/uid/rename`: GET `?metric|tagk|tagv=<old>&name=<new>` or POST the same as a JSON
+/// object → `{"result":"true"}`; a refused rename (unknown old name, new name taken, invalid
+/// name) → 400 `{"result":"false","error":..}` as OpenTSDB answers it.
+pub fn rename(st: &OpenTsdb, req: &Request) -> HResult {
+    let source: Vec<(String, String)> = match req.method {
+        Method::POST => {
+            let m: std::collections::BTreeMap<String, serde_json::Value> = json_body(req)?;
+            m.into_iter()
+                .filter_map(|(k, v)| v.as_str().map(|s| (k, s.to_string())))
+                .collect()
+        }
+        Method::GET => ["metric", "tagk", "tagv", "name"]
+            .into_iter()
+            .filter_map(|k| {
+                req.param(k)
+                    .filter(|v| !v.is_empty())
+                    .map(|v| (k.into(), v))
+            })
+            .collect(),
+        ref m => return Err(method_not_allowed(m)),
+    };
+    let (mut kind, mut old, mut new) = (None, None, None);
+    for (k, v) in source {
+        if k == "name" {
+            new = Some(v);
+        } else {
+            (kind, old) = (Some(k), Some(v));
+        }
+    }
+    let (Some(kind), Some(old), Some(new)) = (kind, old, new) else {
+        return Err(HttpError::bad("Missing necessary values to rename UID"));
+    };
+    match rename_uid(st, &kind, &old, &new) {
+        Ok(()) => ok_json(r#"{"result":"true"}"#.into()),
+        Err(e) => Ok(crate::server::http::json_reply(
+            StatusCode::BAD_REQUEST,
+            serde_json::json!({"result": "false", "error": e}).to_string(),
+        )),
+    }
+}
+
+/// OpenTSDB's `TSDB.renameUid`, its refusals worded as it words them.
+fn rename_uid(st: &OpenTsdb, kind: &str, old: &str, new: &str) -> Result<(), String> {
+    let allow = &st.limits.allow_special;
+    tsgate_opentsdb::names::validate(old, kind, allow)?;
+    tsgate_opentsdb::names::validate(new, kind, allow)?;
+    let k = match kind.to_ascii_lowercase().as_str() {
+        "metric" => UidKind::Metric,
+        "tagk" => UidKind::Tagk,
+        "tagv" => UidKind::Tagv,
+        _ => return Err("Unknown type name".into()),
+    };
+    let uids = st.resolver.uids();
+    match uids.rename(k, old, new) {
+        Ok(_) => {
+            // Cached name → TSUID entries of the old name must not outlive it.
+            st.resolver.drop_caches();
+            st.graphite_index.invalidate();
+            Ok(())
+        }
+        Err(crate::uid::UidError::NoSuchName { .. }) => {
+            Err(format!("Name(\"{old}\") does not exist"))
+        }
+        Err(crate::uid::UidError::Exists(_)) => {
+            let id = uids.get_id(k, new).ok().flatten().unwrap_or_default();
+            let signed: Vec<String> = id.iter().map(|&b| (b as i8).to_string()).collect();
+            Err(format!(
+                "When trying rename(\"{old}\", \"{new}\") on UniqueId({}, {}, {}): new name already assigned ID=[{}]",
+                st.meta.ctx.tables.uid,
+                k.as_str(),
+                id.len(),
+                signed.join(", ")
+            ))
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}

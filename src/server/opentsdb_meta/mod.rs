@@ -1,10 +1,12 @@
 //! OpenTSDB's metadata endpoints: `/api/annotation(s)`, `/api/annotation/bulk`,
-//! `/api/uid/uidmeta`, `/api/uid/tsmeta` and the `/api/tree*` family, with OpenTSDB's verb
+//! `/api/uid/uidmeta`, `/api/uid/tsmeta`, `/api/uid/rename`, `/api/search/*` (but `lookup`)
+//! and the `/api/tree*` family, with OpenTSDB's verb
 //! rules (`method_override`), JSON shapes and error codes. Every handler runs on the blocking
 //! pool: they all touch the store.
 
 mod annotations;
 mod metas;
+mod search;
 mod trees;
 
 use super::http::{error_reply, json_reply, Reply, Request};
@@ -40,6 +42,8 @@ fn dispatch(st: &OpenTsdb, req: &Request, path: &str) -> HResult {
         "/api/annotations" => annotations::single(st, req, true),
         "/api/uid/uidmeta" => metas::uidmeta(st, req),
         "/api/uid/tsmeta" => metas::tsmeta(st, req),
+        "/api/uid/rename" => metas::rename(st, req),
+        p if p.starts_with("/api/search/") => search::route(st, req, p),
         p if p == "/api/tree" || p.starts_with("/api/tree/") => trees::route(st, req, p),
         _ => Err(HttpError::new(StatusCode::NOT_FOUND, "Endpoint not found")),
     }

@@ -370,6 +370,31 @@ pub fn scan_global(
     Ok(out)
 }
 
+/// Every note of the data table, in row order (`/api/search/annotation`): a full scan that
+/// keeps annotation columns only.
+pub fn scan_all(
+    store: &dyn Store,
+    table: &str,
+    mut f: impl FnMut(Annotation),
+) -> Result<(), StoreError> {
+    let scan = Scan {
+        families: vec![FAMILY.to_vec()],
+        ..Default::default()
+    };
+    for row in store.scan(table, &scan)? {
+        let row = row?;
+        for c in row.cells.iter().filter(|c| is_note_qualifier(&c.qualifier)) {
+            match Annotation::from_storage(&c.value) {
+                Ok(n) => f(n),
+                Err(_) => {
+                    tracing::warn!(row = %tsgate_schema::hex_upper(&row.key), "skipping an undecodable annotation")
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Deletes the notes of the series (and the globals when `global`) in `[start_ms, end_ms]`;
 /// returns how many (`/api/annotation/bulk` DELETE).
 pub fn delete_range(

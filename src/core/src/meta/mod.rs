@@ -6,6 +6,7 @@ pub mod annotation;
 pub mod counter;
 pub mod json;
 pub mod realtime;
+pub mod search;
 pub mod tree;
 pub mod tsmeta;
 pub mod uidmeta;

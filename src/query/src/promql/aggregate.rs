@@ -56,16 +56,6 @@ pub(crate) fn group_labels_of(
     }
 }
 
-/// NaN sorts lowest, as Prometheus' value heaps order it.
-fn nan_low(a: f64, b: f64) -> std::cmp::Ordering {
-    match (a.is_nan(), b.is_nan()) {
-        (true, true) => std::cmp::Ordering::Equal,
-        (true, false) => std::cmp::Ordering::Less,
-        (false, true) => std::cmp::Ordering::Greater,
-        _ => a.partial_cmp(&b).unwrap(),
-    }
-}
-
 pub fn eval<'a>(ev: &Evaluator<'a>, a: &AggregateExpr, t: i64) -> Result<Value<'a>, PromError> {
     let input = ev.eval_for_aggregation(&a.expr, t)?;
     aggregate(ev, a, input, t)
@@ -109,16 +99,11 @@ pub fn aggregate<'a>(
             } else {
                 k as usize
             };
-            for (_, mut members) in groups {
-                if op == "topk" {
-                    members.sort_by(|x, y| nan_low(y.v, x.v));
-                } else {
-                    members.sort_by(|x, y| match (x.v.is_nan(), y.v.is_nan()) {
-                        (false, false) => x.v.partial_cmp(&y.v).unwrap(),
-                        _ => nan_low(y.v, x.v),
-                    });
-                }
-                out.extend(members.into_iter().take(k));
+            if k == 0 {
+                return Ok(Value::Vector(out));
+            }
+            for (_, members) in groups {
+                out.extend(go_heap_k(members, k, op == "topk"));
             }
             return Ok(Value::Vector(out));
         }
@@ -297,5 +282,128 @@ mod group_tests {
                 "{q}"
             );
         }
+    }
+}
+
+/// `topk`/`bottomk` of one group as 2.42's engine leaves them, ties included: samples in input
+/// order go through a Go `container/heap` (min-heap by value for topk, max-heap for bottomk; a
+/// NaN is "less" than anything), a full heap of k > 1 pops its top before pushing, and the heap
+/// is finally sorted with `sort.Sort(sort.Reverse(heap))`, which for up to 12 elements is Go's
+/// insertion sort over the heap's array order (longer results may order ties differently).
+fn go_heap_k(members: Vec<Sample>, k: usize, top: bool) -> Vec<Sample> {
+    let less = |h: &[Sample], i: usize, j: usize| {
+        if h[i].v.is_nan() {
+            return true;
+        }
+        if top {
+            h[i].v < h[j].v
+        } else {
+            h[i].v > h[j].v
+        }
+    };
+    let up = |h: &mut Vec<Sample>, mut j: usize| {
+        while j > 0 {
+            let i = (j - 1) / 2;
+            if !less(h, j, i) {
+                break;
+            }
+            h.swap(i, j);
+            j = i;
+        }
+    };
+    let down = |h: &mut Vec<Sample>, mut i: usize, n: usize| loop {
+        let j1 = 2 * i + 1;
+        if j1 >= n {
+            break;
+        }
+        let mut j = j1;
+        if j1 + 1 < n && less(h, j1 + 1, j1) {
+            j = j1 + 1;
+        }
+        if !less(h, j, i) {
+            break;
+        }
+        h.swap(i, j);
+        i = j;
+    };
+    let mut heap: Vec<Sample> = Vec::with_capacity(k.min(members.len()));
+    for s in members {
+        if heap.is_empty() {
+            heap.push(s);
+            continue;
+        }
+        let beats = if top {
+            heap[0].v < s.v
+        } else {
+            heap[0].v > s.v
+        };
+        if heap.len() < k || beats || heap[0].v.is_nan() {
+            if heap.len() == k {
+                if k == 1 {
+                    heap[0] = s;
+                    continue;
+                }
+                let n = heap.len() - 1;
+                heap.swap(0, n);
+                down(&mut heap, 0, n);
+                heap.pop();
+            }
+            heap.push(s);
+            let last = heap.len() - 1;
+            up(&mut heap, last);
+        }
+    }
+    // sort.Reverse: less(j, i); insertion sort as Go's pdqsort does for short slices.
+    for i in 1..heap.len() {
+        let mut j = i;
+        while j > 0 && less(&heap, j - 1, j) {
+            heap.swap(j, j - 1);
+            j -= 1;
+        }
+    }
+    heap
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(out: &[Sample]) -> String {
+        out.iter().map(|s| s.labels[0].1.as_str()).collect()
+    }
+
+    fn samples(vals: &[(&str, f64)]) -> Vec<Sample> {
+        vals.iter()
+            .map(|(n, v)| Sample {
+                labels: Arc::new(vec![("i".to_string(), n.to_string())]),
+                v: *v,
+            })
+            .collect()
+    }
+
+    /// Ties as 2.42's heap leaves them (traced by hand through Go's container/heap and the
+    /// insertion sort of sort.Reverse): not the input order a stable sort would keep.
+    #[test]
+    fn ties_as_the_go_heap_leaves_them() {
+        let s = samples(&[("a", 1.0), ("b", 1.0), ("c", 1.0), ("d", 2.0)]);
+        assert_eq!(names(&go_heap_k(s, 3, true)), "dcb");
+        let s = samples(&[("a", 2.0), ("b", 2.0), ("c", 2.0), ("d", 1.0)]);
+        assert_eq!(names(&go_heap_k(s, 3, false)), "dcb");
+        // Equal values never displace the heap's top: the first ones stay.
+        let s = samples(&[("a", 1.0), ("b", 1.0), ("c", 1.0), ("d", 1.0)]);
+        assert_eq!(names(&go_heap_k(s, 2, true)), "ab");
+        // k = 1 replaces in place; a NaN on top is replaced by anything, even a NaN.
+        let s = samples(&[("a", f64::NAN), ("b", f64::NAN), ("c", 0.5), ("d", 0.5)]);
+        assert_eq!(names(&go_heap_k(s, 1, true)), "c");
+        let s = samples(&[("a", 3.0), ("b", f64::NAN), ("c", 5.0)]);
+        assert_eq!(names(&go_heap_k(s, 5, true)), "cab");
+        assert_eq!(
+            names(&go_heap_k(
+                samples(&[("a", 3.0), ("b", f64::NAN), ("c", 5.0)]),
+                5,
+                false
+            )),
+            "acb"
+        );
     }
 }

@@ -18,6 +18,8 @@ command -v victoria-metrics >/dev/null || need+=(victoria-metrics)
 command -v whisper-create >/dev/null || need+=(python3-whisper)
 # compat/prometheus/auth.sh makes a self-signed certificate for Prometheus' tls_config.
 command -v openssl >/dev/null || need+=(openssl)
+# compat/relays relays through Debian's carbon-c-relay (and carbon's own carbon-relay, below).
+command -v carbon-c-relay >/dev/null || need+=(carbon-c-relay)
 # tests/ui.rs drives the web UI in Debian's headless Chromium (it fails under CI without it).
 command -v chromium >/dev/null || need+=(chromium)
 # The Graphite peer suite (compat/graphite) runs Debian's collectd with write_graphite.
@@ -96,6 +98,9 @@ bash compat/graphite_web_compare/run.sh 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 echo "compat/graphite_web_compare whisper: the same, tsgate fed by tsgate import --from whisper (about 5 s)"
 bash compat/graphite_web_compare/run.sh whisper 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+echo "compat/relays: carbon-c-relay and carbon-relay (pickle) relaying to tsgate (about 10 s)"
+bash compat/relays/run.sh 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 echo "compat/graphite_web_compare carbon-cache: the same, on whisper files Debian's carbon-cache wrote from the plaintext stream, imported (about 10 s)"
 bash compat/graphite_web_compare/run.sh carbon-cache 2>&1 | tee -a "$log"

@@ -776,3 +776,31 @@ fn histograms_stored_byte_exact() {
         ]
     );
 }
+
+/// `/api/histogram` keeps `limits.max_points_per_request` as `/api/put` does: 413 with the key,
+/// and nothing of the request stored.
+#[test]
+fn histograms_over_the_points_limit_are_refused_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("tsgate.toml");
+    std::fs::write(&cfg, "[limits]\nmax_points_per_request = 1\n").unwrap();
+    let s = Server::start_with(dir.path(), Some(&cfg));
+    let h = |ts: u64| json!({"metric":"sys.lat","timestamp":ts,"tags":{"host":"web01"},"buckets":{"0,1":3}});
+    let (code, body) = s.http(
+        "POST",
+        "/api/histogram",
+        &json!([h(1356998410), h(1356998420)]).to_string(),
+    );
+    assert_eq!(code, 413, "{body}");
+    assert!(body.contains("limits.max_points_per_request = 1"), "{body}");
+    let (code, body) = s.http("POST", "/api/histogram", &h(1356998430).to_string());
+    assert_eq!((code, body.as_str()), (204, ""));
+    // Only the accepted point is there: the refused request stored nothing.
+    let q = json!({"start":1356998400,"end":1356998500,
+                   "queries":[{"aggregator":"sum","metric":"sys.lat","percentiles":[50]}]});
+    let (code, body) = s.http("POST", "/api/query", &q.to_string());
+    assert_eq!(code, 200, "{body}");
+    let got: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let dps = got[0]["dps"].as_object().expect("one series with dps");
+    assert_eq!(dps.keys().collect::<Vec<_>>(), vec!["1356998430"], "{body}");
+}

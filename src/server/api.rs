@@ -52,6 +52,18 @@ pub fn method_not_allowed(m: &Method) -> Reply {
     )
 }
 
+/// 413 when a request carries more than `limits.max_points_per_request` points.
+pub fn too_many_points(state: &OpenTsdb, n: usize) -> Option<Reply> {
+    let max = state.config.limits.max_points_per_request;
+    (n > max).then(|| {
+        error_reply(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Too many data points in one request",
+            &format!("{n} data points; the limit is limits.max_points_per_request = {max}"),
+        )
+    })
+}
+
 /// Decompresses a gzip body within the size limit. (The error reply is boxed: it is large.)
 fn body_text(state: &OpenTsdb, req: &Request) -> Result<Vec<u8>, Box<Reply>> {
     let gz = req
@@ -115,16 +127,8 @@ pub(super) async fn put(state: &Arc<OpenTsdb>, req: Request) -> Reply {
             );
         }
     };
-    let max_points = state.config.limits.max_points_per_request;
-    if jps.len() > max_points {
-        return error_reply(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "Too many data points in one request",
-            &format!(
-                "{} data points; the limit is limits.max_points_per_request = {max_points}",
-                jps.len()
-            ),
-        );
+    if let Some(r) = too_many_points(state, jps.len()) {
+        return r;
     }
     let (details, summary) = (
         req.flag("details"),
@@ -408,16 +412,8 @@ pub(super) async fn rollup(state: &Arc<OpenTsdb>, req: Request) -> Reply {
             )
         }
     };
-    let max_points = state.config.limits.max_points_per_request;
-    if jps.len() > max_points {
-        return error_reply(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "Too many data points in one request",
-            &format!(
-                "{} data points; the limit is limits.max_points_per_request = {max_points}",
-                jps.len()
-            ),
-        );
+    if let Some(r) = too_many_points(state, jps.len()) {
+        return r;
     }
     let mut errors: Vec<(usize, String)> = Vec::new();
     let mut valid = Vec::new();

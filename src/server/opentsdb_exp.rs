@@ -130,14 +130,7 @@ struct Output {
 
 pub(super) async fn query(state: &Arc<OpenTsdb>, req: Request) -> Reply {
     if req.method != Method::POST {
-        return error_reply(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "Method not allowed",
-            &format!(
-                "The HTTP method [{}] is not permitted for this endpoint",
-                req.method
-            ),
-        );
+        return super::api::method_not_allowed(&req.method);
     }
     let echo: Json = match serde_json::from_slice(&req.body) {
         Ok(j) => j,

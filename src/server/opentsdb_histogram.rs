@@ -207,14 +207,7 @@ pub fn store(st: &OpenTsdb, p: &HistogramPoint) -> Result<(), String> {
 /// OpenTSDB's put error (or, with `summary`/`details`, the counts and the failures).
 pub(super) async fn put(state: &Arc<OpenTsdb>, req: Request) -> Reply {
     if req.method != Method::POST {
-        return error_reply(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "Method not allowed",
-            &format!(
-                "The HTTP method [{}] is not permitted for this endpoint",
-                req.method
-            ),
-        );
+        return super::api::method_not_allowed(&req.method);
     }
     let body: Json = match serde_json::from_slice(&req.body) {
         Ok(b) => b,
@@ -230,6 +223,9 @@ pub(super) async fn put(state: &Arc<OpenTsdb>, req: Request) -> Reply {
         Json::Array(a) => a,
         o => vec![o],
     };
+    if let Some(r) = super::api::too_many_points(state, dps.len()) {
+        return r;
+    }
     let (details, summary) = (
         req.flag("details"),
         req.flag("summary") || req.flag("details"),

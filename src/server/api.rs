@@ -332,7 +332,7 @@ pub(super) async fn uid_assign(state: &Arc<OpenTsdb>, req: Request) -> Reply {
                 body.insert(format!("{key}_errors"), json!(bad));
             }
         }
-        if let Err(e) = st.resolver.uids().sync_if_dirty() {
+        if let Err(e) = st.resolver.sync_if_dirty() {
             any_error = true;
             body.insert("error".into(), e.to_string().into());
         }

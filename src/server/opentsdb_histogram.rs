@@ -183,6 +183,7 @@ pub fn store(st: &OpenTsdb, p: &HistogramPoint) -> Result<(), String> {
         .resolver
         .resolve(&p.metric, &tags)
         .map_err(|e| e.to_string())?;
+    st.resolver.sync_if_dirty().map_err(|e| e.to_string())?;
     let secs = if is_ms(p.timestamp) {
         p.timestamp / 1000
     } else {

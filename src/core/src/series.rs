@@ -114,6 +114,15 @@ pub type NewSeriesHook = Box<dyn Fn(&[u8]) + Send + Sync>;
 /// limits (`lifecycle::cardinality`). A refusal is the point's error.
 pub trait SeriesGate: Send + Sync {
     fn admit(&self, tsuid: &[u8]) -> Result<(), String>;
+    /// Makes every admission so far durable (one sync for all of them); cheap when there were
+    /// none since the last. Called before points of newly admitted series are acknowledged.
+    fn sync(&self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Whether admissions wait for [`SeriesGate::sync`] (an atomic read; no I/O).
+    fn unsynced(&self) -> bool {
+        false
+    }
 }
 
 pub struct SeriesResolver {
@@ -390,6 +399,22 @@ impl SeriesResolver {
         let _ = self.new_series.set(hook);
     }
 
+    /// Makes new UIDs and the gate's admissions durable: a WAL record must not name a series
+    /// or a UID a crash could forget.
+    pub fn sync_if_dirty(&self) -> Result<(), UidError> {
+        self.uids.sync_if_dirty()?;
+        if let Some(g) = self.gate.get() {
+            g.sync().map_err(UidError::SeriesLog)?;
+        }
+        Ok(())
+    }
+
+    /// Whether [`SeriesResolver::sync_if_dirty`] has work: a batch whose series were all
+    /// cached may still hold one another batch admitted but has not yet synced.
+    pub fn unsynced(&self) -> bool {
+        self.gate.get().is_some_and(|g| g.unsynced())
+    }
+
     /// Installs the gate new series pass (once).
     pub fn set_gate(&self, gate: Arc<dyn SeriesGate>) {
         let _ = self.gate.set(gate);
@@ -595,7 +620,9 @@ mod tests {
         assert_eq!(
             *gate.0.lock(),
             vec![a.tsuid.to_vec(), b.tsuid.to_vec(), a.tsuid.to_vec()]
-        );
+        ); // The gate's own sync (none here) is what `sync_if_dirty` reaches for.
+        assert!(!r.unsynced());
+        r.sync_if_dirty().unwrap();
     }
 
     #[test]

@@ -15,6 +15,9 @@ pub enum UidError {
     /// A new series over a cardinality limit (`limits.max_series*`): it gets no TSUID.
     #[error("{0}")]
     SeriesLimit(String),
+    /// The record of new series (`series.log`) could not be made durable.
+    #[error("{0}")]
+    SeriesLog(String),
     #[error("No such name for '{kind}': '{name}'")]
     NoSuchName { kind: &'static str, name: String },
     #[error("No such unique ID for '{kind}': {id}")]

@@ -449,8 +449,8 @@ impl Ingest {
                         (i, series.map(|series| StoredPoint { series, base, point: raw }))
                     })
                     .collect();
-                // New UIDs must be durable before a WAL record refers to them.
-                let synced = resolver.uids().sync_if_dirty();
+                // New UIDs and series must be durable before a WAL record refers to them.
+                let synced = resolver.sync_if_dirty();
                 (out, synced)
             })
             .await;
@@ -472,6 +472,21 @@ impl Ingest {
                 match r {
                     Ok(sp) => stored[i] = Some(sp),
                     Err(e) => outcomes[i] = Err(uid_error(e)),
+                }
+            }
+        } else if self.resolver.unsynced() {
+            // A series another batch admitted, found here in the cache before that batch
+            // synced its record: this batch's acknowledgement waits for the record too.
+            let resolver = self.resolver.clone();
+            let synced = tokio::task::spawn_blocking(move || resolver.sync_if_dirty()).await;
+            match synced {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return (outcomes, Err(WriteError::Store(e.to_string()))),
+                Err(e) => {
+                    return (
+                        outcomes,
+                        Err(WriteError::Store(format!("series sync task failed: {e}"))),
+                    )
                 }
             }
         }

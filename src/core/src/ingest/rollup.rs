@@ -211,6 +211,9 @@ impl RollupWriter<'_> {
                 UidError::NoSuchName { .. } => RollupWriteError::UnknownName(e.to_string()),
                 e => RollupWriteError::Store(e.to_string()),
             })?;
+        self.resolver
+            .sync_if_dirty()
+            .map_err(|e| RollupWriteError::Store(e.to_string()))?;
         let row = self.layout.row_key(series.tsuid, placed.base);
         self.store
             .mutate(

@@ -2,7 +2,8 @@
 //! (`limits.max_series`, `limits.max_series_per_metric`, `limits.max_new_series_per_minute`).
 //!
 //! Every TSUID admitted is recorded in `data_dir/series.log` (synced before its first point is
-//! acknowledged), so counts survive restarts and a series known before a restart is never
+//! acknowledged: the ingest path calls [`SeriesGate::sync`] once per batch, so a batch of new
+//! series costs one fdatasync, not one each), so counts survive restarts and a series known before a restart is never
 //! refused after it. A store that predates the log has it built once, from its row keys, at
 //! the first start. Series deleted whole (`delete_series` over all time) are forgotten.
 //! With HBase the log is this node's: each node counts the series it admitted.
@@ -12,6 +13,7 @@ use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use tsgate_schema::rowkey::KeyLayout;
 use tsgate_store::{Scan, SharedStore};
 
@@ -38,6 +40,11 @@ struct State {
 
 pub struct Cardinality {
     state: Mutex<State>,
+    /// Records written to the log (under `state`'s lock), and of those the ones synced.
+    written: AtomicU64,
+    synced: AtomicU64,
+    /// Held while syncing; the log's handle for it, so admissions go on meanwhile.
+    syncing: Mutex<std::fs::File>,
     limits: Limits,
     metric_width: usize,
     path: PathBuf,
@@ -128,7 +135,11 @@ impl Cardinality {
             .open(&path)
             .map_err(io)?;
         let total = by_metric.values().map(|s| s.len() as u64).sum();
+        let sync_handle = log.try_clone().map_err(io)?;
         Ok(Cardinality {
+            written: AtomicU64::new(0),
+            synced: AtomicU64::new(0),
+            syncing: Mutex::new(sync_handle),
             state: Mutex::new(State {
                 by_metric,
                 total,
@@ -223,21 +234,45 @@ impl SeriesGate for Cardinality {
                 ),
             ));
         }
-        // Durable before the point is acknowledged: after a crash the series is still known.
+        // Durable before the point is acknowledged: written here, synced by `sync`, which the
+        // ingest path calls once per batch before the batch goes to the WAL.
         let mut rec = vec![ADD, tsuid.len() as u8];
         rec.extend_from_slice(tsuid);
-        if let Err(e) = st.log.write_all(&rec).and_then(|_| st.log.sync_data()) {
+        if let Err(e) = st.log.write_all(&rec) {
             return Err(format!(
                 "new series not recorded in {}: {e}",
                 self.path.display()
             ));
         }
+        self.written.fetch_add(1, Ordering::AcqRel);
         st.new_in_minute += 1;
         st.total += 1;
         st.by_metric
             .entry(metric.to_vec())
             .or_default()
             .insert(tsuid.to_vec());
+        Ok(())
+    }
+
+    fn unsynced(&self) -> bool {
+        self.synced.load(Ordering::Acquire) < self.written.load(Ordering::Acquire)
+    }
+
+    fn sync(&self) -> Result<(), String> {
+        let want = self.written.load(Ordering::Acquire);
+        if self.synced.load(Ordering::Acquire) >= want {
+            return Ok(());
+        }
+        // Group commit: whoever holds the lock syncs every record written so far, so callers
+        // queued behind it usually find their records already covered.
+        let file = self.syncing.lock();
+        if self.synced.load(Ordering::Acquire) >= want {
+            return Ok(());
+        }
+        let upto = self.written.load(Ordering::Acquire);
+        file.sync_data()
+            .map_err(|e| format!("new series not recorded in {}: {e}", self.path.display()))?;
+        self.synced.fetch_max(upto, Ordering::AcqRel);
         Ok(())
     }
 }
@@ -249,6 +284,35 @@ mod tests {
 
     fn tsuid(metric: u8, host: u8) -> Vec<u8> {
         vec![0, 0, metric, 0, 0, 1, 0, 0, host]
+    }
+
+    #[test]
+    fn admissions_are_made_durable_by_one_sync_for_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = tsgate_store::TableNames::default();
+        let store: SharedStore = std::sync::Arc::new(
+            EmbeddedStore::open(&dir.path().join("store"), &names.specs()).unwrap(),
+        );
+        let open = || {
+            let l = Limits::default();
+            Cardinality::open(dir.path(), &store, &names.data, KeyLayout::default(), l).unwrap()
+        };
+        let c = open();
+        assert!(!c.unsynced());
+        for h in 0..200 {
+            c.admit(&tsuid(1, h)).unwrap();
+        }
+        // Written, not yet synced: the ingest path syncs once before acknowledging.
+        assert!(c.unsynced());
+        c.sync().unwrap();
+        assert!(!c.unsynced());
+        c.admit(&tsuid(1, 7)).unwrap(); // known: nothing to record
+        assert!(!c.unsynced());
+        c.admit(&tsuid(2, 0)).unwrap();
+        assert!(c.unsynced());
+        c.sync().unwrap();
+        drop(c);
+        assert_eq!(open().total(), 201);
     }
 
     #[test]

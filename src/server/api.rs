@@ -314,7 +314,7 @@ pub(super) async fn uid_assign(state: &Arc<OpenTsdb>, req: Request) -> Reply {
             let mut bad = std::collections::BTreeMap::new();
             for n in names {
                 if let Err(e) = tsgate_opentsdb::names::validate(&n, key, &allow) {
-                    bad.insert(n, e);
+                    bad.insert(n, e.to_string());
                     continue;
                 }
                 match st.resolver.uids().assign(kind, &n) {
@@ -422,13 +422,13 @@ pub(super) async fn rollup(state: &Arc<OpenTsdb>, req: Request) -> Reply {
         match jp
             .point
             .validate(&state.limits)
-            .and_then(|p| jp.spec.validate().map(|()| p))
+            .and_then(|p| Ok(jp.spec.validate().map(|()| p)?))
         {
             Ok(p) => {
                 valid.push((jp.spec.clone(), p.to_owned_point()));
                 index.push(i);
             }
-            Err(e) => errors.push((i, e)),
+            Err(e) => errors.push((i, e.to_string())),
         }
     }
     let outcomes = write_rollups(state, valid).await;

@@ -329,7 +329,7 @@ async fn process_chunk(state: Arc<OpenTsdb>, chunk: Bytes, max: usize) -> ChunkR
                                 .and_then(|p| super::opentsdb_histogram::store(&st, &p))
                         })
                         .await
-                        .unwrap_or_else(|e| Err(e.to_string()));
+                        .unwrap_or_else(|e| Err(e.into()));
                         if let Err(e) = r {
                             out.extend_from_slice(
                                 format!("histogram: illegal argument: {e}\n").as_bytes(),

@@ -113,7 +113,24 @@ pub type NewSeriesHook = Box<dyn Fn(&[u8]) + Send + Sync>;
 /// Asked before a series this process has not resolved yet gets its TSUID: the cardinality
 /// limits (`lifecycle::cardinality`). A refusal is the point's error.
 pub trait SeriesGate: Send + Sync {
-    fn admit(&self, tsuid: &[u8]) -> Result<(), String>;
+    fn admit(&self, tsuid: &[u8]) -> Result<(), SeriesRefused>;
+}
+
+/// Why a [`SeriesGate`] refused a new series.
+#[derive(Debug, thiserror::Error)]
+pub enum SeriesRefused {
+    #[error("new series refused: limits.max_series = {0} reached")]
+    MaxSeries(u64),
+    #[error("new series refused: limits.max_series_per_metric = {0} reached for this metric")]
+    MaxSeriesPerMetric(u64),
+    #[error("new series refused: limits.max_new_series_per_minute = {0} reached")]
+    MaxNewSeriesPerMinute(u64),
+    /// The series log could not record it (it would be forgotten after a crash).
+    #[error("new series not recorded in {path}: {source}")]
+    NotRecorded {
+        path: String,
+        source: std::io::Error,
+    },
 }
 
 pub struct SeriesResolver {
@@ -561,7 +578,7 @@ mod tests {
     fn a_forgotten_series_is_admitted_anew() {
         struct Count(parking_lot::Mutex<Vec<Vec<u8>>>);
         impl SeriesGate for Count {
-            fn admit(&self, tsuid: &[u8]) -> Result<(), String> {
+            fn admit(&self, tsuid: &[u8]) -> Result<(), SeriesRefused> {
                 self.0.lock().push(tsuid.to_vec());
                 Ok(())
             }

@@ -13,8 +13,8 @@ pub type Uid = Box<[u8]>;
 #[derive(Debug, thiserror::Error)]
 pub enum UidError {
     /// A new series over a cardinality limit (`limits.max_series*`): it gets no TSUID.
-    #[error("{0}")]
-    SeriesLimit(String),
+    #[error(transparent)]
+    SeriesLimit(#[from] crate::series::SeriesRefused),
     #[error("No such name for '{kind}': '{name}'")]
     NoSuchName { kind: &'static str, name: String },
     #[error("No such unique ID for '{kind}': {id}")]

@@ -274,7 +274,7 @@ async fn import_vm_lines(
         let l = l?;
         if !l.trim().is_empty() {
             match crate::migrate::vmjson::parse_line(&l)
-                .and_then(|s| StoredImport::from_labels(&s.labels, s.points, max_tags))
+                .and_then(|s| Ok(StoredImport::from_labels(&s.labels, s.points, max_tags)?))
             {
                 Ok(s) => {
                     points += s.points.len();

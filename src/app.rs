@@ -411,7 +411,7 @@ impl Node {
                 ingest: ingest.clone(),
                 resolver: resolver.clone(),
                 names,
-                config: config.clone(),
+                settings: state::CarbonSettings::from_config(&config),
             }),
             ingest,
             query,

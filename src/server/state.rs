@@ -13,7 +13,9 @@ use crate::prometheus::PromState;
 use crate::query::graphite::{self, index::SeriesIndex};
 use crate::query::QueryEngine;
 use crate::series::SeriesResolver;
+use crate::server::admission;
 use std::sync::Arc;
+use std::time::Duration;
 use tsgate_opentsdb::Limits;
 
 /// The OpenTSDB API: `/api/put`, telnet, `/api/query`, metadata, annotations and trees.
@@ -60,5 +62,27 @@ pub struct Carbon {
     pub ingest: Arc<Ingest>,
     pub resolver: Arc<SeriesResolver>,
     pub names: Arc<NameRules>,
-    pub config: Arc<Config>,
+    pub settings: CarbonSettings,
+}
+
+/// What the carbon listeners read of the config, taken from it once at start.
+#[derive(Debug, Clone)]
+pub struct CarbonSettings {
+    /// `limits.carbon_max_connections`, `limits.max_connections_per_ip` and
+    /// `limits.handshake_timeout_ms`.
+    pub admission: admission::Limits,
+    /// `limits.idle_timeout_ms`: a connection silent this long is closed.
+    pub idle: Duration,
+    /// `graphite.pickle_max_frame`: the largest pickle frame read.
+    pub pickle_max_frame: usize,
+}
+
+impl CarbonSettings {
+    pub fn from_config(c: &Config) -> CarbonSettings {
+        CarbonSettings {
+            admission: admission::Limits::of(&c.limits, true),
+            idle: Duration::from_millis(c.limits.idle_timeout_ms),
+            pickle_max_frame: c.graphite.pickle_max_frame,
+        }
+    }
 }

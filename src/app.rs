@@ -384,7 +384,7 @@ impl Node {
                 meta,
                 limits: limits(&config),
                 graphite_index: graphite_index.clone(),
-                config: config.clone(),
+                settings: state::OpenTsdbSettings::from_config(&config),
             }),
             prometheus: Arc::new(state::Prometheus {
                 ingest: ingest.clone(),

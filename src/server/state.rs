@@ -2,8 +2,10 @@
 //! handler takes its family's state, not the whole node: the Prometheus API cannot touch the
 //! graphite-web index, carbon listeners cannot run queries, and what a family depends on reads
 //! off its struct. The parts several families share (the ingest path, the query engine, the
-//! series resolver, the read-only config) are behind `Arc`s.
+//! series resolver) are behind `Arc`s; each family reads the config keys it needs from its own
+//! settings, converted once from the config at start, never the whole config.
 
+use crate::config::rollup::RollupsConfig;
 use crate::config::Config;
 use crate::graphite::names::NameRules;
 use crate::ingest::Ingest;
@@ -14,6 +16,8 @@ use crate::query::graphite::{self, index::SeriesIndex};
 use crate::query::QueryEngine;
 use crate::series::SeriesResolver;
 use crate::server::admission;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tsgate_opentsdb::Limits;
@@ -29,7 +33,44 @@ pub struct OpenTsdb {
     pub limits: Limits,
     /// A delete must drop the deleted series from graphite-web's index at once.
     pub graphite_index: Arc<SeriesIndex>,
-    pub config: Arc<Config>,
+    pub settings: OpenTsdbSettings,
+}
+
+/// What the OpenTSDB API reads of the config, taken from it once at start.
+#[derive(Debug, Clone)]
+pub struct OpenTsdbSettings {
+    /// `limits.max_points_per_request`: points one `/api/put`, `/api/rollup` or
+    /// `/api/histogram` request may carry.
+    pub max_points_per_request: usize,
+    /// `limits.http_body_max`: the most a gzip body inflates to.
+    pub http_body_max: usize,
+    /// `limits.telnet_line_max`: the longest telnet line read.
+    pub telnet_line_max: usize,
+    /// `limits.idle_timeout_ms`: a telnet connection silent this long is closed.
+    pub idle: Duration,
+    /// `query.max_answer_bytes` (0 = no limit).
+    pub max_answer_bytes: usize,
+    /// `query.max_image_pixels` (0 = no limit) for `/q?png`.
+    pub max_image_pixels: u64,
+    /// `[rollups]`, where `/api/rollup` and the telnet `rollup` command write.
+    pub rollups: Arc<RollupsConfig>,
+    /// What `/api/config` answers: OpenTSDB's keys and the whole config, secrets redacted.
+    pub config_view: Arc<BTreeMap<String, String>>,
+}
+
+impl OpenTsdbSettings {
+    pub fn from_config(c: &Config) -> OpenTsdbSettings {
+        OpenTsdbSettings {
+            max_points_per_request: c.limits.max_points_per_request,
+            http_body_max: c.limits.http_body_max,
+            telnet_line_max: c.limits.telnet_line_max,
+            idle: Duration::from_millis(c.limits.idle_timeout_ms),
+            max_answer_bytes: c.query.max_answer_bytes,
+            max_image_pixels: c.query.max_image_pixels,
+            rollups: Arc::new(c.rollups.clone()),
+            config_view: Arc::new(crate::server::opentsdb_query::config_view(c)),
+        }
+    }
 }
 
 /// The Prometheus API: remote write and read, PromQL, series and labels, metadata.

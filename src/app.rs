@@ -393,7 +393,7 @@ impl Node {
                 prom,
                 graphite_index: graphite_index.clone(),
                 cardinality: cardinality.clone(),
-                config: config.clone(),
+                settings: state::PrometheusSettings::from_config(&config),
             }),
             graphite_web: Arc::new(state::GraphiteWeb {
                 ingest: ingest.clone(),

@@ -109,7 +109,7 @@ pub async fn write(state: &Arc<Prometheus>, req: Request) -> Reply {
             return text(StatusCode::UNSUPPORTED_MEDIA_TYPE, &e);
         }
     };
-    let body = match senders::body(&req, state.config.limits.http_body_max) {
+    let body = match senders::body(&req, state.settings.http_body_max) {
         Ok(b) => b,
         Err(e) => {
             crate::ingest::counts::batch_rejected(P, &e);
@@ -183,8 +183,8 @@ pub async fn write(state: &Arc<Prometheus>, req: Request) -> Reply {
     let res = senders::write(
         &state.ingest,
         P,
-        state.config.prometheus.max_tags,
-        state.config.limits.max_points_per_request,
+        state.settings.max_tags,
+        state.settings.max_points_per_request,
         &series,
         outcome,
     )

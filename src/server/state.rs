@@ -84,7 +84,51 @@ pub struct Prometheus {
     pub graphite_index: Arc<SeriesIndex>,
     /// Series counts by metric (`/api/v1/status/tsdb`) and the cardinality limits.
     pub cardinality: Arc<Cardinality>,
-    pub config: Arc<Config>,
+    pub settings: PrometheusSettings,
+}
+
+/// What the Prometheus API (with the InfluxDB and OTLP writes it hosts) reads of the config,
+/// taken from it once at start.
+#[derive(Debug, Clone)]
+pub struct PrometheusSettings {
+    /// `prometheus.max_tags`: labels per series besides `__name__`.
+    pub max_tags: usize,
+    /// `prometheus.max_decompressed_bytes`: the largest remote-write / remote-read body.
+    pub max_decompressed_bytes: usize,
+    /// `prometheus.lookback_delta_ms`.
+    pub lookback_delta_ms: u64,
+    /// `prometheus.max_samples`: samples one query or export may load.
+    pub max_samples: usize,
+    /// `limits.http_body_max`: the most a compressed body inflates to.
+    pub http_body_max: usize,
+    /// `limits.max_points_per_request`.
+    pub max_points_per_request: usize,
+    /// `query.timeout_ms`: caps every query (0 = Prometheus' own 2 minutes).
+    pub query_timeout_ms: u64,
+    /// `query.max_depth`: the deepest expression parsed.
+    pub max_depth: usize,
+    /// `admin.enabled`: the admin API (delete_series, snapshot) answers.
+    pub admin: bool,
+    /// `data_dir/snapshots`, where `/api/v1/admin/tsdb/snapshot` writes.
+    pub snapshots_dir: PathBuf,
+}
+
+impl PrometheusSettings {
+    pub fn from_config(c: &Config) -> PrometheusSettings {
+        let p = &c.prometheus;
+        PrometheusSettings {
+            max_tags: p.max_tags,
+            max_decompressed_bytes: p.max_decompressed_bytes,
+            lookback_delta_ms: p.lookback_delta_ms,
+            max_samples: p.max_samples,
+            http_body_max: c.limits.http_body_max,
+            max_points_per_request: c.limits.max_points_per_request,
+            query_timeout_ms: c.query.timeout_ms,
+            max_depth: c.query.max_depth,
+            admin: c.admin.enabled,
+            snapshots_dir: c.data_dir.join("snapshots"),
+        }
+    }
 }
 
 /// The graphite-web API: `/render`, `/metrics/*`, `/tags/*`, events.

@@ -57,7 +57,7 @@ pub async fn export(state: &Arc<Prometheus>, req: Request) -> Reply {
         );
     }
     let st = state.clone();
-    let max = state.config.prometheus.max_samples;
+    let max = state.settings.max_samples;
     let res = tokio::task::spawn_blocking(move || {
         let mut out = String::new();
         let mut points = 0usize;
@@ -106,7 +106,7 @@ pub async fn import(state: &Arc<Prometheus>, req: Request) -> Reply {
             "the store refuses writes, retry",
         ));
     }
-    let limit = state.config.limits.http_body_max;
+    let limit = state.settings.http_body_max;
     let gz = req
         .headers
         .get("content-encoding")
@@ -128,7 +128,7 @@ pub async fn import(state: &Arc<Prometheus>, req: Request) -> Reply {
     } else {
         req.body.to_vec()
     };
-    let max_tags = state.config.prometheus.max_tags;
+    let max_tags = state.settings.max_tags;
     let mut errors: Vec<String> = Vec::new();
     let mut bad = 0usize;
     let mut batch: Vec<StoredImport> = Vec::new();
@@ -211,7 +211,7 @@ pub async fn import(state: &Arc<Prometheus>, req: Request) -> Reply {
 /// every point acknowledged before the request. Prometheus' answer:
 /// `{"status":"success","data":{"name":"20260101T000000Z-0123456789abcdef"}}`.
 pub async fn snapshot(state: &Arc<Prometheus>, _req: Request) -> Reply {
-    if !state.config.admin.enabled {
+    if !state.settings.admin {
         return super::admin::disabled();
     }
     if let Err(e) = state.ingest.writer.publish().await {
@@ -221,7 +221,7 @@ pub async fn snapshot(state: &Arc<Prometheus>, _req: Request) -> Reply {
         );
     }
     let name = snapshot_name();
-    let dir = state.config.data_dir.join("snapshots").join(&name);
+    let dir = state.settings.snapshots_dir.join(&name);
     let store = state.query.store.clone();
     let target = dir.clone();
     let res = tokio::task::spawn_blocking(move || take_snapshot(&store, &target)).await;

@@ -405,7 +405,7 @@ impl Node {
                     settings: crate::query::graphite::Settings::from_config(&config),
                 }),
                 cardinality,
-                config: config.clone(),
+                settings: state::GraphiteWebSettings::from_config(&config),
             }),
             carbon: Arc::new(state::Carbon {
                 ingest: ingest.clone(),

@@ -139,7 +139,35 @@ pub struct GraphiteWeb {
     pub engine: Arc<graphite::Engine>,
     /// `/tags/delSeries` forgets the series it deleted.
     pub cardinality: Arc<Cardinality>,
-    pub config: Arc<Config>,
+    pub settings: GraphiteWebSettings,
+}
+
+/// What the graphite-web API reads of the config, taken from it once at start (the render
+/// language's own is `query::graphite::Settings`).
+#[derive(Debug, Clone, Copy)]
+pub struct GraphiteWebSettings {
+    /// `query.timeout_ms`: bounds every answer (0 = no limit).
+    pub timeout_ms: u64,
+    /// `query.max_depth`: the deepest target parsed.
+    pub max_depth: usize,
+    /// `query.max_answer_bytes` (0 = no limit).
+    pub max_answer_bytes: usize,
+    /// `query.max_image_pixels` (0 = no limit).
+    pub max_image_pixels: u64,
+    /// `admin.enabled`: `/tags/delSeries` answers.
+    pub admin: bool,
+}
+
+impl GraphiteWebSettings {
+    pub fn from_config(c: &Config) -> GraphiteWebSettings {
+        GraphiteWebSettings {
+            timeout_ms: c.query.timeout_ms,
+            max_depth: c.query.max_depth,
+            max_answer_bytes: c.query.max_answer_bytes,
+            max_image_pixels: c.query.max_image_pixels,
+            admin: c.admin.enabled,
+        }
+    }
 }
 
 /// The carbon listeners: Graphite plaintext and pickle.

@@ -266,7 +266,7 @@ pub fn render(
         Format::Png
     };
     let o = options(p, format)?;
-    let q = &state.config.query;
+    let q = &state.settings;
     graph::check_pixels(o.width, o.height, q.max_image_pixels)?;
     let second = series.iter().any(|s| s.style.second_y_axis);
     let lines: Vec<Line> = series

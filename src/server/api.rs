@@ -419,16 +419,17 @@ pub(super) async fn rollup(state: &Arc<OpenTsdb>, req: Request) -> Reply {
     let mut valid = Vec::new();
     let mut index = Vec::new();
     for (i, jp) in jps.iter().enumerate() {
-        match jp
-            .point
-            .validate(&state.limits)
-            .and_then(|p| Ok(jp.spec.validate().map(|()| p)?))
-        {
+        // The `error` text of the point's `details` entry.
+        let checked = match jp.point.validate(&state.limits) {
+            Ok(p) => jp.spec.validate().map(|()| p).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match checked {
             Ok(p) => {
                 valid.push((jp.spec.clone(), p.to_owned_point()));
                 index.push(i);
             }
-            Err(e) => errors.push((i, e.to_string())),
+            Err(e) => errors.push((i, e)),
         }
     }
     let outcomes = write_rollups(state, valid).await;

@@ -171,9 +171,6 @@ pub enum PointError {
     MissingTags,
     #[error("Unable to parse value to a number")]
     NotANumber,
-    /// `/api/rollup` only: the point's rollup spec.
-    #[error(transparent)]
-    Rollup(#[from] crate::rollup::SpecError),
 }
 
 /// The shared checks, over tags whose values may be JSON `null` (`None`).

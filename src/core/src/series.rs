@@ -116,22 +116,7 @@ pub trait SeriesGate: Send + Sync {
     fn admit(&self, tsuid: &[u8]) -> Result<(), SeriesRefused>;
 }
 
-/// Why a [`SeriesGate`] refused a new series.
-#[derive(Debug, thiserror::Error)]
-pub enum SeriesRefused {
-    #[error("new series refused: limits.max_series = {0} reached")]
-    MaxSeries(u64),
-    #[error("new series refused: limits.max_series_per_metric = {0} reached for this metric")]
-    MaxSeriesPerMetric(u64),
-    #[error("new series refused: limits.max_new_series_per_minute = {0} reached")]
-    MaxNewSeriesPerMinute(u64),
-    /// The series log could not record it (it would be forgotten after a crash).
-    #[error("new series not recorded in {path}: {source}")]
-    NotRecorded {
-        path: String,
-        source: std::io::Error,
-    },
-}
+pub use crate::uid::SeriesRefused;
 
 pub struct SeriesResolver {
     uids: Arc<UidCore>,

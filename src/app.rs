@@ -384,7 +384,7 @@ impl Node {
                 meta,
                 limits: limits(&config),
                 graphite_index: graphite_index.clone(),
-                config: config.clone(),
+                settings: state::OpenTsdbSettings::from_config(&config),
             }),
             prometheus: Arc::new(state::Prometheus {
                 ingest: ingest.clone(),
@@ -393,7 +393,7 @@ impl Node {
                 prom,
                 graphite_index: graphite_index.clone(),
                 cardinality: cardinality.clone(),
-                config: config.clone(),
+                settings: state::PrometheusSettings::from_config(&config),
             }),
             graphite_web: Arc::new(state::GraphiteWeb {
                 ingest: ingest.clone(),
@@ -405,13 +405,13 @@ impl Node {
                     settings: crate::query::graphite::Settings::from_config(&config),
                 }),
                 cardinality,
-                config: config.clone(),
+                settings: state::GraphiteWebSettings::from_config(&config),
             }),
             carbon: Arc::new(state::Carbon {
                 ingest: ingest.clone(),
                 resolver: resolver.clone(),
                 names,
-                config: config.clone(),
+                settings: state::CarbonSettings::from_config(&config),
             }),
             ingest,
             query,

@@ -118,7 +118,7 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<i32> {
                 let s = &node.state;
                 crate::migrate::remote_read::import(
                     &s.ingest,
-                    s.config.prometheus.max_tags,
+                    s.prometheus.settings.max_tags,
                     &opts,
                     &bar,
                 )
@@ -266,7 +266,7 @@ async fn import_vm_lines(
     bar: &indicatif::ProgressBar,
     t: &mut Tally,
 ) -> anyhow::Result<()> {
-    let max_tags = node.state.config.prometheus.max_tags;
+    let max_tags = node.state.prometheus.settings.max_tags;
     let mut batch: Vec<StoredImport> = Vec::new();
     let mut points = 0usize;
     let mut lines = lines.enumerate().peekable();
@@ -274,7 +274,7 @@ async fn import_vm_lines(
         let l = l?;
         if !l.trim().is_empty() {
             match crate::migrate::vmjson::parse_line(&l)
-                .and_then(|s| StoredImport::from_labels(&s.labels, s.points, max_tags))
+                .and_then(|s| Ok(StoredImport::from_labels(&s.labels, s.points, max_tags)?))
             {
                 Ok(s) => {
                     points += s.points.len();

@@ -30,8 +30,7 @@ pub fn run(args: &SnapshotArgs) -> anyhow::Result<i32> {
         }
         Err(e) => return Err(e.into()),
     };
-    let cells = crate::server::prometheus::transfer::take_snapshot(&store, &args.dir)
-        .map_err(anyhow::Error::msg)?;
+    let cells = crate::server::prometheus::transfer::take_snapshot(&store, &args.dir)?;
     println!("snapshot of {cells} cells in {}", args.dir.display());
     Ok(0)
 }

@@ -9,6 +9,37 @@
 use std::fmt::Write as _;
 use tsgate_schema::DataValue;
 
+/// Why a line cannot be imported; in VictoriaMetrics' words where it has them.
+#[derive(Debug, thiserror::Error)]
+pub enum LineError {
+    #[error("not UTF-8: {0}")]
+    NotUtf8(#[from] std::str::Utf8Error),
+    #[error("cannot parse json line: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("missing tags")]
+    MissingTags,
+    #[error("label {key:?} has the value {value}, not a string")]
+    LabelNotString { key: String, value: String },
+    #[error("missing `values` array")]
+    MissingValues,
+    #[error("missing `timestamps` array")]
+    MissingTimestamps,
+    #[error(
+        "`timestamps` array size must match `values` array size; got {timestamps}; want {values}"
+    )]
+    SizeMismatch { timestamps: usize, values: usize },
+    #[error("cannot read timestamp at position {at}: {value} is not an integer")]
+    Timestamp { at: usize, value: String },
+    /// A JSON number no f64 holds.
+    #[error("cannot read value at position {at}: {value}")]
+    Value { at: usize, value: String },
+    #[error("cannot read value at position {at}: {value} is not a number")]
+    NotANumber { at: usize, value: String },
+    /// The labels cannot be stored (`prometheus.max_tags`, a bad name).
+    #[error(transparent)]
+    Labels(#[from] crate::prometheus::labels::LabelError),
+}
+
 /// One parsed line: its labels (as sent, `__name__` among them) and its points.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VmSeries {
@@ -120,7 +151,7 @@ fn quote_bare_tokens(line: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-fn value_of(v: &serde_json::Value, i: usize) -> Result<DataValue, String> {
+fn value_of(v: &serde_json::Value, i: usize) -> Result<DataValue, LineError> {
     match v {
         serde_json::Value::Number(n) => {
             if let Some(i) = n.as_i64().filter(|_| !n.is_f64()) {
@@ -128,22 +159,26 @@ fn value_of(v: &serde_json::Value, i: usize) -> Result<DataValue, String> {
             }
             n.as_f64()
                 .map(DataValue::F64)
-                .ok_or_else(|| format!("cannot read value at position {i}: {n}"))
+                .ok_or_else(|| LineError::Value {
+                    at: i,
+                    value: n.to_string(),
+                })
         }
         serde_json::Value::String(s) if s.starts_with(BARE) => Ok(DataValue::F64(match &s[1..] {
             "NaN" => f64::NAN,
             "-Inf" => f64::NEG_INFINITY,
             _ => f64::INFINITY,
         })),
-        other => Err(format!(
-            "cannot read value at position {i}: {other} is not a number"
-        )),
+        other => Err(LineError::NotANumber {
+            at: i,
+            value: other.to_string(),
+        }),
     }
 }
 
 /// Parses one line. Errors say what VictoriaMetrics' parser says of the same line, in its words
 /// where it has them.
-pub fn parse_line(line: &str) -> Result<VmSeries, String> {
+pub fn parse_line(line: &str) -> Result<VmSeries, LineError> {
     #[derive(serde::Deserialize)]
     struct Line {
         metric: Option<serde_json::Map<String, serde_json::Value>>,
@@ -151,35 +186,42 @@ pub fn parse_line(line: &str) -> Result<VmSeries, String> {
         timestamps: Option<Vec<serde_json::Value>>,
     }
     let text = quote_bare_tokens(line.trim());
-    let l: Line =
-        serde_json::from_str(&text).map_err(|e| format!("cannot parse json line: {e}"))?;
-    let metric = l.metric.filter(|m| !m.is_empty()).ok_or("missing tags")?;
+    let l: Line = serde_json::from_str(&text)?;
+    let metric = l
+        .metric
+        .filter(|m| !m.is_empty())
+        .ok_or(LineError::MissingTags)?;
     let mut labels = Vec::with_capacity(metric.len());
     for (k, v) in metric {
         match v {
             serde_json::Value::String(s) => labels.push((k, s)),
-            other => return Err(format!("label {k:?} has the value {other}, not a string")),
+            other => {
+                return Err(LineError::LabelNotString {
+                    key: k,
+                    value: other.to_string(),
+                })
+            }
         }
     }
     let values = l
         .values
         .filter(|v| !v.is_empty())
-        .ok_or("missing `values` array")?;
+        .ok_or(LineError::MissingValues)?;
     let timestamps = l
         .timestamps
         .filter(|t| !t.is_empty())
-        .ok_or("missing `timestamps` array")?;
+        .ok_or(LineError::MissingTimestamps)?;
     if values.len() != timestamps.len() {
-        return Err(format!(
-            "`timestamps` array size must match `values` array size; got {}; want {}",
-            timestamps.len(),
-            values.len()
-        ));
+        return Err(LineError::SizeMismatch {
+            timestamps: timestamps.len(),
+            values: values.len(),
+        });
     }
     let mut points = Vec::with_capacity(values.len());
     for (i, (v, t)) in values.iter().zip(&timestamps).enumerate() {
-        let t = t.as_i64().ok_or_else(|| {
-            format!("cannot read timestamp at position {i}: {t} is not an integer")
+        let t = t.as_i64().ok_or_else(|| LineError::Timestamp {
+            at: i,
+            value: t.to_string(),
         })?;
         points.push((t, value_of(v, i)?));
     }
@@ -237,13 +279,14 @@ mod tests {
         assert!(
             parse_line(r#"{"metric":{"__name__":"a"},"values":["NaN"],"timestamps":[1]}"#)
                 .unwrap_err()
+                .to_string()
                 .contains("not a number")
         );
     }
 
     #[test]
     fn bad_lines_are_named_as_victoriametrics_names_them() {
-        let e = |l: &str| parse_line(l).unwrap_err();
+        let e = |l: &str| parse_line(l).unwrap_err().to_string();
         assert!(e("not json").starts_with("cannot parse json line"));
         assert_eq!(
             e(r#"{"metric":{"__name__":"x"},"values":[1,2],"timestamps":[1]}"#),

@@ -24,9 +24,9 @@ impl StoredImport {
         labels: &[(String, String)],
         points: Vec<(i64, DataValue)>,
         max_tags: usize,
-    ) -> Result<StoredImport, String> {
+    ) -> Result<StoredImport, crate::prometheus::labels::LabelError> {
         let l: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (&**k, &**v)).collect();
-        let s = to_stored(&l, max_tags).map_err(|e| e.to_string())?;
+        let s = to_stored(&l, max_tags)?;
         Ok(StoredImport {
             metric: s.metric.into_owned(),
             tags: s

@@ -54,7 +54,7 @@ pub fn method_not_allowed(m: &Method) -> Reply {
 
 /// 413 when a request carries more than `limits.max_points_per_request` points.
 pub fn too_many_points(state: &OpenTsdb, n: usize) -> Option<Reply> {
-    let max = state.config.limits.max_points_per_request;
+    let max = state.settings.max_points_per_request;
     (n > max).then(|| {
         error_reply(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -74,7 +74,7 @@ fn body_text(state: &OpenTsdb, req: &Request) -> Result<Vec<u8>, Box<Reply>> {
     if !gz {
         return Ok(req.body.to_vec());
     }
-    let limit = state.config.limits.http_body_max;
+    let limit = state.settings.http_body_max;
     let mut out = Vec::new();
     let mut dec = flate2::read::GzDecoder::new(&req.body[..]).take(limit as u64 + 1);
     dec.read_to_end(&mut out).map_err(|e| {
@@ -314,7 +314,7 @@ pub(super) async fn uid_assign(state: &Arc<OpenTsdb>, req: Request) -> Reply {
             let mut bad = std::collections::BTreeMap::new();
             for n in names {
                 if let Err(e) = tsgate_opentsdb::names::validate(&n, key, &allow) {
-                    bad.insert(n, e);
+                    bad.insert(n, e.to_string());
                     continue;
                 }
                 match st.resolver.uids().assign(kind, &n) {
@@ -370,7 +370,7 @@ pub(super) async fn write_rollups(
         let writer = crate::ingest::rollup::RollupWriter {
             store: &s.query.store,
             layout: s.query.layout,
-            config: &s.config.rollups,
+            config: &s.settings.rollups,
             resolver: &s.resolver,
         };
         points
@@ -419,11 +419,12 @@ pub(super) async fn rollup(state: &Arc<OpenTsdb>, req: Request) -> Reply {
     let mut valid = Vec::new();
     let mut index = Vec::new();
     for (i, jp) in jps.iter().enumerate() {
-        match jp
-            .point
-            .validate(&state.limits)
-            .and_then(|p| jp.spec.validate().map(|()| p))
-        {
+        // The `error` text of the point's `details` entry.
+        let checked = match jp.point.validate(&state.limits) {
+            Ok(p) => jp.spec.validate().map(|()| p).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match checked {
             Ok(p) => {
                 valid.push((jp.spec.clone(), p.to_owned_point()));
                 index.push(i);

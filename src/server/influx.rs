@@ -216,7 +216,7 @@ async fn write(state: &Arc<Prometheus>, req: Request, api: Api) -> Reply {
             ),
         );
     };
-    let body = match senders::body(&req, state.config.limits.http_body_max) {
+    let body = match senders::body(&req, state.settings.http_body_max) {
         Ok(b) => b,
         Err(e) => {
             crate::ingest::counts::batch_rejected(P, &e);
@@ -248,8 +248,8 @@ async fn write(state: &Arc<Prometheus>, req: Request, api: Api) -> Reply {
     let res = senders::write(
         &state.ingest,
         P,
-        state.config.prometheus.max_tags,
-        state.config.limits.max_points_per_request,
+        state.settings.max_tags,
+        state.settings.max_points_per_request,
         &d.series,
         d.outcome,
     )

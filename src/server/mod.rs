@@ -97,7 +97,8 @@ pub fn stats_snapshot(
 pub async fn accept_loop<S, F, Fut>(
     what: &'static str,
     state: Arc<S>,
-    limits: &crate::config::LimitsConfig,
+    limits: admission::Limits,
+    idle: std::time::Duration,
     listener: TcpListener,
     mut shutdown: watch::Receiver<bool>,
     conn: F,
@@ -109,8 +110,7 @@ pub async fn accept_loop<S, F, Fut>(
     let label = crate::observe::Listener::named(what);
     // Carbon senders cannot authenticate: their first bytes are all they can prove.
     let carbon = what != "opentsdb";
-    let admission = admission::Admission::new(admission::Limits::of(limits, carbon));
-    let idle = std::time::Duration::from_millis(limits.idle_timeout_ms);
+    let admission = admission::Admission::new(limits);
     // Refusals since the last warning, and when it was.
     let (mut refused, mut last_warned) = (0u64, None::<std::time::Instant>);
     loop {
@@ -174,8 +174,9 @@ pub async fn accept_loop<S, F, Fut>(
 
 /// The OpenTSDB port (telnet and HTTP).
 pub async fn serve(state: Arc<AppState>, listener: TcpListener, shutdown: watch::Receiver<bool>) {
-    let limits = state.config.limits.clone();
-    accept_loop("opentsdb", state, &limits, listener, shutdown, handle).await
+    let limits = admission::Limits::of(&state.config.limits, false);
+    let idle = std::time::Duration::from_millis(state.config.limits.idle_timeout_ms);
+    accept_loop("opentsdb", state, limits, idle, listener, shutdown, handle).await
 }
 
 fn peer_of(stream: &TcpStream) -> String {

@@ -575,13 +575,26 @@ impl Ast {
     }
 }
 
-fn parse_expr(s: &str) -> Result<Ast, String> {
+/// Why an expression's text does not parse (the detail of `Unable to parse expression`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum ExprError {
+    #[error("unexpected '{0}' at {1}")]
+    Unexpected(char, usize),
+    #[error("missing ')'")]
+    MissingParen,
+    #[error("bad number '{0}'")]
+    Number(String),
+    #[error("the expression ends too early")]
+    Truncated,
+}
+
+fn parse_expr(s: &str) -> Result<Ast, ExprError> {
     let chars: Vec<char> = s.chars().collect();
     let mut p = ExprParser { c: chars, i: 0 };
     let a = p.sum()?;
     p.ws();
     if p.i < p.c.len() {
-        return Err(format!("unexpected '{}' at {}", p.c[p.i], p.i));
+        return Err(ExprError::Unexpected(p.c[p.i], p.i));
     }
     Ok(a)
 }
@@ -603,7 +616,7 @@ impl ExprParser {
         self.c.get(self.i).copied()
     }
 
-    fn sum(&mut self) -> Result<Ast, String> {
+    fn sum(&mut self) -> Result<Ast, ExprError> {
         let mut a = self.product()?;
         while let Some(op @ ('+' | '-')) = self.peek() {
             self.i += 1;
@@ -612,7 +625,7 @@ impl ExprParser {
         Ok(a)
     }
 
-    fn product(&mut self) -> Result<Ast, String> {
+    fn product(&mut self) -> Result<Ast, ExprError> {
         let mut a = self.unary()?;
         while let Some(op @ ('*' | '/' | '%')) = self.peek() {
             self.i += 1;
@@ -621,7 +634,7 @@ impl ExprParser {
         Ok(a)
     }
 
-    fn unary(&mut self) -> Result<Ast, String> {
+    fn unary(&mut self) -> Result<Ast, ExprError> {
         match self.peek() {
             Some('-') => {
                 self.i += 1;
@@ -635,7 +648,7 @@ impl ExprParser {
                 self.i += 1;
                 let a = self.sum()?;
                 if self.peek() != Some(')') {
-                    return Err("missing ')'".into());
+                    return Err(ExprError::MissingParen);
                 }
                 self.i += 1;
                 Ok(a)
@@ -651,7 +664,7 @@ impl ExprParser {
                 t.trim_end_matches(['d', 'D', 'f', 'F', 'l', 'L'])
                     .parse()
                     .map(Ast::Num)
-                    .map_err(|_| format!("bad number '{t}'"))
+                    .map_err(|_| ExprError::Number(t.clone()))
             }
             Some(c) if c.is_alphabetic() || c == '_' => {
                 let st = self.i;
@@ -662,8 +675,8 @@ impl ExprParser {
                 }
                 Ok(Ast::Var(self.c[st..self.i].iter().collect()))
             }
-            Some(c) => Err(format!("unexpected '{c}' at {}", self.i)),
-            None => Err("the expression ends too early".into()),
+            Some(c) => Err(ExprError::Unexpected(c, self.i)),
+            None => Err(ExprError::Truncated),
         }
     }
 }

@@ -463,12 +463,12 @@ fn answer(
     let nqueries = q.queries.len();
     // The plot's parameters are checked before the query runs, as OpenTSDB checks them.
     let (mut o, smooth) = options(params, start, end)?;
-    let cfg = &st.config.query;
     if has("png") && !has("json") && !has("ascii") {
-        graph::check_pixels(o.width, o.height, cfg.max_image_pixels).map_err(|e| bad(e.0))?;
+        graph::check_pixels(o.width, o.height, st.settings.max_image_pixels)
+            .map_err(|e| bad(e.to_string()))?;
     }
     let (series, summary) = st.query.run(&q).map_err(query_error)?;
-    let max = cfg.max_answer_bytes;
+    let max = st.settings.max_answer_bytes;
     if has("ascii") {
         // Each line takes at least `m 1 1\n`.
         let least = series.iter().map(|s| s.dps.len()).sum::<usize>() * 6;
@@ -566,7 +566,7 @@ fn answer(
         frame.end = start + 2 * span;
         lines.push(frame);
     }
-    let bytes = graph::draw(lines, &o).map_err(|e| bad(e.0))?;
+    let bytes = graph::draw(lines, &o).map_err(|e| bad(e.to_string()))?;
     if max > 0 && bytes.len() > max {
         return Err(too_large(bytes.len(), max));
     }

@@ -19,6 +19,45 @@ use tsgate_opentsdb::histogram::SimpleHistogram;
 /// The codec id of `SimpleHistogram`.
 pub const SIMPLE_ID: u8 = 0;
 
+/// Why a histogram point was refused or not stored; `Display` is OpenTSDB's message where it
+/// has one (the `error` of a `details` entry, the telnet `illegal argument` text).
+#[derive(Debug, thiserror::Error)]
+pub enum HistogramPutError {
+    #[error("Metric name was empty")]
+    EmptyMetric,
+    #[error("Invalid timestamp")]
+    InvalidTimestamp,
+    #[error("Missing tags")]
+    MissingTags,
+    #[error("Invalid type. Must be from 0 to 255.")]
+    InvalidType,
+    #[error("Invalid base64 value: {0}")]
+    Base64(#[from] base64::DecodeError),
+    #[error("Histogram buckets cannot be null or empty if 'value' is empty.")]
+    NoBuckets,
+    #[error("Unable to parse bucket bounds: {0}")]
+    BucketBounds(String),
+    #[error("No codec found for ID: {0}")]
+    NoCodec(i64),
+    #[error(transparent)]
+    Codec(#[from] tsgate_opentsdb::histogram::HistogramError),
+    #[error("not enough arguments (need least 5, got {0})")]
+    TooFewArguments(usize),
+    /// A telnet timestamp that is not a positive integer (the word as sent).
+    #[error("invalid timestamp: {0}")]
+    TelnetTimestamp(String),
+    #[error("invalid tag: {0}")]
+    InvalidTag(String),
+    #[error(transparent)]
+    Name(#[from] tsgate_opentsdb::NameError),
+    #[error(transparent)]
+    Uid(#[from] crate::uid::UidError),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error(transparent)]
+    Panicked(#[from] crate::server::blocking::Panicked),
+}
+
 /// A histogram point ready to store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HistogramPoint {
@@ -48,25 +87,25 @@ pub fn qualifier(ts: u64) -> Vec<u8> {
 
 /// The cell of a binary histogram given with its codec id: decoded and encoded again with the
 /// id byte, as OpenTSDB's codec manager does (so the stored bytes are the codec's own).
-fn binary_cell(id: i64, raw: &[u8]) -> Result<Vec<u8>, String> {
+fn binary_cell(id: i64, raw: &[u8]) -> Result<Vec<u8>, HistogramPutError> {
     if id != i64::from(SIMPLE_ID) {
-        return Err(format!("No codec found for ID: {id}"));
+        return Err(HistogramPutError::NoCodec(id));
     }
-    let h = SimpleHistogram::decode(raw, false).map_err(|e| e.to_string())?;
+    let h = SimpleHistogram::decode(raw, false)?;
     Ok(h.encode(Some(SIMPLE_ID)))
 }
 
 /// One element of `/api/histogram`'s body (OpenTSDB's `HistogramPojo`): `metric`,
 /// `timestamp`, `tags`, and either `value` (base64 of a codec's encoding, with `id`) or
 /// `buckets` (`{"lo,hi": count}`) with `underflow`/`overflow`.
-pub fn from_json(dp: &Json) -> Result<HistogramPoint, String> {
+pub fn from_json(dp: &Json) -> Result<HistogramPoint, HistogramPutError> {
     let metric = dp["metric"].as_str().unwrap_or_default().to_string();
     if metric.is_empty() {
-        return Err("Metric name was empty".into());
+        return Err(HistogramPutError::EmptyMetric);
     }
     let timestamp = dp["timestamp"].as_i64().unwrap_or(0);
     if timestamp <= 0 {
-        return Err("Invalid timestamp".into());
+        return Err(HistogramPutError::InvalidTimestamp);
     }
     let tags: Vec<(String, String)> = dp["tags"]
         .as_object()
@@ -77,24 +116,22 @@ pub fn from_json(dp: &Json) -> Result<HistogramPoint, String> {
         })
         .unwrap_or_default();
     if tags.is_empty() {
-        return Err("Missing tags".into());
+        return Err(HistogramPutError::MissingTags);
     }
     let cell = match dp["value"].as_str().filter(|v| !v.is_empty()) {
         Some(v) => {
             let id = dp["id"].as_i64().unwrap_or(0);
             if !(0..=255).contains(&id) {
-                return Err("Invalid type. Must be from 0 to 255.".into());
+                return Err(HistogramPutError::InvalidType);
             }
-            let raw = base64::engine::general_purpose::STANDARD
-                .decode(v)
-                .map_err(|e| format!("Invalid base64 value: {e}"))?;
+            let raw = base64::engine::general_purpose::STANDARD.decode(v)?;
             binary_cell(id, &raw)?
         }
         None => {
             let buckets = dp["buckets"]
                 .as_object()
                 .filter(|b| !b.is_empty())
-                .ok_or("Histogram buckets cannot be null or empty if 'value' is empty.")?;
+                .ok_or(HistogramPutError::NoBuckets)?;
             let mut h = SimpleHistogram {
                 underflow: dp["underflow"].as_u64().unwrap_or(0),
                 overflow: dp["overflow"].as_u64().unwrap_or(0),
@@ -102,7 +139,7 @@ pub fn from_json(dp: &Json) -> Result<HistogramPoint, String> {
             };
             for (k, n) in buckets {
                 h.add_bucket(k, n.as_i64().unwrap_or(0))
-                    .map_err(|_| format!("Unable to parse bucket bounds: {k}"))?;
+                    .map_err(|_| HistogramPutError::BucketBounds(k.clone()))?;
             }
             h.encode(Some(SIMPLE_ID))
         }
@@ -118,21 +155,18 @@ pub fn from_json(dp: &Json) -> Result<HistogramPoint, String> {
 /// `histogram <metric> <timestamp> [<id>] <value> <tagk=tagv> ...`: with an id the value is
 /// base64 of that codec's encoding; without, the telnet bucket form
 /// `lo,hi=count:...:u=N:o=N` of `SimpleHistogram`.
-pub fn from_telnet(line: &str) -> Result<HistogramPoint, String> {
+pub fn from_telnet(line: &str) -> Result<HistogramPoint, HistogramPutError> {
     let words: Vec<&str> = line.split(' ').filter(|w| !w.is_empty()).collect();
     if words.len() < 5 {
-        return Err(format!(
-            "not enough arguments (need least 5, got {})",
-            words.len() - 1
-        ));
+        return Err(HistogramPutError::TooFewArguments(words.len() - 1));
     }
     let metric = words[1].to_string();
     let ts: i64 = words[2]
         .replace('.', "")
         .parse()
-        .map_err(|_| format!("invalid timestamp: {}", words[2]))?;
+        .map_err(|_| HistogramPutError::TelnetTimestamp(words[2].into()))?;
     if ts <= 0 {
-        return Err(format!("invalid timestamp: {ts}"));
+        return Err(HistogramPutError::TelnetTimestamp(ts.to_string()));
     }
     let id: Option<i64> = words[3].parse().ok();
     let (value, first_tag) = match id {
@@ -144,19 +178,15 @@ pub fn from_telnet(line: &str) -> Result<HistogramPoint, String> {
         let (k, v) = w
             .split_once('=')
             .filter(|(k, v)| !k.is_empty() && !v.is_empty())
-            .ok_or_else(|| format!("invalid tag: {w}"))?;
+            .ok_or_else(|| HistogramPutError::InvalidTag(w.to_string()))?;
         tags.push((k.to_string(), v.to_string()));
     }
     let cell = match id {
         Some(id) => {
-            let raw = base64::engine::general_purpose::STANDARD
-                .decode(value)
-                .map_err(|e| format!("Invalid base64 value: {e}"))?;
+            let raw = base64::engine::general_purpose::STANDARD.decode(value)?;
             binary_cell(id, &raw)?
         }
-        None => SimpleHistogram::parse_telnet(value)
-            .map_err(|e| e.to_string())?
-            .encode(Some(SIMPLE_ID)),
+        None => SimpleHistogram::parse_telnet(value)?.encode(Some(SIMPLE_ID)),
     };
     Ok(HistogramPoint {
         metric,
@@ -167,7 +197,7 @@ pub fn from_telnet(line: &str) -> Result<HistogramPoint, String> {
 }
 
 /// Validates the names, resolves the series (assigning UIDs) and writes the cell. Blocking.
-pub fn store(st: &OpenTsdb, p: &HistogramPoint) -> Result<(), String> {
+pub fn store(st: &OpenTsdb, p: &HistogramPoint) -> Result<(), HistogramPutError> {
     let allow = &st.limits.allow_special;
     tsgate_opentsdb::names::validate_metric(&p.metric, allow)?;
     for (k, v) in &p.tags {
@@ -179,29 +209,24 @@ pub fn store(st: &OpenTsdb, p: &HistogramPoint) -> Result<(), String> {
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    let series = st
-        .resolver
-        .resolve(&p.metric, &tags)
-        .map_err(|e| e.to_string())?;
-    st.resolver.sync_if_dirty().map_err(|e| e.to_string())?;
-    let secs = if is_ms(p.timestamp) {
+    let series = st.resolver.resolve(&p.metric, &tags)?;
+    st.resolver.sync_if_dirty()?;    let secs = if is_ms(p.timestamp) {
         p.timestamp / 1000
     } else {
         p.timestamp
     };
     let e = &st.query;
     let row = e.layout.row_key(series.tsuid, base_time(secs));
-    e.store
-        .mutate(
-            &e.table,
-            vec![crate::store::RowMutations::put(
-                row,
-                crate::schema::DATA_FAMILY,
-                qualifier(p.timestamp),
-                p.cell.clone(),
-            )],
-        )
-        .map_err(|e| e.to_string())
+    e.store.mutate(
+        &e.table,
+        vec![crate::store::RowMutations::put(
+            row,
+            crate::schema::DATA_FAMILY,
+            qualifier(p.timestamp),
+            p.cell.clone(),
+        )],
+    )?;
+    Ok(())
 }
 
 /// `POST /api/histogram`: one object or an array; 204 when all were stored, else 400 with
@@ -236,7 +261,7 @@ pub(super) async fn put(state: &Arc<OpenTsdb>, req: Request) -> Reply {
         let mut errors = Vec::new();
         for dp in &dps {
             if let Err(e) = from_json(dp).and_then(|p| store(&st, &p)) {
-                errors.push(serde_json::json!({"datapoint": dp, "error": e}));
+                errors.push(serde_json::json!({"datapoint": dp, "error": e.to_string()}));
             }
         }
         (dps.len(), errors)
@@ -340,18 +365,27 @@ pub(super) async fn maybe_percentiles(state: &Arc<OpenTsdb>, req: &Request) -> O
         for (sq, pcts) in q.queries.iter().zip(wanted.iter().flatten()) {
             out.extend(percentile_series(&st, &q, sq, pcts)?);
         }
-        Ok::<_, String>(format!("[{}]", out.join(",")))
+        Ok::<_, PercentileError>(format!("[{}]", out.join(",")))
     })
     .await;
     Some(match res {
         Ok(Ok(body)) => super::http::json_reply(StatusCode::OK, body),
-        Ok(Err(e)) => error_reply(StatusCode::BAD_REQUEST, &e, ""),
+        Ok(Err(e)) => error_reply(StatusCode::BAD_REQUEST, &e.to_string(), ""),
         Err(e) => error_reply(
             StatusCode::INTERNAL_SERVER_ERROR,
             "query task failed",
             &e.to_string(),
         ),
     })
+}
+
+/// Why a percentile query failed (answered 400 with this message).
+#[derive(Debug, thiserror::Error)]
+enum PercentileError {
+    #[error(transparent)]
+    Uid(#[from] crate::uid::UidError),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
 }
 
 /// One group of series: merged histograms by time, and the tags of its members.
@@ -374,14 +408,13 @@ fn percentile_series(
     q: &crate::query::spec::Query,
     sq: &crate::query::spec::SubQuery,
     pcts: &[f32],
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, PercentileError> {
     use std::collections::BTreeMap;
     let e = &st.query;
     let layout = e.layout;
     let mid = e
         .uids
-        .require_id(crate::schema::uid_table::UidKind::Metric, &sq.metric)
-        .map_err(|e| e.to_string())?;
+        .require_id(crate::schema::uid_table::UidKind::Metric, &sq.metric)?;
     let (start_s, end_s) = (q.start_ms / 1000, q.end_ms / 1000);
     let mut groups: BTreeMap<Vec<String>, Group> = BTreeMap::new();
     for salt in layout.salt_prefixes() {
@@ -391,8 +424,8 @@ fn percentile_series(
             families: vec![crate::schema::DATA_FAMILY.to_vec()],
             ..Default::default()
         };
-        for row in e.store.scan(&e.table, &scan).map_err(|e| e.to_string())? {
-            let row = row.map_err(|e| e.to_string())?;
+        for row in e.store.scan(&e.table, &scan)? {
+            let row = row?;
             let Ok(rk) = layout.parse(&row.key) else {
                 continue;
             };
@@ -524,7 +557,7 @@ mod tests {
 
     #[test]
     fn refusals_worded_as_opentsdb() {
-        let e = |v: Json| from_json(&v).unwrap_err();
+        let e = |v: Json| from_json(&v).unwrap_err().to_string();
         assert_eq!(
             e(json!({"timestamp":1,"tags":{"a":"b"},"buckets":{"0,1":1}})),
             "Metric name was empty"
@@ -551,6 +584,7 @@ mod tests {
         );
         assert!(from_telnet("histogram m 1 0,1=1")
             .unwrap_err()
+            .to_string()
             .starts_with("not enough arguments"));
         assert!(from_telnet("histogram m -5 0,1=1 a=b").is_err());
         assert!(from_telnet("histogram m 1 0,1 a=b").is_err());

@@ -103,7 +103,7 @@ pub(super) async fn query(state: &Arc<OpenTsdb>, req: Request) -> Reply {
         }
         // Every data point takes at least `"1356998400":1,` in the answer: refused before
         // the answer is built when that alone is past `query.max_answer_bytes`.
-        let max = st.config.query.max_answer_bytes;
+        let max = st.settings.max_answer_bytes;
         let least = series.iter().map(|s| s.dps.len()).sum::<usize>() * 14;
         if max > 0 && least > max {
             return Err(answer_too_large(least, max));
@@ -510,7 +510,14 @@ fn lookup_series(
 }
 
 pub(super) fn config(state: &OpenTsdb) -> Reply {
-    let c = &state.config;
+    json_reply(
+        StatusCode::OK,
+        json!(*state.settings.config_view).to_string(),
+    )
+}
+
+/// `/api/config`'s answer, built once at start (`state::OpenTsdbSettings`).
+pub(crate) fn config_view(c: &crate::config::Config) -> std::collections::BTreeMap<String, String> {
     let s = &c.storage;
     let mut m: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
     let mut put = |k: &str, v: String| {
@@ -553,11 +560,11 @@ pub(super) fn config(state: &OpenTsdb) -> Reply {
         c.query.allow_delete.to_string(),
     );
     put("tsd.mode", "rw".into());
-    if let Ok(mut v @ toml::Value::Table(_)) = toml::Value::try_from(&**c) {
+    if let Ok(mut v @ toml::Value::Table(_)) = toml::Value::try_from(c) {
         redact(&mut v);
         flatten("tsgate", &v, &mut m);
     }
-    json_reply(StatusCode::OK, json!(m).to_string())
+    m
 }
 
 /// Config keys whose values are secrets (or digests of them, which a word list cracks):

@@ -37,7 +37,12 @@ enum Encoding {
     Json,
 }
 
-fn encoding(content_type: Option<&str>) -> Result<Encoding, String> {
+/// A request body in a media type OTLP/HTTP does not define (415).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unsupported Content-Type {0:?}; accepted: application/x-protobuf, application/json")]
+struct UnsupportedMedia(String);
+
+fn encoding(content_type: Option<&str>) -> Result<Encoding, UnsupportedMedia> {
     let media = content_type
         .unwrap_or("")
         .split(';')
@@ -48,10 +53,7 @@ fn encoding(content_type: Option<&str>) -> Result<Encoding, String> {
     match media.as_str() {
         "application/x-protobuf" | "application/protobuf" => Ok(Encoding::Protobuf),
         "application/json" => Ok(Encoding::Json),
-        _ => Err(format!(
-            "unsupported Content-Type {:?}; accepted: application/x-protobuf, application/json",
-            content_type.unwrap_or("")
-        )),
+        _ => Err(UnsupportedMedia(content_type.unwrap_or("").into())),
     }
 }
 
@@ -102,11 +104,12 @@ pub async fn write(state: &Arc<Prometheus>, req: Request) -> Reply {
     let enc = match encoding(ct) {
         Ok(e) => e,
         Err(e) => {
+            let e = e.to_string();
             crate::ingest::counts::batch_rejected(P, &e);
             return text(StatusCode::UNSUPPORTED_MEDIA_TYPE, &e);
         }
     };
-    let body = match senders::body(&req, state.config.limits.http_body_max) {
+    let body = match senders::body(&req, state.settings.http_body_max) {
         Ok(b) => b,
         Err(e) => {
             crate::ingest::counts::batch_rejected(P, &e);
@@ -180,8 +183,8 @@ pub async fn write(state: &Arc<Prometheus>, req: Request) -> Reply {
     let res = senders::write(
         &state.ingest,
         P,
-        state.config.prometheus.max_tags,
-        state.config.limits.max_points_per_request,
+        state.settings.max_tags,
+        state.settings.max_points_per_request,
         &series,
         outcome,
     )

@@ -44,8 +44,8 @@ pub async fn serve_connection(
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let (mut rd, mut wr) = stream.into_split();
-    let max = state.config.limits.telnet_line_max;
-    let idle = std::time::Duration::from_millis(state.config.limits.idle_timeout_ms);
+    let max = state.settings.telnet_line_max;
+    let idle = state.settings.idle;
     let mut buf = BytesMut::with_capacity(READ_CHUNK * 2);
     let mut tasks: VecDeque<JoinHandle<ChunkResult>> = VecDeque::new();
     // While a line is longer than the limit we drop bytes until its end.
@@ -329,7 +329,7 @@ async fn process_chunk(state: Arc<OpenTsdb>, chunk: Bytes, max: usize) -> ChunkR
                                 .and_then(|p| super::opentsdb_histogram::store(&st, &p))
                         })
                         .await
-                        .unwrap_or_else(|e| Err(e.to_string()));
+                        .unwrap_or_else(|e| Err(e.into()));
                         if let Err(e) = r {
                             out.extend_from_slice(
                                 format!("histogram: illegal argument: {e}\n").as_bytes(),

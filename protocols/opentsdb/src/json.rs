@@ -7,7 +7,16 @@
 
 use std::borrow::Cow;
 
-pub(crate) type PResult<T> = Result<T, String>;
+pub(crate) type PResult<T> = Result<T, SyntaxError>;
+
+/// A JSON syntax or type error, worded and placed the way Jackson reports it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{msg} at [line: {line}, column: {column}]")]
+pub(crate) struct SyntaxError {
+    msg: String,
+    line: usize,
+    column: usize,
+}
 
 /// One value token. Containers are only opened; the caller walks or skips them.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,14 +69,18 @@ impl<'a> Parser<'a> {
     }
 
     /// An error message carrying the current 1-based line and column.
-    pub(crate) fn err(&self, msg: impl std::fmt::Display) -> String {
+    pub(crate) fn err(&self, msg: impl std::fmt::Display) -> SyntaxError {
         let upto = &self.b[..self.pos.min(self.b.len())];
         let line = upto.iter().filter(|&&c| c == b'\n').count() + 1;
-        let col = upto.len() - upto.iter().rposition(|&c| c == b'\n').map_or(0, |p| p + 1) + 1;
-        format!("{msg} at [line: {line}, column: {col}]")
+        let column = upto.len() - upto.iter().rposition(|&c| c == b'\n').map_or(0, |p| p + 1) + 1;
+        SyntaxError {
+            msg: msg.to_string(),
+            line,
+            column,
+        }
     }
 
-    fn unexpected(&self, expecting: &str) -> String {
+    fn unexpected(&self, expecting: &str) -> SyntaxError {
         match self.s[self.pos.min(self.s.len())..].chars().next() {
             None => self.err(format!("Unexpected end-of-input: expected {expecting}")),
             Some(c) => self.err(format!(
@@ -549,7 +562,7 @@ mod tests {
     #[test]
     fn error_positions() {
         let mut p = Parser::new("\n  x");
-        let e = p.token().unwrap_err();
+        let e = p.token().unwrap_err().to_string();
         assert!(
             e.contains("'x' (code 120)") && e.ends_with("[line: 2, column: 3]"),
             "{e}"

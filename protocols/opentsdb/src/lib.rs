@@ -14,9 +14,10 @@ pub mod rollup;
 pub mod telnet;
 pub mod value;
 
-pub use point::{validate_point, DataPoint, Limits, OwnedDataPoint};
+pub use names::NameError;
+pub use point::{validate_point, DataPoint, Limits, OwnedDataPoint, PointError};
 pub use put_json::{parse_body, BodyError, JsonPoint};
 pub use telnet::{
     help_line, parse_import_line, parse_line, split_put, Command, PutParts, TelnetError,
 };
-pub use value::{parse_long, parse_value, Value, ValueError};
+pub use value::{parse_long, parse_value, NumberFormatError, Value, ValueError};

@@ -32,14 +32,27 @@ pub(crate) enum Bad {
 }
 
 impl Bad {
-    pub(crate) fn message(self, what: &str, s: &str) -> String {
+    pub(crate) fn error(self, what: &str, s: &str) -> NameError {
         match self {
-            Bad::Empty => format!("Invalid {what}: empty string"),
-            // For a rejected non-BMP char Java prints the lone offending surrogate (which cannot
-            // be represented in a Rust string); we print the whole char instead.
-            Bad::Char(c) => format!("Invalid {what} (\"{s}\"): illegal character: {c}"),
+            Bad::Empty => NameError::Empty { what: what.into() },
+            Bad::Char(c) => NameError::Char {
+                what: what.into(),
+                name: s.into(),
+                c,
+            },
         }
     }
+}
+
+/// An invalid name; `Display` is OpenTSDB's exact `IllegalArgumentException` message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    #[error("Invalid {what}: empty string")]
+    Empty { what: String },
+    /// For a rejected non-BMP char Java prints the lone offending surrogate (which cannot be
+    /// represented in a Rust string); we print the whole char instead.
+    #[error("Invalid {what} (\"{name}\"): illegal character: {c}")]
+    Char { what: String, name: String, c: char },
 }
 
 fn special_has_unit(allow_special: &str, unit: u16) -> bool {
@@ -79,23 +92,23 @@ pub(crate) fn check(s: &str, allow_special: &str) -> Result<(), Bad> {
 
 /// Validates `s`, returning OpenTSDB's exact `IllegalArgumentException` message on failure:
 /// `Invalid <what>: empty string` or `Invalid <what> ("<s>"): illegal character: <c>`.
-pub fn validate(s: &str, what: &str, allow_special: &str) -> Result<(), String> {
-    check(s, allow_special).map_err(|b| b.message(what, s))
+pub fn validate(s: &str, what: &str, allow_special: &str) -> Result<(), NameError> {
+    check(s, allow_special).map_err(|b| b.error(what, s))
 }
 
 /// `validate(metric, "metric name", allow_special)`.
-pub fn validate_metric(metric: &str, allow_special: &str) -> Result<(), String> {
+pub fn validate_metric(metric: &str, allow_special: &str) -> Result<(), NameError> {
     validate(metric, METRIC_WHAT, allow_special)
 }
 
 /// Validates a tag key (the message names its value).
-pub fn validate_tagk(key: &str, value: &str, allow_special: &str) -> Result<(), String> {
-    check(key, allow_special).map_err(|b| b.message(&tagk_what(value), key))
+pub fn validate_tagk(key: &str, value: &str, allow_special: &str) -> Result<(), NameError> {
+    check(key, allow_special).map_err(|b| b.error(&tagk_what(value), key))
 }
 
 /// Validates a tag value (the message names its key).
-pub fn validate_tagv(value: &str, key: &str, allow_special: &str) -> Result<(), String> {
-    check(value, allow_special).map_err(|b| b.message(&tagv_what(key), value))
+pub fn validate_tagv(value: &str, key: &str, allow_special: &str) -> Result<(), NameError> {
+    check(value, allow_special).map_err(|b| b.error(&tagv_what(key), value))
 }
 
 #[cfg(test)]
@@ -107,19 +120,19 @@ mod tests {
     fn good_and_bad_from_spec() {
         assert_eq!(validate("omg-TSDB/42._foo_", "metric name", ""), Ok(()));
         assert_eq!(
-            validate("this is a test!", "metric name", ""),
+            validate("this is a test!", "metric name", "").map_err(|e| e.to_string()),
             Err("Invalid metric name (\"this is a test!\"): illegal character:  ".into())
         );
         assert_eq!(
-            validate("illegal!character", "metric", ""),
+            validate("illegal!character", "metric", "").map_err(|e| e.to_string()),
             Err("Invalid metric (\"illegal!character\"): illegal character: !".into())
         );
         assert_eq!(
-            validate("a b", METRIC_WHAT, ""),
+            validate("a b", METRIC_WHAT, "").map_err(|e| e.to_string()),
             Err("Invalid metric name (\"a b\"): illegal character:  ".into())
         );
         assert_eq!(
-            validate("", METRIC_WHAT, ""),
+            validate("", METRIC_WHAT, "").map_err(|e| e.to_string()),
             Err("Invalid metric name: empty string".into())
         );
     }
@@ -127,15 +140,15 @@ mod tests {
     #[test]
     fn tag_messages() {
         assert_eq!(
-            validate_tagk("ho!st", "a", ""),
+            validate_tagk("ho!st", "a", "").map_err(|e| e.to_string()),
             Err("Invalid tag name with value [a] (\"ho!st\"): illegal character: !".into())
         );
         assert_eq!(
-            validate_tagv("we b", "host", ""),
+            validate_tagv("we b", "host", "").map_err(|e| e.to_string()),
             Err("Invalid tag value with key [host] (\"we b\"): illegal character:  ".into())
         );
         assert_eq!(
-            validate_tagv("", "host", ""),
+            validate_tagv("", "host", "").map_err(|e| e.to_string()),
             Err("Invalid tag value with key [host]: empty string".into())
         );
         assert_eq!(tagk_what("v"), "tag name with value [v]");
@@ -149,7 +162,7 @@ mod tests {
         assert_eq!(validate("ñandú.µ", "m", ""), Ok(()));
         // Latin-1 non-letters (what raw UTF-8 bytes look like after ISO-8859-1 decoding).
         assert_eq!(
-            validate("Ã©", "m", ""),
+            validate("Ã©", "m", "").map_err(|e| e.to_string()),
             Err("Invalid m (\"Ã©\"): illegal character: ©".into())
         );
         assert!(validate("a b", "m", " ").is_ok());

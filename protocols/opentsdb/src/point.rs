@@ -122,6 +122,57 @@ pub(crate) fn not_finite_message(
     format!("{base} for metric={metric} timestamp={timestamp}")
 }
 
+/// Why OpenTSDB refuses a data point; `Display` is its exact message (the telnet
+/// `IllegalArgumentException` text, or the `error` of an `/api/put` `details` entry).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PointError {
+    /// `base` is `value is NaN or Infinite: <v>`.
+    #[error("{base} for metric={metric} timestamp={timestamp}")]
+    NotFinite {
+        base: String,
+        metric: String,
+        timestamp: u64,
+    },
+    /// A millisecond timestamp past OpenTSDB's range; `value` is the value's bytes as a Java
+    /// array and `tags` the map as Java prints it.
+    #[error(
+        "bad timestamp={timestamp} when trying to add value={value}/{flags} to metric={metric}, \
+         tags={tags}"
+    )]
+    BadTimestamp {
+        timestamp: u64,
+        value: String,
+        flags: u8,
+        metric: String,
+        tags: String,
+    },
+    #[error("Need at least one tag (metric={metric}, tags={{}})")]
+    NoTags { metric: String },
+    #[error("Too many tags: {count} maximum allowed: {max}, tags: {tags}")]
+    TooManyTags {
+        count: usize,
+        max: usize,
+        tags: String,
+    },
+    #[error(transparent)]
+    Name(#[from] names::NameError),
+    #[error("Invalid {}: null", names::tagv_what(key))]
+    NullTagValue { key: String },
+    // `/api/put` only: the checks of its JSON fields.
+    #[error("Unexpected null datapoint encountered in set.")]
+    NullPoint,
+    #[error("Metric name was empty")]
+    EmptyMetric,
+    #[error("Invalid timestamp")]
+    InvalidTimestamp,
+    #[error("Empty value")]
+    EmptyValue,
+    #[error("Missing tags")]
+    MissingTags,
+    #[error("Unable to parse value to a number")]
+    NotANumber,
+}
+
 /// The shared checks, over tags whose values may be JSON `null` (`None`).
 /// `tag(i)` gives the i-th tag in insertion order; keys are distinct.
 pub(crate) fn check_parts<'t>(
@@ -131,31 +182,37 @@ pub(crate) fn check_parts<'t>(
     n_tags: usize,
     tag: impl Fn(usize) -> (&'t str, Option<&'t str>),
     limits: &Limits,
-) -> Result<(), String> {
+) -> Result<(), PointError> {
     let all_tags = || -> Vec<(&'t str, Option<&'t str>)> { (0..n_tags).map(&tag).collect() };
     if !value.is_finite() {
         let base = format!("value is NaN or Infinite: {}", value.java_special_string());
-        return Err(not_finite_message(&base, metric, timestamp));
+        return Err(PointError::NotFinite {
+            base,
+            metric: metric.into(),
+            timestamp,
+        });
     }
     if is_ms_timestamp(timestamp) && timestamp > MAX_MS_TIMESTAMP {
         let (bytes, flags) = value_bytes_and_flags(value);
-        return Err(format!(
-            "bad timestamp={timestamp} when trying to add value={}/{flags} to metric={metric}, tags={}",
-            java_byte_array(&bytes),
-            javamap::format_map(&all_tags())
-        ));
+        return Err(PointError::BadTimestamp {
+            timestamp,
+            value: java_byte_array(&bytes),
+            flags,
+            metric: metric.into(),
+            tags: javamap::format_map(&all_tags()),
+        });
     }
     if n_tags == 0 {
-        return Err(format!(
-            "Need at least one tag (metric={metric}, tags={{}})"
-        ));
+        return Err(PointError::NoTags {
+            metric: metric.into(),
+        });
     }
     if n_tags > limits.max_tags {
-        return Err(format!(
-            "Too many tags: {n_tags} maximum allowed: {}, tags: {}",
-            limits.max_tags,
-            javamap::format_map(&all_tags())
-        ));
+        return Err(PointError::TooManyTags {
+            count: n_tags,
+            max: limits.max_tags,
+            tags: javamap::format_map(&all_tags()),
+        });
     }
     names::validate_metric(metric, &limits.allow_special)?;
     let sp = limits.allow_special.as_str();
@@ -172,13 +229,13 @@ pub(crate) fn check_parts<'t>(
         let (k, v) = tags[i];
         let v_str = v.unwrap_or("null");
         if let Err(b) = names::check(k, sp) {
-            return Err(b.message(&names::tagk_what(v_str), k));
+            return Err(b.error(&names::tagk_what(v_str), k).into());
         }
         match v {
-            None => return Err(format!("Invalid {}: null", names::tagv_what(k))),
+            None => return Err(PointError::NullTagValue { key: k.into() }),
             Some(v) => {
                 if let Err(b) = names::check(v, sp) {
-                    return Err(b.message(&names::tagv_what(k), v));
+                    return Err(b.error(&names::tagv_what(k), v).into());
                 }
             }
         }
@@ -189,8 +246,8 @@ pub(crate) fn check_parts<'t>(
 /// OpenTSDB's write-time checks, in its order: NaN/Infinite value, timestamp range
 /// (`bad timestamp=...`), tag count (`Need at least one tag ...`, `Too many tags: ...`),
 /// metric name, then each tag key and value in Java `HashMap` iteration order.
-/// Returns the `IllegalArgumentException` message.
-pub fn validate_point(p: &DataPoint, limits: &Limits) -> Result<(), String> {
+/// `Display` of the error is the `IllegalArgumentException` message.
+pub fn validate_point(p: &DataPoint, limits: &Limits) -> Result<(), PointError> {
     check_parts(
         p.metric,
         p.timestamp,
@@ -220,7 +277,9 @@ mod tests {
     }
 
     fn err(p: &DataPoint) -> String {
-        validate_point(p, &Limits::default()).unwrap_err()
+        validate_point(p, &Limits::default())
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]

@@ -22,9 +22,7 @@ use serde::Serialize;
 
 use crate::javamap;
 use crate::json::{PResult, Parser, Token};
-use crate::point::{
-    check_parts, is_ms_timestamp, not_finite_message, DataPoint, Limits, MAX_MS_TIMESTAMP,
-};
+use crate::point::{check_parts, is_ms_timestamp, DataPoint, Limits, PointError, MAX_MS_TIMESTAMP};
 use crate::value::{java_trim, parse_value, Value, ValueError};
 
 /// A whole-body failure (HTTP 400 with this message / details).
@@ -124,28 +122,32 @@ impl JsonPoint<'_> {
     }
 
     /// OpenTSDB's per-point checks, in order; `Err` is the `error` text of the `details` entry.
-    pub fn validate(&self, limits: &Limits) -> Result<DataPoint<'_>, String> {
+    pub fn validate(&self, limits: &Limits) -> Result<DataPoint<'_>, PointError> {
         if self.is_null {
-            return Err("Unexpected null datapoint encountered in set.".into());
+            return Err(PointError::NullPoint);
         }
         let metric = match self.metric.as_deref() {
             Some(m) if !m.is_empty() => m,
-            _ => return Err("Metric name was empty".into()),
+            _ => return Err(PointError::EmptyMetric),
         };
         if self.timestamp <= 0 {
-            return Err("Invalid timestamp".into());
+            return Err(PointError::InvalidTimestamp);
         }
         let value = match self.value.as_deref() {
             Some(v) if !v.is_empty() => v,
-            _ => return Err("Empty value".into()),
+            _ => return Err(PointError::EmptyValue),
         };
         let tags = match &self.tags {
             Some(t) if !t.is_empty() => t,
-            _ => return Err("Missing tags".into()),
+            _ => return Err(PointError::MissingTags),
         };
         let value = parse_value(value).map_err(|e| match e {
-            ValueError::NumberFormat(_) => "Unable to parse value to a number".to_string(),
-            ValueError::NotFinite(m) => not_finite_message(&m, metric, self.timestamp),
+            ValueError::NumberFormat(_) => PointError::NotANumber,
+            ValueError::NotFinite(base) => PointError::NotFinite {
+                base,
+                metric: metric.into(),
+                timestamp: self.timestamp as u64,
+            },
         })?;
         let ts = self.timestamp as u64;
         check_parts(
@@ -257,11 +259,13 @@ pub fn parse_body_str(body: &str) -> Result<Vec<JsonPoint<'_>>, BodyError> {
     match t.as_bytes().first() {
         None => Err(BodyError::Missing),
         Some(b'{') => {
-            p.token().map_err(BodyError::Syntax)?;
-            Ok(vec![point(&mut p, None).map_err(BodyError::Syntax)?])
+            p.token().map_err(|e| BodyError::Syntax(e.to_string()))?;
+            Ok(vec![
+                point(&mut p, None).map_err(|e| BodyError::Syntax(e.to_string()))?
+            ])
         }
         Some(b'[') => {
-            let points = array(&mut p).map_err(BodyError::Syntax)?;
+            let points = array(&mut p).map_err(|e| BodyError::Syntax(e.to_string()))?;
             if points.is_empty() {
                 Err(BodyError::NoDatapoints)
             } else {
@@ -506,7 +510,10 @@ mod tests {
     }
 
     fn verr(body: &str) -> String {
-        one(body).validate(&Limits::default()).unwrap_err()
+        one(body)
+            .validate(&Limits::default())
+            .unwrap_err()
+            .to_string()
     }
 
     const GOOD: &str = r#"{"metric":"sys.cpu.nice","timestamp":1346846400,"value":18,"tags":{"host":"web01","dc":"lga"}}"#;
@@ -580,7 +587,9 @@ mod tests {
             let p = one(&body);
             (
                 p.value.as_deref().map(str::to_string),
-                p.validate(&Limits::default()).map(|d| d.value),
+                p.validate(&Limits::default())
+                    .map(|d| d.value)
+                    .map_err(|e| e.to_string()),
             )
         };
         assert_eq!(v("42"), (Some("42".into()), Ok(Value::Int(42))));
@@ -681,7 +690,7 @@ mod tests {
         );
         let v = parse_body(b"[null]").unwrap();
         assert_eq!(
-            v[0].validate(&Limits::default()).unwrap_err(),
+            v[0].validate(&Limits::default()).unwrap_err().to_string(),
             "Unexpected null datapoint encountered in set."
         );
     }

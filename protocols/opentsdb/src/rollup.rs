@@ -44,16 +44,25 @@ impl RollupSpec {
     }
 
     /// `RollUpDataPoint.validate`'s own checks (after `/api/put`'s).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SpecError> {
         let empty = |s: &Option<String>| s.as_deref().is_none_or(str::is_empty);
         if empty(&self.interval) && !self.is_groupby() {
-            return Err("Missing interval".into());
+            return Err(SpecError::MissingInterval);
         }
         if empty(&self.aggregator) && !self.is_groupby() {
-            return Err("Missing aggregator".into());
+            return Err(SpecError::MissingAggregator);
         }
         Ok(())
     }
+}
+
+/// What [`RollupSpec::validate`] refuses; `Display` is OpenTSDB's message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    #[error("Missing interval")]
+    MissingInterval,
+    #[error("Missing aggregator")]
+    MissingAggregator,
 }
 
 /// A telnet `rollup` error line: OpenTSDB prefixes it with the command's name.
@@ -226,7 +235,7 @@ mod tests {
         let p = v[0].point.validate(&Limits::default()).unwrap();
         assert_eq!(p.timestamp, 1356998400);
         let v = parse_body(r#"[{"metric":"m","timestamp":1,"value":"1","tags":{"a":"b"}},{"metric":"m","timestamp":1,"value":1,"tags":{"a":"b"},"groupByAggregator":"sum"}]"#).unwrap();
-        assert_eq!(v[0].spec.validate(), Err("Missing interval".into()));
+        assert_eq!(v[0].spec.validate(), Err(SpecError::MissingInterval));
         assert_eq!(v[1].spec.validate(), Ok(()));
         assert!(parse_body("").is_err());
         assert!(parse_body("{nope").is_err());

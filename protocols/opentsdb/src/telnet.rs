@@ -209,7 +209,7 @@ pub(crate) fn parse_fields<'a>(
     } else {
         parse_long(ts_word)
     }
-    .map_err(TelnetError::InvalidValue)?;
+    .map_err(|e| TelnetError::InvalidValue(e.to_string()))?;
     if ts <= 0 {
         return Err(illegal(format!("invalid timestamp: {ts}")));
     }
@@ -218,7 +218,7 @@ pub(crate) fn parse_fields<'a>(
     }
     let tags = parse_tags(words)?;
     let value = parse_value(value_word).map_err(|e| match e {
-        ValueError::NumberFormat(m) => TelnetError::InvalidValue(m),
+        ValueError::NumberFormat(e) => TelnetError::InvalidValue(e.to_string()),
         ValueError::NotFinite(m) => illegal(not_finite_message(&m, metric, ts)),
     })?;
     let p = DataPoint {
@@ -227,7 +227,7 @@ pub(crate) fn parse_fields<'a>(
         value,
         tags,
     };
-    validate_point(&p, limits).map_err(illegal)?;
+    validate_point(&p, limits).map_err(|e| illegal(e.to_string()))?;
     Ok(p)
 }
 

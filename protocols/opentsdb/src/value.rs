@@ -4,8 +4,6 @@
 //! * otherwise → Java `Double.parseDouble`; stored as a 4-byte float when the double converts to
 //!   `float` and back unchanged, else as an 8-byte double.
 
-use std::fmt;
-
 /// A classified data point value.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Value {
@@ -52,31 +50,42 @@ impl Value {
 }
 
 /// Why a textual value was rejected. `Display` gives just OpenTSDB's message.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ValueError {
     /// Java `NumberFormatException` ("invalid value" on telnet, "Unable to parse value to a
     /// number" on HTTP).
-    NumberFormat(String),
+    #[error(transparent)]
+    NumberFormat(#[from] NumberFormatError),
     /// Java `IllegalArgumentException` "value is NaN or Infinite: <v>". OpenTSDB appends
     /// ` for metric=<m> timestamp=<ts>` to this; the telnet/HTTP codecs do that.
+    #[error("{0}")]
     NotFinite(String),
 }
 
-impl ValueError {
-    pub fn message(&self) -> &str {
-        match self {
-            ValueError::NumberFormat(m) | ValueError::NotFinite(m) => m,
-        }
-    }
+/// Java's `NumberFormatException` from `Tags.parseLong` or `Double.parseDouble`; `Display`
+/// is Java's exact message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NumberFormatError {
+    /// `parseLong("")`.
+    #[error("Empty string")]
+    EmptyLong,
+    #[error("Just a sign, no value: {0}")]
+    JustSign(String),
+    #[error("Value too long: {0}")]
+    TooLong(String),
+    #[error("Invalid character '{c}' in {text}")]
+    Character { c: char, text: String },
+    #[error("Overflow in {0}")]
+    Overflow(String),
+    /// `parseDouble` of nothing but spaces.
+    #[error("empty String")]
+    EmptyDouble,
+    #[error("multiple points")]
+    MultiplePoints,
+    /// Anything else `parseDouble` refuses (the text is the trimmed input).
+    #[error("For input string: \"{0}\"")]
+    Input(String),
 }
-
-impl fmt::Display for ValueError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.message())
-    }
-}
-
-impl std::error::Error for ValueError {}
 
 /// Number of UTF-16 code units, which is what Java's `String.length()` counts.
 fn java_len(s: &str) -> usize {
@@ -91,37 +100,37 @@ fn java_len(s: &str) -> usize {
 ///
 /// The length limits are checked before the characters, and overflow is detected the way the
 /// Java code does (accumulating negatively with wrap-around), so the error messages match.
-pub fn parse_long(s: &str) -> Result<i64, String> {
+pub fn parse_long(s: &str) -> Result<i64, NumberFormatError> {
     let b = s.as_bytes();
     if b.is_empty() {
-        return Err("Empty string".to_string());
+        return Err(NumberFormatError::EmptyLong);
     }
     let signed = b[0] == b'+' || b[0] == b'-';
     // Only strings longer than 19 bytes can be longer than 19 UTF-16 units.
     let n = if b.len() > 19 { java_len(s) } else { b.len() };
     if signed {
         if n == 1 {
-            return Err(format!("Just a sign, no value: {s}"));
+            return Err(NumberFormatError::JustSign(s.into()));
         } else if n > 20 {
-            return Err(format!("Value too long: {s}"));
+            return Err(NumberFormatError::TooLong(s.into()));
         }
     } else if n > 19 {
-        return Err(format!("Value too long: {s}"));
+        return Err(NumberFormatError::TooLong(s.into()));
     }
     let mut v: i64 = 0;
     for c in s[usize::from(signed)..].chars() {
         if !c.is_ascii_digit() {
             // Java would print a lone high surrogate for a non-BMP char; we print the char.
-            return Err(format!("Invalid character '{c}' in {s}"));
+            return Err(NumberFormatError::Character { c, text: s.into() });
         }
         v = v.wrapping_mul(10).wrapping_sub(i64::from(c as u8 - b'0'));
     }
     if v > 0 {
-        Err(format!("Overflow in {s}"))
+        Err(NumberFormatError::Overflow(s.into()))
     } else if b[0] == b'-' {
         Ok(v)
     } else if v == i64::MIN {
-        Err(format!("Overflow in {s}"))
+        Err(NumberFormatError::Overflow(s.into()))
     } else {
         Ok(-v)
     }
@@ -143,11 +152,11 @@ pub(crate) fn java_trim(s: &str) -> &str {
 /// sign, digits with an optional `.` (at least one digit overall), optional exponent, and one
 /// optional trailing `f`/`F`/`d`/`D`. `NaN`/`Infinity` are handled by the caller's integer path
 /// (they contain no `.`/`e`/`E`). Hex floats (`0x1.8p1`), which Java also accepts, are rejected.
-pub fn parse_java_double(s: &str) -> Result<f64, String> {
+pub fn parse_java_double(s: &str) -> Result<f64, NumberFormatError> {
     let t = java_trim(s);
-    let err = || format!("For input string: \"{t}\"");
+    let err = || NumberFormatError::Input(t.into());
     if t.is_empty() {
-        return Err("empty String".to_string());
+        return Err(NumberFormatError::EmptyDouble);
     }
     let b = t.as_bytes();
     let mut i = 0;
@@ -162,7 +171,7 @@ pub fn parse_java_double(s: &str) -> Result<f64, String> {
         .iter()
         .take_while(|c| c.is_ascii_digit() || **c == b'.');
     if run.filter(|&&c| c == b'.').count() > 1 {
-        return Err("multiple points".to_string());
+        return Err(NumberFormatError::MultiplePoints);
     }
     let digits = |i: &mut usize| {
         let start = *i;
@@ -242,11 +251,9 @@ fn short_decimal(b: &[u8]) -> Option<f64> {
 /// Classifies and parses a textual value exactly like OpenTSDB's put paths.
 pub fn parse_value(s: &str) -> Result<Value, ValueError> {
     if looks_like_integer(s) {
-        return parse_long(s)
-            .map(Value::Int)
-            .map_err(ValueError::NumberFormat);
+        return Ok(Value::Int(parse_long(s)?));
     }
-    let d = parse_java_double(s).map_err(ValueError::NumberFormat)?;
+    let d = parse_java_double(s)?;
     // `(float) d == d` – when it holds, Float.parseFloat yields exactly `d as f32` too.
     let v = if (d as f32) as f64 == d {
         Value::F32(d as f32)
@@ -268,7 +275,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn nfe(s: &str) -> String {
-        parse_long(s).unwrap_err()
+        parse_long(s).unwrap_err().to_string()
     }
 
     #[test]
@@ -381,7 +388,7 @@ mod tests {
     #[test]
     fn classify_errors() {
         let nf = |s: &str| match parse_value(s) {
-            Err(ValueError::NumberFormat(m)) => m,
+            Err(ValueError::NumberFormat(m)) => m.to_string(),
             other => panic!("{s}: {other:?}"),
         };
         assert_eq!(nf("notanum"), "Invalid character 'n' in notanum");
@@ -413,8 +420,8 @@ mod tests {
             ))
         );
         assert_eq!(
-            ValueError::NumberFormat("x".into()).to_string(),
-            "x",
+            ValueError::NumberFormat(NumberFormatError::MultiplePoints).to_string(),
+            "multiple points",
             "Display is the bare message"
         );
     }

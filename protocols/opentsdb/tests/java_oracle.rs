@@ -24,7 +24,7 @@ fn doubles_match_jvm() {
             Ok(Value::F32(f)) => format!("F32 {:08x}", f.to_bits()),
             Ok(Value::F64(d)) => format!("F64 {:016x}", d.to_bits()),
             Ok(Value::Int(i)) => format!("INT {i}"),
-            Err(ValueError::NumberFormat(m)) => format!("NFE {m}"),
+            Err(ValueError::NumberFormat(e)) => format!("NFE {e}"),
             Err(ValueError::NotFinite(m)) => {
                 format!(
                     "NOTFINITE {}",
@@ -60,7 +60,7 @@ fn hashmap_order_matches_jvm() {
             value: Value::Int(1),
             tags,
         };
-        let msg = validate_point(&p, &limits).unwrap_err();
+        let msg = validate_point(&p, &limits).unwrap_err().to_string();
         let map = msg.split_once(", tags: ").unwrap().1;
         assert_eq!(map, expect, "keys {keys}");
     }

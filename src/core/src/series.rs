@@ -113,17 +113,18 @@ pub type NewSeriesHook = Box<dyn Fn(&[u8]) + Send + Sync>;
 /// Asked before a series this process has not resolved yet gets its TSUID: the cardinality
 /// limits (`lifecycle::cardinality`). A refusal is the point's error.
 pub trait SeriesGate: Send + Sync {
-    fn admit(&self, tsuid: &[u8]) -> Result<(), String>;
+    fn admit(&self, tsuid: &[u8]) -> Result<(), SeriesRefused>;
     /// Makes every admission so far durable (one sync for all of them); cheap when there were
     /// none since the last. Called before points of newly admitted series are acknowledged.
-    fn sync(&self) -> Result<(), String> {
+    fn sync(&self) -> Result<(), SeriesRefused> {
         Ok(())
     }
     /// Whether admissions wait for [`SeriesGate::sync`] (an atomic read; no I/O).
     fn unsynced(&self) -> bool {
         false
-    }
-}
+    }}
+
+pub use crate::uid::SeriesRefused;
 
 pub struct SeriesResolver {
     uids: Arc<UidCore>,
@@ -404,7 +405,7 @@ impl SeriesResolver {
     pub fn sync_if_dirty(&self) -> Result<(), UidError> {
         self.uids.sync_if_dirty()?;
         if let Some(g) = self.gate.get() {
-            g.sync().map_err(UidError::SeriesLog)?;
+            g.sync()?;
         }
         Ok(())
     }
@@ -586,7 +587,7 @@ mod tests {
     fn a_forgotten_series_is_admitted_anew() {
         struct Count(parking_lot::Mutex<Vec<Vec<u8>>>);
         impl SeriesGate for Count {
-            fn admit(&self, tsuid: &[u8]) -> Result<(), String> {
+            fn admit(&self, tsuid: &[u8]) -> Result<(), SeriesRefused> {
                 self.0.lock().push(tsuid.to_vec());
                 Ok(())
             }

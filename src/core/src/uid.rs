@@ -10,14 +10,28 @@ use tsgate_store::{Mutation, RowMutations, Scan, SharedStore, StoreError};
 
 pub type Uid = Box<[u8]>;
 
+/// Why the series gate (`series::SeriesGate`, the cardinality limits) refused a new series.
+#[derive(Debug, thiserror::Error)]
+pub enum SeriesRefused {
+    #[error("new series refused: limits.max_series = {0} reached")]
+    MaxSeries(u64),
+    #[error("new series refused: limits.max_series_per_metric = {0} reached for this metric")]
+    MaxSeriesPerMetric(u64),
+    #[error("new series refused: limits.max_new_series_per_minute = {0} reached")]
+    MaxNewSeriesPerMinute(u64),
+    /// The series log could not record it (it would be forgotten after a crash).
+    #[error("new series not recorded in {path}: {source}")]
+    NotRecorded {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum UidError {
     /// A new series over a cardinality limit (`limits.max_series*`): it gets no TSUID.
-    #[error("{0}")]
-    SeriesLimit(String),
-    /// The record of new series (`series.log`) could not be made durable.
-    #[error("{0}")]
-    SeriesLog(String),
+    #[error(transparent)]
+    SeriesLimit(#[from] SeriesRefused),
     #[error("No such name for '{kind}': '{name}'")]
     NoSuchName { kind: &'static str, name: String },
     #[error("No such unique ID for '{kind}': {id}")]

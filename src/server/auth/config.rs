@@ -32,7 +32,7 @@ pub enum AuthError {
         source: std::io::Error,
     },
     #[error("password hashing failed: {0}")]
-    Hashing(String),
+    Hashing(argon2::password_hash::Error),
 }
 
 /// What [`AuthConfig::load`] returns: users (name, PHC hash, rights) and tokens (name,
@@ -134,12 +134,11 @@ fn parse_hex32(s: &str) -> Option<[u8; 32]> {
 }
 
 /// The argon2id PHC string of a password, with a fresh random salt.
-pub fn hash_password(password: &str) -> Result<String, String> {
+pub fn hash_password(password: &str) -> Result<String, argon2::password_hash::Error> {
     let salt = SaltString::generate(&mut OsRng);
     argon2::Argon2::default()
         .hash_password(password.as_bytes(), &salt)
         .map(|h| h.to_string())
-        .map_err(|e| e.to_string())
 }
 
 pub fn token_sha256(token: &str) -> [u8; 32] {

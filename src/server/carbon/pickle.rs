@@ -16,8 +16,11 @@ use tsgate_common::clock::now_ms;
 use tsgate_graphite::{frame, pickle, plaintext};
 
 pub async fn serve(state: Arc<Carbon>, listener: TcpListener, shutdown: watch::Receiver<bool>) {
-    let limits = state.config.limits.clone();
-    crate::server::accept_loop("pickle", state, &limits, listener, shutdown, connection).await
+    let (limits, idle) = (state.settings.admission.clone(), state.settings.idle);
+    crate::server::accept_loop(
+        "pickle", state, limits, idle, listener, shutdown, connection,
+    )
+    .await
 }
 
 async fn connection(
@@ -25,9 +28,9 @@ async fn connection(
     mut stream: TcpStream,
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
-    let max = state.config.graphite.pickle_max_frame;
+    let max = state.settings.pickle_max_frame;
     let mut buf = BytesMut::with_capacity(64 * 1024);
-    let idle = std::time::Duration::from_millis(state.config.limits.idle_timeout_ms);
+    let idle = state.settings.idle;
     loop {
         // Every whole frame in the buffer, in order; each awaits the writer (backpressure).
         loop {

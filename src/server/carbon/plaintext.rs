@@ -25,8 +25,11 @@ const IN_FLIGHT: usize = 8;
 
 /// Accepts plaintext TCP connections until shutdown.
 pub async fn serve_tcp(state: Arc<Carbon>, listener: TcpListener, shutdown: watch::Receiver<bool>) {
-    let limits = state.config.limits.clone();
-    crate::server::accept_loop("graphite", state, &limits, listener, shutdown, connection).await
+    let (limits, idle) = (state.settings.admission.clone(), state.settings.idle);
+    crate::server::accept_loop(
+        "graphite", state, limits, idle, listener, shutdown, connection,
+    )
+    .await
 }
 
 async fn connection(
@@ -35,7 +38,7 @@ async fn connection(
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let mut buf = BytesMut::with_capacity(READ_CHUNK * 2);
-    let idle = std::time::Duration::from_millis(state.config.limits.idle_timeout_ms);
+    let idle = state.settings.idle;
     let mut tasks: VecDeque<JoinHandle<()>> = VecDeque::new();
     // While a line is longer than the cap, bytes are dropped until its newline.
     let mut skipping = false;

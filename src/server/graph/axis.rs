@@ -2,6 +2,7 @@
 //! divisors 4, 5, 6 and the least slop, or logarithmic), its labels with SI/binary prefixes,
 //! and the x axis' grid and label spacing by seconds per pixel.
 
+use super::GraphError;
 use chrono::{DateTime, TimeZone, Timelike};
 
 /// Values this close to a limit count as on it (rounding must not add a step).
@@ -156,12 +157,12 @@ impl Tics {
         units: Units,
         log_base: Option<f64>,
         b: &Bounds,
-    ) -> Result<Tics, String> {
-        let finite = |v: f64, what: &str| -> Result<f64, String> {
+    ) -> Result<Tics, GraphError> {
+        let finite = |v: f64, what: &'static str| -> Result<f64, GraphError> {
             if v.is_nan() {
-                Err(format!("Encountered NaN {what}"))
+                Err(GraphError::NaN(what))
             } else if v.is_infinite() {
-                Err(format!("Encountered infinite {what}"))
+                Err(GraphError::Infinite(what))
             } else {
                 Ok(v)
             }
@@ -207,7 +208,7 @@ impl Tics {
         Ok(t)
     }
 
-    fn reconcile(&mut self) -> Result<(), String> {
+    fn reconcile(&mut self) -> Result<(), GraphError> {
         if self.min < self.max {
             return Ok(());
         }
@@ -216,15 +217,11 @@ impl Tics {
         let max_fixed = matches!(self.max_src, Source::Max | Source::Limit);
         match (min_fixed, max_fixed) {
             (true, true) => {
-                return Err(format!(
-                    "The {} must be less than the {}",
-                    "min",
-                    if self.max_src == Source::Max {
-                        "max"
-                    } else {
-                        "limit"
-                    }
-                ))
+                return Err(GraphError::MinNotBelow(if self.max_src == Source::Max {
+                    "max"
+                } else {
+                    "limit"
+                }))
             }
             (true, false) => self.max = self.min + delta(self.min),
             (false, true) => self.min = self.max - delta(self.max),
@@ -296,14 +293,10 @@ impl Tics {
         self.step = best.map(|b| b.1).or(Some(variance.max(1.0)));
     }
 
-    fn choose_limits(&mut self) -> Result<(), String> {
+    fn choose_limits(&mut self) -> Result<(), GraphError> {
         if let Some(base) = self.log_base {
             if self.min <= 0.0 {
-                return Err(
-                    "Logarithmic scale specified with a dataset with a minimum value \
-                            less than or equal to zero"
-                        .into(),
-                );
+                return Err(GraphError::LogOfNonPositive);
             }
             self.bottom = base.powf(self.min.log(base).floor());
             self.top = base.powf(self.max.log(base).ceil());
@@ -316,7 +309,7 @@ impl Tics {
         }
         let step = self.step.unwrap_or(1.0);
         if step <= 0.0 {
-            return Err("The step size must be positive".into());
+            return Err(GraphError::Step);
         }
         self.bottom = if self.min_src == Source::Data {
             step * (self.min / step + EPSILON).floor()

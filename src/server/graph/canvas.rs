@@ -60,7 +60,7 @@ pub trait Canvas {
     fn group(&mut self, _class: &str) {}
     /// The series the following paths belong to (SVG `data-series`).
     fn series(&mut self, _name: Option<&str>) {}
-    fn finish(self: Box<Self>) -> Result<Vec<u8>, String>;
+    fn finish(self: Box<Self>) -> Result<Vec<u8>, super::GraphError>;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -214,8 +214,10 @@ impl Canvas for Raster {
         self.rect = None;
     }
 
-    fn finish(self: Box<Self>) -> Result<Vec<u8>, String> {
-        self.pixmap.encode_png().map_err(|e| e.to_string())
+    fn finish(self: Box<Self>) -> Result<Vec<u8>, super::GraphError> {
+        self.pixmap
+            .encode_png()
+            .map_err(|e| super::GraphError::Png(e.to_string()))
     }
 }
 
@@ -435,7 +437,7 @@ impl Canvas for Svg {
         self.series = name.map(str::to_string);
     }
 
-    fn finish(mut self: Box<Self>) -> Result<Vec<u8>, String> {
+    fn finish(mut self: Box<Self>) -> Result<Vec<u8>, super::GraphError> {
         self.close_clips();
         if self.group_open {
             self.out.push_str("</g>\n");

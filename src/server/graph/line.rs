@@ -6,10 +6,11 @@
 
 use super::axis::{self, Tics};
 use super::canvas::{Canvas, Color, Raster, Svg, P};
+use super::GraphError;
 use super::{color, font, AreaMode, Format, Legend, Line, LineMode, Options, LEGEND_MAX_ITEMS};
 use chrono::TimeZone;
 
-type R<T> = Result<T, String>;
+type R<T> = Result<T, GraphError>;
 
 #[derive(Debug, Clone, Copy)]
 struct Area {
@@ -45,7 +46,7 @@ impl Ln {
 }
 
 fn parse_color(s: &str) -> R<Color> {
-    color::parse(s).ok_or_else(|| format!("invalid color {s:?}"))
+    color::parse(s).ok_or_else(|| GraphError::Color(s.into()))
 }
 
 /// A colour and the alpha its hex spelled out, if it had eight digits.
@@ -105,9 +106,10 @@ struct Graph<'o> {
 pub fn draw(lines: Vec<Line>, o: &Options) -> R<Vec<u8>> {
     let (w, h) = (o.width.max(1), o.height.max(1));
     let mut c: Box<dyn Canvas> = match o.format {
-        Format::Png => {
-            Box::new(Raster::new(w, h).ok_or_else(|| format!("cannot make a {w}x{h} image"))?)
-        }
+        Format::Png => Box::new(Raster::new(w, h).ok_or(GraphError::Canvas {
+            width: w,
+            height: h,
+        })?),
         Format::Svg => Box::new(Svg::new(w, h)),
     };
     let bg = parse_color(&o.background)?;
@@ -996,7 +998,7 @@ mod tests {
         let mut l = Line::new("a", 0, 60, vec![Some(1.0), Some(2.0)]);
         l.color = Some("nosuch".into());
         let e = draw(vec![l], &Options::default()).unwrap_err();
-        assert_eq!(e.0, "invalid color \"nosuch\"");
+        assert_eq!(e.to_string(), "invalid color \"nosuch\"");
     }
 
     #[test]

@@ -245,14 +245,48 @@ impl Options {
     }
 }
 
-/// Why an image was not drawn: the request's fault (a bad colour, an impossible axis).
+/// Why an image was not drawn: mostly the request's fault (a bad colour, an impossible
+/// axis). The axis messages are graphite-web's.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{0}")]
-pub struct GraphError(pub String);
+pub enum GraphError {
+    #[error("invalid color {0:?}")]
+    Color(String),
+    /// `what` is `data value`, `axis min`, `axis max` or `axis limit`.
+    #[error("Encountered NaN {0}")]
+    NaN(&'static str),
+    #[error("Encountered infinite {0}")]
+    Infinite(&'static str),
+    /// A fixed minimum not below the fixed maximum (`max` or `limit`).
+    #[error("The min must be less than the {0}")]
+    MinNotBelow(&'static str),
+    #[error(
+        "Logarithmic scale specified with a dataset with a minimum value less than or equal \
+         to zero"
+    )]
+    LogOfNonPositive,
+    #[error("The step size must be positive")]
+    Step,
+    #[error("cannot make a {width}x{height} image")]
+    Canvas { width: u32, height: u32 },
+    #[error("the image would be {width}x{height}: width and height must be positive")]
+    Empty { width: u32, height: u32 },
+    #[error(
+        "the image would have {pixels} pixels ({width}x{height}), more than {max} \
+         (query.max_image_pixels)"
+    )]
+    TooManyPixels {
+        pixels: u64,
+        width: u32,
+        height: u32,
+        max: u64,
+    },
+    #[error("{0}")]
+    Png(String),
+}
 
 /// Draws `lines` as `o` says: PNG or SVG bytes.
 pub fn draw(lines: Vec<Line>, o: &Options) -> Result<Vec<u8>, GraphError> {
-    line::draw(lines, o).map_err(GraphError)
+    line::draw(lines, o)
 }
 
 /// The values an image of `lines` at this width draws at most: each series is consolidated
@@ -268,16 +302,16 @@ pub fn drawn_points(lines: &[Line], width: u32) -> usize {
 /// memory is taken for it.
 pub fn check_pixels(width: u32, height: u32, max: u64) -> Result<(), GraphError> {
     if width == 0 || height == 0 {
-        return Err(GraphError(format!(
-            "the image would be {width}x{height}: width and height must be positive"
-        )));
+        return Err(GraphError::Empty { width, height });
     }
     let pixels = width as u64 * height as u64;
     if max > 0 && pixels > max {
-        return Err(GraphError(format!(
-            "the image would have {pixels} pixels ({width}x{height}), more than {max} \
-             (query.max_image_pixels)"
-        )));
+        return Err(GraphError::TooManyPixels {
+            pixels,
+            width,
+            height,
+            max,
+        });
     }
     Ok(())
 }

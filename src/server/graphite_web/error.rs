@@ -28,6 +28,12 @@ pub enum Error {
     /// A parameter missing or out of its domain (400).
     #[error("{0}")]
     Param(String),
+    /// A graph parameter of `/render?format=png|svg` (400).
+    #[error(transparent)]
+    ImageOption(#[from] super::image::OptionError),
+    /// An image that cannot be drawn as asked (400).
+    #[error(transparent)]
+    Graph(#[from] crate::server::graph::GraphError),
     #[error(transparent)]
     Time(#[from] TimeError),
     #[error(transparent)]
@@ -81,6 +87,8 @@ impl Error {
     pub fn status(&self) -> StatusCode {
         match self {
             Error::Param(_)
+            | Error::ImageOption(_)
+            | Error::Graph(_)
             | Error::Time(_)
             | Error::Parse(_)
             | Error::Eval(_)

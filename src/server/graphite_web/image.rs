@@ -25,7 +25,28 @@ fn flag(p: &Params, k: &str) -> Option<bool> {
     })
 }
 
-fn num(p: &Params, k: &str) -> Result<Option<f64>, String> {
+/// A graph parameter graphite-web would refuse (400, `Invalid parameters (…)`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum OptionError {
+    #[error("{key} must be a number, got {value:?}")]
+    NotANumber { key: String, value: String },
+    #[error("{key} must be a positive integer, got {value}")]
+    NotACount { key: String, value: f64 },
+    #[error("Invalid graphType '{0}': only line graphs are drawn")]
+    GraphType(String),
+    #[error("invalid color {value:?} for {key}")]
+    Color { key: &'static str, value: String },
+    #[error("invalid color {0:?} in colorList")]
+    ColorList(String),
+    #[error("Invalid line mode!")]
+    LineMode,
+    #[error("Invalid area mode!")]
+    AreaMode,
+    #[error("Logarithmic base must be greater than one")]
+    LogBase,
+}
+
+fn num(p: &Params, k: &str) -> Result<Option<f64>, OptionError> {
     match get(p, k) {
         None => Ok(None),
         Some(v) => v
@@ -34,19 +55,31 @@ fn num(p: &Params, k: &str) -> Result<Option<f64>, String> {
             .ok()
             .filter(|n| n.is_finite())
             .map(Some)
-            .ok_or_else(|| format!("{k} must be a number, got {v:?}")),
+            .ok_or_else(|| OptionError::NotANumber {
+                key: k.into(),
+                value: v.into(),
+            }),
     }
 }
 
-fn int(p: &Params, k: &str, default: u32) -> Result<u32, String> {
+fn int(p: &Params, k: &str, default: u32) -> Result<u32, OptionError> {
     match num(p, k)? {
         None => Ok(default),
         Some(n) if n >= 0.0 && n <= u32::MAX as f64 => Ok(n as u32),
-        Some(n) => Err(format!("{k} must be a positive integer, got {n}")),
+        Some(n) => Err(OptionError::NotACount {
+            key: k.into(),
+            value: n,
+        }),
     }
 }
 
-fn bounds(p: &Params, min: &str, max: &str, limit: &str, step: &str) -> Result<Bounds, String> {
+fn bounds(
+    p: &Params,
+    min: &str,
+    max: &str,
+    limit: &str,
+    step: &str,
+) -> Result<Bounds, OptionError> {
     let extremum = get(p, max) == Some("max");
     Ok(Bounds {
         min: num(p, min)?,
@@ -66,11 +99,9 @@ fn unquote(s: &str) -> String {
 }
 
 /// The drawing options of a `/render` request.
-pub fn options(p: &Params, format: Format) -> Result<Options, String> {
+pub fn options(p: &Params, format: Format) -> Result<Options, OptionError> {
     if let Some(t) = get(p, "graphType").filter(|t| *t != "line") {
-        return Err(format!(
-            "Invalid graphType '{t}': only line graphs are drawn"
-        ));
+        return Err(OptionError::GraphType(t.into()));
     }
     let mut o = Options {
         format,
@@ -101,7 +132,10 @@ pub fn options(p: &Params, format: Format) -> Result<Options, String> {
     ] {
         if let Some(v) = get(p, k) {
             if graph::color::parse(v).is_none() {
-                return Err(format!("invalid color {v:?} for {k}"));
+                return Err(OptionError::Color {
+                    key: k,
+                    value: v.into(),
+                });
             }
             *slot = v.to_string();
         }
@@ -112,7 +146,7 @@ pub fn options(p: &Params, format: Format) -> Result<Options, String> {
             .map(|c| c.trim().to_string())
             .collect();
         if let Some(bad) = o.colors.iter().find(|c| graph::color::parse(c).is_none()) {
-            return Err(format!("invalid color {bad:?} in colorList"));
+            return Err(OptionError::ColorList(bad.clone()));
         }
     }
     if let Some(s) = num(p, "fontSize")? {
@@ -122,14 +156,14 @@ pub fn options(p: &Params, format: Format) -> Result<Options, String> {
         None | Some("slope") => LineMode::Slope,
         Some("staircase") => LineMode::Staircase,
         Some("connected") => LineMode::Connected,
-        Some(_) => return Err("Invalid line mode!".into()),
+        Some(_) => return Err(OptionError::LineMode),
     };
     o.area_mode = match get(p, "areaMode").map(str::to_ascii_lowercase).as_deref() {
         None | Some("none") => AreaMode::None,
         Some("first") => AreaMode::First,
         Some("all") => AreaMode::All,
         Some("stacked") => AreaMode::Stacked,
-        Some(_) => return Err("Invalid area mode!".into()),
+        Some(_) => return Err(OptionError::AreaMode),
     };
     if let Some(w) = num(p, "lineWidth")?.or(num(p, "thickness")?) {
         o.line_width = w.max(0.0);
@@ -152,7 +186,7 @@ pub fn options(p: &Params, format: Format) -> Result<Options, String> {
         Some("e") => Some(std::f64::consts::E),
         Some(_) => match num(p, "logBase")? {
             Some(b) if b < 1.0 => None,
-            Some(1.0) => return Err("Logarithmic base must be greater than one".into()),
+            Some(1.0) => return Err(OptionError::LogBase),
             b => b,
         },
     };
@@ -231,14 +265,9 @@ pub fn render(
     } else {
         Format::Png
     };
-    let o = match options(p, format) {
-        Ok(o) => o,
-        Err(e) => return Err(Error::Param(e)),
-    };
-    let q = &state.config.query;
-    if let Err(e) = graph::check_pixels(o.width, o.height, q.max_image_pixels) {
-        return Err(Error::Param(e.0));
-    }
+    let o = options(p, format)?;
+    let q = &state.settings;
+    graph::check_pixels(o.width, o.height, q.max_image_pixels)?;
     let second = series.iter().any(|s| s.style.second_y_axis);
     let lines: Vec<Line> = series
         .into_iter()
@@ -257,10 +286,7 @@ pub fn render(
             return Err(Error::TooLarge { bytes: least, max });
         }
     }
-    let bytes = match graph::draw(lines, &o) {
-        Ok(b) => b,
-        Err(e) => return Err(Error::Param(e.0)),
-    };
+    let bytes = graph::draw(lines, &o)?;
     if max > 0 && bytes.len() > max {
         return Err(Error::TooLarge {
             bytes: bytes.len(),
@@ -319,8 +345,11 @@ mod tests {
         assert_eq!(o.line_mode, LineMode::Staircase);
         assert_eq!(o.background, "white");
         assert_eq!(o.log_base, Some(std::f64::consts::E));
-        let bad =
-            |k: &str, v: &str| options(&Params::from_pairs(&[(k, v)]), Format::Png).unwrap_err();
+        let bad = |k: &str, v: &str| {
+            options(&Params::from_pairs(&[(k, v)]), Format::Png)
+                .unwrap_err()
+                .to_string()
+        };
         assert_eq!(bad("lineMode", "zigzag"), "Invalid line mode!");
         assert_eq!(bad("areaMode", "x"), "Invalid area mode!");
         assert_eq!(

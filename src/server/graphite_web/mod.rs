@@ -23,7 +23,7 @@ pub async fn route(state: &Arc<GraphiteWeb>, req: super::http::Request) -> Reply
     // Everything below may scan the store: keep it off the async threads.
     let task = tokio::task::spawn_blocking(move || dispatch(&st, &method, &path, &params));
     // `query.timeout_ms` bounds the answer; the scan itself runs on to its end in the background.
-    let res = match state.config.query.timeout_ms {
+    let res = match state.settings.timeout_ms {
         0 => task.await,
         ms => match tokio::time::timeout(std::time::Duration::from_millis(ms), task).await {
             Ok(r) => r,

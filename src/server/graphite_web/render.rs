@@ -60,7 +60,7 @@ pub fn render(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
         if t.trim().is_empty() {
             continue;
         }
-        let expr = parse_bounded(t.trim(), state.config.query.max_depth)?;
+        let expr = parse_bounded(t.trim(), state.settings.max_depth)?;
         out.extend(ctx.eval(&expr)?);
     }
     let mdp = match p.get("maxDataPoints").map(|m| m.parse::<usize>()) {
@@ -76,7 +76,7 @@ pub fn render(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
     if matches!(format, "png" | "svg") {
         return super::image::render(state, p, format, out);
     }
-    let max = state.config.query.max_answer_bytes;
+    let max = state.settings.max_answer_bytes;
     // Every format spends at least this much per point written: refused before it is built.
     let least =
         answer_points(&out, mdp.filter(|_| format == "json")).saturating_mul(POINT_BYTES_MIN);

@@ -59,7 +59,7 @@ pub fn route(state: &GraphiteWeb, method: &Method, path: &str, p: &Params) -> Re
 /// `/tags/delSeries`: deletes every point of each `path` (dotted or tagged), with
 /// `admin.enabled = true`; `true` once done, as graphite-web answers.
 fn del_series(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
-    if !state.config.admin.enabled {
+    if !state.settings.admin {
         return Err(Error::DeleteDisabled);
     }
     let paths = p.all("path");

@@ -199,13 +199,40 @@ pub fn rename(st: &OpenTsdb, req: &Request) -> HResult {
         Ok(()) => ok_json(r#"{"result":"true"}"#.into()),
         Err(e) => Ok(crate::server::http::json_reply(
             StatusCode::BAD_REQUEST,
-            serde_json::json!({"result": "false", "error": e}).to_string(),
+            serde_json::json!({"result": "false", "error": e.to_string()}).to_string(),
         )),
     }
 }
 
+/// Why `/api/uid/rename` refused; `Display` is OpenTSDB's wording.
+#[derive(Debug, thiserror::Error)]
+enum RenameError {
+    #[error(transparent)]
+    Name(#[from] tsgate_opentsdb::NameError),
+    #[error("Unknown type name")]
+    UnknownType,
+    #[error("Name(\"{0}\") does not exist")]
+    NoSuchName(String),
+    /// `table`, `kind` and `width` name OpenTSDB's `UniqueId`; `id` is the taken ID as a Java
+    /// byte array.
+    #[error(
+        "When trying rename(\"{old}\", \"{new}\") on UniqueId({table}, {kind}, {width}): new name \
+         already assigned ID=[{id}]"
+    )]
+    Taken {
+        old: String,
+        new: String,
+        table: String,
+        kind: &'static str,
+        width: usize,
+        id: String,
+    },
+    #[error(transparent)]
+    Uid(crate::uid::UidError),
+}
+
 /// OpenTSDB's `TSDB.renameUid`, its refusals worded as it words them.
-fn rename_uid(st: &OpenTsdb, kind: &str, old: &str, new: &str) -> Result<(), String> {
+fn rename_uid(st: &OpenTsdb, kind: &str, old: &str, new: &str) -> Result<(), RenameError> {
     let allow = &st.limits.allow_special;
     tsgate_opentsdb::names::validate(old, kind, allow)?;
     tsgate_opentsdb::names::validate(new, kind, allow)?;
@@ -213,7 +240,7 @@ fn rename_uid(st: &OpenTsdb, kind: &str, old: &str, new: &str) -> Result<(), Str
         "metric" => UidKind::Metric,
         "tagk" => UidKind::Tagk,
         "tagv" => UidKind::Tagv,
-        _ => return Err("Unknown type name".into()),
+        _ => return Err(RenameError::UnknownType),
     };
     let uids = st.resolver.uids();
     match uids.rename(k, old, new) {
@@ -223,20 +250,19 @@ fn rename_uid(st: &OpenTsdb, kind: &str, old: &str, new: &str) -> Result<(), Str
             st.graphite_index.invalidate();
             Ok(())
         }
-        Err(crate::uid::UidError::NoSuchName { .. }) => {
-            Err(format!("Name(\"{old}\") does not exist"))
-        }
+        Err(crate::uid::UidError::NoSuchName { .. }) => Err(RenameError::NoSuchName(old.into())),
         Err(crate::uid::UidError::Exists(_)) => {
             let id = uids.get_id(k, new).ok().flatten().unwrap_or_default();
             let signed: Vec<String> = id.iter().map(|&b| (b as i8).to_string()).collect();
-            Err(format!(
-                "When trying rename(\"{old}\", \"{new}\") on UniqueId({}, {}, {}): new name already assigned ID=[{}]",
-                st.meta.ctx.tables.uid,
-                k.as_str(),
-                id.len(),
-                signed.join(", ")
-            ))
+            Err(RenameError::Taken {
+                old: old.into(),
+                new: new.into(),
+                table: st.meta.ctx.tables.uid.clone(),
+                kind: k.as_str(),
+                width: id.len(),
+                id: signed.join(", "),
+            })
         }
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(RenameError::Uid(e)),
     }
 }

@@ -19,7 +19,7 @@ pub fn disabled() -> Reply {
 
 /// `POST|PUT /api/v1/admin/tsdb/delete_series?match[]=…&start=…&end=…`: 204 once deleted.
 pub async fn delete_series(state: &Arc<Prometheus>, req: Request) -> Reply {
-    if !state.config.admin.enabled {
+    if !state.settings.admin {
         return disabled();
     }
     let p = Params::of(&req);

@@ -14,7 +14,7 @@ const MAX_TIMEOUT_MS: i64 = 120_000;
 
 /// The evaluation settings, or the 400 to answer (boxed: a reply is large).
 fn settings(state: &Prometheus, p: &Params) -> Result<Settings, Box<Reply>> {
-    let c = &state.config.prometheus;
+    let c = &state.settings;
     let timeout = match p.get("timeout").filter(|t| !t.is_empty()) {
         Some(t) => parse_duration(t)
             .map_err(|e| {
@@ -27,7 +27,7 @@ fn settings(state: &Prometheus, p: &Params) -> Result<Settings, Box<Reply>> {
         None => MAX_TIMEOUT_MS,
     };
     // `query.timeout_ms` caps every query (0 = Prometheus' own 2 minutes).
-    let cap = state.config.query.timeout_ms as i64;
+    let cap = state.settings.query_timeout_ms as i64;
     let timeout = if cap > 0 { timeout.min(cap) } else { timeout };
     let deadline =
         Some(std::time::Instant::now() + std::time::Duration::from_millis(timeout as u64));
@@ -127,7 +127,7 @@ async fn run(
         + Send
         + 'static,
 ) -> Reply {
-    let expr = match promql::parse_bounded(&query, state.config.query.max_depth) {
+    let expr = match promql::parse_bounded(&query, state.settings.max_depth) {
         Ok(e) => e,
         Err(e) => return prom_error(e),
     };

@@ -49,7 +49,7 @@ fn labels_of(s: &Selected) -> Vec<Label> {
 }
 
 pub async fn handle(state: &Arc<Prometheus>, req: Request) -> Reply {
-    let raw = match snappy::decompress(&req.body, state.config.prometheus.max_decompressed_bytes) {
+    let raw = match snappy::decompress(&req.body, state.settings.max_decompressed_bytes) {
         Ok(r) => r,
         Err(e) => return text(StatusCode::BAD_REQUEST, &e.to_string()),
     };

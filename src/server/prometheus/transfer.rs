@@ -3,7 +3,7 @@
 //! (`POST /api/v1/admin/tsdb/snapshot`).
 
 use super::format::{error, ErrorType};
-use super::params::{parse_time, Params};
+use super::params::{parse_time, ParamError, Params};
 use crate::migrate::vmjson;
 use crate::migrate::write::{write, StoredImport};
 use crate::server::http::{Reply, Request};
@@ -27,18 +27,18 @@ fn text(status: StatusCode, msg: &str) -> Reply {
 pub async fn export(state: &Arc<Prometheus>, req: Request) -> Reply {
     let p = Params::of(&req);
     let bad = |m: String| error(ErrorType::BadData, &m);
-    let time = |k: &str, dflt: i64| -> Result<i64, String> {
+    let time = |k: &'static str, dflt: i64| -> Result<i64, (&'static str, ParamError)> {
         match p.get(k) {
-            Some(s) if !s.is_empty() => {
-                parse_time(s).map_err(|e| format!("invalid parameter \"{k}\": {e}"))
-            }
+            Some(s) if !s.is_empty() => parse_time(s).map_err(|e| (k, e)),
             _ => Ok(dflt),
         }
     };
     let now = tsgate_common::clock::now_ms() as i64;
     let (start, end) = match (time("start", 0), time("end", now)) {
         (Ok(s), Ok(e)) => (s, e),
-        (Err(m), _) | (_, Err(m)) => return bad(m),
+        (Err((k, e)), _) | (_, Err((k, e))) => {
+            return bad(format!("invalid parameter \"{k}\": {e}"))
+        }
     };
     let mut selectors = Vec::new();
     for m in p.all("match[]") {
@@ -57,7 +57,7 @@ pub async fn export(state: &Arc<Prometheus>, req: Request) -> Reply {
         );
     }
     let st = state.clone();
-    let max = state.config.prometheus.max_samples;
+    let max = state.settings.max_samples;
     let res = tokio::task::spawn_blocking(move || {
         let mut out = String::new();
         let mut points = 0usize;
@@ -106,7 +106,7 @@ pub async fn import(state: &Arc<Prometheus>, req: Request) -> Reply {
             "the store refuses writes, retry",
         ));
     }
-    let limit = state.config.limits.http_body_max;
+    let limit = state.settings.http_body_max;
     let gz = req
         .headers
         .get("content-encoding")
@@ -128,7 +128,7 @@ pub async fn import(state: &Arc<Prometheus>, req: Request) -> Reply {
     } else {
         req.body.to_vec()
     };
-    let max_tags = state.config.prometheus.max_tags;
+    let max_tags = state.settings.max_tags;
     let mut errors: Vec<String> = Vec::new();
     let mut bad = 0usize;
     let mut batch: Vec<StoredImport> = Vec::new();
@@ -141,9 +141,9 @@ pub async fn import(state: &Arc<Prometheus>, req: Request) -> Reply {
             Ok(l) if l.trim().is_empty() => None,
             Ok(l) => Some(
                 vmjson::parse_line(l)
-                    .and_then(|s| StoredImport::from_labels(&s.labels, s.points, max_tags)),
+                    .and_then(|s| Ok(StoredImport::from_labels(&s.labels, s.points, max_tags)?)),
             ),
-            Err(e) => Some(Err(format!("not UTF-8: {e}"))),
+            Err(e) => Some(Err(e.into())),
         };
         match parsed {
             None => {}
@@ -211,7 +211,7 @@ pub async fn import(state: &Arc<Prometheus>, req: Request) -> Reply {
 /// every point acknowledged before the request. Prometheus' answer:
 /// `{"status":"success","data":{"name":"20260101T000000Z-0123456789abcdef"}}`.
 pub async fn snapshot(state: &Arc<Prometheus>, _req: Request) -> Reply {
-    if !state.config.admin.enabled {
+    if !state.settings.admin {
         return super::admin::disabled();
     }
     if let Err(e) = state.ingest.writer.publish().await {
@@ -221,7 +221,7 @@ pub async fn snapshot(state: &Arc<Prometheus>, _req: Request) -> Reply {
         );
     }
     let name = snapshot_name();
-    let dir = state.config.data_dir.join("snapshots").join(&name);
+    let dir = state.settings.snapshots_dir.join(&name);
     let store = state.query.store.clone();
     let target = dir.clone();
     let res = tokio::task::spawn_blocking(move || take_snapshot(&store, &target)).await;
@@ -230,7 +230,7 @@ pub async fn snapshot(state: &Arc<Prometheus>, _req: Request) -> Reply {
             tracing::info!(dir = %dir.display(), cells, "snapshot taken");
             super::api::ok(serde_json::json!({ "name": name }))
         }
-        Ok(Err(e)) => error(ErrorType::Internal, &e),
+        Ok(Err(e)) => error(ErrorType::Internal, &e.to_string()),
         Err(e) => error(ErrorType::Internal, &e.to_string()),
     }
 }
@@ -250,21 +250,35 @@ pub fn snapshot_name() -> String {
 pub fn take_snapshot(
     store: &tsgate_store::SharedStore,
     dir: &std::path::Path,
-) -> Result<u64, String> {
+) -> Result<u64, SnapshotError> {
     let at = dir.join("store");
-    std::fs::create_dir_all(&at).map_err(|e| format!("{}: {e}", at.display()))?;
+    std::fs::create_dir_all(&at).map_err(|source| SnapshotError::Create {
+        path: at.display().to_string(),
+        source,
+    })?;
     match store.snapshot_to(&at) {
         Ok(Some(cells)) => Ok(cells),
         Ok(None) => {
             let _ = std::fs::remove_dir_all(dir);
-            Err(
-                "snapshots copy the embedded store; HBase and Bigtable have their own snapshots"
-                    .into(),
-            )
+            Err(SnapshotError::NotEmbedded)
         }
         Err(e) => {
             let _ = std::fs::remove_dir_all(dir);
-            Err(e.to_string())
+            Err(e.into())
         }
     }
+}
+
+/// Why a snapshot was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error("{path}: {source}")]
+    Create {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("snapshots copy the embedded store; HBase and Bigtable have their own snapshots")]
+    NotEmbedded,
+    #[error(transparent)]
+    Store(#[from] tsgate_store::StoreError),
 }

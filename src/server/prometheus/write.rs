@@ -138,7 +138,7 @@ pub async fn handle(state: &Arc<Prometheus>, req: Request) -> Reply {
             "the store refuses writes, retry",
         ));
     }
-    let raw = match snappy::decompress(&req.body, state.config.prometheus.max_decompressed_bytes) {
+    let raw = match snappy::decompress(&req.body, state.settings.max_decompressed_bytes) {
         Ok(r) => r,
         Err(e @ snappy::SnappyError::TooLarge { .. }) => {
             return rejected(reply(
@@ -157,7 +157,7 @@ pub async fn handle(state: &Arc<Prometheus>, req: Request) -> Reply {
             ))
         }
     };
-    let max_tags = state.config.prometheus.max_tags;
+    let max_tags = state.settings.max_tags;
     // Decoded up front so that the batch may borrow its strings.
     let v2_req = if version == Version::V2 {
         v2::Request::decode(raw.as_slice())
@@ -216,7 +216,7 @@ pub async fn handle(state: &Arc<Prometheus>, req: Request) -> Reply {
         Reason::Value,
         samples.iter().filter(|(_, r)| r.is_err()).count() as u64,
     );
-    let max_points = state.config.limits.max_points_per_request;
+    let max_points = state.settings.max_points_per_request;
     if samples.len() + known.len() > max_points {
         // Never storable as sent: a 4xx, which Prometheus does not retry.
         let msg = format!(

@@ -502,6 +502,10 @@ pub enum ConfigError {
     },
     #[error("invalid config: {0}")]
     Invalid(String),
+    #[error("invalid config: rollups: {0}")]
+    Rollups(#[from] rollup::RollupConfigError),
+    #[error("invalid config: {0}")]
+    Bigtable(#[from] tsgate_store::bigtable::SettingsError),
 }
 
 impl Config {
@@ -524,10 +528,7 @@ impl Config {
     /// opens and `create-tables` makes.
     pub fn resolve_rollups(&mut self) -> Result<(), ConfigError> {
         let data = self.storage.tables.data.clone();
-        let compiled = self
-            .rollups
-            .compile(&data)
-            .map_err(|e| ConfigError::Invalid(format!("rollups: {e}")))?;
+        let compiled = self.rollups.compile(&data)?;
         self.storage.tables.rollups = compiled
             .as_ref()
             .map(|r| r.tables(&data))
@@ -579,7 +580,7 @@ impl Config {
                     ));
                 }
             }
-            "bigtable" => s.bigtable.check().map_err(ConfigError::Invalid)?,
+            "bigtable" => s.bigtable.check()?,
             other => {
                 return Err(ConfigError::Invalid(format!(
                     "storage.backend {other:?} is not available (embedded, hbase, bigtable)"

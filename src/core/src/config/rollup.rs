@@ -6,7 +6,25 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tsgate_schema::rollup::{RollupInterval, Rollups};
+use tsgate_schema::rollup::{RollupError, RollupInterval, Rollups};
+
+/// Why `[rollups]` cannot be used; `Display` is OpenTSDB's message where it has one.
+#[derive(Debug, thiserror::Error)]
+pub enum RollupConfigError {
+    #[error("Failed to open conf file: {path}: {source}")]
+    Open {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("rollups.config is not a rollup config: {0}")]
+    NotARollupConfig(#[from] serde_json::Error),
+    #[error(transparent)]
+    Rollup(#[from] RollupError),
+    #[error("None of the rollup intervals were marked as the \"default\".")]
+    NoDefaultInterval,
+    #[error("rollups.agg_tag_key must not be empty")]
+    EmptyAggTagKey,
+}
 
 /// One interval, with OpenTSDB's JSON field names (also in TOML).
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Default)]
@@ -105,7 +123,7 @@ pub fn default_document(data_table: &str) -> RollupDocument {
 impl RollupsConfig {
     /// The document in force: the file or JSON of `config`, else the inline fields, else the
     /// default.
-    pub fn document(&self, data_table: &str) -> Result<RollupDocument, String> {
+    pub fn document(&self, data_table: &str) -> Result<RollupDocument, RollupConfigError> {
         let text = self.config.trim();
         if !text.is_empty() {
             let json = if text.starts_with('{') {
@@ -116,11 +134,12 @@ impl RollupsConfig {
                     (Some(d), true) => d.join(p),
                     _ => p.to_path_buf(),
                 };
-                std::fs::read_to_string(&p)
-                    .map_err(|e| format!("Failed to open conf file: {}: {e}", p.display()))?
+                std::fs::read_to_string(&p).map_err(|source| RollupConfigError::Open {
+                    path: p.display().to_string(),
+                    source,
+                })?
             };
-            return serde_json::from_str(&json)
-                .map_err(|e| format!("rollups.config is not a rollup config: {e}"));
+            return Ok(serde_json::from_str(&json)?);
         }
         if self.intervals.is_empty() && self.aggregation_ids.is_empty() {
             return Ok(default_document(data_table));
@@ -132,31 +151,27 @@ impl RollupsConfig {
     }
 
     /// Validates and compiles the configuration (OpenTSDB's checks and messages), when enabled.
-    pub fn compile(&self, data_table: &str) -> Result<Option<Rollups>, String> {
+    pub fn compile(&self, data_table: &str) -> Result<Option<Rollups>, RollupConfigError> {
         if !self.enabled {
             return Ok(None);
         }
         let doc = self.document(data_table)?;
         let mut intervals = Vec::new();
         for i in &doc.intervals {
-            intervals.push(
-                RollupInterval::new(
-                    &i.table,
-                    &i.pre_aggregation_table,
-                    &i.interval,
-                    &i.row_span,
-                    i.default_interval,
-                )
-                .map_err(|e| e.to_string())?,
-            );
+            intervals.push(RollupInterval::new(
+                &i.table,
+                &i.pre_aggregation_table,
+                &i.interval,
+                &i.row_span,
+                i.default_interval,
+            )?);
         }
-        let r = Rollups::new(intervals, doc.aggregation_ids.into_iter().collect())
-            .map_err(|e| e.to_string())?;
+        let r = Rollups::new(intervals, doc.aggregation_ids.into_iter().collect())?;
         if r.default_interval().is_none() {
-            return Err("None of the rollup intervals were marked as the \"default\".".into());
+            return Err(RollupConfigError::NoDefaultInterval);
         }
         if self.agg_tag_key.is_empty() {
-            return Err("rollups.agg_tag_key must not be empty".into());
+            return Err(RollupConfigError::EmptyAggTagKey);
         }
         Ok(Some(r))
     }
@@ -221,7 +236,7 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            c.compile("tsdb").unwrap_err(),
+            c.compile("tsdb").unwrap_err().to_string(),
             "None of the rollup intervals were marked as the \"default\"."
         );
         let c = RollupsConfig {
@@ -232,7 +247,8 @@ mod tests {
         assert!(c
             .compile("tsdb")
             .unwrap_err()
+            .to_string()
             .starts_with("Failed to open conf file: missing.json"));
-        assert_eq!(RollupsConfig::default().compile("tsdb"), Ok(None));
+        assert!(matches!(RollupsConfig::default().compile("tsdb"), Ok(None)));
     }
 }

@@ -199,7 +199,7 @@ fn encode_point(ts: u64, v: Value) -> Result<(u32, RawPoint), PointError> {
 fn uid_error(e: UidError) -> PointError {
     match e {
         UidError::NoSuchName { .. } => PointError::UnknownName(e.to_string()),
-        UidError::SeriesLimit(m) => PointError::Limit(m),
+        UidError::SeriesLimit(m) => PointError::Limit(m.to_string()),
         e => PointError::Uid(e.to_string()),
     }
 }
@@ -314,7 +314,7 @@ impl Ingest {
                 None => match jp.validate(limits) {
                     Ok(p) => Some(p),
                     Err(e) => {
-                        invalid.push((i, e));
+                        invalid.push((i, e.to_string()));
                         None
                     }
                 },

@@ -8,7 +8,7 @@
 //! the first start. Series deleted whole (`delete_series` over all time) are forgotten.
 //! With HBase the log is this node's: each node counts the series it admitted.
 
-use crate::series::SeriesGate;
+use crate::series::{SeriesGate, SeriesRefused};
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
@@ -186,14 +186,18 @@ impl Cardinality {
             .collect()
     }
 
-    fn refuse(&self, which: crate::observe::metrics::SeriesLimit, msg: String) -> String {
+    fn refuse(
+        &self,
+        which: crate::observe::metrics::SeriesLimit,
+        why: SeriesRefused,
+    ) -> SeriesRefused {
         crate::observe::metrics().series_refused[which as usize].inc();
-        msg
+        why
     }
 }
 
 impl SeriesGate for Cardinality {
-    fn admit(&self, tsuid: &[u8]) -> Result<(), String> {
+    fn admit(&self, tsuid: &[u8]) -> Result<(), SeriesRefused> {
         use crate::observe::metrics::SeriesLimit;
         let l = self.limits;
         let metric = &tsuid[..self.metric_width.min(tsuid.len())];
@@ -202,22 +206,13 @@ impl SeriesGate for Cardinality {
             return Ok(());
         }
         if l.max_series > 0 && st.total >= l.max_series {
-            return Err(self.refuse(
-                SeriesLimit::Total,
-                format!(
-                    "new series refused: limits.max_series = {} reached",
-                    l.max_series
-                ),
-            ));
+            return Err(self.refuse(SeriesLimit::Total, SeriesRefused::MaxSeries(l.max_series)));
         }
         let of_metric = st.by_metric.get(metric).map_or(0, |s| s.len() as u64);
         if l.max_series_per_metric > 0 && of_metric >= l.max_series_per_metric {
             return Err(self.refuse(
                 SeriesLimit::PerMetric,
-                format!(
-                    "new series refused: limits.max_series_per_metric = {} reached for this metric",
-                    l.max_series_per_metric
-                ),
+                SeriesRefused::MaxSeriesPerMetric(l.max_series_per_metric),
             ));
         }
         let minute = tsgate_common::clock::now_s() / 60;
@@ -228,22 +223,18 @@ impl SeriesGate for Cardinality {
         if l.max_new_series_per_minute > 0 && st.new_in_minute >= l.max_new_series_per_minute {
             return Err(self.refuse(
                 SeriesLimit::Rate,
-                format!(
-                    "new series refused: limits.max_new_series_per_minute = {} reached",
-                    l.max_new_series_per_minute
-                ),
+                SeriesRefused::MaxNewSeriesPerMinute(l.max_new_series_per_minute),
             ));
         }
         // Durable before the point is acknowledged: written here, synced by `sync`, which the
         // ingest path calls once per batch before the batch goes to the WAL.
         let mut rec = vec![ADD, tsuid.len() as u8];
         rec.extend_from_slice(tsuid);
-        if let Err(e) = st.log.write_all(&rec) {
-            return Err(format!(
-                "new series not recorded in {}: {e}",
-                self.path.display()
-            ));
-        }
+        if let Err(source) = st.log.write_all(&rec) {
+            return Err(SeriesRefused::NotRecorded {
+                path: self.path.display().to_string(),
+                source,
+            });        }
         self.written.fetch_add(1, Ordering::AcqRel);
         st.new_in_minute += 1;
         st.total += 1;
@@ -258,7 +249,7 @@ impl SeriesGate for Cardinality {
         self.synced.load(Ordering::Acquire) < self.written.load(Ordering::Acquire)
     }
 
-    fn sync(&self) -> Result<(), String> {
+    fn sync(&self) -> Result<(), SeriesRefused> {
         let want = self.written.load(Ordering::Acquire);
         if self.synced.load(Ordering::Acquire) >= want {
             return Ok(());
@@ -271,7 +262,10 @@ impl SeriesGate for Cardinality {
         }
         let upto = self.written.load(Ordering::Acquire);
         file.sync_data()
-            .map_err(|e| format!("new series not recorded in {}: {e}", self.path.display()))?;
+            .map_err(|source| SeriesRefused::NotRecorded {
+                path: self.path.display().to_string(),
+                source,
+            })?;
         self.synced.fetch_max(upto, Ordering::AcqRel);
         Ok(())
     }
@@ -340,12 +334,12 @@ mod tests {
         for h in 0..3 {
             c.admit(&tsuid(1, h)).unwrap();
         }
-        let e = c.admit(&tsuid(1, 3)).unwrap_err();
+        let e = c.admit(&tsuid(1, 3)).unwrap_err().to_string();
         assert!(e.contains("limits.max_series_per_metric = 3"), "{e}");
         c.admit(&tsuid(1, 0)).unwrap(); // known: admitted
         c.admit(&tsuid(2, 0)).unwrap();
         c.admit(&tsuid(2, 1)).unwrap();
-        let e = c.admit(&tsuid(3, 0)).unwrap_err();
+        let e = c.admit(&tsuid(3, 0)).unwrap_err().to_string();
         assert!(e.contains("limits.max_series = 5"), "{e}");
         c.forget(&[tsuid(2, 1)]);
         assert_eq!(c.total(), 4);
@@ -364,7 +358,7 @@ mod tests {
         let third = c.admit(&tsuid(4, 1));
         // (Unless a minute boundary passed in between, which starts a new allowance.)
         if tsgate_common::clock::now_s() / 60 == minute {
-            let e = third.unwrap_err();
+            let e = third.unwrap_err().to_string();
             assert!(e.contains("limits.max_new_series_per_minute = 2"), "{e}");
             assert_eq!(c.total(), 6);
         }

@@ -542,8 +542,7 @@ impl Flusher {
         }
         if let Some(upto) = wal_upto {
             self.store.flush()?;
-            super::wal::retire_upto(&self.wal_dir, upto)
-                .map_err(|e| WriteError::Wal(e.to_string()))?;
+            super::wal::retire_upto(&self.wal_dir, upto).map_err(WriteError::wal)?;
         }
         Ok(())
     }

@@ -20,12 +20,31 @@ use tsgate_store::{SharedStore, StoreError};
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum WriteError {
+    /// Shared: one failed log write or fsync answers every point waiting on it.
     #[error("write-ahead log failure: {0}")]
-    Wal(String),
+    Wal(Arc<std::io::Error>),
+    #[error("write-ahead log failure: {path}: {source}")]
+    WalAt {
+        path: String,
+        source: Arc<std::io::Error>,
+    },
     #[error("storage failure: {0}")]
     Store(String),
     #[error("the server is shutting down")]
     ShuttingDown,
+}
+
+impl WriteError {
+    pub fn wal(e: std::io::Error) -> WriteError {
+        WriteError::Wal(Arc::new(e))
+    }
+
+    fn wal_at(dir: &Path, e: std::io::Error) -> WriteError {
+        WriteError::WalAt {
+            path: dir.display().to_string(),
+            source: Arc::new(e),
+        }
+    }
 }
 
 impl From<StoreError> for WriteError {
@@ -90,7 +109,7 @@ pub fn recover(
         return Ok(total);
     }
     let dirs: Vec<PathBuf> = std::fs::read_dir(&root)
-        .map_err(|e| WriteError::Wal(e.to_string()))?
+        .map_err(WriteError::wal)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.is_dir())
         .collect();
@@ -114,7 +133,7 @@ pub fn recover(
         let stats = wal::replay(&dir, |tsuid, base, p| {
             buffer.insert(crate::series::SeriesKey::new(tsuid), base, p)
         })
-        .map_err(|e| WriteError::Wal(format!("{}: {e}", dir.display())))?;
+        .map_err(|e| WriteError::wal_at(&dir, e))?;
         if stats.points > 0 {
             tracing::info!(dir = %dir.display(), points = stats.points, records = stats.records, "replaying write-ahead log");
         }
@@ -138,14 +157,14 @@ pub fn recover(
         }
         store.flush()?;
         let last = wal::segments(&dir)
-            .map_err(|e| WriteError::Wal(e.to_string()))?
+            .map_err(WriteError::wal)?
             .last()
             .copied();
         if let Some(last) = last {
-            wal::retire_upto(&dir, last).map_err(|e| WriteError::Wal(e.to_string()))?;
+            wal::retire_upto(&dir, last).map_err(WriteError::wal)?;
         }
         // A crash leaves free files behind; the shards, perhaps fewer now, build their own.
-        wal::remove_free(&dir).map_err(|e| WriteError::Wal(e.to_string()))?;
+        wal::remove_free(&dir).map_err(WriteError::wal)?;
         total.segments += stats.segments;
         total.records += stats.records;
         total.points += stats.points;
@@ -171,8 +190,7 @@ impl Writer {
         let closing = Arc::new(std::sync::atomic::AtomicBool::new(false));
         for i in 0..cfg.shards.max(1) {
             let dir = wal_root(data_dir).join(format!("shard-{i}"));
-            let wal = wal::Wal::open(&dir, cfg.fsync)
-                .map_err(|e| WriteError::Wal(format!("{}: {e}", dir.display())))?;
+            let wal = wal::Wal::open(&dir, cfg.fsync).map_err(|e| WriteError::wal_at(&dir, e))?;
             let (tx, rx) = mpsc::channel(cfg.queue_depth);
             let (jobs_tx, jobs_rx) = std::sync::mpsc::sync_channel(1);
             let in_flight = Arc::new(shard::InFlight::default());
@@ -209,16 +227,16 @@ impl Writer {
                     .name(format!("wal-sync-{i}"))
                     .spawn(move || {
                         syncer.run(sync_rx, |ack: shard::Ack, res| {
-                            let _ = ack.send(res.map_err(|e| WriteError::Wal(e.to_string())));
+                            let _ = ack.send(res.map_err(WriteError::wal));
                         })
                     })
-                    .map_err(|e| WriteError::Wal(e.to_string()))?,
+                    .map_err(WriteError::wal)?,
             );
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("flush-{i}"))
                     .spawn(move || flusher.run(jobs_rx))
-                    .map_err(|e| WriteError::Wal(e.to_string()))?,
+                    .map_err(WriteError::wal)?,
             );
             threads.push(
                 std::thread::Builder::new()
@@ -226,7 +244,7 @@ impl Writer {
                     .spawn(move || {
                         shard::run(rx, wal, jobs_tx, sync_tx, poisoned, in_flight, scfg, handle)
                     })
-                    .map_err(|e| WriteError::Wal(e.to_string()))?,
+                    .map_err(WriteError::wal)?,
             );
             senders.push(tx);
         }

@@ -226,6 +226,8 @@ pub fn run(
             tracing::error!(error = %e, "write-ahead log write failed; moving to a new segment");
             let _ = wal.rotate();
         }
+        // One failure answers every write of the group.
+        let written = written.map_err(WriteError::wal);
         let mut waiting = Vec::with_capacity(writes.len());
         for (points, ack) in writes {
             match &written {
@@ -238,7 +240,7 @@ pub fn run(
                 }
                 Err(e) => {
                     if let Some(a) = ack {
-                        let _ = a.send(Err(WriteError::Wal(e.to_string())));
+                        let _ = a.send(Err(e.clone()));
                     }
                 }
             }
@@ -285,8 +287,9 @@ pub fn run(
                 Ok(s) => s,
                 Err(e) => {
                     tracing::error!(error = %e, "cannot rotate the write-ahead log; flush postponed");
+                    let e = WriteError::wal(e);
                     for w in waiters.into_iter().chain(readers) {
-                        let _ = w.send(Err(WriteError::Wal(e.to_string())));
+                        let _ = w.send(Err(e.clone()));
                     }
                     continue;
                 }

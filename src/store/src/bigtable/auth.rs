@@ -39,8 +39,12 @@ pub fn default_source(
     let text = std::fs::read_to_string(&file)
         .map_err(|e| BigtableError::Auth(format!("cannot read {file}: {e}")))?;
     Ok(Box::new(
-        ServiceAccount::from_json(&text, audience)
-            .map_err(|m| BigtableError::Auth(format!("{file}: {m}")))?,
+        ServiceAccount::from_json(&text, audience).map_err(|source| {
+            BigtableError::Credentials {
+                file: file.to_string(),
+                source,
+            }
+        })?,
     ))
 }
 
@@ -52,21 +56,34 @@ pub struct ServiceAccount {
     cached: Mutex<Option<(String, Instant)>>,
 }
 
+/// Why a credentials file is not a usable service account key.
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialsError {
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    #[error(
+        "credentials of type {0:?}: only a service account's JSON key (type \"service_account\") \
+         is supported; on Google Cloud leave credentials_file empty to use the metadata server"
+    )]
+    NotServiceAccount(String),
+    #[error("private_key: {0}")]
+    Pem(tokio_rustls::rustls::pki_types::pem::Error),
+    #[error("private_key: {0}")]
+    Key(ring::error::KeyRejected),
+}
+
 impl ServiceAccount {
-    pub fn from_json(text: &str, audience: &str) -> Result<ServiceAccount, String> {
+    pub fn from_json(text: &str, audience: &str) -> Result<ServiceAccount, CredentialsError> {
         use tokio_rustls::rustls::pki_types::{pem::PemObject, PrivatePkcs8KeyDer};
-        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        let v: serde_json::Value = serde_json::from_str(text)?;
         let field = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or_default();
         if field("type") != "service_account" {
-            return Err(format!(
-                "credentials of type {:?}: only a service account's JSON key (type \"service_account\") is supported; on Google Cloud leave credentials_file empty to use the metadata server",
-                field("type")
-            ));
+            return Err(CredentialsError::NotServiceAccount(field("type").into()));
         }
         let der = PrivatePkcs8KeyDer::from_pem_slice(field("private_key").as_bytes())
-            .map_err(|e| format!("private_key: {e}"))?;
+            .map_err(CredentialsError::Pem)?;
         let key = ring::signature::RsaKeyPair::from_pkcs8(der.secret_pkcs8_der())
-            .map_err(|e| format!("private_key: {e}"))?;
+            .map_err(CredentialsError::Key)?;
         Ok(ServiceAccount {
             email: field("client_email").to_string(),
             key_id: field("private_key_id").to_string(),
@@ -191,7 +208,8 @@ mod tests {
     fn other_credential_types_are_named() {
         let e = ServiceAccount::from_json(r#"{"type":"authorized_user"}"#, "a")
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(e.contains("\"authorized_user\""), "{e}");
         assert!(ServiceAccount::from_json("not json", "a").is_err());
     }

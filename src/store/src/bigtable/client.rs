@@ -464,7 +464,7 @@ fn entries(
 impl BigtableStore {
     /// Builds the client; nothing is sent until the first call.
     pub fn new(cfg: &BigtableConfig) -> Result<BigtableStore, BigtableError> {
-        cfg.check().map_err(BigtableError::Config)?;
+        cfg.check()?;
         let connect = Duration::from_millis(cfg.connect_timeout_ms);
         let (data, admin) = match cfg.emulator() {
             Some(addr) => (

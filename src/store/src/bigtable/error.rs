@@ -71,8 +71,15 @@ pub enum BigtableError {
     Protocol(String),
     #[error("Bigtable configuration: {0}")]
     Config(String),
+    #[error("Bigtable configuration: {0}")]
+    Settings(#[from] super::SettingsError),
     #[error("Bigtable credentials: {0}")]
     Auth(String),
+    #[error("Bigtable credentials: {file}: {source}")]
+    Credentials {
+        file: String,
+        source: super::auth::CredentialsError,
+    },
     #[error("row key of {len} bytes is longer than Bigtable's limit of {max} (4 KiB)")]
     KeyTooLong { len: usize, max: usize },
     #[error("{failed} of {rows} rows were not written; first: {first}")]

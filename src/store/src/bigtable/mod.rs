@@ -101,25 +101,37 @@ impl BigtableConfig {
     }
 
     /// What is wrong with these settings, if anything.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SettingsError> {
         if self.project.trim().is_empty() || self.instance.trim().is_empty() {
-            return Err(
-                "storage.bigtable.project and storage.bigtable.instance must be set".into(),
-            );
+            return Err(SettingsError::NoInstance);
         }
         if self.channels == 0 || self.scan_rows == 0 {
-            return Err("storage.bigtable.channels and scan_rows must be >= 1".into());
+            return Err(SettingsError::ZeroChannelsOrScanRows);
         }
         if self.max_mutations_per_request == 0
             || self.max_mutations_per_request > MAX_MUTATIONS_PER_REQUEST
         {
-            return Err(format!(
-                "storage.bigtable.max_mutations_per_request must be 1..={MAX_MUTATIONS_PER_REQUEST} (the service's limit)"
-            ));
+            return Err(SettingsError::MaxMutations);
         }
         if self.timeout_ms == 0 {
-            return Err("storage.bigtable.timeout_ms must be >= 1".into());
+            return Err(SettingsError::ZeroTimeout);
         }
         Ok(())
     }
+}
+
+/// What [`BigtableConfig::check`] finds wrong with `[storage.bigtable]`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SettingsError {
+    #[error("storage.bigtable.project and storage.bigtable.instance must be set")]
+    NoInstance,
+    #[error("storage.bigtable.channels and scan_rows must be >= 1")]
+    ZeroChannelsOrScanRows,
+    #[error(
+        "storage.bigtable.max_mutations_per_request must be 1..={MAX_MUTATIONS_PER_REQUEST} \
+         (the service's limit)"
+    )]
+    MaxMutations,
+    #[error("storage.bigtable.timeout_ms must be >= 1")]
+    ZeroTimeout,
 }

@@ -321,7 +321,7 @@ report(c == 200 and "__name__" in r["data"] and "job" in r["data"], "grafana lab
 c, r = call(ts, "/api/v1/label/__name__/values", {"start": START, "end": END}, "GET")
 report(c == 200 and "up" in r["data"] and "node_load1" in r["data"], "grafana label values __name__", str(r)[:200])
 c, r = call(ts, "/api/v1/label/job/values", {"start": START, "end": END, "match[]": "up"}, "GET")
-report(c == 200 and r["data"] == ["intermittent", "node", "prometheus"], "grafana label values job with match[]", r)
+report(c == 200 and r["data"] == ["demo0", "demo1", "demo2", "intermittent", "node", "prometheus"], "grafana label values job with match[]", r)
 c, r = call(ts, "/api/v1/series", {"match[]": '{__name__!=""}', "start": START, "end": END, "limit": "40000"})
 report(c == 200 and any(s.get("__name__") == "up" for s in r["data"]), "grafana series {__name__!=\"\"} limit 40000", str(r)[:200])
 c, r = call(ts, "/api/v1/series", {"match[]": 'up', "start": START, "end": END, "limit": "1"})
@@ -334,7 +334,7 @@ report(c == 200 and r == {"status": "success", "data": []}, "grafana exemplars p
 c, r = call(ts, "/api/v1/rules", {}, "GET")
 report(c == 200 and r["data"] == {"groups": []}, "grafana rules", r)
 c, r = call(ts, "/api/v1/query_range", {"query": 'sum by (job) (rate(scrape_samples_scraped[15s]))', "start": START, "end": END, "step": "2", "timeout": "2m"})
-report(c == 200 and r["data"]["resultType"] == "matrix" and len(r["data"]["result"]) == 3, "grafana range query (POST form)", str(r)[:200])
+report(c == 200 and r["data"]["resultType"] == "matrix" and len(r["data"]["result"]) == 6, "grafana range query (POST form)", str(r)[:200])
 c, r = call(ts, "/api/v1/query", {"query": 'up', "time": f"{END}.5"}, "GET")
 report(c == 200 and r["data"]["result"][0]["value"][0] == END + 0.5, "grafana instant query (GET, fractional time)", str(r)[:200])
 

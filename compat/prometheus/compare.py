@@ -192,6 +192,90 @@ for q in EXACT:
     d = diff(a["data"]["result"], b["data"]["result"], exact=True)
     report(d is None, f"exact {q} [{len(a['data']['result'])} series]", d or "")
 
+# 1c. Bad queries: status, errorType and the error text itself, on both endpoints (2.42 prefixes
+# `invalid parameter "query": ` on instant queries only; parse errors carry the position where
+# its parser stopped; label_replace names the bad pattern only). Left out, worded differently by
+# tsgate: '@', 'up @ foo', 'up @ start(1)', 'rate(up[5m] offset)', 'up{job=}', 'sum by (le) ',
+# 'avg by (a) (up) without (b)' (the parser crate says "invalid promql query" there), and
+# duplicate capture group names, which Go's regexp accepts and Rust's refuses.
+BAD = [
+    'sum(',
+    'up +',
+    '{__name__=~".*"}',
+    'label_replace(up, "1bad", "", "", "")',
+    'label_replace(up, "dst", "$1", "src", "(")',
+    'label_replace(up, "dst", "$1", "src", "a{2,1}")',
+    'label_replace(up, "dst", "$1", "src", "[z-a]")',
+    'label_replace(up, "dst", "$1", "src", "\\\\8")',
+    'label_join(up, "1bad", ",", "a")',
+    'rate(up)',
+    'rate(up[5m:1m]',
+    'foo(up)',
+    'up[5m]',
+    'sum(up[5m])',
+    '1 +',
+    'topk(up)',
+    'topk("a", up)',
+    'quantile(up)',
+    'histogram_quantile(0.5)',
+    'up{job=~"("}',
+    'up{job="a" ',
+    'up offset -',
+    'abs()',
+    'abs(up, up)',
+    'round(up, up, up)',
+    'vector("a")',
+    'scalar(up[5m])',
+    'time(1)',
+    'count_values(1, up)',
+    'label_replace(up, "a", "b", "c")',
+    '"a" + 1',
+    '1 == bool',
+    'up == bool up',
+    'up and 1',
+    '1 and up',
+    'up or on(job) group_left up',
+    'sum without(',
+    '{}',
+    '{job=""}',
+    'up{__name__="a"}',
+    'max_over_time(up)',
+    'max_over_time(up[5m], 1)',
+    'quantile_over_time(up[5m])',
+    'holt_winters(up[5m], 2, 0.5)',
+    'predict_linear(up, 1)',
+    'absent_over_time(up)',
+    'up[5m] offset 1m [1m]',
+    '(up)[5m][1m]',
+    'sort(up[5m])',
+    '1 @ start()',
+    '0x',
+    '1e',
+    "'unterminated",
+    '"unterminated',
+    '`raw',
+    'up{job="a",}',
+    'up{,}',
+    'up{job}',
+    'up{job=="a"}',
+    '-"a"',
+    'sum(up) by',
+    'sum(up) by (',
+    'stddev(up, 1)',
+    'count_values(up)',
+    'timestamp()',
+    'sum(up) keep',
+    '1 2',
+    'up up',
+]
+for q in BAD:
+    for path, params in (("/api/v1/query", {"query": q, "time": END}),
+                         ("/api/v1/query_range", {"query": q, "start": START, "end": END, "step": STEP})):
+        c1, a = call(ts, path, params)
+        c2, b = call(reader, path, params)
+        x, y = (c1, a.get("errorType"), a.get("error")), (c2, b.get("errorType"), b.get("error"))
+        report(x == y, f"error {path.rsplit('/', 1)[1]} {q!r}", f"tsgate {x}; reader {y}")
+
 for q in SHOULD_FAIL:
     c1, a = qr(ts, q)
     c2, b = qr(reader, q)
@@ -237,7 +321,7 @@ report(c == 200 and "__name__" in r["data"] and "job" in r["data"], "grafana lab
 c, r = call(ts, "/api/v1/label/__name__/values", {"start": START, "end": END}, "GET")
 report(c == 200 and "up" in r["data"] and "node_load1" in r["data"], "grafana label values __name__", str(r)[:200])
 c, r = call(ts, "/api/v1/label/job/values", {"start": START, "end": END, "match[]": "up"}, "GET")
-report(c == 200 and r["data"] == ["intermittent", "node", "prometheus"], "grafana label values job with match[]", r)
+report(c == 200 and r["data"] == ["demo0", "demo1", "demo2", "intermittent", "node", "prometheus"], "grafana label values job with match[]", r)
 c, r = call(ts, "/api/v1/series", {"match[]": '{__name__!=""}', "start": START, "end": END, "limit": "40000"})
 report(c == 200 and any(s.get("__name__") == "up" for s in r["data"]), "grafana series {__name__!=\"\"} limit 40000", str(r)[:200])
 c, r = call(ts, "/api/v1/series", {"match[]": 'up', "start": START, "end": END, "limit": "1"})
@@ -250,7 +334,7 @@ report(c == 200 and r == {"status": "success", "data": []}, "grafana exemplars p
 c, r = call(ts, "/api/v1/rules", {}, "GET")
 report(c == 200 and r["data"] == {"groups": []}, "grafana rules", r)
 c, r = call(ts, "/api/v1/query_range", {"query": 'sum by (job) (rate(scrape_samples_scraped[15s]))', "start": START, "end": END, "step": "2", "timeout": "2m"})
-report(c == 200 and r["data"]["resultType"] == "matrix" and len(r["data"]["result"]) == 3, "grafana range query (POST form)", str(r)[:200])
+report(c == 200 and r["data"]["resultType"] == "matrix" and len(r["data"]["result"]) == 6, "grafana range query (POST form)", str(r)[:200])
 c, r = call(ts, "/api/v1/query", {"query": 'up', "time": f"{END}.5"}, "GET")
 report(c == 200 and r["data"]["result"][0]["value"][0] == END + 0.5, "grafana instant query (GET, fractional time)", str(r)[:200])
 

@@ -17,7 +17,7 @@ for b in prometheus prometheus-node-exporter python3 curl; do
   command -v "$b" >/dev/null || { echo "compat/prometheus: $b is missing (tests/run.sh installs it)" >&2; exit 2; }
 done
 . "$root/compat/lib.sh"
-TS=$(port); NE=$(port); SEND=$(port); REF=$(port); READ=$(port); IM=$(port)
+TS=$(port); NE=$(port); SEND=$(port); REF=$(port); READ=$(port); IM=$(port); D0=$(port); D1=$(port); D2=$(port)
 
 cat >"$work/tsgate.toml" <<TOML
 data_dir = "$work/tsgate"
@@ -31,6 +31,8 @@ TOML
 "$TSGATE" serve --config "$work/tsgate.toml" >"$work/tsgate.log" 2>&1 & pids+=($!)
 prometheus-node-exporter --web.listen-address=127.0.0.1:$NE >"$work/ne.log" 2>&1 & pids+=($!)
 python3 "$here/intermittent.py" "$IM" >"$work/im.log" 2>&1 & pids+=($!)
+# Stand-ins for the demo service the PromQL compliance query set reads (compliance.py below).
+python3 "$here/demo_service.py" "$D0" "$D1" "$D2" >"$work/demo.log" 2>&1 & pids+=($!)
 echo "global: {}" >"$work/empty.yml"
 prometheus --config.file="$work/empty.yml" --storage.tsdb.path="$work/ref" --web.listen-address=127.0.0.1:$REF \
   --web.enable-remote-write-receiver >"$work/ref.log" 2>&1 & pids+=($!)
@@ -51,6 +53,14 @@ scrape_configs:
     static_configs: [{targets: ['127.0.0.1:$NE']}]
   - job_name: intermittent
     static_configs: [{targets: ['127.0.0.1:$IM']}]
+  # One job per demo instance: compare.py's `up == on(job) group_left(instance) up` needs one
+  # `up` per job.
+  - job_name: demo0
+    static_configs: [{targets: ['127.0.0.1:$D0']}]
+  - job_name: demo1
+    static_configs: [{targets: ['127.0.0.1:$D1']}]
+  - job_name: demo2
+    static_configs: [{targets: ['127.0.0.1:$D2']}]
 remote_write:
 $(rw "$TS")
 $(rw "$REF")
@@ -76,7 +86,22 @@ prometheus --config.file="$work/reader.yml" --storage.tsdb.path="$work/reader" -
 wait_up "http://127.0.0.1:$READ/-/ready"
 sleep 1
 status=0
+START_C=$((t0 + 20))
 python3 "$here/compare.py" "http://127.0.0.1:$TS" "http://127.0.0.1:$READ" "http://127.0.0.1:$REF" "$t0" "$t1" || status=$?
+
+# A short variant of the PromQL compliance query set (every 7th of its 539 queries; the whole
+# set, against the reference receiver's own storage, is compliance.sh) against the reader (2.42's
+# engine on tsgate's data), when the set and python3-yaml are at hand.
+queries=${QUERIES:-$work/promql-test-queries.yml}
+[ -f "$queries" ] || curl -sfL -o "$queries" https://raw.githubusercontent.com/prometheus/compliance/main/promql/promql-test-queries.yml || true
+if [ -f "$queries" ] && python3 -c 'import yaml' 2>/dev/null; then
+  sed -e "s/demo.promlabs.com:10000/127.0.0.1:$D0/g; s/demo.promlabs.com:10001/127.0.0.1:$D1/g; s/demo.promlabs.com:10002/127.0.0.1:$D2/g" \
+    "$queries" >"$work/queries.yml"
+  python3 "$here/compliance.py" "$work/queries.yml" "http://127.0.0.1:$TS" "http://127.0.0.1:$READ" \
+    "$START_C" "$((t1 - 5))" 2 127.0.0.1 7 || status=1
+else
+  echo "compat/prometheus: compliance query set skipped (no promql-test-queries.yml or python3-yaml)"
+fi
 
 # Migration in: a second tsgate, empty, imports the reference Prometheus' data through its
 # remote-read API (`tsgate import --from prometheus`); the same comparison must then hold for it.

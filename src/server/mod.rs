@@ -15,6 +15,7 @@ pub mod http;
 pub mod influx;
 pub mod limits;
 pub mod opentsdb_exp;
+pub mod opentsdb_gexp;
 pub mod opentsdb_graph;
 pub mod opentsdb_histogram;
 pub mod opentsdb_meta;

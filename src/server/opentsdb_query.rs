@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value as Json};
 use std::sync::Arc;
 use tsgate_common::numfmt::java_double;
 
-fn query_error(e: QueryError) -> Reply {
+pub(super) fn query_error(e: QueryError) -> Reply {
     match e {
         QueryError::BadRequest(m) => error_reply(StatusCode::BAD_REQUEST, &m, ""),
         e @ (QueryError::Parse(_) | QueryError::Filter(_)) => {

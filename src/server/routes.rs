@@ -338,6 +338,8 @@ pub static ROUTES: &[Route] = &[
     // The graph endpoint: png, ascii and json answers of `m=` queries.
     route(GET, Api("/q"), TSDB, Need::Read, h!(opentsdb, super::opentsdb_graph::q)),
     route(ANY, Api("/api/query/exp"), TSDB, Need::Read, h!(opentsdb, super::opentsdb_exp::query)),
+    // Graphite-style functions over m-style sub-queries, in the query string.
+    route(ANY, Api("/api/query/gexp"), TSDB, Need::Read, h!(opentsdb, super::opentsdb_gexp::query)),
     route(GET_POST, Api("/api/suggest"), TSDB, Need::Read, h!(opentsdb, tsdb_query::suggest)),
     route(GET_POST, Api("/api/search/lookup"), TSDB, Need::Read, h!(opentsdb, tsdb_query::lookup)),
     // tsmeta, tsmeta_summary, tsuids, uidmeta, annotation: answered from tsgate's own tables.

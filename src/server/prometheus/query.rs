@@ -103,12 +103,15 @@ pub fn render(r: &QueryResult) -> String {
     s
 }
 
-fn prom_error(e: PromError) -> Reply {
+/// `query_param`: 2.42 words a bad instant query as its `query` parameter's fault
+/// (`invalid parameter "query": …`) and a bad range query bare.
+fn prom_error(e: PromError, query_param: bool) -> Reply {
     match e {
-        PromError::BadData(m) => error(
+        PromError::BadData(m) if query_param => error(
             ErrorType::BadData,
             &format!("invalid parameter \"query\": {m}"),
         ),
+        PromError::BadData(m) => error(ErrorType::BadData, &m),
         PromError::Execution(m) => error(ErrorType::Execution, &m),
         PromError::Internal(m) => error(ErrorType::Internal, &m),
         e @ PromError::Timeout(_) => error(ErrorType::Timeout, &e.to_string()),
@@ -119,6 +122,7 @@ async fn run(
     state: &Arc<Prometheus>,
     s: Settings,
     query: String,
+    query_param: bool,
     f: impl FnOnce(
             &crate::query::QueryEngine,
             &promql_parser::parser::Expr,
@@ -129,12 +133,12 @@ async fn run(
 ) -> Reply {
     let expr = match promql::parse_bounded(&query, state.settings.max_depth) {
         Ok(e) => e,
-        Err(e) => return prom_error(e),
+        Err(e) => return prom_error(e, query_param),
     };
     let st = state.clone();
     match crate::server::blocking::run(move || f(&st.query, &expr, s)).await {
         Ok(Ok(r)) => success_raw(&render(&r), &[]),
-        Ok(Err(e)) => prom_error(e),
+        Ok(Err(e)) => prom_error(e, query_param),
         Err(e) => error(ErrorType::Internal, &format!("query task failed: {e}")),
     }
 }
@@ -163,7 +167,7 @@ pub async fn instant(state: &Arc<Prometheus>, req: Request) -> Reply {
         Ok(s) => s,
         Err(r) => return *r,
     };
-    run(state, s, q, move |qe, e, s| {
+    run(state, s, q, true, move |qe, e, s| {
         promql::instant_query(qe, e, t, s)
     })
     .await
@@ -209,7 +213,7 @@ pub async fn range(state: &Arc<Prometheus>, req: Request) -> Reply {
         Ok(s) => s,
         Err(r) => return *r,
     };
-    run(state, s, q, move |qe, e, s| {
+    run(state, s, q, false, move |qe, e, s| {
         promql::range_query(qe, e, start, end, step, s)
     })
     .await
@@ -219,6 +223,6 @@ pub fn format(req: Request) -> Reply {
     let p = Params::of(&req);
     match promql::parse(p.get("query").unwrap_or("")) {
         Ok(e) => success_raw(&serde_json::Value::String(e.prettify()).to_string(), &[]),
-        Err(e) => prom_error(e),
+        Err(e) => prom_error(e, true),
     }
 }

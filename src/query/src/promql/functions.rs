@@ -520,9 +520,10 @@ pub fn eval<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
                 }
             };
             let (dst, repl, src, re) = (s(1)?, s(2)?, s(3)?, s(4)?);
-            let regex = regex::Regex::new(&format!("^(?:{re})$")).map_err(|e| {
+            let regex = regex::Regex::new(&format!("^(?:{re})$")).map_err(|_| {
+                // 2.42 names the pattern only, not the compiler's complaint.
                 PromError::Execution(format!(
-                    "invalid regular expression in label_replace(): {re}: {e}"
+                    "invalid regular expression in label_replace(): {re}"
                 ))
             })?;
             if !valid_label_name(&dst) {
@@ -725,7 +726,9 @@ fn range_fn<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
         };
         return Ok(Value::Vector(out));
     }
-    if name == "double_exponential_smoothing" {
+    // 2.42 checks the factors inside the function, which runs only for a series with points
+    // in its window: without one, bad factors are no error.
+    if name == "double_exponential_smoothing" && r.series.iter().any(|s| !s.points.is_empty()) {
         let (sf, tf) = (scalar_args[0], scalar_args[1]);
         if sf <= 0.0 || sf >= 1.0 {
             return Err(PromError::Execution(format!(

@@ -9,6 +9,7 @@ pub mod aggregate;
 pub mod binary;
 pub mod eval;
 pub mod functions;
+mod go_errors;
 pub mod selectors;
 pub mod streamed;
 #[cfg(test)]
@@ -141,7 +142,7 @@ fn parse_text(q: &str) -> Result<Expr, PromError> {
     let hw = HW.get_or_init(|| regex::Regex::new(r"\bholt_winters(\s*\()").unwrap());
     let q = hw.replace_all(q, "double_exponential_smoothing$1");
     check_number_durations(&q)?;
-    parser::parse(&q).map_err(|e| PromError::BadData(format!("1:1: parse error: {e}")))
+    parser::parse(&q).map_err(|e| PromError::BadData(go_errors::parse_error(&q, &e)))
 }
 
 /// Refuses a query whose syntax tree could be deeper than `max`, from its text alone: the

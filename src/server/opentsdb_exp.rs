@@ -275,7 +275,7 @@ fn run(st: &OpenTsdb, q: &ExpQuery, echo: &Json) -> Result<String, ExpError> {
     let mut out = Vec::new();
     for o in &outputs {
         if let Some(e) = q.expressions.iter().find(|e| e.id == o.id) {
-            out.push(expression_output(o, e, &vars, start_ms, end_ms)?);
+            out.push(expression_output(o, e, &vars, start_ms, end_ms, st.config.query.max_depth)?);
         } else if let Some(v) = vars.get(o.id.as_str()) {
             out.push(metric_output(o, v));
         }
@@ -313,8 +313,9 @@ fn expression_output(
     vars: &BTreeMap<&str, Var>,
     start_ms: u64,
     end_ms: u64,
+    max_depth: usize,
 ) -> Result<String, ExpError> {
-    let ast = parse_expr(&e.expr)
+    let ast = parse_expr(&e.expr, max_depth)
         .map_err(|m| ExpError::Bad(format!("Unable to parse expression [{}]: {m}", e.expr)))?;
     let mut names = Vec::new();
     ast.variables(&mut names);
@@ -536,7 +537,7 @@ fn write_output(
 
 /// An arithmetic expression over variables.
 #[derive(Debug, Clone, PartialEq)]
-enum Ast {
+pub(crate) enum Ast {
     Num(f64),
     Var(String),
     Neg(Box<Ast>),
@@ -544,7 +545,7 @@ enum Ast {
 }
 
 impl Ast {
-    fn variables(&self, out: &mut Vec<String>) {
+    pub(crate) fn variables(&self, out: &mut Vec<String>) {
         match self {
             Ast::Num(_) => {}
             Ast::Var(v) => out.push(v.clone()),
@@ -556,7 +557,7 @@ impl Ast {
         }
     }
 
-    fn eval(&self, env: &BTreeMap<&str, f64>) -> f64 {
+    pub(crate) fn eval(&self, env: &BTreeMap<&str, f64>) -> f64 {
         match self {
             Ast::Num(n) => *n,
             Ast::Var(v) => env.get(v.as_str()).copied().unwrap_or(f64::NAN),
@@ -575,10 +576,18 @@ impl Ast {
     }
 }
 
-fn parse_expr(s: &str) -> Result<Ast, String> {
+/// Parses an expression nested at most `max_depth` levels (`query.max_depth`): each bracket,
+/// sign and operator adds one, so neither the recursive parser nor the recursive evaluation
+/// and drop of the tree (`a+a+…+a` is as deep as it is long) can overflow a thread's stack.
+pub(crate) fn parse_expr(s: &str, max_depth: usize) -> Result<Ast, String> {
     let chars: Vec<char> = s.chars().collect();
-    let mut p = ExprParser { c: chars, i: 0 };
-    let a = p.sum()?;
+    let mut p = ExprParser {
+        c: chars,
+        i: 0,
+        depth: 0,
+        max_depth,
+    };
+    let (a, _) = p.sum()?;
     p.ws();
     if p.i < p.c.len() {
         return Err(format!("unexpected '{}' at {}", p.c[p.i], p.i));
@@ -589,7 +598,13 @@ fn parse_expr(s: &str) -> Result<Ast, String> {
 struct ExprParser {
     c: Vec<char>,
     i: usize,
+    /// Brackets and signs open around the current position.
+    depth: usize,
+    max_depth: usize,
 }
+
+/// A parsed node and the height of its tree.
+type Node = (Ast, usize);
 
 impl ExprParser {
     fn ws(&mut self) {
@@ -603,42 +618,74 @@ impl ExprParser {
         self.c.get(self.i).copied()
     }
 
-    fn sum(&mut self) -> Result<Ast, String> {
+    fn too_deep(&self, levels: usize) -> Result<(), String> {
+        if levels > self.max_depth {
+            return Err(format!(
+                "expression nested deeper than {} levels (query.max_depth) at {}",
+                self.max_depth, self.i
+            ));
+        }
+        Ok(())
+    }
+
+    fn bin(&self, op: char, (a, ha): Node, (b, hb): Node) -> Result<Node, String> {
+        let h = ha.max(hb) + 1;
+        self.too_deep(h.max(self.depth))?;
+        Ok((Ast::Bin(op, Box::new(a), Box::new(b)), h))
+    }
+
+    fn sum(&mut self) -> Result<Node, String> {
         let mut a = self.product()?;
         while let Some(op @ ('+' | '-')) = self.peek() {
             self.i += 1;
-            a = Ast::Bin(op, Box::new(a), Box::new(self.product()?));
+            let b = self.product()?;
+            a = self.bin(op, a, b)?;
         }
         Ok(a)
     }
 
-    fn product(&mut self) -> Result<Ast, String> {
+    fn product(&mut self) -> Result<Node, String> {
         let mut a = self.unary()?;
         while let Some(op @ ('*' | '/' | '%')) = self.peek() {
             self.i += 1;
-            a = Ast::Bin(op, Box::new(a), Box::new(self.unary()?));
+            let b = self.unary()?;
+            a = self.bin(op, a, b)?;
         }
         Ok(a)
     }
 
-    fn unary(&mut self) -> Result<Ast, String> {
+    /// `f` one level deeper (a bracket or a sign).
+    fn nested(&mut self, f: impl FnOnce(&mut Self) -> Result<Node, String>) -> Result<Node, String> {
+        self.depth += 1;
+        self.too_deep(self.depth)?;
+        let r = f(self);
+        self.depth -= 1;
+        r
+    }
+
+    fn unary(&mut self) -> Result<Node, String> {
         match self.peek() {
             Some('-') => {
                 self.i += 1;
-                Ok(Ast::Neg(Box::new(self.unary()?)))
+                self.nested(|p| {
+                    let (a, h) = p.unary()?;
+                    Ok((Ast::Neg(Box::new(a)), h + 1))
+                })
             }
             Some('+') => {
                 self.i += 1;
-                self.unary()
+                self.nested(|p| p.unary())
             }
             Some('(') => {
                 self.i += 1;
-                let a = self.sum()?;
-                if self.peek() != Some(')') {
-                    return Err("missing ')'".into());
-                }
-                self.i += 1;
-                Ok(a)
+                self.nested(|p| {
+                    let a = p.sum()?;
+                    if p.peek() != Some(')') {
+                        return Err("missing ')'".into());
+                    }
+                    p.i += 1;
+                    Ok(a)
+                })
             }
             Some(c) if c.is_ascii_digit() || c == '.' => {
                 let st = self.i;
@@ -650,7 +697,7 @@ impl ExprParser {
                 let t: String = self.c[st..self.i].iter().collect();
                 t.trim_end_matches(['d', 'D', 'f', 'F', 'l', 'L'])
                     .parse()
-                    .map(Ast::Num)
+                    .map(|n| (Ast::Num(n), 1))
                     .map_err(|_| format!("bad number '{t}'"))
             }
             Some(c) if c.is_alphabetic() || c == '_' => {
@@ -660,7 +707,7 @@ impl ExprParser {
                 {
                     self.i += 1;
                 }
-                Ok(Ast::Var(self.c[st..self.i].iter().collect()))
+                Ok((Ast::Var(self.c[st..self.i].iter().collect()), 1))
             }
             Some(c) => Err(format!("unexpected '{c}' at {}", self.i)),
             None => Err("the expression ends too early".into()),
@@ -674,7 +721,7 @@ mod tests {
 
     fn ev(s: &str, vars: &[(&str, f64)]) -> f64 {
         let env: BTreeMap<&str, f64> = vars.iter().copied().collect();
-        parse_expr(s).unwrap().eval(&env)
+        parse_expr(s, 64).unwrap().eval(&env)
     }
 
     #[test]
@@ -686,12 +733,37 @@ mod tests {
         assert_eq!(ev("-a * -2", &[("a", 3.0)]), 6.0);
         assert!(ev("a / b", &[("a", 1.0), ("b", f64::NAN)]).is_nan());
         let mut v = Vec::new();
-        parse_expr("sys_cpu + b*(sys_cpu - c)")
+        parse_expr("sys_cpu + b*(sys_cpu - c)", 64)
             .unwrap()
             .variables(&mut v);
         assert_eq!(v, ["sys_cpu", "b", "sys_cpu", "c"]);
         for bad in ["a +", "(a", "a b", "a # b", ""] {
-            assert!(parse_expr(bad).is_err(), "{bad}");
+            assert!(parse_expr(bad, 64).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn nesting_past_max_depth_is_refused_before_it_can_overflow_the_stack() {
+        // Brackets, signs and operator chains each count; 64 levels pass, 65 do not.
+        let ok = [
+            format!("{}a{}", "(".repeat(63), ")".repeat(63)),
+            format!("{}a", "-".repeat(63)),
+            format!("a{}", "+a".repeat(63)),
+        ];
+        for e in &ok {
+            assert!(parse_expr(e, 64).is_ok(), "{e}");
+        }
+        assert_eq!(ev(&ok[1], &[("a", 2.0)]), -2.0);
+        assert_eq!(ev(&ok[2], &[("a", 2.0)]), 128.0);
+        for e in [
+            format!("{}a{}", "(".repeat(64), ")".repeat(64)),
+            format!("{}a", "-".repeat(64)),
+            format!("a{}", "+a".repeat(64)),
+            format!("a{}", "*a".repeat(100_000)),
+            format!("{}a", "(".repeat(1_000_000)),
+        ] {
+            let err = parse_expr(&e, 64).unwrap_err();
+            assert!(err.contains("nested deeper than 64 levels (query.max_depth)"), "{err}");
         }
     }
 

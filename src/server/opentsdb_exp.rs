@@ -657,7 +657,8 @@ impl ExprParser {
     /// `f` one level deeper (a bracket or a sign).
     fn nested(&mut self, f: impl FnOnce(&mut Self) -> Result<Node, String>) -> Result<Node, String> {
         self.depth += 1;
-        self.too_deep(self.depth)?;
+        // The operand inside is one more level.
+        self.too_deep(self.depth + 1)?;
         let r = f(self);
         self.depth -= 1;
         r

@@ -788,7 +788,11 @@ fn kill9_loses_no_acknowledged_rollup_or_histogram_point() {
                     }
                     let r = seq..seq + 20;
                     seq += 20;
-                    sent.lock().unwrap().entry((k, w)).or_default().push(r.clone());
+                    sent.lock()
+                        .unwrap()
+                        .entry((k, w))
+                        .or_default()
+                        .push(r.clone());
                     if send_direct(k, w, &addrs, r.clone()) {
                         acked.lock().unwrap().entry((k, w)).or_default().push(r);
                     }
@@ -834,7 +838,12 @@ fn kill9_loses_no_acknowledged_rollup_or_histogram_point() {
                 let (base, c) = k.cell(w, s);
                 (row(k, w, base), c)
             };
-            for s in acked.get(&(k, w)).into_iter().flatten().flat_map(|r| r.clone()) {
+            for s in acked
+                .get(&(k, w))
+                .into_iter()
+                .flatten()
+                .flat_map(|r| r.clone())
+            {
                 assert!(
                     stored.contains_key(&cell(s)),
                     "{k:?} w{w}: acknowledged point {s} lost or altered: want {:?}",

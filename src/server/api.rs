@@ -81,18 +81,22 @@ pub(super) fn body_text(state: &OpenTsdb, req: &Request) -> Result<Vec<u8>, Box<
     let dec: Box<dyn Read + '_> = match enc.as_str() {
         "gzip" | "x-gzip" => Box::new(flate2::read::GzDecoder::new(raw)),
         // RFC 9110's deflate is zlib-wrapped; some senders send the bare stream.
-        "deflate" | "x-deflate" if zlib_header(raw) => Box::new(flate2::read::ZlibDecoder::new(raw)),
+        "deflate" | "x-deflate" if zlib_header(raw) => {
+            Box::new(flate2::read::ZlibDecoder::new(raw))
+        }
         "deflate" | "x-deflate" => Box::new(flate2::read::DeflateDecoder::new(raw)),
         _ => return Ok(raw.to_vec()),
     };
     let mut out = Vec::new();
-    dec.take(limit as u64 + 1).read_to_end(&mut out).map_err(|e| {
-        error_reply(
-            StatusCode::BAD_REQUEST,
-            "Unable to decompress the request body",
-            &e.to_string(),
-        )
-    })?;
+    dec.take(limit as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| {
+            error_reply(
+                StatusCode::BAD_REQUEST,
+                "Unable to decompress the request body",
+                &e.to_string(),
+            )
+        })?;
     if out.len() > limit {
         return Err(Box::new(error_reply(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -397,7 +401,9 @@ pub(super) async fn write_rollups(
         if outcomes.iter().any(|o| o.is_ok()) {
             if let Err(e) = s.ingest.direct.sync() {
                 for o in outcomes.iter_mut().filter(|o| o.is_ok()) {
-                    *o = Err(crate::ingest::rollup::RollupWriteError::Store(e.to_string()));
+                    *o = Err(crate::ingest::rollup::RollupWriteError::Store(
+                        e.to_string(),
+                    ));
                 }
             }
         }

@@ -275,7 +275,14 @@ fn run(st: &OpenTsdb, q: &ExpQuery, echo: &Json) -> Result<String, ExpError> {
     let mut out = Vec::new();
     for o in &outputs {
         if let Some(e) = q.expressions.iter().find(|e| e.id == o.id) {
-            out.push(expression_output(o, e, &vars, start_ms, end_ms, st.config.query.max_depth)?);
+            out.push(expression_output(
+                o,
+                e,
+                &vars,
+                start_ms,
+                end_ms,
+                st.config.query.max_depth,
+            )?);
         } else if let Some(v) = vars.get(o.id.as_str()) {
             out.push(metric_output(o, v));
         }
@@ -655,7 +662,10 @@ impl ExprParser {
     }
 
     /// `f` one level deeper (a bracket or a sign).
-    fn nested(&mut self, f: impl FnOnce(&mut Self) -> Result<Node, String>) -> Result<Node, String> {
+    fn nested(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<Node, String>,
+    ) -> Result<Node, String> {
         self.depth += 1;
         // The operand inside is one more level.
         self.too_deep(self.depth + 1)?;
@@ -764,7 +774,10 @@ mod tests {
             format!("{}a", "(".repeat(1_000_000)),
         ] {
             let err = parse_expr(&e, 64).unwrap_err();
-            assert!(err.contains("nested deeper than 64 levels (query.max_depth)"), "{err}");
+            assert!(
+                err.contains("nested deeper than 64 levels (query.max_depth)"),
+                "{err}"
+            );
         }
     }
 

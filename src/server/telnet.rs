@@ -329,9 +329,7 @@ async fn process_chunk(state: Arc<OpenTsdb>, chunk: Bytes, max: usize) -> ChunkR
                         let r = crate::server::blocking::run(move || {
                             super::opentsdb_histogram::from_telnet(&l)
                                 .and_then(|p| super::opentsdb_histogram::store(&st, &p))
-                                .and_then(|()| {
-                                    st.ingest.direct.sync().map_err(|e| e.to_string())
-                                })
+                                .and_then(|()| st.ingest.direct.sync().map_err(|e| e.to_string()))
                         })
                         .await
                         .unwrap_or_else(|e| Err(e.to_string()));

@@ -359,6 +359,10 @@ impl Node {
             writer,
             max_name_length: config.limits.max_name_length,
             received: Default::default(),
+            direct: Arc::new(crate::write::direct::DirectSync::new(
+                store.clone(),
+                config.write.wal_fsync == "always",
+            )),
         });
         let query = Arc::new(QueryEngine {
             rows,

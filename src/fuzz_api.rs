@@ -132,6 +132,20 @@ pub fn opentsdb_metric_and_tags(
     crate::server::opentsdb_query::metric_and_tags(s)
 }
 
+/// An `/api/query/exp` expression as the handler runs it: parsed with `query.max_depth` =
+/// `max_depth`, then evaluated with every variable set. Returns whether it parsed.
+pub fn opentsdb_expression(e: &str, max_depth: usize) -> bool {
+    let Ok(ast) = crate::server::opentsdb_exp::parse_expr(e, max_depth) else {
+        return false;
+    };
+    let mut names = Vec::new();
+    ast.variables(&mut names);
+    let env: std::collections::BTreeMap<&str, f64> =
+        names.iter().map(|n| (n.as_str(), 1.5)).collect();
+    let _ = ast.eval(&env);
+    true
+}
+
 #[cfg(test)]
 mod tests {
     /// The deepest expressions the highest `query.max_depth` admits evaluate on a 2 MiB thread

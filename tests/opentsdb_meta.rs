@@ -804,3 +804,99 @@ fn histograms_over_the_points_limit_are_refused_whole() {
     let dps = got[0]["dps"].as_object().expect("one series with dps");
     assert_eq!(dps.keys().collect::<Vec<_>>(), vec!["1356998430"], "{body}");
 }
+
+/// The value of an unlabelled counter in `/metrics`.
+fn counter(s: &Server, name: &str) -> u64 {
+    let (_, text) = s.http("GET", "/metrics", "");
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("{name} not in /metrics"))
+}
+
+/// `/api/histogram` reads its body as `/api/put` does (it used to parse the raw bytes):
+/// `Content-Encoding` gzip or deflate (zlib-wrapped or bare), the inflated size held to
+/// `limits.http_body_max`; and each 204 comes only after a store sync made the cells durable.
+#[test]
+fn histogram_bodies_take_the_put_body_path_and_are_synced_before_the_answer() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("tsgate.toml");
+    std::fs::write(&cfg, "[limits]\nhttp_body_max = 4000\n").unwrap();
+    let data = dir.path().join("data");
+    let s = Server::start_with(&data, Some(&cfg));
+    let h = |ts: u64| {
+        json!({"metric":"sys.lat","timestamp":ts,"tags":{"host":"web01"},"buckets":{"0,1":3}})
+            .to_string()
+    };
+    let gzip = |b: &[u8]| {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(b).unwrap();
+        e.finish().unwrap()
+    };
+    let zlib = |b: &[u8]| {
+        let mut e = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(b).unwrap();
+        e.finish().unwrap()
+    };
+    let bare = |b: &[u8]| {
+        let mut e = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(b).unwrap();
+        e.finish().unwrap()
+    };
+    let syncs = counter(&s, "tsgate_direct_syncs_total");
+    for (ts, enc, body) in [
+        (1356998410, "gzip", gzip(h(1356998410).as_bytes())),
+        (1356998420, "deflate", zlib(h(1356998420).as_bytes())),
+        (1356998430, "deflate", bare(h(1356998430).as_bytes())),
+        (1356998440, "identity", h(1356998440).into_bytes()),
+    ] {
+        let (code, text) = http_bytes(
+            &s.addr,
+            "POST",
+            "/api/histogram",
+            &body,
+            &[("Content-Encoding", enc)],
+        );
+        assert_eq!(code, 204, "{ts} {enc}: {}", String::from_utf8_lossy(&text));
+    }
+    // One sync per request, each before its answer (no other writer to share one with).
+    assert_eq!(counter(&s, "tsgate_direct_syncs_total"), syncs + 4);
+
+    // A gzip bomb: small on the wire, over the limit once inflated; a body that is not gzip.
+    let bomb = gzip(&vec![b' '; 1 << 20]);
+    assert!(bomb.len() < 4000);
+    let (code, text) = http_bytes(
+        &s.addr,
+        "POST",
+        "/api/histogram",
+        &bomb,
+        &[("Content-Encoding", "gzip")],
+    );
+    assert_eq!(code, 413, "{}", String::from_utf8_lossy(&text));
+    assert!(String::from_utf8_lossy(&text).contains("limits.http_body_max = 4000"));
+    let (code, text) = http_bytes(
+        &s.addr,
+        "POST",
+        "/api/histogram",
+        b"not gzip at all",
+        &[("Content-Encoding", "gzip")],
+    );
+    assert_eq!(code, 400, "{}", String::from_utf8_lossy(&text));
+    assert_eq!(
+        j(&String::from_utf8_lossy(&text))["error"]["message"],
+        "Unable to decompress the request body"
+    );
+    // Over the limit on the wire: refused before the handler.
+    let big = format!("[{}]", vec![h(1356998450); 60].join(","));
+    assert!(big.len() > 4000);
+    assert_eq!(s.http("POST", "/api/histogram", &big).0, 413);
+    assert_eq!(counter(&s, "tsgate_direct_syncs_total"), syncs + 4);
+    s.stop();
+
+    let cells: Vec<String> = scan(&data, "data")
+        .into_iter()
+        .filter(|l| l.contains(" t:06"))
+        .map(|l| l.split(' ').nth(2).unwrap().to_string())
+        .collect();
+    assert_eq!(cells, ["t:06000a", "t:060014", "t:06001e", "t:060028"]);
+}

@@ -50,6 +50,18 @@ fn api_rollup_and_telnet_rollup_write_opentsdb_cells() {
         r#"[{"metric":"sys.cpu.user","timestamp":1356998400,"value":1,"tags":{"host":"web01"},"interval":"5m","aggregator":"sum"},{"metric":"sys.cpu.user","timestamp":1356998400,"value":1,"tags":{"host":"web01"},"aggregator":"sum"}]"#,
     );
     assert_eq!(code, 400, "{body}");
+    // Answered after a store sync: one for the first request's point. The second stored
+    // nothing and needed none.
+    let (_, metrics) = s.http("GET", "/metrics", "");
+    assert!(
+        metrics.lines().any(|l| l == "tsgate_direct_syncs_total 1"),
+        "{}",
+        metrics
+            .lines()
+            .filter(|l| l.contains("direct_sync"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     assert!(
         body.contains(r#""error":"No rollups configured for the interval: 5m""#),
         "{body}"

@@ -64,26 +64,39 @@ pub fn too_many_points(state: &OpenTsdb, n: usize) -> Option<Reply> {
     })
 }
 
-/// Decompresses a gzip body within the size limit. (The error reply is boxed: it is large.)
-fn body_text(state: &OpenTsdb, req: &Request) -> Result<Vec<u8>, Box<Reply>> {
-    let gz = req
+/// The body of an OpenTSDB write (`/api/put`, `/api/rollup`, `/api/histogram`), decompressed
+/// within `limits.http_body_max` when `Content-Encoding` is `gzip` or `deflate` (zlib-wrapped
+/// or raw, as Netty's decompressor in OpenTSDB's pipeline takes it). The raw body was already
+/// held to that limit and to the in-flight budget by the HTTP layer. (The error reply is
+/// boxed: it is large.)
+pub(super) fn body_text(state: &OpenTsdb, req: &Request) -> Result<Vec<u8>, Box<Reply>> {
+    let enc = req
         .headers
         .get("content-encoding")
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.eq_ignore_ascii_case("gzip"));
-    if !gz {
-        return Ok(req.body.to_vec());
-    }
+        .map(|v| v.trim().to_ascii_lowercase())
+        .unwrap_or_default();
     let limit = state.settings.http_body_max;
+    let raw = &req.body[..];
+    let dec: Box<dyn Read + '_> = match enc.as_str() {
+        "gzip" | "x-gzip" => Box::new(flate2::read::GzDecoder::new(raw)),
+        // RFC 9110's deflate is zlib-wrapped; some senders send the bare stream.
+        "deflate" | "x-deflate" if zlib_header(raw) => {
+            Box::new(flate2::read::ZlibDecoder::new(raw))
+        }
+        "deflate" | "x-deflate" => Box::new(flate2::read::DeflateDecoder::new(raw)),
+        _ => return Ok(raw.to_vec()),
+    };
     let mut out = Vec::new();
-    let mut dec = flate2::read::GzDecoder::new(&req.body[..]).take(limit as u64 + 1);
-    dec.read_to_end(&mut out).map_err(|e| {
-        error_reply(
-            StatusCode::BAD_REQUEST,
-            "Unable to decompress the request body",
-            &e.to_string(),
-        )
-    })?;
+    dec.take(limit as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| {
+            error_reply(
+                StatusCode::BAD_REQUEST,
+                "Unable to decompress the request body",
+                &e.to_string(),
+            )
+        })?;
     if out.len() > limit {
         return Err(Box::new(error_reply(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -92,6 +105,11 @@ fn body_text(state: &OpenTsdb, req: &Request) -> Result<Vec<u8>, Box<Reply>> {
         )));
     }
     Ok(out)
+}
+
+/// Whether `b` starts with a zlib header (RFC 1950: method 8, check bits).
+fn zlib_header(b: &[u8]) -> bool {
+    matches!(b, [cmf, flg, ..] if cmf & 0x0F == 8 && (u16::from(*cmf) << 8 | u16::from(*flg)) % 31 == 0)
 }
 
 pub(super) async fn put(state: &Arc<OpenTsdb>, req: Request) -> Reply {
@@ -356,7 +374,8 @@ pub(super) async fn uid_assign(state: &Arc<OpenTsdb>, req: Request) -> Reply {
     }
 }
 
-/// Writes rollup points on a blocking thread; one outcome per point.
+/// Writes rollup points on a blocking thread, durably (see `write::direct`); one outcome per
+/// point.
 pub(super) async fn write_rollups(
     state: &Arc<OpenTsdb>,
     points: Vec<(
@@ -373,10 +392,22 @@ pub(super) async fn write_rollups(
             config: &s.settings.rollups,
             resolver: &s.resolver,
         };
-        points
+        let mut outcomes: Vec<_> = points
             .iter()
             .map(|(spec, p)| writer.write(spec, &p.as_ref()))
-            .collect::<Vec<_>>()
+            .collect();
+        // Acknowledged only once durable, as a WAL record would be: one (shared) store sync
+        // for the request; if it fails, nothing written counts as stored.
+        if outcomes.iter().any(|o| o.is_ok()) {
+            if let Err(e) = s.ingest.direct.sync() {
+                for o in outcomes.iter_mut().filter(|o| o.is_ok()) {
+                    *o = Err(crate::ingest::rollup::RollupWriteError::Store(
+                        e.to_string(),
+                    ));
+                }
+            }
+        }
+        outcomes
     })
     .await
     .unwrap_or_else(|_| {

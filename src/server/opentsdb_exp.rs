@@ -275,7 +275,14 @@ fn run(st: &OpenTsdb, q: &ExpQuery, echo: &Json) -> Result<String, ExpError> {
     let mut out = Vec::new();
     for o in &outputs {
         if let Some(e) = q.expressions.iter().find(|e| e.id == o.id) {
-            out.push(expression_output(o, e, &vars, start_ms, end_ms)?);
+            out.push(expression_output(
+                o,
+                e,
+                &vars,
+                start_ms,
+                end_ms,
+                st.settings.max_depth,
+            )?);
         } else if let Some(v) = vars.get(o.id.as_str()) {
             out.push(metric_output(o, v));
         }
@@ -313,8 +320,9 @@ fn expression_output(
     vars: &BTreeMap<&str, Var>,
     start_ms: u64,
     end_ms: u64,
+    max_depth: usize,
 ) -> Result<String, ExpError> {
-    let ast = parse_expr(&e.expr)
+    let ast = parse_expr(&e.expr, max_depth)
         .map_err(|m| ExpError::Bad(format!("Unable to parse expression [{}]: {m}", e.expr)))?;
     let mut names = Vec::new();
     ast.variables(&mut names);
@@ -536,7 +544,7 @@ fn write_output(
 
 /// An arithmetic expression over variables.
 #[derive(Debug, Clone, PartialEq)]
-enum Ast {
+pub(crate) enum Ast {
     Num(f64),
     Var(String),
     Neg(Box<Ast>),
@@ -544,7 +552,7 @@ enum Ast {
 }
 
 impl Ast {
-    fn variables(&self, out: &mut Vec<String>) {
+    pub(crate) fn variables(&self, out: &mut Vec<String>) {
         match self {
             Ast::Num(_) => {}
             Ast::Var(v) => out.push(v.clone()),
@@ -556,7 +564,7 @@ impl Ast {
         }
     }
 
-    fn eval(&self, env: &BTreeMap<&str, f64>) -> f64 {
+    pub(crate) fn eval(&self, env: &BTreeMap<&str, f64>) -> f64 {
         match self {
             Ast::Num(n) => *n,
             Ast::Var(v) => env.get(v.as_str()).copied().unwrap_or(f64::NAN),
@@ -575,9 +583,13 @@ impl Ast {
     }
 }
 
+/// Parses an expression nested at most `max_depth` levels (`query.max_depth`): each bracket,
+/// sign and operator adds one, so neither the recursive parser nor the recursive evaluation
+/// and drop of the tree (`a+a+…+a` is as deep as it is long) can overflow a thread's stack.
+
 /// Why an expression's text does not parse (the detail of `Unable to parse expression`).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-enum ExprError {
+pub(crate) enum ExprError {
     #[error("unexpected '{0}' at {1}")]
     Unexpected(char, usize),
     #[error("missing ')'")]
@@ -586,12 +598,19 @@ enum ExprError {
     Number(String),
     #[error("the expression ends too early")]
     Truncated,
+    #[error("expression nested deeper than {max} levels (query.max_depth) at {at}")]
+    TooDeep { max: usize, at: usize },
 }
 
-fn parse_expr(s: &str) -> Result<Ast, ExprError> {
+pub(crate) fn parse_expr(s: &str, max_depth: usize) -> Result<Ast, ExprError> {
     let chars: Vec<char> = s.chars().collect();
-    let mut p = ExprParser { c: chars, i: 0 };
-    let a = p.sum()?;
+    let mut p = ExprParser {
+        c: chars,
+        i: 0,
+        depth: 0,
+        max_depth,
+    };
+    let (a, _) = p.sum()?;
     p.ws();
     if p.i < p.c.len() {
         return Err(ExprError::Unexpected(p.c[p.i], p.i));
@@ -602,7 +621,13 @@ fn parse_expr(s: &str) -> Result<Ast, ExprError> {
 struct ExprParser {
     c: Vec<char>,
     i: usize,
+    /// Brackets and signs open around the current position.
+    depth: usize,
+    max_depth: usize,
 }
+
+/// A parsed node and the height of its tree.
+type Node = (Ast, usize);
 
 impl ExprParser {
     fn ws(&mut self) {
@@ -616,42 +641,78 @@ impl ExprParser {
         self.c.get(self.i).copied()
     }
 
-    fn sum(&mut self) -> Result<Ast, ExprError> {
+    fn too_deep(&self, levels: usize) -> Result<(), ExprError> {
+        if levels > self.max_depth {
+            return Err(ExprError::TooDeep {
+                max: self.max_depth,
+                at: self.i,
+            });
+        }
+        Ok(())
+    }
+
+    fn bin(&self, op: char, (a, ha): Node, (b, hb): Node) -> Result<Node, ExprError> {
+        let h = ha.max(hb) + 1;
+        self.too_deep(h.max(self.depth))?;
+        Ok((Ast::Bin(op, Box::new(a), Box::new(b)), h))
+    }
+
+    fn sum(&mut self) -> Result<Node, ExprError> {
         let mut a = self.product()?;
         while let Some(op @ ('+' | '-')) = self.peek() {
             self.i += 1;
-            a = Ast::Bin(op, Box::new(a), Box::new(self.product()?));
+            let b = self.product()?;
+            a = self.bin(op, a, b)?;
         }
         Ok(a)
     }
 
-    fn product(&mut self) -> Result<Ast, ExprError> {
+    fn product(&mut self) -> Result<Node, ExprError> {
         let mut a = self.unary()?;
         while let Some(op @ ('*' | '/' | '%')) = self.peek() {
             self.i += 1;
-            a = Ast::Bin(op, Box::new(a), Box::new(self.unary()?));
+            let b = self.unary()?;
+            a = self.bin(op, a, b)?;
         }
         Ok(a)
     }
 
-    fn unary(&mut self) -> Result<Ast, ExprError> {
+    /// `f` one level deeper (a bracket or a sign).
+    fn nested(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<Node, ExprError>,
+    ) -> Result<Node, ExprError> {
+        self.depth += 1;
+        // The operand inside is one more level.
+        self.too_deep(self.depth + 1)?;
+        let r = f(self);
+        self.depth -= 1;
+        r
+    }
+
+    fn unary(&mut self) -> Result<Node, ExprError> {
         match self.peek() {
             Some('-') => {
                 self.i += 1;
-                Ok(Ast::Neg(Box::new(self.unary()?)))
+                self.nested(|p| {
+                    let (a, h) = p.unary()?;
+                    Ok((Ast::Neg(Box::new(a)), h + 1))
+                })
             }
             Some('+') => {
                 self.i += 1;
-                self.unary()
+                self.nested(|p| p.unary())
             }
             Some('(') => {
                 self.i += 1;
-                let a = self.sum()?;
-                if self.peek() != Some(')') {
-                    return Err(ExprError::MissingParen);
-                }
-                self.i += 1;
-                Ok(a)
+                self.nested(|p| {
+                    let a = p.sum()?;
+                    if p.peek() != Some(')') {
+                        return Err(ExprError::MissingParen);
+                    }
+                    p.i += 1;
+                    Ok(a)
+                })
             }
             Some(c) if c.is_ascii_digit() || c == '.' => {
                 let st = self.i;
@@ -663,7 +724,7 @@ impl ExprParser {
                 let t: String = self.c[st..self.i].iter().collect();
                 t.trim_end_matches(['d', 'D', 'f', 'F', 'l', 'L'])
                     .parse()
-                    .map(Ast::Num)
+                    .map(|n| (Ast::Num(n), 1))
                     .map_err(|_| ExprError::Number(t.clone()))
             }
             Some(c) if c.is_alphabetic() || c == '_' => {
@@ -673,7 +734,7 @@ impl ExprParser {
                 {
                     self.i += 1;
                 }
-                Ok(Ast::Var(self.c[st..self.i].iter().collect()))
+                Ok((Ast::Var(self.c[st..self.i].iter().collect()), 1))
             }
             Some(c) => Err(ExprError::Unexpected(c, self.i)),
             None => Err(ExprError::Truncated),
@@ -687,7 +748,7 @@ mod tests {
 
     fn ev(s: &str, vars: &[(&str, f64)]) -> f64 {
         let env: BTreeMap<&str, f64> = vars.iter().copied().collect();
-        parse_expr(s).unwrap().eval(&env)
+        parse_expr(s, 64).unwrap().eval(&env)
     }
 
     #[test]
@@ -699,12 +760,40 @@ mod tests {
         assert_eq!(ev("-a * -2", &[("a", 3.0)]), 6.0);
         assert!(ev("a / b", &[("a", 1.0), ("b", f64::NAN)]).is_nan());
         let mut v = Vec::new();
-        parse_expr("sys_cpu + b*(sys_cpu - c)")
+        parse_expr("sys_cpu + b*(sys_cpu - c)", 64)
             .unwrap()
             .variables(&mut v);
         assert_eq!(v, ["sys_cpu", "b", "sys_cpu", "c"]);
         for bad in ["a +", "(a", "a b", "a # b", ""] {
-            assert!(parse_expr(bad).is_err(), "{bad}");
+            assert!(parse_expr(bad, 64).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn nesting_past_max_depth_is_refused_before_it_can_overflow_the_stack() {
+        // Brackets, signs and operator chains each count; 64 levels pass, 65 do not.
+        let ok = [
+            format!("{}a{}", "(".repeat(63), ")".repeat(63)),
+            format!("{}a", "-".repeat(63)),
+            format!("a{}", "+a".repeat(63)),
+        ];
+        for e in &ok {
+            assert!(parse_expr(e, 64).is_ok(), "{e}");
+        }
+        assert_eq!(ev(&ok[1], &[("a", 2.0)]), -2.0);
+        assert_eq!(ev(&ok[2], &[("a", 2.0)]), 128.0);
+        for e in [
+            format!("{}a{}", "(".repeat(64), ")".repeat(64)),
+            format!("{}a", "-".repeat(64)),
+            format!("a{}", "+a".repeat(64)),
+            format!("a{}", "*a".repeat(100_000)),
+            format!("{}a", "(".repeat(1_000_000)),
+        ] {
+            let err = parse_expr(&e, 64).unwrap_err().to_string();
+            assert!(
+                err.contains("nested deeper than 64 levels (query.max_depth)"),
+                "{err}"
+            );
         }
     }
 

@@ -1000,7 +1000,7 @@ fn run(
     }
     let elapsed = started.elapsed().as_secs_f64() * 1000.0;
     let body = render(&q, &series, &summary, &extras, elapsed);
-    let max = st.config.query.max_answer_bytes;
+    let max = st.settings.max_answer_bytes;
     if max > 0 && body.len() > max {
         return Err(QueryError::TooLarge(format!(
             "The answer would take {} bytes or more, more than {max} (query.max_answer_bytes); filter on more tags, downsample or shorten the time range",

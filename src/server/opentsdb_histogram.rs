@@ -2,7 +2,8 @@
 //! Each point becomes one cell in the series' `tsdb` row: qualifier `0x06` + offset (2 bytes
 //! of seconds or 4 of milliseconds, `Internal.getQualifier`), value = codec id byte + the
 //! codec's encoding, exactly as OpenTSDB's `addHistogramPoint` writes it. Cells are written
-//! straight to the store (like annotations), never merged into compacted columns.
+//! straight to the store (like annotations), never merged into compacted columns, and answered
+//! once a store sync made them as durable as a WAL record (`write::direct`).
 //!
 //! tsgate knows one codec, `SimpleHistogram`, under id [`SIMPLE_ID`] (the id OpenTSDB's
 //! documented `tsd.core.histograms.config` gives `SimpleHistogramDecoder`).
@@ -235,7 +236,12 @@ pub(super) async fn put(state: &Arc<OpenTsdb>, req: Request) -> Reply {
     if req.method != Method::POST {
         return super::api::method_not_allowed(&req.method);
     }
-    let body: Json = match serde_json::from_slice(&req.body) {
+    // /api/put's body path: Content-Encoding within limits.http_body_max.
+    let raw = match super::api::body_text(state, &req) {
+        Ok(b) => b,
+        Err(r) => return *r,
+    };
+    let body: Json = match serde_json::from_slice(&raw) {
         Ok(b) => b,
         Err(e) => {
             return error_reply(
@@ -264,11 +270,24 @@ pub(super) async fn put(state: &Arc<OpenTsdb>, req: Request) -> Reply {
                 errors.push(serde_json::json!({"datapoint": dp, "error": e.to_string()}));
             }
         }
-        (dps.len(), errors)
+        // One (shared) sync for the request before any of it is acknowledged.
+        let synced = if errors.len() < dps.len() {
+            st.ingest.direct.sync()
+        } else {
+            Ok(())
+        };
+        (dps.len(), errors, synced)
     })
     .await;
     let (n, errors) = match res {
-        Ok(r) => r,
+        Ok((_, _, Err(e))) => {
+            return super::api::retry_later(error_reply(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Unable to store the histograms, please retry",
+                &e.to_string(),
+            ))
+        }
+        Ok((n, errors, Ok(()))) => (n, errors),
         Err(e) => {
             return error_reply(
                 StatusCode::INTERNAL_SERVER_ERROR,

@@ -53,6 +53,8 @@ pub struct OpenTsdbSettings {
     /// `query.max_image_pixels` (0 = no limit) for `/q?png`.
     pub max_image_pixels: u64,
     /// `[rollups]`, where `/api/rollup` and the telnet `rollup` command write.
+    /// `query.max_depth`: the deepest `/api/query/exp` expression parsed.
+    pub max_depth: usize,
     pub rollups: Arc<RollupsConfig>,
     /// What `/api/config` answers: OpenTSDB's keys and the whole config, secrets redacted.
     pub config_view: Arc<BTreeMap<String, String>>,
@@ -61,6 +63,7 @@ pub struct OpenTsdbSettings {
 impl OpenTsdbSettings {
     pub fn from_config(c: &Config) -> OpenTsdbSettings {
         OpenTsdbSettings {
+            max_depth: c.query.max_depth,
             max_points_per_request: c.limits.max_points_per_request,
             http_body_max: c.limits.http_body_max,
             telnet_line_max: c.limits.telnet_line_max,

@@ -262,7 +262,14 @@ async fn process_chunk(state: Arc<OpenTsdb>, chunk: Bytes, max: usize) -> ChunkR
             })
             .collect()
     };
+    // Consecutive `rollup` lines, written together: one store sync for the run of them.
+    let mut rollups = Vec::new();
     for (line, known) in lines.iter().zip(known.iter_mut()) {
+        let is_rollup = line.starts_with("rollup ") || *line == "rollup";
+        if !is_rollup || line.len() > max {
+            // In line order: the rollups before this line are written (or refused) first.
+            write_rollups(&state, &mut rollups, &mut out).await;
+        }
         if let Some(sp) = known.take() {
             points.push(Put::Known(sp));
             continue;
@@ -276,18 +283,13 @@ async fn process_chunk(state: Arc<OpenTsdb>, chunk: Bytes, max: usize) -> ChunkR
             out.extend_from_slice(too_long(max).as_bytes());
             continue;
         }
-        if line.starts_with("rollup ") || *line == "rollup" {
+        if is_rollup {
             // In line order: what came before is written first.
             flush_points(&state, &mut points, &mut out).await;
             match tsgate_opentsdb::rollup::parse_telnet(line, &state.limits) {
-                Ok((spec, p)) => {
-                    let r = super::api::write_rollups(&state, vec![(spec, p.to_owned_point())]);
-                    if let Some(Err(e)) = r.await.into_iter().next() {
-                        out.extend_from_slice(e.telnet_line().as_bytes());
-                        out.push(b'\n');
-                    }
-                }
+                Ok((spec, p)) => rollups.push((spec, p.to_owned_point())),
                 Err(e) => {
+                    write_rollups(&state, &mut rollups, &mut out).await;
                     out.extend_from_slice(tsgate_opentsdb::rollup::error_line(&e).as_bytes());
                     out.push(b'\n');
                 }
@@ -327,6 +329,7 @@ async fn process_chunk(state: Arc<OpenTsdb>, chunk: Bytes, max: usize) -> ChunkR
                         let r = crate::server::blocking::run(move || {
                             super::opentsdb_histogram::from_telnet(&l)
                                 .and_then(|p| super::opentsdb_histogram::store(&st, &p))
+                                .and_then(|()| Ok(st.ingest.direct.sync()?))
                         })
                         .await
                         .unwrap_or_else(|e| Err(e.into()));
@@ -354,7 +357,29 @@ async fn process_chunk(state: Arc<OpenTsdb>, chunk: Bytes, max: usize) -> ChunkR
         }
     }
     flush_points(&state, &mut points, &mut out).await;
+    write_rollups(&state, &mut rollups, &mut out).await;
     ChunkResult { output: out, exit }
+}
+
+/// Writes the pending `rollup` lines (durably, before the connection's next answer) and
+/// answers the refused ones, in line order.
+async fn write_rollups(
+    state: &Arc<OpenTsdb>,
+    rollups: &mut Vec<(
+        tsgate_opentsdb::rollup::RollupSpec,
+        tsgate_opentsdb::OwnedDataPoint,
+    )>,
+    out: &mut Vec<u8>,
+) {
+    if rollups.is_empty() {
+        return;
+    }
+    for r in super::api::write_rollups(state, std::mem::take(rollups)).await {
+        if let Err(e) = r {
+            out.extend_from_slice(e.telnet_line().as_bytes());
+            out.push(b'\n');
+        }
+    }
 }
 
 async fn flush_points(state: &OpenTsdb, points: &mut Vec<Put<'_>>, out: &mut Vec<u8>) {

@@ -115,8 +115,9 @@ pub struct QueryConfig {
     pub max_series: usize,
     /// Most stored points one OpenTSDB query may read; 0 = no limit.
     pub max_points: u64,
-    /// Deepest nesting of a query expression (PromQL, graphite-web targets): parsers and
-    /// evaluators recurse once per level, and a thread's stack holds a few thousand levels.
+    /// Deepest nesting of a query expression (PromQL, graphite-web targets, `/api/query/exp`
+    /// expressions): parsers and evaluators recurse once per level, and a thread's stack
+    /// holds a few thousand levels.
     pub max_depth: usize,
     /// Most values one query may make: an OpenTSDB fill policy's buckets over all series,
     /// graphite-web's series × steps and the raw points it reads; 0 = no limit.

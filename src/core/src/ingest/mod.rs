@@ -141,6 +141,9 @@ pub struct Ingest {
     pub max_name_length: usize,
     /// Telnet and plaintext input read but not yet with the writer.
     pub received: Arc<tsgate_common::received::Received>,
+    /// Makes rollup and histogram points, which go straight to the store, as durable as a
+    /// WAL record before they are acknowledged.
+    pub direct: Arc<crate::write::direct::DirectSync>,
 }
 
 /// The first name of a point longer than `max` bytes, as an error naming the limit.

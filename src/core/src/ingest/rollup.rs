@@ -3,7 +3,8 @@
 //! pre-aggregate table), one put per point, with the checks and messages of OpenTSDB.
 //!
 //! These cells do not go through the write-ahead log: a write is answered once the store holds
-//! it (as OpenTSDB answers once HBase took the put).
+//! it (as OpenTSDB answers once HBase took the put) and a store sync made it as durable as a
+//! WAL record (`write::direct`, which the caller runs once per request).
 
 use crate::config::rollup::RollupsConfig;
 use crate::series::SeriesResolver;

@@ -110,6 +110,18 @@ pub fn render(m: &Metrics, live: &Live) -> String {
     );
     e.histogram("tsgate_wal_fsync_duration_seconds", &[], &m.wal_fsync);
     e.single(
+        "tsgate_direct_syncs_total",
+        "Store syncs that made rollup and histogram points durable before their answer.",
+        Kind::Counter,
+        m.direct_syncs.get(),
+    );
+    e.family(
+        "tsgate_direct_sync_duration_seconds",
+        "Time of one store sync for rollup and histogram points (shared by concurrent writers).",
+        Kind::Histogram,
+    );
+    e.histogram("tsgate_direct_sync_duration_seconds", &[], &m.direct_sync);
+    e.single(
         "tsgate_wal_replayed_points_total",
         "Points replayed from the write-ahead log at startup.",
         Kind::Counter,

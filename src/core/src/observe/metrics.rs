@@ -160,6 +160,9 @@ pub struct Metrics {
     pub wal_bytes: Counter,
     pub wal_commits: Counter,
     pub wal_fsync: Histogram,
+    /// Store syncs of rollup and histogram writes (`write::direct`), and their time.
+    pub direct_syncs: Counter,
+    pub direct_sync: Histogram,
     pub wal_replayed_points: Counter,
     /// HTTP requests refused for want of `limits.max_body_bytes_in_flight`.
     pub body_budget_refusals: Counter,

@@ -65,6 +65,13 @@ pub mod write {
         m.wal_commits.inc();
     }
 
+    /// A store sync for rollup and histogram points (`write::direct`) that started at `start`.
+    pub fn direct_sync(start: Instant) {
+        let m = super::metrics();
+        m.direct_sync.since(start);
+        m.direct_syncs.inc();
+    }
+
     /// Points acknowledged into a shard's buffer.
     pub fn buffered(points: usize) {
         super::metrics().buffered_points.add(points as i64);

@@ -5,6 +5,7 @@
 
 pub mod compaction;
 pub mod compactor;
+pub mod direct;
 pub mod flusher;
 pub mod rollup;
 pub mod shard;

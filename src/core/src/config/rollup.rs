@@ -52,6 +52,11 @@ pub struct RollupsConfig {
     pub block_derived: bool,
     /// Build rollup cells of every configured interval from raw data as hours are compacted.
     pub build: bool,
+    /// How long each rollup interval keeps its cells, by interval (`{ "1h" = "365d" }`): units
+    /// s m h d w y, "" = for ever (the default of every interval). Raw data keeps
+    /// `storage.retention`. A row (one row span of one series) goes once its span has wholly
+    /// passed the retention.
+    pub retention: BTreeMap<String, String>,
     /// The compiled configuration (after [`RollupsConfig::resolve`]).
     #[serde(skip)]
     pub compiled: Option<Arc<Rollups>>,
@@ -72,9 +77,21 @@ impl Default for RollupsConfig {
             tag_raw: false,
             block_derived: true,
             build: true,
+            retention: BTreeMap::new(),
             compiled: None,
             base_dir: None,
         }
+    }
+}
+
+impl RollupsConfig {
+    /// The retention of rollup interval `interval`, seconds (0 = for ever; checked by
+    /// [`RollupsConfig::compile`]).
+    pub fn retention_s(&self, interval: &str) -> u64 {
+        self.retention
+            .get(interval)
+            .and_then(|t| super::parse_duration_s(t).ok())
+            .unwrap_or(0)
     }
 }
 
@@ -157,6 +174,18 @@ impl RollupsConfig {
         }
         if self.agg_tag_key.is_empty() {
             return Err("rollups.agg_tag_key must not be empty".into());
+        }
+        for (name, text) in &self.retention {
+            if !r
+                .intervals
+                .iter()
+                .any(|i| !i.default && i.interval == *name)
+            {
+                return Err(format!(
+                    "rollups.retention names {name:?}, which is not a configured rollup interval (raw data keeps storage.retention)"
+                ));
+            }
+            super::parse_duration_s(text).map_err(|e| format!("rollups.retention.{name}: {e}"))?;
         }
         Ok(Some(r))
     }

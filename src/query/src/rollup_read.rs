@@ -577,6 +577,77 @@ mod tests {
     }
 
     #[test]
+    fn graphite_picks_as_whisper_picks_an_archive() {
+        use super::{graphite_plan, Fit, GraphiteWant, Mode};
+        let f = fixture();
+        let r = f.engine.rollups.as_deref().unwrap();
+        let now = 1_700_000_000i64;
+        let want = |func: &str, fit| GraphiteWant {
+            func: func.into(),
+            fit,
+        };
+        let plan = |w: Option<&GraphiteWant>, from: i64, raw: u64, hour: u64| {
+            graphite_plan(r, w, from, now, &|iv| match iv {
+                None => raw,
+                Some(iv) if iv.interval == "1h" => hour,
+                Some(_) => 0,
+            })
+            .map(|p| (p.interval.interval.clone(), p.mode))
+        };
+        let (sum, count, min, max) = (0, 1, 2, 3);
+        let day = Some(("1d".to_string(), Mode::Same(sum)));
+        // summarize(x, '1d', 'sum'): the longest interval dividing a day; '2h': the hour.
+        assert_eq!(
+            plan(Some(&want("sum", Fit::Divides(86_400))), now - 10, 0, 0),
+            day
+        );
+        assert_eq!(
+            plan(Some(&want("max", Fit::Divides(7200))), now - 10, 0, 0),
+            Some(("1h".into(), Mode::Same(max)))
+        );
+        // average only from its own interval; '2h' has none: raw data.
+        assert_eq!(
+            plan(Some(&want("average", Fit::Equals(3600))), now - 10, 0, 0),
+            Some(("1h".into(), Mode::Avg { sum, count }))
+        );
+        assert_eq!(
+            plan(Some(&want("average", Fit::Equals(7200))), now - 10, 0, 0),
+            None
+        );
+        // Functions no stored aggregate gives (last, median): raw data.
+        assert_eq!(
+            plan(Some(&want("last", Fit::Divides(86_400))), now - 10, 0, 0),
+            None
+        );
+        // maxDataPoints: the longest interval still giving that many points.
+        assert_eq!(
+            plan(Some(&want("min", Fit::AtMost(5000))), now - 10, 0, 0),
+            Some(("1h".into(), Mode::Same(min)))
+        );
+        // No want: raw while raw data reaches back to `from`; else the finest interval that
+        // does (the hour's kept 30 days here).
+        assert_eq!(plan(None, now - 86_400, 7 * 86_400, 0), None);
+        assert_eq!(
+            plan(None, now - 8 * 86_400, 7 * 86_400, 30 * 86_400),
+            Some(("1h".into(), Mode::Avg { sum, count }))
+        );
+        assert_eq!(
+            plan(None, now - 40 * 86_400, 7 * 86_400, 30 * 86_400),
+            Some(("1d".into(), Mode::Avg { sum, count }))
+        );
+        // A want no interval fits, past raw retention: the age decides.
+        assert_eq!(
+            plan(
+                Some(&want("sum", Fit::Divides(60))),
+                now - 8 * 86_400,
+                86_400,
+                0
+            ),
+            Some(("1h".into(), Mode::Same(sum)))
+        );
+    }
+
+    #[test]
     fn rollup_usage_falls_back_as_opentsdb() {
         let f = fixture();
         f.write_raw(&[(0, 10, 4), (0, 7200, 6)]);

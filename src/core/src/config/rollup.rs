@@ -263,5 +263,24 @@ mod tests {
             .unwrap_err()
             .starts_with("Failed to open conf file: missing.json"));
         assert_eq!(RollupsConfig::default().compile("tsdb"), Ok(None));
+        let mut c = RollupsConfig {
+            enabled: true,
+            ..Default::default()
+        };
+        c.retention.insert("1h".into(), "365d".into());
+        assert!(c.compile("tsdb").is_ok());
+        assert_eq!(c.retention_s("1h"), 365 * 86_400);
+        assert_eq!(c.retention_s("1d"), 0);
+        c.retention.insert("1m".into(), "7d".into());
+        assert!(c
+            .compile("tsdb")
+            .unwrap_err()
+            .contains("not a configured rollup interval"));
+        c.retention.remove("1m");
+        c.retention.insert("1d".into(), "ever".into());
+        assert!(c
+            .compile("tsdb")
+            .unwrap_err()
+            .starts_with("rollups.retention.1d"));
     }
 }

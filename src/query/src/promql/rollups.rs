@@ -248,3 +248,54 @@ pub fn select(
     out.sort_by(|a, b| a.labels.cmp(&b.labels));
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rollups() -> Rollups {
+        let mut c = tsgate_core::config::rollup::RollupsConfig {
+            enabled: true,
+            ..Default::default()
+        };
+        c.build = true;
+        c.compile("tsdb").unwrap().unwrap()
+    }
+
+    #[test]
+    fn over_time_functions_read_rollups_only_when_allowed() {
+        let r = rollups();
+        let now = 1_700_000_000_000i64;
+        let s = |msr: i64, ret: i64| Settings {
+            max_source_resolution_ms: msr,
+            raw_retention_ms: ret,
+            ..Settings::default()
+        };
+        let h = 3_600_000;
+        let iv = |aggs: &[&str], range: i64, lo: i64, st: Settings| {
+            interval_for(&r, aggs, range, lo, now, &st)
+        };
+        // Raw data there and no coarser resolution asked: raw.
+        assert_eq!(iv(&["sum"], 24 * h, now - 25 * h, s(0, 0)), None);
+        // Asked: the longest interval dividing the range, no longer than asked.
+        assert_eq!(iv(&["sum"], 24 * h, now, s(24 * h, 0)), Some(86_400));
+        assert_eq!(iv(&["sum"], 24 * h, now, s(h, 0)), Some(3600));
+        assert_eq!(iv(&["sum"], 90 * 60_000, now, s(24 * h, 0)), None);
+        // Raw data expired before the window: the finest interval dividing the range.
+        assert_eq!(iv(&["max"], 24 * h, now - 48 * h, s(0, 24 * h)), Some(3600));
+        // An aggregator aggregationIds lacks: raw.
+        assert_eq!(iv(&["first"], 24 * h, now - 48 * h, s(0, 24 * h)), None);
+        // The rewrite: count_over_time sums count cells; rate stays raw.
+        let e = crate::promql::parse("sum(count_over_time(m[1d])) + rate(m[1d])").unwrap();
+        let p = plan(Some(&r), &e, now, now, &s(24 * h, 0))
+            .unwrap()
+            .to_string();
+        assert!(
+            p.contains("sum_over_time(m{__tsgate_rollup__=\"count:86400\"}[1d])"),
+            "{p}"
+        );
+        assert!(p.contains("rate(m[1d])"), "{p}");
+        assert!(plan(Some(&r), &e, now, now, &s(0, 0)).is_none());
+        assert!(plan(None, &e, now, now, &s(24 * h, 0)).is_none());
+    }
+}

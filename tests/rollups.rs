@@ -347,6 +347,26 @@ fn backfilled_rollups_answer_graphite_and_promql_as_raw_data_did() {
             );
         }
     }
+    // maxDataPoints 20 over two days: the 1h rollup (at most 8,640 s a point), consolidated
+    // 3 to a point as graphite-web consolidates a coarser archive (raw 10 s data would be
+    // 864 to a point, 8,640 s apart).
+    let (_, body) = s.http(
+        "GET",
+        &format!(
+            "/render?format=json&maxDataPoints=20&from={}&until={}&target=m.a",
+            DAY - 1,
+            DAY + 2 * 86400 - 1
+        ),
+        "",
+    );
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let dps = v[0]["datapoints"].as_array().unwrap();
+    assert!(dps.len() <= 20 && dps.len() >= 16, "{body}");
+    assert_eq!(
+        dps[1][1].as_i64().unwrap() - dps[0][1].as_i64().unwrap(),
+        10_800,
+        "{body}"
+    );
     s.stop();
     // Raw data kept 30 days: the start's sweep drops all of it; the rollups answer.
     let expiring = write_config(

@@ -319,7 +319,7 @@ impl crate::QueryEngine {
                     read.points(rk.base, &cells, start_ms, end_ms, |ts, c| {
                         let v = match c {
                             Cell::Value(v) => v.as_f64(),
-                            Cell::Weighted { count, .. } if count == 0.0 => return,
+                            Cell::Weighted { count: 0.0, .. } => return,
                             Cell::Weighted { sum, count } => sum / count,
                         };
                         let t = match stamp {

@@ -169,7 +169,7 @@ fn rewrite_call(
     let call = |func: &str, arg: Expr| -> Option<Expr> {
         let mut e = super::parse(&format!("{func}(x[1s])")).ok()?;
         if let Expr::Call(c) = &mut e {
-            c.args.args[0] = Box::new(arg);
+            *c.args.args[0] = arg;
         }
         Some(e)
     };

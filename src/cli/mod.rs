@@ -1,5 +1,5 @@
 //! The `tsgate` command line: `serve`, `scan`, `uid`, `import`, `export`, `snapshot`, `fsck`,
-//! `hbase`, `auth`.
+//! `rollup`, `hbase`, `auth`.
 
 pub mod auth;
 pub mod bigtable;
@@ -8,6 +8,7 @@ pub mod fsck;
 pub mod hbase;
 pub mod import;
 pub mod query;
+pub mod rollup;
 pub mod scan;
 pub mod snapshot;
 pub mod uid;
@@ -123,6 +124,8 @@ pub enum Command {
     Fsck(fsck::FsckArgs),
     /// Run a query (`m=` syntax) against the data directory (server must be stopped).
     Query(query::QueryArgs),
+    /// Build the rollup cells of data already stored (`[rollups]`; server must be stopped).
+    Rollup(rollup::RollupArgs),
     /// HBase: create OpenTSDB's tables, or run the Thrift test double.
     Hbase {
         #[command(flatten)]
@@ -212,6 +215,10 @@ pub fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Query(args) => {
             init_logging(&args.common)?;
             query::run(&args)
+        }
+        Command::Rollup(args) => {
+            init_logging(&args.common)?;
+            rollup::run(&args)
         }
         Command::Hbase { common, action } => {
             init_logging(&common)?;

@@ -110,6 +110,8 @@ pub struct PrometheusSettings {
     pub query_timeout_ms: u64,
     /// `query.max_depth`: the deepest expression parsed.
     pub max_depth: usize,
+    /// `storage.retention` in ms (0 = for ever): older windows read rollups.
+    pub raw_retention_ms: i64,
     /// `admin.enabled`: the admin API (delete_series, snapshot) answers.
     pub admin: bool,
     /// `data_dir/snapshots`, where `/api/v1/admin/tsdb/snapshot` writes.
@@ -128,6 +130,9 @@ impl PrometheusSettings {
             max_points_per_request: c.limits.max_points_per_request,
             query_timeout_ms: c.query.timeout_ms,
             max_depth: c.query.max_depth,
+            raw_retention_ms: crate::config::parse_duration_s(&c.storage.retention).unwrap_or(0)
+                as i64
+                * 1000,
             admin: c.admin.enabled,
             snapshots_dir: c.data_dir.join("snapshots"),
         }

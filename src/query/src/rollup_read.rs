@@ -141,6 +141,259 @@ impl RollupRead {
     }
 }
 
+/// How [`QueryEngine::select_rollup`] stamps the points it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stamp {
+    /// At the interval's start, in seconds (graphite-web: a coarse whisper archive's point).
+    StartSeconds,
+    /// At the interval's last millisecond (PromQL: a window `[t - r, t]` with `t` and `r`
+    /// multiples of the interval then holds exactly the `r / interval` intervals before `t`).
+    LastMs,
+}
+
+impl RollupRead {
+    /// A read of `interval`'s cells for one of graphite-web's consolidation functions
+    /// (`sum`/`total`, `min`, `max`, `average`/`avg`) or `count`; None when the aggregators
+    /// it needs are not in `aggregationIds`.
+    pub fn for_function(rollups: &Rollups, interval: &RollupInterval, func: &str) -> Option<Self> {
+        let id = |n: &str| rollups.id_for(n).ok();
+        let mode = match func {
+            "sum" | "total" => Mode::Same(id("sum")?),
+            "min" => Mode::Same(id("min")?),
+            "max" => Mode::Same(id("max")?),
+            "count" => Mode::Count(id("count")?),
+            "average" | "avg" => Mode::Avg {
+                sum: id("sum")?,
+                count: id("count")?,
+            },
+            _ => return None,
+        };
+        Some(RollupRead {
+            interval: interval.clone(),
+            mode,
+        })
+    }
+}
+
+/// What a graphite-web fetch asks of the data it reads (see [`graphite_plan`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GraphiteWant {
+    /// The consolidation function the points go through (`average` unless a `consolidateBy`
+    /// or `summarize` says otherwise).
+    pub func: String,
+    pub fit: Fit,
+}
+
+/// Which rollup intervals can serve a fetch and give the raw answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fit {
+    /// Any: only the age of the window chooses (raw data expired).
+    Any,
+    /// Those dividing these seconds (`summarize` with `sum`, `min`, `max`).
+    Divides(u64),
+    /// This one exactly (`summarize` with `average`, `hitcount`: one value per bucket).
+    Equals(u64),
+    /// Those no longer than these seconds (`maxDataPoints`: the window still holds at least
+    /// that many points, so the answer's own consolidation decides its resolution).
+    AtMost(u64),
+}
+
+impl Fit {
+    fn accepts(self, interval_s: u64) -> bool {
+        match self {
+            Fit::Any => true,
+            Fit::Divides(n) => n > 0 && n.is_multiple_of(interval_s),
+            Fit::Equals(n) => n == interval_s,
+            Fit::AtMost(n) => interval_s <= n,
+        }
+    }
+}
+
+/// Which rollup a graphite-web fetch of `(from, until]` reads, as graphite-web picks a whisper
+/// archive: `retention_s(None)` is the raw data's retention and `retention_s(Some(iv))` each
+/// interval's (seconds, 0 = for ever).
+///
+/// - With a `want` that fits an interval (`summarize`, `hitcount`, `maxDataPoints`), the
+///   longest interval that fits it and still holds the window's start, when it has the
+///   aggregators `want.func` needs.
+/// - Otherwise, when the raw data no longer reaches back to `from`, the finest interval that
+///   does (whisper's rule: the first archive whose retention covers the window).
+/// - Otherwise (raw data covers the window) None: raw data.
+pub fn graphite_plan(
+    rollups: &Rollups,
+    want: Option<&GraphiteWant>,
+    from: i64,
+    now: i64,
+    retention_s: &dyn Fn(Option<&RollupInterval>) -> u64,
+) -> Option<RollupRead> {
+    let covers = |secs: u64| secs == 0 || from >= now.saturating_sub(secs as i64);
+    let mut ivs: Vec<&RollupInterval> = rollups
+        .intervals
+        .iter()
+        .filter(|i| !i.default && covers(retention_s(Some(i))))
+        .collect();
+    ivs.sort_by_key(|i| i.interval_s);
+    let func = want.map_or("average", |w| w.func.as_str());
+    if let Some(w) = want.filter(|w| w.fit != Fit::Any) {
+        let best = ivs
+            .iter()
+            .rev()
+            .filter(|i| w.fit.accepts(i.interval_s as u64))
+            .find_map(|i| RollupRead::for_function(rollups, i, func));
+        if best.is_some() {
+            return best;
+        }
+    }
+    if covers(retention_s(None)) {
+        return None;
+    }
+    ivs.iter()
+        .find_map(|i| RollupRead::for_function(rollups, i, func))
+}
+
+impl crate::QueryEngine {
+    /// The series of `metrics` (stored names) that `row_filter` and `keep` pass, with one
+    /// point per interval of `read` whose start is in `[start_ms, end_ms]`, read from its
+    /// rollup table: the aggregator's value, `avg` as sum / count. Series with no cell in the
+    /// window are left out; the rest come in TSUID order.
+    pub fn select_rollup(
+        &self,
+        metrics: &[String],
+        read: &RollupRead,
+        (start_ms, end_ms): (i64, i64),
+        stamp: Stamp,
+        row_filter: &crate::seek::RowFilter,
+        keep: &crate::select::KeepSeries,
+    ) -> Result<Vec<crate::select::StoredSelected>, crate::QueryError> {
+        use std::collections::HashMap;
+        use tsgate_schema::uid_table::UidKind;
+        let mut out = Vec::new();
+        if end_ms < start_ms || end_ms < 0 {
+            return Ok(out);
+        }
+        let (start_ms, end_ms) = (start_ms.max(0) as u64, end_ms as u64);
+        let iv = &read.interval;
+        let first = iv.base_time(start_ms / 1000);
+        let last = (iv.base_time(end_ms / 1000) as u64 + 1).min(u32::MAX as u64) as u32;
+        let step_ms = iv.interval_s as u64 * 1000;
+        for id in self.metric_ids(metrics)? {
+            // TSUID → index in `found`, None when `keep` refused it.
+            let mut seen: HashMap<Vec<u8>, Option<usize>> = HashMap::new();
+            let mut found: Vec<(Vec<u8>, crate::select::StoredSelected)> = Vec::new();
+            for salt in self.layout.salt_prefixes() {
+                let scan = self.metric_scan(&salt, &id.uid, first, last, row_filter);
+                for row in self.store.scan(&iv.table, &scan)? {
+                    let row = row?;
+                    let Ok(rk) = self.layout.parse(&row.key) else {
+                        continue;
+                    };
+                    let tsuid = rk.tsuid();
+                    let at = match seen.get(&tsuid) {
+                        Some(at) => *at,
+                        None => {
+                            let mut tags = Vec::new();
+                            for (k, v) in rk.tag_pairs() {
+                                tags.push((
+                                    self.uids.get_name(UidKind::Tagk, k)?.into(),
+                                    self.uids.get_name(UidKind::Tagv, v)?.into(),
+                                ));
+                            }
+                            let at = keep(&id.name, &tags).then(|| {
+                                found.push((
+                                    tsuid.clone(),
+                                    crate::select::StoredSelected {
+                                        metric: id.name.clone(),
+                                        tags,
+                                        points: Vec::new(),
+                                    },
+                                ));
+                                found.len() - 1
+                            });
+                            seen.insert(tsuid, at);
+                            at
+                        }
+                    };
+                    let Some(at) = at else { continue };
+                    let cells: Vec<CellRef> = row.cells.iter().map(CellRef::from).collect();
+                    let points = &mut found[at].1.points;
+                    read.points(rk.base, &cells, start_ms, end_ms, |ts, c| {
+                        let v = match c {
+                            Cell::Value(v) => v.as_f64(),
+                            Cell::Weighted { count: 0.0, .. } => return,
+                            Cell::Weighted { sum, count } => sum / count,
+                        };
+                        let t = match stamp {
+                            Stamp::StartSeconds => (ts / 1000) as i64,
+                            Stamp::LastMs => (ts + step_ms - 1) as i64,
+                        };
+                        points.push((t, v));
+                    });
+                }
+            }
+            found.sort_by(|a, b| a.0.cmp(&b.0));
+            for (_, mut s) in found {
+                if s.points.is_empty() {
+                    continue;
+                }
+                // Salt buckets each hold their own rows: the points of a salted series
+                // arrive in bucket order.
+                s.points.sort_by_key(|p| p.0);
+                out.push(s);
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl crate::QueryEngine {
+    /// The series of `metrics` (stored names) found in the coarsest rollup table, with no
+    /// points: those whose raw data expired are still there (the graphite-web index lists
+    /// them). Empty without rollups.
+    pub fn rollup_series(
+        &self,
+        metrics: &[String],
+    ) -> Result<Vec<crate::select::StoredSelected>, crate::QueryError> {
+        use tsgate_schema::uid_table::UidKind;
+        let Some(iv) = self.rollups.as_ref().and_then(|r| {
+            r.intervals
+                .iter()
+                .filter(|i| !i.default)
+                .max_by_key(|i| i.interval_s)
+        }) else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for id in self.metric_ids(metrics)? {
+            let mut seen = std::collections::HashSet::new();
+            for salt in self.layout.salt_prefixes() {
+                let scan = self.metric_scan(&salt, &id.uid, 0, u32::MAX, &Default::default());
+                for row in self.store.scan(&iv.table, &scan)? {
+                    let row = row?;
+                    let Ok(rk) = self.layout.parse(&row.key) else {
+                        continue;
+                    };
+                    if !seen.insert(rk.tsuid()) {
+                        continue;
+                    }
+                    let mut tags = Vec::new();
+                    for (k, v) in rk.tag_pairs() {
+                        tags.push((
+                            self.uids.get_name(UidKind::Tagk, k)?.into(),
+                            self.uids.get_name(UidKind::Tagv, v)?.into(),
+                        ));
+                    }
+                    out.push(crate::select::StoredSelected {
+                        metric: id.name.clone(),
+                        tags,
+                        points: Vec::new(),
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::aggregate::Num;
@@ -321,6 +574,77 @@ mod tests {
         assert!(plan(&b("1d-dev", "")).is_empty());
         assert!(plan(&b("1d-sum", r#","rollupUsage":"ROLLUP_RAW""#)).is_empty());
         assert!(plan(&b("0all-sum", "")).is_empty());
+    }
+
+    #[test]
+    fn graphite_picks_as_whisper_picks_an_archive() {
+        use super::{graphite_plan, Fit, GraphiteWant, Mode};
+        let f = fixture();
+        let r = f.engine.rollups.as_deref().unwrap();
+        let now = 1_700_000_000i64;
+        let want = |func: &str, fit| GraphiteWant {
+            func: func.into(),
+            fit,
+        };
+        let plan = |w: Option<&GraphiteWant>, from: i64, raw: u64, hour: u64| {
+            graphite_plan(r, w, from, now, &|iv| match iv {
+                None => raw,
+                Some(iv) if iv.interval == "1h" => hour,
+                Some(_) => 0,
+            })
+            .map(|p| (p.interval.interval.clone(), p.mode))
+        };
+        let (sum, count, min, max) = (0, 1, 2, 3);
+        let day = Some(("1d".to_string(), Mode::Same(sum)));
+        // summarize(x, '1d', 'sum'): the longest interval dividing a day; '2h': the hour.
+        assert_eq!(
+            plan(Some(&want("sum", Fit::Divides(86_400))), now - 10, 0, 0),
+            day
+        );
+        assert_eq!(
+            plan(Some(&want("max", Fit::Divides(7200))), now - 10, 0, 0),
+            Some(("1h".into(), Mode::Same(max)))
+        );
+        // average only from its own interval; '2h' has none: raw data.
+        assert_eq!(
+            plan(Some(&want("average", Fit::Equals(3600))), now - 10, 0, 0),
+            Some(("1h".into(), Mode::Avg { sum, count }))
+        );
+        assert_eq!(
+            plan(Some(&want("average", Fit::Equals(7200))), now - 10, 0, 0),
+            None
+        );
+        // Functions no stored aggregate gives (last, median): raw data.
+        assert_eq!(
+            plan(Some(&want("last", Fit::Divides(86_400))), now - 10, 0, 0),
+            None
+        );
+        // maxDataPoints: the longest interval still giving that many points.
+        assert_eq!(
+            plan(Some(&want("min", Fit::AtMost(5000))), now - 10, 0, 0),
+            Some(("1h".into(), Mode::Same(min)))
+        );
+        // No want: raw while raw data reaches back to `from`; else the finest interval that
+        // does (the hour's kept 30 days here).
+        assert_eq!(plan(None, now - 86_400, 7 * 86_400, 0), None);
+        assert_eq!(
+            plan(None, now - 8 * 86_400, 7 * 86_400, 30 * 86_400),
+            Some(("1h".into(), Mode::Avg { sum, count }))
+        );
+        assert_eq!(
+            plan(None, now - 40 * 86_400, 7 * 86_400, 30 * 86_400),
+            Some(("1d".into(), Mode::Avg { sum, count }))
+        );
+        // A want no interval fits, past raw retention: the age decides.
+        assert_eq!(
+            plan(
+                Some(&want("sum", Fit::Divides(60))),
+                now - 8 * 86_400,
+                86_400,
+                0
+            ),
+            Some(("1h".into(), Mode::Same(sum)))
+        );
     }
 
     #[test]

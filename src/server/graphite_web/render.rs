@@ -5,9 +5,10 @@
 use super::error::Error;
 use super::{json_or_jsonp, now_s, Params};
 use crate::query::graphite::attime::parse_attime;
-use crate::query::graphite::eval::{Ctx, StoreSource};
+use crate::query::graphite::eval::{with_want, Ctx, StoreSource};
 use crate::query::graphite::parser::parse_bounded;
 use crate::query::graphite::series::{consolidate_with, py_float, Series};
+use crate::query::rollup_read::{Fit, GraphiteWant};
 use crate::server::http::Reply;
 use crate::server::state::GraphiteWeb;
 use http::{Response, StatusCode};
@@ -53,16 +54,6 @@ pub fn render(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
         now,
         xff,
     };
-    let mut out: Vec<Series> = Vec::new();
-    // `stacked()` keeps running totals across this request's targets.
-    let _stacks = crate::query::graphite::functions::graph::StackScope::new();
-    for t in p.all("target") {
-        if t.trim().is_empty() {
-            continue;
-        }
-        let expr = parse_bounded(t.trim(), state.settings.max_depth)?;
-        out.extend(ctx.eval(&expr)?);
-    }
     let mdp = match p.get("maxDataPoints").map(|m| m.parse::<usize>()) {
         None => None,
         Some(Ok(m)) if m > 0 => Some(m),
@@ -73,6 +64,22 @@ pub fn render(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
         }
         Some(_) => None,
     };
+    // A JSON answer consolidated to `maxDataPoints` may read a rollup of at most the window
+    // over that many points (a target that is a path, or `consolidateBy` of one).
+    let want = mdp.filter(|_| format == "json").map(|m| GraphiteWant {
+        func: "average".into(),
+        fit: Fit::AtMost((until - from).max(0) as u64 / m as u64),
+    });
+    let mut out: Vec<Series> = Vec::new();
+    // `stacked()` keeps running totals across this request's targets.
+    let _stacks = crate::query::graphite::functions::graph::StackScope::new();
+    for t in p.all("target") {
+        if t.trim().is_empty() {
+            continue;
+        }
+        let expr = parse_bounded(t.trim(), state.settings.max_depth)?;
+        out.extend(with_want(want.clone(), || ctx.eval(&expr))?);
+    }
     if matches!(format, "png" | "svg") {
         return super::image::render(state, p, format, out);
     }

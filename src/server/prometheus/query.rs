@@ -31,10 +31,28 @@ fn settings(state: &Prometheus, p: &Params) -> Result<Settings, Box<Reply>> {
     let timeout = if cap > 0 { timeout.min(cap) } else { timeout };
     let deadline =
         Some(std::time::Instant::now() + std::time::Duration::from_millis(timeout as u64));
+    // Thanos' `max_source_resolution`: `raw` (or 0), a duration, or `auto` (a fifth of the
+    // step, as Thanos takes it).
+    let max_source_resolution_ms = match p.get("max_source_resolution").unwrap_or("raw") {
+        "" | "raw" => 0,
+        "auto" => p
+            .get("step")
+            .and_then(|s| parse_duration(s).ok())
+            .map_or(0, |s| s / 5),
+        r => parse_duration(r).map_err(|e| {
+            error(
+                ErrorType::BadData,
+                &format!("invalid parameter \"max_source_resolution\": {e}"),
+            )
+        })?,
+    };
+    let raw_retention_ms = state.settings.raw_retention_ms;
     Ok(Settings {
         lookback_ms: c.lookback_delta_ms as i64,
         max_samples: c.max_samples,
         deadline,
+        max_source_resolution_ms,
+        raw_retention_ms,
         ..Settings::default()
     })
 }

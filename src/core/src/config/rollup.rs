@@ -24,6 +24,13 @@ pub enum RollupConfigError {
     NoDefaultInterval,
     #[error("rollups.agg_tag_key must not be empty")]
     EmptyAggTagKey,
+    #[error("rollups.retention names {0:?}, which is not a configured rollup interval (raw data keeps storage.retention)")]
+    RetentionInterval(String),
+    #[error("rollups.retention.{name}: {source}")]
+    RetentionDuration {
+        name: String,
+        source: super::DurationError,
+    },
 }
 
 /// One interval, with OpenTSDB's JSON field names (also in TOML).
@@ -70,6 +77,11 @@ pub struct RollupsConfig {
     pub block_derived: bool,
     /// Build rollup cells of every configured interval from raw data as hours are compacted.
     pub build: bool,
+    /// How long each rollup interval keeps its cells, by interval (`{ "1h" = "365d" }`): units
+    /// s m h d w y, "" = for ever (the default of every interval). Raw data keeps
+    /// `storage.retention`. A row (one row span of one series) goes once its span has wholly
+    /// passed the retention.
+    pub retention: BTreeMap<String, String>,
     /// The compiled configuration (after [`RollupsConfig::resolve`]).
     #[serde(skip)]
     pub compiled: Option<Arc<Rollups>>,
@@ -90,9 +102,21 @@ impl Default for RollupsConfig {
             tag_raw: false,
             block_derived: true,
             build: true,
+            retention: BTreeMap::new(),
             compiled: None,
             base_dir: None,
         }
+    }
+}
+
+impl RollupsConfig {
+    /// The retention of rollup interval `interval`, seconds (0 = for ever; checked by
+    /// [`RollupsConfig::compile`]).
+    pub fn retention_s(&self, interval: &str) -> u64 {
+        self.retention
+            .get(interval)
+            .and_then(|t| super::parse_duration_s(t).ok())
+            .unwrap_or(0)
     }
 }
 
@@ -173,6 +197,21 @@ impl RollupsConfig {
         if self.agg_tag_key.is_empty() {
             return Err(RollupConfigError::EmptyAggTagKey);
         }
+        for (name, text) in &self.retention {
+            if !r
+                .intervals
+                .iter()
+                .any(|i| !i.default && i.interval == *name)
+            {
+                return Err(RollupConfigError::RetentionInterval(name.clone()));
+            }
+            super::parse_duration_s(text).map_err(|source| {
+                RollupConfigError::RetentionDuration {
+                    name: name.clone(),
+                    source,
+                }
+            })?;
+        }
         Ok(Some(r))
     }
 }
@@ -250,5 +289,25 @@ mod tests {
             .to_string()
             .starts_with("Failed to open conf file: missing.json"));
         assert!(matches!(RollupsConfig::default().compile("tsdb"), Ok(None)));
-    }
+        let mut c = RollupsConfig {
+            enabled: true,
+            ..Default::default()
+        };
+        c.retention.insert("1h".into(), "365d".into());
+        assert!(c.compile("tsdb").is_ok());
+        assert_eq!(c.retention_s("1h"), 365 * 86_400);
+        assert_eq!(c.retention_s("1d"), 0);
+        c.retention.insert("1m".into(), "7d".into());
+        assert!(c
+            .compile("tsdb")
+            .unwrap_err()
+            .to_string()
+            .contains("not a configured rollup interval"));
+        c.retention.remove("1m");
+        c.retention.insert("1d".into(), "ever".into());
+        assert!(c
+            .compile("tsdb")
+            .unwrap_err()
+            .to_string()
+            .starts_with("rollups.retention.1d"));    }
 }

@@ -49,6 +49,8 @@ struct Rule {
 pub struct Policy {
     default_s: u64,
     rules: Vec<Rule>,
+    /// Each rollup interval with a retention (`rollups.retention`), in seconds (not 0).
+    rollups: Vec<(tsgate_schema::rollup::RollupInterval, u64)>,
 }
 
 impl Policy {
@@ -65,11 +67,32 @@ impl Policy {
         Ok(Policy {
             default_s: parse_duration_s(&s.retention)?,
             rules,
+            rollups: Vec::new(),
         })
     }
 
-    /// Whether nothing ever expires.
+    /// The policy with the retentions of the rollup intervals (`rollups.retention`, when
+    /// rollups are on): each interval's table keeps its rows that long, whatever the series.
+    pub fn with_rollups(mut self, r: &crate::config::rollup::RollupsConfig) -> Policy {
+        if let Some(compiled) = &r.compiled {
+            self.rollups = compiled
+                .intervals
+                .iter()
+                .filter(|i| !i.default)
+                .map(|i| (i.clone(), r.retention_s(&i.interval)))
+                .filter(|(_, secs)| *secs > 0)
+                .collect();
+        }
+        self
+    }
+
+    /// Whether nothing ever expires, raw data or rollups.
     pub fn keeps_all(&self) -> bool {
+        self.keeps_raw() && self.rollups.is_empty()
+    }
+
+    /// Whether no raw data ever expires.
+    fn keeps_raw(&self) -> bool {
         self.default_s == 0 && self.rules.iter().all(|r| r.secs == 0)
     }
 
@@ -298,7 +321,7 @@ impl Sweeper {
             uids,
             layout: cfg.layout(),
             table: cfg.storage.tables.data.clone(),
-            policy: Policy::from_config(&cfg.storage)?,
+            policy: Policy::from_config(&cfg.storage)?.with_rollups(&cfg.rollups),
             rows_per_s: cfg.storage.retention_sweep_rows_per_s.max(1),
             bytes_per_s: cfg.storage.retention_sweep_bytes_per_s,
             on_expired_series: None,
@@ -349,7 +372,112 @@ impl Sweeper {
     }
 
     fn sweep(&self, now_s: u64) -> Result<SweepReport, SweepError> {
-        if self.policy.keeps_all() {
+        let mut rep = self.sweep_raw(now_s)?;
+        for (iv, secs) in &self.policy.rollups {
+            let r = self.sweep_rollup(iv, now_s.saturating_sub(*secs))?;
+            rep.rows += r.rows;
+            rep.bytes += r.bytes;
+            rep.read += r.read;
+            rep.waited += r.waited;
+        }
+        Ok(rep)
+    }
+
+    /// Drops the rows of one rollup interval's table whose whole row span ended at or before
+    /// `cutoff` (seconds): on the embedded store by its judge and a rewrite of the table, as
+    /// for raw data; elsewhere by a scan of the table (rollup tables hold few rows: a series
+    /// has one a day for `1h`, one a year for `1d`) that deletes them.
+    fn sweep_rollup(
+        &self,
+        iv: &tsgate_schema::rollup::RollupInterval,
+        cutoff: u64,
+    ) -> Result<SweepReport, SweepError> {
+        let layout = self.layout;
+        let span = iv.clone();
+        let expired = move |row: &[u8]| {
+            layout
+                .parse(row)
+                .is_ok_and(|rk| span.next_base(rk.base) <= cutoff)
+        };
+        let table = iv.table.as_str();
+        let judge: tsgate_store::RowExpiry = Arc::new(expired.clone());
+        if self.store.expire_rows(table, Some(judge)) {
+            let dropped = Arc::new(std::sync::atomic::AtomicU64::new(0));
+            let d = dropped.clone();
+            let r = self.store.reclaim(
+                table,
+                tsgate_store::Reclaim {
+                    bytes_per_s: self.bytes_per_s,
+                    on_row: Some(Box::new(move |_: &[u8], e: bool| {
+                        if e {
+                            d.fetch_add(1, Ordering::Relaxed);
+                        }
+                    })),
+                    hurry: Some(self.hurry.clone()),
+                },
+            )?;
+            let rows = dropped.load(Ordering::Relaxed);
+            crate::observe::metrics().retention.rows_dropped.add(rows);
+            return Ok(SweepReport {
+                rows,
+                bytes: r.freed,
+                read: r.read,
+                waited: r.waited,
+                ..Default::default()
+            });
+        }
+        let hurry = Some(self.hurry.clone());
+        let mut rate = Rates {
+            rows: Throttle::new(self.rows_per_s).hurried_by(hurry.clone()),
+            bytes: Throttle::new(self.bytes_per_s).hurried_by(hurry),
+        };
+        let mut rep = SweepReport::default();
+        let mut batch = Vec::new();
+        let scan = Scan {
+            families: vec![tsgate_schema::DATA_FAMILY.to_vec()],
+            ..Default::default()
+        };
+        for row in self.store.scan(table, &scan)? {
+            if self.hurry.load(Ordering::Relaxed) {
+                return Err(SweepError::Stopped);
+            }
+            let row = row?;
+            let size = row
+                .cells
+                .iter()
+                .map(|c| (row.key.len() + c.qualifier.len() + c.value.len()) as u64)
+                .sum::<u64>();
+            rate.bytes.take(size);
+            if !expired(&row.key) {
+                continue;
+            }
+            rep.bytes += size;
+            batch.push(RowMutations {
+                row: row.key,
+                mutations: vec![Mutation::DeleteRow],
+            });
+            if batch.len() >= 500 {
+                rep.rows += batch.len() as u64;
+                self.store.mutate(table, std::mem::take(&mut batch))?;
+                rate.rows.take(500);
+            }
+        }
+        rep.rows += batch.len() as u64;
+        if !batch.is_empty() {
+            self.store.mutate(table, batch)?;
+        }
+        rep.read = rate.bytes.done();
+        rep.waited = rate.rows.waited() + rate.bytes.waited();
+        crate::observe::metrics()
+            .retention
+            .rows_dropped
+            .add(rep.rows);
+        Ok(rep)
+    }
+
+    /// The raw data's part of a sweep (`tsdb`).
+    fn sweep_raw(&self, now_s: u64) -> Result<SweepReport, SweepError> {
+        if self.policy.keeps_raw() {
             self.store.expire_rows(&self.table, None);
             return Ok(SweepReport::default());
         }

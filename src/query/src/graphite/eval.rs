@@ -9,6 +9,7 @@ use super::parser::{Call, Expr, ParseError};
 use super::series::Series;
 use super::tags::TagExprError;
 use super::Engine;
+use crate::rollup_read::{Fit, GraphiteWant};
 use crate::row_cache::Fill;
 use crate::select::{Stamps, StoredRead};
 use crate::QueryError;
@@ -80,6 +81,78 @@ pub trait Source: Sync {
     /// Takes `cells` from the budget; an error once the request has spent more than its limit.
     fn charge(&self, _cells: u64) -> R<()> {
         Ok(())
+    }
+    /// The points of `entries` in `(from, until]` from a coarser copy of the data (a rollup,
+    /// one point per interval at its start), with that interval as the step, when one is the
+    /// right source for `want` or for the window's age (see
+    /// [`crate::rollup_read::graphite_plan`]); None: raw points are read.
+    fn rollup_points(
+        &self,
+        _entries: &[&Entry],
+        _from: i64,
+        _until: i64,
+        _want: Option<&GraphiteWant>,
+    ) -> R<Option<(i64, Points)>> {
+        Ok(None)
+    }
+}
+
+thread_local! {
+    /// What the path expressions evaluated now on this thread are consolidated with, when a
+    /// rollup could serve them (see [`want_of`]): set by [`Ctx::call`] around each call, by
+    /// `/render` around each target for `maxDataPoints`, read by [`Ctx::fetch`].
+    static WANT: std::cell::RefCell<Option<GraphiteWant>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with `want` as what path expressions are consolidated with (see [`WANT`]).
+pub fn with_want<T>(want: Option<GraphiteWant>, f: impl FnOnce() -> T) -> T {
+    let outer = WANT.with(|w| w.replace(want));
+    let r = f();
+    WANT.with(|w| *w.borrow_mut() = outer);
+    r
+}
+
+/// What a call over a path expression asks of the points read for it, when a rollup could
+/// give the same answer: `summarize` (no `alignToFrom`) with `sum`/`total`, `min`, `max`
+/// (intervals dividing its own) or `average` (its interval exactly), `hitcount` (the average
+/// over its interval, which it multiplies back by the interval's seconds), `consolidateBy`
+/// (its function, under what the caller asked). With an xFilesFactor (which counts the raw
+/// values of a bucket) and for anything else, None.
+fn want_of(ctx: &Ctx, c: &Call, outer: Option<&GraphiteWant>) -> Option<GraphiteWant> {
+    let a = Args { call: c };
+    if !matches!(a.get(0, "seriesList"), Some(Expr::Path(_))) {
+        return None;
+    }
+    let secs = |i: usize| -> Option<u64> {
+        let s = a.opt_str(i, "intervalString").ok()??;
+        let n = super::attime::parse_offset(&s).ok()?.unsigned_abs();
+        (n > 0).then_some(n)
+    };
+    match c.name.as_str() {
+        "summarize" if ctx.xff == 0.0 => {
+            if a.boolean(3, "alignToFrom", false).ok()? {
+                return None;
+            }
+            let func = a.opt_str(2, "func").ok()?.unwrap_or_else(|| "sum".into());
+            let fit = match func.as_str() {
+                "sum" | "total" | "min" | "max" => Fit::Divides(secs(1)?),
+                "average" | "avg" => Fit::Equals(secs(1)?),
+                _ => return None,
+            };
+            Some(GraphiteWant { func, fit })
+        }
+        "hitcount" if ctx.xff == 0.0 => Some(GraphiteWant {
+            func: "average".into(),
+            fit: Fit::Equals(secs(1)?),
+        }),
+        "consolidateBy" => {
+            let func = a.opt_str(1, "consolidationFunc").ok()??;
+            Some(GraphiteWant {
+                func,
+                fit: outer.map_or(Fit::Any, |w| w.fit),
+            })
+        }
+        _ => None,
     }
 }
 
@@ -201,6 +274,69 @@ impl Source for StoreSource<'_> {
             return Err(too_many_cells(spent, limit));
         }
         Ok(())
+    }
+
+    fn rollup_points(
+        &self,
+        entries: &[&Entry],
+        from: i64,
+        until: i64,
+        want: Option<&GraphiteWant>,
+    ) -> R<Option<(i64, Points)>> {
+        let Some(rollups) = &self.state.query.rollups else {
+            return Ok(None);
+        };
+        let settings = &self.state.settings;
+        let now = tsgate_common::clock::now_s() as i64;
+        let Some(plan) = crate::rollup_read::graphite_plan(rollups, want, from, now, &|iv| {
+            settings.retention_s(iv)
+        }) else {
+            return Ok(None);
+        };
+        let mut by_metric: HashMap<&str, Vec<usize>, ahash::RandomState> = HashMap::default();
+        for (i, e) in entries.iter().enumerate() {
+            by_metric.entry(&e.metric).or_default().push(i);
+        }
+        let metrics: Vec<(&str, Vec<usize>)> = by_metric.into_iter().collect();
+        let min = if entries.len() >= parallel::MIN_PARALLEL {
+            2
+        } else {
+            usize::MAX
+        };
+        let read = parallel::map_from(metrics, min, |(metric, wanted)| -> R<ReadPart> {
+            let by_tags: EntryByTags = wanted.iter().map(|&i| (&entries[i].tags[..], i)).collect();
+            let keep = |_: &str, tags: &[(String, String)]| by_tags.contains_key(tags);
+            let filter = if wanted.len() <= LINEAR_LOOKUP_MAX {
+                let tags: Vec<&[(String, String)]> =
+                    wanted.iter().map(|&i| &entries[i].tags[..]).collect();
+                self.state
+                    .query
+                    .series_filter(&tags)
+                    .map_err(EvalError::from)?
+            } else {
+                Default::default()
+            };
+            let got = self
+                .state
+                .query
+                .select_rollup(
+                    &[metric.to_string()],
+                    &plan,
+                    ((from + 1) * 1000, until * 1000 + 999),
+                    crate::rollup_read::Stamp::StartSeconds,
+                    &filter,
+                    &keep,
+                )
+                .map_err(EvalError::from)?;
+            self.charge(got.iter().map(|s| s.points.len() as u64).sum())?;
+            let got = got
+                .into_iter()
+                .filter_map(|s| Some((*by_tags.get(&s.tags[..])?, s.points)))
+                .collect();
+            Ok((got, Gaps::default()))
+        });
+        let points = gathered(entries.len(), read)?;
+        Ok(Some((plan.interval.interval_s as i64, points)))
     }
 
     fn entries(&self) -> R<Arc<Vec<Entry>>> {
@@ -484,7 +620,10 @@ impl Ctx<'_> {
     }
 
     pub fn call(&self, c: &Call) -> R<Vec<Series>> {
-        super::functions::call(self, c)
+        let outer = WANT.with(|w| w.borrow().clone());
+        with_want(want_of(self, c, outer.as_ref()), || {
+            super::functions::call(self, c)
+        })
     }
 
     /// Every series of a path expression, sorted by name.
@@ -515,6 +654,11 @@ impl Ctx<'_> {
         path_expr: &str,
         then: &(dyn Fn(Series) -> Series + Sync),
     ) -> R<Vec<Series>> {
+        if let Some(parts) =
+            self.rollup_fold(matched, path_expr, then, Vec::new, |part, s| part.push(s))?
+        {
+            return Ok(parts.concat());
+        }
         let parts = self.read_fold(matched, path_expr, then, Vec::new, |part, s| part.push(s))?;
         Ok(parts.concat())
     }
@@ -532,7 +676,42 @@ impl Ctx<'_> {
     ) -> R<Vec<P>> {
         let entries = self.source.entries()?;
         let matched = index::resolve(&entries, stream.path).map_err(EvalError::from)?;
+        if let Some(parts) = self.rollup_fold(&matched, stream.path, &stream.each, &new, &add)? {
+            return Ok(parts);
+        }
         self.read_fold(&matched, stream.path, &stream.each, new, add)
+    }
+
+    /// [`Ctx::read_fold`] from a rollup, when the source has one that is the right source for
+    /// what the evaluation asks now ([`WANT`]) or for the window's age: each series gridded on
+    /// the rollup's interval (whisper's rule for a coarser archive: an interval is in when
+    /// its start is in `(from, until]`), in one part. None: read raw points.
+    fn rollup_fold<P: Send>(
+        &self,
+        matched: &[&Entry],
+        path_expr: &str,
+        each: &(dyn Fn(Series) -> Series + Sync),
+        new: impl Fn() -> P + Sync,
+        add: impl Fn(&mut P, Series) + Sync,
+    ) -> R<Option<Vec<P>>> {
+        let want = WANT.with(|w| w.borrow().clone());
+        let mut sorted = matched.to_vec();
+        if !sorted.is_sorted_by(|a, b| a.path <= b.path) {
+            sorted.sort_by(|a, b| a.path.cmp(&b.path));
+        }
+        let Some((step, pts)) =
+            self.source
+                .rollup_points(&sorted, self.from, self.until, want.as_ref())?
+        else {
+            return Ok(None);
+        };
+        let step = self.grid_step(step)?;
+        self.charge_grids(sorted.len(), step)?;
+        let mut part = new();
+        for (e, p) in sorted.into_iter().zip(pts.series) {
+            add(&mut part, each(self.grid(e, p, step, path_expr)));
+        }
+        Ok(Some(vec![part]))
     }
 
     /// `matched`'s series in the order of their paths, each gridded on the step of them all,

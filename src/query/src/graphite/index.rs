@@ -107,7 +107,7 @@ fn build(state: &Engine) -> Result<Vec<Entry>, QueryError> {
     // chunks on every core (a request that finds the snapshot stale waits for this).
     let chunks: Vec<&[String]> = metrics.chunks(METRICS_PER_CHUNK).collect();
     let read = super::parallel::map_from(chunks, 2, |c| -> Result<Vec<Entry>, QueryError> {
-        let all = state.query.select_stored(
+        let mut all = state.query.select_stored(
             c,
             StoredRead {
                 start_ms: 0,
@@ -118,6 +118,8 @@ fn build(state: &Engine) -> Result<Vec<Entry>, QueryError> {
                 keep: &|_, _| true,
             },
         )?;
+        // Series whose raw data expired are still read from their rollups.
+        all.extend(state.query.rollup_series(c)?);
         Ok(all
             .into_iter()
             .map(|s| {

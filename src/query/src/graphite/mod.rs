@@ -36,7 +36,7 @@ pub struct Engine {
 }
 
 /// The configuration the render language reads, taken from the config once at start.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Settings {
     /// `query.max_cells`: values one request may read and grid; 0 = no limit.
     pub max_cells: u64,
@@ -46,6 +46,11 @@ pub struct Settings {
     /// Whether this process is the store's only writer (the embedded backend): a snapshot of
     /// a quiet store then lives past the index's TTL.
     pub sole_writer: bool,
+    /// How long raw data is kept (`storage.retention`, seconds, 0 = for ever): a window
+    /// reaching further back reads a rollup, as graphite-web reads a coarser archive.
+    pub raw_retention_s: u64,
+    /// Each rollup interval's retention (`rollups.retention`), seconds, 0 = for ever.
+    pub rollup_retention_s: Vec<(String, u64)>,
 }
 
 impl Settings {
@@ -54,6 +59,27 @@ impl Settings {
             max_cells: c.query.max_cells,
             flush_interval_ms: c.write.flush_interval_ms,
             sole_writer: c.storage.backend == "embedded",
+            raw_retention_s: tsgate_core::config::parse_duration_s(&c.storage.retention)
+                .unwrap_or(0),
+            rollup_retention_s: c
+                .rollups
+                .compiled
+                .iter()
+                .flat_map(|r| r.intervals.iter())
+                .map(|i| (i.interval.clone(), c.rollups.retention_s(&i.interval)))
+                .collect(),
+        }
+    }
+
+    /// The retention of raw data (None) or of a rollup interval, seconds (0 = for ever).
+    pub fn retention_s(&self, iv: Option<&tsgate_schema::rollup::RollupInterval>) -> u64 {
+        match iv {
+            None => self.raw_retention_s,
+            Some(iv) => self
+                .rollup_retention_s
+                .iter()
+                .find(|(n, _)| *n == iv.interval)
+                .map_or(0, |(_, s)| *s),
         }
     }
 }

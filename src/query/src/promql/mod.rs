@@ -10,6 +10,7 @@ pub mod binary;
 pub mod eval;
 pub mod functions;
 mod go_errors;
+pub mod rollups;
 pub mod selectors;
 pub mod streamed;
 #[cfg(test)]
@@ -56,6 +57,11 @@ pub struct Settings {
     pub max_samples: usize,
     /// When the query must have finished (the API's `timeout`).
     pub deadline: Option<std::time::Instant>,
+    /// The coarsest rollup interval `*_over_time` functions may read (Thanos'
+    /// `max_source_resolution`), ms; 0 = raw data unless it has expired (see [`rollups`]).
+    pub max_source_resolution_ms: i64,
+    /// How long raw data is kept (`storage.retention`), ms; 0 = for ever.
+    pub raw_retention_ms: i64,
 }
 
 impl Settings {
@@ -74,6 +80,8 @@ impl Default for Settings {
             default_subquery_step_ms: 60_000,
             max_samples: 50_000_000,
             deadline: None,
+            max_source_resolution_ms: 0,
+            raw_retention_ms: 0,
         }
     }
 }
@@ -352,6 +360,11 @@ pub fn instant_query(
     t: i64,
     settings: Settings,
 ) -> Result<QueryResult, PromError> {
+    let now = tsgate_common::clock::now_ms() as i64;
+    if let Some(e) = rollups::plan(store.rollups.as_deref(), expr, t, now, &settings) {
+        let data = selectors::fetch(store, &e, t, t, settings)?;
+        return instant_eval(&data, &e, t, settings);
+    }
     if let Some(steps) = streamed::eval(store, expr, t, t, 1, settings) {
         let v = steps?
             .into_iter()
@@ -398,6 +411,11 @@ pub fn range_query(
     settings: Settings,
 ) -> Result<QueryResult, PromError> {
     check_range_type(expr)?;
+    let now = tsgate_common::clock::now_ms() as i64;
+    if let Some(e) = rollups::plan(store.rollups.as_deref(), expr, start, now, &settings) {
+        let data = selectors::fetch(store, &e, start, end, settings)?;
+        return range_eval(&data, &e, start, end, step, settings);
+    }
     if let Some(steps) = streamed::eval(store, expr, start, end, step, settings) {
         let mut m = Matrix::default();
         for (t, v) in steps? {

@@ -175,7 +175,10 @@ pub fn fetch(
         let vs: &VectorSelector = unsafe { &*vs };
         let matchers = selector_matchers(vs)?;
         s.check_deadline("query preparation")?;
-        let found = store.select(&matchers, lo, hi, true)?;
+        let found = match super::rollups::marked(store.rollups.as_deref(), &matchers)? {
+            Some((read, rest)) => super::rollups::select(store, &rest, &read, lo, hi)?,
+            None => store.select(&matchers, lo, hi, true)?,
+        };
         let mut series = Vec::with_capacity(found.len());
         for f in found {
             loaded += f.points.len();

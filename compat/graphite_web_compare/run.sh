@@ -40,8 +40,12 @@ elif [ "${1:-}" = carbon-cache ]; then
     { echo "compat/graphite_web_compare: carbon-cache is missing (tests/run.sh installs graphite-carbon)" >&2; exit 2; }
   CP=$(port); CPP=$(port); CQ=$(port)
   mkdir -p "$work/carbon" "$work/whisper"
-  # One 10 s archive of 2 h, averaged, xFilesFactor 0: what compare.py's own files hold.
+  # One 10 s archive of 2 h (120 s for w.slow, written every 120 s), averaged, xFilesFactor 0:
+  # what compare.py's own files hold.
   cat >"$work/carbon/storage-schemas.conf" <<CONF
+[slow]
+pattern = ^w\\.slow$
+retentions = 120s:2h
 [all]
 pattern = .*
 retentions = 10s:2h

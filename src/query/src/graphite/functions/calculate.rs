@@ -5,33 +5,34 @@
 use super::super::attime::parse_offset;
 use super::super::eval::{Args, Ctx, EvalError, R};
 use super::super::parser::Expr;
-use super::super::series::{aggregate, fmt_g, percentile, Series};
+use super::super::series::{aggregate, fmt_g, percentile, py_float, py_g, Series};
 
 pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
     Some(match name {
-        "movingAverage" => moving(ctx, a, "average", name, 2),
-        "movingSum" => moving(ctx, a, "sum", name, 2),
-        "movingMin" => moving(ctx, a, "min", name, 2),
-        "movingMax" => moving(ctx, a, "max", name, 2),
-        "movingMedian" => moving(ctx, a, "median", name, 2),
+        "movingAverage" => moving(ctx, a, "average", "average", 2),
+        "movingSum" => moving(ctx, a, "sum", "sum", 2),
+        "movingMin" => moving(ctx, a, "min", "min", 2),
+        "movingMax" => moving(ctx, a, "max", "max", 2),
+        "movingMedian" => moving(ctx, a, "median", "median", 2),
         "movingWindow" => (|| {
-            let f = a.opt_str(2, "func")?.unwrap_or_else(|| "average".into());
-            let f = super::combine::agg_name(&f)?;
-            moving(ctx, a, &f, "movingWindow", 3)
+            let raw = a.opt_str(2, "func")?.unwrap_or_else(|| "average".into());
+            let f = super::combine::agg_name(&raw)?;
+            moving(ctx, a, &f, &raw, 3)
         })(),
         "stdev" => stdev(ctx, a),
         "nPercentile" => (|| {
             let n = a.num(1, "n")?;
             Ok(a.series(ctx, 0, "seriesList")?
                 .into_iter()
-                .map(|mut s| {
+                .filter_map(|mut s| {
                     let nn: Vec<f64> = s.values.iter().flatten().copied().collect();
-                    let p = percentile(&nn, n, false);
-                    s.values = vec![p; s.values.len()];
-                    let name = format!("nPercentile({}, {})", s.name, fmt_g(n));
+                    // A series without values gives no line at all.
+                    let p = percentile(&nn, n, false)?;
+                    s.values = vec![Some(p); s.values.len()];
+                    let name = format!("nPercentile({}, {})", s.name, py_g(n));
                     s.rename(name);
-                    s.set_tag("nPercentile", fmt_g(n));
-                    s
+                    s.set_tag("nPercentile", py_float(n));
+                    Some(s)
                 })
                 .collect())
         })(),
@@ -39,7 +40,19 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
     })
 }
 
-fn moving(ctx: &Ctx, a: &Args, func: &str, fname: &str, xff_pos: usize) -> R<Vec<Series>> {
+/// Python's `str.capitalize`: the first character upper case, the rest lower case.
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c.flat_map(char::to_lowercase)).collect(),
+        None => String::new(),
+    }
+}
+
+/// A moving window of `func` (`func_arg`: the function as the caller named it, which names
+/// the result).
+fn moving(ctx: &Ctx, a: &Args, func: &str, func_arg: &str, xff_pos: usize) -> R<Vec<Series>> {
+    let fname = "movingWindow";
     let inner = a
         .get(0, "seriesList")
         .ok_or_else(|| EvalError::Invalid(format!("{fname}: missing seriesList")))?;
@@ -93,13 +106,11 @@ fn moving(ctx: &Ctx, a: &Args, func: &str, fname: &str, xff_pos: usize) -> R<Vec
                 .collect();
             let mut out = s.clone();
             out.values = values;
-            let n = if fname == "movingWindow" {
-                format!("movingWindow({},{label},\"{func}\")", s.name)
-            } else {
-                format!("{fname}({},{label})", s.name)
-            };
-            out.rename(n);
-            out.set_tag(fname, label.trim_matches('"'));
+            // graphite-web names (and tags) every moving window by its function, movingWindow
+            // included: `moving` + the function's name capitalised (`movingAvg_zero`).
+            let tag = format!("moving{}", capitalize(func_arg));
+            out.rename(format!("{tag}({},{label})", s.name));
+            out.set_tag(&tag, label.trim_matches('"'));
             out
         })
         .collect())
@@ -135,8 +146,9 @@ fn stdev(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
                     }
                 })
                 .collect();
-            let name = format!("stddev({},{points})", s.name);
+            let name = format!("stdev({},{points})", s.name);
             s.rename(name);
+            s.set_tag("stdev", points.to_string());
             s
         })
         .collect())
@@ -218,7 +230,7 @@ mod tests {
     fn stdev_and_percentile() {
         let src = mem(&[("s", &[Some(1.0), Some(3.0), None, Some(5.0)])]);
         let r = eval(&src, "stdev(s, 2)", 4);
-        assert_eq!(r[0].name, "stddev(s,2)");
+        assert_eq!(r[0].name, "stdev(s,2)");
         assert_eq!(
             vals(&r[0]),
             vec![Some(0.0), Some(1.0), Some(0.0), Some(0.0)]

@@ -3,7 +3,7 @@
 
 use super::super::attime::parse_offset;
 use super::super::eval::{err, Args, Ctx, EvalError, PerSeries, R};
-use super::super::series::{aggregate, fmt_g, Series};
+use super::super::series::{aggregate, py_d, py_float, py_g, Series};
 use super::combine::agg_name;
 use super::{finite, map_values, round_half_away};
 
@@ -15,11 +15,11 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             Ok(tagged(
                 map_values(
                     list()?,
-                    |s| format!("scale({},{})", s.name, fmt_g(f)),
+                    |s| format!("scale({},{})", s.name, py_g(f)),
                     |v| v.map(|v| v * f),
                 ),
                 "scale",
-                &fmt_g(f),
+                &py_float(f),
             ))
         })(),
         "offset" => (|| {
@@ -27,11 +27,11 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             Ok(tagged(
                 map_values(
                     list()?,
-                    |s| format!("offset({},{})", s.name, fmt_g(f)),
+                    |s| format!("offset({},{})", s.name, py_g(f)),
                     |v| v.map(|v| v + f),
                 ),
                 "offset",
-                &fmt_g(f),
+                &py_float(f),
             ))
         })(),
         "absolute" => list().map(|l| {
@@ -57,30 +57,35 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             Ok(tagged(
                 map_values(
                     list()?,
-                    |s| format!("pow({},{})", s.name, fmt_g(f)),
+                    |s| format!("pow({},{})", s.name, py_g(f)),
                     |v| v.and_then(|v| finite(v.powf(f))),
                 ),
                 "pow",
-                &fmt_g(f),
+                &py_float(f),
             ))
         })(),
         "log" => (|| {
             let base = a.num_or(1, "base", 10.0)?;
+            // The tag holds the argument as given (an integer stays one).
+            let log_base = match a.get(1, "base") {
+                Some(super::super::parser::Expr::Num(n)) if n.fract() != 0.0 => py_float(*n),
+                _ => py_d(base),
+            };
             Ok(tagged(
                 map_values(
                     list()?,
-                    |s| format!("log({}, {})", s.name, fmt_g(base)),
+                    |s| format!("log({}, {log_base})", s.name),
                     |v| v.filter(|v| *v > 0.0).and_then(|v| finite(v.log(base))),
                 ),
                 "log",
-                &fmt_g(base),
+                &log_base,
             ))
         })(),
         "removeBelowValue" => (|| {
             let n = a.num(1, "n")?;
             Ok(map_values(
                 list()?,
-                |s| format!("removeBelowValue({}, {})", s.name, fmt_g(n)),
+                |s| format!("removeBelowValue({}, {})", s.name, py_g(n)),
                 |v| v.filter(|v| *v >= n),
             ))
         })(),
@@ -88,7 +93,7 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             let n = a.num(1, "n")?;
             Ok(map_values(
                 list()?,
-                |s| format!("removeAboveValue({}, {})", s.name, fmt_g(n)),
+                |s| format!("removeAboveValue({}, {})", s.name, py_g(n)),
                 |v| v.filter(|v| *v <= n),
             ))
         })(),
@@ -183,45 +188,60 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             Ok(tagged(
                 map_values(
                     list()?,
-                    |s| format!("add({},{})", s.name, fmt_g(c)),
+                    |s| format!("add({},{})", s.name, py_d(c)),
                     |v| v.map(|v| v + c),
                 ),
                 "add",
-                &fmt_g(c),
+                &py_float(c),
             ))
         })(),
         "squareRoot" => list().map(|l| {
-            map_values(
-                l,
-                |s| format!("squareRoot({})", s.name),
-                |v| v.filter(|v| *v >= 0.0).map(f64::sqrt),
+            tagged(
+                map_values(
+                    l,
+                    |s| format!("squareRoot({})", s.name),
+                    |v| v.filter(|v| *v >= 0.0).map(f64::sqrt),
+                ),
+                "squareRoot",
+                "1",
             )
         }),
         "exp" => list().map(|l| {
-            map_values(
-                l,
-                |s| format!("exp({})", s.name),
-                |v| v.and_then(|v| finite(v.exp())),
+            tagged(
+                map_values(
+                    l,
+                    |s| format!("exp({})", s.name),
+                    |v| v.and_then(|v| finite(v.exp())),
+                ),
+                "exp",
+                "e",
             )
         }),
         "round" => (|| {
             let p = a.opt_num(1, "precision")?;
-            let m = 10f64.powi(p.unwrap_or(0.0) as i32);
-            // Python's round: halves go to the even neighbour.
-            Ok(map_values(
-                list()?,
-                |s| match p {
-                    Some(p) => format!("round({},{})", s.name, p as i64),
-                    None => format!("round({})", s.name),
-                },
-                |v| v.map(|v| (v * m).round_ties_even() / m),
+            let digits = p.unwrap_or(0.0) as i32;
+            Ok(tagged(
+                map_values(
+                    list()?,
+                    |s| match p {
+                        Some(p) => format!("round({},{})", s.name, p as i64),
+                        None => format!("round({})", s.name),
+                    },
+                    |v| v.map(|v| py_round(v, digits)),
+                ),
+                "round",
+                &digits.to_string(),
             ))
         })(),
         "isNonNull" => list().map(|l| {
-            map_values(
-                l,
-                |s| format!("isNonNull({})", s.name),
-                |v| Some(if v.is_some() { 1.0 } else { 0.0 }),
+            tagged(
+                map_values(
+                    l,
+                    |s| format!("isNonNull({})", s.name),
+                    |v| Some(if v.is_some() { 1.0 } else { 0.0 }),
+                ),
+                "isNonNull",
+                "1",
             )
         }),
         "changed" => list().map(|l| {
@@ -258,7 +278,12 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
                         .copied()
                         .fold(f64::INFINITY, f64::min);
                     let n = format!("offsetToZero({})", s.name);
-                    map_values(vec![s], |_| n.clone(), |v| v.map(|v| v - min)).remove(0)
+                    let mut s =
+                        map_values(vec![s], |_| n.clone(), |v| v.map(|v| v - min)).remove(0);
+                    if min.is_finite() {
+                        s.set_tag("offsetToZero", py_float(min));
+                    }
+                    s
                 })
                 .collect()
         }),
@@ -313,13 +338,15 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
                 .into_iter()
                 .map(|s| {
                     let f = secs / s.step as f64;
-                    let n = format!("scaleToSeconds({},{})", s.name, secs as i64);
-                    map_values(
+                    let n = format!("scaleToSeconds({},{})", s.name, py_d(secs));
+                    let mut s = map_values(
                         vec![s],
                         |_| n.clone(),
                         |v| v.map(|v| (v * f * 1e6).round() / 1e6),
                     )
-                    .remove(0)
+                    .remove(0);
+                    s.set_tag("scaleToSeconds", py_float(secs));
+                    s
                 })
                 .collect())
         })(),
@@ -360,6 +387,22 @@ pub fn per_series(name: &str, a: &Args) -> Option<R<PerSeries>> {
             f: Box::new(f),
         })
     })())
+}
+
+/// Python's `round(v, digits)`: the decimal nearest the binary value, halves to even
+/// (`round(2.675, 2)` is 2.67, `round(10.05, 1)` 10.1).
+fn py_round(v: f64, digits: i32) -> f64 {
+    if !v.is_finite() {
+        return v;
+    }
+    if digits >= 0 {
+        // Rust's fixed-precision formatting rounds the exact binary value, halves to even,
+        // as CPython's does; the text reads back to the nearest float.
+        format!("{v:.*}", digits as usize).parse().unwrap_or(v)
+    } else {
+        let m = 10f64.powi(-digits);
+        (v / m).round_ties_even() * m
+    }
 }
 
 fn tagged(mut l: Vec<Series>, k: &str, v: &str) -> Vec<Series> {
@@ -510,12 +553,15 @@ fn transform_null(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
                 })
                 .collect();
             let n = if refs.is_some() {
-                format!("transformNull({},{},referenceSeries)", s.name, fmt_g(d))
+                format!("transformNull({},{},referenceSeries)", s.name, py_g(d))
             } else {
-                format!("transformNull({},{})", s.name, fmt_g(d))
+                format!("transformNull({},{})", s.name, py_g(d))
             };
             s.rename(n);
-            s.set_tag("transformNull", fmt_g(d));
+            s.set_tag("transformNull", py_float(d));
+            if refs.is_some() {
+                s.set_tag("referenceSeries", "1");
+            }
             s
         })
         .collect())

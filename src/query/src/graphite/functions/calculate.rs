@@ -78,39 +78,49 @@ fn moving(ctx: &Ctx, a: &Args, func: &str, func_arg: &str, xff_pos: usize) -> R<
         }
     };
     let series = ctx.eval(inner)?;
+    if series.is_empty() {
+        return Ok(series);
+    }
     let max_step = series.iter().map(|s| s.step).max().unwrap_or(60);
     let preview = seconds.unwrap_or_else(|| max_step * points.unwrap_or(1));
+    // graphite-web 1.1.10: the argument is fetched again from `preview` seconds earlier; the
+    // result starts `preview` seconds after that fetch's start, and its value at j is of the
+    // window of points that ends at and includes the fetched point j + window.
     let boot = ctx.shifted(ctx.from - preview, ctx.until).eval(inner)?;
-    Ok(series
+    Ok(boot
         .into_iter()
-        .map(|s| {
-            let b = boot
-                .iter()
-                .find(|b| b.name == s.name)
-                .cloned()
-                .unwrap_or_else(|| s.clone());
-            let wp = points.unwrap_or_else(|| preview / s.step.max(1)).max(1) as usize;
-            let offset = ((s.start - b.start) / b.step.max(1)).max(0) as usize;
-            let values = (0..s.values.len())
-                .map(|i| {
-                    let end = i + offset + 1;
-                    let start = end.saturating_sub(wp);
-                    let win = &b.values[start.min(b.values.len())..end.min(b.values.len())];
-                    let nn = win.iter().filter(|v| v.is_some()).count();
-                    if nn == 0 || (nn as f64) / (wp as f64) < xff {
+        .map(|b| {
+            let wp = points.unwrap_or_else(|| preview / b.step.max(1)).max(0) as usize;
+            let n = b.values.len().saturating_sub(wp);
+            let values = (0..n)
+                .map(|j| {
+                    let nn: Vec<Option<f64>> = b.values[j + 1..j + 1 + wp]
+                        .iter()
+                        .filter(|v| v.is_some())
+                        .copied()
+                        .collect();
+                    if nn.is_empty() || (nn.len() as f64) / (wp as f64) < xff {
                         None
                     } else {
-                        aggregate(func, win)
+                        // The function sees the window's values only (avg_zero too).
+                        aggregate(func, &nn)
                     }
                 })
                 .collect();
-            let mut out = s.clone();
-            out.values = values;
             // graphite-web names (and tags) every moving window by its function, movingWindow
             // included: `moving` + the function's name capitalised (`movingAvg_zero`).
             let tag = format!("moving{}", capitalize(func_arg));
-            out.rename(format!("{tag}({},{label})", s.name));
+            let mut out = Series::new(
+                format!("{tag}({},{label})", b.name),
+                b.start + preview,
+                b.step,
+                values,
+            );
+            out.tags = b.tags.clone();
             out.set_tag(&tag, label.trim_matches('"'));
+            out.consolidation = b.consolidation.clone();
+            out.xff = b.xff;
+            out.style = b.style.clone();
             out
         })
         .collect())

@@ -280,9 +280,9 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
                     let n = format!("offsetToZero({})", s.name);
                     let mut s =
                         map_values(vec![s], |_| n.clone(), |v| v.map(|v| v - min)).remove(0);
-                    if min.is_finite() {
-                        s.set_tag("offsetToZero", py_float(min));
-                    }
+                    // Python's str of the minimum (None for a series without values).
+                    let tag = if min.is_finite() { py_float(min) } else { "None".into() };
+                    s.set_tag("offsetToZero", tag);
                     s
                 })
                 .collect()
@@ -558,7 +558,9 @@ fn transform_null(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
                 format!("transformNull({},{})", s.name, py_g(d))
             };
             s.rename(n);
-            s.set_tag("transformNull", py_float(d));
+            // The default (the integer 0) as written, a given one as the float it is read as.
+            let tag = if a.get(1, "default").is_some() { py_float(d) } else { "0".into() };
+            s.set_tag("transformNull", tag);
             if refs.is_some() {
                 s.set_tag("referenceSeries", "1");
             }
@@ -579,16 +581,21 @@ fn time_shift(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
         .get(0, "seriesList")
         .ok_or_else(|| EvalError::Invalid("timeShift: missing seriesList".into()))?;
     let shifted = ctx.shifted(ctx.from + d, ctx.until + d).eval(inner)?;
+    // graphite-web starts every shifted series where the unshifted first series starts (the
+    // grid of the request's window at its step), whatever the shift; with resetEnd it also
+    // ends where that one ends, and the values past that end are dropped.
+    let step = shifted.first().map(|s| s.step.max(1)).unwrap_or(1);
+    let start = ctx.from - ctx.from.rem_euclid(step) + step;
+    let end = ctx.until - ctx.until.rem_euclid(step) + step;
     Ok(shifted
         .into_iter()
         .map(|mut s| {
-            s.start -= d;
-            s.end -= d;
-            if reset_end && s.end > ctx.until + s.step {
-                let keep = ((ctx.until - s.start) / s.step + 1).max(0) as usize;
+            s.start = start;
+            if reset_end {
+                let keep = ((end - start) / s.step.max(1) + 1).max(0) as usize;
                 s.values.truncate(keep);
-                s.end = s.start + s.step * s.values.len() as i64;
             }
+            s.end = s.start + s.step * s.values.len() as i64;
             let n = format!("timeShift({}, \"{shift}\")", s.name);
             s.rename(n);
             s.set_tag("timeShift", shift.clone());
@@ -608,7 +615,9 @@ fn interval(a: &Args, i: usize) -> R<(String, i64)> {
 }
 
 /// Buckets `s` into `width`-second intervals starting at `new_start` (up to `new_end`); a bucket
-/// holds the points whose timestamps fall in it. Null unless xff holds.
+/// holds the points whose timestamps fall in it. Null unless xff holds of the points a whole
+/// bucket would hold (`width / step`), so a last bucket cut short by the window's end counts
+/// its missing points as nulls (graphite-web's `_summarizeValues`).
 fn bucketize(
     s: &Series,
     new_start: i64,
@@ -625,11 +634,12 @@ fn bucketize(
             buckets[(d / width) as usize].push(*v);
         }
     }
+    let whole = width as f64 / s.step.max(1) as f64;
     buckets
         .iter()
         .map(|b| {
             let nn = b.iter().filter(|v| v.is_some()).count();
-            if nn == 0 || (nn as f64) / (b.len() as f64) < xff {
+            if nn == 0 || (nn as f64) / whole < xff {
                 None
             } else {
                 aggregate(func, b)
@@ -694,9 +704,10 @@ fn smart_summarize(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     Ok(list
         .into_iter()
         .map(|s| {
-            let values = bucketize(&s, c.from, s.end, width, &func, s.xff);
+            // Buckets start at the series' own first timestamp.
+            let values = bucketize(&s, s.start, s.end, width, &func, s.xff);
             let name = format!("smartSummarize({}, \"{istr}\", \"{func_s}\")", s.name);
-            let mut out = Series::new(name, c.from, width, values);
+            let mut out = Series::new(name, s.start, width, values);
             out.tags = s.tags.clone();
             out.tags.insert("smartSummarize".into(), istr.clone());
             out.tags
@@ -709,9 +720,25 @@ fn smart_summarize(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
 /// Values are per-second rates: each contributes value × the seconds of its step inside a
 /// bucket; buckets end at the series end.
 fn hitcount(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
-    let list = a.series(ctx, 0, "seriesList")?;
     let (istr, width) = interval(a, 1)?;
     let align = a.boolean(2, "alignToInterval", false)?;
+    let list = if align {
+        // The window's start rounded down to the day, hour or minute (by the interval's
+        // size; UTC) and the argument fetched again from there; each series then ends one
+        // interval after its last whole interval.
+        let unit = [86_400, 3_600, 60].into_iter().find(|u| width >= *u);
+        let from = unit.map_or(ctx.from, |u| ctx.from - ctx.from.rem_euclid(u));
+        let inner = a
+            .get(0, "seriesList")
+            .ok_or_else(|| EvalError::Invalid("hitcount: missing seriesList".into()))?;
+        let mut l = ctx.shifted(from, ctx.until).eval(inner)?;
+        for s in &mut l {
+            s.end = s.start + (s.end - s.start).div_euclid(width) * width + width;
+        }
+        l
+    } else {
+        a.series(ctx, 0, "seriesList")?
+    };
     Ok(list
         .into_iter()
         .map(|s| {

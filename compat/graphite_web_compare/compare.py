@@ -384,6 +384,15 @@ TARGETS = targets()
 
 # Targets that may differ, each with the reason (keep this list short).
 SKIP = {
+    # graphite-web 1.1.8 slices `series[:-0]`, which is empty: delay by 0 steps drops every
+    # point (1.1.10 too). tsgate returns the series unchanged.
+    "delay(a.b.c1,0)": "graphite-web bug: delay(x,0) empties the series",
+    # One glob over series of different resolutions (r.halves every 10 s, w.slow every 120 s):
+    # whisper keeps a step per file; tsgate keeps no schema and grids the series one path
+    # expression matches on one step, the commonest gap between their points (10 s), so
+    # w.slow comes back with nulls between its points. Separate path expressions get their
+    # own steps (group(s.sparse,w.slow) and the other mixed targets are equal).
+    "*.*": "one step per path expression: a glob over 10 s and 120 s series",
 }
 
 

@@ -77,6 +77,10 @@ PICKLE_RECEIVER_PORT = $CPP
 CACHE_QUERY_INTERFACE = 127.0.0.1
 CACHE_QUERY_PORT = $CQ
 WHISPER_AUTOFLUSH = True
+# Tagged series under their names (_tagged/xxx/yyy/disk_DOT_used;dc=east.wsp), not under the
+# hash of them (carbon's default), so that tsgate's import can tell what a file holds without
+# carbon's tag database.
+TAG_HASH_FILENAMES = False
 CONF
   carbon-cache --config="$work/carbon/carbon.conf" --pidfile="$work/carbon/carbon.pid" --nodaemon \
     --logdir="$work/carbon/log" start >"$work/carbon.log" 2>&1 & cpid=$!; pids+=("$cpid")

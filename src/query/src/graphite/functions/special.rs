@@ -2,7 +2,7 @@
 
 use super::super::eval::{err, Args, Ctx, EvalError, R};
 use super::super::parser::Expr;
-use super::super::series::{fmt_g, Series};
+use super::super::series::Series;
 
 pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
     Some(match name {
@@ -52,7 +52,7 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
                 .into_iter()
                 .map(|mut s| {
                     s.xff = x;
-                    s.set_tag("xFilesFactor", fmt_g(x));
+                    s.set_tag("xFilesFactor", super::super::series::py_float(x));
                     s
                 })
                 .collect())

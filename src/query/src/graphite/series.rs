@@ -521,8 +521,6 @@ impl RowFold {
                     None
                 } else if counting {
                     Some(nn as f64)
-                } else if nn == 0 {
-                    None
                 } else if mean {
                     Some(a / nn as f64)
                 } else {
@@ -684,7 +682,7 @@ mod tests {
         assert_eq!(percentile(&v, 50.0, false), Some(3.0)); // 2.5 → 3
         assert_eq!(percentile(&v, 10.0, false), Some(1.0)); // 0.5 → 1
         assert_eq!(percentile(&v, 99.0, false), Some(4.0)); // 4.95 → 5: the last
-        // Interpolated: 2.5 → between the 2nd and 3rd values.
+                                                            // Interpolated: 2.5 → between the 2nd and 3rd values.
         assert_eq!(percentile(&v, 50.0, true), Some(2.5));
         assert_eq!(percentile(&v, 90.0, true), Some(4.0)); // 4.5: rank 4 is the last
         assert_eq!(percentile(&[], 50.0, false), None);

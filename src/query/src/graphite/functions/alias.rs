@@ -42,11 +42,7 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
                 .map(|mut s| {
                     let first = first_path_expression(&s.name);
                     // The last dotted node, tags and all (`used;dc=east` of `disk.used;dc=east`).
-                    s.name = first
-                        .rsplit('.')
-                        .next()
-                        .unwrap_or("")
-                        .to_string();
+                    s.name = first.rsplit('.').next().unwrap_or("").to_string();
                     s
                 })
                 .collect()

@@ -677,7 +677,10 @@ fn group_by_tags(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
             .map(|t| format!("{t}={}", s.tags.get(t).map(String::as_str).unwrap_or("")))
             .collect();
         parts.sort();
-        let key = std::iter::once(base).chain(parts).collect::<Vec<_>>().join(";");
+        let key = std::iter::once(base)
+            .chain(parts)
+            .collect::<Vec<_>>()
+            .join(";");
         match groups.iter_mut().find(|(k, _)| *k == key) {
             Some((_, g)) => g.push(s.clone()),
             None => groups.push((key, vec![s.clone()])),

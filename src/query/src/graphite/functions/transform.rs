@@ -281,7 +281,11 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
                     let mut s =
                         map_values(vec![s], |_| n.clone(), |v| v.map(|v| v - min)).remove(0);
                     // Python's str of the minimum (None for a series without values).
-                    let tag = if min.is_finite() { py_float(min) } else { "None".into() };
+                    let tag = if min.is_finite() {
+                        py_float(min)
+                    } else {
+                        "None".into()
+                    };
                     s.set_tag("offsetToZero", tag);
                     s
                 })
@@ -559,7 +563,11 @@ fn transform_null(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
             };
             s.rename(n);
             // The default (the integer 0) as written, a given one as the float it is read as.
-            let tag = if a.get(1, "default").is_some() { py_float(d) } else { "0".into() };
+            let tag = if a.get(1, "default").is_some() {
+                py_float(d)
+            } else {
+                "0".into()
+            };
             s.set_tag("transformNull", tag);
             if refs.is_some() {
                 s.set_tag("referenceSeries", "1");

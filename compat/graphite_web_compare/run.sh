@@ -41,15 +41,15 @@ elif [ "${1:-}" = carbon-cache ]; then
     { echo "compat/graphite_web_compare: carbon-cache is missing (tests/run.sh installs graphite-carbon)" >&2; exit 2; }
   CP=$(port); CPP=$(port); CQ=$(port)
   mkdir -p "$work/carbon" "$work/whisper"
-  # One 10 s archive of 2 h (120 s for w.slow, written every 120 s), averaged, xFilesFactor 0:
+  # One 10 s archive of 4 h (120 s for w.slow, written every 120 s), averaged, xFilesFactor 0:
   # what compare.py's own files hold.
   cat >"$work/carbon/storage-schemas.conf" <<CONF
 [slow]
 pattern = ^w\\.slow$
-retentions = 120s:2h
+retentions = 120s:4h
 [all]
 pattern = .*
-retentions = 10s:2h
+retentions = 10s:4h
 CONF
   cat >"$work/carbon/storage-aggregation.conf" <<CONF
 [all]
@@ -98,7 +98,7 @@ fi
 wait_up "http://127.0.0.1:$TS/api/version"
 
 status=0
-timeout 300 "$PY" "$here/compare.py" "$work" "$TS" "$GP" "$mode" || status=$?
+timeout 600 "$PY" "$here/compare.py" "$work" "$TS" "$GP" "$mode" || status=$?
 if [ "$status" -ne 0 ]; then
   echo "--- tsgate log (tail)"; tail -20 "$work/tsgate.log"
 fi

@@ -3,20 +3,31 @@
 
 usage: compare.py WORKDIR TSGATE_HTTP_PORT TSGATE_CARBON_PORT [carbon|write|send|imported]
 
-Writes whisper files under WORKDIR/whisper with python3-whisper, sends the same points to tsgate
-as carbon plaintext (mode `carbon`, the default; `write` only writes the whisper files and exits,
-`imported` neither writes nor sends: tsgate holds them through `tsgate import --from whisper`;
-`send` only sends the carbon plaintext to the port given, a real carbon-cache writing the whisper
-files, and waits until they hold every point),
-waits until tsgate serves them, then evaluates TARGETS with both over one
-fixed window and compares the series names, timestamps and values (1e-9 relative, None == null).
+Writes whisper files under WORKDIR/whisper with python3-whisper (tagged series under graphite's
+`_tagged/` layout, registered in graphite-web's local tag database), sends the same points to
+tsgate as carbon plaintext (mode `carbon`, the default; `write` only writes the whisper files and
+exits, `imported` neither writes nor sends: tsgate holds them through `tsgate import --from
+whisper`; `send` only sends the carbon plaintext to the port given, a real carbon-cache writing
+the whisper files, and waits until they hold every point), waits until tsgate serves them, then
+evaluates TARGETS with both and compares the series names, timestamps, values (1e-9 relative,
+None == null) and tags (graphite-web's tag values compared as Python's str() of them: its JSON
+writes a numeric tag as a number, tsgate's tags are text).
+
+Debian ships graphite-web 1.1.8; tsgate follows 1.1.10 where the two differ. The only difference
+in the render functions between them (besides functions 1.1.10 adds) is movingWindow's window,
+which in 1.1.10 ends at and includes t: compare.py patches the installed movingWindow's loop
+bounds to 1.1.10's at start-up, so the moving* targets are compared with 1.1.10's code path.
+
+A target that differs fails the run unless it is in SKIP with its reason; a skipped target that
+has become equal is reported (drop it from SKIP).
 """
+import inspect
 import json
-import math
 import os
 import socket
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -25,12 +36,17 @@ mode = sys.argv[4] if len(sys.argv) > 4 else "carbon"
 
 STEP = 10
 N = 60
-# Whisper only serves the last 2 h (the archive's retention, measured from now): the points sit
-# an hour back, on a 10-minute boundary, so the data and the window are the same on every run
-# relative to BASE.
+RETENTION = 4 * 3600  # run.sh's carbon-cache schema says the same
+# Whisper only serves the archive's retention (4 h, measured from now): the points sit an hour
+# back, on a 10-minute boundary, so the data and the window are the same on every run relative
+# to BASE, and a re-fetch from the start of the hour before (smartSummarize's alignTo='hours')
+# still finds the archive.
 BASE = (int(time.time()) // 600) * 600 - 3600
 FROM = BASE - STEP          # exclusive: the first bucket is BASE
 UNTIL = BASE + (N - 1) * STEP
+# Windows narrower and wider than the data (the wider one still inside the retention).
+NARROW = {"from": BASE + 95, "until": BASE + 305}
+WIDE = {"from": BASE - 1200, "until": BASE + N * STEP + 1200}
 
 
 def c1(i):
@@ -53,66 +69,351 @@ def xc1(i):
     return (i * 13) % 29 - 10
 
 
-SERIES = {"a.b.c1": c1, "a.b.c2": c2, "a.x.c1": xc1}
+def xc2(i):
+    # the same points as a.b.c2: ties in every sort and filter
+    return c2(i)
 
-# Every target is evaluated over FROM..UNTIL by both servers. Left out, with the reason (README,
-# graphite-web API, "Compared with Debian's graphite-web"):
-# - movingAverage(a.b.c2,5) and the other moving* functions: Debian ships 1.1.8, whose window at t
-#   is the windowSize points *before* t (t excluded); tsgate follows 1.1.10, whose window ends at
-#   and includes t, so every value is shifted by one step. A version difference, not a tsgate bug.
-TARGETS = [
-    "a.b.c1",
-    "a.*.*",
-    "sumSeries(a.*.*)",
-    "averageSeries(a.b.*)",
-    "maxSeries(a.*.*)",
-    "minSeries(a.*.*)",
-    "diffSeries(a.b.c1,a.b.c2)",
-    "divideSeries(a.b.c2,a.x.c1)",
-    "asPercent(a.b.*)",
-    "asPercent(a.b.c2,a.b.c1)",
-    "scale(a.b.c2,1.5)",
-    "offset(a.x.c1,-3)",
-    "absolute(a.b.c2)",
-    "derivative(a.b.c1)",
-    "nonNegativeDerivative(a.b.c1)",
-    "perSecond(a.b.c1)",
-    "integral(a.x.c1)",
-    "keepLastValue(a.b.c1)",
-    "keepLastValue(a.b.c2,2)",
-    "transformNull(a.x.c1,-1)",
-    "summarize(a.b.c1,'1min','sum')",
-    "summarize(a.b.c2,'1min','avg',true)",
-    "summarize(a.x.c1,'2min','max')",
-    "hitcount(a.b.c1,'1min')",
-    "aliasByNode(a.*.c1,1)",
-    "aliasSub(a.b.*,'^a\\.b\\.(.*)$','\\1 x')",
-    "groupByNode(a.*.*,2,'sumSeries')",
-    "highestMax(a.*.*,2)",
-    "sortByName(a.*.*,false,true)",
-    "nPercentile(a.b.c2,75)",
-    "timeShift(a.b.c1,'1min')",
-    "invert(a.x.c1)",
-]
+
+def none_in_window(i):
+    # no point in the window; one point 20 minutes before it (in HISTORY)
+    return None
+
+
+def sparse(i):
+    # a few short runs of 10 s points with long holes between them
+    return (i * 3.5 - 40) if i in (4, 5, 6, 20, 21, 37, 38, 39, 40, 55) else None
+
+
+def sparse2(i):
+    return float(i % 5) if i in (0, 1, 13, 14, 15, 31, 32, 50, 51, 52, 53) else None
+
+
+def slow(i):
+    # written every 120 s, into a whisper file whose archive is 120 s (STEPS)
+    return 1.5 * i + 0.25 if i % 12 == 0 else None
+
+
+def halves(i):
+    # halves and tenths for round(): 0.5, 1.5, 2.5 … (half-even) and 2.675-style binary values
+    vals = [0.5, 1.5, 2.5, -0.5, -1.5, 2.675, 1.005, 0.125, 10.05, -2.5, 3.0, None]
+    return vals[i % len(vals)]
+
+
+def tag_h1(i):
+    return float(i % 7) if i != 3 else None
+
+
+def tag_h2(i):
+    return float((i * 5) % 11) - 2
+
+
+def tag_h3(i):
+    return 0.5 * i
+
+
+def tag_free(i):
+    return 100 - i if i % 4 else None
+
+
+SERIES = {
+    "a.b.c1": c1, "a.b.c2": c2, "a.x.c1": xc1, "a.x.c2": xc2, "a.y.none": none_in_window,
+    "s.sparse": sparse, "s.sparse2": sparse2, "w.slow": slow, "r.halves": halves,
+    "disk.used;dc=east;host=h1": tag_h1, "disk.used;dc=east;host=h2": tag_h2,
+    "disk.used;dc=west;host=h3": tag_h3, "disk.free;dc=west;host=h3": tag_free,
+}
+# Points outside the window [BASE, UNTIL] (time offset from BASE → value).
+HISTORY = {"a.y.none": {-1200: 4.0, -1190: 5.0}}
+# Whisper archive step of a series (default STEP). tsgate keeps no storage schema: it grids a
+# series on the commonest gap between its points (for a series without two points in the window,
+# those of the hour before), so a series' archive step here is the interval it is written at.
+STEPS = {"w.slow": 120}
+
+
+def points(name):
+    f = SERIES[name]
+    pts = [(BASE + i * STEP, f(i)) for i in range(N) if f(i) is not None]
+    pts += [(BASE + o, v) for o, v in HISTORY.get(name, {}).items()]
+    return sorted(pts)
+
+
+T = "seriesByTag('name=disk.used')"
+TA = "seriesByTag('name=~disk.*')"
+UNARY_IN = ["a.b.c1", "a.*.*", "s.sparse", "w.slow"]
+
+
+def targets():
+    """(target, extra render parameters) pairs."""
+    out = []
+
+    def add(t, **p):
+        if (t, p) not in out:  # the generated families overlap the hand-written lists
+            out.append((t, p))
+
+    # plain fetches and globs
+    for t in ["a.b.c1", "a.*.*", "a.{b,x}.c1", "a.[bx].c?", "a.*.c[12]", "*.*", "s.*", "a.y.none",
+              "r.halves", "nosuch.metric", "a.b.*", T, TA,
+              "seriesByTag('dc=east')", "seriesByTag('name=disk.used','dc!=east')",
+              "seriesByTag('host=~h[12]')", "seriesByTag('name=disk.used','host!=~h1')"]:
+        add(t)
+    # one-series transforms over several inputs
+    unary = ["absolute(%s)", "derivative(%s)", "nonNegativeDerivative(%s)", "perSecond(%s)",
+             "integral(%s)", "invert(%s)", "squareRoot(%s)", "changed(%s)", "isNonNull(%s)",
+             "minMax(%s)", "offsetToZero(%s)", "cumulative(%s)", "keepLastValue(%s)",
+             "interpolate(%s)", "delay(%s,2)", "round(%s)", "scale(%s,2)", "offset(%s,-3)",
+             "add(%s,1.5)", "transformNull(%s)", "timeShift(%s,'1min')", "log(%s)",
+             "summarize(%s,'1min')", "hitcount(%s,'1min')", "movingAverage(%s,3)",
+             "nPercentile(%s,50)", "removeAboveValue(%s,100)", "removeBelowPercentile(%s,25)",
+             "stdev(%s,4)", "consolidateBy(%s,'max')", "aliasByNode(%s,1)",
+             "aliasByMetric(%s)", "sortByMaxima(%s)", "highestAverage(%s,2)"]
+    for u in unary:
+        for s in UNARY_IN:
+            add(u % s)
+    # argument variants
+    for t in [
+        "nonNegativeDerivative(keepLastValue(a.b.c1),200)",
+        "nonNegativeDerivative(keepLastValue(a.b.c1),None,50)",
+        "nonNegativeDerivative(keepLastValue(a.b.c1),400,100)",
+        "perSecond(keepLastValue(a.b.c1),300)", "perSecond(keepLastValue(a.b.c1),None,105)", "keepLastValue(a.b.c1,1)", "keepLastValue(a.b.c2,2)",
+        "keepLastValue(a.b.c2,0)", "interpolate(a.b.c1,1)", "interpolate(a.b.c2,2)",
+        "interpolate(s.sparse)", "interpolate(s.sparse,5)", "transformNull(a.x.c1,-1)",
+        "transformNull(a.b.c1,0,a.b.c2)", "transformNull(a.b.*,7.5)",
+        "transformNull(a.y.none,3)", "delay(a.b.c1,-2)", "delay(a.b.c1,0)",
+        "round(r.halves)", "round(r.halves,1)", "round(r.halves,2)", "round(r.halves,-1)",
+        "round(a.b.c2,1)", "scale(a.b.c2,1.5)", "scale(a.b.c2,-0.001)", "scale(a.b.c2,1e-6)",
+        "scale(a.b.c2,100.0)", "scale(a.b.c2,1e20)", "offset(a.b.c2,0.1)", "add(a.b.c2,-2)",
+        "pow(a.b.c2,2)", "pow(a.x.c1,0.5)", "pow(a.b.c2,-1)", "exp(scale(a.b.c2,0.1))",
+        "log(a.b.c1,2)", "log(a.x.c1,10)", "log(a.b.c2,2.5)", "scaleToSeconds(a.b.c1,1)",
+        "scaleToSeconds(a.b.c1,60)", "scaleToSeconds(w.slow,30)", "squareRoot(a.b.c2)",
+        "invert(a.b.c2)", "absolute(a.x.c1)", "integral(a.x.c1)", "integral(w.slow)",
+        "timeShift(a.b.c1,'-1min')", "timeShift(a.b.c1,'+30s')", "timeShift(a.b.c1,'1min',false)",
+        "timeShift(sumSeries(a.b.*),'20s')", "timeShift(a.*.*,'10s')",
+        "timeShift(w.slow,'2min')", "group(s.sparse,w.slow)", "sumSeries(s.sparse,w.slow)",
+        "averageSeries(a.b.c2,w.slow)", "asPercent(a.b.c1,w.slow)", "divideSeries(a.b.c1,w.slow)",
+        "diffSeries(w.slow,a.x.c1)",
+    ]:
+        add(t)
+    # summarize / hitcount / smartSummarize
+    for f in ["sum", "avg", "max", "min", "last", "first", "median", "count", "range",
+              "multiply", "diff", "stddev", "average", "total"]:
+        add("summarize(a.b.c2,'1min','%s')" % f)
+    for t in [
+        "summarize(a.b.c1,'1min','sum',true)", "summarize(a.b.c2,'1min','avg',true)",
+        "summarize(a.x.c1,'2min','max')", "summarize(a.x.c1,'7min','sum')",
+        "summarize(a.x.c1,'7min','sum',true)", "summarize(a.b.c1,'45s')",
+        "summarize(a.b.c1,'45s','sum',true)", "summarize(w.slow,'5min','sum')",
+        "summarize(s.sparse,'3min','avg')", "summarize(a.b.c1,'1h','sum')",
+        "summarize(a.b.c1,'1h','sum',true)", "summarize(a.*.*,'1min','max')",
+        "summarize(setXFilesFactor(a.b.c2,0.9),'1min','avg')",
+        "summarize(setXFilesFactor(a.b.c1,0.5),'3min','sum')",
+        "summarize(setXFilesFactor(a.b.c1,1),'4min','sum')",
+        "hitcount(a.b.c1,'1min',true)", "hitcount(a.b.c1,'45s')", "hitcount(a.b.c1,'45s',true)",
+        "hitcount(a.x.c1,'3min')", "hitcount(a.x.c1,'3min',true)", "hitcount(w.slow,'5min')",
+        "hitcount(a.*.*,'2min',true)", "smartSummarize(a.b.c1,'1min')",
+        "smartSummarize(a.b.c1,'1min','sum')", "smartSummarize(a.b.c2,'45s','avg')",
+        "smartSummarize(a.x.c1,'2min','max')", "smartSummarize(a.x.c1,'3min','last')",
+        "smartSummarize(a.b.c1,'1min','sum','minutes')", "smartSummarize(a.x.c1,'2min','avg','hours')", "smartSummarize(a.*.*,'1min','min')",
+        "smartSummarize(w.slow,'4min','sum')",
+    ]:
+        add(t)
+    # combining functions
+    for f in ["sumSeries", "averageSeries", "maxSeries", "minSeries", "diffSeries",
+              "multiplySeries", "rangeOfSeries", "stddevSeries", "countSeries", "sum", "avg"]:
+        for s in ["a.*.*", "a.b.c2", "a.b.*,a.x.c1", "s.*", T, "a.y.none"]:
+            add("%s(%s)" % (f, s))
+    for t in [
+        "countSeries()", "countSeries(nosuch.*)", "countSeries(a.y.none,a.y.none)",
+        "sumSeries(nosuch.*)", "group(a.b.c1,a.x.c1)", "group()", "group(a.b.*,nosuch.*)",
+        "diffSeries(a.b.c1,a.b.c2)", "divideSeries(a.b.c2,a.x.c1)",
+        "divideSeries(a.*.*,a.x.c1)", "divideSeries(a.b.c1,a.y.none)", "divideSeries(" + T + ",a.b.c1)",
+        "multiplySeries(a.b.c2,a.x.c1)", "percentileOfSeries(a.*.*,50)",
+        "percentileOfSeries(a.*.*,90)", "percentileOfSeries(a.*.*,25)",
+        "percentileOfSeries(a.*.*,50,true)", "percentileOfSeries(a.*.*,75,true)",
+        "percentileOfSeries(a.*.*,99.9)", "percentileOfSeries(a.*.*,0.5)",
+        "percentileOfSeries(" + T + ",60)",
+    ]:
+        add(t)
+    for f in ["average", "sum", "max", "min", "median", "last", "first", "count", "range",
+              "multiply", "diff", "stddev", "avg_zero", "current", "avg", "total"]:
+        add("aggregate(a.*.*,'%s')" % f)
+    for t in ["aggregate(a.b.*,'sum',0.9)", "aggregate(a.*.*,'average',0.5)",
+              "aggregate(" + T + ",'max')", "aggregate(s.*,'sum')"]:
+        add(t)
+    # asPercent
+    for t in [
+        "asPercent(a.b.*)", "asPercent(a.b.c2,a.b.c1)", "asPercent(a.b.*,a.x.c1)",
+        "asPercent(a.*.*,100)", "asPercent(a.*.*,200.5)", "asPercent(a.b.c1)",
+        "asPercent(a.*.*,sumSeries(a.*.*))", "asPercent(a.*.*,a.x.*)",
+        "asPercent(a.*.*,None,1)", "asPercent(a.*.*,None,2)", "asPercent(a.*.*,a.*.c1,1)",
+        "pct(a.b.*)", "asPercent(" + T + ")",
+        "asPercent(s.*)", "asPercent(a.*.*,None,0,2)",
+    ]:
+        add(t)
+    # groupBy*
+    for cb in ["sumSeries", "averageSeries", "maxSeries", "sum", "average", "median", "count",
+               "last", "diff", "multiply"]:
+        add("groupByNode(a.*.*,1,'%s')" % cb)
+    for t in [
+        "groupByNode(a.*.*,2)", "groupByNode(a.*.*,2,'sumSeries')", "groupByNode(a.*.*,-1,'sum')",
+        "groupByNodes(a.*.*,'sum',1,2)", "groupByNodes(a.*.*,'max',0)", "groupByNodes(a.*.*,'avg')",
+        "groupByNodes(a.*.*,'sumSeries',2,1)", "groupByNode(" + T + ",0,'sum')",
+        "groupByTags(" + T + ",'sum','dc')", "groupByTags(" + T + ",'average','dc','host')",
+        "groupByTags(" + TA + ",'sum','name')", "groupByTags(" + TA + ",'max','name','dc')",
+        "groupByTags(" + TA + ",'sumSeries','dc')", "groupByTags(" + TA + ",'count','host')",
+        "applyByNode(a.*.*,1,'sumSeries(%.*)')", "applyByNode(a.*.*,1,'maxSeries(%.*)','%.max')",
+        "applyByNode(a.*.*,2,'averageSeries(a.*.%)','avg.%')",
+    ]:
+        add(t)
+    # moving windows (1.1.10's code path, see the module doc)
+    for f in ["movingAverage", "movingSum", "movingMin", "movingMax", "movingMedian"]:
+        for arg in ["3", "'1min'", "5,0.5"]:
+            add("%s(a.b.c2,%s)" % (f, arg))
+        add("%s(a.*.*,2)" % f)
+    for t in [
+        "movingWindow(a.b.c2,3)", "movingWindow(a.b.c2,3,'sum')", "movingWindow(a.b.c2,'1min','max')",
+        "movingWindow(a.b.c1,4,'median',0.5)", "movingWindow(a.*.*,2,'last')",
+        "movingWindow(a.b.c2,5,'range')", "movingWindow(a.b.c2,3,'avg_zero')",
+        "movingWindow(w.slow,'5min','sum')", "movingAverage(s.sparse,'3min')",
+        "movingSum(a.b.c1,'30s')", "movingMax(w.slow,2)",
+    ]:
+        add(t)
+    # stdev / nPercentile / percentile filters
+    for t in ["stdev(a.b.c2,5)", "stdev(a.b.c2,5,0.5)", "stdev(a.b.c1,3,1)", "stdev(s.sparse,3,0.1)",
+              "nPercentile(a.b.c2,25)", "nPercentile(a.b.c2,90)", "nPercentile(a.b.c2,99.5)",
+              "nPercentile(a.*.*,75)", "nPercentile(a.x.c1,33.3)", "nPercentile(a.y.none,50)",
+              "removeAbovePercentile(a.b.c2,50)", "removeAbovePercentile(a.b.c2,90)",
+              "removeAbovePercentile(a.*.*,75)", "removeBelowPercentile(a.b.c2,10)",
+              "removeBelowPercentile(a.x.c1,50.5)", "removeAboveValue(a.b.c2,0)",
+              "removeAboveValue(a.*.*,2.5)", "removeBelowValue(a.b.c2,-1.25)",
+              "removeBelowValue(a.x.c1,0)"]:
+        add(t)
+    # series filters
+    for f in ["averageAbove", "averageBelow", "currentAbove", "currentBelow", "maximumAbove",
+              "maximumBelow", "minimumAbove", "minimumBelow"]:
+        for n in ["0", "2.5", "-4"]:
+            add("%s(a.*.*,%s)" % (f, n))
+    for f in ["highestAverage", "highestCurrent", "highestMax", "lowestAverage", "lowestCurrent",
+              "limit", "mostDeviant"]:
+        for n in ["1", "2", "10"]:
+            add("%s(a.*.*,%s)" % (f, n))
+    for t in ["highest(a.*.*)", "highest(a.*.*,2,'sum')", "highest(a.*.*,3,'max')",
+              "highest(a.*.*,2,'current')", "lowest(a.*.*)", "lowest(a.*.*,2,'min')",
+              "lowest(a.*.*,3,'median')", "highest(a.*.*,2,'last')", "lowest(s.*,1,'sum')",
+              "exclude(a.*.*,'c1')", "exclude(a.*.*,'^a\\.x')", "grep(a.*.*,'c2$')",
+              "grep(a.*.*,'x')", "removeEmptySeries(a.*.*)", "removeEmptySeries(a.*.*,0.9)",
+              "removeEmptySeries(s.*,0.1)", "unique(a.b.c1,a.b.*,a.b.c1)",
+              "fallbackSeries(nosuch.*,a.b.c1)", "fallbackSeries(a.x.c1,a.b.c1)",
+              "highestMax(a.x.*,1)", "lowestAverage(a.*.c2,1)"]:
+        add(t)
+    # sorting (a.b.c2 and a.x.c2 tie on every key)
+    for f in ["average", "sum", "max", "min", "last", "median", "current", "total", "stddev",
+              "count"]:
+        add("sortBy(a.*.*,'%s')" % f)
+        add("sortBy(a.*.*,'%s',true)" % f)
+    for t in ["sortBy(a.*.*)", "sortByMinima(a.*.*)", "sortByMaxima(a.*.*)", "sortByTotal(a.*.*)",
+              "sortByName(a.*.*)", "sortByName(a.*.*,true)", "sortByName(a.*.*,false,true)",
+              "sortByName(a.*.*,true,true)", "sortByTotal(s.*)", "sortByMaxima(" + T + ")",
+              "sortByName(" + TA + ")"]:
+        add(t)
+    # aliases
+    for t in ["alias(a.b.c1,'x')", "alias(a.*.*,'all')", "aliasByNode(a.*.*,0,2)",
+              "aliasByNode(a.*.*,-1)", "aliasByNode(a.*.*,-2,-1)",
+              "aliasByNode(sumSeries(a.b.*),1)", "aliasByNode(scale(a.b.c1,2),2)",
+              "aliasByMetric(scale(a.*.*,2))", "aliasByMetric(" + T + ")",
+              "aliasSub(a.b.*,'^a\\.b\\.(.*)$','\\1 x')", "aliasSub(a.*.*,'c(\\d)','n\\1')",
+              "aliasSub(a.*.*,'^(\\w+)\\.(\\w+)','\\2-\\1')", "aliasByTags(" + T + ",'host')",
+              "aliasByTags(" + T + ",'dc','host')", "aliasByTags(" + TA + ",'name',1)",
+              "aliasByTags(" + T + ",'nosuch')", "aliasByNode(" + T + ",'host')",
+              "legendValue(a.b.c1,'avg')", "legendValue(a.b.c2,'last','max')",
+              "legendValue(a.*.*,'total','min','avg')", "cactiStyle(a.b.c2)",
+              "cactiStyle(a.*.*,'si')", "cactiStyle(a.b.c1,'binary','b')"]:
+        add(t)
+    # graph options (names, values, tags of the series they pass)
+    for t in ["color(a.b.c1,'red')", "alpha(a.b.c1,0.5)", "dashed(a.b.c1)", "dashed(a.b.c1,2.5)",
+              "lineWidth(a.b.c1,3)", "secondYAxis(a.b.c1)", "stacked(a.*.*)",
+              "stacked(a.b.*,'s1')", "drawAsInfinite(a.x.c1)", "areaBetween(a.b.*)",
+              "threshold(5)", "threshold(2.5,'limit','red')", "constantLine(42)",
+              "constantLine(1.5)", "constantLine(-3)", "setXFilesFactor(a.b.c1,0.5)",
+              "xFilesFactor(a.b.c1,0.5)", "consolidateBy(a.b.c2,'min')",
+              "consolidateBy(a.b.c2,'sum')", "consolidateBy(a.b.c2,'last')",
+              "consolidateBy(a.b.c2,'first')", "cumulative(a.x.c1)"]:
+        add(t)
+    # nesting
+    for t in [
+        "sumSeries(scale(a.b.*,2))", "scale(sumSeries(a.b.*),2)",
+        "aliasByNode(derivative(a.b.c1),2)", "asPercent(derivative(a.*.*))",
+        "highestMax(derivative(a.*.*),1)", "sortByMaxima(nonNegativeDerivative(a.*.*))",
+        "movingAverage(derivative(a.b.c1),3)", "summarize(nonNegativeDerivative(a.b.c1),'1min','sum')",
+        "groupByNode(scale(a.*.*,3),2,'sum')", "divideSeries(sumSeries(a.b.*),sumSeries(a.*.*))",
+        "diffSeries(maxSeries(a.*.*),minSeries(a.*.*))", "integral(perSecond(a.b.c1))",
+        "keepLastValue(divideSeries(a.b.c2,a.x.c1))", "absolute(diffSeries(a.b.c2,a.x.c1))",
+        "aliasSub(sumSeries(a.*.c1),'sumSeries','total')", "transformNull(asPercent(a.b.*),0)",
+        "averageSeries(movingMax(a.*.*,3))", "timeShift(movingAverage(a.b.c2,'1min'),'1min')",
+        "nPercentile(derivative(a.b.c1),50)", "removeAboveValue(summarize(a.x.c1,'1min','sum'),0)",
+        "cumulative(summarize(a.b.c2,'1min','sum'))", "round(divideSeries(a.b.c2,a.x.c1),2)",
+        "offset(scale(a.x.c1,-1),10)", "sortByName(aliasByNode(a.*.*,2))",
+        "limit(sortBy(a.*.*,'max',true),2)", "percentileOfSeries(derivative(a.*.*),50)",
+        "groupByTags(scale(" + T + ",2),'sum','dc')", "aliasByTags(summarize(" + T + ",'1min'),'host')",
+        "sumSeries(" + T + ",a.b.c1)", "multiplySeries(offset(a.b.c2,1),a.x.c1)",
+        "exclude(groupByNode(a.*.*,2,'sum'),'c2')", "stacked(sortByName(a.*.*))",
+        "consolidateBy(sumSeries(a.*.*),'max')", "hitcount(scale(a.b.c1,0.1),'1min')",
+        "delay(integral(a.x.c1),3)", "invert(offset(a.b.c2,0.25))", "changed(keepLastValue(a.b.c1))",
+        "minMax(sumSeries(a.b.*))", "scaleToSeconds(derivative(a.b.c1),60)",
+        "squareRoot(absolute(a.b.c2))", "interpolate(removeAboveValue(a.b.c2,1))",
+        "isNonNull(sumSeries(a.*.*))", "countSeries(removeEmptySeries(a.*.*))",
+    ]:
+        add(t)
+    # maxDataPoints (graphite-web consolidates with each series' consolidateBy function)
+    for t in ["a.*.*", "sumSeries(a.*.*)", "consolidateBy(a.b.c2,'max')",
+              "consolidateBy(a.b.c2,'min')", "consolidateBy(a.b.c2,'sum')",
+              "consolidateBy(a.x.c1,'last')", "consolidateBy(a.x.c1,'first')", "s.*",
+              "scale(a.b.c1,2)", "derivative(a.b.c1)"]:
+        for m in [7, 13, 59]:
+            add(t, maxDataPoints=m)
+    # windows narrower and wider than the data
+    for t in ["a.*.*", "sumSeries(a.*.*)", "integral(a.x.c1)", "summarize(a.b.c1,'1min','sum')",
+              "summarize(a.b.c1,'1min','sum',true)", "hitcount(a.b.c1,'1min')",
+              "movingAverage(a.b.c2,3)", "nonNegativeDerivative(a.b.c1)", "timeShift(a.b.c1,'1min')",
+              "keepLastValue(a.b.c1)", "nPercentile(a.b.c2,50)", "highestAverage(a.*.*,2)",
+              "asPercent(a.b.*)", "s.*", "smartSummarize(a.b.c1,'1min','sum')",
+              "removeEmptySeries(a.*.*)", "cumulative(a.x.c1)", "delay(a.b.c1,2)",
+              "constantLine(3)", "countSeries(a.*.*)"]:
+        add(t, **NARROW)
+        add(t, **WIDE)
+    return out
+
+
+TARGETS = targets()
+
+# Targets that may differ, each with the reason (keep this list short).
+SKIP = {
+    # graphite-web 1.1.8 slices `series[:-0]`, which is empty: delay by 0 steps drops every
+    # point (1.1.10 too). tsgate returns the series unchanged.
+    "delay(a.b.c1,0)": "graphite-web bug: delay(x,0) empties the series",
+    # One glob over series of different resolutions (r.halves every 10 s, w.slow every 120 s):
+    # whisper keeps a step per file; tsgate keeps no schema and grids the series one path
+    # expression matches on one step, the commonest gap between their points (10 s), so
+    # w.slow comes back with nulls between its points. Separate path expressions get their
+    # own steps (group(s.sparse,w.slow) and the other mixed targets are equal).
+    "*.*": "one step per path expression: a glob over 10 s and 120 s series",
+}
 
 
 def write_whisper():
     import whisper
-    for name, f in SERIES.items():
-        path = os.path.join(work, "whisper", *name.split(".")) + ".wsp"
+    from graphite.tags.utils import TaggedSeries
+    for name in SERIES:
+        path = os.path.join(work, "whisper", TaggedSeries.encode(name, os.sep)) + ".wsp"
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        whisper.create(path, [(STEP, 2 * 3600 // STEP)], xFilesFactor=0.0, aggregationMethod="average")
-        pts = [(BASE + i * STEP, f(i)) for i in range(N) if f(i) is not None]
-        whisper.update_many(path, pts)
+        step = STEPS.get(name, STEP)
+        whisper.create(path, [(step, RETENTION // step)], xFilesFactor=0.0, aggregationMethod="average")
+        whisper.update_many(path, points(name))
 
 
 def send_carbon():
     lines = []
-    for name, f in SERIES.items():
-        for i in range(N):
-            v = f(i)
-            if v is not None:
-                lines.append("%s %r %d\n" % (name, v, BASE + i * STEP))
+    for name in SERIES:
+        for t, v in points(name):
+            lines.append("%s %r %d\n" % (name, v, t))
     with socket.create_connection(("127.0.0.1", carbon_port)) as s:
         s.sendall("".join(lines).encode())
 
@@ -120,13 +421,14 @@ def send_carbon():
 def wait_whisper():
     """Waits until carbon-cache's whisper files hold every point sent (it writes them lazily)."""
     import whisper
-    want = {n: sum(1 for i in range(N) if f(i) is not None) for n, f in SERIES.items()}
+    from graphite.tags.utils import TaggedSeries
+    want = {n: len(points(n)) for n in SERIES}
     got = {}
     for _ in range(600):
         for name in SERIES:
-            path = os.path.join(work, "whisper", *name.split(".")) + ".wsp"
+            path = os.path.join(work, "whisper", TaggedSeries.encode(name, os.sep)) + ".wsp"
             try:
-                (_, _, _), values = whisper.fetch(path, FROM, UNTIL)
+                (_, _, _), values = whisper.fetch(path, BASE - 3000, UNTIL)
                 got[name] = sum(1 for v in values if v is not None)
             except Exception:
                 got[name] = -1
@@ -136,24 +438,43 @@ def wait_whisper():
     sys.exit("graphite-web compare: carbon-cache wrote %s of %s points after 60 s" % (got, want))
 
 
-def tsgate_render(target):
-    q = urllib.parse.urlencode({"target": target, "from": FROM, "until": UNTIL, "format": "json"})
+def tsgate_render(target, params):
+    p = {"target": target, "from": FROM, "until": UNTIL, "format": "json"}
+    p.update(params)
+    q = urllib.parse.urlencode(p)
     with urllib.request.urlopen("http://127.0.0.1:%d/render?%s" % (http_port, q), timeout=10) as r:
         return json.loads(r.read())
 
 
 def wait_tsgate():
-    want = sum(1 for f in SERIES.values() for i in range(N) if f(i) is not None)
+    want = sum(len(points(n)) for n in SERIES)
     got = -1
     for _ in range(300):
         try:
-            got = sum(1 for s in tsgate_render("a.*.*") for v, _ in s["datapoints"] if v is not None)
+            got = sum(1 for t in ["*.*.*", "*.*", "seriesByTag('name=~disk.*')"]
+                      for s in tsgate_render(t, {"from": BASE - 3000}) for v, _ in s["datapoints"]
+                      if v is not None)
         except Exception:
             got = -1
         if got == want:
             return
         time.sleep(0.1)
     sys.exit("graphite-web compare: tsgate shows %d of %d points after 30 s" % (got, want))
+
+
+def patch_moving_window_1110():
+    """graphite-web 1.1.10's movingWindow: the window of point i is the windowPoints points that
+    end at and include i (1.1.8's ends just before it). The installed function's own source is
+    recompiled with 1.1.10's loop bounds; its name, tags and everything else stay 1.1.8's."""
+    from graphite.render import functions
+    f = functions.movingWindow
+    src = inspect.getsource(f)
+    old, new = "range(windowPoints, len(series))", "range(windowPoints + 1, len(series) + 1)"
+    if old not in src:
+        sys.exit("graphite-web compare: movingWindow's loop is not 1.1.8's; cannot patch it")
+    ns = {}
+    exec(compile(src.replace(old, new), inspect.getsourcefile(f), "exec"), functions.__dict__, ns)
+    f.__code__ = ns["movingWindow"].__code__
 
 
 def graphite_setup():
@@ -172,6 +493,7 @@ def graphite_setup():
             "DEFAULT_XFILES_FACTOR = 0\n"
             "TIME_ZONE = 'UTC'\n"
             "FUNCTION_PLUGINS = []\n"
+            "TAGDB_CACHE_DURATION = 0\n"
             "DATABASES = {'default': {'NAME': %(w)r + '/graphite.db',"
             " 'ENGINE': 'django.db.backends.sqlite3'}}\n" % {"w": work}
         )
@@ -180,11 +502,21 @@ def graphite_setup():
     os.environ["DJANGO_SETTINGS_MODULE"] = "graphite.settings"
     import django
     django.setup()
+    from django.core.management import call_command
+    call_command("migrate", verbosity=0, interactive=False)
+    from graphite.storage import STORE
+    from graphite.tags.utils import TaggedSeries
+    for name in SERIES:
+        if ";" in name:
+            STORE.tagdb.tag_series(name)
+    patch_moving_window_1110()
     from django.test import Client
     client = Client()
 
-    def render(target):
-        r = client.get("/render", {"target": target, "from": FROM, "until": UNTIL, "format": "json"})
+    def render(target, params):
+        p = {"target": target, "from": FROM, "until": UNTIL, "format": "json"}
+        p.update(params)
+        r = client.get("/render", p)
         if r.status_code != 200:
             raise RuntimeError("graphite-web %d: %s" % (r.status_code, r.content[:300]))
         return json.loads(r.content)
@@ -199,6 +531,10 @@ def same_value(a, b):
     return abs(a - b) <= 1e-9 * max(abs(a), abs(b))
 
 
+def py_str(v):
+    return v if isinstance(v, str) else str(v)
+
+
 def diff(want, got):
     """The first difference between graphite-web's and tsgate's answers, or None."""
     if [s["target"] for s in want] != [s["target"] for s in got]:
@@ -207,12 +543,43 @@ def diff(want, got):
         wd, gd = w["datapoints"], g["datapoints"]
         if [t for _, t in wd] != [t for _, t in gd]:
             return "%s: timestamps graphite-web %s..%s (%d), tsgate %s..%s (%d)" % (
-                w["target"], wd[0][1] if wd else "-", wd[-1][1] if wd else "-", len(wd),
-                gd[0][1] if gd else "-", gd[-1][1] if gd else "-", len(gd))
+                w["target"], wd[0][1] - BASE if wd else "-", wd[-1][1] - BASE if wd else "-",
+                len(wd), gd[0][1] - BASE if gd else "-", gd[-1][1] - BASE if gd else "-", len(gd))
         for (wv, t), (gv, _) in zip(wd, gd):
             if not same_value(wv, gv):
                 return "%s at %d (+%d s): graphite-web %r, tsgate %r" % (w["target"], t, t - BASE, wv, gv)
+        wt = {k: py_str(v) for k, v in w.get("tags", {}).items()}
+        gt = g.get("tags", {})
+        if wt != gt:
+            return "%s: tags graphite-web %s, tsgate %s" % (w["target"], wt, gt)
     return None
+
+
+def compare(graphite, t, p):
+    """diff() of the two answers; both refusing the target (graphite-web's 400 for an unknown
+    token or a bad argument, tsgate's 4xx) counts as equal, one refusing as a difference."""
+    try:
+        want = graphite(t, p)
+    except Exception as e:
+        want = e
+    try:
+        got = tsgate_render(t, p)
+    except urllib.error.HTTPError as e:
+        got = e
+    except Exception as e:
+        return "error: tsgate %s" % e
+    if isinstance(want, Exception) and isinstance(got, urllib.error.HTTPError) and got.code < 500:
+        return None
+    if isinstance(want, Exception):
+        return "error: graphite-web %s; tsgate answered" % want
+    if isinstance(got, Exception):
+        return "error: tsgate %s: %s" % (got, got.read()[:200])
+    return diff(want, got)
+
+
+def label(t, p):
+    return t + ("" if not p else " " + " ".join(
+        "%s=%s" % (k, (v - BASE if k in ("from", "until") else v)) for k, v in sorted(p.items())))
 
 
 def main():
@@ -228,20 +595,35 @@ def main():
         send_carbon()
     graphite = graphite_setup()
     wait_tsgate()
-    bad = 0
-    for t in TARGETS:
-        try:
-            d = diff(graphite(t), tsgate_render(t))
-        except Exception as e:  # an error on either side is a mismatch
-            d = "error: %s" % e
-        if d:
+    only = os.environ.get("GWCMP_ONLY")
+    bad, skipped, fixed = 0, 0, []
+    todo = [(t, p) for t, p in TARGETS if not only or only in t]
+    labels = [label(t, p) for t, p in todo]
+    dup = {l for l in labels if labels.count(l) > 1}
+    if dup:
+        sys.exit("graphite-web compare: duplicate targets %s" % sorted(dup))
+    for (t, p), lab in zip(todo, labels):
+        d = compare(graphite, t, p)
+        if d and lab in SKIP:
+            skipped += 1
+            print("skipped  %s\n    %s\n    (%s)" % (lab, d, SKIP[lab]))
+        elif d:
             bad += 1
-            print("MISMATCH %s\n    %s" % (t, d))
+            print("MISMATCH %s\n    %s" % (lab, d))
         else:
-            print("equal    %s" % t)
-    print("graphite-web compare: %d/%d targets equal" % (len(TARGETS) - bad, len(TARGETS)))
-    print("test result: %s. %d passed; %d failed" % ("ok" if bad == 0 else "FAILED", len(TARGETS) - bad, bad))
-    sys.exit(1 if bad else 0)
+            if lab in SKIP:
+                fixed.append(lab)
+            print("equal    %s" % lab)
+    n = len(todo)
+    print("graphite-web compare: %d/%d targets equal, %d skipped (listed with reasons above), %d differ"
+          % (n - bad - skipped, n, skipped, bad))
+    for lab in fixed:
+        print("note: %s is on the skip list but equal now: drop it from SKIP" % lab)
+    print("test result: %s. %d passed; %d failed; %d ignored" % (
+        "ok" if bad == 0 else "FAILED", n - bad - skipped, bad, skipped))
+    sys.stdout.flush()
+    # graphite-web's fetch pool may hold threads that keep a normal exit waiting.
+    os._exit(1 if bad else 0)
 
 
 main()

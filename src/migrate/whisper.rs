@@ -89,15 +89,17 @@ pub fn points(b: &[u8], now: u64) -> Result<Vec<(u64, f64)>, WhisperError> {
     Ok(out)
 }
 
-/// The Graphite path of a whisper file under `root`.
+/// The Graphite path of a whisper file under `root`. carbon keeps a tagged series at
+/// `_tagged/<3 hex>/<3 hex>/<name;tags with . written _DOT_>.wsp` (graphite's
+/// `TaggedSeries.encode`): such a file is the tagged path its name holds.
 pub fn path_of(root: &Path, file: &Path) -> Option<String> {
     let rel = file.strip_prefix(root).ok()?;
     let s = rel.to_str()?.strip_suffix(".wsp")?;
-    Some(
-        s.split(std::path::MAIN_SEPARATOR)
-            .collect::<Vec<_>>()
-            .join("."),
-    )
+    let parts: Vec<&str> = s.split(std::path::MAIN_SEPARATOR).collect();
+    if let ["_tagged", _, _, name] = parts[..] {
+        return Some(name.replace("_DOT_", "."));
+    }
+    Some(parts.join("."))
 }
 
 /// Every `.wsp` file under `root`, in path order.
@@ -273,5 +275,18 @@ mod tests {
             Some("servers.web01.load")
         );
         assert_eq!(path_of(root, Path::new("/w/x.txt")), None);
+        assert_eq!(
+            path_of(
+                root,
+                Path::new("/w/_tagged/3a1/0c2/disk_DOT_used;dc=east;host=h1.wsp")
+            )
+            .as_deref(),
+            Some("disk.used;dc=east;host=h1")
+        );
+        // Not carbon's tagged layout: an ordinary path.
+        assert_eq!(
+            path_of(root, Path::new("/w/_tagged/x.wsp")).as_deref(),
+            Some("_tagged.x")
+        );
     }
 }

@@ -166,20 +166,25 @@ pub fn percentile(vals: &[f64], n: f64, interpolate: bool) -> Option<f64> {
         return None;
     }
     s.sort_by(|a, b| a.total_cmp(b));
-    let fraction = n / 100.0 * s.len() as f64;
-    let rank = fraction.ceil() as i64;
-    if rank <= 0 {
-        return Some(s[0]);
+    // graphite-web's rank (NIST's): the fractional rank is n% of (len + 1), 1-based; without
+    // interpolation it is rounded up, with it the value is interpolated towards the next one.
+    let fractional = n / 100.0 * (s.len() + 1) as f64;
+    let mut rank = fractional.trunc() as i64;
+    let frac = fractional - rank as f64;
+    if !interpolate {
+        rank += frac.ceil() as i64;
     }
-    let idx = (rank - 1) as usize;
-    if idx >= s.len() {
-        return Some(s[s.len() - 1]);
-    }
-    let mut v = s[idx];
-    if interpolate {
-        let next = s.get(idx + 1).copied().unwrap_or(v);
-        let frac = fraction - (rank - 1) as f64;
-        v += (next - v) * frac;
+    let len = s.len() as i64;
+    let v = if rank <= 0 {
+        s[0]
+    } else if rank > len {
+        s[s.len() - 1]
+    } else {
+        s[(rank - 1) as usize]
+    };
+    if interpolate && rank != len {
+        let next = s[rank.clamp(0, len - 1) as usize];
+        return Some(v + frac * (next - v));
     }
     Some(v)
 }
@@ -511,10 +516,11 @@ impl RowFold {
                 if width > 0 && (nn as f64) / (width as f64) < xff {
                     return None;
                 }
-                if counting {
-                    Some(nn as f64)
-                } else if nn == 0 {
+                // A row without values is null, a count too (graphite-web's xffValues).
+                if nn == 0 {
                     None
+                } else if counting {
+                    Some(nn as f64)
                 } else if mean {
                     Some(a / nn as f64)
                 } else {
@@ -535,21 +541,67 @@ pub fn fmt_g(v: f64) -> String {
     }
 }
 
-/// Python's `repr(float)` for finite values (`100.0`, `0.5`).
+/// Python's `repr(float)` (`str` too): the shortest text that reads back, `100.0`, `0.5`,
+/// `1e-06`, `1e+20` (exponent form below 1e-4 and from 1e16 on).
 pub fn py_float(v: f64) -> String {
     if v.is_nan() {
-        "nan".into()
-    } else if v.is_infinite() {
-        if v > 0.0 {
-            "inf".into()
-        } else {
-            "-inf".into()
-        }
-    } else if v.fract() == 0.0 && v.abs() < 1e16 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:?}")
+        return "nan".into();
     }
+    if v.is_infinite() {
+        return if v > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    if v == 0.0 {
+        return if v.is_sign_negative() { "-0.0" } else { "0.0" }.into();
+    }
+    let e = format!("{v:e}");
+    let (mant, exp) = e.split_once('e').expect("{:e} has an exponent");
+    let exp: i32 = exp.parse().expect("an integer exponent");
+    if (-4..16).contains(&exp) {
+        let s = format!("{v}");
+        if s.contains('.') {
+            s
+        } else {
+            s + ".0"
+        }
+    } else {
+        format!("{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
+    }
+}
+
+/// Python's `%g`: six significant digits, trailing zeros dropped, the exponent form below
+/// 1e-4 and from 1e6 on (`1e-06`, `1e+20`, `1.23457e+06`).
+pub fn py_g(v: f64) -> String {
+    if !v.is_finite() {
+        return py_float(v);
+    }
+    if v == 0.0 {
+        return if v.is_sign_negative() { "-0" } else { "0" }.into();
+    }
+    let e = format!("{v:.5e}");
+    let (mant, exp) = e.split_once('e').expect("{:e} has an exponent");
+    let exp: i32 = exp.parse().expect("an integer exponent");
+    let trim = |s: String| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    };
+    if (-4..6).contains(&exp) {
+        trim(format!("{v:.*}", (5 - exp) as usize))
+    } else {
+        format!(
+            "{}e{}{:02}",
+            trim(mant.to_string()),
+            if exp < 0 { '-' } else { '+' },
+            exp.abs()
+        )
+    }
+}
+
+/// Python's `%d` of a float: the integer part (towards zero).
+pub fn py_d(v: f64) -> String {
+    format!("{}", v.trunc() as i64)
 }
 
 #[cfg(test)]
@@ -588,6 +640,55 @@ mod tests {
     }
 
     #[test]
+    fn python_number_text() {
+        // repr/str of a float
+        for (v, want) in [
+            (100.0, "100.0"),
+            (0.5, "0.5"),
+            (1e-6, "1e-06"),
+            (1e20, "1e+20"),
+            (1e16, "1e+16"),
+            (1234567890123456.0, "1234567890123456.0"),
+            (0.0001, "0.0001"),
+            (-3.0, "-3.0"),
+            (0.1 + 0.2, "0.30000000000000004"),
+        ] {
+            assert_eq!(py_float(v), want, "{v:e}");
+        }
+        // %g
+        for (v, want) in [
+            (2.0, "2"),
+            (1.5, "1.5"),
+            (1e-6, "1e-06"),
+            (1e20, "1e+20"),
+            (1234567.0, "1.23457e+06"),
+            (123456.0, "123456"),
+            (0.0001, "0.0001"),
+            (-0.001, "-0.001"),
+            (99.9, "99.9"),
+            (0.5, "0.5"),
+        ] {
+            assert_eq!(py_g(v), want, "{v:e}");
+        }
+        assert_eq!(py_d(1.5), "1");
+        assert_eq!(py_d(-2.7), "-2");
+    }
+
+    #[test]
+    fn graphite_percentile_rank() {
+        // graphite-web's _getPercentile on [1, 2, 3, 4]: rank n% of 5, rounded up.
+        let v = [4.0, 1.0, 3.0, 2.0];
+        assert_eq!(percentile(&v, 25.0, false), Some(2.0)); // 1.25 → 2
+        assert_eq!(percentile(&v, 50.0, false), Some(3.0)); // 2.5 → 3
+        assert_eq!(percentile(&v, 10.0, false), Some(1.0)); // 0.5 → 1
+        assert_eq!(percentile(&v, 99.0, false), Some(4.0)); // 4.95 → 5: the last
+                                                            // Interpolated: 2.5 → between the 2nd and 3rd values.
+        assert_eq!(percentile(&v, 50.0, true), Some(2.5));
+        assert_eq!(percentile(&v, 90.0, true), Some(4.0)); // 4.5: rank 4 is the last
+        assert_eq!(percentile(&[], 50.0, false), None);
+    }
+
+    #[test]
     fn consolidation_respects_xff() {
         let mut s = Series::new("a", 0, 10, vec![Some(1.0), None, None, Some(3.0)]);
         assert_eq!(s.consolidate(2).values, vec![Some(1.0), Some(3.0)]);
@@ -609,7 +710,8 @@ mod tests {
             for f in ["sum", "total", "average", "avg", "min", "max", "count"] {
                 let want: Vec<Option<u64>> = norm.rows.iter().map(|r| {
                     let nn = r.iter().filter(|v| v.is_some()).count();
-                    if !r.is_empty() && (nn as f64) / (r.len() as f64) < xff { None } else { aggregate(f, r) }
+                    // A row without values is null, a count too (what `combine` does).
+                    if nn == 0 || (nn as f64) / (r.len() as f64) < xff { None } else { aggregate(f, r) }
                 }.map(f64::to_bits)).collect();
                 let got: Vec<Option<u64>> = fold_rows(&grid, f, xff).into_iter().map(|v| v.map(f64::to_bits)).collect();
                 proptest::prop_assert_eq!(&got, &want, "{}", f);

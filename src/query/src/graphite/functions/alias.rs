@@ -41,14 +41,8 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             l.into_iter()
                 .map(|mut s| {
                     let first = first_path_expression(&s.name);
-                    s.name = first
-                        .split(';')
-                        .next()
-                        .unwrap_or("")
-                        .rsplit('.')
-                        .next()
-                        .unwrap_or("")
-                        .to_string();
+                    // The last dotted node, tags and all (`used;dc=east` of `disk.used;dc=east`).
+                    s.name = first.rsplit('.').next().unwrap_or("").to_string();
                     s
                 })
                 .collect()

@@ -5,33 +5,34 @@
 use super::super::attime::parse_offset;
 use super::super::eval::{Args, Ctx, EvalError, R};
 use super::super::parser::Expr;
-use super::super::series::{aggregate, fmt_g, percentile, Series};
+use super::super::series::{aggregate, fmt_g, percentile, py_float, py_g, Series};
 
 pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
     Some(match name {
-        "movingAverage" => moving(ctx, a, "average", name, 2),
-        "movingSum" => moving(ctx, a, "sum", name, 2),
-        "movingMin" => moving(ctx, a, "min", name, 2),
-        "movingMax" => moving(ctx, a, "max", name, 2),
-        "movingMedian" => moving(ctx, a, "median", name, 2),
+        "movingAverage" => moving(ctx, a, "average", "average", 2),
+        "movingSum" => moving(ctx, a, "sum", "sum", 2),
+        "movingMin" => moving(ctx, a, "min", "min", 2),
+        "movingMax" => moving(ctx, a, "max", "max", 2),
+        "movingMedian" => moving(ctx, a, "median", "median", 2),
         "movingWindow" => (|| {
-            let f = a.opt_str(2, "func")?.unwrap_or_else(|| "average".into());
-            let f = super::combine::agg_name(&f)?;
-            moving(ctx, a, &f, "movingWindow", 3)
+            let raw = a.opt_str(2, "func")?.unwrap_or_else(|| "average".into());
+            let f = super::combine::agg_name(&raw)?;
+            moving(ctx, a, &f, &raw, 3)
         })(),
         "stdev" => stdev(ctx, a),
         "nPercentile" => (|| {
             let n = a.num(1, "n")?;
             Ok(a.series(ctx, 0, "seriesList")?
                 .into_iter()
-                .map(|mut s| {
+                .filter_map(|mut s| {
                     let nn: Vec<f64> = s.values.iter().flatten().copied().collect();
-                    let p = percentile(&nn, n, false);
-                    s.values = vec![p; s.values.len()];
-                    let name = format!("nPercentile({}, {})", s.name, fmt_g(n));
+                    // A series without values gives no line at all.
+                    let p = percentile(&nn, n, false)?;
+                    s.values = vec![Some(p); s.values.len()];
+                    let name = format!("nPercentile({}, {})", s.name, py_g(n));
                     s.rename(name);
-                    s.set_tag("nPercentile", fmt_g(n));
-                    s
+                    s.set_tag("nPercentile", py_float(n));
+                    Some(s)
                 })
                 .collect())
         })(),
@@ -39,7 +40,22 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
     })
 }
 
-fn moving(ctx: &Ctx, a: &Args, func: &str, fname: &str, xff_pos: usize) -> R<Vec<Series>> {
+/// Python's `str.capitalize`: the first character upper case, the rest lower case.
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f
+            .to_uppercase()
+            .chain(c.flat_map(char::to_lowercase))
+            .collect(),
+        None => String::new(),
+    }
+}
+
+/// A moving window of `func` (`func_arg`: the function as the caller named it, which names
+/// the result).
+fn moving(ctx: &Ctx, a: &Args, func: &str, func_arg: &str, xff_pos: usize) -> R<Vec<Series>> {
+    let fname = "movingWindow";
     let inner = a
         .get(0, "seriesList")
         .ok_or_else(|| EvalError::Invalid(format!("{fname}: missing seriesList")))?;
@@ -65,41 +81,49 @@ fn moving(ctx: &Ctx, a: &Args, func: &str, fname: &str, xff_pos: usize) -> R<Vec
         }
     };
     let series = ctx.eval(inner)?;
+    if series.is_empty() {
+        return Ok(series);
+    }
     let max_step = series.iter().map(|s| s.step).max().unwrap_or(60);
     let preview = seconds.unwrap_or_else(|| max_step * points.unwrap_or(1));
+    // graphite-web 1.1.10: the argument is fetched again from `preview` seconds earlier; the
+    // result starts `preview` seconds after that fetch's start, and its value at j is of the
+    // window of points that ends at and includes the fetched point j + window.
     let boot = ctx.shifted(ctx.from - preview, ctx.until).eval(inner)?;
-    Ok(series
+    Ok(boot
         .into_iter()
-        .map(|s| {
-            let b = boot
-                .iter()
-                .find(|b| b.name == s.name)
-                .cloned()
-                .unwrap_or_else(|| s.clone());
-            let wp = points.unwrap_or_else(|| preview / s.step.max(1)).max(1) as usize;
-            let offset = ((s.start - b.start) / b.step.max(1)).max(0) as usize;
-            let values = (0..s.values.len())
-                .map(|i| {
-                    let end = i + offset + 1;
-                    let start = end.saturating_sub(wp);
-                    let win = &b.values[start.min(b.values.len())..end.min(b.values.len())];
-                    let nn = win.iter().filter(|v| v.is_some()).count();
-                    if nn == 0 || (nn as f64) / (wp as f64) < xff {
+        .map(|b| {
+            let wp = points.unwrap_or_else(|| preview / b.step.max(1)).max(0) as usize;
+            let n = b.values.len().saturating_sub(wp);
+            let values = (0..n)
+                .map(|j| {
+                    let nn: Vec<Option<f64>> = b.values[j + 1..j + 1 + wp]
+                        .iter()
+                        .filter(|v| v.is_some())
+                        .copied()
+                        .collect();
+                    if nn.is_empty() || (nn.len() as f64) / (wp as f64) < xff {
                         None
                     } else {
-                        aggregate(func, win)
+                        // The function sees the window's values only (avg_zero too).
+                        aggregate(func, &nn)
                     }
                 })
                 .collect();
-            let mut out = s.clone();
-            out.values = values;
-            let n = if fname == "movingWindow" {
-                format!("movingWindow({},{label},\"{func}\")", s.name)
-            } else {
-                format!("{fname}({},{label})", s.name)
-            };
-            out.rename(n);
-            out.set_tag(fname, label.trim_matches('"'));
+            // graphite-web names (and tags) every moving window by its function, movingWindow
+            // included: `moving` + the function's name capitalised (`movingAvg_zero`).
+            let tag = format!("moving{}", capitalize(func_arg));
+            let mut out = Series::new(
+                format!("{tag}({},{label})", b.name),
+                b.start + preview,
+                b.step,
+                values,
+            );
+            out.tags = b.tags.clone();
+            out.set_tag(&tag, label.trim_matches('"'));
+            out.consolidation = b.consolidation.clone();
+            out.xff = b.xff;
+            out.style = b.style.clone();
             out
         })
         .collect())
@@ -135,8 +159,9 @@ fn stdev(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
                     }
                 })
                 .collect();
-            let name = format!("stddev({},{points})", s.name);
+            let name = format!("stdev({},{points})", s.name);
             s.rename(name);
+            s.set_tag("stdev", points.to_string());
             s
         })
         .collect())
@@ -218,7 +243,7 @@ mod tests {
     fn stdev_and_percentile() {
         let src = mem(&[("s", &[Some(1.0), Some(3.0), None, Some(5.0)])]);
         let r = eval(&src, "stdev(s, 2)", 4);
-        assert_eq!(r[0].name, "stddev(s,2)");
+        assert_eq!(r[0].name, "stdev(s,2)");
         assert_eq!(
             vals(&r[0]),
             vec![Some(0.0), Some(1.0), Some(0.0), Some(0.0)]

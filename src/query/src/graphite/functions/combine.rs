@@ -4,7 +4,7 @@
 use super::super::eval::{err, Args, Ctx, EvalError, NodeOrTag, R};
 use super::super::parser::{parse, Expr};
 use super::super::series::{
-    aggregate, fmt_g, fold_rows, is_agg_func, is_foldable, normalize, percentile, Grid, RowFold,
+    aggregate, fold_rows, is_agg_func, is_foldable, normalize, percentile, py_g, Grid, RowFold,
     Series,
 };
 use super::alias::node_or_tag_value;
@@ -25,15 +25,28 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
         "maxSeries" => simple("max", "maxSeries"),
         "minSeries" => simple("min", "minSeries"),
         "diffSeries" => simple("diff", "diffSeries"),
-        "multiplySeries" => simple("multiply", "multiplySeries"),
+        "multiplySeries" => (|| {
+            // One series alone comes back as it is, unnamed and untagged by the call.
+            if let [only] = &a.call.args[..] {
+                let l = ctx.eval(only)?;
+                if l.len() == 1 {
+                    return Ok(l);
+                }
+            }
+            simple("multiply", "multiplySeries")
+        })(),
         "rangeOfSeries" => simple("range", "rangeOfSeries"),
         "stddevSeries" => simple("stddev", "stddevSeries"),
         "countSeries" => count_series(ctx, a),
         "aggregate" => (|| {
             let list = a.series(ctx, 0, "seriesList")?;
-            let func = agg_name(&a.string(1, "func")?)?;
+            let raw = a.string(1, "func")?;
+            let func = agg_name(&raw)?;
             let xff = a.opt_num(2, "xFilesFactor")?.unwrap_or(ctx.xff);
-            Ok(combine(&list, &func, &format!("{func}Series"), xff)
+            // Named (and tagged) by the function as the caller wrote it: `avgSeries`,
+            // `currentSeries`, `totalSeries`.
+            let raw = raw.strip_suffix("Series").unwrap_or(&raw);
+            Ok(combine(&list, &func, &format!("{raw}Series"), xff)
                 .into_iter()
                 .collect())
         })(),
@@ -87,7 +100,7 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             let Some(first) = list.first() else {
                 return Ok(vec![]);
             };
-            let name = format!("percentileOfSeries({},{})", first.path_expr, fmt_g(n));
+            let name = format!("percentileOfSeries({},{})", first.path_expr, py_g(n));
             let Some(norm) = normalize(&list) else {
                 return Ok(vec![]);
             };
@@ -112,29 +125,52 @@ pub fn agg_name(cb: &str) -> R<String> {
         "current" => "last",
         b => b,
     };
-    if is_agg_func(f) || f == "average" {
+    // `first` consolidates (consolidateBy) but is no aggregation function in graphite-web.
+    if (is_agg_func(f) && f != "first") || f == "average" {
         Ok(f.to_string())
     } else {
         err(format!("Unsupported aggregation function: {cb}"))
     }
 }
 
-/// The combiners' name: `func(<sorted unique path expressions>)`.
+/// The combiners' name: `func(<path expressions, each once, in the order they come>)`.
 fn combined_name(fname: &str, list: &[Series]) -> String {
-    let mut exprs: Vec<&str> = list.iter().map(|s| s.path_expr.as_str()).collect();
-    exprs.sort();
-    exprs.dedup();
-    format!("{fname}({})", exprs.join(","))
+    format!(
+        "{fname}({})",
+        unique_in_order(list.iter().map(|s| s.path_expr.as_str())).join(",")
+    )
+}
+
+/// A number argument as Python's `str` writes it: the parser keeps no int/float distinction,
+/// so an integral value is taken as written as an integer.
+fn total_text(t: f64) -> String {
+    if t.fract() == 0.0 && t.abs() < 1e16 {
+        format!("{}", t as i64)
+    } else {
+        super::super::series::py_float(t)
+    }
+}
+
+/// Each string once, where it first comes (graphite-web's formatPathExpressions).
+fn unique_in_order<'s>(all: impl Iterator<Item = &'s str>) -> Vec<&'s str> {
+    let mut seen = std::collections::HashSet::new();
+    all.filter(|e| seen.insert(*e)).collect()
+}
+
+/// The `aggregatedBy` tag of a combiner named `fname`: its name without `Series`
+/// (`rangeOfSeries` → `rangeOf`, `aggregate(…, 'avg')`'s `avgSeries` → `avg`).
+fn aggregated_by(fname: &str) -> &str {
+    fname.strip_suffix("Series").unwrap_or(fname)
 }
 
 /// Tags shared by all inputs (plus `aggregatedBy`); `name` is the result's name when the
 /// inputs disagree on it.
-fn common_tags(list: &[Series], name: &str, func: &str) -> BTreeMap<String, String> {
+fn common_tags(list: &[Series], name: &str, fname: &str) -> BTreeMap<String, String> {
     let mut tags = list.first().map(|s| s.tags.clone()).unwrap_or_default();
     tags.retain(|k, v| list.iter().all(|s| s.tags.get(k) == Some(v)));
     tags.entry("name".into())
         .or_insert_with(|| name.to_string());
-    tags.insert("aggregatedBy".into(), func.to_string());
+    tags.insert("aggregatedBy".into(), aggregated_by(fname).to_string());
     tags
 }
 
@@ -150,7 +186,8 @@ pub fn combine(list: &[Series], func: &str, fname: &str, xff: f64) -> Option<Ser
             .iter()
             .map(|r| {
                 let nn = r.iter().filter(|v| v.is_some()).count();
-                if !r.is_empty() && (nn as f64) / (r.len() as f64) < xff {
+                // A row without values is null whatever the function (`count` included).
+                if nn == 0 || (nn as f64) / (r.len() as f64) < xff {
                     return None;
                 }
                 aggregate(func, r)
@@ -160,7 +197,7 @@ pub fn combine(list: &[Series], func: &str, fname: &str, xff: f64) -> Option<Ser
     };
     let name = combined_name(fname, list);
     let mut s = Series::new(name.clone(), start, step, values);
-    s.tags = common_tags(list, &name, func);
+    s.tags = common_tags(list, &name, fname);
     s.consolidation = list[0].consolidation.clone();
     Some(s)
 }
@@ -329,7 +366,7 @@ impl Combined {
         }
     }
 
-    fn finish(mut self, func: &str, fname: &str, xff: f64) -> R<Option<Series>> {
+    fn finish(self, func: &str, fname: &str, xff: f64) -> R<Option<Series>> {
         if self.off_grid {
             return err(format!(
                 "{fname}: series of one path expression on different grids"
@@ -338,9 +375,10 @@ impl Combined {
         let Some((start, step, rows)) = self.rows else {
             return Ok(None);
         };
-        self.exprs.sort();
-        self.exprs.dedup();
-        let name = format!("{fname}({})", self.exprs.join(","));
+        let name = format!(
+            "{fname}({})",
+            unique_in_order(self.exprs.iter().map(String::as_str)).join(",")
+        );
         let mut s = Series::new(
             name.clone(),
             start,
@@ -349,7 +387,7 @@ impl Combined {
         );
         let mut tags = self.tags.unwrap_or_default();
         tags.entry("name".into()).or_insert(name);
-        tags.insert("aggregatedBy".into(), func.to_string());
+        tags.insert("aggregatedBy".into(), aggregated_by(fname).to_string());
         s.tags = tags;
         s.consolidation = self.consolidation.unwrap_or_default();
         Ok(Some(s))
@@ -359,13 +397,24 @@ impl Combined {
 fn count_series(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     let list = a.series_rest(ctx, 0)?;
     if list.is_empty() {
-        let mut s = super::special::constant_line(ctx, 0.0);
-        s.rename("countSeries()".into());
-        return Ok(vec![s]);
+        // No argument at all: graphite-web's constantLine(0); arguments that match nothing:
+        // nothing.
+        if a.call.args.is_empty() {
+            let mut s = super::special::constant_line(ctx, 0.0);
+            // graphite-web calls constantLine with the integer 0.
+            s.rename("0".into());
+            s.tags = BTreeMap::from([("name".to_string(), "0".to_string())]);
+            s.path_expr = "countSeries()".into();
+            return Ok(vec![s]);
+        }
+        return Ok(vec![]);
     }
     let mut s = combine(&list, "count", "countSeries", 0.0).expect("non-empty");
     let n = list.len() as f64;
     s.values = s.values.iter().map(|_| Some(n)).collect();
+    // countSeries counts, it does not aggregate: a new series tagged with its name alone.
+    let name = s.name.clone();
+    s.tags = BTreeMap::from([("name".to_string(), name)]);
     Ok(vec![s])
 }
 
@@ -411,7 +460,8 @@ fn pairwise(a: &Series, b: &Series, name: String, f: impl Fn(f64, f64) -> Option
         _ => None,
     });
     let mut s = Series::new(name.clone(), norm.start, norm.step, values.collect());
-    s.tags = a.tags.clone();
+    // A new series: graphite-web tags it with its (function-shaped) name alone.
+    s.tags = BTreeMap::from([("name".to_string(), name)]);
     s.consolidation = a.consolidation.clone();
     s
 }
@@ -433,30 +483,75 @@ fn as_percent(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
                 .collect::<Vec<_>>()
                 .join(".")
         };
-        let totals_src = match a.get(1, "total") {
-            None | Some(Expr::None) => list.clone(),
-            Some(e) => ctx.eval(e)?,
-        };
-        let mut groups: BTreeMap<String, Vec<Series>> = BTreeMap::new();
-        for t in totals_src {
-            groups.entry(key(&t)).or_default().push(t);
+        // Groups in the order their first series comes (the series', then the totals').
+        let mut keys: Vec<String> = Vec::new();
+        let mut meta: std::collections::HashMap<String, Vec<Series>> = Default::default();
+        for s in list {
+            let k = key(&s);
+            if !meta.contains_key(&k) {
+                keys.push(k.clone());
+            }
+            meta.entry(k).or_default().push(s);
         }
-        let totals: BTreeMap<String, Series> = groups
-            .into_iter()
-            .filter_map(|(k, g)| combine(&g, "sum", "sumSeries", 0.0).map(|t| (k, t)))
-            .collect();
-        return Ok(list
-            .iter()
-            .map(|s| match totals.get(&key(s)) {
-                Some(t) => pairwise(s, t, format!("asPercent({},{})", s.name, t.name), pct),
-                None => {
-                    let mut m = s.clone();
-                    m.values = vec![None; m.values.len()];
-                    m.rename(format!("asPercent({},MISSING)", s.name));
-                    m
+        // A group of one is its own total; larger ones are summed.
+        let total_of = |g: &[Series]| -> Option<Series> {
+            match g {
+                [one] => Some(one.clone()),
+                _ => combine(g, "sum", "sumSeries", 0.0),
+            }
+        };
+        let mut totals: std::collections::HashMap<String, Series> = Default::default();
+        match a.get(1, "total") {
+            None | Some(Expr::None) => {
+                for k in &keys {
+                    if let Some(t) = total_of(&meta[k]) {
+                        totals.insert(k.clone(), t);
+                    }
                 }
-            })
-            .collect());
+            }
+            Some(e) => {
+                let mut groups: Vec<(String, Vec<Series>)> = Vec::new();
+                for t in ctx.eval(e)? {
+                    let k = key(&t);
+                    match groups.iter_mut().find(|(g, _)| *g == k) {
+                        Some((_, g)) => g.push(t),
+                        None => {
+                            if !keys.contains(&k) {
+                                keys.push(k.clone());
+                            }
+                            groups.push((k, vec![t]));
+                        }
+                    }
+                }
+                for (k, g) in groups {
+                    if let Some(t) = total_of(&g) {
+                        totals.insert(k, t);
+                    }
+                }
+            }
+        }
+        let missing = |mut m: Series, name: String| {
+            m.values = vec![None; m.values.len()];
+            m.tags = BTreeMap::from([("name".to_string(), name.clone())]);
+            m.rename(name);
+            m
+        };
+        let mut out = Vec::new();
+        for k in &keys {
+            let Some(members) = meta.get(k) else {
+                let t = totals[k].clone();
+                let name = format!("asPercent(MISSING,{})", t.name);
+                out.push(missing(t, name));
+                continue;
+            };
+            for s in members {
+                out.push(match totals.get(k) {
+                    Some(t) => pairwise(s, t, format!("asPercent({},{})", s.name, t.name), pct),
+                    None => missing(s.clone(), format!("asPercent({},MISSING)", s.name)),
+                });
+            }
+        }
+        return Ok(out);
     }
     match a.get(1, "total") {
         None | Some(Expr::None) => {
@@ -475,11 +570,15 @@ fn as_percent(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
         }
         Some(Expr::Num(t)) => {
             let t = *t;
-            Ok(map_values(
+            let mut l = map_values(
                 list,
-                |s| format!("asPercent({},{})", s.name, fmt_g(t)),
+                |s| format!("asPercent({},{})", s.name, total_text(t)),
                 move |v| v.and_then(|v| pct(v, t)),
-            ))
+            );
+            for s in &mut l {
+                s.tags = BTreeMap::from([("name".to_string(), s.name.clone())]);
+            }
+            Ok(l)
         }
         Some(e) => {
             let mut totals = ctx.eval(e)?;
@@ -546,34 +645,46 @@ fn group_by_tags(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     let list = a.series(ctx, 0, "seriesList")?;
     let cb = a.string(1, "callback")?;
     let func = agg_name(&cb)?;
-    let mut tags: Vec<String> = (2..a.call.args.len())
+    let tags: Vec<String> = (2..a.call.args.len())
         .map(|i| a.string(i, "tags"))
         .collect::<R<_>>()?;
     if tags.is_empty() {
         return err("groupByTags: at least one tag is required");
     }
-    tags.sort();
+    let by_name = tags.iter().any(|t| t == "name");
+    // Without `name` among the tags, every group is named by the series' one shared name, or
+    // else by the callback.
     let names: std::collections::BTreeSet<&str> = list
         .iter()
         .map(|s| s.tags.get("name").map(String::as_str).unwrap_or(""))
         .collect();
-    let mut groups: BTreeMap<String, Vec<Series>> = BTreeMap::new();
+    let shared = if names.len() == 1 {
+        names.iter().next().copied().unwrap_or("").to_string()
+    } else {
+        cb.clone()
+    };
+    // Groups in the order of their first series; a key's `tag=value` parts sorted as text.
+    let mut groups: Vec<(String, Vec<Series>)> = Vec::new();
     for s in &list {
-        let base = if names.len() == 1 {
-            names.iter().next().copied().unwrap_or("").to_string()
+        let base = if by_name {
+            s.tags.get("name").cloned().unwrap_or_default()
         } else {
-            cb.clone()
+            shared.clone()
         };
-        let key = tags.iter().fold(base, |mut k, t| {
-            if t != "name" {
-                k.push_str(&format!(
-                    ";{t}={}",
-                    s.tags.get(t).map(String::as_str).unwrap_or("")
-                ));
-            }
-            k
-        });
-        groups.entry(key).or_default().push(s.clone());
+        let mut parts: Vec<String> = tags
+            .iter()
+            .filter(|t| *t != "name")
+            .map(|t| format!("{t}={}", s.tags.get(t).map(String::as_str).unwrap_or("")))
+            .collect();
+        parts.sort();
+        let key = std::iter::once(base)
+            .chain(parts)
+            .collect::<Vec<_>>()
+            .join(";");
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, g)) => g.push(s.clone()),
+            None => groups.push((key, vec![s.clone()])),
+        }
     }
     let fname = group_fname(&cb, &func);
     Ok(groups

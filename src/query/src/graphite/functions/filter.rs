@@ -94,6 +94,8 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             let mut l: Vec<(f64, Series)> = a
                 .series(ctx, 0, "seriesList")?
                 .into_iter()
+                // A series without values has no deviation and is left out.
+                .filter(|s| s.values.iter().any(Option::is_some))
                 .map(|s| (agg_or_neg_inf("stddev", &s), s))
                 .collect();
             l.sort_by(|x, y| y.0.total_cmp(&x.0));
@@ -112,8 +114,10 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
                             .iter()
                             .map(|v| v.filter(|v| if below { *v >= p } else { *v <= p }))
                             .collect();
+                        // graphite-web's nPercentile tags the series it reads the rank of.
+                        s.set_tag("nPercentile", super::super::series::py_float(n));
                     }
-                    let nm = format!("{name}({}, {})", s.name, super::super::series::fmt_g(n));
+                    let nm = format!("{name}({}, {})", s.name, super::super::series::py_g(n));
                     s.rename(nm);
                     s
                 })

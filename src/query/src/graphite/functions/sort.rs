@@ -14,13 +14,20 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             let natural = a.boolean(1, "natural", false)?;
             let reverse = a.boolean(2, "reverse", false)?;
             let mut l = a.series(ctx, 0, "seriesList")?;
+            // Stable either way, as Python's sorted(…, reverse=True): equal names keep their order.
             if natural {
-                l.sort_by_key(|s| natural_key(&s.name));
+                l.sort_by_cached_key(|s| natural_key(&s.name));
             } else {
                 l.sort_by(|x, y| x.name.cmp(&y.name));
             }
             if reverse {
-                l.reverse();
+                l.sort_by(|x, y| {
+                    if natural {
+                        natural_key(&y.name).cmp(&natural_key(&x.name))
+                    } else {
+                        y.name.cmp(&x.name)
+                    }
+                });
             }
             Ok(l)
         })(),
@@ -41,9 +48,11 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             )?;
             let reverse = a.boolean(2, "reverse", false)?;
             let mut l = a.series(ctx, 0, "seriesList")?;
-            l.sort_by(|x, y| key(&f, x).total_cmp(&key(&f, y)));
+            // Stable either way, as Python's sorted(…, reverse=True): ties keep their order.
             if reverse {
-                l.reverse();
+                l.sort_by(|x, y| key(&f, y).total_cmp(&key(&f, x)));
+            } else {
+                l.sort_by(|x, y| key(&f, x).total_cmp(&key(&f, y)));
             }
             Ok(l)
         })(),

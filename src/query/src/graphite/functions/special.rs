@@ -2,7 +2,7 @@
 
 use super::super::eval::{err, Args, Ctx, EvalError, R};
 use super::super::parser::Expr;
-use super::super::series::{fmt_g, Series};
+use super::super::series::Series;
 
 pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
     Some(match name {
@@ -52,7 +52,7 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
                 .into_iter()
                 .map(|mut s| {
                     s.xff = x;
-                    s.set_tag("xFilesFactor", fmt_g(x));
+                    s.set_tag("xFilesFactor", super::super::series::py_float(x));
                     s
                 })
                 .collect())
@@ -61,12 +61,13 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
     })
 }
 
-/// Three points (start, middle, end of the window) named by the value (Python `str`: an
-/// integer literal stays `100`).
+/// Three points (start, middle, end of the window) named by the value (Python's `str` of
+/// the float its parameter is: `42.0`).
 pub fn constant_line(ctx: &Ctx, v: f64) -> Series {
     let step = ((ctx.until - ctx.from) / 2).max(1);
-    let mut s = Series::new(fmt_g(v), ctx.from, step, vec![Some(v); 3]);
-    s.path_expr = format!("constantLine({})", fmt_g(v));
+    let name = super::super::series::py_float(v);
+    let mut s = Series::new(name.clone(), ctx.from, step, vec![Some(v); 3]);
+    s.path_expr = format!("constantLine({name})");
     s
 }
 

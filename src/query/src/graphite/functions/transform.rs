@@ -3,7 +3,7 @@
 
 use super::super::attime::parse_offset;
 use super::super::eval::{err, Args, Ctx, EvalError, PerSeries, R};
-use super::super::series::{aggregate, fmt_g, Series};
+use super::super::series::{aggregate, py_d, py_float, py_g, Series};
 use super::combine::agg_name;
 use super::{finite, map_values, round_half_away};
 
@@ -15,11 +15,11 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             Ok(tagged(
                 map_values(
                     list()?,
-                    |s| format!("scale({},{})", s.name, fmt_g(f)),
+                    |s| format!("scale({},{})", s.name, py_g(f)),
                     |v| v.map(|v| v * f),
                 ),
                 "scale",
-                &fmt_g(f),
+                &py_float(f),
             ))
         })(),
         "offset" => (|| {
@@ -27,11 +27,11 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             Ok(tagged(
                 map_values(
                     list()?,
-                    |s| format!("offset({},{})", s.name, fmt_g(f)),
+                    |s| format!("offset({},{})", s.name, py_g(f)),
                     |v| v.map(|v| v + f),
                 ),
                 "offset",
-                &fmt_g(f),
+                &py_float(f),
             ))
         })(),
         "absolute" => list().map(|l| {
@@ -57,30 +57,35 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             Ok(tagged(
                 map_values(
                     list()?,
-                    |s| format!("pow({},{})", s.name, fmt_g(f)),
+                    |s| format!("pow({},{})", s.name, py_g(f)),
                     |v| v.and_then(|v| finite(v.powf(f))),
                 ),
                 "pow",
-                &fmt_g(f),
+                &py_float(f),
             ))
         })(),
         "log" => (|| {
             let base = a.num_or(1, "base", 10.0)?;
+            // The tag holds the argument as given (an integer stays one).
+            let log_base = match a.get(1, "base") {
+                Some(super::super::parser::Expr::Num(n)) if n.fract() != 0.0 => py_float(*n),
+                _ => py_d(base),
+            };
             Ok(tagged(
                 map_values(
                     list()?,
-                    |s| format!("log({}, {})", s.name, fmt_g(base)),
+                    |s| format!("log({}, {log_base})", s.name),
                     |v| v.filter(|v| *v > 0.0).and_then(|v| finite(v.log(base))),
                 ),
                 "log",
-                &fmt_g(base),
+                &log_base,
             ))
         })(),
         "removeBelowValue" => (|| {
             let n = a.num(1, "n")?;
             Ok(map_values(
                 list()?,
-                |s| format!("removeBelowValue({}, {})", s.name, fmt_g(n)),
+                |s| format!("removeBelowValue({}, {})", s.name, py_g(n)),
                 |v| v.filter(|v| *v >= n),
             ))
         })(),
@@ -88,7 +93,7 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             let n = a.num(1, "n")?;
             Ok(map_values(
                 list()?,
-                |s| format!("removeAboveValue({}, {})", s.name, fmt_g(n)),
+                |s| format!("removeAboveValue({}, {})", s.name, py_g(n)),
                 |v| v.filter(|v| *v <= n),
             ))
         })(),
@@ -183,45 +188,60 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             Ok(tagged(
                 map_values(
                     list()?,
-                    |s| format!("add({},{})", s.name, fmt_g(c)),
+                    |s| format!("add({},{})", s.name, py_d(c)),
                     |v| v.map(|v| v + c),
                 ),
                 "add",
-                &fmt_g(c),
+                &py_float(c),
             ))
         })(),
         "squareRoot" => list().map(|l| {
-            map_values(
-                l,
-                |s| format!("squareRoot({})", s.name),
-                |v| v.filter(|v| *v >= 0.0).map(f64::sqrt),
+            tagged(
+                map_values(
+                    l,
+                    |s| format!("squareRoot({})", s.name),
+                    |v| v.filter(|v| *v >= 0.0).map(f64::sqrt),
+                ),
+                "squareRoot",
+                "1",
             )
         }),
         "exp" => list().map(|l| {
-            map_values(
-                l,
-                |s| format!("exp({})", s.name),
-                |v| v.and_then(|v| finite(v.exp())),
+            tagged(
+                map_values(
+                    l,
+                    |s| format!("exp({})", s.name),
+                    |v| v.and_then(|v| finite(v.exp())),
+                ),
+                "exp",
+                "e",
             )
         }),
         "round" => (|| {
             let p = a.opt_num(1, "precision")?;
-            let m = 10f64.powi(p.unwrap_or(0.0) as i32);
-            // Python's round: halves go to the even neighbour.
-            Ok(map_values(
-                list()?,
-                |s| match p {
-                    Some(p) => format!("round({},{})", s.name, p as i64),
-                    None => format!("round({})", s.name),
-                },
-                |v| v.map(|v| (v * m).round_ties_even() / m),
+            let digits = p.unwrap_or(0.0) as i32;
+            Ok(tagged(
+                map_values(
+                    list()?,
+                    |s| match p {
+                        Some(p) => format!("round({},{})", s.name, p as i64),
+                        None => format!("round({})", s.name),
+                    },
+                    |v| v.map(|v| py_round(v, digits)),
+                ),
+                "round",
+                &digits.to_string(),
             ))
         })(),
         "isNonNull" => list().map(|l| {
-            map_values(
-                l,
-                |s| format!("isNonNull({})", s.name),
-                |v| Some(if v.is_some() { 1.0 } else { 0.0 }),
+            tagged(
+                map_values(
+                    l,
+                    |s| format!("isNonNull({})", s.name),
+                    |v| Some(if v.is_some() { 1.0 } else { 0.0 }),
+                ),
+                "isNonNull",
+                "1",
             )
         }),
         "changed" => list().map(|l| {
@@ -258,7 +278,16 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
                         .copied()
                         .fold(f64::INFINITY, f64::min);
                     let n = format!("offsetToZero({})", s.name);
-                    map_values(vec![s], |_| n.clone(), |v| v.map(|v| v - min)).remove(0)
+                    let mut s =
+                        map_values(vec![s], |_| n.clone(), |v| v.map(|v| v - min)).remove(0);
+                    // Python's str of the minimum (None for a series without values).
+                    let tag = if min.is_finite() {
+                        py_float(min)
+                    } else {
+                        "None".into()
+                    };
+                    s.set_tag("offsetToZero", tag);
+                    s
                 })
                 .collect()
         }),
@@ -313,13 +342,15 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
                 .into_iter()
                 .map(|s| {
                     let f = secs / s.step as f64;
-                    let n = format!("scaleToSeconds({},{})", s.name, secs as i64);
-                    map_values(
+                    let n = format!("scaleToSeconds({},{})", s.name, py_d(secs));
+                    let mut s = map_values(
                         vec![s],
                         |_| n.clone(),
                         |v| v.map(|v| (v * f * 1e6).round() / 1e6),
                     )
-                    .remove(0)
+                    .remove(0);
+                    s.set_tag("scaleToSeconds", py_float(secs));
+                    s
                 })
                 .collect())
         })(),
@@ -360,6 +391,22 @@ pub fn per_series(name: &str, a: &Args) -> Option<R<PerSeries>> {
             f: Box::new(f),
         })
     })())
+}
+
+/// Python's `round(v, digits)`: the decimal nearest the binary value, halves to even
+/// (`round(2.675, 2)` is 2.67, `round(10.05, 1)` 10.1).
+fn py_round(v: f64, digits: i32) -> f64 {
+    if !v.is_finite() {
+        return v;
+    }
+    if digits >= 0 {
+        // Rust's fixed-precision formatting rounds the exact binary value, halves to even,
+        // as CPython's does; the text reads back to the nearest float.
+        format!("{v:.*}", digits as usize).parse().unwrap_or(v)
+    } else {
+        let m = 10f64.powi(-digits);
+        (v / m).round_ties_even() * m
+    }
 }
 
 fn tagged(mut l: Vec<Series>, k: &str, v: &str) -> Vec<Series> {
@@ -510,12 +557,21 @@ fn transform_null(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
                 })
                 .collect();
             let n = if refs.is_some() {
-                format!("transformNull({},{},referenceSeries)", s.name, fmt_g(d))
+                format!("transformNull({},{},referenceSeries)", s.name, py_g(d))
             } else {
-                format!("transformNull({},{})", s.name, fmt_g(d))
+                format!("transformNull({},{})", s.name, py_g(d))
             };
             s.rename(n);
-            s.set_tag("transformNull", fmt_g(d));
+            // The default (the integer 0) as written, a given one as the float it is read as.
+            let tag = if a.get(1, "default").is_some() {
+                py_float(d)
+            } else {
+                "0".into()
+            };
+            s.set_tag("transformNull", tag);
+            if refs.is_some() {
+                s.set_tag("referenceSeries", "1");
+            }
             s
         })
         .collect())
@@ -533,16 +589,21 @@ fn time_shift(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
         .get(0, "seriesList")
         .ok_or_else(|| EvalError::Invalid("timeShift: missing seriesList".into()))?;
     let shifted = ctx.shifted(ctx.from + d, ctx.until + d).eval(inner)?;
+    // graphite-web starts every shifted series where the unshifted first series starts (the
+    // grid of the request's window at its step), whatever the shift; with resetEnd it also
+    // ends where that one ends, and the values past that end are dropped.
+    let step = shifted.first().map(|s| s.step.max(1)).unwrap_or(1);
+    let start = ctx.from - ctx.from.rem_euclid(step) + step;
+    let end = ctx.until - ctx.until.rem_euclid(step) + step;
     Ok(shifted
         .into_iter()
         .map(|mut s| {
-            s.start -= d;
-            s.end -= d;
-            if reset_end && s.end > ctx.until + s.step {
-                let keep = ((ctx.until - s.start) / s.step + 1).max(0) as usize;
+            s.start = start;
+            if reset_end {
+                let keep = ((end - start) / s.step.max(1) + 1).max(0) as usize;
                 s.values.truncate(keep);
-                s.end = s.start + s.step * s.values.len() as i64;
             }
+            s.end = s.start + s.step * s.values.len() as i64;
             let n = format!("timeShift({}, \"{shift}\")", s.name);
             s.rename(n);
             s.set_tag("timeShift", shift.clone());
@@ -562,7 +623,9 @@ fn interval(a: &Args, i: usize) -> R<(String, i64)> {
 }
 
 /// Buckets `s` into `width`-second intervals starting at `new_start` (up to `new_end`); a bucket
-/// holds the points whose timestamps fall in it. Null unless xff holds.
+/// holds the points whose timestamps fall in it. Null unless xff holds of the points a whole
+/// bucket would hold (`width / step`), so a last bucket cut short by the window's end counts
+/// its missing points as nulls (graphite-web's `_summarizeValues`).
 fn bucketize(
     s: &Series,
     new_start: i64,
@@ -579,11 +642,12 @@ fn bucketize(
             buckets[(d / width) as usize].push(*v);
         }
     }
+    let whole = width as f64 / s.step.max(1) as f64;
     buckets
         .iter()
         .map(|b| {
             let nn = b.iter().filter(|v| v.is_some()).count();
-            if nn == 0 || (nn as f64) / (b.len() as f64) < xff {
+            if nn == 0 || (nn as f64) / whole < xff {
                 None
             } else {
                 aggregate(func, b)
@@ -648,9 +712,10 @@ fn smart_summarize(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     Ok(list
         .into_iter()
         .map(|s| {
-            let values = bucketize(&s, c.from, s.end, width, &func, s.xff);
+            // Buckets start at the series' own first timestamp.
+            let values = bucketize(&s, s.start, s.end, width, &func, s.xff);
             let name = format!("smartSummarize({}, \"{istr}\", \"{func_s}\")", s.name);
-            let mut out = Series::new(name, c.from, width, values);
+            let mut out = Series::new(name, s.start, width, values);
             out.tags = s.tags.clone();
             out.tags.insert("smartSummarize".into(), istr.clone());
             out.tags
@@ -663,9 +728,25 @@ fn smart_summarize(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
 /// Values are per-second rates: each contributes value × the seconds of its step inside a
 /// bucket; buckets end at the series end.
 fn hitcount(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
-    let list = a.series(ctx, 0, "seriesList")?;
     let (istr, width) = interval(a, 1)?;
     let align = a.boolean(2, "alignToInterval", false)?;
+    let list = if align {
+        // The window's start rounded down to the day, hour or minute (by the interval's
+        // size; UTC) and the argument fetched again from there; each series then ends one
+        // interval after its last whole interval.
+        let unit = [86_400, 3_600, 60].into_iter().find(|u| width >= *u);
+        let from = unit.map_or(ctx.from, |u| ctx.from - ctx.from.rem_euclid(u));
+        let inner = a
+            .get(0, "seriesList")
+            .ok_or_else(|| EvalError::Invalid("hitcount: missing seriesList".into()))?;
+        let mut l = ctx.shifted(from, ctx.until).eval(inner)?;
+        for s in &mut l {
+            s.end = s.start + (s.end - s.start).div_euclid(width) * width + width;
+        }
+        l
+    } else {
+        a.series(ctx, 0, "seriesList")?
+    };
     Ok(list
         .into_iter()
         .map(|s| {

@@ -10,6 +10,7 @@ pub mod more_calculate;
 pub mod more_combine;
 pub mod more_filter;
 pub mod more_spec;
+pub mod more_template;
 pub mod more_transform;
 pub mod sort;
 pub mod special;
@@ -35,6 +36,7 @@ const FAMILIES: &[Family] = &[
     more_transform::call,
     more_calculate::call,
     more_filter::call,
+    more_template::call,
 ];
 
 pub fn call(ctx: &Ctx, c: &Call) -> R<Vec<Series>> {

@@ -55,7 +55,6 @@ Alias|aliasQuery(seriesList:seriesList!, search:string!, replace:string!, newNam
 Alias|lower(seriesList:seriesList!, pos:integer*)|Takes one metric or a wildcard seriesList and lowers the case of each letter. Optionally, a letter position to lower case can be specified, in which case only the letter at the specified position gets lower-cased.
 Alias|upper(seriesList:seriesList!, pos:integer*)|Takes one metric or a wildcard seriesList and uppers the case of each letter. Optionally, a letter position to upper case can be specified, in which case only the letter at the specified position gets upper-cased.
 Special|events(tags:string!*)|Returns the number of events at this point in time. Usable with drawAsInfinite.
-Special|identity(name:string!)|Identity function: Returns datapoints where the value equals the timestamp of the datapoint.
 Special|randomWalk(name:string!, step:integer=60)|Short Alias: randomWalk(). Returns a random walk starting at 0. This is great for testing when there is no real data in whisper.
 Special|randomWalkFunction(name:string!, step:integer=60)|Short Alias: randomWalk(). Returns a random walk starting at 0. This is great for testing when there is no real data in whisper.
 Special|substr(seriesList:seriesList!, start:node=0, stop:node=0)|Takes one metric or a wildcard seriesList followed by 1 or 2 integers. Assume that the metric name is a list or array, with each element separated by dots. Prints n - length elements of the array (if only one integer n is passed) or n - m elements of the array (if two integers n and m are passed).

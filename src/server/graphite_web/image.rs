@@ -67,9 +67,9 @@ fn unquote(s: &str) -> String {
 
 /// The drawing options of a `/render` request.
 pub fn options(p: &Params, format: Format) -> Result<Options, String> {
-    if let Some(t) = get(p, "graphType").filter(|t| *t != "line") {
+    if let Some(t) = get(p, "graphType").filter(|t| *t != "line" && *t != "pie") {
         return Err(format!(
-            "Invalid graphType '{t}': only line graphs are drawn"
+            "Invalid graphType '{t}': line and pie graphs are drawn"
         ));
     }
     let mut o = Options {
@@ -328,7 +328,7 @@ mod tests {
             "invalid color \"nosuch\" for bgcolor"
         );
         assert_eq!(bad("width", "wide"), "width must be a number, got \"wide\"");
-        assert!(bad("graphType", "pie").contains("pie"));
+        assert!(bad("graphType", "bar").contains("bar"));
         let o = options(&Params::from_pairs(&[("template", "noc")]), Format::Png).unwrap();
         assert_eq!(o.background, "black");
     }

@@ -60,6 +60,9 @@ pub fn render(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
     let _templates = crate::query::graphite::functions::more_template::TemplateScope::new(
         p.0.iter().map(|(k, v)| (k.as_str(), v.as_str())),
     );
+    if p.get("graphType") == Some("pie") {
+        return super::pie::render(state, p, &ctx);
+    }
     for t in p.all("target") {
         if t.trim().is_empty() {
             continue;

@@ -81,6 +81,11 @@ pub trait Source: Sync {
     fn charge(&self, _cells: u64) -> R<()> {
         Ok(())
     }
+    /// Graphite events (global annotations) starting in `[from, until]` seconds: each one's
+    /// time and tags, for `events()`. None by default.
+    fn events(&self, _from: i64, _until: i64) -> R<Vec<(i64, Vec<String>)>> {
+        Ok(Vec::new())
+    }
 }
 
 /// The error for a request past `query.max_cells`.
@@ -201,6 +206,10 @@ impl Source for StoreSource<'_> {
             return Err(too_many_cells(spent, limit));
         }
         Ok(())
+    }
+
+    fn events(&self, from: i64, until: i64) -> R<Vec<(i64, Vec<String>)>> {
+        super::functions::more_special::stored_events(self.state, from, until)
     }
 
     fn entries(&self) -> R<Arc<Vec<Entry>>> {

@@ -9,6 +9,7 @@ pub mod graph;
 pub mod more_calculate;
 pub mod more_combine;
 pub mod more_filter;
+pub mod more_special;
 pub mod more_spec;
 pub mod more_template;
 pub mod more_transform;
@@ -37,6 +38,7 @@ const FAMILIES: &[Family] = &[
     more_calculate::call,
     more_filter::call,
     more_template::call,
+    more_special::call,
 ];
 
 pub fn call(ctx: &Ctx, c: &Call) -> R<Vec<Series>> {

@@ -56,6 +56,17 @@ pub fn aggregate_as(list: &[Series], raw: &str, xff: f64) -> R<Option<Series>> {
         return Ok(None);
     };
     s.tags.insert("aggregatedBy".into(), func.to_string());
+    // graphite-web's `xff()` refuses a row without a value whatever the function: `count`
+    // and `avg_zero` of nothing are null, not 0.
+    if matches!(f.as_str(), "count" | "avg_zero") {
+        if let Some(norm) = normalize(list) {
+            for (v, row) in s.values.iter_mut().zip(&norm.rows) {
+                if row.iter().all(Option::is_none) {
+                    *v = None;
+                }
+            }
+        }
+    }
     Ok(Some(s))
 }
 
@@ -240,6 +251,15 @@ fn reduce_series(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
                 "reduceSeries: {key} lacks a series for one of the matchers {matchers:?}"
             ));
         };
+        // A combiner names its result by its inputs' path expressions (graphite-web passes
+        // it the series themselves): combined here, on the series as they are.
+        if let Some((func_agg, fname)) = simple_combiner(&func) {
+            if let Some(mut s) = combine(&members, func_agg, fname, ctx.xff) {
+                s.name = key;
+                out.push(s);
+            }
+            continue;
+        }
         let n = members.len();
         let src = Fixed::new(members);
         let args: Vec<Expr> = (0..n).map(|i| Expr::Path(Fixed::path(i))).collect();
@@ -261,6 +281,21 @@ fn reduce_series(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
         }
     }
     Ok(out)
+}
+
+/// The combiners `reduceSeries` applies to its series directly: `(aggregation, name)`.
+fn simple_combiner(f: &str) -> Option<(&'static str, &'static str)> {
+    Some(match f {
+        "sumSeries" | "sum" => ("sum", "sumSeries"),
+        "averageSeries" | "avg" => ("average", "averageSeries"),
+        "maxSeries" => ("max", "maxSeries"),
+        "minSeries" => ("min", "minSeries"),
+        "diffSeries" => ("diff", "diffSeries"),
+        "multiplySeries" => ("multiply", "multiplySeries"),
+        "rangeOfSeries" => ("range", "rangeOfSeries"),
+        "stddevSeries" => ("stddev", "stddevSeries"),
+        _ => return None,
+    })
 }
 
 fn pow_series(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {

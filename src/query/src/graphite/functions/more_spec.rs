@@ -67,6 +67,50 @@ Pie|maximum(series:series!)|Return the maximum
 Pie|minimum(series:series!)|Return the minimum
 "#;
 
+/// A pie function (`pieMode`) of one series: `average` (graphite-web's `safeDiv(safeSum,
+/// safeLen)`), `maximum`, `minimum`; `None` for a mode that is none of them. A series without
+/// values is a slice of 0 (graphite-web's `func(…) or 0`).
+pub fn pie_value(mode: &str, s: &Series) -> Option<f64> {
+    let f = match mode {
+        "average" => "average",
+        "maximum" => "max",
+        "minimum" => "min",
+        _ => return None,
+    };
+    Some(super::super::series::aggregate(f, &s.values).unwrap_or(0.0))
+}
+
+/// Every name of graphite-web 1.1.10's `SeriesFunctions` (154, aliases included).
+pub const GRAPHITE_WEB_NAMES: &[&str] = &[
+    "absolute", "add", "aggregate", "aggregateLine", "aggregateSeriesLists",
+    "aggregateWithWildcards", "alias", "aliasByMetric", "aliasByNode", "aliasByTags", "aliasQuery",
+    "aliasSub", "alpha", "applyByNode", "areaBetween", "asPercent", "averageAbove", "averageBelow",
+    "averageOutsidePercentile", "averageSeries", "averageSeriesWithWildcards", "avg", "cactiStyle",
+    "changed", "color", "compressPeriodicGaps", "consolidateBy", "constantLine", "countSeries",
+    "cumulative", "currentAbove", "currentBelow", "dashed", "delay", "derivative", "diffSeries",
+    "diffSeriesLists", "divideSeries", "divideSeriesLists", "drawAsInfinite", "events", "exclude",
+    "exp", "exponentialMovingAverage", "fallbackSeries", "filterSeries", "grep", "group",
+    "groupByNode", "groupByNodes", "groupByTags", "highest", "highestAverage", "highestCurrent",
+    "highestMax", "hitcount", "holtWintersAberration", "holtWintersConfidenceArea",
+    "holtWintersConfidenceBands", "holtWintersForecast", "identity", "integral",
+    "integralByInterval", "interpolate", "invert", "isNonNull", "keepLastValue", "legendValue",
+    "limit", "lineWidth", "linearRegression", "log", "logit", "lower", "lowest", "lowestAverage",
+    "lowestCurrent", "map", "mapSeries", "maxSeries", "maximumAbove", "maximumBelow", "minMax",
+    "minSeries", "minimumAbove", "minimumBelow", "mostDeviant", "movingAverage", "movingMax",
+    "movingMedian", "movingMin", "movingSum", "movingWindow", "multiplySeries",
+    "multiplySeriesLists", "multiplySeriesWithWildcards", "nPercentile", "nonNegativeDerivative",
+    "offset", "offsetToZero", "pct", "perSecond", "percentileOfSeries", "pow", "powSeries",
+    "randomWalk", "randomWalkFunction", "rangeOfSeries", "reduce", "reduceSeries",
+    "removeAbovePercentile", "removeAboveValue", "removeBelowPercentile", "removeBelowValue",
+    "removeBetweenPercentile", "removeEmptySeries", "round", "scale", "scaleToSeconds",
+    "secondYAxis", "seriesByTag", "setXFilesFactor", "sigmoid", "sin", "sinFunction",
+    "smartSummarize", "sortBy", "sortByMaxima", "sortByMinima", "sortByName", "sortByTotal",
+    "squareRoot", "stacked", "stddevSeries", "stdev", "substr", "sum", "sumSeries",
+    "sumSeriesLists", "sumSeriesWithWildcards", "summarize", "threshold", "time", "timeFunction",
+    "timeShift", "timeSlice", "timeStack", "transformNull", "unique", "upper", "useSeriesAbove",
+    "verticalLine", "weightedAverage", "xFilesFactor",
+];
+
 /// `filterSeries`' operators.
 pub const OPERATORS: &[&str] = &["!=", "<", "<=", "=", ">", ">="];
 
@@ -447,6 +491,25 @@ mod tests {
         // Repeatable last parameters take any number of arguments.
         assert_eq!(check("sumSeriesWithWildcards(a.b.c, 1, 2, 3)"), Ok(()));
         assert_eq!(check("mapSeries(a.b.c, 1)"), Ok(()));
+    }
+
+    /// Every graphite-web 1.1.10 name reaches a function (none answers "unknown function").
+    #[test]
+    fn every_graphite_web_name_is_served() {
+        let src = crate::graphite::eval::MemSource(vec![]);
+        let ctx = Ctx { source: &src, from: 0, until: 600, now: 600, xff: 0.0 };
+        for name in GRAPHITE_WEB_NAMES {
+            let c = crate::graphite::parser::Call {
+                name: name.to_string(),
+                args: vec![],
+                kwargs: vec![],
+                text: format!("{name}()"),
+            };
+            if let Err(e) = ctx.call(&c) {
+                assert!(!e.to_string().contains("unknown function"), "{name}: {e}");
+            }
+        }
+        assert_eq!(GRAPHITE_WEB_NAMES.len(), 154);
     }
 
     #[test]

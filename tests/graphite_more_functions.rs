@@ -38,7 +38,12 @@ fn start() -> Graphite {
     drop(c);
     let g = Graphite { server, _dir: dir };
     let deadline = Instant::now() + Duration::from_secs(15);
-    while json(&g, "m.*", "").iter().map(|s| values(s).len()).sum::<usize>() < 12 {
+    while json(&g, "m.*", "")
+        .iter()
+        .map(|s| values(s).len())
+        .sum::<usize>()
+        < 12
+    {
         assert!(Instant::now() < deadline, "points never arrived");
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -63,7 +68,11 @@ fn json(g: &Graphite, target: &str, extra: &str) -> Vec<Value> {
     let (code, body) = get(g, target, &format!("&format=json{extra}"));
     let text = String::from_utf8_lossy(&body).into_owned();
     assert_eq!(code, 200, "{target}: {text}");
-    serde_json::from_str::<Value>(&text).unwrap().as_array().unwrap().clone()
+    serde_json::from_str::<Value>(&text)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
 }
 
 fn values(s: &Value) -> Vec<f64> {
@@ -88,7 +97,11 @@ fn new_functions_answer_with_graphite_web_names_values_and_errors() {
     assert_eq!(r[0]["target"], "m");
     assert_eq!(values(&r[0])[0], 5.5);
     // reduce over map: m.b / m.a = 10 everywhere.
-    let r = json(&g, "reduceSeries(mapSeries(m.*,0),'divideSeries',1,'b','a')", "");
+    let r = json(
+        &g,
+        "reduceSeries(mapSeries(m.*,0),'divideSeries',1,'b','a')",
+        "",
+    );
     assert_eq!(r[0]["target"], "m.reduce.divideSeries");
     assert_eq!(values(&r[0]), vec![10.0; 6]);
     // filterSeries keeps the series whose max is over 6.
@@ -102,8 +115,9 @@ fn new_functions_answer_with_graphite_web_names_values_and_errors() {
     let (code, body) = get(&g, "filterSeries(m.*,'max','~',6)", "&format=json");
     assert_eq!(code, 400);
     assert!(
-        String::from_utf8_lossy(&body)
-            .contains("Invalid option specified for function \"filterSeries\" parameter \"operator\": '~'"),
+        String::from_utf8_lossy(&body).contains(
+            "Invalid option specified for function \"filterSeries\" parameter \"operator\": '~'"
+        ),
         "{}",
         String::from_utf8_lossy(&body)
     );
@@ -142,7 +156,10 @@ fn pie_images_and_function_listings() {
     assert!(svg.contains(">%37.74</text>"), "{svg}");
     assert!(svg.contains(">%5.66</text>"), "{svg}");
     for name in ["m.a", "m.b", "fixed"] {
-        assert!(svg.contains(&format!(">{name}</text>")), "legend lacks {name}");
+        assert!(
+            svg.contains(&format!(">{name}</text>")),
+            "legend lacks {name}"
+        );
     }
     // A PNG by default, whatever the format.
     let (code, body) = get(&g, "m.*", "&graphType=pie&format=json");

@@ -41,7 +41,16 @@ fn parse_color(s: &str) -> Result<Color, GraphError> {
 }
 
 /// `text` with `(x, y)` its centre (or its top centre when `top`), turned by `angle`.
-fn centered(c: &mut dyn Canvas, s: &str, x: f64, y: f64, size: f64, col: Color, angle: f64, top: bool) {
+fn centered(
+    c: &mut dyn Canvas,
+    s: &str,
+    x: f64,
+    y: f64,
+    size: f64,
+    col: Color,
+    angle: f64,
+    top: bool,
+) {
     let e = font::extents(size);
     let w = font::width(s, size);
     let voff = if top {
@@ -51,7 +60,14 @@ fn centered(c: &mut dyn Canvas, s: &str, x: f64, y: f64, size: f64, col: Color, 
     };
     let (sn, cs) = angle.sin_cos();
     let hoff = w / 2.0;
-    c.text(s, x - sn * voff - cs * hoff, y + cs * voff - sn * hoff, size, col, angle);
+    c.text(
+        s,
+        x - sn * voff - cs * hoff,
+        y + cs * voff - sn * hoff,
+        size,
+        col,
+        angle,
+    );
 }
 
 /// The label of a slice, or none under the minimum (graphite-web's `drawLabels`).
@@ -88,7 +104,16 @@ pub fn draw(slices: &[(String, f64)], o: &Options, p: &PieOptions) -> Result<Vec
     let fg = parse_color(&o.foreground)?;
     if slices.is_empty() {
         let size = (w * h).ln();
-        centered(c.as_mut(), "No Data", w / 2.0, h / 2.0, size, parse_color("red")?, 0.0, false);
+        centered(
+            c.as_mut(),
+            "No Data",
+            w / 2.0,
+            h / 2.0,
+            size,
+            parse_color("red")?,
+            0.0,
+            false,
+        );
         return c.finish().map_err(GraphError);
     }
     let (xmin, xmax) = (o.margin, (w - o.margin).max(o.margin));

@@ -63,7 +63,9 @@ fn pie_options(p: &Params) -> Result<PieOptions, Error> {
     }
     if let Some(c) = p.get("valueLabelsColor").filter(|v| !v.is_empty()) {
         if graph::color::parse(c).is_none() {
-            return Err(Error::Param(format!("invalid color {c:?} for valueLabelsColor")));
+            return Err(Error::Param(format!(
+                "invalid color {c:?} for valueLabelsColor"
+            )));
         }
         o.value_labels_color = c.to_string();
     }
@@ -97,8 +99,7 @@ pub fn render(state: &GraphiteWeb, p: &Params, ctx: &Ctx) -> Result<Reply, Error
         if let Some(cb) = p.get("jsonp").filter(|j| !j.is_empty()) {
             return Ok(json_or_jsonp(
                 StatusCode::OK,
-                serde_json::Value::String(String::from_utf8_lossy(&bytes).into_owned())
-                    .to_string(),
+                serde_json::Value::String(String::from_utf8_lossy(&bytes).into_owned()).to_string(),
                 Some(cb),
             ));
         }

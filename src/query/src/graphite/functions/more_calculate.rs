@@ -120,13 +120,29 @@ fn ema(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
         Expr::Num(n) => {
             let n = *n as i64;
             let max_step = list.iter().map(|s| s.step).max().unwrap_or(60);
-            (n.to_string(), n.to_string(), max_step * n, 2.0 / (n as f64 + 1.0), Some(n))
+            (
+                n.to_string(),
+                n.to_string(),
+                max_step * n,
+                2.0 / (n as f64 + 1.0),
+                Some(n),
+            )
         }
         Expr::Str(s) => {
             let secs = parse_offset(s).map_err(EvalError::from)?.abs();
-            (s.clone(), format!("\"{s}\""), secs, 2.0 / (secs as f64 + 1.0), None)
+            (
+                s.clone(),
+                format!("\"{s}\""),
+                secs,
+                2.0 / (secs as f64 + 1.0),
+                None,
+            )
         }
-        other => return err(format!("exponentialMovingAverage: bad windowSize {other:?}")),
+        other => {
+            return err(format!(
+                "exponentialMovingAverage: bad windowSize {other:?}"
+            ))
+        }
     };
     let preview_list = ctx.shifted(ctx.from - preview, ctx.until).eval(e)?;
     Ok(preview_list
@@ -358,8 +374,7 @@ fn hw_aberration(ctx: &Ctx, a: &Args, delta: f64, boot: i64, season: i64) -> R<V
                 values,
             );
             out.tags = s.tags.clone();
-            out.tags
-                .insert("holtWintersAberration".into(), "1".into());
+            out.tags.insert("holtWintersAberration".into(), "1".into());
             out.xff = s.xff;
             Ok(out)
         })
@@ -452,7 +467,13 @@ mod tests {
         let e3 = c * 9.0 + (1.0 - c) * e2;
         assert_eq!(
             vals(&r[0]),
-            vec![Some(0.0), Some(py_round6(e1)), Some(py_round6(e2)), None, Some(py_round6(e3))]
+            vec![
+                Some(0.0),
+                Some(py_round6(e1)),
+                Some(py_round6(e2)),
+                None,
+                Some(py_round6(e3))
+            ]
         );
         assert_eq!(r[0].tags["exponentialMovingAverage"], "2");
     }

@@ -38,10 +38,21 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
         }
     };
     match name {
-        "aggregateSeriesLists" | "sumSeriesLists" | "diffSeriesLists" | "multiplySeriesLists"
-        | "divideSeriesLists" | "aggregateWithWildcards" | "sumSeriesWithWildcards"
-        | "averageSeriesWithWildcards" | "multiplySeriesWithWildcards" | "mapSeries" | "map"
-        | "reduceSeries" | "reduce" | "powSeries" | "weightedAverage" => Some(run()),
+        "aggregateSeriesLists"
+        | "sumSeriesLists"
+        | "diffSeriesLists"
+        | "multiplySeriesLists"
+        | "divideSeriesLists"
+        | "aggregateWithWildcards"
+        | "sumSeriesWithWildcards"
+        | "averageSeriesWithWildcards"
+        | "multiplySeriesWithWildcards"
+        | "mapSeries"
+        | "map"
+        | "reduceSeries"
+        | "reduce"
+        | "powSeries"
+        | "weightedAverage" => Some(run()),
         _ => None,
     }
 }
@@ -221,10 +232,7 @@ fn reduce_series(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     for s in list {
         let nodes: Vec<&str> = s.name.split('.').collect();
         let Some(n) = py_index(&nodes, node) else {
-            return err(format!(
-                "reduceSeries: {} has no node {node}",
-                s.name
-            ));
+            return err(format!("reduceSeries: {} has no node {node}", s.name));
         };
         let Some(i) = matchers.iter().position(|m| m == n) else {
             continue;
@@ -336,18 +344,19 @@ fn weighted_average(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     let nodes = nodes_of(a, 2);
     // Keyed pairs, keys in first-seen order; a later series of a key replaces an earlier one.
     let mut keyed: Vec<(String, Option<usize>, Option<usize>)> = Vec::new();
-    let mut put = |key: String, avg: Option<usize>, weight: Option<usize>| {
-        match keyed.iter_mut().find(|(k, _, _)| *k == key) {
-            Some(e) => {
-                if avg.is_some() {
-                    e.1 = avg;
-                }
-                if weight.is_some() {
-                    e.2 = weight;
-                }
+    let mut put = |key: String, avg: Option<usize>, weight: Option<usize>| match keyed
+        .iter_mut()
+        .find(|(k, _, _)| *k == key)
+    {
+        Some(e) => {
+            if avg.is_some() {
+                e.1 = avg;
             }
-            None => keyed.push((key, avg, weight)),
+            if weight.is_some() {
+                e.2 = weight;
+            }
         }
+        None => keyed.push((key, avg, weight)),
     };
     for i in 0..avgs.len() {
         put(agg_key(&avgs[i], &nodes), Some(i), None);
@@ -359,14 +368,22 @@ fn weighted_average(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
             let (av, w) = (&avgs[(*av)?], &weights[(*w)?]);
             let n = av.values.len().max(w.values.len());
             let values = (0..n)
-                .map(
-                    |i| match (av.values.get(i).copied().flatten(), w.values.get(i).copied().flatten()) {
+                .map(|i| {
+                    match (
+                        av.values.get(i).copied().flatten(),
+                        w.values.get(i).copied().flatten(),
+                    ) {
                         (Some(x), Some(y)) => Some(x * y),
                         _ => None,
-                    },
-                )
+                    }
+                })
                 .collect();
-            let mut p = Series::new(format!("product({},{})", w.name, av.name), av.start, av.step, values);
+            let mut p = Series::new(
+                format!("product({},{})", w.name, av.name),
+                av.start,
+                av.step,
+                values,
+            );
             p.xff = ctx.xff;
             Some(p)
         })
@@ -438,19 +455,36 @@ mod tests {
         let r = eval(&src(), "sumSeriesLists(x.*.one,y.*.one)", 4);
         assert_eq!(r.len(), 2);
         assert_eq!(r[0].name, "sumSeries(x.a.one,y.a.one)");
-        assert_eq!(vals(&r[0]), vec![Some(3.0), Some(4.0), Some(0.0), Some(4.5)]);
+        assert_eq!(
+            vals(&r[0]),
+            vec![Some(3.0), Some(4.0), Some(0.0), Some(4.5)]
+        );
         assert_eq!(r[0].tags["aggregatedBy"], "sum");
         let r = eval(&src(), "divideSeriesLists(x.*.one,y.*.one)", 4);
         assert_eq!(r[0].name, "divideSeries(x.a.one,y.a.one)");
         assert_eq!(vals(&r[0]), vec![Some(0.5), Some(1.0), None, Some(8.0)]);
         assert_eq!(r[0].tags.len(), 1);
-        let r = eval(&src(), "aggregateSeriesLists(x.*.one,y.*.one,'maxSeries')", 4);
+        let r = eval(
+            &src(),
+            "aggregateSeriesLists(x.*.one,y.*.one,'maxSeries')",
+            4,
+        );
         assert_eq!(r[1].name, "maxSeries(x.b.one,y.b.one)");
         assert_eq!(r[1].tags["aggregatedBy"], "max");
         let e = crate::graphite::parser::parse("diffSeriesLists(x.*.one,y.a.one)").unwrap();
         let s = src();
-        let ctx = crate::graphite::eval::Ctx { source: &s, from: 0, until: 240, now: 240, xff: 0.0 };
-        assert!(ctx.eval(&e).unwrap_err().to_string().contains("must have equal length"));
+        let ctx = crate::graphite::eval::Ctx {
+            source: &s,
+            from: 0,
+            until: 240,
+            now: 240,
+            xff: 0.0,
+        };
+        assert!(ctx
+            .eval(&e)
+            .unwrap_err()
+            .to_string()
+            .contains("must have equal length"));
     }
 
     #[test]
@@ -458,7 +492,10 @@ mod tests {
         let r = eval(&src(), "sumSeriesWithWildcards(*.*.one,1)", 4);
         let names: Vec<&str> = r.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, vec!["x.one", "y.one"]);
-        assert_eq!(vals(&r[0]), vec![Some(11.0), Some(2.0), Some(30.0), Some(44.0)]);
+        assert_eq!(
+            vals(&r[0]),
+            vec![Some(11.0), Some(2.0), Some(30.0), Some(44.0)]
+        );
         // The path expression stays the aggregate's (what an outer combiner names).
         assert_eq!(r[0].path_expr, "sumSeries(*.*.one)");
         let r = eval(&src(), "multiplySeriesWithWildcards(*.*.one,0,1)", 4);
@@ -469,7 +506,10 @@ mod tests {
         let r = eval(&src(), "aggregateWithWildcards(*.*.one,'avg',0)", 4);
         assert_eq!(r[0].name, "a.one");
         assert_eq!(r[0].tags["aggregatedBy"], "avg");
-        assert_eq!(vals(&r[0]), vec![Some(1.5), Some(2.0), Some(0.0), Some(2.25)]);
+        assert_eq!(
+            vals(&r[0]),
+            vec![Some(1.5), Some(2.0), Some(0.0), Some(2.25)]
+        );
     }
 
     #[test]
@@ -505,7 +545,12 @@ mod tests {
         // a: 1*2 + 10*10 over 2+10; b: 2*2 + - over 2; c: -*0 + 30*30 over 0+30; d: 4*.5+40*40 over 40.5
         assert_eq!(
             vals(&r[0]),
-            vec![Some(102.0 / 12.0), Some(2.0), Some(30.0), Some(1602.0 / 40.5)]
+            vec![
+                Some(102.0 / 12.0),
+                Some(2.0),
+                Some(30.0),
+                Some(1602.0 / 40.5)
+            ]
         );
     }
 }

@@ -206,17 +206,32 @@ mod tests {
             ("f.d", &[None, None]),
             ("g.a", &[Some(7.0), Some(7.0)]),
         ]);
-        assert_eq!(names(&eval(&src, "filterSeries(f.*,'max','>',4)", 2)), vec!["f.a", "f.b"]);
-        assert_eq!(names(&eval(&src, "filterSeries(f.*,'sum','<',6)", 2)), vec!["f.c", "f.d"]);
-        assert_eq!(names(&eval(&src, "filterSeries(f.*,'last','=',5)", 2)), vec!["f.b"]);
-        assert_eq!(names(&eval(&src, "filterSeries(f.*,'last','!=',5)", 2)), vec!["f.a", "f.c", "f.d"]);
+        assert_eq!(
+            names(&eval(&src, "filterSeries(f.*,'max','>',4)", 2)),
+            vec!["f.a", "f.b"]
+        );
+        assert_eq!(
+            names(&eval(&src, "filterSeries(f.*,'sum','<',6)", 2)),
+            vec!["f.c", "f.d"]
+        );
+        assert_eq!(
+            names(&eval(&src, "filterSeries(f.*,'last','=',5)", 2)),
+            vec!["f.b"]
+        );
+        assert_eq!(
+            names(&eval(&src, "filterSeries(f.*,'last','!=',5)", 2)),
+            vec!["f.a", "f.c", "f.d"]
+        );
         // Averages 5, 5, 3: both percentiles (n=50) are 5: none strictly between.
         assert_eq!(
             names(&eval(&src, "averageOutsidePercentile(f.{a,b,c},50)", 2)),
             vec!["f.a", "f.b", "f.c"]
         );
         // useSeriesAbove: f.a's max 9 > 8: g.a is drawn instead.
-        assert_eq!(names(&eval(&src, "useSeriesAbove(f.*,8,'f','g')", 2)), vec!["g.a"]);
+        assert_eq!(
+            names(&eval(&src, "useSeriesAbove(f.*,8,'f','g')", 2)),
+            vec!["g.a"]
+        );
     }
 
     #[test]

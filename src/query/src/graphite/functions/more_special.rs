@@ -29,7 +29,10 @@ fn events(ctx: &Ctx, tags: &[String]) -> R<Series> {
         if !all && !tags.iter().all(|w| ev_tags.contains(w)) {
             continue;
         }
-        let Some(slot) = usize::try_from(t - start).ok().and_then(|i| values.get_mut(i)) else {
+        let Some(slot) = usize::try_from(t - start)
+            .ok()
+            .and_then(|i| values.get_mut(i))
+        else {
             continue;
         };
         *slot = Some(slot.unwrap_or(0.0) + 1.0);
@@ -97,10 +100,24 @@ mod tests {
         let t = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let src = WithEvents(
             MemSource(vec![]),
-            vec![(3, t(&["deploy", "web"])), (3, t(&["deploy"])), (7, t(&["web"])), (10, t(&[]))],
+            vec![
+                (3, t(&["deploy", "web"])),
+                (3, t(&["deploy"])),
+                (7, t(&["web"])),
+                (10, t(&[])),
+            ],
         );
-        let ctx = Ctx { source: &src, from: 0, until: 10, now: 10, xff: 0.0 };
-        let e = |q: &str| ctx.eval(&crate::graphite::parser::parse(q).unwrap()).unwrap();
+        let ctx = Ctx {
+            source: &src,
+            from: 0,
+            until: 10,
+            now: 10,
+            xff: 0.0,
+        };
+        let e = |q: &str| {
+            ctx.eval(&crate::graphite::parser::parse(q).unwrap())
+                .unwrap()
+        };
         let all = &e("events('*')")[0];
         assert_eq!(all.name, "events(\"*\")");
         assert_eq!((all.start, all.step, all.values.len()), (0, 1, 10));

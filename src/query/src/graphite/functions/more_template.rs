@@ -26,7 +26,10 @@ impl TemplateScope {
     pub fn new<'p>(params: impl IntoIterator<Item = (&'p str, &'p str)>) -> TemplateScope {
         let mut kept: Vec<(String, String)> = Vec::new();
         for (k, v) in params {
-            let Some(name) = k.strip_prefix("template[").and_then(|r| r.strip_suffix(']')) else {
+            let Some(name) = k
+                .strip_prefix("template[")
+                .and_then(|r| r.strip_suffix(']'))
+            else {
                 continue;
             };
             match kept.iter_mut().find(|(n, _)| n == name) {
@@ -72,9 +75,10 @@ impl Value {
                 let numeric =
                     !body.is_empty() && body.chars().all(|c| c.is_ascii_digit() || c == '.');
                 if numeric {
-                    return s.parse().map(Expr::Num).or_else(|_| {
-                        err(format!("could not convert string to float: '{s}'"))
-                    });
+                    return s
+                        .parse()
+                        .map(Expr::Num)
+                        .or_else(|_| err(format!("could not convert string to float: '{s}'")));
                 }
                 Ok(Expr::Str(s.clone()))
             }
@@ -175,7 +179,10 @@ mod tests {
     #[test]
     fn positional_keyword_and_request_variables() {
         let s = src();
-        assert_eq!(names(&eval(&s, "template(h.$1.cpu, 'web1')", 2)), vec!["h.web1.cpu"]);
+        assert_eq!(
+            names(&eval(&s, "template(h.$1.cpu, 'web1')", 2)),
+            vec!["h.web1.cpu"]
+        );
         assert_eq!(
             names(&eval(&s, "template(sumSeries(h.$host.cpu), host='*')", 2)),
             vec!["sumSeries(h.*.cpu)"]
@@ -185,13 +192,20 @@ mod tests {
         assert_eq!(vals(&r[0]), vec![Some(30.0), Some(40.0)]);
         // The request's template[host] overrides the default; a numeric text is a float.
         {
-            let _t = TemplateScope::new([("template[host]", "web2"), ("template[f]", "0.5"), ("x", "y")]);
+            let _t = TemplateScope::new([
+                ("template[host]", "web2"),
+                ("template[f]", "0.5"),
+                ("x", "y"),
+            ]);
             let r = eval(&s, "template(scale(h.$host.cpu, $f), host='web1', f=10)", 2);
             assert_eq!(r[0].name, "scale(h.web2.cpu,0.5)");
             assert_eq!(vals(&r[0]), vec![Some(1.5), Some(2.0)]);
         }
         // Gone with its scope.
-        assert_eq!(names(&eval(&s, "template(h.$host.cpu, host='web1')", 2)), vec!["h.web1.cpu"]);
+        assert_eq!(
+            names(&eval(&s, "template(h.$host.cpu, host='web1')", 2)),
+            vec!["h.web1.cpu"]
+        );
     }
 
     #[test]
@@ -199,15 +213,29 @@ mod tests {
         let s = src();
         let r = eval(&s, "template(alias(h.$1.cpu, '$1'), 'web1')", 2);
         assert_eq!(r[0].name, "$1");
-        let r = eval(&s, "template(group(h.$1.cpu, template(h.$1.cpu, 'web2')), 'web1')", 2);
+        let r = eval(
+            &s,
+            "template(group(h.$1.cpu, template(h.$1.cpu, 'web2')), 'web1')",
+            2,
+        );
         assert_eq!(names(&r), vec!["h.web1.cpu", "h.web2.cpu"]);
     }
 
     #[test]
     fn syntax_errors() {
         let s = src();
-        let ctx = crate::graphite::eval::Ctx { source: &s, from: 0, until: 120, now: 120, xff: 0.0 };
-        for t in ["template(h.$1.cpu, h.web1.cpu)", "template('x')", "template(h.$1.cpu, 'a', b='c')"] {
+        let ctx = crate::graphite::eval::Ctx {
+            source: &s,
+            from: 0,
+            until: 120,
+            now: 120,
+            xff: 0.0,
+        };
+        for t in [
+            "template(h.$1.cpu, h.web1.cpu)",
+            "template('x')",
+            "template(h.$1.cpu, 'a', b='c')",
+        ] {
             let e = crate::graphite::parser::parse(t).unwrap();
             assert_eq!(ctx.eval(&e).unwrap_err().to_string(), BAD_SYNTAX, "{t}");
         }

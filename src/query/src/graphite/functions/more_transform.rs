@@ -63,7 +63,9 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
                 {
                     return err("sigmoid: math range error (exp overflow)");
                 }
-                Ok(each_value(list, "sigmoid", |v| Some(1.0 / (1.0 + (-v).exp()))))
+                Ok(each_value(list, "sigmoid", |v| {
+                    Some(1.0 / (1.0 + (-v).exp()))
+                }))
             }
             "timeSlice" => time_slice(ctx, a),
             "timeStack" => time_stack(ctx, a),
@@ -71,7 +73,9 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
                 let n = a.string(0, "name")?;
                 let amp = a.num_or(1, "amplitude", 1.0)?;
                 let step = step_arg(a, 2)?;
-                Ok(vec![generated(ctx, &n, step, |t, _| Some((t as f64).sin() * amp))])
+                Ok(vec![generated(ctx, &n, step, |t, _| {
+                    Some((t as f64).sin() * amp)
+                })])
             }
             "time" | "timeFunction" => {
                 let n = a.string(0, "name")?;
@@ -305,7 +309,9 @@ fn time_slice(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
 }
 
 fn time_stack(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
-    let mut unit = a.opt_str(1, "timeShiftUnit")?.unwrap_or_else(|| "1d".into());
+    let mut unit = a
+        .opt_str(1, "timeShiftUnit")?
+        .unwrap_or_else(|| "1d".into());
     if unit.starts_with(|c: char| c.is_ascii_digit()) {
         unit = format!("-{unit}");
     }
@@ -368,14 +374,21 @@ fn change_case(name: &str, pos: &[i64], up: bool) -> String {
 fn substr(name: &str, start: i64, stop: i64) -> String {
     let left = name.rfind('(').map(|i| i + 1).unwrap_or(0);
     let right = name.find(')').unwrap_or(name.len());
-    let clean = if left <= right { &name[left..right] } else { "" };
+    let clean = if left <= right {
+        &name[left..right]
+    } else {
+        ""
+    };
     let nodes: Vec<&str> = clean.split('.').collect();
     let n = nodes.len() as i64;
     let clamp = |i: i64| -> usize {
         let j = if i < 0 { n + i } else { i };
         j.clamp(0, n) as usize
     };
-    let (lo, hi) = (clamp(start), if stop == 0 { n as usize } else { clamp(stop) });
+    let (lo, hi) = (
+        clamp(start),
+        if stop == 0 { n as usize } else { clamp(stop) },
+    );
     let joined = if lo < hi {
         nodes[lo..hi].join(".")
     } else {
@@ -436,10 +449,15 @@ pub fn py_percent(fmt: &str, v: f64) -> R<String> {
         used = true;
         let left = spec.contains('-');
         let plus = spec.contains('+');
-        let zero = spec.trim_start_matches(['-', '+', ' ', '#']).starts_with('0');
+        let zero = spec
+            .trim_start_matches(['-', '+', ' ', '#'])
+            .starts_with('0');
         let digits: String = spec.chars().filter(|c| !"-+ #".contains(*c)).collect();
         let (width, prec) = match digits.split_once('.') {
-            Some((w, p)) => (w.parse::<usize>().unwrap_or(0), Some(p.parse::<usize>().unwrap_or(0))),
+            Some((w, p)) => (
+                w.parse::<usize>().unwrap_or(0),
+                Some(p.parse::<usize>().unwrap_or(0)),
+            ),
             None => (digits.parse::<usize>().unwrap_or(0), None),
         };
         let mut body = match conv {
@@ -459,7 +477,11 @@ pub fn py_percent(fmt: &str, v: f64) -> R<String> {
             }
             'g' | 'G' => super::more_spec::py_g(v),
             'x' => format!("{:x}", v.trunc() as i64),
-            other => return err(format!("aliasQuery: unsupported format character '{other}'")),
+            other => {
+                return err(format!(
+                    "aliasQuery: unsupported format character '{other}'"
+                ))
+            }
         };
         if plus && v >= 0.0 && conv != 's' {
             body.insert(0, '+');
@@ -494,7 +516,10 @@ mod tests {
         let r = eval(&src, "logit(m.a)", 5);
         assert_eq!(r[0].name, "logit(m.a)");
         assert_eq!(r[0].tags["logit"], "logit");
-        assert_eq!(vals(&r[0]), vec![Some(0.0), None, None, None, Some(3f64.ln())]);
+        assert_eq!(
+            vals(&r[0]),
+            vec![Some(0.0), None, None, None, Some(3f64.ln())]
+        );
         let r = eval(&src, "sigmoid(m.a)", 5);
         assert_eq!(r[0].values[2], Some(0.5));
         assert_eq!(r[0].values[1], Some(1.0 / (1.0 + (-1f64).exp())));
@@ -508,12 +533,27 @@ mod tests {
         let r = eval(&src, "integralByInterval(m.a,'2min')", 5);
         assert_eq!(r[0].name, "integralByInterval(m.a,'2min')");
         assert_eq!(r[0].tags["name"], "m.a");
-        assert_eq!(vals(&r[0]), vec![Some(1.0), Some(2.0), Some(2.0), Some(4.0), Some(9.0)]);
+        assert_eq!(
+            vals(&r[0]),
+            vec![Some(1.0), Some(2.0), Some(2.0), Some(4.0), Some(9.0)]
+        );
     }
 
     #[test]
     fn compress_periodic_gaps_finds_the_period() {
-        let v = vec![Some(1.0), None, None, Some(2.0), None, None, Some(3.0), None, None, Some(4.0), None];
+        let v = vec![
+            Some(1.0),
+            None,
+            None,
+            Some(2.0),
+            None,
+            None,
+            Some(3.0),
+            None,
+            None,
+            Some(4.0),
+            None,
+        ];
         // The first value at 0 is passed over (graphite-web's `firstSeen > 0` test): the
         // period is read from indices 3 and 6.
         let s = Series::new("x", 60, 60, v);
@@ -533,7 +573,10 @@ mod tests {
         assert_eq!(substr("func(a.b,'c')", 1, 0), "b");
         assert_eq!(substr("a.b.c.d", 1, 3), "b.c");
         assert_eq!(substr("a.b.c.d", -2, 0), "c.d");
-        assert_eq!(py_percent("Channel %d MHz", 2412.7).unwrap(), "Channel 2412 MHz");
+        assert_eq!(
+            py_percent("Channel %d MHz", 2412.7).unwrap(),
+            "Channel 2412 MHz"
+        );
         assert_eq!(py_percent("%.2f%%", 3.14159).unwrap(), "3.14%");
         assert_eq!(py_percent("%s", 5.0).unwrap(), "5.0");
         assert_eq!(py_percent("%05.1f", 3.14159).unwrap(), "003.1");
@@ -578,7 +621,11 @@ mod tests {
             ("chan.power.1", &[Some(1.0)]),
             ("chan.freq.1", &[Some(2400.0), Some(2412.0)]),
         ]);
-        let r = eval(&src, "aliasQuery(chan.power.*,'power','freq','Channel %d MHz')", 2);
+        let r = eval(
+            &src,
+            "aliasQuery(chan.power.*,'power','freq','Channel %d MHz')",
+            2,
+        );
         assert_eq!(r[0].name, "Channel 2412 MHz");
     }
 }

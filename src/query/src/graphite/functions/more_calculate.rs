@@ -123,7 +123,7 @@ fn ema(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
             (
                 n.to_string(),
                 n.to_string(),
-                max_step * n,
+                max_step.saturating_mul(n),
                 2.0 / (n as f64 + 1.0),
                 Some(n),
             )
@@ -144,7 +144,9 @@ fn ema(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
             ))
         }
     };
-    let preview_list = ctx.shifted(ctx.from - preview, ctx.until).eval(e)?;
+    let preview_list = ctx
+        .shifted(ctx.from.saturating_sub(preview), ctx.until)
+        .eval(e)?;
     Ok(preview_list
         .into_iter()
         .map(|mut s| {
@@ -184,10 +186,12 @@ pub fn hw_analysis(values: &[Option<f64>], step: i64, season: i64) -> (Vec<Optio
     let mut seasonals: Vec<f64> = Vec::new();
     let mut predictions: Vec<Option<f64>> = Vec::new();
     let mut deviations: Vec<f64> = Vec::new();
+    // A season under two steps reads a value not computed yet (graphite-web's IndexError;
+    // `analysed` refuses it): 0 here.
     let last = |v: &[f64], i: i64| -> f64 {
         let j = i - season_len;
         if j >= 0 {
-            v[j as usize]
+            v.get(j as usize).copied().unwrap_or(0.0)
         } else {
             0.0
         }
@@ -244,7 +248,16 @@ struct Analysed {
 }
 
 fn analysed(ctx: &Ctx, a: &Args, boot: i64, season: i64) -> R<Vec<Analysed>> {
-    let preview = ctx.shifted(ctx.from - boot, ctx.until).eval(inner(a)?)?;
+    let preview = ctx
+        .shifted(ctx.from.saturating_sub(boot), ctx.until)
+        .eval(inner(a)?)?;
+    if let Some(s) = preview.iter().find(|s| season / s.step.max(1) < 2) {
+        // graphite-web fails with an IndexError (a 500) there.
+        return err(format!(
+            "{}: the seasonality ({season} s) must span at least two steps of {} ({} s)",
+            a.call.name, s.name, s.step
+        ));
+    }
     Ok(preview
         .into_iter()
         .map(|mut s| {
@@ -497,6 +510,45 @@ mod tests {
         // i=3: prediction None (reset), deviation compares with 0.
         assert_eq!(p[3], None);
         assert!(d[3] > 1.0);
+    }
+
+    #[test]
+    fn short_seasons_and_huge_windows_are_errors_not_panics() {
+        let src = mem(&[("m.a", &[Some(1.0), Some(2.0), Some(3.0)])]);
+        let ctx = Ctx {
+            source: &src,
+            from: 0,
+            until: 180,
+            now: 180,
+            xff: 0.0,
+        };
+        for t in [
+            "holtWintersForecast(m.a,'1min','1min')",
+            "holtWintersAberration(m.a,3,'1min','30s')",
+            "exponentialMovingAverage(m.a,9223372036854775807)",
+            "timeStack(m.a,'1d',0,100000)",
+            "timeStack(m.a,'1d',1000000000000000,1000000000000001)",
+        ] {
+            let e = crate::graphite::parser::parse(t).unwrap();
+            assert!(ctx.eval(&e).is_err(), "{t}");
+        }
+        let wide = Ctx {
+            source: &src,
+            from: 0,
+            until: 1 << 40,
+            now: 1 << 40,
+            xff: 0.0,
+        };
+        for t in [
+            "sin('s',1,1)",
+            "identity('i')",
+            "events('*')",
+            "time('t',1)",
+        ] {
+            let e = crate::graphite::parser::parse(t).unwrap();
+            assert!(wide.eval(&e).is_err(), "{t}");
+        }
+        assert!(hw_analysis(&[Some(1.0), Some(2.0)], 60, 30).0.len() == 2);
     }
 
     #[test]

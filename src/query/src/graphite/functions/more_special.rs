@@ -23,6 +23,7 @@ fn events(ctx: &Ctx, tags: &[String]) -> R<Series> {
     let name = format!("events(\"{}\")", tags.join("\", \""));
     let all = tags.len() == 1 && tags[0] == "*";
     let (start, end) = (ctx.from, ctx.until);
+    super::more_transform::check_steps(ctx, 1)?;
     let n = (end - start).max(0) as usize;
     let mut values: Vec<Option<f64>> = vec![None; n];
     for (t, ev_tags) in ctx.source.events(start, end)? {

@@ -4,7 +4,7 @@
 //! `substr`, `aliasQuery`), each with graphite-web's names and tags.
 
 use super::super::attime::{parse_attime, parse_offset};
-use super::super::eval::{err, Args, Ctx, EvalError, R};
+use super::super::eval::{err, Args, Ctx, EvalError, GRID_STEPS_MAX, R};
 use super::super::parser::{parse, Expr};
 use super::super::series::Series;
 use super::alias::python_replacement;
@@ -72,19 +72,19 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             "sin" | "sinFunction" => {
                 let n = a.string(0, "name")?;
                 let amp = a.num_or(1, "amplitude", 1.0)?;
-                let step = step_arg(a, 2)?;
+                let step = step_arg(ctx, a, 2)?;
                 Ok(vec![generated(ctx, &n, step, |t, _| {
                     Some((t as f64).sin() * amp)
                 })])
             }
             "time" | "timeFunction" => {
                 let n = a.string(0, "name")?;
-                let step = step_arg(a, 1)?;
+                let step = step_arg(ctx, a, 1)?;
                 Ok(vec![generated(ctx, &n, step, |t, _| Some(t as f64))])
             }
             "randomWalk" | "randomWalkFunction" => {
                 let n = a.string(0, "name")?;
-                let step = step_arg(a, 1)?;
+                let step = step_arg(ctx, a, 1)?;
                 // Python's random.random() differs on every run anyway: any uniform source.
                 let mut x = (ctx.now as u64 ^ 0x9E37_79B9_7F4A_7C15).max(1);
                 let mut cur = 0.0;
@@ -99,6 +99,7 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             }
             "identity" => {
                 let n = a.string(0, "name")?;
+                check_steps(ctx, 60)?;
                 let mut s = generated(ctx, &n, 60, |t, _| Some(t as f64));
                 s.path_expr = format!("identity(\"{n}\")");
                 Ok(vec![s])
@@ -147,13 +148,26 @@ fn each_value(list: Vec<Series>, fname: &str, f: impl Fn(f64) -> Option<f64>) ->
         .collect()
 }
 
-fn step_arg(a: &Args, i: usize) -> R<i64> {
+fn step_arg(ctx: &Ctx, a: &Args, i: usize) -> R<i64> {
     let step = a.num_or(i, "step", 60.0)? as i64;
     if step <= 0 {
         // Python's timedelta loop would never end (0) or run backwards.
         return err(format!("{}: step must be positive", a.call.name));
     }
+    check_steps(ctx, step)?;
     Ok(step)
+}
+
+/// A generated series holds at most [`GRID_STEPS_MAX`] values, as fetched ones do.
+pub fn check_steps(ctx: &Ctx, step: i64) -> R<()> {
+    let n = (ctx.until - ctx.from) / step.max(1);
+    if n > GRID_STEPS_MAX {
+        return err(format!(
+            "the window from {} to {} holds {n} steps of {step} s, more than {GRID_STEPS_MAX}: shorten it",
+            ctx.from, ctx.until
+        ));
+    }
+    Ok(())
 }
 
 /// A series over `[from, until)` every `step` seconds from `from` itself (graphite-web starts
@@ -308,6 +322,9 @@ fn time_slice(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
         .collect())
 }
 
+/// Most windows one `timeStack` evaluates (each one its argument again).
+const TIME_STACK_MAX: i64 = 10_000;
+
 fn time_stack(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     let mut unit = a
         .opt_str(1, "timeShiftUnit")?
@@ -325,9 +342,22 @@ fn time_stack(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     let inner = a
         .get(0, "seriesList")
         .ok_or_else(|| EvalError::Invalid("timeStack: missing seriesList".into()))?;
+    if to.saturating_sub(from) > TIME_STACK_MAX {
+        return err(format!(
+            "timeStack: {} shifts, more than {TIME_STACK_MAX}",
+            to.saturating_sub(from)
+        ));
+    }
     let mut out = Vec::new();
     for shift in from..to {
-        let d = delta * shift;
+        let Some(d) = delta
+            .checked_mul(shift)
+            .filter(|d| ctx.from.checked_add(*d).is_some())
+        else {
+            return err(format!(
+                "timeStack: a shift of {shift} x {unit} is out of range"
+            ));
+        };
         for mut s in ctx.shifted(ctx.from + d, ctx.until + d).eval(inner)? {
             s.set_tag("timeShiftUnit", unit.clone());
             s.set_tag("timeShift", shift.to_string());

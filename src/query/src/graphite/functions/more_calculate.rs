@@ -180,7 +180,7 @@ fn ema(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
 /// (alpha = gamma = 0.1, beta = 0.0035, one season of `season` seconds).
 pub fn hw_analysis(values: &[Option<f64>], step: i64, season: i64) -> (Vec<Option<f64>>, Vec<f64>) {
     let (alpha, gamma, beta) = (0.1, 0.1, 0.0035);
-    let season_len = (season.div_euclid(step.max(1))) as i64;
+    let season_len = season.div_euclid(step.max(1));
     let mut intercepts: Vec<Option<f64>> = Vec::new();
     let mut slopes: Vec<f64> = Vec::new();
     let mut seasonals: Vec<f64> = Vec::new();

@@ -607,9 +607,9 @@ mod tests {
             py_percent("Channel %d MHz", 2412.7).unwrap(),
             "Channel 2412 MHz"
         );
-        assert_eq!(py_percent("%.2f%%", 3.14159).unwrap(), "3.14%");
+        assert_eq!(py_percent("%.2f%%", 1.23456).unwrap(), "1.23%");
         assert_eq!(py_percent("%s", 5.0).unwrap(), "5.0");
-        assert_eq!(py_percent("%05.1f", 3.14159).unwrap(), "003.1");
+        assert_eq!(py_percent("%05.1f", 1.23456).unwrap(), "001.2");
         assert!(py_percent("none", 1.0).is_err());
     }
 

@@ -41,6 +41,7 @@ fn parse_color(s: &str) -> Result<Color, GraphError> {
 }
 
 /// `text` with `(x, y)` its centre (or its top centre when `top`), turned by `angle`.
+#[allow(clippy::too_many_arguments)]
 fn centered(
     c: &mut dyn Canvas,
     s: &str,

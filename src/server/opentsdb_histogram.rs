@@ -211,7 +211,8 @@ pub fn store(st: &OpenTsdb, p: &HistogramPoint) -> Result<(), HistogramPutError>
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
     let series = st.resolver.resolve(&p.metric, &tags)?;
-    st.resolver.sync_if_dirty()?;    let secs = if is_ms(p.timestamp) {
+    st.resolver.sync_if_dirty()?;
+    let secs = if is_ms(p.timestamp) {
         p.timestamp / 1000
     } else {
         p.timestamp

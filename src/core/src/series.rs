@@ -122,7 +122,8 @@ pub trait SeriesGate: Send + Sync {
     /// Whether admissions wait for [`SeriesGate::sync`] (an atomic read; no I/O).
     fn unsynced(&self) -> bool {
         false
-    }}
+    }
+}
 
 pub use crate::uid::SeriesRefused;
 

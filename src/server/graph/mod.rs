@@ -12,6 +12,7 @@ pub mod canvas;
 pub mod color;
 pub mod font;
 mod line;
+pub mod pie;
 
 pub use axis::{Bounds, Units};
 

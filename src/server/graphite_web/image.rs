@@ -32,7 +32,7 @@ pub enum OptionError {
     NotANumber { key: String, value: String },
     #[error("{key} must be a positive integer, got {value}")]
     NotACount { key: String, value: f64 },
-    #[error("Invalid graphType '{0}': only line graphs are drawn")]
+    #[error("Invalid graphType '{0}': line and pie graphs are drawn")]
     GraphType(String),
     #[error("invalid color {value:?} for {key}")]
     Color { key: &'static str, value: String },
@@ -100,7 +100,7 @@ fn unquote(s: &str) -> String {
 
 /// The drawing options of a `/render` request.
 pub fn options(p: &Params, format: Format) -> Result<Options, OptionError> {
-    if let Some(t) = get(p, "graphType").filter(|t| *t != "line") {
+    if let Some(t) = get(p, "graphType").filter(|t| *t != "line" && *t != "pie") {
         return Err(OptionError::GraphType(t.into()));
     }
     let mut o = Options {
@@ -357,7 +357,7 @@ mod tests {
             "invalid color \"nosuch\" for bgcolor"
         );
         assert_eq!(bad("width", "wide"), "width must be a number, got \"wide\"");
-        assert!(bad("graphType", "pie").contains("pie"));
+        assert!(bad("graphType", "bar").contains("bar"));
         let o = options(&Params::from_pairs(&[("template", "noc")]), Format::Png).unwrap();
         assert_eq!(o.background, "black");
     }

@@ -5,6 +5,7 @@
 
 use super::error::Error;
 use super::{json_or_jsonp, now_s, Params};
+use crate::query::graphite::functions::more_spec as more;
 use crate::query::graphite::series::AGG_FUNCS;
 use crate::server::http::Reply;
 use crate::server::state::GraphiteWeb;
@@ -161,8 +162,18 @@ fn suggestions(ptype: &str) -> Option<Vec<&'static str>> {
 
 /// The catalogue as graphite-web's `/functions` object (keys in graphite's order per entry).
 pub fn catalogue() -> Map<String, Value> {
+    catalogue_of(&[CATALOGUE, more::CATALOGUE], true)
+}
+
+/// `/functions?type=pie`: the functions `pieMode` names.
+pub fn pie_catalogue() -> Map<String, Value> {
+    catalogue_of(&[more::PIE_CATALOGUE], false)
+}
+
+fn catalogue_of(texts: &[&str], aliases: bool) -> Map<String, Value> {
     let mut out = Map::new();
-    for line in CATALOGUE.lines().filter(|l| !l.trim().is_empty()) {
+    let lines = texts.iter().flat_map(|t| t.lines());
+    for line in lines.filter(|l| !l.trim().is_empty()) {
         let mut parts = line.splitn(3, '|');
         let (group, sig, desc) = (
             parts.next().unwrap_or(""),
@@ -197,10 +208,11 @@ pub fn catalogue() -> Map<String, Value> {
                     serde_json::from_str(d).expect("catalogue default is JSON"),
                 );
             }
-            if let Some(o) = options(name, pname, ty) {
+            if let Some(o) = options(name, pname, ty).or_else(|| more::options(name, pname)) {
                 m.insert("options".into(), json!(o));
             }
-            if let Some(s) = suggestions(ty) {
+            let suggested = more::suggestions(name, pname).or_else(|| suggestions(ty));
+            if let Some(s) = suggested.filter(|s| !s.is_empty()) {
                 m.insert("suggestions".into(), json!(s));
             }
             shown.push(match default {
@@ -220,6 +232,9 @@ pub fn catalogue() -> Map<String, Value> {
         });
         out.insert(name.to_string(), entry);
     }
+    if !aliases {
+        return out;
+    }
     // Short aliases appear as their own keys, as in graphite-web.
     for (alias, of) in [
         ("sum", "sumSeries"),
@@ -236,7 +251,11 @@ pub fn catalogue() -> Map<String, Value> {
 }
 
 pub fn functions(p: &Params, one: Option<&str>) -> Result<Reply, Error> {
-    let cat = catalogue();
+    let cat = if p.get("type") == Some("pie") {
+        pie_catalogue()
+    } else {
+        catalogue()
+    };
     let jsonp = p.get("jsonp");
     if let Some(name) = one {
         return match cat.get(name) {

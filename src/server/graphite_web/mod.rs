@@ -6,6 +6,7 @@ pub mod error;
 pub mod find;
 pub mod image;
 pub mod meta;
+pub mod pie;
 pub mod render;
 pub mod tags;
 

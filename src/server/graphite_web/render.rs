@@ -73,6 +73,13 @@ pub fn render(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
     let mut out: Vec<Series> = Vec::new();
     // `stacked()` keeps running totals across this request's targets.
     let _stacks = crate::query::graphite::functions::graph::StackScope::new();
+    // `template()` reads the request's `template[name]=value` parameters.
+    let _templates = crate::query::graphite::functions::more_template::TemplateScope::new(
+        p.0.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+    );
+    if p.get("graphType") == Some("pie") {
+        return super::pie::render(state, p, &ctx);
+    }
     for t in p.all("target") {
         if t.trim().is_empty() {
             continue;

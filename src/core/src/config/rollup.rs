@@ -309,5 +309,6 @@ mod tests {
             .compile("tsdb")
             .unwrap_err()
             .to_string()
-            .starts_with("rollups.retention.1d"));    }
+            .starts_with("rollups.retention.1d"));
+    }
 }

@@ -234,7 +234,8 @@ impl SeriesGate for Cardinality {
             return Err(SeriesRefused::NotRecorded {
                 path: self.path.display().to_string(),
                 source,
-            });        }
+            });
+        }
         self.written.fetch_add(1, Ordering::AcqRel);
         st.new_in_minute += 1;
         st.total += 1;

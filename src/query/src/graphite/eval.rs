@@ -82,6 +82,12 @@ pub trait Source: Sync {
     fn charge(&self, _cells: u64) -> R<()> {
         Ok(())
     }
+    /// Graphite events (global annotations) starting in `[from, until]` seconds: each one's
+    /// time and tags, for `events()`. None by default.
+    fn events(&self, _from: i64, _until: i64) -> R<Vec<(i64, Vec<String>)>> {
+        Ok(Vec::new())
+    }
+
     /// The points of `entries` in `(from, until]` from a coarser copy of the data (a rollup,
     /// one point per interval at its start), with that interval as the step, when one is the
     /// right source for `want` or for the window's age (see
@@ -274,6 +280,10 @@ impl Source for StoreSource<'_> {
             return Err(too_many_cells(spent, limit));
         }
         Ok(())
+    }
+
+    fn events(&self, from: i64, until: i64) -> R<Vec<(i64, Vec<String>)>> {
+        super::functions::more_special::stored_events(self.state, from, until)
     }
 
     fn rollup_points(

@@ -6,6 +6,13 @@ pub mod calculate;
 pub mod combine;
 pub mod filter;
 pub mod graph;
+pub mod more_calculate;
+pub mod more_combine;
+pub mod more_filter;
+pub mod more_spec;
+pub mod more_special;
+pub mod more_template;
+pub mod more_transform;
 pub mod sort;
 pub mod special;
 pub mod transform;
@@ -26,6 +33,12 @@ const FAMILIES: &[Family] = &[
     alias::call,
     special::call,
     graph::call,
+    more_combine::call,
+    more_transform::call,
+    more_calculate::call,
+    more_filter::call,
+    more_template::call,
+    more_special::call,
 ];
 
 pub fn call(ctx: &Ctx, c: &Call) -> R<Vec<Series>> {

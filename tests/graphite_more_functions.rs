@@ -1,0 +1,196 @@
+//! graphite-web 1.1.10's render functions that came after the first set, reached the way a
+//! user reaches them: carbon plaintext in, `/render` (json, pie images), `template[…]`
+//! request parameters and `/functions` out, against a real server.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+const T0: i64 = 1_700_000_000 - 1_700_000_000 % 600;
+
+struct Graphite {
+    server: Server,
+    _dir: tempfile::TempDir,
+}
+
+/// A server holding `m.a` = 1..6 and `m.b` = 10, 20, … 60 every 60 s from T0.
+fn start() -> Graphite {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = format!("127.0.0.1:{}", free_port());
+    let cfg = dir.path().join("tsgate.toml");
+    std::fs::write(
+        &cfg,
+        format!("[server]\ngraphite_listen = \"{plain}\"\npickle_listen = \"\"\n[write]\nflush_interval_ms = 100\n"),
+    )
+    .unwrap();
+    let server = Server::start_with(&dir.path().join("data"), Some(&cfg));
+    let mut c = TcpStream::connect(&plain).unwrap();
+    let mut lines = String::new();
+    for i in 0..6i64 {
+        lines.push_str(&format!("m.a {} {}\n", i + 1, T0 + i * 60));
+        lines.push_str(&format!("m.b {} {}\n", (i + 1) * 10, T0 + i * 60));
+    }
+    c.write_all(lines.as_bytes()).unwrap();
+    drop(c);
+    let g = Graphite { server, _dir: dir };
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while json(&g, "m.*", "")
+        .iter()
+        .map(|s| values(s).len())
+        .sum::<usize>()
+        < 12
+    {
+        assert!(Instant::now() < deadline, "points never arrived");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    g
+}
+
+fn enc(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+fn get(g: &Graphite, target: &str, extra: &str) -> (u16, Vec<u8>) {
+    let path = format!(
+        "/render?target={}&from={}&until={}{extra}",
+        enc(target),
+        T0 - 60,
+        T0 + 300
+    );
+    http_bytes(&g.server.addr, "GET", &path, b"", &[])
+}
+
+fn json(g: &Graphite, target: &str, extra: &str) -> Vec<Value> {
+    let (code, body) = get(g, target, &format!("&format=json{extra}"));
+    let text = String::from_utf8_lossy(&body).into_owned();
+    assert_eq!(code, 200, "{target}: {text}");
+    serde_json::from_str::<Value>(&text)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn values(s: &Value) -> Vec<f64> {
+    s["datapoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p[0].as_f64())
+        .collect()
+}
+
+#[test]
+fn new_functions_answer_with_graphite_web_names_values_and_errors() {
+    let g = start();
+    // Pairwise lists: m.a + m.b by position.
+    let r = json(&g, "sumSeriesLists(m.a,m.b)", "");
+    assert_eq!(r[0]["target"], "sumSeries(m.a,m.b)");
+    assert_eq!(values(&r[0]), vec![11.0, 22.0, 33.0, 44.0, 55.0, 66.0]);
+    assert_eq!(r[0]["tags"]["aggregatedBy"], "sum");
+    // Wildcards: m.a and m.b share "m" once node 1 is dropped.
+    let r = json(&g, "averageSeriesWithWildcards(m.*,1)", "");
+    assert_eq!(r[0]["target"], "m");
+    assert_eq!(values(&r[0])[0], 5.5);
+    // reduce over map: m.b / m.a = 10 everywhere.
+    let r = json(
+        &g,
+        "reduceSeries(mapSeries(m.*,0),'divideSeries',1,'b','a')",
+        "",
+    );
+    assert_eq!(r[0]["target"], "m.reduce.divideSeries");
+    assert_eq!(values(&r[0]), vec![10.0; 6]);
+    // filterSeries keeps the series whose max is over 6.
+    let r = json(&g, "filterSeries(m.*,'max','>',6)", "");
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0]["target"], "m.b");
+    // aggregateLine: the average of m.a over the window is 3.5.
+    let r = json(&g, "aggregateLine(m.a)", "");
+    assert_eq!(r[0]["target"], "aggregateLine(m.a, 3.5)");
+    // Argument errors in graphite-web's words, as a 400.
+    let (code, body) = get(&g, "filterSeries(m.*,'max','~',6)", "&format=json");
+    assert_eq!(code, 400);
+    assert!(
+        String::from_utf8_lossy(&body).contains(
+            "Invalid option specified for function \"filterSeries\" parameter \"operator\": '~'"
+        ),
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+}
+
+#[test]
+fn templates_take_literals_and_request_parameters() {
+    let g = start();
+    let r = json(&g, "template(m.$1)", "&template[1]=b");
+    assert_eq!(r[0]["target"], "m.b");
+    let r = json(&g, "template(scale(m.$s,$f),s='a',f=2)", "");
+    assert_eq!(values(&r[0]), vec![2.0, 4.0, 6.0, 8.0, 10.0, 12.0]);
+    // The request's value overrides the default, and reads as a number.
+    let r = json(&g, "template(scale(m.$s,$f),s='a',f=2)", "&template[f]=0.5");
+    assert_eq!(values(&r[0])[1], 1.0);
+    let (code, _) = get(&g, "template(m.$1,m.a)", "&format=json");
+    assert_eq!(code, 400);
+}
+
+#[test]
+fn pie_images_and_function_listings() {
+    let g = start();
+    // Slices from series (pieMode) and from name:value targets, drawn as an SVG.
+    let path = format!(
+        "/render?target={}&target={}&graphType=pie&pieMode=maximum&format=svg&from={}&until={}",
+        enc("m.*"),
+        enc("fixed:40"),
+        T0 - 60,
+        T0 + 300
+    );
+    let (code, body) = http_bytes(&g.server.addr, "GET", &path, b"", &[]);
+    let svg = String::from_utf8_lossy(&body).into_owned();
+    assert_eq!(code, 200, "{svg}");
+    // Maxima 6 and 60 and the fixed 40: 6/106, 60/106, 40/106 of the pie.
+    assert!(svg.contains(">%56.60</text>"), "{svg}");
+    assert!(svg.contains(">%37.74</text>"), "{svg}");
+    assert!(svg.contains(">%5.66</text>"), "{svg}");
+    for name in ["m.a", "m.b", "fixed"] {
+        assert!(
+            svg.contains(&format!(">{name}</text>")),
+            "legend lacks {name}"
+        );
+    }
+    // A PNG by default, whatever the format.
+    let (code, body) = get(&g, "m.*", "&graphType=pie&format=json");
+    assert_eq!(code, 200);
+    assert_eq!(&body[1..4], b"PNG");
+    let (code, _) = get(&g, "m.*", "&graphType=pie&pieMode=median");
+    assert_eq!(code, 400);
+
+    // /functions lists the new functions with graphite-web's parameter shape; type=pie the
+    // pie functions.
+    let (code, body) = g.server.http("GET", "/functions", "");
+    assert_eq!(code, 200);
+    let f: Value = serde_json::from_str(&body).unwrap();
+    let fs = &f["filterSeries"];
+    assert_eq!(fs["group"], "Filter Series");
+    assert_eq!(
+        fs["params"][2]["options"],
+        serde_json::json!(["!=", "<", "<=", "=", ">", ">="])
+    );
+    assert_eq!(f["holtWintersForecast"]["params"][1]["default"], "7d");
+    assert_eq!(
+        f["holtWintersForecast"]["params"][1]["suggestions"],
+        serde_json::json!(["7d", "30d"])
+    );
+    assert_eq!(f["map"]["function"], "map(seriesList, *mapNodes)");
+    for name in tsgate::query::graphite::functions::more_spec::GRAPHITE_WEB_NAMES {
+        assert!(f.get(*name).is_some(), "/functions lacks {name}");
+    }
+    let (_, body) = g.server.http("GET", "/functions?type=pie", "");
+    let p: Value = serde_json::from_str(&body).unwrap();
+    let mut names: Vec<&String> = p.as_object().unwrap().keys().collect();
+    names.sort();
+    assert_eq!(names, vec!["average", "maximum", "minimum"]);
+}

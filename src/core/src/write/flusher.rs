@@ -110,9 +110,6 @@ pub struct Rolls {
 }
 
 struct Held {
-    /// False for a row of a closed hour in its first window: its points are not held and its
-    /// columns are left for compaction (see [`Rolls::note`]).
-    holding: bool,
     since: Instant,
     /// This row's window: `roll_interval` scaled by 0.5–1.5 after its key, so that rows that
     /// started together (every series at an hour's turn) do not all roll in the same flush.
@@ -127,54 +124,12 @@ impl Rolls {
     fn due(&self, row: &[u8]) -> bool {
         self.rows
             .get(row)
-            .is_some_and(|h| h.holding && h.since.elapsed() >= h.window)
-    }
-
-    /// Notes a partial column written to `row`. A row of the open hour holds its points from
-    /// the first column on. A row of a closed hour (late data, a backfill, a bulk load of the
-    /// past) holds nothing for its first window: it is usually written in a burst and then
-    /// compacted `compaction_delay` after its last write, which merges its columns with one
-    /// read, so holding its points would only cost memory (every point of a bulk load). Only
-    /// if it is still being written after a window does it start holding, so that a row
-    /// written for many minutes still rolls.
-    fn note(
-        &mut self,
-        row: Vec<u8>,
-        interval: Duration,
-        points: Vec<RawPoint>,
-        column: Vec<u8>,
-        open: bool,
-    ) {
-        match self.rows.get_mut(&row) {
-            Some(h) if !h.holding => {
-                if h.since.elapsed() >= h.window {
-                    h.holding = true;
-                    h.since = Instant::now();
-                    self.hold(row, interval, points, column);
-                }
-            }
-            Some(_) => self.hold(row, interval, points, column),
-            None if open => self.hold(row, interval, points, column),
-            None => {
-                let window = interval.mul_f64(0.5 + spread(&row));
-                self.rows.insert(
-                    row,
-                    Held {
-                        holding: false,
-                        since: Instant::now(),
-                        window,
-                        points: Vec::new(),
-                        columns: Vec::new(),
-                    },
-                );
-            }
-        }
+            .is_some_and(|h| h.since.elapsed() >= h.window)
     }
 
     fn hold(&mut self, row: Vec<u8>, interval: Duration, points: Vec<RawPoint>, column: Vec<u8>) {
         let n = points.len();
         let held = self.rows.entry(row).or_insert_with_key(|row| Held {
-            holding: true,
             since: Instant::now(),
             window: interval.mul_f64(0.5 + spread(row)),
             points: Vec::new(),
@@ -269,7 +224,6 @@ impl Flusher {
         rolls: &mut Rolls,
     ) -> Result<(), WriteError> {
         let rolling = self.rolls_on();
-        let now = now_s();
         while *done < buffer.rows.len() {
             let chunk = *done..(*done + MUTATE_CHUNK).min(buffer.rows.len());
             let mut batch = Vec::with_capacity(chunk.len());
@@ -303,10 +257,7 @@ impl Flusher {
                     continue;
                 }
                 match written[i].take() {
-                    Some(q) => {
-                        let open = !hour_closed(keys[i].1, now);
-                        rolls.note(keys[i].0.clone(), self.roll_interval, points, q, open)
-                    }
+                    Some(q) => rolls.hold(keys[i].0.clone(), self.roll_interval, points, q),
                     None => rolls.forget(&keys[i].0),
                 }
             }
@@ -324,21 +275,10 @@ impl Flusher {
         if rolls.is_empty() {
             return;
         }
-        // A row that held nothing through its window (a closed hour written in one burst)
-        // is let go: compaction merges its columns.
-        let idle: Vec<Vec<u8>> = rolls
-            .rows
-            .iter()
-            .filter(|(_, h)| !h.holding && h.since.elapsed() >= h.window)
-            .map(|(k, _)| k.clone())
-            .collect();
-        for k in &idle {
-            rolls.forget(k);
-        }
         let mut due: Vec<(Instant, Vec<u8>)> = rolls
             .rows
             .iter()
-            .filter(|(_, h)| h.holding && h.since.elapsed() >= h.window)
+            .filter(|(_, h)| h.since.elapsed() >= h.window)
             .map(|(k, h)| (h.since, k.clone()))
             .collect();
         let held_due: usize = due.iter().map(|(_, k)| rolls.rows[k].points.len()).sum();
@@ -347,7 +287,7 @@ impl Flusher {
             let mut rest: Vec<(Instant, Vec<u8>)> = rolls
                 .rows
                 .iter()
-                .filter(|(_, h)| h.holding && h.since.elapsed() < h.window)
+                .filter(|(_, h)| h.since.elapsed() < h.window)
                 .map(|(k, h)| (h.since, k.clone()))
                 .collect();
             rest.sort();
@@ -933,40 +873,19 @@ mod tests {
 
     /// A buffer of `points` (seconds after BASE, value) for each series.
     fn buffer_of(rows: &[(crate::series::Series, &[(u64, i64)])]) -> Buffer {
-        buffer_at(BASE, rows)
-    }
-
-    fn buffer_at(base: u32, rows: &[(crate::series::Series, &[(u64, i64)])]) -> Buffer {
         let mut b = Buffer::default();
         for (s, points) in rows {
             for &(at, v) in *points {
-                let p = RawPoint::encode(base as u64 + at, base, DataValue::Int(v)).unwrap();
-                b.insert(s, base, p);
+                let p = RawPoint::encode(BASE as u64 + at, BASE, DataValue::Int(v)).unwrap();
+                b.insert(s, BASE, p);
             }
         }
         b
     }
 
-    /// The base of the hour open now (waiting out the last seconds of an hour, so that a
-    /// test's rows stay open while it runs).
-    fn open_base() -> u32 {
-        while now_s() % ROW_SPAN > ROW_SPAN - 10 {
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        (now_s() - now_s() % ROW_SPAN) as u32
-    }
-
     /// The row's column count and its points as readers merge them (offset s, value).
     fn row_of(store: &SharedStore, s: crate::series::Series) -> (usize, Vec<(u64, i64)>) {
-        row_at(store, s, BASE)
-    }
-
-    fn row_at(
-        store: &SharedStore,
-        s: crate::series::Series,
-        base: u32,
-    ) -> (usize, Vec<(u64, i64)>) {
-        let row = KeyLayout::default().row_key(s.tsuid, base);
+        let row = KeyLayout::default().row_key(s.tsuid, BASE);
         let table = tsgate_store::TableNames::default().data;
         let cells = store.get(&table, &row, &[DATA_FAMILY]).unwrap();
         let cols: Vec<tsgate_schema::compaction::StoredColumn> = cells
@@ -993,106 +912,44 @@ mod tests {
     /// points, the partial columns go, and an offset written twice keeps its later value.
     #[test]
     fn a_roll_replaces_the_partial_columns_with_one_holding_the_last_writes() {
-        let open = open_base();
         let (dir, store) = embedded();
         let f = flusher_over(store.clone(), dir.path(), Duration::from_millis(40));
         let (a, mut rolls) = (series_no(1), Rolls::default());
         let write = |points: &[(u64, i64)], rolls: &mut Rolls| {
             let mut touched = Vec::new();
-            f.write_from(
-                &mut buffer_at(open, &[(a, points)]),
-                &mut 0,
-                &mut touched,
-                rolls,
-            )
-            .unwrap();
+            f.write_from(&mut buffer_of(&[(a, points)]), &mut 0, &mut touched, rolls)
+                .unwrap();
         };
         write(&[(0, 1), (10, 2)], &mut rolls);
         write(&[(10, 20), (20, 3)], &mut rolls);
-        assert_eq!(
-            row_at(&store, a, open),
-            (2, vec![(0, 1), (10, 20), (20, 3)])
-        );
+        assert_eq!(row_of(&store, a), (2, vec![(0, 1), (10, 20), (20, 3)]));
         assert_eq!((rolls.len(), rolls.points), (1, 4));
         std::thread::sleep(Duration::from_millis(80)); // past any row's window (20–60 ms)
         write(&[(30, 4)], &mut rolls);
         assert_eq!(
-            row_at(&store, a, open),
+            row_of(&store, a),
             (1, vec![(0, 1), (10, 20), (20, 3), (30, 4)]),
             "one column, the later write of offset 10 in it"
         );
         assert!(rolls.is_empty() && rolls.points == 0);
         // A new window starts with the next partial column.
         write(&[(40, 5)], &mut rolls);
-        assert_eq!(row_at(&store, a, open).0, 2);
-        assert_eq!(rolls.len(), 1);
-    }
-
-    /// A row of a closed hour holds nothing for its first window (a bulk load of the past is
-    /// compacted soon, holding it would only cost memory); written on past its window, it
-    /// starts holding and rolls the columns since, leaving the first window's to compaction.
-    #[test]
-    fn closed_hour_rows_hold_nothing_until_they_outlive_a_window() {
-        let (dir, store) = embedded();
-        let f = flusher_over(store.clone(), dir.path(), Duration::from_millis(40));
-        let (a, mut rolls) = (series_no(5), Rolls::default());
-        let write = |points: &[(u64, i64)], rolls: &mut Rolls| {
-            let mut touched = Vec::new();
-            f.write_from(&mut buffer_of(&[(a, points)]), &mut 0, &mut touched, rolls)
-                .unwrap();
-        };
-        write(&[(0, 1)], &mut rolls);
-        write(&[(10, 2)], &mut rolls);
-        assert_eq!(rolls.points, 0, "BASE is a closed hour: nothing held");
         assert_eq!(row_of(&store, a).0, 2);
-        std::thread::sleep(Duration::from_millis(80));
-        write(&[(20, 3)], &mut rolls);
-        write(&[(30, 4)], &mut rolls);
-        assert_eq!(
-            rolls.points, 2,
-            "still written after its window: held from then on"
-        );
-        std::thread::sleep(Duration::from_millis(80));
-        write(&[(40, 5)], &mut rolls);
-        assert_eq!(
-            row_of(&store, a),
-            (3, vec![(0, 1), (10, 2), (20, 3), (30, 4), (40, 5)]),
-            "the two unheld columns and one rolled"
-        );
-        // A burst that ends is let go once its window passes, holding nothing.
-        let b = series_no(6);
-        let mut touched = Vec::new();
-        f.write_from(
-            &mut buffer_of(&[(b, &[(0, 1)])]),
-            &mut 0,
-            &mut touched,
-            &mut rolls,
-        )
-        .unwrap();
-        assert!(rolls
-            .rows
-            .contains_key(&KeyLayout::default().row_key(b.tsuid, BASE)));
-        std::thread::sleep(Duration::from_millis(80));
-        f.roll_idle(&mut rolls);
-        assert!(!rolls
-            .rows
-            .contains_key(&KeyLayout::default().row_key(b.tsuid, BASE)));
-        assert_eq!(row_of(&store, b), (1, vec![(0, 1)]));
+        assert_eq!(rolls.len(), 1);
     }
 
     /// Rows that got nothing in a flush roll once due; a row of one column is let go without
     /// a write; past `roll_max_points` the oldest rows roll before their time.
     #[test]
     fn idle_rows_roll_when_due_and_the_oldest_roll_early_past_the_bound() {
-        let open = open_base();
         let (dir, store) = embedded();
         let f = flusher_over(store.clone(), dir.path(), Duration::from_millis(40));
         let (a, b) = (series_no(1), series_no(2));
         let mut rolls = Rolls::default();
         let mut touched = Vec::new();
         for buffer in [
-            buffer_at(open, &[(a, &[(0, 1)]), (b, &[(0, 7)])]),
-            buffer_at(open, &[(a, &[(10, 2)])]),
+            buffer_of(&[(a, &[(0, 1)]), (b, &[(0, 7)])]),
+            buffer_of(&[(a, &[(10, 2)])]),
         ] {
             f.write_from(&mut { buffer }, &mut 0, &mut touched, &mut rolls)
                 .unwrap();
@@ -1102,15 +959,15 @@ mod tests {
         std::thread::sleep(Duration::from_millis(80));
         f.roll_idle(&mut rolls);
         assert!(rolls.is_empty());
-        assert_eq!(row_at(&store, a, open), (1, vec![(0, 1), (10, 2)]));
-        assert_eq!(row_at(&store, b, open), (1, vec![(0, 7)]));
+        assert_eq!(row_of(&store, a), (1, vec![(0, 1), (10, 2)]));
+        assert_eq!(row_of(&store, b), (1, vec![(0, 7)]));
 
         let mut f = flusher_over(store.clone(), dir.path(), Duration::from_secs(3600));
         f.roll_max_points = 4;
         let (c, d) = (series_no(3), series_no(4));
         for buffer in [
-            buffer_at(open, &[(c, &[(0, 1), (1, 2)])]),
-            buffer_at(open, &[(c, &[(2, 3)]), (d, &[(0, 1), (1, 2), (2, 3)])]),
+            buffer_of(&[(c, &[(0, 1), (1, 2)])]),
+            buffer_of(&[(c, &[(2, 3)]), (d, &[(0, 1), (1, 2), (2, 3)])]),
         ] {
             f.write_from(&mut { buffer }, &mut 0, &mut touched, &mut rolls)
                 .unwrap();
@@ -1122,18 +979,17 @@ mod tests {
             rolls.points, 3,
             "the oldest row, c, rolled: down to 3/4 of the bound"
         );
-        assert_eq!(row_at(&store, c, open), (1, vec![(0, 1), (1, 2), (2, 3)]));
-        assert_eq!(row_at(&store, d, open).0, 1);
+        assert_eq!(row_of(&store, c), (1, vec![(0, 1), (1, 2), (2, 3)]));
+        assert_eq!(row_of(&store, d).0, 1);
         assert!(rolls
             .rows
-            .contains_key(&KeyLayout::default().row_key(d.tsuid, open)));
+            .contains_key(&KeyLayout::default().row_key(d.tsuid, BASE)));
     }
 
     /// A roll the store refuses changes nothing: the row keeps its partial columns and the
     /// flusher its points, and the retry merges them all.
     #[test]
     fn a_failed_roll_keeps_the_partial_columns_and_the_held_points() {
-        let open = open_base();
         let (dir, inner) = embedded();
         let flaky = std::sync::Arc::new(FlakyStore {
             inner,
@@ -1145,25 +1001,25 @@ mod tests {
         let mut rolls = Rolls::default();
         let mut touched = Vec::new();
         for (at, v) in [(0, 1), (1, 2)] {
-            let mut b = buffer_at(open, &[(a, &[(at, v)])]);
+            let mut b = buffer_of(&[(a, &[(at, v)])]);
             f.write_from(&mut b, &mut 0, &mut touched, &mut rolls)
                 .unwrap();
             std::thread::sleep(Duration::from_millis(5));
         }
         // The second write rolled the first partial column with its own points.
-        assert_eq!(row_at(&flaky.inner, a, open), (1, vec![(0, 1), (1, 2)]));
+        assert_eq!(row_of(&flaky.inner, a), (1, vec![(0, 1), (1, 2)]));
         assert!(rolls.is_empty());
-        let mut b = buffer_at(open, &[(a, &[(2, 3)])]);
+        let mut b = buffer_of(&[(a, &[(2, 3)])]);
         f.write_from(&mut b, &mut 0, &mut touched, &mut rolls)
             .unwrap();
         std::thread::sleep(Duration::from_millis(5));
-        let (mut b, mut done) = (buffer_at(open, &[(a, &[(3, 4)])]), 0);
+        let (mut b, mut done) = (buffer_of(&[(a, &[(3, 4)])]), 0);
         assert!(f
             .write_from(&mut b, &mut done, &mut touched, &mut rolls)
             .is_err());
         assert_eq!(done, 0);
         assert_eq!(
-            row_at(&flaky.inner, a, open),
+            row_of(&flaky.inner, a),
             (2, vec![(0, 1), (1, 2), (2, 3)]),
             "as before the roll"
         );
@@ -1171,7 +1027,7 @@ mod tests {
         f.write_from(&mut b, &mut done, &mut touched, &mut rolls)
             .unwrap();
         assert_eq!(
-            row_at(&flaky.inner, a, open),
+            row_of(&flaky.inner, a),
             (2, vec![(0, 1), (1, 2), (2, 3), (3, 4)]),
             "the first roll's column and the second's"
         );

@@ -583,10 +583,6 @@ impl Ast {
     }
 }
 
-/// Parses an expression nested at most `max_depth` levels (`query.max_depth`): each bracket,
-/// sign and operator adds one, so neither the recursive parser nor the recursive evaluation
-/// and drop of the tree (`a+a+…+a` is as deep as it is long) can overflow a thread's stack.
-
 /// Why an expression's text does not parse (the detail of `Unable to parse expression`).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub(crate) enum ExprError {
@@ -602,6 +598,9 @@ pub(crate) enum ExprError {
     TooDeep { max: usize, at: usize },
 }
 
+/// Parses an expression nested at most `max_depth` levels (`query.max_depth`): each bracket,
+/// sign and operator adds one, so neither the recursive parser nor the recursive evaluation
+/// and drop of the tree (`a+a+…+a` is as deep as it is long) can overflow a thread's stack.
 pub(crate) fn parse_expr(s: &str, max_depth: usize) -> Result<Ast, ExprError> {
     let chars: Vec<char> = s.chars().collect();
     let mut p = ExprParser {

@@ -95,14 +95,10 @@ pub fn label(value: f64, total: f64, p: &PieOptions) -> Option<String> {
 pub fn draw(slices: &[(String, f64)], o: &Options, p: &PieOptions) -> Result<Vec<u8>, GraphError> {
     let (w, h) = (o.width.max(1) as f64, o.height.max(1) as f64);
     let mut c: Box<dyn Canvas> = match o.format {
-        Format::Png => {
-            Box::new(
-                Raster::new(w as u32, h as u32).ok_or_else(|| GraphError::Canvas {
-                    width: w as u32,
-                    height: h as u32,
-                })?,
-            )
-        }
+        Format::Png => Box::new(Raster::new(w as u32, h as u32).ok_or(GraphError::Canvas {
+            width: w as u32,
+            height: h as u32,
+        })?),
         Format::Svg => Box::new(Svg::new(w as u32, h as u32)),
     };
     c.fill_rect(0.0, 0.0, w, h, parse_color(&o.background)?);

@@ -12,7 +12,8 @@ fuzz_target!(|data: &[u8]| {
                 let _ = dp.to_owned_point();
             }
             Err(e) => {
-                serde_json::to_string(&p.error_detail(&e)).expect("error detail serialises");
+                let text = e.to_string();
+                serde_json::to_string(&p.error_detail(&text)).expect("error detail serialises");
             }
         }
         serde_json::to_string(&p.echo()).expect("echo serialises");

@@ -87,7 +87,8 @@ fn save_and_test_version_and_functions() {
     );
     let series = r.as_array().unwrap();
     assert_eq!(series.len(), 1);
-    assert_eq!(series[0]["target"], "100 A");
+    // graphite-web 1.1.8 validates constantLine's `value` as a float: `str(100.0)`.
+    assert_eq!(series[0]["target"], "100.0 A");
     let dps = series[0]["datapoints"].as_array().unwrap();
     assert_eq!(dps.len(), 3);
     assert!(dps.iter().all(|p| p[0] == 100.0 && p[1].is_u64()));

@@ -53,8 +53,8 @@ scrape_configs:
     static_configs: [{targets: ['127.0.0.1:$NE']}]
   - job_name: intermittent
     static_configs: [{targets: ['127.0.0.1:$IM']}]
-  # One job per demo instance: compare.py's `up == on(job) group_left(instance) up` needs one
-  # `up` per job.
+  # One job per demo instance: compare.py's 'up == on(job) group_left(instance) up' needs one
+  # 'up' per job. (No backticks here: this is an unquoted heredoc.)
   - job_name: demo0
     static_configs: [{targets: ['127.0.0.1:$D0']}]
   - job_name: demo1

@@ -123,7 +123,11 @@ fn parse_tpl(rule: &str, s: &str) -> Result<Vec<Piece>, RuleError> {
                     Some(n) => (n, true),
                     None => (inner, false),
                 };
-                if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                // A name is a regex group name too: letters, digits and `_`, not a digit first.
+                if name.is_empty()
+                    || name.starts_with(|c: char| c.is_ascii_digit())
+                    || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                {
                     return Err(invalid(rule, format!("bad variable {{{inner}}} in {s:?}")));
                 }
                 out.push(Piece::Var(name.to_string(), greedy));
@@ -748,6 +752,12 @@ tags = { a = "{a}" }
             (
                 "match = \"a.{x}\"\nmetric = \"m\"\ntags = { name = \"{x}\" }",
                 "name",
+            ),
+            // A variable named like a number (found by the fuzzer: it made an invalid regex
+            // group name and panicked).
+            (
+                "match = \"a.{1x}\"\nmetric = \"m\"\ntags = { x = \"{1x}\" }",
+                "bad variable {1x}",
             ),
         ] {
             let err = rules(&format!("[[graphite.rules]]\n{bad}\n")).unwrap_err();

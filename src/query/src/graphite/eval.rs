@@ -264,6 +264,20 @@ impl StoreSource<'_> {
             .collect();
         Ok((got, gaps))
     }
+
+    /// The row filter of one metric's scan: a few series (`wanted`, at most
+    /// `LINEAR_LOOKUP_MAX`) are sought to their rows instead of reading the whole metric; more
+    /// read it all (`keep` picks them out either way).
+    fn seek_filter(&self, entries: &[&Entry], wanted: &[usize]) -> R<crate::seek::RowFilter> {
+        if wanted.len() > LINEAR_LOOKUP_MAX {
+            return Ok(Default::default());
+        }
+        let tags: Vec<&[(String, String)]> = wanted.iter().map(|&i| &entries[i].tags[..]).collect();
+        self.state
+            .query
+            .series_filter(&tags)
+            .map_err(EvalError::from)
+    }
 }
 
 impl Source for StoreSource<'_> {
@@ -316,16 +330,7 @@ impl Source for StoreSource<'_> {
         let read = parallel::map_from(metrics, min, |(metric, wanted)| -> R<ReadPart> {
             let by_tags: EntryByTags = wanted.iter().map(|&i| (&entries[i].tags[..], i)).collect();
             let keep = |_: &str, tags: &[(String, String)]| by_tags.contains_key(tags);
-            let filter = if wanted.len() <= LINEAR_LOOKUP_MAX {
-                let tags: Vec<&[(String, String)]> =
-                    wanted.iter().map(|&i| &entries[i].tags[..]).collect();
-                self.state
-                    .query
-                    .series_filter(&tags)
-                    .map_err(EvalError::from)?
-            } else {
-                Default::default()
-            };
+            let filter = self.seek_filter(entries, &wanted)?;
             let got = self
                 .state
                 .query
@@ -424,17 +429,10 @@ impl Source for StoreSource<'_> {
             // Not for a path stored whole (read here when the store cannot seek): its metric
             // holds that one series (`keep` still checks), and a filter would only cost its UID
             // look-ups and set-up per metric.
-            let filter = if wanted.len() <= LINEAR_LOOKUP_MAX
-                && !(wanted.len() == 1 && is_whole(entries[wanted[0]]))
-            {
-                let tags: Vec<&[(String, String)]> =
-                    wanted.iter().map(|&i| &entries[i].tags[..]).collect();
-                self.state
-                    .query
-                    .series_filter(&tags)
-                    .map_err(EvalError::from)?
-            } else {
+            let filter = if wanted.len() == 1 && is_whole(entries[wanted[0]]) {
                 Default::default()
+            } else {
+                self.seek_filter(entries, &wanted)?
             };
             let got = self
                 .state

@@ -89,6 +89,7 @@ macro_rules! store_suite {
             use super::*;
             #[test] fn ordering_and_scans() { let (_g, s) = super::$backend(); conformance::ordering_and_scans(&s); }
             #[test] fn deletes() { let (_g, s) = super::$backend(); conformance::deletes(&s); }
+            #[test] fn single_deletes() { let (_g, s) = super::$backend(); conformance::single_deletes(&s); }
             #[test] fn atomics() { let (_g, s) = super::$backend(); conformance::atomics(&s); }
             #[test] fn timestamped_mutations() { let (_g, s) = super::$backend(); conformance::timestamped_mutations(&s); }
             #[test] fn multi_get() { let (_g, s) = super::$backend(); conformance::multi_get(&s); }
@@ -111,6 +112,7 @@ macro_rules! optional_store_suite {
             fn store() -> Option<(Guard, SharedStore)> { super::$backend() }
             #[test] fn ordering_and_scans() { let Some((_g, s)) = store() else { return }; conformance::ordering_and_scans(&s); }
             #[test] fn deletes() { let Some((_g, s)) = store() else { return }; conformance::deletes(&s); }
+            #[test] fn single_deletes() { let Some((_g, s)) = store() else { return }; conformance::single_deletes(&s); }
             #[test] fn atomics() { let Some((_g, s)) = store() else { return }; conformance::atomics(&s); }
             #[test] fn timestamped_mutations() { let Some((_g, s)) = store() else { return }; conformance::timestamped_mutations(&s); }
             #[test] fn multi_get() { let Some((_g, s)) = store() else { return }; conformance::multi_get(&s); }

@@ -1191,6 +1191,10 @@ impl Store for EmbeddedStore {
                         let ks = engine.family(table, family)?;
                         wb.remove(ks, self.key(&rm.row, qualifier));
                     }
+                    Mutation::DeleteOnce { family, qualifier } => {
+                        let ks = engine.family(table, family)?;
+                        wb.remove_weak(ks, self.key(&rm.row, qualifier));
+                    }
                     Mutation::DeleteRow => {
                         let prefix = keycodec::row_prefix(&rm.row);
                         for (_, ks) in engine.families(table)? {
@@ -1531,7 +1535,8 @@ impl Store for EmbeddedStore {
                             wb.insert(ks, key, self.stored(ts, qualifier, value));
                         }
                     }
-                    Mutation::Delete { family, qualifier } => {
+                    Mutation::Delete { family, qualifier }
+                    | Mutation::DeleteOnce { family, qualifier } => {
                         let ks = engine.family(table, family)?;
                         let key = self.key(row, qualifier);
                         if version(family, ks, &key)?.is_some_and(|cur| cur <= ts) {

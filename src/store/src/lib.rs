@@ -75,6 +75,16 @@ pub enum Mutation {
         family: Vec<u8>,
         qualifier: Vec<u8>,
     },
+    /// A delete of a cell put once since it was last deleted (RocksDB's single delete). A
+    /// backend may make it cheaper: the embedded engine's weak tombstone vanishes together with
+    /// the one version it meets in a compaction, where a delete's tombstone stays (and every
+    /// scan steps over it) until the last level. If the cell was put twice, an older version may
+    /// come back; callers use it only where that version would lose to newer cells anyway.
+    /// HBase and Bigtable treat it as [`Mutation::Delete`].
+    DeleteOnce {
+        family: Vec<u8>,
+        qualifier: Vec<u8>,
+    },
     DeleteRow,
 }
 

@@ -220,6 +220,43 @@ pub fn deletes(store: &SharedStore) {
     assert!(store.get(TABLE, b"pd", &[]).expect("get").is_empty());
 }
 
+/// A single delete removes a cell put once, as often as the cell is put again and deleted
+/// again, leaves the row's other cells, and in one batch with its put leaves the cell deleted.
+pub fn single_deletes(store: &SharedStore) {
+    let once = |q: &[u8]| Mutation::DeleteOnce {
+        family: b"id".to_vec(),
+        qualifier: q.to_vec(),
+    };
+    let qualifiers = |row: &[u8]| -> Vec<Vec<u8>> {
+        let cells = store.get(TABLE, row, &[]).expect("get");
+        cells.into_iter().map(|c| c.qualifier).collect()
+    };
+    put(store, b"sd", b"id", b"keep", b"k");
+    for round in 0..3u8 {
+        put(store, b"sd", b"id", b"gone", &[round]);
+        assert_eq!(qualifiers(b"sd"), vec![b"gone".to_vec(), b"keep".to_vec()]);
+        let rm = RowMutations {
+            row: b"sd".to_vec(),
+            mutations: vec![once(b"gone")],
+        };
+        store.mutate(TABLE, vec![rm]).expect("single delete");
+        assert_eq!(qualifiers(b"sd"), vec![b"keep".to_vec()], "round {round}");
+    }
+    let rm = RowMutations {
+        row: b"sdb".to_vec(),
+        mutations: vec![
+            Mutation::Put {
+                family: b"id".to_vec(),
+                qualifier: b"x".to_vec(),
+                value: b"1".to_vec(),
+            },
+            once(b"x"),
+        ],
+    };
+    store.mutate(TABLE, vec![rm]).expect("batch");
+    assert!(qualifiers(b"sdb").is_empty());
+}
+
 /// Increment and compare-and-set are atomic under contention.
 pub fn atomics(store: &SharedStore) {
     assert_eq!(

@@ -414,7 +414,8 @@ fn row_mutations(muts: Vec<Mutation>, at_ms: Option<u64>) -> Vec<proto::Mutation
                     timestamp_micros: ts,
                     value,
                 }),
-                Mutation::Delete { family, qualifier } => {
+                Mutation::Delete { family, qualifier }
+                | Mutation::DeleteOnce { family, qualifier } => {
                     Kind::DeleteFromColumn(proto::DeleteFromColumn {
                         family_name: family_name(&family),
                         column_qualifier: qualifier,

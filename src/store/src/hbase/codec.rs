@@ -53,7 +53,8 @@ pub fn mutations(ms: Vec<StoreMutation>, table_families: &[Vec<u8>]) -> Vec<Muta
                 qualifier,
                 value,
             } => out.push(put(&family, &qualifier, &value)),
-            StoreMutation::Delete { family, qualifier } => {
+            StoreMutation::Delete { family, qualifier }
+            | StoreMutation::DeleteOnce { family, qualifier } => {
                 out.push(delete(column(&family, &qualifier)))
             }
             StoreMutation::DeleteRow => {

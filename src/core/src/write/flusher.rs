@@ -888,14 +888,7 @@ mod tests {
         let row = KeyLayout::default().row_key(s.tsuid, BASE);
         let table = tsgate_store::TableNames::default().data;
         let cells = store.get(&table, &row, &[DATA_FAMILY]).unwrap();
-        let cols: Vec<tsgate_schema::compaction::StoredColumn> = cells
-            .iter()
-            .map(|c| tsgate_schema::compaction::StoredColumn {
-                qualifier: &c.qualifier,
-                value: &c.value,
-                ts: c.timestamp,
-            })
-            .collect();
+        let cols = tsgate_store::columns(&cells);
         let merged = tsgate_schema::compaction::merge_columns(&cols);
         let points = merged
             .points

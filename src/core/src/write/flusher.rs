@@ -508,10 +508,7 @@ impl Flusher {
                 r.detail
             );
         }
-        WriteError::Store(
-            "the node is stopping while the store refuses writes; the points stay in the write-ahead log"
-                .into(),
-        )
+        WriteError::GaveUp
     }
 
     /// Hands the rows due for compaction (hour closed, quiet for `compaction_delay`; with `all`,

@@ -194,3 +194,85 @@ fn pie_images_and_function_listings() {
     names.sort();
     assert_eq!(names, vec!["average", "maximum", "minimum"]);
 }
+
+#[test]
+fn events_are_the_global_annotations_for_both_readers() {
+    let g = start();
+    let note = |start: i64, what: &str, tags: &str| {
+        let body = serde_json::json!({
+            "startTime": start, "description": what, "notes": format!("{what} notes"),
+            "custom": {"tags": tags}
+        });
+        let (code, text) = g.server.http("POST", "/api/annotation", &body.to_string());
+        assert_eq!(code, 200, "{text}");
+    };
+    // A second global annotation at the same start time would be the same one: this one
+    // starts half a second later (in ms), in the same second.
+    note(T0 + 60, "deploy web", "deploy web");
+    note((T0 + 60) * 1000 + 500, "deploy db", "deploy,db");
+    note(T0 + 120, "restart web", "web");
+    // /events/get_data: when, what, data and the tags split at spaces and commas.
+    let (code, text) = g.server.http(
+        "GET",
+        &format!("/events/get_data?from={}&until={}&tags=web", T0, T0 + 300),
+        "",
+    );
+    assert_eq!(code, 200, "{text}");
+    let got: Vec<Value> = serde_json::from_str(&text).unwrap();
+    let summary: Vec<(i64, &str, &str, Vec<&str>)> = got
+        .iter()
+        .map(|e| {
+            let tags = e["tags"].as_array().unwrap();
+            (
+                e["when"].as_i64().unwrap(),
+                e["what"].as_str().unwrap(),
+                e["data"].as_str().unwrap(),
+                tags.iter().map(|t| t.as_str().unwrap()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            (
+                T0 + 60,
+                "deploy web",
+                "deploy web notes",
+                vec!["deploy", "web"]
+            ),
+            (T0 + 120, "restart web", "restart web notes", vec!["web"]),
+        ]
+    );
+    let (_, text) = g.server.http(
+        "GET",
+        &format!("/events/get_data?from={}&until={}", T0 + 100, T0 + 300),
+        "",
+    );
+    let got: Vec<Value> = serde_json::from_str(&text).unwrap();
+    assert_eq!(got.len(), 1, "{text}");
+    assert_eq!(got[0]["what"], "restart web");
+    let (_, text) = g.server.http(
+        "GET",
+        &format!(
+            "/events/get_data?from={T0}&until={}&tags=db deploy",
+            T0 + 300
+        )
+        .replace(' ', "%20"),
+        "",
+    );
+    let got: Vec<Value> = serde_json::from_str(&text).unwrap();
+    assert_eq!(got.len(), 1, "{text}");
+    assert_eq!(got[0]["tags"], serde_json::json!(["deploy", "db"]));
+    // events(): the same events counted per second (both deploys start in one second).
+    let s = json(&g, "events('deploy')", "");
+    assert_eq!(s[0]["target"], "events(\"deploy\")");
+    let counted: Vec<(i64, f64)> = s[0]["datapoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| Some((p[1].as_i64()?, p[0].as_f64()?)))
+        .collect();
+    assert_eq!(counted, vec![(T0 + 60, 2.0)]);
+    let s = json(&g, "events('*')", "");
+    assert_eq!(values(&s[0]), vec![2.0, 1.0]);
+}

@@ -253,3 +253,48 @@ fn the_docs_example_and_the_error_envelopes() {
     );
     assert_eq!(s.http("PUT", "/api/query/gexp?start=1h-ago", "").0, 405);
 }
+
+/// The answer is `/api/query`'s: global annotations when asked for, and refused (413) past
+/// `query.max_answer_bytes`.
+#[test]
+fn answers_carry_global_annotations_and_keep_to_the_answer_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("tsgate.toml");
+    std::fs::write(&cfg, "[query]\nmax_answer_bytes = 1000\n").unwrap();
+    let s = Server::start_with(&dir.path().join("data"), Some(&cfg));
+    one_extra_same_e(&s);
+    let note = json!({"startTime": T + 60, "description": "outage"});
+    let (code, resp) = s.http("POST", "/api/annotation", &note.to_string());
+    assert_eq!(code, 200, "{resp}");
+    let url = |exp: &str, extra: &str| {
+        format!(
+            "/api/query/gexp?start={}&end={}&exp={}{extra}",
+            T - 600,
+            T + 600,
+            enc(exp)
+        )
+    };
+    let (code, body) = s.http(
+        "GET",
+        &url("scale(sum:A{D=D},1)", "&global_annotations"),
+        "",
+    );
+    assert_eq!(code, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v[0]["globalAnnotations"][0]["description"], "outage");
+    let (_, body) = s.http("GET", &url("scale(sum:A{D=D},1)", ""), "");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert!(v[0].get("globalAnnotations").is_none(), "{v}");
+    // Twelve series of three points (four `exp`s of three each) pass 1000 bytes.
+    let exps: String = ["sum", "max", "min", "avg"]
+        .iter()
+        .map(|agg| format!("&exp={}", enc(&format!("scale({agg}:B{{D=*}},2)"))))
+        .collect();
+    let (code, body) = s.http(
+        "GET",
+        &format!("/api/query/gexp?start={}&end={}{exps}", T - 600, T + 600),
+        "",
+    );
+    assert_eq!(code, 413, "{body}");
+    assert!(body.contains("query.max_answer_bytes"), "{body}");
+}

@@ -619,6 +619,19 @@ fn query_exp_intersection_union_and_outputs() {
     assert_eq!(e["meta"][3]["commonTags"], json!({"host": "web03"}));
     assert_eq!(e["meta"][3]["metrics"], json!(["sys.a"]));
 
+    // Dividing by zero gives 0.0, as 2.4's lenient JEXL answers it (no Infinity or NaN).
+    let mut q = query("intersection");
+    q["expressions"][0]["expr"] = json!("a / (b - b) + a % (b * 0)");
+    let v = run(q);
+    assert_eq!(
+        v["outputs"][0]["dps"],
+        json!([
+            [t0, 0.0, 0.0],
+            [t0 + 60_000, 0.0, 0.0],
+            [t0 + 120_000, 0.0, 0.0]
+        ])
+    );
+
     // No outputs: every expression; errors in OpenTSDB's envelope.
     let mut q = query("intersection");
     q.as_object_mut().unwrap().remove("outputs");

@@ -3,7 +3,7 @@
 //! and Cloud Bigtable (Google's emulator, started by each test).
 
 use std::sync::Arc;
-use tsgate::schema::compaction::{merge_columns, StoredColumn};
+use tsgate::schema::compaction::merge_columns;
 use tsgate::schema::uid_table::UidKind;
 use tsgate::schema::DataValue;
 use tsgate::store::bigtable::{tables as bigtable_tables, BigtableConfig, BigtableStore};
@@ -366,14 +366,7 @@ fn compaction_race(store: SharedStore) {
         vec![vec![0x00, 0x00], vec![0x00, 0x00, 0x00, 0x10]],
         "the overwrite survives next to the compacted column"
     );
-    let cols: Vec<StoredColumn> = cells
-        .iter()
-        .map(|c| StoredColumn {
-            qualifier: &c.qualifier,
-            value: &c.value,
-            ts: c.timestamp,
-        })
-        .collect();
+    let cols = tsgate::store::columns(&cells);
     let merged = merge_columns(&cols);
     let values: Vec<DataValue> = merged.points.iter().map(|p| p.value().unwrap()).collect();
     assert_eq!(

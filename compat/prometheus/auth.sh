@@ -20,17 +20,10 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -su
   -addext subjectAltName=IP:127.0.0.1 -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
 READ_TOKEN=$("$TSGATE" auth new-token | sed -n 's/^token: //p')
 printf '%s\n' "$READ_TOKEN" >"$work/read.token"
-cat >"$work/tsgate.toml" <<TOML
-data_dir = "$work/tsgate"
-[server]
-listen = "127.0.0.1:$TS"
-graphite_listen = ""
-pickle_listen = ""
+serve_tsgate "$(cat <<TOML
 [server.tls]
 cert = "$work/cert.pem"
 key = "$work/key.pem"
-[write]
-flush_interval_ms = 200
 [auth]
 enabled = true
 [[auth.users]]
@@ -42,7 +35,7 @@ name = "reader"
 token_file = "$work/read.token"
 rights = ["read"]
 TOML
-"$TSGATE" serve --config "$work/tsgate.toml" >"$work/tsgate.log" 2>&1 & pids+=($!)
+)"
 wait_up "https://127.0.0.1:$TS/api/version" --cacert "$work/cert.pem"
 
 sender() { # name port auth-yaml

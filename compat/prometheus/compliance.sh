@@ -22,20 +22,9 @@ if [ -z "$queries" ]; then
   curl -sfL -o "$queries" https://raw.githubusercontent.com/prometheus/compliance/main/promql/promql-test-queries.yml
 fi
 TS=$(port); REF=$(port); SEND=$(port); D0=$(port); D1=$(port); D2=$(port)
-cat >"$work/tsgate.toml" <<TOML
-data_dir = "$work/tsgate"
-[server]
-listen = "127.0.0.1:$TS"
-graphite_listen = ""
-pickle_listen = ""
-[write]
-flush_interval_ms = 200
-TOML
-"$TSGATE" serve --config "$work/tsgate.toml" >"$work/tsgate.log" 2>&1 & pids+=($!)
+serve_tsgate
 python3 "$here/demo_service.py" "$D0" "$D1" "$D2" >"$work/demo.log" 2>&1 & pids+=($!)
-echo "global: {}" >"$work/empty.yml"
-prometheus --config.file="$work/empty.yml" --storage.tsdb.path="$work/ref" --web.listen-address=127.0.0.1:$REF \
-  --web.enable-remote-write-receiver >"$work/ref.log" 2>&1 & pids+=($!)
+serve_ref_prometheus
 wait_up "http://127.0.0.1:$TS/api/version"; wait_up "http://127.0.0.1:$D0/metrics"; wait_up "http://127.0.0.1:$REF/-/ready"
 rw() { cat <<YML
   - url: http://127.0.0.1:$1/api/v1/write
@@ -51,17 +40,8 @@ remote_write:
 $(rw "$TS")
 $(rw "$REF")
 YML
-t0=$(date +%s)
-prometheus --config.file="$work/sender.yml" --storage.tsdb.path="$work/sender" --web.listen-address=127.0.0.1:$SEND \
-  >"$work/sender.log" 2>&1 & sender=$!; pids+=($sender)
-wait_up "http://127.0.0.1:$SEND/-/ready"
-sleep "$secs"
-kill -TERM $sender; wait $sender 2>/dev/null || true
-t1=$(date +%s)
+run_sender "$secs"
 sleep 1
-# The demo instances listen on loopback ports: the queries' demo.promlabs.com:1000N become
-# 127.0.0.1:<port of instance N>.
-sed -e "s/demo.promlabs.com:10000/127.0.0.1:$D0/g; s/demo.promlabs.com:10001/127.0.0.1:$D1/g; s/demo.promlabs.com:10002/127.0.0.1:$D2/g" \
-  "$queries" >"$work/queries.yml"
+demo_queries "$queries" "$work/queries.yml"
 python3 "$here/compliance.py" "$work/queries.yml" "http://127.0.0.1:$TS" "http://127.0.0.1:$REF" \
   $((t0 + 30)) $((t1 - 10)) 10 127.0.0.1 "$every"

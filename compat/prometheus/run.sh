@@ -19,23 +19,12 @@ done
 . "$root/compat/lib.sh"
 TS=$(port); NE=$(port); SEND=$(port); REF=$(port); READ=$(port); IM=$(port); D0=$(port); D1=$(port); D2=$(port)
 
-cat >"$work/tsgate.toml" <<TOML
-data_dir = "$work/tsgate"
-[server]
-listen = "127.0.0.1:$TS"
-graphite_listen = ""
-pickle_listen = ""
-[write]
-flush_interval_ms = 200
-TOML
-"$TSGATE" serve --config "$work/tsgate.toml" >"$work/tsgate.log" 2>&1 & pids+=($!)
+serve_tsgate
 prometheus-node-exporter --web.listen-address=127.0.0.1:$NE >"$work/ne.log" 2>&1 & pids+=($!)
 python3 "$here/intermittent.py" "$IM" >"$work/im.log" 2>&1 & pids+=($!)
 # Stand-ins for the demo service the PromQL compliance query set reads (compliance.py below).
 python3 "$here/demo_service.py" "$D0" "$D1" "$D2" >"$work/demo.log" 2>&1 & pids+=($!)
-echo "global: {}" >"$work/empty.yml"
-prometheus --config.file="$work/empty.yml" --storage.tsdb.path="$work/ref" --web.listen-address=127.0.0.1:$REF \
-  --web.enable-remote-write-receiver >"$work/ref.log" 2>&1 & pids+=($!)
+serve_ref_prometheus
 wait_up "http://127.0.0.1:$TS/api/version"; wait_up "http://127.0.0.1:$NE/metrics"; wait_up "http://127.0.0.1:$IM/metrics"; wait_up "http://127.0.0.1:$REF/-/ready"
 
 rw() { cat <<YML
@@ -65,14 +54,7 @@ remote_write:
 $(rw "$TS")
 $(rw "$REF")
 YML
-t0=$(date +%s)
-prometheus --config.file="$work/sender.yml" --storage.tsdb.path="$work/sender" --web.listen-address=127.0.0.1:$SEND \
-  >"$work/sender.log" 2>&1 & sender=$!; pids+=($sender)
-wait_up "http://127.0.0.1:$SEND/-/ready"
-sleep "$secs"
-# Stopping the sender flushes its remote-write queues: afterwards both receivers hold the same data.
-kill -TERM $sender; wait $sender 2>/dev/null || true
-t1=$(date +%s)
+run_sender "$secs"
 
 cat >"$work/reader.yml" <<YML
 global: {evaluation_interval: 1m}
@@ -95,8 +77,7 @@ python3 "$here/compare.py" "http://127.0.0.1:$TS" "http://127.0.0.1:$READ" "http
 queries=${QUERIES:-$work/promql-test-queries.yml}
 [ -f "$queries" ] || curl -sfL -o "$queries" https://raw.githubusercontent.com/prometheus/compliance/main/promql/promql-test-queries.yml || true
 if [ -f "$queries" ] && python3 -c 'import yaml' 2>/dev/null; then
-  sed -e "s/demo.promlabs.com:10000/127.0.0.1:$D0/g; s/demo.promlabs.com:10001/127.0.0.1:$D1/g; s/demo.promlabs.com:10002/127.0.0.1:$D2/g" \
-    "$queries" >"$work/queries.yml"
+  demo_queries "$queries" "$work/queries.yml"
   python3 "$here/compliance.py" "$work/queries.yml" "http://127.0.0.1:$TS" "http://127.0.0.1:$READ" \
     "$START_C" "$((t1 - 5))" 2 127.0.0.1 7 || status=1
 else

@@ -15,15 +15,6 @@ if ! python3 -c 'import influxdb_client, opentelemetry.sdk, opentelemetry.export
 fi
 . "$root/compat/lib.sh"
 TS=$(port)
-cat >"$work/tsgate.toml" <<TOML
-data_dir = "$work/tsgate"
-[server]
-listen = "127.0.0.1:$TS"
-graphite_listen = ""
-pickle_listen = ""
-[write]
-flush_interval_ms = 200
-TOML
-"$TSGATE" serve --config "$work/tsgate.toml" >"$work/tsgate.log" 2>&1 & pids+=($!)
+serve_tsgate
 wait_up "http://127.0.0.1:$TS/api/version"
 python3 "$here/clients.py" "http://127.0.0.1:$TS" || { cat "$work/tsgate.log" >&2; exit 1; }

@@ -2,7 +2,7 @@
 //! uncompacted closed hours) and the UID table (forward ↔ reverse, counters); `--fix` repairs.
 
 use super::{hex_lower, Common};
-use crate::schema::compaction::{merge_columns, StoredColumn};
+use crate::schema::compaction::merge_columns;
 use crate::schema::uid_table::{
     decode_counter, id_from_bytes, UidKind, ID_FAMILY, MAXID_ROW, NAME_FAMILY,
 };
@@ -120,15 +120,7 @@ pub fn check(
                 ));
             }
         }
-        let cols: Vec<StoredColumn> = row
-            .cells
-            .iter()
-            .map(|c| StoredColumn {
-                qualifier: &c.qualifier,
-                value: &c.value,
-                ts: c.timestamp,
-            })
-            .collect();
+        let cols = crate::store::columns(&row.cells);
         let merged = merge_columns(&cols);
         let mut needs_compaction = false;
         if !merged.errors.is_empty() {

@@ -5,7 +5,7 @@
 //! nothing. Offline, on the data directory (the server must be stopped), like `fsck`.
 
 use super::Common;
-use crate::schema::compaction::{merge_columns, StoredColumn};
+use crate::schema::compaction::merge_columns;
 use crate::schema::uid_table::UidKind;
 use crate::store::{Scan, SharedStore};
 use crate::write::rollup::{RawRow, RollupBuild};
@@ -122,15 +122,7 @@ pub fn backfill(
             };
             for row in store.scan(table, &scan)? {
                 let row = row?;
-                let cols: Vec<StoredColumn> = row
-                    .cells
-                    .iter()
-                    .map(|c| StoredColumn {
-                        qualifier: &c.qualifier,
-                        value: &c.value,
-                        ts: c.timestamp,
-                    })
-                    .collect();
+                let cols = crate::store::columns(&row.cells);
                 let merged = merge_columns(&cols).points;
                 if merged.is_empty() {
                     continue;

@@ -575,6 +575,10 @@ impl Ast {
                     '+' => x + y,
                     '-' => x - y,
                     '*' => x * y,
+                    // 2.4's JEXL 2.1 engine is lenient (its default): dividing by zero (or
+                    // -0) throws inside its arithmetic and the interpreter answers 0.0
+                    // instead, whatever the dividend (NaN and infinities too).
+                    '/' | '%' if y == 0.0 => 0.0,
                     '/' => x / y,
                     _ => x % y,
                 }
@@ -758,6 +762,21 @@ mod tests {
         assert_eq!(ev("a % 4 / 2", &[("a", 7.0)]), 1.5);
         assert_eq!(ev("-a * -2", &[("a", 3.0)]), 6.0);
         assert!(ev("a / b", &[("a", 1.0), ("b", f64::NAN)]).is_nan());
+        // Lenient JEXL: a zero divisor gives 0.0, not an infinity or NaN.
+        for (e, a) in [
+            ("a / 0", 5.0),
+            ("a / b", -5.0),
+            ("a % b", 5.0),
+            ("a / -b", 5.0),
+            ("a / b", 0.0),
+            ("a / b", f64::NAN),
+            ("a / b", f64::INFINITY),
+        ] {
+            let got = ev(e, &[("a", a), ("b", 0.0)]);
+            assert_eq!((got, got.is_sign_positive()), (0.0, true), "{e} with a={a}");
+        }
+        assert_eq!(ev("(a / b) + 1", &[("a", 5.0), ("b", 0.0)]), 1.0);
+        assert_eq!(ev("a / b", &[("a", 5.0), ("b", 0.5)]), 10.0);
         let mut v = Vec::new();
         parse_expr("sys_cpu + b*(sys_cpu - c)", 64)
             .unwrap()

@@ -14,7 +14,6 @@
 use super::http::{error_reply, json_reply, Reply, Request};
 use crate::query::aggregate::Num;
 use crate::query::parse::{self, ParseError};
-use crate::query::render::{render, Extras};
 use crate::query::spec::{FillPolicy, Query, SubQuery};
 use crate::query::{QueryError, ResultSeries};
 use crate::schema::uid_table::UidKind;
@@ -983,32 +982,9 @@ fn run(
             annotations: s.annotations,
         })
         .collect();
-    let mut extras = Extras::default();
-    if q.flags.global_annotations {
-        let e = &st.query;
-        extras.global = crate::meta::annotation::scan_global(
-            e.store.as_ref(),
-            &e.layout,
-            &e.table,
-            q.start_ms,
-            q.end_ms,
-        )
-        .map_err(QueryError::from)?
-        .into_iter()
-        .map(|a| serde_json::to_value(a).unwrap_or_default())
-        .collect();
-    }
-    let elapsed = started.elapsed().as_secs_f64() * 1000.0;
-    let body = render(&q, &series, &summary, &extras, elapsed);
-    let max = st.settings.max_answer_bytes;
-    if max > 0 && body.len() > max {
-        return Err(QueryError::TooLarge(format!(
-            "The answer would take {} bytes or more, more than {max} (query.max_answer_bytes); filter on more tags, downsample or shorten the time range",
-            body.len()
-        ))
-        .into());
-    }
-    Ok(body)
+    Ok(super::opentsdb_query::answer(
+        st, &q, &series, &summary, started,
+    )?)
 }
 
 /// `TSQuery`'s sub-queries through a `LinkedHashSet`: the first of equal ones stays.

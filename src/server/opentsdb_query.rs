@@ -7,7 +7,8 @@ use crate::query::aggregate::Num;
 use crate::query::filter::FilterType;
 use crate::query::parse::{self, ParseError};
 use crate::query::render::{render, Extras};
-use crate::query::QueryError;
+use crate::query::spec::Query;
+use crate::query::{QueryError, ResultSeries, Summary};
 use crate::schema::uid_table::UidKind;
 use crate::schema::{hex_upper, parse_hex};
 use crate::server::state::OpenTsdb;
@@ -15,6 +16,7 @@ use crate::store::Scan;
 use http::{Method, StatusCode};
 use serde_json::{json, Map, Value as Json};
 use std::sync::Arc;
+use std::time::Instant;
 use tsgate_common::numfmt::java_double;
 
 pub(super) fn query_error(e: QueryError) -> Reply {
@@ -35,6 +37,38 @@ fn answer_too_large(bytes: usize, max: usize) -> QueryError {
     QueryError::TooLarge(format!(
         "The answer would take {bytes} bytes or more, more than {max} (query.max_answer_bytes); filter on more tags, downsample or shorten the time range"
     ))
+}
+
+/// `/api/query`'s answer (`/api/query/gexp`'s too): the series as rendered, with the global
+/// annotations when the query asks for them, refused when past `query.max_answer_bytes`.
+pub(super) fn answer(
+    st: &OpenTsdb,
+    q: &Query,
+    series: &[ResultSeries],
+    summary: &Summary,
+    started: Instant,
+) -> Result<String, QueryError> {
+    let mut extras = Extras::default();
+    if q.flags.global_annotations {
+        let e = &st.query;
+        extras.global = crate::meta::annotation::scan_global(
+            e.store.as_ref(),
+            &e.layout,
+            &e.table,
+            q.start_ms,
+            q.end_ms,
+        )?
+        .into_iter()
+        .map(|a| serde_json::to_value(a).unwrap_or_default())
+        .collect();
+    }
+    let elapsed = started.elapsed().as_secs_f64() * 1000.0;
+    let body = render(q, series, summary, &extras, elapsed);
+    let max = st.settings.max_answer_bytes;
+    if max > 0 && body.len() > max {
+        return Err(answer_too_large(body.len(), max));
+    }
+    Ok(body)
 }
 
 /// Runs blocking store work off the async threads.
@@ -73,7 +107,7 @@ pub(super) async fn query(state: &Arc<OpenTsdb>, req: Request) -> Reply {
     };
     q.flags.arrays = req.param("arrays").is_some_and(|v| v != "false");
     let st = state.clone();
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let res = blocking(move || {
         let (series, summary) = st.query.run(&q)?;
         if q.flags.delete {
@@ -87,20 +121,6 @@ pub(super) async fn query(state: &Arc<OpenTsdb>, req: Request) -> Reply {
             }})
             .to_string());
         }
-        let mut extras = Extras::default();
-        if q.flags.global_annotations {
-            let e = &st.query;
-            extras.global = crate::meta::annotation::scan_global(
-                e.store.as_ref(),
-                &e.layout,
-                &e.table,
-                q.start_ms,
-                q.end_ms,
-            )?
-            .into_iter()
-            .map(|a| serde_json::to_value(a).unwrap_or_default())
-            .collect();
-        }
         // Every data point takes at least `"1356998400":1,` in the answer: refused before
         // the answer is built when that alone is past `query.max_answer_bytes`.
         let max = st.settings.max_answer_bytes;
@@ -108,11 +128,7 @@ pub(super) async fn query(state: &Arc<OpenTsdb>, req: Request) -> Reply {
         if max > 0 && least > max {
             return Err(answer_too_large(least, max));
         }
-        let elapsed = started.elapsed().as_secs_f64() * 1000.0;
-        let body = render(&q, &series, &summary, &extras, elapsed);
-        if max > 0 && body.len() > max {
-            return Err(answer_too_large(body.len(), max));
-        }
+        let body = answer(&st, &q, &series, &summary, started)?;
         Ok(body)
     })
     .await;
@@ -407,7 +423,7 @@ pub(super) async fn lookup(state: &Arc<OpenTsdb>, req: Request) -> Reply {
         ref m => return method_not_allowed(m),
     };
     let st = state.clone();
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let (m2, t2) = (metric.clone(), tags.clone());
     let res = blocking(move || lookup_series(&st, &m2, &t2, limit)).await;
     match res {

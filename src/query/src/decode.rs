@@ -9,16 +9,9 @@ use tsgate_store::CellRef;
 
 /// `f` of a row's cells as stored columns; a compacted row's one cell without allocating.
 pub fn with_columns<'c, T>(cells: &[CellRef<'c>], f: impl FnOnce(&[StoredColumn<'c>]) -> T) -> T {
-    fn col<'c>(c: &CellRef<'c>) -> StoredColumn<'c> {
-        StoredColumn {
-            qualifier: c.qualifier,
-            value: c.value,
-            ts: c.timestamp,
-        }
-    }
     match cells {
-        [one] => f(&[col(one)]),
-        _ => f(&cells.iter().map(col).collect::<Vec<_>>()),
+        [one] => f(&[one.column()]),
+        _ => f(&cells.iter().map(|c| c.column()).collect::<Vec<_>>()),
     }
 }
 

@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use tsgate_core::uid::{UidCore, UidError};
-use tsgate_schema::compaction::{merge_columns, StoredColumn};
+use tsgate_schema::compaction::merge_columns;
 use tsgate_schema::rowkey::{base_time, ROW_SPAN};
 use tsgate_schema::uid_table::UidKind;
 use tsgate_schema::KeyLayout;
@@ -635,14 +635,7 @@ impl QueryEngine {
             let cells = self
                 .store
                 .get(&self.table, row, &[tsgate_schema::DATA_FAMILY])?;
-            let cols: Vec<StoredColumn> = cells
-                .iter()
-                .map(|c| StoredColumn {
-                    qualifier: &c.qualifier,
-                    value: &c.value,
-                    ts: c.timestamp,
-                })
-                .collect();
+            let cols = tsgate_store::columns(&cells);
             let merged = merge_columns(&cols);
             let keep: Vec<_> = merged
                 .points

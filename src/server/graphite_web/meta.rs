@@ -6,6 +6,7 @@
 use super::error::Error;
 use super::{json_or_jsonp, now_s, Params};
 use crate::query::graphite::functions::more_spec as more;
+use crate::query::graphite::functions::more_special;
 use crate::query::graphite::series::AGG_FUNCS;
 use crate::server::http::Reply;
 use crate::server::state::GraphiteWeb;
@@ -296,7 +297,7 @@ pub fn events(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
             .map(|v| crate::query::graphite::attime::parse_attime(v, now))
             .unwrap_or(Ok(d))
     };
-    let (from, until) = (t("from", 0)?.max(0) as u64, t("until", now)?.max(0) as u64);
+    let (from, until) = (t("from", 0)?, t("until", now)?);
     let want: Vec<String> = p
         .all("tags")
         .iter()
@@ -305,35 +306,17 @@ pub fn events(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
         .map(str::to_string)
         .collect();
     let union = p.get("set") == Some("union");
-    let q = &state.engine.query;
-    let notes = crate::meta::annotation::scan_global(
-        q.store.as_ref(),
-        &q.layout,
-        &q.table,
-        from * 1000,
-        until * 1000 + 999,
-    )?;
+    let events = more_special::read_events(&state.engine, from, until)?;
     let mut out = Vec::new();
-    for (i, n) in notes.iter().enumerate() {
-        let tags: Vec<String> = n
-            .custom
-            .as_ref()
-            .and_then(|c| c.get("tags").cloned().flatten())
-            .map(|t| {
-                t.split([' ', ','])
-                    .filter(|x| !x.is_empty())
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default();
+    for (i, e) in events.into_iter().enumerate() {
         let ok = want.is_empty()
             || if union {
-                want.iter().any(|w| tags.contains(w))
+                want.iter().any(|w| e.tags.contains(w))
             } else {
-                want.iter().all(|w| tags.contains(w))
+                want.iter().all(|w| e.tags.contains(w))
             };
         if ok {
-            out.push(json!({"when": n.start_ms() / 1000, "what": n.description, "data": n.notes, "tags": tags, "id": i + 1}));
+            out.push(json!({"when": e.when, "what": e.note.description, "data": e.note.notes, "tags": e.tags, "id": i + 1}));
         }
     }
     Ok(json_or_jsonp(

@@ -12,6 +12,7 @@ pub mod throttle;
 pub mod watch;
 
 use std::sync::Arc;
+use tsgate_schema::compaction::StoredColumn;
 
 /// One cell: family, qualifier, value and its (HBase-style, ms) timestamp.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +52,29 @@ impl From<CellRef<'_>> for Cell {
             timestamp: c.timestamp,
         }
     }
+}
+
+impl Cell {
+    /// The cell as the row codec reads it (`merge_columns`, `plan_compaction`).
+    pub fn column(&self) -> StoredColumn<'_> {
+        CellRef::from(self).column()
+    }
+}
+
+impl<'a> CellRef<'a> {
+    /// The cell as the row codec reads it (`merge_columns`, `plan_compaction`).
+    pub fn column(self) -> StoredColumn<'a> {
+        StoredColumn {
+            qualifier: self.qualifier,
+            value: self.value,
+            ts: self.timestamp,
+        }
+    }
+}
+
+/// A row's cells as the row codec reads them.
+pub fn columns(cells: &[Cell]) -> Vec<StoredColumn<'_>> {
+    cells.iter().map(Cell::column).collect()
 }
 
 /// Sees a scan's rows in order (row key, its cells as [`Row`] holds them); returns false to end

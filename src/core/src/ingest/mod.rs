@@ -459,17 +459,10 @@ impl Ingest {
             .await;
             let (out, synced) = match resolved {
                 Ok(r) => r,
-                Err(e) => {
-                    return (
-                        outcomes,
-                        Err(WriteError::Store(format!(
-                            "UID resolution task failed: {e}"
-                        ))),
-                    )
-                }
+                Err(e) => return (outcomes, Err(WriteError::task("UID resolution", e))),
             };
             if let Err(e) = synced {
-                return (outcomes, Err(WriteError::Store(e.to_string())));
+                return (outcomes, Err(e.into()));
             }
             for (i, r) in out {
                 match r {
@@ -484,13 +477,8 @@ impl Ingest {
             let synced = tokio::task::spawn_blocking(move || resolver.sync_if_dirty()).await;
             match synced {
                 Ok(Ok(())) => {}
-                Ok(Err(e)) => return (outcomes, Err(WriteError::Store(e.to_string()))),
-                Err(e) => {
-                    return (
-                        outcomes,
-                        Err(WriteError::Store(format!("series sync task failed: {e}"))),
-                    )
-                }
+                Ok(Err(e)) => return (outcomes, Err(e.into())),
+                Err(e) => return (outcomes, Err(WriteError::task("series sync", e))),
             }
         }
         // `known` goes first. Within a series order is kept: a series' points are all known or

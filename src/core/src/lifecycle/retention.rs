@@ -432,7 +432,7 @@ impl Sweeper {
             bytes: Throttle::new(self.bytes_per_s).hurried_by(hurry),
         };
         let mut rep = SweepReport::default();
-        let mut batch = Vec::new();
+        let mut deletes = Deletes::new(&self.store, table);
         let scan = Scan {
             families: vec![tsgate_schema::DATA_FAMILY.to_vec()],
             ..Default::default()
@@ -442,37 +442,15 @@ impl Sweeper {
                 return Err(SweepError::Stopped);
             }
             let row = row?;
-            let size = row
-                .cells
-                .iter()
-                .map(|c| (row.key.len() + c.qualifier.len() + c.value.len()) as u64)
-                .sum::<u64>();
+            let size = row_bytes(&row);
             rate.bytes.take(size);
             if !expired(&row.key) {
                 continue;
             }
             rep.bytes += size;
-            batch.push(RowMutations {
-                row: row.key,
-                mutations: vec![Mutation::DeleteRow],
-            });
-            if batch.len() >= 500 {
-                rep.rows += batch.len() as u64;
-                self.store.mutate(table, std::mem::take(&mut batch))?;
-                rate.rows.take(500);
-            }
+            deletes.row(row.key, &mut rate)?;
         }
-        rep.rows += batch.len() as u64;
-        if !batch.is_empty() {
-            self.store.mutate(table, batch)?;
-        }
-        rep.read = rate.bytes.done();
-        rep.waited = rate.rows.waited() + rate.bytes.waited();
-        crate::observe::metrics()
-            .retention
-            .rows_dropped
-            .add(rep.rows);
-        Ok(rep)
+        Ok(deletes.finish(rep, &mut rate)?)
     }
 
     /// The raw data's part of a sweep (`tsdb`).
@@ -555,8 +533,7 @@ impl Sweeper {
             rows: Throttle::new(self.rows_per_s).hurried_by(hurry.clone()),
             bytes: Throttle::new(self.bytes_per_s).hurried_by(hurry),
         };
-        let mut batch = Vec::new();
-        let mut deleted = 0;
+        let mut deletes = Deletes::new(&self.store, &self.table);
         for (metric, cutoff) in judge.expiring() {
             // Rows of hours ending at or before the cutoff: base <= cutoff - ROW_SPAN.
             let stop_base = (cutoff - ROW_SPAN + 1).min(u32::MAX as u64) as u32;
@@ -573,11 +550,7 @@ impl Sweeper {
                         break;
                     }
                     let row = row?;
-                    let size = row
-                        .cells
-                        .iter()
-                        .map(|c| (row.key.len() + c.qualifier.len() + c.value.len()) as u64)
-                        .sum::<u64>();
+                    let size = row_bytes(&row);
                     rate.bytes.take(size);
                     let expired = judge.expired(&row.key);
                     if let Ok(rk) = self.layout.parse(&row.key) {
@@ -587,18 +560,12 @@ impl Sweeper {
                         continue;
                     }
                     rep.bytes += size;
-                    batch.push(RowMutations {
-                        row: row.key,
-                        mutations: vec![Mutation::DeleteRow],
-                    });
-                    if batch.len() >= 500 {
-                        deleted += self.delete(&mut batch, &mut rate)?;
-                    }
+                    deletes.row(row.key, &mut rate)?;
                 }
                 if self.hurry.load(Ordering::Relaxed) {
                     // Not recorded as done: the next start sweeps again (deletes are
                     // idempotent).
-                    self.delete(&mut batch, &mut rate)?;
+                    deletes.flush(&mut rate)?;
                     return Err(SweepError::Stopped);
                 }
                 let orphans = orphans.finish();
@@ -608,15 +575,7 @@ impl Sweeper {
                 }
             }
         }
-        deleted += self.delete(&mut batch, &mut rate)?;
-        rep.rows = deleted;
-        rep.read = rate.bytes.done();
-        rep.waited = rate.rows.waited() + rate.bytes.waited();
-        crate::observe::metrics()
-            .retention
-            .rows_dropped
-            .add(rep.rows);
-        Ok(rep)
+        Ok(deletes.finish(rep, &mut rate)?)
     }
 
     /// Of `series` (of `metric`, in bucket `salt`, whose rows before `from_base` expired), the
@@ -652,12 +611,7 @@ impl Sweeper {
             let mut left: HashSet<&[u8]> = group.iter().map(|t| t.as_slice()).collect();
             for row in self.store.scan(&self.table, &scan)? {
                 let row = row?;
-                rate.bytes.take(
-                    row.cells
-                        .iter()
-                        .map(|c| (row.key.len() + c.qualifier.len() + c.value.len()) as u64)
-                        .sum(),
-                );
+                rate.bytes.take(row_bytes(&row));
                 if let Ok(rk) = self.layout.parse(&row.key) {
                     left.remove(rk.tsuid().as_slice());
                 }
@@ -669,16 +623,75 @@ impl Sweeper {
         }
         Ok(orphans)
     }
+}
 
-    /// Deletes `batch`, then waits as long as keeps the sweep under its row rate.
-    fn delete(&self, batch: &mut Vec<RowMutations>, rate: &mut Rates) -> Result<u64, SweepError> {
-        let n = batch.len() as u64;
-        if n == 0 {
-            return Ok(0);
+/// The bytes a sweep reads of a row (its key once per cell, qualifiers and values).
+fn row_bytes(row: &tsgate_store::Row) -> u64 {
+    row.cells
+        .iter()
+        .map(|c| (row.key.len() + c.qualifier.len() + c.value.len()) as u64)
+        .sum()
+}
+
+/// A sweep's row deletes in one table, sent in batches of 500, each followed by as long a wait
+/// as keeps the sweep under its row rate.
+struct Deletes<'a> {
+    store: &'a SharedStore,
+    table: &'a str,
+    batch: Vec<RowMutations>,
+    /// Rows deleted so far.
+    done: u64,
+}
+
+impl<'a> Deletes<'a> {
+    const BATCH: usize = 500;
+
+    fn new(store: &'a SharedStore, table: &'a str) -> Deletes<'a> {
+        Deletes {
+            store,
+            table,
+            batch: Vec::new(),
+            done: 0,
         }
-        self.store.mutate(&self.table, std::mem::take(batch))?;
+    }
+
+    /// Deletes the row `key` (with the batch it completes).
+    fn row(&mut self, key: Vec<u8>, rate: &mut Rates) -> Result<(), StoreError> {
+        self.batch.push(RowMutations {
+            row: key,
+            mutations: vec![Mutation::DeleteRow],
+        });
+        if self.batch.len() >= Self::BATCH {
+            self.flush(rate)?;
+        }
+        Ok(())
+    }
+
+    /// Deletes the rows still waiting, and completes the sweep's report with the rows deleted
+    /// (counted in `/metrics` too), the bytes read and the time waited.
+    fn finish(mut self, mut rep: SweepReport, rate: &mut Rates) -> Result<SweepReport, StoreError> {
+        self.flush(rate)?;
+        rep.rows = self.done;
+        rep.read = rate.bytes.done();
+        rep.waited = rate.rows.waited() + rate.bytes.waited();
+        crate::observe::metrics()
+            .retention
+            .rows_dropped
+            .add(rep.rows);
+        Ok(rep)
+    }
+
+    /// Deletes the rows still waiting in the batch.
+    fn flush(&mut self, rate: &mut Rates) -> Result<(), StoreError> {
+        let n = self.batch.len() as u64;
+        if n == 0 {
+            return Ok(());
+        }
+        self.store
+            .mutate(self.table, std::mem::take(&mut self.batch))?;
+        self.done += n;
         rate.rows.take(n);
-        Ok(n)
+        Ok(())
     }
 }
 
@@ -769,6 +782,48 @@ impl Drop for SweepThread {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rows queued past a batch's 500 go out at once, the rest with `flush`; every deleted
+    /// row is counted once and paid for at the row rate.
+    #[test]
+    fn deletes_go_out_in_batches_and_are_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: SharedStore = Arc::new(
+            tsgate_store::embedded::EmbeddedStore::open(
+                dir.path(),
+                &tsgate_store::TableNames::default().specs(),
+            )
+            .unwrap(),
+        );
+        let key = |i: u32| format!("row{i:05}").into_bytes();
+        let rows: Vec<RowMutations> = (0..1201)
+            .map(|i| RowMutations {
+                row: key(i),
+                mutations: vec![Mutation::Put {
+                    family: tsgate_schema::DATA_FAMILY.to_vec(),
+                    qualifier: vec![0, 0],
+                    value: vec![1],
+                }],
+            })
+            .collect();
+        store.mutate("tsdb", rows).unwrap();
+        let left = |store: &SharedStore| store.scan("tsdb", &Scan::default()).unwrap().count();
+        let mut rate = Rates {
+            rows: Throttle::new(0),
+            bytes: Throttle::new(0),
+        };
+        let mut deletes = Deletes::new(&store, "tsdb");
+        for i in 0..1001 {
+            deletes.row(key(i), &mut rate).unwrap();
+        }
+        // Two whole batches are gone; the 1001st row waits for the next batch or the flush.
+        assert_eq!((deletes.done, rate.rows.done()), (1000, 1000));
+        assert_eq!(left(&store), 201);
+        deletes.flush(&mut rate).unwrap();
+        deletes.flush(&mut rate).unwrap();
+        assert_eq!((deletes.done, rate.rows.done()), (1001, 1001));
+        assert_eq!(left(&store), 200);
+    }
 
     #[test]
     fn first_matching_rule_decides() {

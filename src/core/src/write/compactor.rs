@@ -22,7 +22,7 @@
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-use tsgate_schema::compaction::{plan_compaction, StoredColumn};
+use tsgate_schema::compaction::plan_compaction;
 use tsgate_schema::SchemaError;
 use tsgate_store::{Cell, Mutation, RowMutations, SharedStore, StoreError};
 
@@ -94,14 +94,7 @@ impl Compactor {
         let merged: Vec<Vec<tsgate_schema::RawPoint>> = rows
             .iter()
             .map(|(_, cells)| {
-                let cols: Vec<StoredColumn> = cells
-                    .iter()
-                    .map(|c| StoredColumn {
-                        qualifier: &c.qualifier,
-                        value: &c.value,
-                        ts: c.timestamp,
-                    })
-                    .collect();
+                let cols = tsgate_store::columns(cells);
                 tsgate_schema::compaction::merge_columns(&cols).points
             })
             .collect();
@@ -204,14 +197,7 @@ impl Compactor {
     }
 
     fn plan(&self, row: &[u8], cells: &[Cell]) -> Result<Planned, CompactError> {
-        let cols: Vec<StoredColumn> = cells
-            .iter()
-            .map(|c| StoredColumn {
-                qualifier: &c.qualifier,
-                value: &c.value,
-                ts: c.timestamp,
-            })
-            .collect();
+        let cols = tsgate_store::columns(cells);
         let plan = plan_compaction(&cols).map_err(|source| CompactError::Corrupt {
             row: tsgate_schema::hex_upper(row),
             source,

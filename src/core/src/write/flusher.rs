@@ -515,10 +515,7 @@ impl Flusher {
                 r.detail
             );
         }
-        WriteError::Store(
-            "the node is stopping while the store refuses writes; the points stay in the write-ahead log"
-                .into(),
-        )
+        WriteError::GaveUp
     }
 
     /// Hands the rows due for compaction (hour closed, quiet for `compaction_delay`; with `all`,
@@ -895,14 +892,7 @@ mod tests {
         let row = KeyLayout::default().row_key(s.tsuid, BASE);
         let table = tsgate_store::TableNames::default().data;
         let cells = store.get(&table, &row, &[DATA_FAMILY]).unwrap();
-        let cols: Vec<tsgate_schema::compaction::StoredColumn> = cells
-            .iter()
-            .map(|c| tsgate_schema::compaction::StoredColumn {
-                qualifier: &c.qualifier,
-                value: &c.value,
-                ts: c.timestamp,
-            })
-            .collect();
+        let cols = tsgate_store::columns(&cells);
         let merged = tsgate_schema::compaction::merge_columns(&cols);
         let points = merged
             .points

@@ -11,6 +11,7 @@ pub mod rollup;
 pub mod shard;
 pub mod wal;
 
+use crate::uid::UidError;
 use shard::{ShardMsg, StoredPoint};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -29,8 +30,21 @@ pub enum WriteError {
         path: String,
         source: Arc<std::io::Error>,
     },
+    /// Shared like `Wal`: one failed store write answers every point of its flush.
     #[error("storage failure: {0}")]
-    Store(String),
+    Store(#[source] Arc<StoreError>),
+    /// New UIDs or series could not be made durable before the log refers to them.
+    #[error("storage failure: {0}")]
+    Uid(#[source] Arc<UidError>),
+    /// A blocking task of the write path panicked or was cancelled.
+    #[error("storage failure: {task} task failed: {source}")]
+    Task {
+        task: &'static str,
+        source: Arc<tokio::task::JoinError>,
+    },
+    /// The flusher gave up on a store that refuses writes while the node stops.
+    #[error("storage failure: the node is stopping while the store refuses writes; the points stay in the write-ahead log")]
+    GaveUp,
     #[error("the server is shutting down")]
     ShuttingDown,
 }
@@ -50,7 +64,23 @@ impl WriteError {
 
 impl From<StoreError> for WriteError {
     fn from(e: StoreError) -> Self {
-        WriteError::Store(e.to_string())
+        WriteError::Store(Arc::new(e))
+    }
+}
+
+impl From<UidError> for WriteError {
+    fn from(e: UidError) -> Self {
+        WriteError::Uid(Arc::new(e))
+    }
+}
+
+impl WriteError {
+    /// A failed blocking task of the write path (`task` names it).
+    pub fn task(task: &'static str, e: tokio::task::JoinError) -> WriteError {
+        WriteError::Task {
+            task,
+            source: Arc::new(e),
+        }
     }
 }
 
@@ -416,6 +446,23 @@ impl WriterThreads {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn store_errors_keep_their_type_and_text() {
+        let e = WriteError::from(StoreError::NoSuchTable("tsdb".into()));
+        assert!(
+            matches!(&e, WriteError::Store(s) if matches!(&**s, StoreError::NoSuchTable(t) if t == "tsdb"))
+        );
+        assert_eq!(e.to_string(), "storage failure: unknown table tsdb");
+        let source = std::error::Error::source(&e).expect("the store error is the source");
+        assert_eq!(source.to_string(), "unknown table tsdb");
+        let e = WriteError::from(UidError::Store(StoreError::NoSuchTable("tsdb-uid".into())));
+        assert_eq!(e.to_string(), "storage failure: unknown table tsdb-uid");
+        assert_eq!(
+            WriteError::GaveUp.to_string(),
+            "storage failure: the node is stopping while the store refuses writes; the points stay in the write-ahead log"
+        );
+    }
 
     /// An integer point at `ts` seconds and the base time of its row.
     fn sample(ts: u64, v: i64) -> (u32, tsgate_schema::RawPoint) {

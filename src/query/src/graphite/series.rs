@@ -158,16 +158,17 @@ pub fn aggregate(func: &str, vals: &[Option<f64>]) -> Option<f64> {
     })
 }
 
-/// graphite-web's `_getPercentile`: nearest rank (`int(ceil(n/100 * len))` 1-based), or linear
-/// interpolation between ranks when `interpolate`.
+/// graphite-web's `_getPercentile` (NIST's rank: `n/100 * (len + 1)`, 1-based, rounded up, or
+/// interpolated towards the next value when `interpolate`) of `vals` (nulls already left out).
+/// `None` when there is nothing to rank, or where Python's indexing raises (`n` past 100, or so
+/// far below 0 that its negative index runs off the front); a negative index within the list
+/// counts from the end, as in Python.
 pub fn percentile(vals: &[f64], n: f64, interpolate: bool) -> Option<f64> {
     let mut s: Vec<f64> = vals.to_vec();
     if s.is_empty() {
         return None;
     }
     s.sort_by(|a, b| a.total_cmp(b));
-    // graphite-web's rank (NIST's): the fractional rank is n% of (len + 1), 1-based; without
-    // interpolation it is rounded up, with it the value is interpolated towards the next one.
     let fractional = n / 100.0 * (s.len() + 1) as f64;
     let mut rank = fractional.trunc() as i64;
     let frac = fractional - rank as f64;
@@ -175,18 +176,23 @@ pub fn percentile(vals: &[f64], n: f64, interpolate: bool) -> Option<f64> {
         rank += frac.ceil() as i64;
     }
     let len = s.len() as i64;
-    let v = if rank <= 0 {
+    let at = |i: i64| {
+        s.get(usize::try_from(if i < 0 { len + i } else { i }).ok()?)
+            .copied()
+    };
+    let mut p = if rank == 0 {
         s[0]
-    } else if rank > len {
+    } else if rank - 1 == len {
         s[s.len() - 1]
     } else {
-        s[(rank - 1) as usize]
+        at(rank - 1)?
     };
     if interpolate && rank != len {
-        let next = s[rank.clamp(0, len - 1) as usize];
-        return Some(v + frac * (next - v));
+        if let Some(next) = usize::try_from(rank).ok().and_then(|r| s.get(r)) {
+            p += frac * (next - p);
+        }
     }
-    Some(v)
+    Some(p)
 }
 
 fn gcd(a: i64, b: i64) -> i64 {
@@ -667,6 +673,12 @@ mod tests {
             (-0.001, "-0.001"),
             (99.9, "99.9"),
             (0.5, "0.5"),
+            (100.0, "100"),
+            (0.00001, "1e-05"),
+            (-3.333333333, "-3.33333"),
+            (-0.0, "-0"),
+            (f64::NAN, "nan"),
+            (f64::NEG_INFINITY, "-inf"),
         ] {
             assert_eq!(py_g(v), want, "{v:e}");
         }
@@ -682,10 +694,22 @@ mod tests {
         assert_eq!(percentile(&v, 50.0, false), Some(3.0)); // 2.5 → 3
         assert_eq!(percentile(&v, 10.0, false), Some(1.0)); // 0.5 → 1
         assert_eq!(percentile(&v, 99.0, false), Some(4.0)); // 4.95 → 5: the last
-                                                            // Interpolated: 2.5 → between the 2nd and 3rd values.
+        assert_eq!(percentile(&v, 100.0, false), Some(4.0)); // 5 = len + 1: the last
+        assert_eq!(percentile(&v, 0.0, false), Some(1.0));
+        // Interpolated: 2.5 → between the 2nd and 3rd values.
         assert_eq!(percentile(&v, 50.0, true), Some(2.5));
         assert_eq!(percentile(&v, 90.0, true), Some(4.0)); // 4.5: rank 4 is the last
+        assert_eq!(percentile(&v, 100.0, true), Some(4.0)); // no next value to go towards
         assert_eq!(percentile(&[], 50.0, false), None);
+        // Out of range as Python indexes: rank -2 → index -3 (the 2nd of 4); rank 10 raises.
+        assert_eq!(percentile(&v, -40.0, false), Some(2.0));
+        assert_eq!(percentile(&v, -200.0, false), None);
+        assert_eq!(percentile(&v, 200.0, false), None);
+        // 5 values: 0.25 * 6 = 1.5 interpolated between the first and second.
+        assert_eq!(
+            percentile(&[5.0, 1.0, 4.0, 2.0, 3.0], 25.0, true),
+            Some(1.5)
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use super::super::attime::parse_attime;
 use super::super::eval::{err, Args, Ctx, R};
-use super::super::series::{aggregate, fmt_g, is_agg_func, py_float, Series, Style};
+use super::super::series::{aggregate, fmt_g, is_agg_func, py_float, py_g, Series, Style};
 use std::cell::RefCell;
 use std::collections::HashMap;
 
@@ -32,7 +32,7 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             let d = a.num_or(1, "dashLength", 5.0)?;
             each(&|s| {
                 s.set_tag("dashed", fmt_g(d));
-                s.name = format!("dashed({}, {})", s.name, fmt_py_g(d));
+                s.name = format!("dashed({}, {})", s.name, py_g(d));
                 s.style.dashed = Some(d);
             })
         })(),
@@ -77,31 +77,6 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
         "cactiStyle" => cacti_style(ctx, a),
         _ => return None,
     })
-}
-
-/// Python's `%g` (six significant digits, exponent form outside 1e-4..1e6), as `dashed`
-/// names its series. (The evaluator keeps no dependency on the drawing code.)
-fn fmt_py_g(v: f64) -> String {
-    if v == 0.0 || !v.is_finite() {
-        return fmt_g(v);
-    }
-    let e = format!("{v:.5e}");
-    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let trim = |s: &str| -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s.to_string()
-        }
-    };
-    if (-4..6).contains(&exp) {
-        let decimals = (5 - exp).max(0) as usize;
-        trim(&format!("{v:.decimals$}"))
-    } else {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{}e{sign}{:02}", trim(mant), exp.abs())
-    }
 }
 
 thread_local! {
@@ -343,11 +318,15 @@ mod tests {
             (l[0].name.as_str(), l[0].style.color.as_deref()),
             ("a.b", Some("red"))
         );
-        assert_eq!(super::fmt_py_g(2.5), "2.5");
-        assert_eq!(super::fmt_py_g(1e7), "1e+07");
         assert_eq!(super::format_units(2048.0, "binary"), (2.0, "Ki"));
         let l = eval(&src, "dashed(lineWidth(alpha(a.b,0.5),3))", 2);
         assert_eq!(l[0].name, "dashed(a.b, 5)");
+        // The dash length as Python's %g writes it.
+        assert_eq!(
+            eval(&src, "dashed(a.b,1e7)", 2)[0].name,
+            "dashed(a.b, 1e+07)"
+        );
+        assert_eq!(eval(&src, "dashed(a.b,2.5)", 2)[0].name, "dashed(a.b, 2.5)");
         assert_eq!(l[0].tags["dashed"], "5");
         assert_eq!(
             (l[0].style.alpha, l[0].style.line_width, l[0].style.dashed),

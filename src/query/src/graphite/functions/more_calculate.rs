@@ -6,9 +6,9 @@
 use super::super::attime::{parse_attime, parse_offset};
 use super::super::eval::{err, Args, Ctx, EvalError, R};
 use super::super::parser::Expr;
-use super::super::series::{aggregate, py_float, Series};
+use super::super::series::{aggregate, py_float, py_g, Series};
 use super::combine::agg_name;
-use super::more_spec::{py_g, py_round6, validate};
+use super::more_spec::{py_round6, validate};
 
 pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
     let known = matches!(

@@ -3,7 +3,7 @@
 
 use super::super::eval::{err, Args, Ctx, R};
 use super::super::parser::parse;
-use super::super::series::{aggregate, Series};
+use super::super::series::{aggregate, percentile, Series};
 use super::alias::python_replacement;
 use super::combine::agg_name;
 use super::filter::python_regex;
@@ -29,36 +29,10 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
     })())
 }
 
-/// graphite-web's `_getPercentile` (NIST's rank `n/100 * (len + 1)`), nulls left out; `None`
-/// when nothing is left.
-pub fn gw_percentile(points: &[Option<f64>], n: f64, interpolate: bool) -> Option<f64> {
-    let mut s: Vec<f64> = points.iter().flatten().copied().collect();
-    if s.is_empty() {
-        return None;
-    }
-    s.sort_by(|a, b| a.total_cmp(b));
-    let fractional = (n / 100.0) * (s.len() as f64 + 1.0);
-    let mut rank = fractional.trunc() as i64;
-    let frac = fractional - rank as f64;
-    if !interpolate {
-        rank += frac.ceil() as i64;
-    }
-    let mut p = if rank == 0 {
-        s[0]
-    } else if rank - 1 == s.len() as i64 {
-        s[s.len() - 1]
-    } else {
-        // Python indexes from the end for a negative rank - 1 (n < 0); past the end raises.
-        let i = rank - 1;
-        let j = if i < 0 { s.len() as i64 + i } else { i };
-        *s.get(usize::try_from(j).ok()?)?
-    };
-    if interpolate && rank != s.len() as i64 {
-        if let Some(next) = usize::try_from(rank).ok().and_then(|r| s.get(r)) {
-            p += frac * (next - p);
-        }
-    }
-    Some(p)
+/// graphite-web's `_getPercentile` of values with nulls (left out).
+fn gw_percentile(points: &[Option<f64>], n: f64) -> Option<f64> {
+    let vals: Vec<f64> = points.iter().flatten().copied().collect();
+    percentile(&vals, n, false)
 }
 
 fn avg(s: &Series) -> Option<f64> {
@@ -72,10 +46,7 @@ fn average_outside(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
         n = 100.0 - n;
     }
     let avgs: Vec<Option<f64>> = list.iter().map(avg).collect();
-    let (Some(low), Some(high)) = (
-        gw_percentile(&avgs, 100.0 - n, false),
-        gw_percentile(&avgs, n, false),
-    ) else {
+    let (Some(low), Some(high)) = (gw_percentile(&avgs, 100.0 - n), gw_percentile(&avgs, n)) else {
         return Ok(vec![]);
     };
     let mut out = Vec::new();
@@ -129,10 +100,7 @@ fn remove_between(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     let cols: Vec<(Option<f64>, Option<f64>)> = (0..width)
         .map(|i| {
             let col: Vec<Option<f64>> = list.iter().map(|s| s.values[i]).collect();
-            (
-                gw_percentile(&col, 100.0 - n, false),
-                gw_percentile(&col, n, false),
-            )
+            (gw_percentile(&col, 100.0 - n), gw_percentile(&col, n))
         })
         .collect();
     // A value counts when it is not strictly between its column's percentiles. A null (or a
@@ -186,15 +154,19 @@ mod tests {
     }
 
     #[test]
-    fn nist_percentile() {
-        // 5 values: rank 0.5 * 6 = 3 → the third; 0.9 * 6 = 5.4 → ceil → 6 = len + 1 → last.
-        let v: Vec<Option<f64>> = [5.0, 1.0, 4.0, 2.0, 3.0].iter().map(|x| Some(*x)).collect();
-        assert_eq!(gw_percentile(&v, 50.0, false), Some(3.0));
-        assert_eq!(gw_percentile(&v, 90.0, false), Some(5.0));
-        assert_eq!(gw_percentile(&v, 10.0, false), Some(1.0));
-        // 0.25 * 6 = 1.5: interpolated between the first and second.
-        assert_eq!(gw_percentile(&v, 25.0, true), Some(1.5));
-        assert_eq!(gw_percentile(&[None], 50.0, false), None);
+    fn percentile_leaves_nulls_out() {
+        let v = [
+            Some(5.0),
+            None,
+            Some(1.0),
+            Some(4.0),
+            None,
+            Some(2.0),
+            Some(3.0),
+        ];
+        assert_eq!(gw_percentile(&v, 50.0), Some(3.0));
+        assert_eq!(gw_percentile(&v, 90.0), Some(5.0));
+        assert_eq!(gw_percentile(&[None], 50.0), None);
     }
 
     #[test]

@@ -434,36 +434,6 @@ fn invalid(f: &str, p: &Param, v: &Expr) -> R<()> {
     ))
 }
 
-/// Python's `'%g' % v` (six significant digits; exponent form below 1e-4 and from 1e6).
-pub fn py_g(v: f64) -> String {
-    if v.is_nan() {
-        return "nan".into();
-    }
-    if v.is_infinite() {
-        return if v > 0.0 { "inf" } else { "-inf" }.into();
-    }
-    if v == 0.0 {
-        return if v.is_sign_negative() { "-0" } else { "0" }.into();
-    }
-    let e = format!("{v:.5e}");
-    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let trim = |s: &str| -> String {
-        if s.contains('.') {
-            s.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            s.to_string()
-        }
-    };
-    if (-4..6).contains(&exp) {
-        let decimals = (5 - exp).max(0) as usize;
-        trim(&format!("{v:.decimals$}"))
-    } else {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{}e{sign}{:02}", trim(mant), exp.abs())
-    }
-}
-
 /// Python's `round(v, 6)`: the nearest multiple of 1e-6 by the exact value (ties to even).
 pub fn py_round6(v: f64) -> f64 {
     if !v.is_finite() {
@@ -649,12 +619,6 @@ mod tests {
 
     #[test]
     fn python_formats() {
-        assert_eq!(py_g(2.5), "2.5");
-        assert_eq!(py_g(1234567.0), "1.23457e+06");
-        assert_eq!(py_g(0.0001), "0.0001");
-        assert_eq!(py_g(0.00001), "1e-05");
-        assert_eq!(py_g(100.0), "100");
-        assert_eq!(py_g(-3.333333333), "-3.33333");
         assert_eq!(py_round6(0.1234565), 0.123456); // below the half in binary
         assert_eq!(py_round6(2.0000004), 2.0);
     }

@@ -6,6 +6,8 @@ use super::super::series::Series;
 use super::super::Engine;
 use super::more_spec::validate;
 use crate::QueryError;
+use tsgate_core::meta::annotation::Annotation;
+use tsgate_store::StoreError;
 
 pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
     (name == "events").then(|| {
@@ -44,9 +46,18 @@ fn events(ctx: &Ctx, tags: &[String]) -> R<Series> {
     Ok(s)
 }
 
-/// The global annotations starting in `[from, until]` with the tags of their custom field
-/// `tags` (space or comma separated), as `/events/get_data` reads them.
-pub fn stored_events(state: &Engine, from: i64, until: i64) -> R<Vec<(i64, Vec<String>)>> {
+/// A global annotation as graphite-web's events read it.
+pub struct Event {
+    /// Its start, in seconds.
+    pub when: i64,
+    /// Its custom field `tags`, split at spaces and commas.
+    pub tags: Vec<String>,
+    pub note: Annotation,
+}
+
+/// The global annotations starting in `[from, until]` seconds (negative: 0), as events: the one
+/// reader of `events()` targets and `/events/get_data`.
+pub fn read_events(state: &Engine, from: i64, until: i64) -> Result<Vec<Event>, StoreError> {
     let q = &state.query;
     let notes = tsgate_core::meta::annotation::scan_global(
         q.store.as_ref(),
@@ -54,12 +65,11 @@ pub fn stored_events(state: &Engine, from: i64, until: i64) -> R<Vec<(i64, Vec<S
         &q.table,
         from.max(0) as u64 * 1000,
         until.max(0) as u64 * 1000 + 999,
-    )
-    .map_err(|e| EvalError::Query(QueryError::from(e)))?;
+    )?;
     Ok(notes
-        .iter()
-        .map(|n| {
-            let tags = n
+        .into_iter()
+        .map(|note| {
+            let tags = note
                 .custom
                 .as_ref()
                 .and_then(|c| c.get("tags").cloned().flatten())
@@ -70,8 +80,21 @@ pub fn stored_events(state: &Engine, from: i64, until: i64) -> R<Vec<(i64, Vec<S
                         .collect()
                 })
                 .unwrap_or_default();
-            ((n.start_ms() / 1000) as i64, tags)
+            Event {
+                when: (note.start_ms() / 1000) as i64,
+                tags,
+                note,
+            }
         })
+        .collect())
+}
+
+/// The events' times and tags, for `events()`.
+pub fn stored_events(state: &Engine, from: i64, until: i64) -> R<Vec<(i64, Vec<String>)>> {
+    Ok(read_events(state, from, until)
+        .map_err(|e| EvalError::Query(QueryError::from(e)))?
+        .into_iter()
+        .map(|e| (e.when, e.tags))
         .collect())
 }
 

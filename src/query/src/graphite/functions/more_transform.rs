@@ -505,7 +505,7 @@ pub fn py_percent(fmt: &str, v: f64) -> R<String> {
                     s
                 }
             }
-            'g' | 'G' => super::more_spec::py_g(v),
+            'g' | 'G' => super::super::series::py_g(v),
             'x' => format!("{:x}", v.trunc() as i64),
             other => {
                 return err(format!(

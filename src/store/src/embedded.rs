@@ -10,11 +10,13 @@ use super::{
 };
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 use parking_lot::RwLock;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+mod cellcodec;
 mod health;
 pub use health::free_bytes;
 
@@ -34,6 +36,9 @@ pub struct EmbeddedStore {
     last_delete_ms: AtomicU64,
     /// How keys end: [`Qualifiers::Cut`] for stores made since, whole for older ones.
     form: Qualifiers,
+    /// Whether compacted columns are written encoded ([`cellcodec`], `storage.encode_columns`);
+    /// encoded ones are read either way.
+    encode_columns: std::sync::atomic::AtomicBool,
     /// Retention judges by table, read by the engine's compaction filters ([`Store::expire_rows`]).
     expiry: Expiries,
     /// What the engine is opened with again after it failed.
@@ -463,6 +468,7 @@ impl EmbeddedStore {
             deletes: AtomicU64::new(0),
             last_delete_ms: AtomicU64::new(0),
             form,
+            encode_columns: std::sync::atomic::AtomicBool::new(true),
             expiry,
             tables: tables.to_vec(),
             cache_bytes,
@@ -475,6 +481,12 @@ impl EmbeddedStore {
     /// (`storage.min_free_mb`; 0: only when the engine itself runs out of space).
     pub fn set_min_free_bytes(&self, bytes: u64) {
         self.health.set_min_free(bytes);
+    }
+
+    /// Whether compacted columns are written encoded (`storage.encode_columns`, on by
+    /// default); cells already written read the same either way.
+    pub fn set_encode_columns(&self, on: bool) {
+        self.encode_columns.store(on, Ordering::Relaxed);
     }
 
     /// Times the engine was opened again after it failed.
@@ -691,7 +703,7 @@ impl EmbeddedStore {
         let (_, stored_q, value) =
             self.unstored(&key[key.len() - self.form.in_key_len(q.len())..], &v);
         // A cut key names its qualifier by hash: the whole one it holds must be this one.
-        Ok((stored_q == q).then(|| value.to_vec()))
+        Ok((*stored_q == *q).then(|| value.into_owned()))
     }
 
     /// The cell timestamp of every key of `row` in `ks`: one range read.
@@ -714,10 +726,11 @@ impl EmbeddedStore {
     }
 
     fn stored(&self, ts: u64, q: &[u8], value: &[u8]) -> Vec<u8> {
-        stored(ts, q, value, self.form)
+        let encode = self.encode_columns.load(Ordering::Relaxed);
+        stored(ts, q, value, self.form, encode)
     }
 
-    fn unstored<'a>(&self, in_key: &'a [u8], v: &'a [u8]) -> (u64, &'a [u8], &'a [u8]) {
+    fn unstored<'a>(&self, in_key: &'a [u8], v: &'a [u8]) -> Unstored<'a> {
         unstored(in_key, v, self.form)
     }
 
@@ -815,12 +828,18 @@ fn key_form(db: &Database, tables: &[TableSpec], new: Qualifiers) -> Qualifiers 
 }
 
 /// A cell as the engine stores it: the cell's timestamp (8 bytes, big-endian), then, when its
-/// key holds a cut qualifier, the whole qualifier's length (4 bytes) and bytes, then its value.
-fn stored(ts: u64, q: &[u8], value: &[u8], form: Qualifiers) -> Vec<u8> {
+/// key holds a cut qualifier, either its column encoded (with `encode`, when [`cellcodec`]
+/// makes it smaller; it starts with [`cellcodec::MARKER`]) or the whole qualifier's length
+/// (4 bytes) and bytes, then its value. Short qualifiers are whole in the key, and their
+/// columns (at most 16 points) are left as they are.
+fn stored(ts: u64, q: &[u8], value: &[u8], form: Qualifiers, encode: bool) -> Vec<u8> {
     let cut = form.cuts(q.len());
     let mut v = Vec::with_capacity(8 + if cut { 4 + q.len() } else { 0 } + value.len());
     v.extend_from_slice(&ts.to_be_bytes());
     if cut {
+        if encode && cellcodec::encode(q, value, &mut v) {
+            return v;
+        }
         v.extend_from_slice(&(q.len() as u32).to_be_bytes());
         v.extend_from_slice(q);
     }
@@ -828,20 +847,58 @@ fn stored(ts: u64, q: &[u8], value: &[u8], form: Qualifiers) -> Vec<u8> {
     v
 }
 
-/// A stored cell's (timestamp, qualifier, value), its key ending in `in_key` (see [`stored`]).
-fn unstored<'a>(in_key: &'a [u8], v: &'a [u8], form: Qualifiers) -> (u64, &'a [u8], &'a [u8]) {
+/// A stored cell's (timestamp, qualifier, value): borrowed from the engine's bytes, or decoded
+/// from an encoded column.
+type Unstored<'a> = (u64, Cow<'a, [u8]>, Cow<'a, [u8]>);
+
+/// A stored cell's parts, its key ending in `in_key` (see [`stored`]).
+enum Parts<'a> {
+    Plain(u64, &'a [u8], &'a [u8]),
+    /// An encoded column, from its marker on.
+    Encoded(u64, &'a [u8]),
+}
+
+impl Parts<'_> {
+    fn timestamp(&self) -> u64 {
+        match self {
+            Parts::Plain(ts, ..) | Parts::Encoded(ts, _) => *ts,
+        }
+    }
+}
+
+fn parts<'a>(in_key: &'a [u8], v: &'a [u8], form: Qualifiers) -> Parts<'a> {
     let (ts, rest) = split_stamp(v);
     if !form.cuts(in_key.len()) {
-        return (ts, in_key, rest);
+        return Parts::Plain(ts, in_key, rest);
+    }
+    if rest.first() == Some(&cellcodec::MARKER) {
+        return Parts::Encoded(ts, rest);
     }
     match rest.split_first_chunk::<4>() {
         Some((n, tail)) if tail.len() >= u32::from_be_bytes(*n) as usize => {
             let (q, value) = tail.split_at(u32::from_be_bytes(*n) as usize);
-            (ts, q, value)
+            Parts::Plain(ts, q, value)
         }
         // Not what this store writes: shown as it is rather than dropped.
-        _ => (ts, in_key, rest),
+        _ => Parts::Plain(ts, in_key, rest),
     }
+}
+
+/// A stored cell's (timestamp, qualifier, value), its key ending in `in_key` (see [`stored`]).
+fn unstored<'a>(in_key: &'a [u8], v: &'a [u8], form: Qualifiers) -> Unstored<'a> {
+    match parts(in_key, v, form) {
+        Parts::Plain(ts, q, value) => (ts, q.into(), value.into()),
+        Parts::Encoded(ts, body) => match decoded(body) {
+            Some((q, value)) => (ts, q.into(), value.into()),
+            // Not what this store writes: shown as it is rather than dropped.
+            None => (ts, in_key.into(), body.into()),
+        },
+    }
+}
+
+fn decoded(body: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+    let (mut q, mut value) = (Vec::new(), Vec::new());
+    cellcodec::decode(body, &mut q, &mut value).map(|()| (q, value))
 }
 
 /// Puts a row's cells (of one family) in qualifier order when cut keys left them out of it.
@@ -889,18 +946,38 @@ struct FamilyCells {
 }
 
 /// A cell as the engine holds it: its key (encoded row, terminator, qualifier) and its stamped
-/// value, both in the engine's own buffers.
+/// value, both in the engine's own buffers, and an encoded column's qualifier and value
+/// decoded.
 struct RawCell {
     key: fjall::Slice,
     value: fjall::Slice,
     /// Where the qualifier (or its cut form) starts in `key`.
     qualifier_at: usize,
+    decoded: Option<Box<(Vec<u8>, Vec<u8>)>>,
 }
 
 impl RawCell {
+    fn new(key: fjall::Slice, value: fjall::Slice, qualifier_at: usize, form: Qualifiers) -> Self {
+        let decoded = match parts(&key[qualifier_at..], &value, form) {
+            Parts::Encoded(_, body) => decoded(body).map(Box::new),
+            Parts::Plain(..) => None,
+        };
+        RawCell {
+            key,
+            value,
+            qualifier_at,
+            decoded,
+        }
+    }
+
     fn lend<'a>(&'a self, family: &'a [u8], form: Qualifiers) -> super::CellRef<'a> {
-        let (timestamp, qualifier, value) =
-            unstored(&self.key[self.qualifier_at..], &self.value, form);
+        let in_key = &self.key[self.qualifier_at..];
+        let (timestamp, qualifier, value) = match (&self.decoded, parts(in_key, &self.value, form)) {
+            (Some(d), p) => (p.timestamp(), d.0.as_slice(), d.1.as_slice()),
+            (None, Parts::Plain(ts, q, v)) => (ts, q, v),
+            // Not what this store writes: shown as it is rather than dropped.
+            (None, Parts::Encoded(ts, body)) => (ts, in_key, body),
+        };
         super::CellRef {
             family,
             qualifier,
@@ -967,14 +1044,7 @@ impl FamilyCells {
             };
             if self.judged_any && k[..end] == self.judged[..] {
                 if self.keep {
-                    return Some(Ok((
-                        RawCell {
-                            qualifier_at: end + 2,
-                            key: k,
-                            value: v,
-                        },
-                        false,
-                    )));
+                    return Some(Ok((RawCell::new(k, v, end + 2, self.form), false)));
                 }
                 continue;
             }
@@ -1011,14 +1081,7 @@ impl FamilyCells {
             self.judged.extend_from_slice(&k[..end]);
             self.judged_any = true;
             if self.keep {
-                return Some(Ok((
-                    RawCell {
-                        qualifier_at: end + 2,
-                        key: k,
-                        value: v,
-                    },
-                    true,
-                )));
+                return Some(Ok((RawCell::new(k, v, end + 2, self.form), true)));
             }
         }
     }
@@ -1139,8 +1202,8 @@ impl Store for EmbeddedStore {
                 let (ts, qualifier, value) = self.unstored(&k[prefix.len()..], &v);
                 cells.push(Cell {
                     family: f.to_vec(),
-                    qualifier: qualifier.to_vec(),
-                    value: value.to_vec(),
+                    qualifier: qualifier.into_owned(),
+                    value: value.into_owned(),
                     timestamp: ts,
                 });
             }
@@ -1618,7 +1681,7 @@ mod tests {
             let ks = db.keyspace("tsdb:t", keyspace_options).unwrap();
             ks.insert(
                 keycodec::encode(b"row", &q, Qualifiers::Whole),
-                stored(7, &q, b"value", Qualifiers::Whole),
+                stored(7, &q, b"value", Qualifiers::Whole, true),
             )
             .unwrap();
             db.persist(PersistMode::SyncAll).unwrap();

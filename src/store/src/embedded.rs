@@ -972,7 +972,8 @@ impl RawCell {
 
     fn lend<'a>(&'a self, family: &'a [u8], form: Qualifiers) -> super::CellRef<'a> {
         let in_key = &self.key[self.qualifier_at..];
-        let (timestamp, qualifier, value) = match (&self.decoded, parts(in_key, &self.value, form)) {
+        let (timestamp, qualifier, value) = match (&self.decoded, parts(in_key, &self.value, form))
+        {
             (Some(d), p) => (p.timestamp(), d.0.as_slice(), d.1.as_slice()),
             (None, Parts::Plain(ts, q, v)) => (ts, q, v),
             // Not what this store writes: shown as it is rather than dropped.
@@ -1842,9 +1843,13 @@ mod tests {
             s.close().unwrap();
         }
         let (raw_bytes, bytes) = (dir_bytes(raw_dir.path()), dir_bytes(dir.path()));
-        assert!(bytes * 100 <= raw_bytes * 25, "{bytes} bytes against {raw_bytes} raw");
+        assert!(
+            bytes * 100 <= raw_bytes * 25,
+            "{bytes} bytes against {raw_bytes} raw"
+        );
         let s = EmbeddedStore::open(dir.path(), &names.specs()).unwrap();
-        let mut want: Vec<(Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>)> = rows
+        type Cells = Vec<(Vec<u8>, Vec<u8>)>;
+        let mut want: Vec<(Vec<u8>, Cells)> = rows
             .iter()
             .map(|(row, q, v)| (row.clone(), vec![(q.clone(), v.clone())]))
             .collect();
@@ -1862,7 +1867,9 @@ mod tests {
         assert!(scanned == want, "scan");
         let mut lent = Vec::new();
         s.scan_rows(&names.data, &Scan::default(), &mut |row, cells| {
-            let cells = cells.iter().map(|c| (c.qualifier.to_vec(), c.value.to_vec()));
+            let cells = cells
+                .iter()
+                .map(|c| (c.qualifier.to_vec(), c.value.to_vec()));
             lent.push((row.to_vec(), cells.collect::<Vec<_>>()));
             Ok(true)
         })
@@ -1878,7 +1885,9 @@ mod tests {
         assert!(!s
             .check_and_put(&names.data, row, fam, q, Some(b"other"), b"x")
             .unwrap());
-        assert!(s.check_and_put(&names.data, row, fam, q, Some(v), b"x").unwrap());
+        assert!(s
+            .check_and_put(&names.data, row, fam, q, Some(v), b"x")
+            .unwrap());
         assert_eq!(s.get(&names.data, row, &[]).unwrap()[0].value, b"x");
     }
 

@@ -695,7 +695,12 @@ pub fn compacted_columns(store: &SharedStore) {
             .map(|i| (secs(i), DataValue::F64(if i == 3 { -0.0 } else { 2.5 })))
             .collect(),
         (0..80)
-            .map(|i| (secs(if i < 40 { i } else { i + 900 }), DataValue::Int(i as i64)))
+            .map(|i| {
+                (
+                    secs(if i < 40 { i } else { i + 900 }),
+                    DataValue::Int(i as i64),
+                )
+            })
             .collect(),
     ];
     let mut cols: Vec<(Vec<u8>, Vec<u8>)> = shapes.iter().map(|p| column(p)).collect();
@@ -706,7 +711,8 @@ pub fn compacted_columns(store: &SharedStore) {
     for (i, (q, v)) in cols.iter().enumerate() {
         put(store, &[b'c', i as u8 % 3], b"id", q, v);
     }
-    let mut want: Vec<(Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>)> = (0..3u8)
+    type Cells = Vec<(Vec<u8>, Vec<u8>)>;
+    let mut want: Vec<(Vec<u8>, Cells)> = (0..3u8)
         .map(|r| {
             let mut cells: Vec<_> = (0..cols.len())
                 .filter(|i| *i as u8 % 3 == r)
@@ -722,8 +728,12 @@ pub fn compacted_columns(store: &SharedStore) {
         stop: b"d".to_vec(),
         ..Default::default()
     };
-    assert_eq!(keys(store, &scan).len(), 3, "scan_rows lends what scan returns");
-    let rows: Vec<(Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>)> = store
+    assert_eq!(
+        keys(store, &scan).len(),
+        3,
+        "scan_rows lends what scan returns"
+    );
+    let rows: Vec<(Vec<u8>, Cells)> = store
         .scan(TABLE, &scan)
         .expect("scan")
         .map(|r| {
@@ -734,7 +744,7 @@ pub fn compacted_columns(store: &SharedStore) {
         .collect();
     assert!(rows == want, "a scan gives back every column as written");
     for (row, cells) in &want {
-        let got: Vec<(Vec<u8>, Vec<u8>)> = store
+        let got: Cells = store
             .get(TABLE, row, &[b"id"])
             .expect("get")
             .into_iter()

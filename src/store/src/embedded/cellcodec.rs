@@ -139,7 +139,11 @@ struct BitWriter {
 impl BitWriter {
     /// The low `bits` (at most 64) bits of `x`.
     fn put(&mut self, x: u64, bits: u32) {
-        let x = if bits >= 64 { x } else { x & ((1u64 << bits) - 1) };
+        let x = if bits >= 64 {
+            x
+        } else {
+            x & ((1u64 << bits) - 1)
+        };
         self.acc |= (x as u128) << self.n;
         self.n += bits;
         while self.n >= 8 {
@@ -359,7 +363,8 @@ fn decimal_f64(v: f64, from: usize) -> Option<(usize, i64)> {
 /// The integer `m` whose `m / 10^k` (as [`decode`] computes it) is `v`, bit for bit.
 fn scaled_f64(v: f64, k: usize) -> Option<i64> {
     let m = (v * POW10[k]).round();
-    if !(m.abs() < EXACT_F64) {
+    // NaN and infinities are no decimals either.
+    if !m.is_finite() || m.abs() >= EXACT_F64 {
         return None;
     }
     // Checked on the integer: -0.0 rounds to a zero that comes back as +0.0.
@@ -376,7 +381,7 @@ fn scaled_f32(v: f32, k: usize) -> Option<i64> {
         return None;
     }
     let m = (v as f64 * POW10[k]).round();
-    if !(m.abs() < EXACT_F32) {
+    if !m.is_finite() || m.abs() >= EXACT_F32 {
         return None;
     }
     let m = m as i64;
@@ -481,7 +486,11 @@ fn try_encode(q: &[u8], v: &[u8], out: &mut Vec<u8>) -> Option<()> {
     let mut w = BitWriter::default();
     let dods: Vec<u64> = t
         .windows(3)
-        .map(|x| zz(x[2].wrapping_sub(x[1]).wrapping_sub(x[1].wrapping_sub(x[0]))))
+        .map(|x| {
+            zz(x[2]
+                .wrapping_sub(x[1])
+                .wrapping_sub(x[1].wrapping_sub(x[0])))
+        })
         .collect();
     put_packed(&dods, &mut w);
     match decimal {
@@ -590,7 +599,9 @@ fn decode_with<'a, R: BitSource>(
     } else {
         let packed = b.get(at..at + n.div_ceil(2))?;
         at += packed.len();
-        (0..n).map(|i| (packed[i / 2] >> (4 * (i % 2))) & 0xF).collect()
+        (0..n)
+            .map(|i| (packed[i / 2] >> (4 * (i % 2))) & 0xF)
+            .collect()
     };
     let decimal = kind_byte & MODE_MASK == MODE_DECIMAL;
     let scale = if decimal {
@@ -711,7 +722,11 @@ mod tests {
     fn round_trip(q: &[u8], v: &[u8]) -> Option<usize> {
         let mut enc = vec![1, 2, 3];
         if !encode(q, v, &mut enc) {
-            assert_eq!(enc, [1, 2, 3], "a refused column leaves the buffer as it was");
+            assert_eq!(
+                enc,
+                [1, 2, 3],
+                "a refused column leaves the buffer as it was"
+            );
             return None;
         }
         let body = &enc[3..];
@@ -741,7 +756,9 @@ mod tests {
         let mut seed = 7u64;
         let pts: Vec<(u64, DataValue)> = (0..360u64)
             .map(|i| {
-                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 x = (x + (seed >> 33) as f64 / (1u64 << 31) as f64 * 4.0 - 2.0).clamp(0.0, 100.0);
                 let v = (x * 100.0).round() / 100.0;
                 (BASE as u64 + i * 10, DataValue::F64(v))
@@ -753,7 +770,12 @@ mod tests {
         assert!(n < 360 * 5 / 4, "{n} bytes");
         // Integers (a counter) and whole floats too; an irregular clock costs more, not fails.
         let ints: Vec<_> = (0..360u64)
-            .map(|i| (BASE as u64 + i * 10 + i % 3, DataValue::Int(1_000_000 + 7 * i as i64)))
+            .map(|i| {
+                (
+                    BASE as u64 + i * 10 + i % 3,
+                    DataValue::Int(1_000_000 + 7 * i as i64),
+                )
+            })
             .collect();
         let (q, v) = column(&ints);
         assert!(round_trip(&q, &v).expect("encoded") < 360);
@@ -787,7 +809,12 @@ mod tests {
         round_trip(&q, &v).expect("encoded");
         // -0.0 is no decimal (0 / 100 is +0.0): still exact.
         let pts: Vec<_> = (0..50u64)
-            .map(|i| (BASE as u64 + i, DataValue::F64(if i == 9 { -0.0 } else { 1.25 })))
+            .map(|i| {
+                (
+                    BASE as u64 + i,
+                    DataValue::F64(if i == 9 { -0.0 } else { 1.25 }),
+                )
+            })
             .collect();
         let (q, v) = column(&pts);
         round_trip(&q, &v).expect("encoded");

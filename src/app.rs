@@ -118,6 +118,7 @@ pub fn open_store(cfg: &Config) -> Result<SharedStore, AppError> {
                 e => e.into(),
             })?;
             store.set_min_free_bytes(cfg.storage.min_free_mb << 20);
+            store.set_encode_columns(cfg.storage.encode_columns);
             Ok(crate::observe::store::instrument(Arc::new(store)))
         }
     }

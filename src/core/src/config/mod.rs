@@ -215,6 +215,11 @@ pub struct StorageConfig {
     /// are free in `data_dir`, and reopens a failed engine only once they are; 0 = only when
     /// the engine itself runs out of space.
     pub min_free_mb: u64,
+    /// The embedded store writes OpenTSDB's compacted columns (and other long multi-point
+    /// columns) encoded: offsets as deltas of deltas, values as scaled-decimal or XOR deltas,
+    /// bit-packed; reads give back the same bytes. `false` writes them as they are; cells
+    /// written either way are read either way.
+    pub encode_columns: bool,
     /// How long data is kept ("90d", "12h", …; units s m h d w y); "" keeps it for ever.
     pub retention: String,
     /// Other retentions for some series: the first rule that matches a series decides.
@@ -432,6 +437,7 @@ impl Default for StorageConfig {
             cache_mb: 64,
             row_cache_mb: 32,
             min_free_mb: 64,
+            encode_columns: true,
             retention: String::new(),
             retention_rules: Vec::new(),
             retention_sweep_interval: "1h".into(),

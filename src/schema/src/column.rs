@@ -332,6 +332,37 @@ pub fn decode_compacted(q: &[u8], v: &[u8], out: &mut Vec<RawPoint>) -> Result<(
 /// Stops early when `f` returns false; returns false when the column is malformed or was
 /// stopped (the caller then takes the general path, which reports what is wrong).
 pub fn walk_compacted(q: &[u8], v: &[u8], mut f: impl FnMut(u32, DataValue) -> bool) -> bool {
+    walk_compacted_where(
+        q,
+        v,
+        |_| true,
+        |off, val| val.is_some_and(|val| f(off, val)),
+    )
+}
+
+/// Whether [`decode_value`] takes a value of these flags (its length is theirs): told from the
+/// flags alone, so a walk can check a value it does not decode.
+#[inline]
+fn value_decodes(flags: u8) -> bool {
+    let len = (flags & LENGTH_MASK) + 1;
+    if flags & FLAG_FLOAT != 0 {
+        matches!(len, 4 | 8)
+    } else {
+        matches!(len, 1 | 2 | 4 | 8)
+    }
+}
+
+/// [`walk_compacted`] that decodes only the values whose offset `wanted` accepts: `f` gets
+/// (offset ms, Some(value)) for those and (offset ms, None) for the rest, whose values are
+/// checked as [`decode_value`] checks them but not read. A read of a few minutes of an hour's
+/// row walks every qualifier (the lanes check the order of all of them) but decodes only the
+/// window's values. Returns what [`walk_compacted`] returns for the same column and `f`.
+pub fn walk_compacted_where(
+    q: &[u8],
+    v: &[u8],
+    wanted: impl Fn(u32) -> bool,
+    mut f: impl FnMut(u32, Option<DataValue>) -> bool,
+) -> bool {
     let (mut qi, mut vi) = (0, 0);
     while qi < q.len() {
         let ms = q[qi] & 0xF0 == 0xF0;
@@ -349,7 +380,14 @@ pub fn walk_compacted(q: &[u8], v: &[u8], mut f: impl FnMut(u32, DataValue) -> b
         } else {
             (u16::from_be_bytes([q[qi], q[qi + 1]]) >> 4) as u32 * 1000
         };
-        let Ok(val) = decode_value(flags, &v[vi..vi + vl], vi) else {
+        let val = if wanted(off) {
+            let Ok(val) = decode_value(flags, &v[vi..vi + vl], vi) else {
+                return false;
+            };
+            Some(val)
+        } else if value_decodes(flags) {
+            None
+        } else {
             return false;
         };
         if !f(off, val) {

@@ -2,7 +2,7 @@
 
 use super::column::{
     build_column, column_kind, decode_append, decode_compacted, decode_single, qualifier_len_at,
-    walk_compacted, ColumnKind, DataValue, RawPoint,
+    walk_compacted_where, ColumnKind, DataValue, RawPoint,
 };
 use super::SchemaError;
 
@@ -151,37 +151,44 @@ pub fn append_merged_by<P>(
     if cols.len() > MERGE_WAYS_MAX {
         return false;
     }
+    let base_ms = base as u64 * 1000;
+    let wanted = in_window(base_ms, start_ms, end_ms);
     MERGE_SCRATCH.with_borrow_mut(|pts| {
         pts.clear();
-        // Per column: its points' range in `pts`, its cell timestamp, and its next point.
+        // Per column: its points' range in `pts` (those in the window: every column is checked
+        // whole, but only the window's values are decoded and merged), its cell timestamp, and
+        // its next point; and how many of its points come before the window, so that a point's
+        // place in its column (which breaks ties) is counted as in the whole column.
         let mut runs = [(0usize, 0usize, 0u64); MERGE_WAYS_MAX];
         let mut heads = [0usize; MERGE_WAYS_MAX];
+        let mut before = [0usize; MERGE_WAYS_MAX];
         for (n, c) in cols.iter().enumerate() {
             let from = pts.len();
             let mut last: Option<u32> = None;
-            let mut take = |off: u32, v: DataValue| {
+            let mut skipped = 0;
+            let mut take = |off: u32, v: Option<DataValue>| {
                 if last.is_some_and(|l| off <= l) {
                     return false;
                 }
                 last = Some(off);
-                pts.push((off, v));
+                match v {
+                    Some(v) => pts.push((off, v)),
+                    // Offsets rise within the column: those before its first in the window.
+                    None if pts.len() == from => skipped += 1,
+                    None => {}
+                }
                 true
             };
-            if !walk_data_column(c, &mut take) {
+            if !walk_data_column(c, &wanted, &mut take) {
                 return false;
             }
             runs[n] = (from, pts.len(), c.ts);
             heads[n] = from;
+            before[n] = skipped;
         }
         let (runs, heads) = (&runs[..cols.len()], &mut heads[..cols.len()]);
-        let base_ms = base as u64 * 1000;
         out.reserve(pts.len());
-        let mut emit = |off: u32, v: DataValue| {
-            let ts = base_ms + off as u64;
-            if ts >= start_ms && ts <= end_ms {
-                out.push(point(ts, v));
-            }
-        };
+        let mut emit = |off: u32, v: DataValue| out.push(point(base_ms + off as u64, v));
         loop {
             // The column whose next point comes first; at a shared offset, the one that wins.
             let mut best: Option<usize> = None;
@@ -194,7 +201,8 @@ pub fn append_merged_by<P>(
                     continue;
                 };
                 let (off, off_b) = (pts[heads[i]].0, pts[heads[b]].0);
-                let later_in_column = heads[i] - from > heads[b] - runs[b].0;
+                let later_in_column =
+                    heads[i] - from + before[i] > heads[b] - runs[b].0 + before[b];
                 if off < off_b
                     || (off == off_b && (ts > runs[b].2 || (ts == runs[b].2 && later_in_column)))
                 {
@@ -241,24 +249,27 @@ pub fn append_ordered_by<P>(
     point: impl Fn(u64, DataValue) -> P,
 ) -> bool {
     let mark = out.len();
-    // Reserving the row's point count up front spares a series the copies of a vector grown
-    // point by point.
-    out.reserve(cols.iter().map(|c| qualifier_count(c.qualifier)).sum());
-    let mut last: Option<u32> = None;
     let base_ms = base as u64 * 1000;
-    let mut take = |off: u32, v: DataValue| {
+    // Reserving the row's point count in the window up front spares a series the copies of a
+    // vector grown point by point (the whole row's count, reserved for a window of minutes of
+    // an open hour, was the memory of the whole hour for every series read).
+    let count = cols.iter().map(|c| qualifier_count(c.qualifier)).sum();
+    out.reserve(window_share(count, base_ms, start_ms, end_ms));
+    let wanted = in_window(base_ms, start_ms, end_ms);
+    let mut last: Option<u32> = None;
+    // Every offset is checked for order, but only the window's values are decoded.
+    let mut take = |off: u32, v: Option<DataValue>| {
         if last.is_some_and(|l| off <= l) {
             return false;
         }
         last = Some(off);
-        let ts = base_ms + off as u64;
-        if ts >= start_ms && ts <= end_ms {
-            out.push(point(ts, v));
+        if let Some(v) = v {
+            out.push(point(base_ms + off as u64, v));
         }
         true
     };
     for c in cols {
-        if !walk_data_column(c, &mut take) {
+        if !walk_data_column(c, &wanted, &mut take) {
             out.truncate(mark);
             return false;
         }
@@ -266,16 +277,45 @@ pub fn append_ordered_by<P>(
     true
 }
 
-/// A data column's points in stored order to `take` (offset ms, value), a compacted column's
-/// or a single cell's; false for any other column, an undecodable one, or when `take` stops.
-fn walk_data_column(c: &StoredColumn<'_>, take: &mut impl FnMut(u32, DataValue) -> bool) -> bool {
+/// A data column's points in stored order to `take` (offset ms, and the value when `wanted`
+/// takes the offset), a compacted column's or a single cell's; false for any other column, an
+/// undecodable one (whether or not its value is wanted), or when `take` stops.
+fn walk_data_column(
+    c: &StoredColumn<'_>,
+    wanted: &impl Fn(u32) -> bool,
+    take: &mut impl FnMut(u32, Option<DataValue>) -> bool,
+) -> bool {
     match column_kind(c.qualifier) {
-        ColumnKind::Compacted => walk_compacted(c.qualifier, c.value, take),
+        ColumnKind::Compacted => walk_compacted_where(c.qualifier, c.value, wanted, take),
         ColumnKind::Single => match decode_single(c.qualifier, c.value) {
-            Ok((p, _)) => p.value().is_ok_and(|v| take(p.offset_ms(), v)),
+            Ok((p, _)) => p.value().is_ok_and(|v| {
+                let off = p.offset_ms();
+                take(off, wanted(off).then_some(v))
+            }),
             Err(_) => false,
         },
         _ => false,
+    }
+}
+
+/// Whether a point at offset `off` (ms) of the row based at `base_ms` lies in
+/// `[start_ms, end_ms]`.
+fn in_window(base_ms: u64, start_ms: u64, end_ms: u64) -> impl Fn(u32) -> bool {
+    move |off| (start_ms..=end_ms).contains(&(base_ms + off as u64))
+}
+
+/// About how many of a row's `count` points lie in `[start_ms, end_ms]`, taking them as spread
+/// evenly over the row's hour (all of them when the window covers the hour).
+fn window_share(count: usize, base_ms: u64, start_ms: u64, end_ms: u64) -> usize {
+    const HOUR_MS: u64 = crate::rowkey::ROW_SPAN * 1000;
+    let over = end_ms
+        .saturating_add(1)
+        .min(base_ms + HOUR_MS)
+        .saturating_sub(start_ms.max(base_ms));
+    if over >= HOUR_MS {
+        count
+    } else {
+        (count as u64 * over / HOUR_MS) as usize + 1
     }
 }
 
@@ -448,6 +488,41 @@ mod tests {
         }];
         assert!(plan_compaction(&cols).is_err());
         assert_eq!(merge_columns(&cols).errors.len(), 1);
+    }
+
+    #[test]
+    fn the_merged_lane_breaks_ties_by_place_in_the_whole_column() {
+        // Both hold 5 s in cells of one timestamp: the later in its column wins (the first
+        // column's fourth point over the second's third), as `merge_columns` keeps it, also for
+        // a window that leaves out more of the first column's points than of the second's.
+        let (q1, v1) = (h("0000 0010 0020 0050"), h("01 01 01 0A 00"));
+        let (q2, v2) = (h("0010 0040 0050"), h("02 02 14 00"));
+        let cols = [
+            StoredColumn {
+                qualifier: &q1,
+                value: &v1,
+                ts: 1,
+            },
+            StoredColumn {
+                qualifier: &q2,
+                value: &v2,
+                ts: 1,
+            },
+        ];
+        let merged = merge_columns(&cols);
+        assert_eq!(merged.points.last().unwrap().value_bytes(), [10]);
+        for start in [0, 3_000] {
+            let mut out = Vec::new();
+            assert!(append_merged_by(
+                &cols,
+                0,
+                start,
+                u64::MAX,
+                &mut out,
+                |t, v| (t, v.as_f64())
+            ));
+            assert_eq!(out.last(), Some(&(5_000, 10.0)), "from {start} ms");
+        }
     }
 
     #[test]

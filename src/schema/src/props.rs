@@ -2,10 +2,12 @@
 //! compaction merges any set of cells into the column that decodes back to the same points.
 
 use super::column::{
-    build_column, decode_compacted, decode_single, walk_compacted, DataValue, RawPoint,
+    build_column, decode_compacted, decode_single, walk_compacted, walk_compacted_where, DataValue,
+    RawPoint,
 };
 use super::compaction::{
-    append_merged_by, append_ordered, merge_columns, plan_compaction, StoredColumn,
+    append_merged_by, append_ordered, append_ordered_by, merge_columns, plan_compaction,
+    StoredColumn,
 };
 use super::rowkey::{base_time, is_ms, millis, KeyLayout, MAX_TIMESTAMP_MS};
 use proptest::prelude::*;
@@ -106,6 +108,38 @@ fn flush_columns(cells: &[RawPoint], cuts: &[u8]) -> Vec<(Vec<u8>, Vec<u8>, usiz
         out.push((q, v, n));
     }
     out
+}
+
+/// A compacted column (`q`, `v`) with its point `at` (modulo their count) given three value
+/// bytes, a length no value has; None for a single cell.
+fn with_bad_value(q: &[u8], v: &[u8], at: usize) -> Option<(Vec<u8>, Vec<u8>)> {
+    let mut quals = Vec::new();
+    let mut i = 0;
+    while i < q.len() {
+        let ql = crate::column::qualifier_len_at(q[i]);
+        quals.push(&q[i..i + ql]);
+        i += ql;
+    }
+    if quals.len() < 2 {
+        return None;
+    }
+    let k = at % quals.len();
+    let (mut q2, mut v2, mut vi) = (Vec::new(), Vec::new(), 0);
+    for (n, qq) in quals.iter().enumerate() {
+        let flags = qq[qq.len() - 1] & 0xF;
+        let vl = (flags & 0x7) as usize + 1;
+        if n == k {
+            q2.extend_from_slice(&qq[..qq.len() - 1]);
+            q2.push((qq[qq.len() - 1] & 0xF8) | 2);
+            v2.extend_from_slice(&[1, 2, 3]);
+        } else {
+            q2.extend_from_slice(qq);
+            v2.extend_from_slice(&v[vi..vi + vl]);
+        }
+        vi += vl;
+    }
+    v2.push(*v.last()?);
+    Some((q2, v2))
 }
 
 proptest! {
@@ -276,6 +310,70 @@ proptest! {
         prop_assert_eq!(walked, decoded);
         if decoded {
             prop_assert_eq!(got, want.iter().map(|p| (p.offset_ms(), p.value().unwrap().as_f64().to_bits())).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn reading_a_window_agrees_with_reading_the_whole_row(points in prop::collection::vec(row_point(), 0..40), cuts in prop::collection::vec(any::<u8>(), 0..6), noise in prop::collection::vec(any::<u8>(), 0..6), at in any::<usize>(), col in any::<usize>(), in_q in any::<bool>(), spoil in any::<bool>(), dense in any::<bool>(), lo in 0u32..3_600_000, span in 0u32..4_000_000) {
+        // The lanes decode only the window's values: a window must be read as the whole row
+        // read and then cut to it, and a row the whole read refuses (a value that does not
+        // decode, wherever it is) must be refused for any window. Dense rows (40 offsets) repeat
+        // offsets across columns, whose ties the merge breaks by place in the column.
+        let (points, lo, span) = if dense {
+            (points.iter().map(|&(_, off, v)| (true, off % 40 * 1000, v)).collect(), lo % 40_000, span % 40_000)
+        } else {
+            (points, lo, span)
+        };
+        let cells: Vec<RawPoint> = points.iter().map(|&(s, off, v)| single(s, off, v)).collect();
+        let mut owned: Vec<(Vec<u8>, Vec<u8>, u64)> =
+            flush_columns(&cells, &cuts).into_iter().map(|(q, v, n)| (q, v, n as u64 % 2)).collect();
+        owned.sort_by(|a, b| a.0.cmp(&b.0));
+        if !owned.is_empty() && spoil {
+            // A value whose length its flags refuse, in a column otherwise whole.
+            let n = col % owned.len();
+            if let Some((q, v)) = with_bad_value(&owned[n].0, &owned[n].1, at) {
+                owned[n].0 = q;
+                owned[n].1 = v;
+            }
+        } else if !owned.is_empty() && !noise.is_empty() {
+            let n = col % owned.len();
+            let target = if in_q { &mut owned[n].0 } else { &mut owned[n].1 };
+            let i = at % (target.len() + 1);
+            target.splice(i..i, noise.iter().copied());
+        }
+        let (start, end) = (BASE as u64 * 1000 + lo as u64, BASE as u64 * 1000 + lo as u64 + span as u64);
+        let in_window = |t: u64| t >= start && t <= end;
+        for (q, v, _) in &owned {
+            let mut whole = Vec::new();
+            let walked = walk_compacted(q, v, |off, x| { whole.push((off, x.as_f64().to_bits())); true });
+            let (mut part, mut asked) = (Vec::new(), Vec::new());
+            let wanted = |off: u32| in_window(BASE as u64 * 1000 + off as u64);
+            let walked_part = walk_compacted_where(q, v, wanted, |off, x| {
+                asked.push((off, x.is_some()));
+                part.extend(x.map(|x| (off, x.as_f64().to_bits())));
+                true
+            });
+            // A value comes with every wanted offset and with no other.
+            prop_assert!(asked.iter().all(|&(off, some)| some == wanted(off)));
+            prop_assert_eq!(walked_part, walked);
+            if walked {
+                whole.retain(|&(off, _)| wanted(off));
+                prop_assert_eq!(part, whole);
+            }
+        }
+        let cols: Vec<StoredColumn> = owned.iter().map(|(q, v, ts)| StoredColumn { qualifier: q, value: v, ts: *ts }).collect();
+        let bits = |t: u64, v: DataValue| (t as i64, v.as_f64().to_bits());
+        for merged in [false, true] {
+            let lane = |start, end, out: &mut Vec<(i64, u64)>| match merged {
+                false => append_ordered_by(&cols, BASE, start, end, out, bits),
+                true => append_merged_by(&cols, BASE, start, end, out, bits),
+            };
+            let (mut whole, mut part) = (vec![(-1i64, 0u64)], vec![(-1i64, 0u64)]);
+            let took_whole = lane(0, u64::MAX, &mut whole);
+            let took_part = lane(start, end, &mut part);
+            prop_assert_eq!(took_part, took_whole);
+            whole.retain(|p| p.0 == -1 || in_window(p.0 as u64));
+            prop_assert_eq!(part, whole);
         }
     }
 }

@@ -146,8 +146,9 @@ impl RollupRead {
         end_ms: u64,
         mut f: impl FnMut(u64, Cell),
     ) {
-        // (index, sum, count) for avg; cells come in qualifier order (aggregator id first).
-        let mut pairs: Vec<(u32, Option<f64>, Option<f64>)> = Vec::new();
+        // Sum and count cells for avg, paired by index below.
+        let mut sums: Vec<(u32, f64)> = Vec::new();
+        let mut counts: Vec<(u32, f64)> = Vec::new();
         let mut plain: Vec<(u32, DataValue)> = Vec::new();
         for c in cells {
             let Some(cell) = decode_cell(c.qualifier, c.value, |_| None) else {
@@ -156,19 +157,9 @@ impl RollupRead {
             let Some(id) = cell.agg_id else { continue };
             match self.mode {
                 Mode::Same(a) | Mode::Count(a) if a == id => plain.push((cell.index, cell.value)),
-                Mode::Avg { sum, count } if id == sum || id == count => {
-                    let at = match pairs.iter().position(|p| p.0 == cell.index) {
-                        Some(at) => at,
-                        None => {
-                            pairs.push((cell.index, None, None));
-                            pairs.len() - 1
-                        }
-                    };
-                    if id == sum {
-                        pairs[at].1 = Some(cell.value.as_f64());
-                    } else {
-                        pairs[at].2 = Some(cell.value.as_f64());
-                    }
+                Mode::Avg { sum, .. } if id == sum => sums.push((cell.index, cell.value.as_f64())),
+                Mode::Avg { count, .. } if id == count => {
+                    counts.push((cell.index, cell.value.as_f64()))
                 }
                 _ => {}
             }
@@ -183,10 +174,29 @@ impl RollupRead {
                 f(ts, Cell::Value(v));
             }
         }
-        pairs.sort_by_key(|p| p.0);
-        for (index, sum, count) in pairs {
-            if let (Some(ts), Some(sum), Some(count)) = (in_range(index), sum, count) {
-                f(ts, Cell::Weighted { sum, count });
+        // Cells come in qualifier order (aggregator id, then index), so both lists are sorted
+        // already (the stable sort is then linear) and a merge pairs them: a year's `1d` row
+        // holds 365 of each, which a search per cell made quadratic. Of two cells of one index
+        // (the binary and the legacy text qualifier) the later one counts.
+        let last_of_each = |v: &mut Vec<(u32, f64)>| {
+            v.sort_by_key(|p| p.0);
+            v.dedup_by(|later, kept| {
+                let same = later.0 == kept.0;
+                if same {
+                    *kept = *later;
+                }
+                same
+            });
+        };
+        last_of_each(&mut sums);
+        last_of_each(&mut counts);
+        let mut counts = counts.into_iter().peekable();
+        for (index, sum) in sums {
+            while counts.next_if(|c| c.0 < index).is_some() {}
+            if let Some(&(i, count)) = counts.peek() {
+                if let (true, Some(ts)) = (i == index, in_range(index)) {
+                    f(ts, Cell::Weighted { sum, count });
+                }
             }
         }
     }

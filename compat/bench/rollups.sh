@@ -19,7 +19,8 @@
 # usage: compat/bench/rollups.sh [SERIES] [DAYS] [STEP] [REPS]   (defaults 1000 365 10 5: the
 #        issue's shape; needs target/release/tsgate or $TSGATE)
 # env:   TSGATE (binary), VM (victoria-metrics binary; default Debian's `victoria-metrics`,
-#        VM=none skips it), ON_IMPORT (0 skips step 3), PORT, VM_PORT.
+#        VM=none skips it), ON_IMPORT (0 skips step 3), PORT, VM_PORT, KEEP=1 (keep the stores
+#        and answers in the temporary directory it prints, e.g. to profile a query).
 # Everything but the timed queries runs under `nice -n 19`.
 set -euo pipefail
 series=${1:-1000}; days=${2:-365}; step=${3:-10}; reps=${4:-5}
@@ -36,7 +37,8 @@ fi
 cleanup() {
   [ -n "${srv:-}" ] && kill "$srv" 2>/dev/null
   [ -n "${vmpid:-}" ] && kill "$vmpid" 2>/dev/null
-  wait 2>/dev/null; rm -rf "$tmp"
+  wait 2>/dev/null
+  if [ "${KEEP:-0}" = 1 ]; then echo "kept: $tmp" >&2; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
 now=$(date +%s)

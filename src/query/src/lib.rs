@@ -228,6 +228,10 @@ impl QueryEngine {
             }
             let mut series = Vec::new();
             for r in tries {
+                // A rollup read is one share: a share steps over the other shares' rows cell by
+                // cell, and walking a rollup row's cells is most of what its read costs (perf:
+                // the engine's iterators, not the decoding), so more shares only repeat it.
+                let parts = if r.is_some() { 1 } else { parts };
                 series = self.fetch_shares(q, sq, tz, &mut summary, budget, parts, r)?;
                 if !series.is_empty() {
                     break;

@@ -469,3 +469,147 @@ fn hbase_create_tables_makes_the_rollup_tables() {
         assert!(out.contains(&format!("create '{t}'")), "{t}: {out}");
     }
 }
+
+/// The `dps` object of a one-series `/api/query` answer.
+fn dps(body: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(body).unwrap();
+    let a = v
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {body}"));
+    assert_eq!(a.len(), 1, "{body}");
+    a[0]["dps"].to_string()
+}
+
+#[test]
+fn pre_aggregates_from_api_rollup_answer_as_the_raw_group_by() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path());
+    let data = dir.path().join("data");
+    let s = Server::start_with(&data, Some(&cfg));
+    // Two hosts' raw points, and what a pre-aggregating agent sends for them: their sum and
+    // max at each timestamp (group-by aggregator only: the raw pre-aggregate table), and the
+    // hour of each (`1h` rollups of the pre-aggregates).
+    let (code, body) = s.http(
+        "POST",
+        "/api/put",
+        r#"[{"metric":"sys.cpu.user","timestamp":1356998410,"value":10,"tags":{"host":"web01","dc":"lga"}},
+            {"metric":"sys.cpu.user","timestamp":1356998420,"value":20,"tags":{"host":"web01","dc":"lga"}},
+            {"metric":"sys.cpu.user","timestamp":1356998410,"value":30,"tags":{"host":"web02","dc":"lga"}},
+            {"metric":"sys.cpu.user","timestamp":1356998420,"value":5,"tags":{"host":"web02","dc":"lga"}}]"#,
+    );
+    assert_eq!(code, 204, "{body}");
+    let pre = |ts: i64, v: i64, extra: &str| {
+        format!(
+            r#"{{"metric":"sys.cpu.user","timestamp":{ts},"value":{v},"tags":{{"dc":"lga"}},{extra}}}"#
+        )
+    };
+    let body = [
+        pre(1356998410, 40, r#""groupByAggregator":"sum""#),
+        pre(1356998420, 25, r#""groupByAggregator":"sum""#),
+        pre(1356998410, 30, r#""groupByAggregator":"max""#),
+        pre(1356998420, 20, r#""groupByAggregator":"max""#),
+        pre(
+            DAY,
+            65,
+            r#""interval":"1h","aggregator":"sum","groupByAggregator":"sum""#,
+        ),
+        pre(
+            DAY,
+            30,
+            r#""interval":"1h","aggregator":"max","groupByAggregator":"max""#,
+        ),
+    ]
+    .join(",");
+    let (code, answer) = s.http("POST", "/api/rollup", &format!("[{body}]"));
+    assert_eq!(code, 204, "{answer}");
+    // As OpenTSDB 2.4: an empty group-by aggregator is a group-by without its function.
+    let (code, answer) = s.http(
+        "POST",
+        "/api/rollup?details",
+        &pre(
+            DAY,
+            1,
+            r#""interval":"1h","aggregator":"sum","groupByAggregator":"""#,
+        ),
+    );
+    assert_eq!(code, 400, "{answer}");
+    assert!(
+        answer.contains("Cannot write a group by data point without specifying the aggregation function. Metric=sys.cpu.user"),
+        "{answer}"
+    );
+    let q = |m: &str| {
+        let (code, body) = s.http(
+            "GET",
+            &format!("/api/query?start={DAY}&end={}&m={m}", DAY + 3599),
+            "",
+        );
+        assert_eq!(code, 200, "{m}: {body}");
+        body
+    };
+    // Raw group-bys, and the same from the pre-aggregates (the `_aggregate` filter, or
+    // `pre-agg` with it), then downsampled from the pre-aggregates' rollup table.
+    let sum = dps(&q("sum:sys.cpu.user"));
+    assert_eq!(sum, r#"{"1356998410":40,"1356998420":25}"#);
+    assert_eq!(dps(&q("sum:sys.cpu.user{_aggregate=SUM}")), sum);
+    assert_eq!(dps(&q("sum:pre-agg:sys.cpu.user{_aggregate=SUM}")), sum);
+    let max = dps(&q("max:sys.cpu.user"));
+    assert_eq!(dps(&q("max:sys.cpu.user{_aggregate=MAX}")), max);
+    for (raw, pre) in [
+        (
+            "sum:1h-sum:rollup_raw:sys.cpu.user",
+            "sum:1h-sum:sys.cpu.user{_aggregate=SUM}",
+        ),
+        (
+            "max:1h-max:rollup_raw:sys.cpu.user",
+            "max:1h-max:sys.cpu.user{_aggregate=MAX}",
+        ),
+    ] {
+        let raw = dps(&q(raw));
+        assert_eq!(dps(&q(pre)), raw, "{pre}");
+    }
+    assert_eq!(
+        dps(&q("sum:1h-sum:rollup_raw:sys.cpu.user")),
+        r#"{"1356998400":65.0}"#
+    );
+    // `1h-count` has no pre-aggregate rollup: empty, unless falling back to the raw
+    // pre-aggregates.
+    assert_eq!(q("sum:1h-count:sys.cpu.user{_aggregate=SUM}"), "[]");
+    assert_eq!(
+        dps(&q(
+            "sum:1h-count:rollup_fallback_raw:sys.cpu.user{_aggregate=SUM}"
+        )),
+        r#"{"1356998400":2.0}"#
+    );
+    // preAggregate alone reads every pre-aggregated series.
+    let (code, body) = s.http(
+        "POST",
+        "/api/query",
+        &format!(
+            r#"{{"start":{DAY},"end":{},"queries":[{{"aggregator":"none","metric":"sys.cpu.user","preAggregate":true}}]}}"#,
+            DAY + 3599
+        ),
+    );
+    assert_eq!(code, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let mut aggs: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["tags"]["_aggregate"].as_str().unwrap())
+        .collect();
+    aggs.sort();
+    assert_eq!(aggs, ["MAX", "SUM"]);
+    s.stop();
+    // The raw pre-aggregates are in the default interval's pre-aggregate table, with raw
+    // qualifiers (offsets 10 and 20 s, one-byte integers).
+    let rows = scan_table(&data, &cfg, "tsdb-preagg");
+    let cells: Vec<&str> = rows
+        .iter()
+        .map(|l| l.split_once(" t:").unwrap().1)
+        .collect();
+    assert_eq!(
+        cells,
+        ["00a0 28", "0140 19", "00a0 1e", "0140 14"],
+        "{rows:?}"
+    );
+}

@@ -149,7 +149,12 @@ impl QueryEngine {
         for chunk in whole.chunks(1000) {
             self.store.mutate(&self.table, chunk.to_vec())?;
         }
-        self.delete_range(&partial, start_ms.max(0) as u64, end_ms.max(0) as u64)?;
+        self.delete_range(
+            &self.table,
+            &partial,
+            start_ms.max(0) as u64,
+            end_ms.max(0) as u64,
+        )?;
         Ok(out)
     }
 }

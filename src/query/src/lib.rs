@@ -219,14 +219,41 @@ impl QueryEngine {
                 (Some(best), spec::RollupUsage::FallbackRaw) => vec![Some(best), None],
                 _ => plan.iter().map(Some).chain([None]).collect(),
             };
+            let pre_aggregate = rollup_read::reads_pre_aggregates(self.rollups.as_deref(), sq);
+            if pre_aggregate && self.rollups.is_none() {
+                return Err(QueryError::BadRequest(
+                    "Pre-aggregates asked for, but no rollups are configured ([rollups] enabled = false)"
+                        .into(),
+                ));
+            }
             let mut series = Vec::new();
             for r in tries {
+                // A rollup read is one share: a share steps over the other shares' rows cell by
+                // cell, and walking a rollup row's cells is most of what its read costs (perf:
+                // the engine's iterators, not the decoding), so more shares only repeat it.
+                let parts = if r.is_some() { 1 } else { parts };
                 series = self.fetch_shares(q, sq, tz, &mut summary, budget, parts, r)?;
                 if !series.is_empty() {
                     break;
                 }
             }
             summary.series = series.len() as u64;
+            let counted;
+            let sq = if pre_aggregate
+                && sq.aggregator == Aggregator::Count
+                && self
+                    .rollups
+                    .as_deref()
+                    .is_some_and(|r| rollup_read::rolls_up(r, sq))
+            {
+                counted = SubQuery {
+                    aggregator: Aggregator::Sum,
+                    ..sq.clone()
+                };
+                &counted
+            } else {
+                sq
+            };
             let groups = group_and_aggregate(sq, series, q.start_ms, q.end_ms);
             summary.emitted = groups.iter().map(|g| g.dps.len() as u64).sum::<u64>();
             Ok((groups, summary))
@@ -358,19 +385,25 @@ impl QueryEngine {
             return Err(self.too_many_cells(per_series));
         }
         let row_filter = self.pushdown(sq)?.share(&self.layout, part, parts);
-        let (table, first, last) = match rollup {
+        let (first, last) = match rollup {
             // Rollup rows start at their span's base: every row up to the end's.
             Some(r) => (
-                r.interval.table.as_str(),
                 r.interval.base_time(q.start_ms / 1000),
                 (r.interval.base_time(q.end_ms / 1000) as u64 + 1).min(u32::MAX as u64),
             ),
             None => (
-                self.table.as_str(),
                 base_time(q.start_ms / 1000),
                 (base_time(q.end_ms / 1000) as u64 + ROW_SPAN).min(u32::MAX as u64),
             ),
         };
+        let pre_aggregate = rollup_read::reads_pre_aggregates(self.rollups.as_deref(), sq);
+        let table =
+            rollup_read::table_for(self.rollups.as_deref(), rollup, pre_aggregate, &self.table)
+                .ok_or_else(|| {
+                    QueryError::BadRequest(
+                        "Pre-aggregates asked for, but no rollups are configured".into(),
+                    )
+                })?;
         let mut states: Vec<SeriesState> = Vec::new();
         // TSUID → index in `states`, or None when its tags fail the filters.
         let mut seen: HashMap<Vec<u8>, Option<usize>, ahash::RandomState> = HashMap::default();
@@ -520,7 +553,7 @@ impl QueryEngine {
         // The last row's points and series count too.
         self.check_limits(budget, matched.load(Ordering::Relaxed))?;
         if q.flags.delete {
-            self.delete_range(&deletes, q.start_ms, q.end_ms)?;
+            self.delete_range(table, &deletes, q.start_ms, q.end_ms)?;
         }
         Ok(states
             .into_iter()
@@ -623,18 +656,18 @@ impl QueryEngine {
         Ok(seek::RowFilter::for_pairs(&self.layout, per_key))
     }
 
-    /// Removes the points of `[start, end]` from the given rows (`delete: true` queries).
+    /// Removes the points of `[start, end]` from the given rows of `table` (`delete: true`
+    /// queries: the data table, or the raw pre-aggregates).
     fn delete_range(
         &self,
+        table: &str,
         rows: &[(Vec<u8>, u32)],
         start_ms: u64,
         end_ms: u64,
     ) -> Result<(), QueryError> {
         use tsgate_store::{Mutation, RowMutations};
         for (row, base) in rows {
-            let cells = self
-                .store
-                .get(&self.table, row, &[tsgate_schema::DATA_FAMILY])?;
+            let cells = self.store.get(table, row, &[tsgate_schema::DATA_FAMILY])?;
             let cols = tsgate_store::columns(&cells);
             let merged = merge_columns(&cols);
             let keep: Vec<_> = merged
@@ -662,7 +695,7 @@ impl QueryEngine {
                 });
             }
             self.store.mutate(
-                &self.table,
+                table,
                 vec![RowMutations {
                     row: row.clone(),
                     mutations: muts,
@@ -712,6 +745,7 @@ impl QueryEngine {
             rate_options: None,
             explicit_tags: false,
             rollup_usage: spec::RollupUsage::Raw,
+            pre_aggregate: false,
         };
         let q = Query {
             start_ms,

@@ -186,6 +186,7 @@ pub fn from_json(body: &[u8], now: u64) -> Result<Query, ParseError> {
                 .and_then(|u| u.as_str())
                 .map(crate::spec::RollupUsage::parse)
                 .unwrap_or_default(),
+            pre_aggregate: flag(q, "preAggregate"),
         });
     }
     let flags = Flags {
@@ -292,6 +293,8 @@ fn middle(parts: &[&str], sq: &mut SubQuery) -> Result<(), ParseError> {
             sq.explicit_tags = true;
         } else if lower.starts_with("rollup_") {
             sq.rollup_usage = crate::spec::RollupUsage::parse(p);
+        } else if lower == "pre-agg" {
+            sq.pre_aggregate = true;
         }
     }
     Ok(())
@@ -338,6 +341,7 @@ pub fn parse_m(m: &str, index: usize) -> Result<SubQuery, ParseError> {
         rate_options: None,
         explicit_tags: false,
         rollup_usage: Default::default(),
+        pre_aggregate: false,
     };
     middle(&parts[1..parts.len() - 1], &mut sq)?;
     Ok(sq)
@@ -366,6 +370,7 @@ pub fn parse_tsuid(t: &str, index: usize) -> Result<SubQuery, ParseError> {
         rate_options: None,
         explicit_tags: false,
         rollup_usage: Default::default(),
+        pre_aggregate: false,
     };
     middle(&parts[1..parts.len() - 1], &mut sq)?;
     Ok(sq)

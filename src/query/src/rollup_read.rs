@@ -85,6 +85,57 @@ pub fn plan(rollups: &Rollups, q: &Query, sq: &SubQuery, utc: bool) -> Vec<Rollu
         .collect()
 }
 
+/// Whether a sub-query reads pre-aggregated series, as OpenTSDB 2.4's `TsdbQuery` decides:
+/// when asked (`preAggregate` in JSON, a `pre-agg` part of `m=`), or, with rollups
+/// configured, when a `literal_or` (or `iliteral_or`, or a plain `tag=value`) filter on the
+/// aggregate tag (`rollups.agg_tag_key`, `_aggregate`) has a text other than the raw value
+/// (`rollups.raw_agg_tag_value`, `RAW`), compared as typed: `SUM`, `SUM|MAX` and `raw` all
+/// read pre-aggregates, `RAW` does not.
+pub fn reads_pre_aggregates(rollups: Option<&Rollups>, sq: &SubQuery) -> bool {
+    use crate::filter::FilterType;
+    sq.pre_aggregate
+        || rollups.is_some_and(|r| {
+            sq.tsuids.is_empty()
+                && sq.filters.iter().any(|f| {
+                    matches!(f.kind, FilterType::LiteralOr | FilterType::IliteralOr)
+                        && f.tagk == r.agg_tag_key
+                        && f.expr != r.raw_agg_tag_value
+                })
+        })
+}
+
+/// Whether OpenTSDB 2.4 plans a sub-query's downsample as a rollup query
+/// (`transformDownSamplerToRollupQuery`): rollups allowed and some configured interval, the
+/// default one included, divides the downsample. There it turns a `count` group-by into
+/// `sum`; tsgate does so for pre-aggregates, where each value of a `COUNT` series is a number
+/// of series and the group adds them up, whichever table the read falls back to.
+pub fn rolls_up(rollups: &Rollups, sq: &SubQuery) -> bool {
+    sq.rollup_usage != RollupUsage::Raw
+        && sq.downsample.as_ref().is_some_and(|d| {
+            !d.all
+                && d.interval_ms >= 1000
+                && !rollups.best_matches(d.interval_ms / 1000).is_empty()
+        })
+}
+
+/// The table a sub-query's read scans (`TsdbQuery.tableToBeScanned`): a rollup's temporal
+/// table, or its pre-aggregate table when `pre_aggregate`; without a rollup, the data table,
+/// or the default interval's pre-aggregate table (`tsdb-preagg`, raw cells) when
+/// `pre_aggregate`. None: pre-aggregates asked for with no rollups configured.
+pub fn table_for<'a>(
+    rollups: Option<&'a Rollups>,
+    read: Option<&'a RollupRead>,
+    pre_aggregate: bool,
+    data_table: &'a str,
+) -> Option<&'a str> {
+    match (read, pre_aggregate) {
+        (Some(r), false) => Some(&r.interval.table),
+        (Some(r), true) => Some(&r.interval.preagg_table),
+        (None, false) => Some(data_table),
+        (None, true) => rollups?.default_interval().map(|i| i.preagg_table.as_str()),
+    }
+}
+
 impl RollupRead {
     /// The points of one row (base time `base`) within `[start_ms, end_ms]`, in time order.
     pub fn points(
@@ -95,8 +146,9 @@ impl RollupRead {
         end_ms: u64,
         mut f: impl FnMut(u64, Cell),
     ) {
-        // (index, sum, count) for avg; cells come in qualifier order (aggregator id first).
-        let mut pairs: Vec<(u32, Option<f64>, Option<f64>)> = Vec::new();
+        // Sum and count cells for avg, paired by index below.
+        let mut sums: Vec<(u32, f64)> = Vec::new();
+        let mut counts: Vec<(u32, f64)> = Vec::new();
         let mut plain: Vec<(u32, DataValue)> = Vec::new();
         for c in cells {
             let Some(cell) = decode_cell(c.qualifier, c.value, |_| None) else {
@@ -105,19 +157,9 @@ impl RollupRead {
             let Some(id) = cell.agg_id else { continue };
             match self.mode {
                 Mode::Same(a) | Mode::Count(a) if a == id => plain.push((cell.index, cell.value)),
-                Mode::Avg { sum, count } if id == sum || id == count => {
-                    let at = match pairs.iter().position(|p| p.0 == cell.index) {
-                        Some(at) => at,
-                        None => {
-                            pairs.push((cell.index, None, None));
-                            pairs.len() - 1
-                        }
-                    };
-                    if id == sum {
-                        pairs[at].1 = Some(cell.value.as_f64());
-                    } else {
-                        pairs[at].2 = Some(cell.value.as_f64());
-                    }
+                Mode::Avg { sum, .. } if id == sum => sums.push((cell.index, cell.value.as_f64())),
+                Mode::Avg { count, .. } if id == count => {
+                    counts.push((cell.index, cell.value.as_f64()))
                 }
                 _ => {}
             }
@@ -132,10 +174,29 @@ impl RollupRead {
                 f(ts, Cell::Value(v));
             }
         }
-        pairs.sort_by_key(|p| p.0);
-        for (index, sum, count) in pairs {
-            if let (Some(ts), Some(sum), Some(count)) = (in_range(index), sum, count) {
-                f(ts, Cell::Weighted { sum, count });
+        // Cells come in qualifier order (aggregator id, then index), so both lists are sorted
+        // already (the stable sort is then linear) and a merge pairs them: a year's `1d` row
+        // holds 365 of each, which a search per cell made quadratic. Of two cells of one index
+        // (the binary and the legacy text qualifier) the later one counts.
+        let last_of_each = |v: &mut Vec<(u32, f64)>| {
+            v.sort_by_key(|p| p.0);
+            v.dedup_by(|later, kept| {
+                let same = later.0 == kept.0;
+                if same {
+                    *kept = *later;
+                }
+                same
+            });
+        };
+        last_of_each(&mut sums);
+        last_of_each(&mut counts);
+        let mut counts = counts.into_iter().peekable();
+        for (index, sum) in sums {
+            while counts.next_if(|c| c.0 < index).is_some() {}
+            if let Some(&(i, count)) = counts.peek() {
+                if let (true, Some(ts)) = (i == index, in_range(index)) {
+                    f(ts, Cell::Weighted { sum, count });
+                }
             }
         }
     }
@@ -537,6 +598,189 @@ mod tests {
                     (s.index, dps)
                 })
                 .collect()
+        }
+    }
+
+    impl Fixture {
+        /// Series 0 and 1 get `a` and `b` at each offset (raw, uncompacted); their
+        /// pre-aggregates go in as `/api/rollup` places them (`ingest::rollup::place`): series
+        /// `m{_aggregate=SUM|MIN|MAX|COUNT}` in `tsdb-preagg` (group-by aggregator only) and,
+        /// with `hourly`, the `sum`/`count`/`min`/`max` of each hour of them in
+        /// `tsdb-rollup-preagg-1h` (`1h-<agg>:<group-by agg>`).
+        fn write_preaggs(&self, points: &[(u64, i64, i64)], hourly: bool) {
+            use tsgate_core::ingest::rollup::place;
+            use tsgate_opentsdb::rollup::RollupSpec;
+            use tsgate_opentsdb::{DataPoint, Value};
+            let raw: Vec<(usize, u64, i64)> = points
+                .iter()
+                .flat_map(|&(off, a, b)| [(0, off, a), (1, off, b)])
+                .collect();
+            self.write_raw(&raw);
+            let mut cfg = RollupsConfig {
+                enabled: true,
+                ..Default::default()
+            };
+            cfg.compiled = self.engine.rollups.clone();
+            let uids = &self.engine.uids;
+            let put = |spec: &str, ts: u64, v: i64| {
+                let p = DataPoint {
+                    metric: "m",
+                    timestamp: ts,
+                    value: Value::Int(v),
+                    tags: vec![],
+                };
+                let placed =
+                    place(&cfg, cfg.compiled.as_deref(), &RollupSpec::parse(spec), &p).unwrap();
+                let mut tsuid = uids.get_or_create(UidKind::Metric, "m").unwrap().into_vec();
+                for (k, v) in &placed.tags {
+                    tsuid.extend(uids.get_or_create(UidKind::Tagk, k).unwrap().into_vec());
+                    tsuid.extend(uids.get_or_create(UidKind::Tagv, v).unwrap().into_vec());
+                }
+                let row = KeyLayout::default().row_key(&tsuid, placed.base);
+                let m = RowMutations::put(row, DATA_FAMILY, placed.qualifier, placed.value);
+                self.engine.store.mutate(&placed.table, vec![m]).unwrap();
+            };
+            let group = |a: i64, b: i64| {
+                [
+                    ("sum", a + b),
+                    ("min", a.min(b)),
+                    ("max", a.max(b)),
+                    ("count", 2),
+                ]
+            };
+            let mut hours: std::collections::BTreeMap<(u64, &str), Vec<i64>> = Default::default();
+            for &(off, a, b) in points {
+                for (agg, v) in group(a, b) {
+                    put(agg, DAY + off, v);
+                    hours.entry((off / 3600, agg)).or_default().push(v);
+                }
+            }
+            if !hourly {
+                return;
+            }
+            for ((hour, agg), vs) in hours {
+                let ts = DAY + hour * 3600;
+                put(&format!("1h-sum:{agg}"), ts, vs.iter().sum());
+                put(&format!("1h-count:{agg}"), ts, vs.len() as i64);
+                put(&format!("1h-min:{agg}"), ts, *vs.iter().min().unwrap());
+                put(&format!("1h-max:{agg}"), ts, *vs.iter().max().unwrap());
+            }
+        }
+    }
+
+    fn body(start: u64, end: u64, sub: &str) -> String {
+        format!(r#"{{"start":{start},"end":{end},"queries":[{{"metric":"m",{sub}}}]}}"#)
+    }
+
+    #[test]
+    fn pre_aggregates_are_read_when_opentsdb_reads_them() {
+        use super::reads_pre_aggregates;
+        let f = fixture();
+        let r = f.engine.rollups.as_deref();
+        let m = |m: &str| crate::parse::parse_m(m, 0).unwrap();
+        // A literal filter on _aggregate other than the raw value, as typed.
+        assert!(reads_pre_aggregates(r, &m("sum:m{_aggregate=SUM}")));
+        assert!(reads_pre_aggregates(r, &m("sum:m{_aggregate=SUM|MAX}")));
+        assert!(reads_pre_aggregates(
+            r,
+            &m("sum:m{_aggregate=iliteral_or(raw)}")
+        ));
+        assert!(!reads_pre_aggregates(r, &m("sum:m{_aggregate=RAW}")));
+        assert!(!reads_pre_aggregates(r, &m("sum:m{_aggregate=*}")));
+        assert!(!reads_pre_aggregates(
+            r,
+            &m("sum:m{_aggregate=regexp(SUM)}")
+        ));
+        assert!(!reads_pre_aggregates(r, &m("sum:m{host=SUM}")));
+        // Asked for, with or without rollups; the tag alone only with rollups configured.
+        assert!(reads_pre_aggregates(r, &m("sum:pre-agg:m")));
+        assert!(reads_pre_aggregates(None, &m("sum:PRE-AGG:m")));
+        assert!(!reads_pre_aggregates(None, &m("sum:m{_aggregate=SUM}")));
+
+        f.write_preaggs(&[(10, 4, 6), (20, 1, 9)], false);
+        let dps = |a: i64, b: i64| {
+            vec![(
+                0,
+                vec![((DAY + 10) * 1000, a as f64), ((DAY + 20) * 1000, b as f64)],
+            )]
+        };
+        let (s, e) = (DAY, DAY + 3599);
+        let agg = |a: &str, tag: &str| {
+            format!(
+                r#""aggregator":"{a}","filters":[{{"type":"literal_or","tagk":"_aggregate","filter":"{tag}","groupBy":false}}]"#
+            )
+        };
+        assert_eq!(f.run(&body(s, e, &agg("sum", "SUM"))), dps(10, 10));
+        assert_eq!(f.run(&body(s, e, &agg("max", "MAX"))), dps(6, 9));
+        // The raw data's own group-by, for comparison.
+        assert_eq!(f.run(&body(s, e, r#""aggregator":"max""#)), dps(6, 9));
+        // `RAW` reads the data table, where no series carries the tag (a known name, else the
+        // filter is refused before any read).
+        f.engine.uids.get_or_create(UidKind::Tagv, "RAW").unwrap();
+        assert_eq!(f.run(&body(s, e, &agg("sum", "RAW"))), vec![]);
+        // preAggregate alone: every pre-aggregated series.
+        let all = f.run(&body(s, e, r#""aggregator":"none","preAggregate":true"#));
+        assert_eq!(all.len(), 4, "{all:?}");
+        // And without rollups configured, a request for them is refused.
+        let g = &f.engine;
+        let plain = QueryEngine {
+            store: g.store.clone(),
+            uids: g.uids.clone(),
+            layout: g.layout,
+            table: g.table.clone(),
+            allow_delete: false,
+            limits: Default::default(),
+            rows: None,
+            rollups: None,
+        };
+        let q = crate::parse::from_json(
+            body(s, e, r#""aggregator":"sum","preAggregate":true"#).as_bytes(),
+            0,
+        )
+        .unwrap();
+        assert!(matches!(
+            plain.run(&q),
+            Err(crate::QueryError::BadRequest(_))
+        ));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(8))]
+        /// A pre-aggregated series read instead of its raw group-by gives the raw group-by's
+        /// answer where equal by construction: raw points at shared timestamps, `sum`, `min`,
+        /// `max` group-bys against `_aggregate=SUM|MIN|MAX`, `count` against the `COUNT`
+        /// series summed; downsampled, from the pre-aggregate rollup table (and, for `1d`,
+        /// which has none, the raw pre-aggregates on `ROLLUP_FALLBACK_RAW`).
+        #[test]
+        fn pre_aggregate_answers_equal_the_raw_group_by(
+            points in prop::collection::btree_map(0u64..2 * 86_400, (-1000i64..1000, -1000i64..1000), 1..80),
+            queries in prop::collection::vec((0usize..4, 0usize..4, 0u64..3, 1u64..4), 1..6),
+        ) {
+            let f = fixture();
+            let points: Vec<(u64, i64, i64)> = points.into_iter().map(|(o, (a, b))| (o, a, b)).collect();
+            f.write_preaggs(&points, true);
+            let tag = |g: &str| format!(r#""filters":[{{"type":"literal_or","tagk":"_aggregate","filter":"{g}","groupBy":false}}]"#);
+            for &(iv, agg, k, n) in &queries {
+                let iv_s = [3600u64, 7200, 21_600, 86_400][iv];
+                let (start, end) = (DAY + k * iv_s, DAY + (k + n) * iv_s - 1);
+                // (raw group-by, raw downsample, pre-aggregate series, its group-by)
+                let (g, d, series, pg) = [("sum", "sum", "SUM", "sum"), ("min", "min", "MIN", "min"), ("max", "max", "MAX", "max"), ("sum", "count", "COUNT", "count")][agg];
+                let pd = if d == "count" { "sum" } else { d };
+                // Undownsampled: the raw pre-aggregates (a `count` group-by of the COUNT series
+                // counts one series, so the raw `count` pairs with its `sum`).
+                let raw = f.run(&body(start, end, &format!(r#""aggregator":"{}""#, if d == "count" { "count" } else { g }))) ;
+                let pre = f.run(&body(start, end, &format!(r#""aggregator":"{}",{}"#, if d == "count" { "sum" } else { pg }, tag(series))));
+                prop_assert!(same(&raw, &pre), "raw {raw:?}\npre {pre:?}");
+                // Downsampled: from the 1h pre-aggregate rollups (1d has none: fall back).
+                let raw = f.run(&body(start, end, &format!(r#""aggregator":"{g}","downsample":"{iv_s}s-{d}","rollupUsage":"ROLLUP_RAW""#)));
+                // The 1h pre-aggregate table alone answers below a day; a day reads the 1d
+                // one (empty), then the 1h one or the raw pre-aggregates.
+                let first = if iv_s < 86_400 { "ROLLUP_NOFALLBACK" } else { "ROLLUP_FALLBACK" };
+                for usage in [first, "ROLLUP_FALLBACK_RAW"] {
+                    let pre = f.run(&body(start, end, &format!(r#""aggregator":"{pg}","downsample":"{iv_s}s-{pd}","rollupUsage":"{usage}",{}"#, tag(series))));
+                    prop_assert!(same(&raw, &pre), "{iv_s}s-{d} {series} {usage} [{start}, {end}]\nraw {raw:?}\npre {pre:?}");
+                }
+            }
         }
     }
 

@@ -120,6 +120,9 @@ pub struct SubQuery {
     pub explicit_tags: bool,
     /// Whether a downsample may read a rollup table (`[rollups]`).
     pub rollup_usage: RollupUsage,
+    /// Read the pre-aggregate tables (`preAggregate` / `pre-agg`; see
+    /// [`crate::rollup_read::reads_pre_aggregates`]).
+    pub pre_aggregate: bool,
 }
 
 #[derive(Debug, Clone, Default)]

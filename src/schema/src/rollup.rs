@@ -305,6 +305,10 @@ pub struct Rollups {
     pub intervals: Vec<RollupInterval>,
     /// Lower-case aggregator name → id (0..=127).
     pub agg_ids: Vec<(String, u8)>,
+    /// `tsd.rollups.agg_tag_key`: the tag a pre-aggregated series carries (`_aggregate`).
+    pub agg_tag_key: String,
+    /// `tsd.rollups.raw_agg_tag_value`: that tag's value on raw data (`RAW`).
+    pub raw_agg_tag_value: String,
 }
 
 impl Rollups {
@@ -359,6 +363,8 @@ impl Rollups {
         Ok(Rollups {
             intervals,
             agg_ids: ids,
+            agg_tag_key: AGG_TAG_KEY.into(),
+            raw_agg_tag_value: "RAW".into(),
         })
     }
 

@@ -190,13 +190,15 @@ impl RollupsConfig {
                 i.default_interval,
             )?);
         }
-        let r = Rollups::new(intervals, doc.aggregation_ids.into_iter().collect())?;
+        let mut r = Rollups::new(intervals, doc.aggregation_ids.into_iter().collect())?;
         if r.default_interval().is_none() {
             return Err(RollupConfigError::NoDefaultInterval);
         }
         if self.agg_tag_key.is_empty() {
             return Err(RollupConfigError::EmptyAggTagKey);
         }
+        r.agg_tag_key = self.agg_tag_key.clone();
+        r.raw_agg_tag_value = self.raw_agg_tag_value.clone();
         for (name, text) in &self.retention {
             if !r
                 .intervals

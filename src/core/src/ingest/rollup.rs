@@ -90,6 +90,14 @@ pub fn place(
         let t: Vec<String> = tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
         format!("{{{}}}", t.join(", "))
     };
+    // A group-by aggregator given empty still makes a group-by point (OpenTSDB tests
+    // `!= null`), one without its function.
+    if spec.groupby.as_deref() == Some("") {
+        return Err(invalid(format!(
+            "Cannot write a group by data point without specifying the aggregation function. Metric={metric} tags={}",
+            tags_text(&tags)
+        )));
+    }
     if is_ms(p.timestamp) {
         return Err(invalid(format!(
             "bad timestamp={} when trying to add value={} to metric={metric}, tags={}",
@@ -328,6 +336,8 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(x.to_string(), "No rollup or aggregations were configured");
+        let x = e("1h-sum:", point(1356998400, Value::Int(1)));
+        assert_eq!(x.to_string(), "Cannot write a group by data point without specifying the aggregation function. Metric=sys.cpu.user tags={host=web01}");
         let mut p = point(1356998400, Value::Int(1));
         p.tags.push(("_aggregate", "MIN"));
         let x = e("1h-sum:max", p);

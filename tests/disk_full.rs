@@ -197,7 +197,10 @@ fn a_full_disk_refuses_writes_heals_by_itself_and_loses_nothing() {
     // min_free_mb = 0: nothing refuses early, so the engine's own writes meet ENOSPC.
     std::fs::write(
         &cfg,
-        "[storage]\nmin_free_mb = 0\n[write]\nflush_interval_ms = 100\n",
+        // The answer bound is raised: encoded columns take ~1.6 bytes a point, so the small disk
+        // holds more points than one answer may carry by default.
+        "[storage]\nmin_free_mb = 0\n[write]\nflush_interval_ms = 100\n\
+         [query]\nmax_answer_bytes = 4294967296\n",
     )
     .unwrap();
     let data = fs.dir.join("data");

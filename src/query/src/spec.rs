@@ -121,7 +121,7 @@ pub struct SubQuery {
     /// Whether a downsample may read a rollup table (`[rollups]`).
     pub rollup_usage: RollupUsage,
     /// Read the pre-aggregate tables (`preAggregate` / `pre-agg`; see
-    /// [`crate::rollup_read::reads_pre_aggregates`]).
+    /// `reads_pre_aggregates` in the rollup read).
     pub pre_aggregate: bool,
 }
 

@@ -197,10 +197,30 @@ def metrics(port):
     for line in body.decode().splitlines():
         if line.startswith("#"):
             continue
+        hb = re.match(r'([a-z_]+)_bucket\{[^}]*le="([^"]+)"[^}]*\} ([0-9.eE+-]+)$', line)
+        if hb:
+            key = (hb.group(1), float(hb.group(2)))
+            m[key] = m.get(key, 0) + float(hb.group(3))
+            continue
         mt = re.match(r"([a-z_]+)(\{[^}]*\})? ([0-9.eE+-]+)$", line)
         if mt:
             m[mt.group(1)] = m.get(mt.group(1), 0) + float(mt.group(3))
     return m
+
+
+def hist_max(prev, cur, name):
+    """The smallest bucket bound holding every observation of `name` made between two
+    /metrics samples: the minute's longest one lies at or under it ("-" if none)."""
+    bounds = sorted(k[1] for k in cur if isinstance(k, tuple) and k[0] == name)
+    if not bounds:
+        return "-"
+    total = cur[(name, bounds[-1])] - prev.get((name, bounds[-1]), 0)
+    if total <= 0:
+        return "-"
+    for le in bounds:
+        if cur[(name, le)] - prev.get((name, le), 0) >= total:
+            return f"<={le:g}"
+    return "-"
 
 
 def rss_mib(pid):
@@ -240,6 +260,10 @@ def main():
     ap.add_argument("--keep", help="data directory to use and keep")
     args = ap.parse_args()
 
+    if args.keep and os.path.exists(args.keep):
+        # A server still stopping in a deleted directory of that name writes its files into
+        # the new one by path (seen: its journal rotation broke the next run's engine).
+        sys.exit(f"--keep {args.keep} exists: give a new directory")
     d = args.keep or tempfile.mkdtemp(prefix="soak-")
     os.makedirs(d, exist_ok=True)
     http_port, graphite_port = 14300 + os.getpid() % 500, 14900 + os.getpid() % 500
@@ -290,13 +314,15 @@ def main():
     for q in qs:
         q.start()
 
-    cols = ("min", "data time", "sent/s", "stored/s", "max write s", "max query s", "RSS MiB",
-            "disk MiB", "B/point", "queued", "flushing", "compact rows", "backlog", "errors")
+    cols = ("min", "data time", "sent/s", "stored/s", "max write s", "by", "max query s",
+            "RSS MiB", "disk MiB", "B/point", "queued", "flushing", "compact rows", "backlog",
+            "fsync s", "flush s", "errors")
     print(" | ".join(cols), flush=True)
     totals = {"sent": 0, "errors": 0}
     minute_end = wall0 + 60
-    cur = {"sent": 0, "worst": 0.0, "errors": 0}
-    prev_stored = metrics(http_port).get("tsgate_points_stored_total", 0)
+    cur = {"sent": 0, "worst": 0.0, "by": "-", "errors": 0}
+    prev_m = metrics(http_port)
+    prev_stored = prev_m.get("tsgate_points_stored_total", 0)
     peak_rss = 0
     deadline = wall0 + args.minutes * 60
     rows = []
@@ -304,7 +330,8 @@ def main():
         try:
             proto, sent, worst, errors = out.get(timeout=1)
             cur["sent"] += sent
-            cur["worst"] = max(cur["worst"], worst)
+            if worst > cur["worst"]:
+                cur["worst"], cur["by"] = worst, proto
             cur["errors"] += errors
         except Exception:
             pass
@@ -322,7 +349,8 @@ def main():
                 qstats[k] = 0
         dt = time.strftime("%H:%M", time.gmtime(clock.data_ms() / 1000))
         row = (f"{(now - wall0) / 60:.0f}", dt, f"{cur['sent'] / 60:.0f}",
-               f"{(stored - prev_stored) / 60:.0f}", f"{cur['worst']:.2f}", f"{qmax:.2f}",
+               f"{(stored - prev_stored) / 60:.0f}", f"{cur['worst']:.2f}", cur["by"],
+               f"{qmax:.2f}",
                f"{rss_mib(srv.pid):.0f}", f"{disk / 2**20:.0f}",
                f"{disk / stored:.1f}" if stored else "-",
                f"{m.get('tsgate_write_queued_batches', 0):.0f}",
@@ -330,13 +358,17 @@ def main():
                f"{m.get('tsgate_compaction_queue_rows', 0):.0f}",
                f"{m['tsgate_compaction_backlog_rows']:.0f}"
                if "tsgate_compaction_backlog_rows" in m else "-",
+               hist_max(prev_m, m, "tsgate_wal_fsync_duration_seconds"),
+               hist_max(prev_m, m, "tsgate_flush_duration_seconds"),
                f"{cur['errors'] + qerr}")
         rows.append(row)
         print(" | ".join(row), flush=True)
         totals["sent"] += cur["sent"]
         totals["errors"] += cur["errors"]
         prev_stored = stored
-        cur = {"sent": 0, "worst": 0.0, "errors": 0}
+        if m:
+            prev_m = m
+        cur = {"sent": 0, "worst": 0.0, "by": "-", "errors": 0}
         minute_end += 60
         if now >= deadline:
             break

@@ -176,10 +176,13 @@ def query_loop(name, port, clock, stop, stats):
                     f"&until={end // 1000}&format=json")
         t0 = time.time()
         try:
-            status, _ = get(port, path)
+            status, body = get(port, path)
             ok = status == 200
-        except Exception:
+            if not ok:
+                sys.stderr.write(f"query {name}: {status} {body[:200]!r}\n")
+        except Exception as e:
             ok = False
+            sys.stderr.write(f"query {name}: {e}\n")
         d = time.time() - t0
         with stats["lock"]:
             stats[name] = max(stats.get(name, 0.0), d)

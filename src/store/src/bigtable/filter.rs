@@ -49,6 +49,22 @@ pub fn re2_row_filter(byte_regex: &str) -> Option<String> {
     Some(out)
 }
 
+/// The RE2 pattern of `column_qualifier_regex_filter` that passes a qualifier starting with one
+/// of `prefixes` (the service matches it against the whole qualifier's raw bytes).
+pub fn qualifier_prefixes(prefixes: &[Vec<u8>]) -> String {
+    let mut out = String::from("(?s)(?:");
+    for (i, p) in prefixes.iter().enumerate() {
+        if i > 0 {
+            out.push('|');
+        }
+        for &b in p {
+            hex_escape(b, &mut out);
+        }
+    }
+    out.push_str(").*");
+    out
+}
+
 /// An RE2 pattern matching exactly the name `s` (a family), anchored at both ends.
 pub fn exact(s: &[u8]) -> String {
     let mut out = String::from(r"\A(?:");

@@ -100,7 +100,7 @@ pub mod value_range {
 
 #[derive(Clone, PartialEq, Message)]
 pub struct RowFilter {
-    #[prost(oneof = "row_filter::Filter", tags = "1, 4, 5, 7, 8, 12, 15, 17, 18")]
+    #[prost(oneof = "row_filter::Filter", tags = "1, 4, 5, 6, 7, 8, 12, 15, 17, 18")]
     pub filter: Option<row_filter::Filter>,
 }
 
@@ -119,6 +119,8 @@ pub mod row_filter {
         RowKeyRegex(Vec<u8>),
         #[prost(string, tag = "5")]
         FamilyNameRegex(String),
+        #[prost(bytes, tag = "6")]
+        ColumnQualifierRegex(Vec<u8>),
         #[prost(message, tag = "7")]
         ColumnRange(super::ColumnRange),
         #[prost(message, tag = "8")]

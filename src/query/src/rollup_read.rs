@@ -370,52 +370,53 @@ impl crate::QueryEngine {
                 // Rows lent, not copied: the visitor cannot return a query error, so one is
                 // kept here and ends the scan.
                 let mut failed: Option<crate::QueryError> = None;
-                let mut row_body = |key: &[u8], cells: &[CellRef]| -> Result<(), crate::QueryError> {
-                    let Ok(rk) = self.layout.parse(key) else {
-                        return Ok(());
-                    };
-                    let tsuid = rk.tsuid();
-                    let at = match seen.get(&tsuid) {
-                        Some(at) => *at,
-                        None => {
-                            let mut tags = Vec::new();
-                            for (k, v) in rk.tag_pairs() {
-                                tags.push((
-                                    self.uids.get_name(UidKind::Tagk, k)?.into(),
-                                    self.uids.get_name(UidKind::Tagv, v)?.into(),
-                                ));
+                let mut row_body =
+                    |key: &[u8], cells: &[CellRef]| -> Result<(), crate::QueryError> {
+                        let Ok(rk) = self.layout.parse(key) else {
+                            return Ok(());
+                        };
+                        let tsuid = rk.tsuid();
+                        let at = match seen.get(&tsuid) {
+                            Some(at) => *at,
+                            None => {
+                                let mut tags = Vec::new();
+                                for (k, v) in rk.tag_pairs() {
+                                    tags.push((
+                                        self.uids.get_name(UidKind::Tagk, k)?.into(),
+                                        self.uids.get_name(UidKind::Tagv, v)?.into(),
+                                    ));
+                                }
+                                let at = keep(&id.name, &tags).then(|| {
+                                    found.push((
+                                        tsuid.clone(),
+                                        crate::select::StoredSelected {
+                                            metric: id.name.clone(),
+                                            tags,
+                                            points: Vec::new(),
+                                        },
+                                    ));
+                                    found.len() - 1
+                                });
+                                seen.insert(tsuid, at);
+                                at
                             }
-                            let at = keep(&id.name, &tags).then(|| {
-                                found.push((
-                                    tsuid.clone(),
-                                    crate::select::StoredSelected {
-                                        metric: id.name.clone(),
-                                        tags,
-                                        points: Vec::new(),
-                                    },
-                                ));
-                                found.len() - 1
-                            });
-                            seen.insert(tsuid, at);
-                            at
-                        }
+                        };
+                        let Some(at) = at else { return Ok(()) };
+                        let points = &mut found[at].1.points;
+                        read.points(rk.base, cells, start_ms, end_ms, |ts, c| {
+                            let v = match c {
+                                Cell::Value(v) => v.as_f64(),
+                                Cell::Weighted { count: 0.0, .. } => return,
+                                Cell::Weighted { sum, count } => sum / count,
+                            };
+                            let t = match stamp {
+                                Stamp::StartSeconds => (ts / 1000) as i64,
+                                Stamp::LastMs => (ts + step_ms - 1) as i64,
+                            };
+                            points.push((t, v));
+                        });
+                        Ok(())
                     };
-                    let Some(at) = at else { return Ok(()) };
-                    let points = &mut found[at].1.points;
-                    read.points(rk.base, cells, start_ms, end_ms, |ts, c| {
-                        let v = match c {
-                            Cell::Value(v) => v.as_f64(),
-                            Cell::Weighted { count: 0.0, .. } => return,
-                            Cell::Weighted { sum, count } => sum / count,
-                        };
-                        let t = match stamp {
-                            Stamp::StartSeconds => (ts / 1000) as i64,
-                            Stamp::LastMs => (ts + step_ms - 1) as i64,
-                        };
-                        points.push((t, v));
-                    });
-                    Ok(())
-                };
                 self.store.scan_rows(
                     &iv.table,
                     &scan,

@@ -933,7 +933,7 @@ struct QualifierSeek {
     /// The scan's prefixes, for the exact check.
     exact: Vec<Vec<u8>>,
     cut: Vec<Vec<u8>>,
-    /// Whether some prefix is longer than the cut, so a cut qualifier needs the exact check.
+    /// Whether some prefix is longer than the cut, so a passing key needs the exact check.
     long: bool,
 }
 
@@ -991,7 +991,16 @@ impl QualifierSeek {
         // may start with.
         let at = self.cut.partition_point(|p| p.as_slice() <= in_key);
         if at > 0 && in_key.starts_with(&self.cut[at - 1]) {
-            if cut_key && self.long && !whole() {
+            // A prefix longer than the cut was checked on its first bytes only: the whole
+            // qualifier is in the key, or (cut) in the value.
+            let exact = || {
+                if cut_key {
+                    whole()
+                } else {
+                    super::qualifier_passes(&self.exact, in_key)
+                }
+            };
+            if self.long && !exact() {
                 return CellVerdict::Miss;
             }
             return CellVerdict::Pass;

@@ -166,7 +166,8 @@ pub fn qualifier_passes(prefixes: &[Vec<u8>], qualifier: &[u8]) -> bool {
 /// not returned): the client-side check of a backend whose server may not filter exactly.
 pub fn keep_qualifiers(prefixes: &[Vec<u8>], row: &mut Row) -> bool {
     if !prefixes.is_empty() {
-        row.cells.retain(|c| qualifier_passes(prefixes, &c.qualifier));
+        row.cells
+            .retain(|c| qualifier_passes(prefixes, &c.qualifier));
     }
     !row.cells.is_empty()
 }

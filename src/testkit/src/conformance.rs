@@ -813,18 +813,24 @@ pub fn qualifier_prefix_scans(store: &SharedStore) {
                 value: v,
             })
         };
-        // Rows 3, 7 and 11 hold only aggregator 3's cells.
+        // Rows 3, 7 and 11 hold only aggregator 3's cells (and none of family name's 000000).
         let aggs: &[u8] = if a % 4 == 3 { &[3] } else { &[0, 1, 2, 3] };
         for &g in aggs {
             for i in 0..20u8 {
-                cell(b"id", vec![g, i >> 4, ((i & 0x0F) << 4) | (a & 1)], vec![a, g, i]);
+                cell(
+                    b"id",
+                    vec![g, i >> 4, ((i & 0x0F) << 4) | (a & 1)],
+                    vec![a, g, i],
+                );
             }
         }
         cell(b"id", vec![b'\''], vec![a]);
         cell(b"id", vec![0xFF, 0], vec![a]);
         cell(b"id", long(1), vec![a, 1]);
         cell(b"id", long(2), vec![a, 2]);
-        cell(b"name", vec![0, 0, 0], vec![a]);
+        if a % 4 != 3 {
+            cell(b"name", vec![0, 0, 0], vec![a]);
+        }
         cell(b"name", vec![2, 0, 0], vec![a]);
         batch.push(RowMutations {
             row: vec![b'p', a],
@@ -883,21 +889,23 @@ pub fn qualifier_prefix_scans(store: &SharedStore) {
     // Concrete counts, so that the comparison above cannot pass on two empty answers.
     let got = rows(&with(&[&[0], &[1]], &base));
     assert_eq!(got.len(), 9, "rows 3, 7 and 11 have no sum or count cell");
-    assert!(got.iter().all(|r| r.cells.len() == 41), "20 + 20 + name's 000000");
+    assert!(
+        got.iter().all(|r| r.cells.len() == 41),
+        "20 + 20 + name's 000000"
+    );
     assert_eq!(rows(&with(&[&[3]], &base)).len(), 12);
     assert!(rows(&with(&[&[7]], &base)).is_empty());
     let long_one = rows(&with(&[&long(2)[..35]], &base));
-    assert!(long_one.iter().all(|r| r.cells.len() == 1 && r.cells[0].qualifier == long(2)));
+    assert!(long_one
+        .iter()
+        .all(|r| r.cells.len() == 1 && r.cells[0].qualifier == long(2)));
     assert_eq!(long_one.len(), 12);
     // With a row regex (odd rows), bounds, a family and a limit.
     let odd = Scan {
         row_regex: Some("^p[\\x01\\x03\\x05\\x07\\x09\\x0B]$".into()),
         ..base.clone()
     };
-    assert_eq!(
-        rows(&with(&[&[1]], &odd)),
-        expect(&[&[1]], &rows(&odd)),
-    );
+    assert_eq!(rows(&with(&[&[1]], &odd)), expect(&[&[1]], &rows(&odd)),);
     assert_eq!(rows(&with(&[&[1]], &odd)).len(), 3, "p01, p05, p09");
     let bounded = Scan {
         start: vec![b'p', 2],

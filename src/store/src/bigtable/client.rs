@@ -379,9 +379,24 @@ fn read_filter(families: &[&[u8]], row_re2: Option<String>, prefixes: &[Vec<u8>]
         let alts: Vec<String> = families.iter().map(|f| filter::exact(f)).collect();
         f.push(RowFilter::of(Filter::FamilyNameRegex(alts.join("|"))));
     }
-    if !prefixes.is_empty() {
-        let re = filter::qualifier_prefixes(prefixes);
-        f.push(RowFilter::of(Filter::ColumnQualifierRegex(re.into_bytes())));
+    // Column ranges name a family: without families the client alone filters qualifiers.
+    if !prefixes.is_empty() && !families.is_empty() {
+        let ranges = filter::qualifier_ranges(prefixes);
+        let mut each = Vec::new();
+        for fam in families {
+            for (start, end) in &ranges {
+                each.push(RowFilter::of(Filter::ColumnRange(proto::ColumnRange {
+                    family_name: family_name(fam),
+                    start: Some(proto::column_range::Start::Closed(start.clone())),
+                    end: end.clone().map(proto::column_range::End::Open),
+                })));
+            }
+        }
+        // The service refuses an interleave of fewer than two.
+        f.push(match each.len() {
+            1 => each.pop().unwrap_or_default(),
+            _ => RowFilter::of(Filter::Interleave(proto::Interleave { filters: each })),
+        });
     }
     f.push(RowFilter::of(Filter::CellsPerColumnLimit(1)));
     RowFilter::chain(f)

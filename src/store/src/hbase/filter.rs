@@ -150,7 +150,11 @@ impl Parser<'_> {
         while self.eat(b"OR ") {
             terms.push(self.and()?);
         }
-        Some(if terms.len() == 1 { terms.pop()? } else { Expr::Or(terms) })
+        Some(if terms.len() == 1 {
+            terms.pop()?
+        } else {
+            Expr::Or(terms)
+        })
     }
 
     fn and(&mut self) -> Option<Expr> {
@@ -158,7 +162,11 @@ impl Parser<'_> {
         while self.eat(b"AND ") {
             terms.push(self.primary()?);
         }
-        Some(if terms.len() == 1 { terms.pop()? } else { Expr::And(terms) })
+        Some(if terms.len() == 1 {
+            terms.pop()?
+        } else {
+            Expr::And(terms)
+        })
     }
 
     fn primary(&mut self) -> Option<Expr> {
@@ -184,7 +192,9 @@ impl Parser<'_> {
             let re = arg.strip_prefix(b"regexstring:")?;
             Some(Expr::Row(String::from_utf8(re.to_vec()).ok()?))
         } else {
-            Some(Expr::QualifierPrefix(arg.strip_prefix(b"binaryprefix:")?.to_vec()))
+            Some(Expr::QualifierPrefix(
+                arg.strip_prefix(b"binaryprefix:")?.to_vec(),
+            ))
         }
     }
 
@@ -328,7 +338,10 @@ mod tests {
         assert_eq!(parse_filter(&q).unwrap().qualifier_prefixes, prefixes);
         assert_eq!(scan_filter(None, &[]), None);
         // A row filter ORed with a qualifier filter is not a shape tsgate sends.
-        assert!(parse_filter(b"RowFilter(=, 'regexstring:a') OR QualifierFilter(=, 'binaryprefix:b')").is_err());
+        assert!(parse_filter(
+            b"RowFilter(=, 'regexstring:a') OR QualifierFilter(=, 'binaryprefix:b')"
+        )
+        .is_err());
     }
 
     #[test]

@@ -47,7 +47,8 @@ impl OpenScanner {
                 continue;
             }
             let mut cells = self.selection.filter(row.cells);
-            cells.retain(|c| tsgate_store::qualifier_passes(&self.qualifier_prefixes, &c.qualifier));
+            cells
+                .retain(|c| tsgate_store::qualifier_passes(&self.qualifier_prefixes, &c.qualifier));
             if !cells.is_empty() {
                 self.pending = Some((row.key, cells.into()));
             }

@@ -94,6 +94,7 @@ macro_rules! store_suite {
             #[test] fn timestamped_mutations() { let (_g, s) = super::$backend(); conformance::timestamped_mutations(&s); }
             #[test] fn multi_get() { let (_g, s) = super::$backend(); conformance::multi_get(&s); }
             #[test] fn seeking_scans() { let (_g, s) = super::$backend(); conformance::seeking_scans(&s); }
+            #[test] fn qualifier_prefix_scans() { let (_g, s) = super::$backend(); conformance::qualifier_prefix_scans(&s); }
             #[test] fn long_qualifiers() { let (_g, s) = super::$backend(); conformance::long_qualifiers(&s); }
             #[test] fn compacted_columns() { let (_g, s) = super::$backend(); conformance::compacted_columns(&s); }
             #[test] fn uid_assignment_is_unique_across_nodes() { let (_g, s) = super::$backend(); super::uids_across_nodes(s); }
@@ -118,6 +119,7 @@ macro_rules! optional_store_suite {
             #[test] fn timestamped_mutations() { let Some((_g, s)) = store() else { return }; conformance::timestamped_mutations(&s); }
             #[test] fn multi_get() { let Some((_g, s)) = store() else { return }; conformance::multi_get(&s); }
             #[test] fn seeking_scans() { let Some((_g, s)) = store() else { return }; conformance::seeking_scans(&s); }
+            #[test] fn qualifier_prefix_scans() { let Some((_g, s)) = store() else { return }; conformance::qualifier_prefix_scans(&s); }
             #[test] fn long_qualifiers() { let Some((_g, s)) = store() else { return }; conformance::long_qualifiers(&s); }
             #[test] fn compacted_columns() { let Some((_g, s)) = store() else { return }; conformance::compacted_columns(&s); }
             #[test] fn uid_assignment_is_unique_across_nodes() { let Some((_g, s)) = store() else { return }; super::uids_across_nodes(s); }

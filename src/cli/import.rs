@@ -132,8 +132,22 @@ pub fn run(args: &ImportArgs) -> anyhow::Result<i32> {
             wal_lock,
         } = node;
         state.ingest.writer.close();
+        let store = state.query.store.clone();
         drop(state);
-        tokio::task::spawn_blocking(move || threads.join()).await?;
+        tokio::task::spawn_blocking(move || {
+            threads.join();
+            // As a server does at shutdown: the store left in its compact form. The cells the
+            // import rewrote (partial columns compacted, each closed hour's rollup cells and
+            // its day's recomputed) would otherwise stay as versions and tombstones that every
+            // read steps over until the engine's own compaction reached them (the larger part of
+            // a rollup read's time: compat/bench/README.md, Rollups).
+            if store.refusing_writes().is_none() {
+                if let Err(e) = store.close() {
+                    tracing::warn!(error = %e, "closing the store after the import failed (the next start recovers it)");
+                }
+            }
+        })
+        .await?;
         drop(wal_lock);
         res
     })?;

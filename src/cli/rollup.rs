@@ -71,7 +71,11 @@ pub fn run(args: &RollupArgs) -> anyhow::Result<i32> {
     );
     let done = backfill(&store, &cfg, &build, start_ms / 1000, end_ms / 1000, &bar)?;
     bar.finish_and_clear();
-    store.flush()?;
+    // Closed, not only flushed: every `1d` cell was recomputed from its day's `1h` cells once
+    // per batch of rows, and its older versions (and the deletes of cells whose width changed)
+    // would stay in the engine, stepped over by every read, until its own compaction reached
+    // them; closing rewrites the tables into one sorted run (as a server's shutdown does).
+    store.close()?;
     println!(
         "rollups built: metrics={} rows={} points={}",
         done.metrics, done.rows, done.points

@@ -417,6 +417,10 @@ impl QueryEngine {
                 stop: self.layout.metric_start(&salt, &metric_uid, last as u32),
                 families: vec![tsgate_schema::DATA_FAMILY.to_vec()],
                 row_regex: row_filter.regex.clone(),
+                // A rollup row holds every aggregator's cells: only the wanted ones are read.
+                qualifier_prefixes: rollup
+                    .map(rollup_read::RollupRead::qualifier_prefixes)
+                    .unwrap_or_default(),
                 limit: None,
                 seek: row_filter.seek.clone(),
             };

@@ -136,7 +136,28 @@ pub fn table_for<'a>(
     }
 }
 
+impl Mode {
+    /// The aggregator ids whose cells make the points.
+    pub fn agg_ids(self) -> Vec<u8> {
+        match self {
+            Mode::Same(a) | Mode::Count(a) => vec![a],
+            Mode::Avg { sum, count } => vec![sum, count],
+        }
+    }
+}
+
 impl RollupRead {
+    /// The qualifier prefixes of the cells [`RollupRead::points`] reads ([`Scan`]'s
+    /// `qualifier_prefixes`): each aggregator's id byte, as OpenTSDB 2.4's rollup scans filter
+    /// on it (`QualifierFilter` with a `BinaryPrefixComparator`). A year's `1d` row holds every
+    /// aggregator's 365 cells; a store then reads only those of the one or two wanted. (Cells of
+    /// the legacy text form, `sum:` and the offset, are not read: `points` skips them.)
+    ///
+    /// [`Scan`]: tsgate_store::Scan
+    pub fn qualifier_prefixes(&self) -> Vec<Vec<u8>> {
+        self.mode.agg_ids().into_iter().map(|id| vec![id]).collect()
+    }
+
     /// The points of one row (base time `base`) within `[start_ms, end_ms]`, in time order.
     pub fn points(
         &self,
@@ -342,53 +363,67 @@ impl crate::QueryEngine {
             let mut seen: HashMap<Vec<u8>, Option<usize>> = HashMap::new();
             let mut found: Vec<(Vec<u8>, crate::select::StoredSelected)> = Vec::new();
             for salt in self.layout.salt_prefixes() {
-                let scan = self.metric_scan(&salt, &id.uid, first, last, row_filter);
-                for row in self.store.scan(&iv.table, &scan)? {
-                    let row = row?;
-                    let Ok(rk) = self.layout.parse(&row.key) else {
-                        continue;
-                    };
-                    let tsuid = rk.tsuid();
-                    let at = match seen.get(&tsuid) {
-                        Some(at) => *at,
-                        None => {
-                            let mut tags = Vec::new();
-                            for (k, v) in rk.tag_pairs() {
-                                tags.push((
-                                    self.uids.get_name(UidKind::Tagk, k)?.into(),
-                                    self.uids.get_name(UidKind::Tagv, v)?.into(),
-                                ));
+                let scan = tsgate_store::Scan {
+                    qualifier_prefixes: read.qualifier_prefixes(),
+                    ..self.metric_scan(&salt, &id.uid, first, last, row_filter)
+                };
+                // Rows lent, not copied: the visitor cannot return a query error, so one is
+                // kept here and ends the scan.
+                let mut failed: Option<crate::QueryError> = None;
+                let mut row_body =
+                    |key: &[u8], cells: &[CellRef]| -> Result<(), crate::QueryError> {
+                        let Ok(rk) = self.layout.parse(key) else {
+                            return Ok(());
+                        };
+                        let tsuid = rk.tsuid();
+                        let at = match seen.get(&tsuid) {
+                            Some(at) => *at,
+                            None => {
+                                let mut tags = Vec::new();
+                                for (k, v) in rk.tag_pairs() {
+                                    tags.push((
+                                        self.uids.get_name(UidKind::Tagk, k)?.into(),
+                                        self.uids.get_name(UidKind::Tagv, v)?.into(),
+                                    ));
+                                }
+                                let at = keep(&id.name, &tags).then(|| {
+                                    found.push((
+                                        tsuid.clone(),
+                                        crate::select::StoredSelected {
+                                            metric: id.name.clone(),
+                                            tags,
+                                            points: Vec::new(),
+                                        },
+                                    ));
+                                    found.len() - 1
+                                });
+                                seen.insert(tsuid, at);
+                                at
                             }
-                            let at = keep(&id.name, &tags).then(|| {
-                                found.push((
-                                    tsuid.clone(),
-                                    crate::select::StoredSelected {
-                                        metric: id.name.clone(),
-                                        tags,
-                                        points: Vec::new(),
-                                    },
-                                ));
-                                found.len() - 1
-                            });
-                            seen.insert(tsuid, at);
-                            at
-                        }
+                        };
+                        let Some(at) = at else { return Ok(()) };
+                        let points = &mut found[at].1.points;
+                        read.points(rk.base, cells, start_ms, end_ms, |ts, c| {
+                            let v = match c {
+                                Cell::Value(v) => v.as_f64(),
+                                Cell::Weighted { count: 0.0, .. } => return,
+                                Cell::Weighted { sum, count } => sum / count,
+                            };
+                            let t = match stamp {
+                                Stamp::StartSeconds => (ts / 1000) as i64,
+                                Stamp::LastMs => (ts + step_ms - 1) as i64,
+                            };
+                            points.push((t, v));
+                        });
+                        Ok(())
                     };
-                    let Some(at) = at else { continue };
-                    let cells: Vec<CellRef> = row.cells.iter().map(CellRef::from).collect();
-                    let points = &mut found[at].1.points;
-                    read.points(rk.base, &cells, start_ms, end_ms, |ts, c| {
-                        let v = match c {
-                            Cell::Value(v) => v.as_f64(),
-                            Cell::Weighted { count: 0.0, .. } => return,
-                            Cell::Weighted { sum, count } => sum / count,
-                        };
-                        let t = match stamp {
-                            Stamp::StartSeconds => (ts / 1000) as i64,
-                            Stamp::LastMs => (ts + step_ms - 1) as i64,
-                        };
-                        points.push((t, v));
-                    });
+                self.store.scan_rows(
+                    &iv.table,
+                    &scan,
+                    &mut crate::select::stop_on_error(&mut row_body, &mut failed),
+                )?;
+                if let Some(e) = failed.take() {
+                    return Err(e);
                 }
             }
             found.sort_by(|a, b| a.0.cmp(&b.0));

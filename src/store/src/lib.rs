@@ -134,20 +134,42 @@ impl RowMutations {
 }
 
 /// An ordered scan: rows in `[start, stop)` (empty `stop` = to the end), restricted to some
-/// families (empty = all) and to row keys matching a regex. The regex is matched against the
-/// row key's bytes (each byte one character, as HBase's RegexStringComparator sees them under
-/// ISO-8859-1), so patterns use `\xHH` escapes.
+/// families (empty = all), to row keys matching a regex, and to cells whose qualifier starts
+/// with one of some prefixes. The regex is matched against the row key's bytes (each byte one
+/// character, as HBase's RegexStringComparator sees them under ISO-8859-1), so patterns use
+/// `\xHH` escapes.
 #[derive(Debug, Clone, Default)]
 pub struct Scan {
     pub start: Vec<u8>,
     pub stop: Vec<u8>,
     pub families: Vec<Vec<u8>>,
     pub row_regex: Option<String>,
+    /// Only cells whose qualifier starts with one of these (empty = every cell), as HBase's
+    /// `QualifierFilter` with a `BinaryPrefixComparator` each, ORed: what OpenTSDB's rollup
+    /// reads send with an aggregator's id byte. A row none of whose cells pass is not
+    /// returned (nor counted by `limit`), as on HBase and Bigtable. The embedded engine seeks
+    /// over the cells between the prefixes instead of reading them.
+    pub qualifier_prefixes: Vec<Vec<u8>>,
     pub limit: Option<usize>,
     /// A skip-scan hint for stores that can seek cheaply (the embedded engine), which then
     /// use it instead of `row_regex`; others ignore it. It must take exactly the rows the
     /// regex accepts.
     pub seek: Option<RowSeeker>,
+}
+
+/// Whether `qualifier` passes a scan's [`Scan::qualifier_prefixes`] (empty: every one does).
+pub fn qualifier_passes(prefixes: &[Vec<u8>], qualifier: &[u8]) -> bool {
+    prefixes.is_empty() || prefixes.iter().any(|p| qualifier.starts_with(p))
+}
+
+/// Keeps only the cells of `row` that pass `prefixes`; false if none is left (the row is then
+/// not returned): the client-side check of a backend whose server may not filter exactly.
+pub fn keep_qualifiers(prefixes: &[Vec<u8>], row: &mut Row) -> bool {
+    if !prefixes.is_empty() {
+        row.cells
+            .retain(|c| qualifier_passes(prefixes, &c.qualifier));
+    }
+    !row.cells.is_empty()
 }
 
 /// What a [`RowSeeker`] says of one row key.

@@ -795,3 +795,139 @@ pub fn compacted_columns(store: &SharedStore) {
         .check_and_put(TABLE, &[b'c', 1], b"id", q, Some(v), b"next")
         .expect("check_and_put"));
 }
+
+/// Scans restricted to qualifier prefixes (OpenTSDB's rollup reads: one aggregator id byte
+/// each) return exactly the cells a full scan returns whose qualifier starts with one of them,
+/// leave out rows with none, and count only returned rows toward a limit; alone and together
+/// with a row regex, bounds and families. Rows are long enough (4 aggregators x 20 cells) that
+/// a store seeking over the cells between prefixes does so.
+pub fn qualifier_prefix_scans(store: &SharedStore) {
+    let long = |tail: u8| -> Vec<u8> { [vec![5u8; 33], vec![tail; 7]].concat() };
+    let mut batch = Vec::new();
+    for a in 0..12u8 {
+        let mut muts = Vec::new();
+        let mut cell = |fam: &[u8], q: Vec<u8>, v: Vec<u8>| {
+            muts.push(Mutation::Put {
+                family: fam.to_vec(),
+                qualifier: q,
+                value: v,
+            })
+        };
+        // Rows 3, 7 and 11 hold only aggregator 3's cells (and none of family name's 000000).
+        let aggs: &[u8] = if a % 4 == 3 { &[3] } else { &[0, 1, 2, 3] };
+        for &g in aggs {
+            for i in 0..20u8 {
+                cell(
+                    b"id",
+                    vec![g, i >> 4, ((i & 0x0F) << 4) | (a & 1)],
+                    vec![a, g, i],
+                );
+            }
+        }
+        cell(b"id", vec![b'\''], vec![a]);
+        cell(b"id", vec![0xFF, 0], vec![a]);
+        cell(b"id", long(1), vec![a, 1]);
+        cell(b"id", long(2), vec![a, 2]);
+        if a % 4 != 3 {
+            cell(b"name", vec![0, 0, 0], vec![a]);
+        }
+        cell(b"name", vec![2, 0, 0], vec![a]);
+        batch.push(RowMutations {
+            row: vec![b'p', a],
+            mutations: muts,
+        });
+    }
+    store.mutate(TABLE, batch).expect("mutate");
+    let rows = |scan: &Scan| -> Vec<Row> {
+        keys(store, scan);
+        store
+            .scan(TABLE, scan)
+            .expect("scan")
+            .map(|r| r.expect("row"))
+            .collect()
+    };
+    let base = Scan {
+        start: b"p".to_vec(),
+        stop: b"q".to_vec(),
+        ..Default::default()
+    };
+    let all = rows(&base);
+    assert_eq!(all.len(), 12);
+    let with = |prefixes: &[&[u8]], s: &Scan| Scan {
+        qualifier_prefixes: prefixes.iter().map(|p| p.to_vec()).collect(),
+        ..s.clone()
+    };
+    // What a full scan's rows hold of those prefixes, rows left with none dropped.
+    let expect = |prefixes: &[&[u8]], full: &[Row]| -> Vec<Row> {
+        let ps: Vec<Vec<u8>> = prefixes.iter().map(|p| p.to_vec()).collect();
+        full.iter()
+            .cloned()
+            .filter_map(|mut r| tsgate_store::keep_qualifiers(&ps, &mut r).then_some(r))
+            .collect()
+    };
+    let cases: &[&[&[u8]]] = &[
+        &[&[0], &[1]],
+        &[&[1], &[0]],
+        &[&[3]],
+        &[&[2]],
+        &[&[0, 0, 0x51], &[0, 1]],
+        &[&[0], &[0, 0]],
+        &[b"'"],
+        &[&[0xFF]],
+        &[&[5; 33]],
+        &[&[5; 34]],
+        &[&[7]],
+        &[&[]],
+    ];
+    for &prefixes in cases {
+        assert_eq!(
+            rows(&with(prefixes, &base)),
+            expect(prefixes, &all),
+            "prefixes {prefixes:02x?}"
+        );
+    }
+    // Concrete counts, so that the comparison above cannot pass on two empty answers.
+    let got = rows(&with(&[&[0], &[1]], &base));
+    assert_eq!(got.len(), 9, "rows 3, 7 and 11 have no sum or count cell");
+    assert!(
+        got.iter().all(|r| r.cells.len() == 41),
+        "20 + 20 + name's 000000"
+    );
+    assert_eq!(rows(&with(&[&[3]], &base)).len(), 12);
+    assert!(rows(&with(&[&[7]], &base)).is_empty());
+    let long_one = rows(&with(&[&long(2)[..35]], &base));
+    assert!(long_one
+        .iter()
+        .all(|r| r.cells.len() == 1 && r.cells[0].qualifier == long(2)));
+    assert_eq!(long_one.len(), 12);
+    // With a row regex (odd rows), bounds, a family and a limit.
+    let odd = Scan {
+        row_regex: Some("^p[\\x01\\x03\\x05\\x07\\x09\\x0B]$".into()),
+        ..base.clone()
+    };
+    assert_eq!(rows(&with(&[&[1]], &odd)), expect(&[&[1]], &rows(&odd)),);
+    assert_eq!(rows(&with(&[&[1]], &odd)).len(), 3, "p01, p05, p09");
+    let bounded = Scan {
+        start: vec![b'p', 2],
+        stop: vec![b'p', 9],
+        families: vec![b"id".to_vec()],
+        ..Default::default()
+    };
+    assert_eq!(
+        rows(&with(&[&[2], &[0]], &bounded)),
+        expect(&[&[2], &[0]], &rows(&bounded)),
+    );
+    let limited = Scan {
+        limit: Some(4),
+        ..base.clone()
+    };
+    let first4: Vec<Vec<u8>> = rows(&with(&[&[0]], &limited))
+        .into_iter()
+        .map(|r| r.key)
+        .collect();
+    assert_eq!(
+        first4,
+        [0u8, 1, 2, 4].map(|a| vec![b'p', a]),
+        "a row with no passing cell does not count toward the limit"
+    );
+}

@@ -223,7 +223,10 @@ impl RollupBuild {
             for (m, cells) in batch.iter_mut().zip(existing) {
                 drop_stale(m, &cells);
             }
-            store.mutate(table, batch)?;
+            batch.retain(|m| !m.mutations.is_empty());
+            if !batch.is_empty() {
+                store.mutate(table, batch)?;
+            }
         }
         // Finer first: a target's sources were all written before it is read.
         coarse.sort_by_key(|(ti, _, _)| *ti);
@@ -326,14 +329,27 @@ impl RollupBuild {
         };
         let existing = store.get(&iv.table, &m.row, &[DATA_FAMILY])?;
         drop_stale(&mut m, &existing);
-        Ok(Some(m))
+        Ok((!m.mutations.is_empty()).then_some(m))
     }
 }
 
 /// Deletes the cells a recomputed value replaces under another qualifier: the qualifier
 /// holds the value's width, so a sum that grew from one byte to two is a new cell, and the
-/// old one must go (else readers would see both).
+/// old one must go (else readers would see both). And leaves out the puts of cells stored
+/// already with the same value: each hour's compaction recomputes its day's `1d` cells (and
+/// a late point its hour's), and a put of an unchanged cell would only add a version that
+/// every read of the row steps over until the engine merges it away.
 fn drop_stale(m: &mut RowMutations, existing: &[tsgate_store::Cell]) {
+    m.mutations.retain(|put| match put {
+        tsgate_store::Mutation::Put {
+            family,
+            qualifier,
+            value,
+        } => !existing
+            .iter()
+            .any(|c| c.family == *family && c.qualifier == *qualifier && c.value == *value),
+        _ => true,
+    });
     let mut dels = Vec::new();
     for put in &m.mutations {
         let tsgate_store::Mutation::Put { qualifier: q, .. } = put else {
@@ -479,6 +495,67 @@ mod tests {
         assert_eq!(
             cells(&store, "tsdb-rollup-1d")[0],
             format!("{day_row} 000001 0087")
+        );
+    }
+
+    /// The cell timestamps of a table's cells, by qualifier (hex).
+    fn stamps(store: &SharedStore, table: &str) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        for row in store.scan(table, &Scan::default()).unwrap() {
+            for c in row.unwrap().cells {
+                let q: String = c.qualifier.iter().map(|x| format!("{x:02x}")).collect();
+                out.push((q, c.timestamp));
+            }
+        }
+        out
+    }
+
+    /// A recomputed cell whose value did not change is not written again: each hour's
+    /// compaction recomputes its day's `1d` cells, and every put would leave a version that
+    /// reads step over until the engine merges it.
+    #[test]
+    fn unchanged_cells_are_not_written_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, b) = setup(dir.path());
+        let row = put(&store, HOUR, 10, 10);
+        put(&store, HOUR, 20, 20);
+        let compactor = Compactor::new(store.clone(), "tsdb").with_rollups(Some(b));
+        assert!(compactor.compact(std::slice::from_ref(&row)).is_empty());
+        let (h, d) = (
+            stamps(&store, "tsdb-rollup-1h"),
+            stamps(&store, "tsdb-rollup-1d"),
+        );
+        assert_eq!(d.len(), 4);
+        // The store stamps writes in milliseconds: a rewrite now would carry a later stamp.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(compactor.compact(std::slice::from_ref(&row)).is_empty());
+        assert_eq!(stamps(&store, "tsdb-rollup-1h"), h);
+        assert_eq!(stamps(&store, "tsdb-rollup-1d"), d);
+        // A late point of 15 changes the sum and the count, not the minimum nor the maximum.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        put(&store, HOUR, 30, 15);
+        assert!(compactor.compact(std::slice::from_ref(&row)).is_empty());
+        for (table, before) in [("tsdb-rollup-1h", &h), ("tsdb-rollup-1d", &d)] {
+            let after = stamps(&store, table);
+            assert_eq!(after.len(), 4, "{table}: {after:?}");
+            for ((q, t0), (q1, t1)) in before.iter().zip(&after) {
+                assert_eq!(q, q1, "{table}");
+                // Aggregator ids: sum 0, count 1, min 2, max 3.
+                if q.starts_with("00") || q.starts_with("01") {
+                    assert!(t1 > t0, "{table} {q} was rewritten");
+                } else {
+                    assert_eq!(t1, t0, "{table} {q} was left as it was");
+                }
+            }
+        }
+        assert_eq!(
+            cells(&store, "tsdb-rollup-1d"),
+            [
+                "00000150e22700000001000001 000000 2d",
+                "00000150e22700000001000001 010000 03",
+                "00000150e22700000001000001 020000 0a",
+                "00000150e22700000001000001 030000 14",
+            ]
         );
     }
 }

@@ -368,8 +368,9 @@ impl Inner {
     }
 }
 
-/// Only the newest version of each cell, of the given families, of rows matching `row_re2`.
-fn read_filter(families: &[&[u8]], row_re2: Option<String>) -> RowFilter {
+/// Only the newest version of each cell, of the given families, of rows matching `row_re2`,
+/// whose qualifier starts with one of `prefixes` (empty: any).
+fn read_filter(families: &[&[u8]], row_re2: Option<String>, prefixes: &[Vec<u8>]) -> RowFilter {
     let mut f = Vec::new();
     if let Some(re) = row_re2 {
         f.push(RowFilter::of(Filter::RowKeyRegex(re.into_bytes())));
@@ -377,6 +378,25 @@ fn read_filter(families: &[&[u8]], row_re2: Option<String>) -> RowFilter {
     if !families.is_empty() {
         let alts: Vec<String> = families.iter().map(|f| filter::exact(f)).collect();
         f.push(RowFilter::of(Filter::FamilyNameRegex(alts.join("|"))));
+    }
+    // Column ranges name a family: without families the client alone filters qualifiers.
+    if !prefixes.is_empty() && !families.is_empty() {
+        let ranges = filter::qualifier_ranges(prefixes);
+        let mut each = Vec::new();
+        for fam in families {
+            for (start, end) in &ranges {
+                each.push(RowFilter::of(Filter::ColumnRange(proto::ColumnRange {
+                    family_name: family_name(fam),
+                    start: Some(proto::column_range::Start::Closed(start.clone())),
+                    end: end.clone().map(proto::column_range::End::Open),
+                })));
+            }
+        }
+        // The service refuses an interleave of fewer than two.
+        f.push(match each.len() {
+            1 => each.pop().unwrap_or_default(),
+            _ => RowFilter::of(Filter::Interleave(proto::Interleave { filters: each })),
+        });
     }
     f.push(RowFilter::of(Filter::CellsPerColumnLimit(1)));
     RowFilter::chain(f)
@@ -663,7 +683,7 @@ impl Store for BigtableStore {
         if rows.is_empty() {
             return Ok(Vec::new());
         }
-        let filter = read_filter(families, None);
+        let filter = read_filter(families, None, &[]);
         let mut found: HashMap<Vec<u8>, Vec<Cell>> = HashMap::with_capacity(rows.len());
         for chunk in rows.chunks(1000) {
             let t = table.to_string();
@@ -867,6 +887,8 @@ struct Scanner {
     stop: Vec<u8>,
     filter: RowFilter,
     exact: Option<regex::bytes::Regex>,
+    /// The scan's qualifier prefixes, checked again on what comes back (as the row regex).
+    prefixes: Vec<Vec<u8>>,
     left: Option<usize>,
     buf: VecDeque<Row>,
     done: bool,
@@ -892,7 +914,8 @@ impl Scanner {
             table: table.to_string(),
             start: (!scan.start.is_empty()).then(|| row_range::Start::Closed(scan.start.clone())),
             stop: scan.stop.clone(),
-            filter: read_filter(&fams, re2),
+            filter: read_filter(&fams, re2, &scan.qualifier_prefixes),
+            prefixes: scan.qualifier_prefixes.clone(),
             exact,
             left: scan.limit,
             buf: VecDeque::new(),
@@ -926,10 +949,11 @@ impl Scanner {
         if let Some(last) = rows.last() {
             self.start = Some(row_range::Start::Open(last.key.clone()));
         }
-        self.buf.extend(
-            rows.into_iter()
-                .filter(|r| self.exact.as_ref().is_none_or(|re| re.is_match(&r.key))),
-        );
+        self.buf.extend(rows.into_iter().filter_map(|mut r| {
+            (self.exact.as_ref().is_none_or(|re| re.is_match(&r.key))
+                && crate::keep_qualifiers(&self.prefixes, &mut r))
+            .then_some(r)
+        }));
         Ok(())
     }
 }

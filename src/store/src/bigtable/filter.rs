@@ -49,6 +49,37 @@ pub fn re2_row_filter(byte_regex: &str) -> Option<String> {
     Some(out)
 }
 
+/// The qualifier ranges `[start, end)` that hold exactly the qualifiers starting with one of
+/// `prefixes` (end None: to the last qualifier), disjoint and sorted: ranges compare bytes as
+/// bytes, where an RE2 pattern's `.` would not take every byte (the service's regexes run over
+/// UTF-8 unless `\C` is used, which Google's emulator does not read).
+pub fn qualifier_ranges(prefixes: &[Vec<u8>]) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+    let mut sorted = prefixes.to_vec();
+    sorted.sort();
+    sorted.dedup();
+    let mut out: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
+    for p in sorted {
+        // A prefix another one starts with adds nothing (and would send its cells twice).
+        if out.last().is_some_and(|(q, _)| p.starts_with(q)) {
+            continue;
+        }
+        // The first byte string after every one starting with `p`.
+        let mut end = p.clone();
+        while end.last() == Some(&0xFF) {
+            end.pop();
+        }
+        let end = if end.is_empty() {
+            None
+        } else {
+            let last = end.len() - 1;
+            end[last] += 1;
+            Some(end)
+        };
+        out.push((p, end));
+    }
+    out
+}
+
 /// An RE2 pattern matching exactly the name `s` (a family), anchored at both ends.
 pub fn exact(s: &[u8]) -> String {
     let mut out = String::from(r"\A(?:");
@@ -62,6 +93,41 @@ pub fn exact(s: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn qualifier_ranges_hold_exactly_the_prefixed_qualifiers() {
+        let ranges = qualifier_ranges(&[
+            vec![1],
+            vec![0, 0xFF],
+            vec![0],
+            vec![1, 5],
+            vec![0xFF, 0xFF],
+        ]);
+        assert_eq!(
+            ranges,
+            [
+                (vec![0], Some(vec![1])),
+                (vec![1], Some(vec![2])),
+                (vec![0xFF, 0xFF], None),
+            ]
+        );
+        assert_eq!(
+            qualifier_ranges(&[vec![7, 0xFF, 3]]),
+            [(vec![7, 0xFF, 3], Some(vec![7, 0xFF, 4]))]
+        );
+        assert_eq!(qualifier_ranges(&[vec![], vec![3]]), [(vec![], None)]);
+        let inside = |q: &[u8]| {
+            ranges
+                .iter()
+                .any(|(s, e)| q >= s.as_slice() && e.as_ref().is_none_or(|e| q < e.as_slice()))
+        };
+        for q in [&[0u8][..], &[0, 0xFF, 0xFF], &[1, 0], &[0xFF, 0xFF, 0]] {
+            assert!(inside(q), "{q:02x?}");
+        }
+        for q in [&[2u8][..], &[0xFF], &[0xFF, 0xFE, 0xFF]] {
+            assert!(!inside(q), "{q:02x?}");
+        }
+    }
     use proptest::prelude::*;
 
     /// RE2's whole-key match of a byte-for-byte pattern, as the emulator runs it: the Rust

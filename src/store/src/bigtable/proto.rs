@@ -100,7 +100,10 @@ pub mod value_range {
 
 #[derive(Clone, PartialEq, Message)]
 pub struct RowFilter {
-    #[prost(oneof = "row_filter::Filter", tags = "1, 4, 5, 7, 8, 12, 15, 17, 18")]
+    #[prost(
+        oneof = "row_filter::Filter",
+        tags = "1, 2, 4, 5, 7, 8, 12, 15, 17, 18"
+    )]
     pub filter: Option<row_filter::Filter>,
 }
 
@@ -110,11 +113,20 @@ pub struct Chain {
     pub filters: Vec<RowFilter>,
 }
 
+/// Every cell any of the filters passes (a cell two of them pass comes twice).
+#[derive(Clone, PartialEq, Message)]
+pub struct Interleave {
+    #[prost(message, repeated, tag = "1")]
+    pub filters: Vec<RowFilter>,
+}
+
 pub mod row_filter {
     #[derive(Clone, PartialEq, prost::Oneof)]
     pub enum Filter {
         #[prost(message, tag = "1")]
         Chain(super::Chain),
+        #[prost(message, tag = "2")]
+        Interleave(super::Interleave),
         #[prost(bytes, tag = "4")]
         RowKeyRegex(Vec<u8>),
         #[prost(string, tag = "5")]

@@ -67,40 +67,195 @@ pub fn row_filter(java_regex: &str) -> String {
     )
 }
 
-/// The filters the test double understands: exactly what `row_filter` makes.
-#[derive(Debug, PartialEq, Eq)]
-pub enum ParsedFilter {
-    RowRegex(String),
+/// `QualifierFilter(=, 'binaryprefix:<p>')` for each prefix, ORed: a cell passes when its
+/// qualifier starts with one of them. HBase's filter language takes the bytes between the
+/// quotes as they are (a `'` doubled), so any prefix can be said exactly.
+pub fn qualifier_filter(prefixes: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (i, p) in prefixes.iter().enumerate() {
+        if i > 0 {
+            out.extend_from_slice(b" OR ");
+        }
+        out.extend_from_slice(b"QualifierFilter(=, 'binaryprefix:");
+        for &b in p {
+            out.push(b);
+            if b == b'\'' {
+                out.push(b'\'');
+            }
+        }
+        out.extend_from_slice(b"')");
+    }
+    out
+}
+
+/// The filter string of a scan: its row filter and its qualifier filter, ANDed (each in
+/// parentheses: in HBase's filter language AND binds tighter than OR).
+pub fn scan_filter(row: Option<String>, prefixes: &[Vec<u8>]) -> Option<Vec<u8>> {
+    let quals = (!prefixes.is_empty()).then(|| qualifier_filter(prefixes));
+    match (row.map(String::into_bytes), quals) {
+        (None, None) => None,
+        (Some(r), None) => Some(r),
+        (None, Some(q)) => Some(q),
+        (Some(r), Some(q)) => Some([b"(".as_slice(), &r, b") AND (", &q, b")"].concat()),
+    }
+}
+
+/// What the test double understands of a filter string: exactly the shapes `scan_filter`
+/// makes (a row regex, qualifier prefixes, or both).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ParsedFilter {
+    pub row_regex: Option<String>,
+    /// Empty: every qualifier.
+    pub qualifier_prefixes: Vec<Vec<u8>>,
 }
 
 /// A filter string the test double does not understand.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unsupported filter string (the test double knows RowFilter(=, 'regexstring:…')): {0}")]
+#[error("unsupported filter string (the test double knows RowFilter(=, 'regexstring:…') AND QualifierFilter(=, 'binaryprefix:…') OR …): {0}")]
 pub struct UnsupportedFilter(pub String);
 
-/// Parses a filter string of the form `row_filter` produces (spaces as HBase's parser allows).
-pub fn parse_filter(s: &str) -> Result<ParsedFilter, UnsupportedFilter> {
-    let bad = || UnsupportedFilter(s.to_string());
-    let rest = s
-        .trim()
-        .strip_prefix("RowFilter")
-        .ok_or_else(bad)?
-        .trim_start();
-    let rest = rest.strip_prefix('(').ok_or_else(bad)?.trim_start();
-    let rest = rest.strip_prefix('=').ok_or_else(bad)?.trim_start();
-    let rest = rest.strip_prefix(',').ok_or_else(bad)?.trim_start();
-    let rest = rest.strip_suffix(')').ok_or_else(bad)?.trim_end();
-    let quoted = rest
-        .strip_prefix('\'')
-        .and_then(|r| r.strip_suffix('\''))
-        .ok_or_else(bad)?;
-    // Inside the quotes a lone ' would have ended the string: only doubled ones may appear.
-    if quoted.replace("''", "").contains('\'') {
+/// A filter expression of HBase's filter language, as far as the double needs it.
+#[derive(Debug)]
+enum Expr {
+    Row(String),
+    QualifierPrefix(Vec<u8>),
+    And(Vec<Expr>),
+    Or(Vec<Expr>),
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    at: usize,
+}
+
+impl Parser<'_> {
+    fn skip_spaces(&mut self) {
+        while self.s.get(self.at).is_some_and(u8::is_ascii_whitespace) {
+            self.at += 1;
+        }
+    }
+
+    fn eat(&mut self, token: &[u8]) -> bool {
+        self.skip_spaces();
+        if self.s[self.at..].starts_with(token) {
+            self.at += token.len();
+            return true;
+        }
+        false
+    }
+
+    /// `or := and (OR and)*` (AND binds tighter).
+    fn or(&mut self) -> Option<Expr> {
+        let mut terms = vec![self.and()?];
+        while self.eat(b"OR ") {
+            terms.push(self.and()?);
+        }
+        Some(if terms.len() == 1 {
+            terms.pop()?
+        } else {
+            Expr::Or(terms)
+        })
+    }
+
+    fn and(&mut self) -> Option<Expr> {
+        let mut terms = vec![self.primary()?];
+        while self.eat(b"AND ") {
+            terms.push(self.primary()?);
+        }
+        Some(if terms.len() == 1 {
+            terms.pop()?
+        } else {
+            Expr::And(terms)
+        })
+    }
+
+    fn primary(&mut self) -> Option<Expr> {
+        if self.eat(b"(") {
+            let e = self.or()?;
+            return self.eat(b")").then_some(e);
+        }
+        let row = if self.eat(b"RowFilter") {
+            true
+        } else if self.eat(b"QualifierFilter") {
+            false
+        } else {
+            return None;
+        };
+        if !(self.eat(b"(") && self.eat(b"=") && self.eat(b",")) {
+            return None;
+        }
+        let arg = self.quoted()?;
+        if !self.eat(b")") {
+            return None;
+        }
+        if row {
+            let re = arg.strip_prefix(b"regexstring:")?;
+            Some(Expr::Row(String::from_utf8(re.to_vec()).ok()?))
+        } else {
+            Some(Expr::QualifierPrefix(
+                arg.strip_prefix(b"binaryprefix:")?.to_vec(),
+            ))
+        }
+    }
+
+    /// A quoted argument, `''` standing for one `'`.
+    fn quoted(&mut self) -> Option<Vec<u8>> {
+        if !self.eat(b"'") {
+            return None;
+        }
+        let mut out = Vec::new();
+        loop {
+            let b = *self.s.get(self.at)?;
+            self.at += 1;
+            if b != b'\'' {
+                out.push(b);
+            } else if self.s.get(self.at) == Some(&b'\'') {
+                out.push(b);
+                self.at += 1;
+            } else {
+                return Some(out);
+            }
+        }
+    }
+}
+
+/// Parses a filter string of a shape `scan_filter` produces (spaces as HBase's parser allows).
+pub fn parse_filter(s: &[u8]) -> Result<ParsedFilter, UnsupportedFilter> {
+    let bad = || UnsupportedFilter(String::from_utf8_lossy(s).into_owned());
+    let mut p = Parser { s, at: 0 };
+    let e = p.or().ok_or_else(bad)?;
+    p.skip_spaces();
+    if p.at != s.len() {
         return Err(bad());
     }
-    let comparator = quoted.replace("''", "'");
-    let re = comparator.strip_prefix("regexstring:").ok_or_else(bad)?;
-    Ok(ParsedFilter::RowRegex(re.to_string()))
+    let prefixes = |e: &Expr| -> Option<Vec<Vec<u8>>> {
+        match e {
+            Expr::QualifierPrefix(q) => Some(vec![q.clone()]),
+            Expr::Or(terms) => terms
+                .iter()
+                .map(|t| match t {
+                    Expr::QualifierPrefix(q) => Some(q.clone()),
+                    _ => None,
+                })
+                .collect(),
+            _ => None,
+        }
+    };
+    let mut out = ParsedFilter::default();
+    let terms = match e {
+        Expr::And(terms) => terms,
+        e => vec![e],
+    };
+    for t in &terms {
+        match t {
+            Expr::Row(re) if out.row_regex.is_none() => out.row_regex = Some(re.clone()),
+            t if out.qualifier_prefixes.is_empty() => {
+                out.qualifier_prefixes = prefixes(t).ok_or_else(bad)?
+            }
+            _ => return Err(bad()),
+        }
+    }
+    Ok(out)
 }
 
 /// How HBase evaluates the comparator: the row decoded as UTF-8 (malformed bytes → U+FFFD),
@@ -130,8 +285,10 @@ mod tests {
 
     fn server_match(re: &str, row: &[u8]) -> bool {
         let j = java_superset(re).unwrap();
-        let ParsedFilter::RowRegex(back) = parse_filter(&row_filter(&j)).unwrap();
-        JavaRowRegex::compile(&back).unwrap().matches(row)
+        let back = parse_filter(row_filter(&j).as_bytes()).unwrap();
+        JavaRowRegex::compile(&back.row_regex.unwrap())
+            .unwrap()
+            .matches(row)
     }
 
     #[test]
@@ -151,12 +308,40 @@ mod tests {
     fn quotes_are_doubled_and_parsed_back() {
         assert_eq!(row_filter("a'b"), "RowFilter(=, 'regexstring:a''b')");
         assert_eq!(
-            parse_filter("RowFilter (=, 'regexstring:a''b')").unwrap(),
-            ParsedFilter::RowRegex("a'b".into())
+            parse_filter(b"RowFilter (=, 'regexstring:a''b')").unwrap(),
+            ParsedFilter {
+                row_regex: Some("a'b".into()),
+                qualifier_prefixes: vec![]
+            }
         );
-        assert!(parse_filter("RowFilter(=, 'regexstring:a'b')").is_err());
-        assert!(parse_filter("PrefixFilter('a')").is_err());
-        assert!(parse_filter("RowFilter(!=, 'regexstring:a')").is_err());
+        assert!(parse_filter(b"RowFilter(=, 'regexstring:a'b')").is_err());
+        assert!(parse_filter(b"PrefixFilter('a')").is_err());
+        assert!(parse_filter(b"RowFilter(!=, 'regexstring:a')").is_err());
+    }
+
+    #[test]
+    fn qualifier_prefixes_go_as_bytes_and_come_back() {
+        let prefixes = vec![vec![0u8], vec![b'\'', 0xFF, b')'], b"sum:".to_vec()];
+        let q = qualifier_filter(&prefixes);
+        assert_eq!(
+            q,
+            b"QualifierFilter(=, 'binaryprefix:\x00') OR QualifierFilter(=, 'binaryprefix:''\xFF)') OR QualifierFilter(=, 'binaryprefix:sum:')"
+        );
+        let both = scan_filter(Some(row_filter("^a")), &prefixes).unwrap();
+        assert_eq!(
+            parse_filter(&both).unwrap(),
+            ParsedFilter {
+                row_regex: Some("^a".into()),
+                qualifier_prefixes: prefixes.clone()
+            }
+        );
+        assert_eq!(parse_filter(&q).unwrap().qualifier_prefixes, prefixes);
+        assert_eq!(scan_filter(None, &[]), None);
+        // A row filter ORed with a qualifier filter is not a shape tsgate sends.
+        assert!(parse_filter(
+            b"RowFilter(=, 'regexstring:a') OR QualifierFilter(=, 'binaryprefix:b')"
+        )
+        .is_err());
     }
 
     #[test]

@@ -18,7 +18,8 @@ pub struct Scanner {
     scan: Scan,
     /// The exact byte regex, re-checked here (the server applies a superset of it).
     exact: Option<regex::bytes::Regex>,
-    server_filter: Option<String>,
+    /// The filter string sent (row regex superset and qualifier prefixes).
+    server_filter: Option<Vec<u8>>,
     caching: i32,
     batch: i32,
     conn: Option<(Conn, i32)>,
@@ -53,11 +54,12 @@ impl Scanner {
             .as_deref()
             .map(crate::embedded::compile_row_regex)
             .transpose()?;
-        let server_filter = scan
+        let row_filter = scan
             .row_regex
             .as_deref()
             .and_then(filter::java_superset)
             .map(|j| filter::row_filter(&j));
+        let server_filter = filter::scan_filter(row_filter, &scan.qualifier_prefixes);
         Ok(Scanner {
             pool,
             table: table.to_string(),
@@ -95,7 +97,7 @@ impl Scanner {
             columns: (!self.scan.families.is_empty())
                 .then(|| codec::family_columns(&self.scan.families)),
             caching: Some(self.caching),
-            filter_string: self.server_filter.clone().map(String::into_bytes),
+            filter_string: self.server_filter.clone(),
             batch_size: (self.batch > 0).then_some(self.batch),
             sort_columns: Some(true),
             reversed: None,
@@ -223,9 +225,14 @@ impl Iterator for Scanner {
         }
         loop {
             match self.next_row() {
-                Ok(Some(row)) => {
+                Ok(Some(mut row)) => {
                     self.last_key = Some(row.key.clone());
                     if self.exact.as_ref().is_some_and(|re| !re.is_match(&row.key)) {
+                        continue;
+                    }
+                    // The server filtered the cells already; checked again as the row regex
+                    // is, so that a gateway ignoring the filter cannot widen the answer.
+                    if !crate::keep_qualifiers(&self.scan.qualifier_prefixes, &mut row) {
                         continue;
                     }
                     self.returned += 1;

@@ -143,17 +143,16 @@ impl Handler {
         for f in &families {
             Self::check_family(&table, &tname, f)?;
         }
-        let filter = match scan.filter_string {
-            None => None,
-            Some(f) => {
-                let ParsedFilter::RowRegex(re) = parse_filter(&String::from_utf8_lossy(&f))
-                    .map_err(|e| illegal(e.to_string()))?;
-                Some(
-                    JavaRowRegex::compile(&re)
-                        .map_err(|e| illegal(format!("bad regexstring: {e}")))?,
-                )
-            }
+        let parsed: ParsedFilter = match scan.filter_string {
+            None => ParsedFilter::default(),
+            Some(f) => parse_filter(&f).map_err(|e| illegal(e.to_string()))?,
         };
+        let filter = parsed
+            .row_regex
+            .as_deref()
+            .map(JavaRowRegex::compile)
+            .transpose()
+            .map_err(|e| illegal(format!("bad regexstring: {e}")))?;
         let s = Scan {
             start: scan.start_row.unwrap_or_default(),
             stop: scan.stop_row.unwrap_or_default(),
@@ -165,6 +164,7 @@ impl Handler {
         Ok(self.scanners.add(OpenScanner {
             rows,
             filter,
+            qualifier_prefixes: parsed.qualifier_prefixes,
             selection: sel,
             batch,
             sorted: scan.sort_columns.unwrap_or(false),

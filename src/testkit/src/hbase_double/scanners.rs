@@ -14,6 +14,8 @@ use tsgate_store::{Cell, RowStream};
 pub struct OpenScanner {
     pub rows: RowStream,
     pub filter: Option<JavaRowRegex>,
+    /// The `QualifierFilter` prefixes, ORed (empty: every cell).
+    pub qualifier_prefixes: Vec<Vec<u8>>,
     pub selection: Selection,
     /// Cells per result; 0 = whole rows.
     pub batch: usize,
@@ -44,7 +46,9 @@ impl OpenScanner {
             if self.filter.as_ref().is_some_and(|f| !f.matches(&row.key)) {
                 continue;
             }
-            let cells = self.selection.filter(row.cells);
+            let mut cells = self.selection.filter(row.cells);
+            cells
+                .retain(|c| tsgate_store::qualifier_passes(&self.qualifier_prefixes, &c.qualifier));
             if !cells.is_empty() {
                 self.pending = Some((row.key, cells.into()));
             }

@@ -33,7 +33,7 @@ use tsgate_schema::compaction::merge_columns;
 use tsgate_schema::rowkey::{base_time, ROW_SPAN};
 use tsgate_schema::uid_table::UidKind;
 use tsgate_schema::KeyLayout;
-use tsgate_store::{CellRef, Scan, SharedStore, StoreError};
+use tsgate_store::{CellRef, LentRow, Scan, SharedStore, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
@@ -422,7 +422,7 @@ impl QueryEngine {
             };
             // What went wrong inside the visitor, which can only stop the scan.
             let mut failed: Option<QueryError> = None;
-            let mut row_body = |key: &[u8], cells: &[CellRef]| -> Result<(), QueryError> {
+            let mut row_body = |key: &[u8], row: LentRow| -> Result<(), QueryError> {
                 summary.rows += 1;
                 self.check_limits(budget, matched.load(Ordering::Relaxed))?;
                 let Ok(rk) = self.layout.parse(key) else {
@@ -480,8 +480,9 @@ impl QueryEngine {
                 };
                 let Some(idx) = idx else { return Ok(()) };
                 let st = &mut states[idx];
-                if let (Some(r), Some(d)) = (rollup, st.ds.as_mut()) {
-                    // A rollup is read for a downsample only: its cells go to the downsampler.
+                if let (Some(r), Some(d), LentRow::Cells(cells)) = (rollup, st.ds.as_mut(), row) {
+                    // A rollup is read for a downsample only: its cells go to the downsampler
+                    // (read from `scan_rows`: lent as cells).
                     let mut read = 0u64;
                     r.points(rk.base, cells, q.start_ms, q.end_ms, |ts, c| {
                         read += 1;
@@ -506,10 +507,9 @@ impl QueryEngine {
                 };
                 let mark = sink.len();
                 let notes = &mut st.notes;
-                decode::with_columns(cells, |cols| {
-                    decode::append_points(
+                decode::append_lent(
                         key,
-                        cols,
+                        row,
                         rk.base,
                         q.start_ms,
                         q.end_ms,
@@ -526,8 +526,7 @@ impl QueryEngine {
                                 }
                             }
                         },
-                    )
-                })?;
+                    )?;
                 let in_range = (sink.len() - mark) as u64;
                 if let Some(d) = &mut st.ds {
                     for &(ts, v) in scratch.iter() {
@@ -541,11 +540,14 @@ impl QueryEngine {
                 }
                 Ok(())
             };
-            self.store.scan_rows(
-                table,
-                &scan,
-                &mut select::stop_on_error(&mut row_body, &mut failed),
-            )?;
+            let mut visit = select::stop_on_error_lent(&mut row_body, &mut failed);
+            if rollup.is_some() {
+                // A rollup row's cells are not a data row's points: lent as they are.
+                self.store
+                    .scan_rows(table, &scan, &mut |key, cells| visit(key, LentRow::Cells(cells)))?;
+            } else {
+                self.store.scan_points(table, &scan, &mut visit)?;
+            }
             if let Some(e) = failed.take() {
                 return Err(e);
             }

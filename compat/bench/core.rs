@@ -470,7 +470,9 @@ fn bench_cellcodec(c: &mut Criterion) {
             b.iter(|| {
                 pts.clear();
                 cellcodec::decode_points(black_box(&enc), &mut pts).unwrap();
-                pts.iter().map(|&(off, v)| off as f64 + v.as_f64()).sum::<f64>()
+                pts.iter()
+                    .map(|&(off, v)| off as f64 + v.as_f64())
+                    .sum::<f64>()
             })
         });
     }

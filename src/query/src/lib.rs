@@ -33,7 +33,7 @@ use tsgate_schema::compaction::merge_columns;
 use tsgate_schema::rowkey::{base_time, ROW_SPAN};
 use tsgate_schema::uid_table::UidKind;
 use tsgate_schema::KeyLayout;
-use tsgate_store::{CellRef, LentRow, Scan, SharedStore, StoreError};
+use tsgate_store::{LentRow, Scan, SharedStore, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
@@ -508,25 +508,23 @@ impl QueryEngine {
                 let mark = sink.len();
                 let notes = &mut st.notes;
                 decode::append_lent(
-                        key,
-                        row,
-                        rk.base,
-                        q.start_ms,
-                        q.end_ms,
-                        sink,
-                        |ts, v| (ts, Num::from(v)),
-                        // Annotations live in the same rows: read them on the way (OpenTSDB
-                        // does too).
-                        |v| {
-                            if let Ok(a) =
-                                tsgate_core::meta::annotation::Annotation::from_storage(v)
-                            {
-                                if (q.start_ms..=q.end_ms).contains(&a.start_ms()) {
-                                    notes.push(a);
-                                }
+                    key,
+                    row,
+                    rk.base,
+                    q.start_ms,
+                    q.end_ms,
+                    sink,
+                    |ts, v| (ts, Num::from(v)),
+                    // Annotations live in the same rows: read them on the way (OpenTSDB
+                    // does too).
+                    |v| {
+                        if let Ok(a) = tsgate_core::meta::annotation::Annotation::from_storage(v) {
+                            if (q.start_ms..=q.end_ms).contains(&a.start_ms()) {
+                                notes.push(a);
                             }
-                        },
-                    )?;
+                        }
+                    },
+                )?;
                 let in_range = (sink.len() - mark) as u64;
                 if let Some(d) = &mut st.ds {
                     for &(ts, v) in scratch.iter() {
@@ -540,13 +538,16 @@ impl QueryEngine {
                 }
                 Ok(())
             };
-            let mut visit = select::stop_on_error_lent(&mut row_body, &mut failed);
-            if rollup.is_some() {
-                // A rollup row's cells are not a data row's points: lent as they are.
-                self.store
-                    .scan_rows(table, &scan, &mut |key, cells| visit(key, LentRow::Cells(cells)))?;
-            } else {
-                self.store.scan_points(table, &scan, &mut visit)?;
+            {
+                let mut visit = select::stop_on_error_lent(&mut row_body, &mut failed);
+                if rollup.is_some() {
+                    // A rollup row's cells are not a data row's points: lent as they are.
+                    self.store.scan_rows(table, &scan, &mut |key, cells| {
+                        visit(key, LentRow::Cells(cells))
+                    })?;
+                } else {
+                    self.store.scan_points(table, &scan, &mut visit)?;
+                }
             }
             if let Some(e) = failed.take() {
                 return Err(e);

@@ -767,7 +767,7 @@ impl QueryEngine {
                 let mut all = Vec::new();
                 append_row(key, row, rk.base, 0, u64::MAX, &mut all, |ts| ts as i64)
                     .ok()
-                .map(|_| all)
+                    .map(|_| all)
             });
             if kept.is_some() && all.is_none() {
                 // Not kept, so its hour must not be kept as absent either: the path is left out.

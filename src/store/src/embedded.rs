@@ -765,17 +765,18 @@ impl EmbeddedStore {
             let next = cells.next_cell();
             if !matches!(next, Some(Ok((_, false)))) && !raw.is_empty() {
                 decoded_points.clear();
-                let go_on = if points && raw.len() == 1 && raw[0].points(self.form, &mut decoded_points) {
-                    visit(&row, super::LentRow::Points(&decoded_points))?
-                } else {
-                    for c in &mut raw {
-                        c.decode(self.form);
-                    }
-                    let mut lent: Vec<super::CellRef> =
-                        raw.iter().map(|c| c.lend(family, self.form)).collect();
-                    in_qualifier_order(&mut lent, |c| c.qualifier);
-                    visit(&row, super::LentRow::Cells(&lent))?
-                };
+                let go_on =
+                    if points && raw.len() == 1 && raw[0].points(self.form, &mut decoded_points) {
+                        visit(&row, super::LentRow::Points(&decoded_points))?
+                    } else {
+                        for c in &mut raw {
+                            c.decode(self.form);
+                        }
+                        let mut lent: Vec<super::CellRef> =
+                            raw.iter().map(|c| c.lend(family, self.form)).collect();
+                        in_qualifier_order(&mut lent, |c| c.qualifier);
+                        visit(&row, super::LentRow::Cells(&lent))?
+                    };
                 if !go_on {
                     return Ok(());
                 }
@@ -1035,7 +1036,8 @@ impl RawCell {
     /// Decodes an encoded column's bytes, for [`RawCell::lend`].
     fn decode(&mut self, form: Qualifiers) {
         if self.decoded.is_none() {
-            if let Parts::Encoded(_, body) = parts(&self.key[self.qualifier_at..], &self.value, form)
+            if let Parts::Encoded(_, body) =
+                parts(&self.key[self.qualifier_at..], &self.value, form)
             {
                 self.decoded = decoded(body).map(Box::new);
             }
@@ -1068,7 +1070,7 @@ impl RawCell {
         }
     }
 
-    fn to_cell(mut self, family: &[u8], form: Qualifiers) -> Cell {
+    fn into_cell(mut self, family: &[u8], form: Qualifiers) -> Cell {
         self.decode(form);
         self.lend(family, form).into()
     }
@@ -1193,11 +1195,11 @@ impl FamilyRows {
             },
         };
         let form = self.cells.form;
-        let mut cells = vec![first.to_cell(&self.family, form)];
+        let mut cells = vec![first.into_cell(&self.family, form)];
         loop {
             match self.cells.next_cell() {
                 None => break,
-                Some(Ok((c, false))) => cells.push(c.to_cell(&self.family, form)),
+                Some(Ok((c, false))) => cells.push(c.into_cell(&self.family, form)),
                 Some(Ok((c, true))) => {
                     self.next = Some((self.cells.row.clone(), c));
                     break;
@@ -1951,7 +1953,11 @@ mod tests {
                         walked.push((off, val));
                         true
                     }));
-                    assert!(cells.len() == 1 && pts == walked.as_slice(), "row {}", i - 1);
+                    assert!(
+                        cells.len() == 1 && pts == walked.as_slice(),
+                        "row {}",
+                        i - 1
+                    );
                 }
                 crate::LentRow::Cells(lent) => {
                     as_cells += 1;

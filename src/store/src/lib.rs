@@ -267,7 +267,9 @@ pub trait Store: Send + Sync + 'static {
         scan: &Scan,
         visit: &mut PointsVisitor<'_>,
     ) -> StoreResult<()> {
-        self.scan_rows(table, scan, &mut |key, cells| visit(key, LentRow::Cells(cells)))
+        self.scan_rows(table, scan, &mut |key, cells| {
+            visit(key, LentRow::Cells(cells))
+        })
     }
     /// Atomically adds `delta` to an 8-byte big-endian counter (absent = 0); returns the new value.
     fn increment(

@@ -1014,7 +1014,11 @@ mod tests {
         };
         assert_eq!(out[0], (7, DataValue::Int(7)));
         if r.is_none() {
-            assert_eq!(out.len(), 1, "a refused column leaves the points as they were");
+            assert_eq!(
+                out.len(),
+                1,
+                "a refused column leaves the points as they were"
+            );
         }
         r.map(|()| out[1..].iter().map(|&(o, v)| (o, bits(v))).collect())
     }
@@ -1172,10 +1176,7 @@ mod tests {
             0u32..3000,
             any::<bool>(),
             0usize..6,
-            prop_oneof![
-                any::<u64>(),
-                (-100_000i64..100_000).prop_map(|m| m as u64),
-            ],
+            prop_oneof![any::<u64>(), (-100_000i64..100_000).prop_map(|m| m as u64),],
             0usize..4,
         );
         (
@@ -1192,7 +1193,10 @@ mod tests {
                         1 => (1, (x as u16).to_be_bytes().to_vec()),
                         2 => (3, (x as u32).to_be_bytes().to_vec()),
                         3 => (7, x.to_be_bytes().to_vec()),
-                        4 => (0xB, (x as i64 as f32 / POW10[s] as f32).to_be_bytes().to_vec()),
+                        4 => (
+                            0xB,
+                            (x as i64 as f32 / POW10[s] as f32).to_be_bytes().to_vec(),
+                        ),
                         _ => (0xF, (x as i64 as f64 / POW10[s]).to_be_bytes().to_vec()),
                     };
                     if ms && !all_s {

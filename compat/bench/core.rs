@@ -1,6 +1,7 @@
 //! Criterion benches of the core: the OpenTSDB schema codec (row keys, qualifiers/values,
-//! compaction of a 1-hour row), the series and UID caches over the embedded store, and WAL
-//! appends. Series are gen.py's fleet (`cpu.usage_*` with dc, host, rack; a point every 10 s).
+//! compaction of a 1-hour row), the series and UID caches over the embedded store, WAL
+//! appends, and the embedded store's cell codec (encode, decode to bytes or to points).
+//! Series are gen.py's fleet (`cpu.usage_*` with dc, host, rack; a point every 10 s).
 //! cargo bench --bench core [-- FILTER]
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
@@ -408,5 +409,82 @@ fn bench_store(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_schema, bench_caches, bench_wal, bench_store);
+/// The embedded store's cell codec on one compacted hour (360 points every 10 s): gen.py's
+/// 2-decimal gauge (a random walk, stored as 4-byte floats: the decimal mode), and floats that
+/// are no short decimals (the XOR mode). Decoded to the column's bytes (what scans and
+/// HBase-compatible reads get), those bytes walked to points (a query's read before points
+/// were lent), and straight to points (a query's read now).
+fn bench_cellcodec(c: &mut Criterion) {
+    use tsgate::schema::column::walk_compacted;
+    use tsgate::store::embedded::cellcodec;
+    let column = |value: &dyn Fn(u64) -> DataValue| {
+        let pts: Vec<RawPoint> = (0..360u64)
+            .map(|i| RawPoint::encode(BASE as u64 + i * 10, BASE, value(i)).unwrap())
+            .collect();
+        build_column(&pts)
+    };
+    let mut x = 42;
+    let mut walk = 5_000i64;
+    let gauge: Vec<f32> = (0..360)
+        .map(|_| {
+            walk = (walk + (rng(&mut x) % 401) as i64 - 200).clamp(0, 10_000);
+            walk as f32 / 100.0
+        })
+        .collect();
+    let columns = [
+        ("decimal", column(&|i| DataValue::F32(gauge[i as usize]))),
+        ("xor", column(&|i| DataValue::F64((i as f64 + 0.5).sqrt()))),
+    ];
+    let mut g = c.benchmark_group("cellcodec");
+    g.throughput(Throughput::Elements(360));
+    for (name, (q, v)) in &columns {
+        let mut enc = Vec::new();
+        assert!(cellcodec::encode(q, v, &mut enc), "{name} encodes");
+        g.bench_function(format!("encode_{name}"), |b| {
+            b.iter(|| {
+                let mut out = Vec::with_capacity(enc.len());
+                cellcodec::encode(black_box(q), black_box(v), &mut out);
+                out.len()
+            })
+        });
+        let (mut dq, mut dv) = (Vec::new(), Vec::new());
+        g.bench_function(format!("decode_bytes_{name}"), |b| {
+            b.iter(|| {
+                cellcodec::decode(black_box(&enc), &mut dq, &mut dv).unwrap();
+                dq.len() + dv.len()
+            })
+        });
+        g.bench_function(format!("decode_bytes_walk_{name}"), |b| {
+            b.iter(|| {
+                cellcodec::decode(black_box(&enc), &mut dq, &mut dv).unwrap();
+                let mut sum = 0.0;
+                walk_compacted(&dq, &dv, |off, v| {
+                    sum += off as f64 + v.as_f64();
+                    true
+                });
+                sum
+            })
+        });
+        let mut pts = Vec::new();
+        g.bench_function(format!("decode_points_{name}"), |b| {
+            b.iter(|| {
+                pts.clear();
+                cellcodec::decode_points(black_box(&enc), &mut pts).unwrap();
+                pts.iter()
+                    .map(|&(off, v)| off as f64 + v.as_f64())
+                    .sum::<f64>()
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    bench_schema,
+    bench_caches,
+    bench_wal,
+    bench_store,
+    bench_cellcodec
+);
 criterion_main!(benches);

@@ -11,7 +11,8 @@
 # usage: compat/bench/ratios.sh [DATADIR] [REPS]
 #   DATADIR defaults to /tmp/bench/data and is made with gen.py when it has no meta.json.
 #   Env: SHARED_BENCH (default ../shared/bench beside the checkout), PROTOS (default
-#   "graphite telnet http rw"), SKIP_INGEST=1 / SKIP_QUERY=1 to run one half.
+#   "graphite telnet http rw"), SKIP_INGEST=1 / SKIP_QUERY=1 to run one half, TSGATE_BIN=PATH
+#   to time that binary instead of building this checkout's (a before/after in one sitting).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -20,7 +21,7 @@ d=${1:-/tmp/bench/data}
 reps=${2:-15}
 bench=${SHARED_BENCH:-$root/../shared/bench}
 protos=${PROTOS:-graphite telnet http rw}
-export TSGATE=$root/target/release/tsgate
+export TSGATE=${TSGATE_BIN:-$root/target/release/tsgate}
 source "$root/compat/lib.sh"   # $work, pids+cleanup on exit, port()
 results=$work/results.tsv      # kind, name, tsgate, vm
 : >"$results"
@@ -40,8 +41,10 @@ if [ ! -f "$d/meta.json" ]; then
   log "generating the data set in $d (about a minute)"
   python3 "$bench/gen.py" "$d"
 fi
-log "building release"
-cargo build --release -q
+if [ -z "${TSGATE_BIN:-}" ]; then
+  log "building release"
+  cargo build --release -q
+fi
 meta() { python3 -c "import json;print(json.load(open('$d/meta.json'))['$1'])"; }
 start=$(meta start); end=$(meta end); pts=$(meta points); series=$(meta series)
 
@@ -249,7 +252,7 @@ mem=$(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo)
 vmver=$(dpkg-query -W -f '${Version}' victoria-metrics 2>/dev/null || true)
 echo
 echo "Machine: $(nproc) cores, $cpu, $mem RAM; load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "tsgate $(git -C "$root" rev-parse --short HEAD), VictoriaMetrics ${vmver:-?}; data: $pts points, $series series ($d)"
+echo "tsgate $(git -C "$root" rev-parse --short HEAD)${TSGATE_BIN:+ (binary $TSGATE_BIN)}, VictoriaMetrics ${vmver:-?}; data: $pts points, $series series ($d)"
 echo "Ratios are tsgate / VictoriaMetrics; queries: warm median of $reps, milliseconds (series x points returned)."
 echo
 python3 - "$results" <<'PY'

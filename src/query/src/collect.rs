@@ -2,13 +2,13 @@
 //! cache's hour entries: each series once however many rows and salts it spans, its tags
 //! looked up by name once, kept or not by the caller's test, with its points in the window.
 
-use super::decode::{append_row, with_columns};
+use super::decode::append_row;
 use super::row_cache::RowPoints;
 use super::{QueryEngine, QueryError};
 use std::collections::HashMap;
 use tsgate_schema::rowkey::RowKey;
 use tsgate_schema::uid_table::UidKind;
-use tsgate_store::CellRef;
+use tsgate_store::LentRow;
 
 pub(super) struct Collector<'a> {
     q: &'a QueryEngine,
@@ -122,7 +122,7 @@ impl<'a> Collector<'a> {
         name: &str,
         key: &[u8],
         rk: &RowKey,
-        cells: &[CellRef],
+        row: LentRow,
     ) -> Result<(), QueryError> {
         let Some(i) = self.slot(name, rk.metric, rk.tags)? else {
             return Ok(());
@@ -135,12 +135,12 @@ impl<'a> Collector<'a> {
         let pts = &mut self.found[i].points;
         // Each unit its own loop: seconds are made while the row's points are in cache
         // (a later pass over a thousand series' points found them evicted).
-        self.unsorted[i] |= with_columns(cells, |cols| match self.stamps {
+        self.unsorted[i] |= match self.stamps {
             Stamps::Seconds => {
-                append_row(key, cols, rk.base, start, end, pts, |ts| (ts / 1000) as i64)
+                append_row(key, row, rk.base, start, end, pts, |ts| (ts / 1000) as i64)
             }
-            _ => append_row(key, cols, rk.base, start, end, pts, |ts| ts as i64),
-        })?;
+            _ => append_row(key, row, rk.base, start, end, pts, |ts| ts as i64),
+        }?;
         Ok(())
     }
 

@@ -12,16 +12,16 @@
 
 use super::collect::Collector;
 use super::collect::Stamps;
-use super::decode::{append_row, with_columns};
+use super::decode::append_row;
 use super::row_cache::{
     hour_key, hour_key_weight, hour_row_weight, Fill, HourRows, RowCache, RowPoints,
 };
 use super::seek::{tags_share, RowFilter};
-use super::select::{stop_on_error, Window, KEPT_HOURS_MAX};
+use super::select::{stop_on_error_lent, Window, KEPT_HOURS_MAX};
 use super::{QueryEngine, QueryError};
 use std::sync::Arc;
 use tsgate_schema::rowkey::{base_time, ROW_SPAN};
-use tsgate_store::{CellRef, RowSeek};
+use tsgate_store::{LentRow, RowSeek};
 
 /// What is done with one hour of one salt bucket.
 enum Hour {
@@ -186,7 +186,7 @@ impl QueryEngine {
         let mut whole = fill.take(base);
         let mut taken = if whole { base } else { 0 };
         let mut failed = None;
-        let mut body = |key: &[u8], cells: &[CellRef]| -> Result<(), QueryError> {
+        let mut body = |key: &[u8], row: LentRow| -> Result<(), QueryError> {
             let Ok(rk) = self.layout.parse(key) else {
                 return Ok(());
             };
@@ -194,10 +194,7 @@ impl QueryEngine {
             let mut all = Vec::new();
             let kept = whole
                 && rk.base == h
-                && with_columns(cells, |cols| {
-                    append_row(key, cols, rk.base, 0, u64::MAX, &mut all, |ts| ts as i64)
-                })
-                .is_ok()
+                && append_row(key, row, rk.base, 0, u64::MAX, &mut all, |ts| ts as i64).is_ok()
                 && all.is_sorted_by_key(|p| p.0)
                 && {
                     let w = hour_row_weight(rk.tags.len(), all.len());
@@ -219,7 +216,7 @@ impl QueryEngine {
                     rows = Vec::new();
                 }
                 return if want {
-                    c.cells(name, key, &rk, cells)
+                    c.cells(name, key, &rk, row)
                 } else {
                     Ok(())
                 };
@@ -231,10 +228,10 @@ impl QueryEngine {
             rows.push((Box::from(rk.tags), all));
             Ok(())
         };
-        let scanned = self.store.scan_rows(
+        let scanned = self.store.scan_points(
             &self.table,
             &scan,
-            &mut stop_on_error(&mut body, &mut failed),
+            &mut stop_on_error_lent(&mut body, &mut failed),
         );
         let error = match (failed, scanned) {
             (Some(e), _) => Some(e),

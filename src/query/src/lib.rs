@@ -33,7 +33,7 @@ use tsgate_schema::compaction::merge_columns;
 use tsgate_schema::rowkey::{base_time, ROW_SPAN};
 use tsgate_schema::uid_table::UidKind;
 use tsgate_schema::KeyLayout;
-use tsgate_store::{CellRef, Scan, SharedStore, StoreError};
+use tsgate_store::{LentRow, Scan, SharedStore, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum QueryError {
@@ -426,7 +426,7 @@ impl QueryEngine {
             };
             // What went wrong inside the visitor, which can only stop the scan.
             let mut failed: Option<QueryError> = None;
-            let mut row_body = |key: &[u8], cells: &[CellRef]| -> Result<(), QueryError> {
+            let mut row_body = |key: &[u8], row: LentRow| -> Result<(), QueryError> {
                 summary.rows += 1;
                 self.check_limits(budget, matched.load(Ordering::Relaxed))?;
                 let Ok(rk) = self.layout.parse(key) else {
@@ -484,8 +484,9 @@ impl QueryEngine {
                 };
                 let Some(idx) = idx else { return Ok(()) };
                 let st = &mut states[idx];
-                if let (Some(r), Some(d)) = (rollup, st.ds.as_mut()) {
-                    // A rollup is read for a downsample only: its cells go to the downsampler.
+                if let (Some(r), Some(d), LentRow::Cells(cells)) = (rollup, st.ds.as_mut(), row) {
+                    // A rollup is read for a downsample only: its cells go to the downsampler
+                    // (read from `scan_rows`: lent as cells).
                     let mut read = 0u64;
                     r.points(rk.base, cells, q.start_ms, q.end_ms, |ts, c| {
                         read += 1;
@@ -510,28 +511,24 @@ impl QueryEngine {
                 };
                 let mark = sink.len();
                 let notes = &mut st.notes;
-                decode::with_columns(cells, |cols| {
-                    decode::append_points(
-                        key,
-                        cols,
-                        rk.base,
-                        q.start_ms,
-                        q.end_ms,
-                        sink,
-                        |ts, v| (ts, Num::from(v)),
-                        // Annotations live in the same rows: read them on the way (OpenTSDB
-                        // does too).
-                        |v| {
-                            if let Ok(a) =
-                                tsgate_core::meta::annotation::Annotation::from_storage(v)
-                            {
-                                if (q.start_ms..=q.end_ms).contains(&a.start_ms()) {
-                                    notes.push(a);
-                                }
+                decode::append_lent(
+                    key,
+                    row,
+                    rk.base,
+                    q.start_ms,
+                    q.end_ms,
+                    sink,
+                    |ts, v| (ts, Num::from(v)),
+                    // Annotations live in the same rows: read them on the way (OpenTSDB
+                    // does too).
+                    |v| {
+                        if let Ok(a) = tsgate_core::meta::annotation::Annotation::from_storage(v) {
+                            if (q.start_ms..=q.end_ms).contains(&a.start_ms()) {
+                                notes.push(a);
                             }
-                        },
-                    )
-                })?;
+                        }
+                    },
+                )?;
                 let in_range = (sink.len() - mark) as u64;
                 if let Some(d) = &mut st.ds {
                     for &(ts, v) in scratch.iter() {
@@ -545,11 +542,17 @@ impl QueryEngine {
                 }
                 Ok(())
             };
-            self.store.scan_rows(
-                table,
-                &scan,
-                &mut select::stop_on_error(&mut row_body, &mut failed),
-            )?;
+            {
+                let mut visit = select::stop_on_error_lent(&mut row_body, &mut failed);
+                if rollup.is_some() {
+                    // A rollup row's cells are not a data row's points: lent as they are.
+                    self.store.scan_rows(table, &scan, &mut |key, cells| {
+                        visit(key, LentRow::Cells(cells))
+                    })?;
+                } else {
+                    self.store.scan_points(table, &scan, &mut visit)?;
+                }
+            }
             if let Some(e) = failed.take() {
                 return Err(e);
             }

@@ -5,7 +5,7 @@
 
 use super::collect::Collector;
 pub use super::collect::{KeepSeries, Stamps, StoredSelected};
-use super::decode::{append_row, with_columns};
+use super::decode::append_row;
 use super::row_cache::{row_weight, Fill, RowPoints};
 use super::seek::{RequiredPairs, RowFilter};
 use super::{QueryEngine, QueryError};
@@ -18,7 +18,7 @@ use tsgate_core::prometheus::labels::{
 };
 use tsgate_schema::rowkey::{base_time, ROW_SPAN};
 use tsgate_schema::uid_table::UidKind;
-use tsgate_store::{CellRef, RowSeek, RowSeeker, Scan, StoreResult};
+use tsgate_store::{CellRef, LentRow, RowSeek, RowSeeker, Scan, StoreResult};
 
 #[derive(Debug, Clone)]
 pub enum MatchOp {
@@ -740,7 +740,7 @@ impl QueryEngine {
         };
         let mut failed = None;
         let mut unsorted = vec![false; uids.len()];
-        let mut row_body = |key: &[u8], cells: &[CellRef]| -> Result<(), QueryError> {
+        let mut row_body = |key: &[u8], row: LentRow| -> Result<(), QueryError> {
             let Ok(rk) = self.layout.parse(key) else {
                 return Ok(());
             };
@@ -765,21 +765,17 @@ impl QueryEngine {
             // alone, as without the cache, and not kept).
             let all = kept.and_then(|_| {
                 let mut all = Vec::new();
-                with_columns(cells, |cols| {
-                    append_row(key, cols, rk.base, 0, u64::MAX, &mut all, |ts| ts as i64)
-                })
-                .ok()
-                .map(|_| all)
+                append_row(key, row, rk.base, 0, u64::MAX, &mut all, |ts| ts as i64)
+                    .ok()
+                    .map(|_| all)
             });
             if kept.is_some() && all.is_none() {
                 // Not kept, so its hour must not be kept as absent either: the path is left out.
                 odd.insert(rk.metric.to_vec());
             }
             let (Some(fill), Some(all)) = (kept, all) else {
-                unsorted[i] |= with_columns(cells, |cols| {
-                    append_row(key, cols, rk.base, start, end, &mut out[i], |ts| {
-                        (ts / 1000) as i64
-                    })
+                unsorted[i] |= append_row(key, row, rk.base, start, end, &mut out[i], |ts| {
+                    (ts / 1000) as i64
                 })?;
                 return Ok(());
             };
@@ -795,10 +791,10 @@ impl QueryEngine {
             Ok(())
         };
         for scan in &scans {
-            self.store.scan_rows(
+            self.store.scan_points(
                 &self.table,
                 scan,
-                &mut stop_on_error(&mut row_body, &mut failed),
+                &mut stop_on_error_lent(&mut row_body, &mut failed),
             )?;
             if let Some(e) = failed.take() {
                 return Err(e);
@@ -827,16 +823,16 @@ impl QueryEngine {
         // What went wrong inside the visitor, which can only stop the scan.
         let mut failed: Option<QueryError> = None;
         for scan in scans {
-            let mut row_body = |key: &[u8], cells: &[CellRef]| -> Result<(), QueryError> {
+            let mut row_body = |key: &[u8], row: LentRow| -> Result<(), QueryError> {
                 let Ok(rk) = self.layout.parse(key) else {
                     return Ok(());
                 };
-                c.cells(name, key, &rk, cells)
+                c.cells(name, key, &rk, row)
             };
-            self.store.scan_rows(
+            self.store.scan_points(
                 &self.table,
                 scan,
-                &mut stop_on_error(&mut row_body, &mut failed),
+                &mut stop_on_error_lent(&mut row_body, &mut failed),
             )?;
             if let Some(e) = failed.take() {
                 return Err(e);
@@ -899,6 +895,20 @@ pub(crate) fn stop_on_error<'a>(
     failed: &'a mut Option<QueryError>,
 ) -> impl FnMut(&[u8], &[CellRef]) -> StoreResult<bool> + 'a {
     move |key, cells| match body(key, cells) {
+        Ok(()) => Ok(true),
+        Err(e) => {
+            *failed = Some(e);
+            Ok(false)
+        }
+    }
+}
+
+/// [`stop_on_error`] for a points scan ([`tsgate_store::Store::scan_points`]).
+pub(crate) fn stop_on_error_lent<'a>(
+    body: &'a mut impl FnMut(&[u8], LentRow) -> Result<(), QueryError>,
+    failed: &'a mut Option<QueryError>,
+) -> impl FnMut(&[u8], LentRow) -> StoreResult<bool> + 'a {
+    move |key, row| match body(key, row) {
         Ok(()) => Ok(true),
         Err(e) => {
             *failed = Some(e);

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-mod cellcodec;
+pub mod cellcodec;
 mod health;
 pub use health::free_bytes;
 
@@ -735,6 +735,71 @@ impl EmbeddedStore {
     }
 
     /// A scan's cell stream in each family it reads.
+    /// [`Store::scan_rows`], and with `points` [`Store::scan_points`]: a row of one encoded
+    /// column is lent as its points when they decode so, without making its bytes.
+    fn lend_rows(
+        &self,
+        table: &str,
+        scan: &Scan,
+        points: bool,
+        visit: &mut super::PointsVisitor<'_>,
+    ) -> StoreResult<()> {
+        let engine = self.engine()?;
+        if engine.selected(table, &scan.families)?.len() != 1 {
+            // Rows spread over several families are merged (and copied) by `scan`.
+            return super::visit_rows(self.scan(table, scan)?, &mut |key, cells| {
+                visit(key, super::LentRow::Cells(cells))
+            });
+        }
+        let (family, mut cells) = self
+            .family_cells(&engine, table, scan)?
+            .pop()
+            .expect("one family");
+        let family = family.as_slice();
+        let mut left = scan.limit.unwrap_or(usize::MAX);
+        // The row being gathered: its key and its cells, lent to `visit` once it is complete.
+        let mut row: Vec<u8> = Vec::new();
+        let mut raw: Vec<RawCell> = Vec::new();
+        let mut decoded_points = Vec::new();
+        while left > 0 {
+            let next = cells.next_cell();
+            if !matches!(next, Some(Ok((_, false)))) && !raw.is_empty() {
+                decoded_points.clear();
+                let go_on =
+                    if points && raw.len() == 1 && raw[0].points(self.form, &mut decoded_points) {
+                        visit(&row, super::LentRow::Points(&decoded_points))?
+                    } else {
+                        for c in &mut raw {
+                            c.decode(self.form);
+                        }
+                        let mut lent: Vec<super::CellRef> =
+                            raw.iter().map(|c| c.lend(family, self.form)).collect();
+                        in_qualifier_order(&mut lent, |c| c.qualifier);
+                        visit(&row, super::LentRow::Cells(&lent))?
+                    };
+                if !go_on {
+                    return Ok(());
+                }
+                raw.clear();
+                left -= 1;
+                if left == 0 {
+                    break;
+                }
+            }
+            match next {
+                None => break,
+                Some(Err(e)) => return Err(e),
+                Some(Ok((c, first))) => {
+                    if first {
+                        row.clone_from(&cells.row);
+                    }
+                    raw.push(c);
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn family_cells(
         &self,
         engine: &Arc<Engine>,
@@ -1038,8 +1103,8 @@ struct FamilyCells {
 }
 
 /// A cell as the engine holds it: its key (encoded row, terminator, qualifier) and its stamped
-/// value, both in the engine's own buffers, and an encoded column's qualifier and value
-/// decoded.
+/// value, both in the engine's own buffers, and an encoded column's qualifier and value once
+/// decoded ([`RawCell::decode`]).
 struct RawCell {
     key: fjall::Slice,
     value: fjall::Slice,
@@ -1049,16 +1114,34 @@ struct RawCell {
 }
 
 impl RawCell {
-    fn new(key: fjall::Slice, value: fjall::Slice, qualifier_at: usize, form: Qualifiers) -> Self {
-        let decoded = match parts(&key[qualifier_at..], &value, form) {
-            Parts::Encoded(_, body) => decoded(body).map(Box::new),
-            Parts::Plain(..) => None,
-        };
+    /// The cell as read; an encoded column is decoded by [`RawCell::decode`] (a points scan may
+    /// not need its bytes).
+    fn new(key: fjall::Slice, value: fjall::Slice, qualifier_at: usize) -> Self {
         RawCell {
             key,
             value,
             qualifier_at,
-            decoded,
+            decoded: None,
+        }
+    }
+
+    /// Decodes an encoded column's bytes, for [`RawCell::lend`].
+    fn decode(&mut self, form: Qualifiers) {
+        if self.decoded.is_none() {
+            if let Parts::Encoded(_, body) =
+                parts(&self.key[self.qualifier_at..], &self.value, form)
+            {
+                self.decoded = decoded(body).map(Box::new);
+            }
+        }
+    }
+
+    /// An encoded column's points onto `out` (see [`cellcodec::decode_points`]); false, with
+    /// `out` as it was, for any other cell or one whose points do not decode so.
+    fn points(&self, form: Qualifiers, out: &mut Vec<(u32, tsgate_schema::DataValue)>) -> bool {
+        match parts(&self.key[self.qualifier_at..], &self.value, form) {
+            Parts::Encoded(_, body) => cellcodec::decode_points(body, out).is_some(),
+            Parts::Plain(..) => false,
         }
     }
 
@@ -1079,7 +1162,8 @@ impl RawCell {
         }
     }
 
-    fn to_cell(&self, family: &[u8], form: Qualifiers) -> Cell {
+    fn into_cell(mut self, family: &[u8], form: Qualifiers) -> Cell {
+        self.decode(form);
         self.lend(family, form).into()
     }
 }
@@ -1140,7 +1224,7 @@ impl FamilyCells {
         let at = end + 2;
         let Some(qs) = &self.qualifiers else {
             let first = !std::mem::replace(&mut self.emitted, true);
-            return Some((RawCell::new(k, v, at, form), first));
+            return Some((RawCell::new(k, v, at), first));
         };
         let in_key = &k[at..];
         let cut_key = form.cuts(in_key.len());
@@ -1152,7 +1236,7 @@ impl FamilyCells {
             CellVerdict::Pass => {
                 self.misses = 0;
                 let first = !std::mem::replace(&mut self.emitted, true);
-                return Some((RawCell::new(k, v, at, form), first));
+                return Some((RawCell::new(k, v, at), first));
             }
             CellVerdict::Miss => return None,
             CellVerdict::MissUntil(p) => p.map(<[u8]>::to_vec),
@@ -1271,11 +1355,11 @@ impl FamilyRows {
             },
         };
         let form = self.cells.form;
-        let mut cells = vec![first.to_cell(&self.family, form)];
+        let mut cells = vec![first.into_cell(&self.family, form)];
         loop {
             match self.cells.next_cell() {
                 None => break,
-                Some(Ok((c, false))) => cells.push(c.to_cell(&self.family, form)),
+                Some(Ok((c, false))) => cells.push(c.into_cell(&self.family, form)),
                 Some(Ok((c, true))) => {
                     self.next = Some((self.cells.row.clone(), c));
                     break;
@@ -1460,47 +1544,19 @@ impl Store for EmbeddedStore {
         scan: &Scan,
         visit: &mut super::RowVisitor<'_>,
     ) -> StoreResult<()> {
-        let engine = self.engine()?;
-        if engine.selected(table, &scan.families)?.len() != 1 {
-            // Rows spread over several families are merged (and copied) by `scan`.
-            return super::visit_rows(self.scan(table, scan)?, visit);
-        }
-        let (family, mut cells) = self
-            .family_cells(&engine, table, scan)?
-            .pop()
-            .expect("one family");
-        let family = family.as_slice();
-        let mut left = scan.limit.unwrap_or(usize::MAX);
-        // The row being gathered: its key and its cells, lent to `visit` once it is complete.
-        let mut row: Vec<u8> = Vec::new();
-        let mut raw: Vec<RawCell> = Vec::new();
-        while left > 0 {
-            let next = cells.next_cell();
-            if !matches!(next, Some(Ok((_, false)))) && !raw.is_empty() {
-                let mut lent: Vec<super::CellRef> =
-                    raw.iter().map(|c| c.lend(family, self.form)).collect();
-                in_qualifier_order(&mut lent, |c| c.qualifier);
-                if !visit(&row, &lent)? {
-                    return Ok(());
-                }
-                raw.clear();
-                left -= 1;
-                if left == 0 {
-                    break;
-                }
-            }
-            match next {
-                None => break,
-                Some(Err(e)) => return Err(e),
-                Some(Ok((c, first))) => {
-                    if first {
-                        row.clone_from(&cells.row);
-                    }
-                    raw.push(c);
-                }
-            }
-        }
-        Ok(())
+        self.lend_rows(table, scan, false, &mut |key, row| match row {
+            super::LentRow::Cells(cells) => visit(key, cells),
+            super::LentRow::Points(_) => unreachable!("points are lent only when asked for"),
+        })
+    }
+
+    fn scan_points(
+        &self,
+        table: &str,
+        scan: &Scan,
+        visit: &mut super::PointsVisitor<'_>,
+    ) -> StoreResult<()> {
+        self.lend_rows(table, scan, true, visit)
     }
 
     fn increment(
@@ -2040,6 +2096,42 @@ mod tests {
         })
         .unwrap();
         assert!(lent == want, "scan_rows");
+        // A points scan lends each encoded row (of one cell) as its points, those the walk of
+        // its bytes reads; the others as their cells.
+        let (mut as_points, mut as_cells) = (0, 0);
+        let mut i = 0;
+        s.scan_points(&names.data, &Scan::default(), &mut |row, lent| {
+            let (key, cells) = &want[i];
+            i += 1;
+            assert_eq!(row, key.as_slice());
+            match lent {
+                crate::LentRow::Points(pts) => {
+                    as_points += 1;
+                    let mut walked = Vec::new();
+                    let (q, v) = &cells[0];
+                    assert!(tsgate_schema::column::walk_compacted(q, v, |off, val| {
+                        walked.push((off, val));
+                        true
+                    }));
+                    assert!(
+                        cells.len() == 1 && pts == walked.as_slice(),
+                        "row {}",
+                        i - 1
+                    );
+                }
+                crate::LentRow::Cells(lent) => {
+                    as_cells += 1;
+                    let got: Cells = lent
+                        .iter()
+                        .map(|c| (c.qualifier.to_vec(), c.value.to_vec()))
+                        .collect();
+                    assert!(got == *cells, "row {}", i - 1);
+                }
+            }
+            Ok(true)
+        })
+        .unwrap();
+        assert_eq!((as_points, as_cells, i), (1_990, 10, 2_000));
         for (row, cells) in [&want[0], &want[10], &want[1_999]] {
             let got: Vec<_> = s.get(&names.data, row, &[]).unwrap();
             let got: Vec<_> = got.into_iter().map(|c| (c.qualifier, c.value)).collect();

@@ -13,6 +13,7 @@ pub mod watch;
 
 use std::sync::Arc;
 use tsgate_schema::compaction::StoredColumn;
+use tsgate_schema::DataValue;
 
 /// One cell: family, qualifier, value and its (HBase-style, ms) timestamp.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,6 +81,20 @@ pub fn columns(cells: &[Cell]) -> Vec<StoredColumn<'_>> {
 /// Sees a scan's rows in order (row key, its cells as [`Row`] holds them); returns false to end
 /// the scan there.
 pub type RowVisitor<'a> = dyn FnMut(&[u8], &[CellRef<'_>]) -> StoreResult<bool> + 'a;
+
+/// A row as [`Store::scan_points`] lends it.
+#[derive(Debug, Clone, Copy)]
+pub enum LentRow<'a> {
+    /// Its cells, as [`Store::scan_rows`] lends them.
+    Cells(&'a [CellRef<'a>]),
+    /// A row of one compacted column, its points decoded by the store: (offset from the row's
+    /// base time in ms, value), offsets strictly rising, as schema's `walk_compacted` reads the
+    /// column's bytes.
+    Points(&'a [(u32, DataValue)]),
+}
+
+/// Sees a [`Store::scan_points`] scan's rows in order; returns false to end the scan there.
+pub type PointsVisitor<'a> = dyn FnMut(&[u8], LentRow<'_>) -> StoreResult<bool> + 'a;
 
 /// A row and its cells, sorted by family then qualifier.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -264,6 +279,19 @@ pub trait Store: Send + Sync + 'static {
     /// that can lend cells from its own buffers saves a copy of every row a query reads.
     fn scan_rows(&self, table: &str, scan: &Scan, visit: &mut RowVisitor<'_>) -> StoreResult<()> {
         visit_rows(self.scan(table, scan)?, visit)
+    }
+    /// [`Store::scan_rows`] for reads of points (queries), not of bytes: a store that keeps
+    /// compacted columns encoded may lend such a row's points decoded, without making the
+    /// column's bytes only for the reader to decode them again. Others lend every row's cells.
+    fn scan_points(
+        &self,
+        table: &str,
+        scan: &Scan,
+        visit: &mut PointsVisitor<'_>,
+    ) -> StoreResult<()> {
+        self.scan_rows(table, scan, &mut |key, cells| {
+            visit(key, LentRow::Cells(cells))
+        })
     }
     /// Atomically adds `delta` to an 8-byte big-endian counter (absent = 0); returns the new value.
     fn increment(

@@ -77,6 +77,15 @@ impl Store for WatchedStore {
         self.inner.scan_rows(table, scan, visit)
     }
 
+    fn scan_points(
+        &self,
+        table: &str,
+        scan: &Scan,
+        visit: &mut crate::PointsVisitor<'_>,
+    ) -> StoreResult<()> {
+        self.inner.scan_points(table, scan, visit)
+    }
+
     fn increment(
         &self,
         table: &str,

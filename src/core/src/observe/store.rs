@@ -88,6 +88,15 @@ impl Store for InstrumentedStore {
         timed(StoreOp::Scan, || self.inner.scan_rows(table, scan, visit))
     }
 
+    fn scan_points(
+        &self,
+        table: &str,
+        scan: &Scan,
+        visit: &mut tsgate_store::PointsVisitor<'_>,
+    ) -> StoreResult<()> {
+        timed(StoreOp::Scan, || self.inner.scan_points(table, scan, visit))
+    }
+
     fn increment(
         &self,
         table: &str,

@@ -45,7 +45,9 @@ now=$(date +%s)
 end=$((now / 86400 * 86400))          # today 00:00 UTC (exclusive)
 start=$((end - days * 86400))
 points=$((series * days * 86400 / step))
-printf '[rollups]\nenabled = true\n' > "$tmp/rollups.toml"
+# Raw reads load every point (315 M for 100 series): past the defaults query.max_points and
+# prometheus.max_samples (50 M each) from 100 series on; VictoriaMetrics allows 1e9 samples.
+printf '[rollups]\nenabled = true\n[prometheus]\nmax_samples = 1000000000\n[query]\ntimeout_ms = 600000\nmax_points = 1000000000\n' > "$tmp/rollups.toml"
 printf '[rollups]\nenabled = true\n\n[write]\ncompaction_delay_ms = 200\n' > "$tmp/rollups_on_import.toml"
 : > "$tmp/plain.toml"
 echo "data: $series series x $days days every $step s = $points points"
@@ -179,6 +181,8 @@ vm_disk, points = int(sys.argv[7]), int(sys.argv[8])
 def vals(name):
     j = json.load(open(f"{d}/{name}.json"))
     if isinstance(j, dict):
+        if "data" not in j:
+            sys.exit(f"{name}: no answer: {json.dumps(j)[:300]}")
         j = j["data"]["result"]
         # VictoriaMetrics keeps __name__ on this *_over_time where Prometheus drops it.
         return sorted((tuple(sorted((k, x) for k, x in s["metric"].items() if k != "__name__")), tuple(float(v) for _, v in s["values"])) for s in j)

@@ -131,9 +131,12 @@ fn store_down_answers_503_pauses_tcp_and_loses_nothing() {
 
     // HBase goes away. Writes already in flight are logged and acknowledged.
     d.stop();
+    // The put and `version` in one write: once the flusher sees HBase gone, TCP listeners stop
+    // reading, and a `version` sent apart could wait behind that.
     let mut t = s.telnet();
-    t.send(&format!("put dur.m {} 2 h=a\n", T0 + 1));
-    assert!(t.sync().is_empty());
+    assert!(t
+        .send_and_sync(&format!("put dur.m {} 2 h=a\n", T0 + 1))
+        .is_empty());
     acked.push((T0 + 1, 2.0));
     std::thread::sleep(Duration::from_millis(500));
     // Once the flusher has seen the failure, HTTP writes are refused with 503 + Retry-After.
@@ -244,10 +247,15 @@ fn shutdown_is_bounded_when_the_store_is_down_and_the_wal_replays() {
     let data = dir.path().join("data");
     let mut s = Server::start_with(&data, Some(&cfg));
     assert_eq!(put(&s.addr, T0, 1).0, 204);
+    // Stored before HBase goes: a flush of it failing would pause TCP before the put below.
+    assert_eq!(wait_stored(&s, &[(T0, 1.0)]), vec![(T0, 1.0)]);
     d.stop();
+    // The put and `version` in one write: once the flusher sees HBase gone, TCP listeners stop
+    // reading, and a `version` sent apart could wait behind that.
     let mut t = s.telnet();
-    t.send(&format!("put dur.m {} 2 h=a\n", T0 + 1));
-    assert!(t.sync().is_empty());
+    assert!(t
+        .send_and_sync(&format!("put dur.m {} 2 h=a\n", T0 + 1))
+        .is_empty());
     drop(t);
     std::thread::sleep(Duration::from_millis(300));
     let mut child = s.child.take().unwrap();

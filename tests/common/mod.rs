@@ -452,7 +452,14 @@ impl Telnet {
 
     /// Sends `version` and reads up to its two lines: proves every earlier line was processed.
     pub fn sync(&mut self) -> Vec<String> {
-        self.send("version\n");
+        self.send_and_sync("")
+    }
+
+    /// Sends `text` and `version` in one write, then reads as `sync` does. For a server that may
+    /// stop reading between two writes (a store going down pauses TCP listeners), one write
+    /// arrives in one read.
+    pub fn send_and_sync(&mut self, text: &str) -> Vec<String> {
+        self.send(&format!("{text}version\n"));
         let mut before = Vec::new();
         loop {
             let l = self.read_line();

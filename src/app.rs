@@ -32,6 +32,8 @@ pub enum AppError {
     Io(#[from] std::io::Error),
     #[error(transparent)]
     Cardinality(#[from] crate::lifecycle::cardinality::CardinalityError),
+    #[error(transparent)]
+    Uid(#[from] crate::uid::UidError),
     #[error("invalid graphite.rules: {0}")]
     NameRules(#[from] crate::graphite::names::RuleError),
     #[error("invalid auth config: {0}")]
@@ -203,10 +205,12 @@ fn check_room_to_replay(cfg: &Config) -> Result<(), AppError> {
     Ok(())
 }
 
-pub fn uid_core(cfg: &Config, store: SharedStore) -> Arc<UidCore> {
+/// The UID core over `store`; with the embedded store, new UIDs are made durable in
+/// `data_dir/uid.journal` (replayed here first) instead of by syncing the whole engine.
+pub fn uid_core(cfg: &Config, store: SharedStore) -> Result<Arc<UidCore>, AppError> {
     let s = &cfg.storage;
     let u = &cfg.uid;
-    Arc::new(UidCore::new(
+    let core = UidCore::new(
         store,
         s.tables.uid.clone(),
         [s.uid_width_metric, s.uid_width_tagk, s.uid_width_tagv],
@@ -215,7 +219,12 @@ pub fn uid_core(cfg: &Config, store: SharedStore) -> Arc<UidCore> {
             u.auto_create_tagks,
             u.auto_create_tagvs,
         ],
-    ))
+    );
+    Ok(Arc::new(if s.backend == "embedded" {
+        core.with_journal(&cfg.data_dir.join("uid.journal"))?
+    } else {
+        core
+    }))
 }
 
 pub fn limits(cfg: &Config) -> Limits {
@@ -327,7 +336,7 @@ impl Node {
             damaged = stats.damaged,
             "write-ahead log replayed"
         );
-        let uids = uid_core(&cfg, store.clone());
+        let uids = uid_core(&cfg, store.clone())?;
         let resolver = Arc::new(SeriesResolver::new(uids.clone()));
         let cardinality = Arc::new(crate::lifecycle::cardinality::Cardinality::open(
             &cfg.data_dir,

@@ -319,7 +319,7 @@ def main():
 
     cols = ("min", "data time", "sent/s", "stored/s", "max write s", "by", "max query s",
             "RSS MiB", "disk MiB", "B/point", "queued", "flushing", "compact rows", "backlog",
-            "fsync s", "flush s", "errors")
+            "fsync s", "flush s", "uid sync s", "errors")
     print(" | ".join(cols), flush=True)
     totals = {"sent": 0, "errors": 0}
     minute_end = wall0 + 60
@@ -363,6 +363,7 @@ def main():
                if "tsgate_compaction_backlog_rows" in m else "-",
                hist_max(prev_m, m, "tsgate_wal_fsync_duration_seconds"),
                hist_max(prev_m, m, "tsgate_flush_duration_seconds"),
+               hist_max(prev_m, m, "tsgate_uid_sync_duration_seconds"),
                f"{cur['errors'] + qerr}")
         rows.append(row)
         print(" | ".join(row), flush=True)

@@ -55,7 +55,7 @@ pub fn run(args: &QueryArgs) -> anyhow::Result<i32> {
     let store = crate::app::open_existing_store(&cfg)?;
     let engine = crate::query::QueryEngine {
         store: store.clone(),
-        uids: crate::app::uid_core(&cfg, store),
+        uids: crate::app::uid_core(&cfg, store)?,
         layout: cfg.layout(),
         table: cfg.storage.tables.data.clone(),
         allow_delete: false,

@@ -95,7 +95,7 @@ pub fn backfill(
 ) -> anyhow::Result<Backfill> {
     let layout = cfg.layout();
     let table = &cfg.storage.tables.data;
-    let uids = crate::app::uid_core(cfg, store.clone());
+    let uids = crate::app::uid_core(cfg, store.clone())?;
     let metrics = uids.list(UidKind::Metric)?;
     bar.set_length(metrics.len() as u64);
     let first = base_time(start_s);

@@ -39,7 +39,7 @@ pub fn run(args: &ScanArgs) -> anyhow::Result<i32> {
     let now = tsgate_common::clock::now_ms();
     let mut scans = vec![Scan::default()];
     if let Some(m) = &args.metric {
-        let uids = crate::app::uid_core(&cfg, store.clone());
+        let uids = crate::app::uid_core(&cfg, store.clone())?;
         let Some(mid) = uids.get_id(UidKind::Metric, m)? else {
             anyhow::bail!("No such name for 'metrics': '{m}'");
         };

@@ -41,7 +41,7 @@ pub fn run(common: &Common, action: UidAction) -> anyhow::Result<i32> {
         UidAction::Assign { .. } => crate::app::open_store(&cfg)?,
         _ => crate::app::open_existing_store(&cfg)?,
     };
-    let uids = crate::app::uid_core(&cfg, store.clone());
+    let uids = crate::app::uid_core(&cfg, store.clone())?;
     let mut status = 0;
     match action {
         UidAction::Assign { kind: k, names } => {

@@ -15,4 +15,5 @@ pub mod observe;
 pub mod prometheus;
 pub mod series;
 pub mod uid;
+pub mod uid_journal;
 pub mod write;

@@ -414,7 +414,7 @@ impl SeriesResolver {
     /// Whether [`SeriesResolver::sync_if_dirty`] has work: a batch whose series were all
     /// cached may still hold one another batch admitted but has not yet synced.
     pub fn unsynced(&self) -> bool {
-        self.gate.get().is_some_and(|g| g.unsynced())
+        self.uids.unsynced() || self.gate.get().is_some_and(|g| g.unsynced())
     }
 
     /// Installs the gate new series pass (once).

@@ -2,8 +2,10 @@
 //! algorithm (increment the kind's counter, CAS the reverse map, CAS the forward map), so
 //! several processes sharing one store never hand out one id twice. Cached both ways.
 
+use crate::uid_journal::UidJournal;
 use dashmap::DashMap;
 use parking_lot::Mutex;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use tsgate_schema::uid_table::{id_bytes, UidKind, ID_FAMILY, MAXID_ROW, NAME_FAMILY};
 use tsgate_store::{Mutation, RowMutations, Scan, SharedStore, StoreError};
@@ -54,6 +56,8 @@ pub enum UidError {
     },
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Journal(#[from] crate::uid_journal::JournalError),
 }
 
 pub struct UidCore {
@@ -65,8 +69,11 @@ pub struct UidCore {
     reverse: [DashMap<Uid, Box<str>>; 3],
     /// One assignment at a time per kind inside this process (the CAS protects across processes).
     assigning: [Mutex<()>; 3],
-    /// New mappings written since the store was last made durable.
+    /// Changes written since the store was last made durable (every new mapping, without a
+    /// journal; renames).
     dirty: AtomicBool,
+    /// Where new mappings are made durable instead of syncing the whole store (embedded).
+    journal: Option<UidJournal>,
 }
 
 fn idx(k: UidKind) -> usize {
@@ -91,7 +98,87 @@ impl UidCore {
             reverse: Default::default(),
             assigning: Default::default(),
             dirty: AtomicBool::new(false),
+            journal: None,
         }
+    }
+
+    /// Keeps new mappings durable in the journal at `path` rather than by syncing the store.
+    /// First puts back what the journal an earlier run left holds: an id without a name
+    /// in the store (a crash took both of its cells) gets its name again, and each kind's
+    /// counter is raised past every id the journal holds; then the store is synced and the
+    /// journal starts empty.
+    pub fn with_journal(mut self, path: &Path) -> Result<UidCore, UidError> {
+        let found = UidJournal::read(path)?;
+        let mut restored = 0;
+        let mut highest = [0u64; 3];
+        for a in &found {
+            let q = a.kind.qualifier();
+            let id = a.uid.iter().fold(0u64, |n, b| (n << 8) | *b as u64);
+            highest[idx(a.kind)] = highest[idx(a.kind)].max(id);
+            let named = self.store.get(&self.table, &a.uid, &[NAME_FAMILY])?;
+            if named.iter().any(|c| c.qualifier == q) {
+                continue; // still there, renamed since, or never lost
+            }
+            if self.read_forward(a.kind, &a.name)?.is_some() {
+                continue; // the name has another id now
+            }
+            self.store.mutate(
+                &self.table,
+                vec![
+                    RowMutations::put(
+                        a.uid.clone(),
+                        NAME_FAMILY,
+                        q.to_vec(),
+                        a.name.as_bytes().to_vec(),
+                    ),
+                    RowMutations::put(
+                        a.name.as_bytes().to_vec(),
+                        ID_FAMILY,
+                        q.to_vec(),
+                        a.uid.clone(),
+                    ),
+                ],
+            )?;
+            restored += 1;
+        }
+        for kind in [UidKind::Metric, UidKind::Tagk, UidKind::Tagv] {
+            let want = highest[idx(kind)] as i64;
+            if want == 0 {
+                continue;
+            }
+            let now =
+                self.store
+                    .increment(&self.table, MAXID_ROW, ID_FAMILY, kind.qualifier(), 0)?;
+            if now < want {
+                self.store.increment(
+                    &self.table,
+                    MAXID_ROW,
+                    ID_FAMILY,
+                    kind.qualifier(),
+                    want - now,
+                )?;
+            }
+        }
+        if !found.is_empty() {
+            self.store.flush()?;
+            tracing::info!(records = found.len(), restored, "UID journal replayed");
+        }
+        self.journal = Some(UidJournal::open_empty(path)?);
+        Ok(self)
+    }
+
+    /// Notes a new mapping (already in the store) as needing to be made durable.
+    fn assigned(&self, kind: UidKind, name: &str, uid: &[u8]) {
+        match &self.journal {
+            Some(j) => j.record(kind, uid, name),
+            None => self.dirty.store(true, Ordering::Release),
+        }
+    }
+
+    /// Whether a mapping another batch made (and may already find in the cache) is not yet
+    /// durable: a batch referring to it must sync before its acknowledgement.
+    pub fn unsynced(&self) -> bool {
+        self.dirty.load(Ordering::Acquire) || self.journal.as_ref().is_some_and(|j| j.unsynced())
     }
 
     pub fn width(&self, kind: UidKind) -> usize {
@@ -215,11 +302,11 @@ impl UidCore {
             )? {
                 continue;
             }
-            self.dirty.store(true, Ordering::Release);
             if self
                 .store
                 .check_and_put(&self.table, name.as_bytes(), ID_FAMILY, q, None, &uid)?
             {
+                self.assigned(kind, name, &uid);
                 self.remember(kind, name, &uid);
                 crate::observe::metrics().uid(kind).assigned.inc();
             } else if let Some(winner) = self.read_forward(kind, name)? {
@@ -276,7 +363,6 @@ impl UidCore {
                 );
                 continue;
             }
-            self.dirty.store(true, Ordering::Release);
             if !self
                 .store
                 .check_and_put(&self.table, name.as_bytes(), ID_FAMILY, q, None, &uid)?
@@ -292,6 +378,7 @@ impl UidCore {
                 self.remember(kind, name, &winner);
                 return Ok((winner, false));
             }
+            self.assigned(kind, name, &uid);
             self.remember(kind, name, &uid);
             crate::observe::metrics().uid(kind).assigned.inc();
             return Ok((uid.into_boxed_slice(), true));
@@ -303,13 +390,19 @@ impl UidCore {
         })
     }
 
-    /// Makes new mappings durable before anything referring to them is acknowledged.
+    /// Makes new mappings durable before anything referring to them is acknowledged: new
+    /// ones through the journal when there is one, anything else by syncing the store.
     pub fn sync_if_dirty(&self) -> Result<(), UidError> {
+        if let Some(j) = &self.journal {
+            j.sync(|| self.store.flush())?;
+        }
         if self.dirty.swap(false, Ordering::AcqRel) {
+            let start = std::time::Instant::now();
             if let Err(e) = self.store.flush() {
                 self.dirty.store(true, Ordering::Release);
                 return Err(e.into());
             }
+            crate::observe::write::uid_sync(start);
         }
         Ok(())
     }
@@ -481,5 +574,88 @@ mod tests {
         // A kind that does not auto-create gets nothing.
         uids.create_many(UidKind::Tagk, &["x", "y"]).unwrap();
         assert!(uids.get_id(UidKind::Tagk, "x").unwrap().is_none());
+    }
+
+    fn journaled(store: &SharedStore, journal: &Path) -> UidCore {
+        UidCore::new(
+            store.clone(),
+            "tsdb-uid".into(),
+            [3, 3, 3],
+            [true, true, true],
+        )
+        .with_journal(journal)
+        .unwrap()
+    }
+
+    /// What a crash takes from the store's unsynced tail (both cells of a new id and the
+    /// counter's last moves) comes back from the journal; a rename is not undone.
+    #[test]
+    fn the_journal_puts_back_assignments_a_crash_took_from_the_store() {
+        let d = tempfile::tempdir().unwrap();
+        let store: SharedStore = std::sync::Arc::new(
+            tsgate_store::embedded::EmbeddedStore::open(
+                &d.path().join("store"),
+                &tsgate_store::TableNames::default().specs(),
+            )
+            .unwrap(),
+        );
+        let journal = d.path().join("uid.journal");
+        let uids = journaled(&store, &journal);
+        uids.get_or_create(UidKind::Metric, "cpu").unwrap();
+        uids.create_many(UidKind::Tagv, &["web01", "web02", "web03"])
+            .unwrap();
+        assert!(uids.unsynced(), "new ids wait for a sync");
+        uids.sync_if_dirty().unwrap();
+        assert!(!uids.unsynced());
+        uids.rename(UidKind::Tagv, "web03", "db03").unwrap();
+        uids.sync_if_dirty().unwrap();
+        drop(uids);
+        // The crash: web02's cells and the counter's moves never reached the disk.
+        let q = UidKind::Tagv.qualifier().to_vec();
+        store
+            .mutate(
+                "tsdb-uid",
+                vec![
+                    RowMutations {
+                        row: vec![0, 0, 2],
+                        mutations: vec![Mutation::Delete {
+                            family: NAME_FAMILY.to_vec(),
+                            qualifier: q.clone(),
+                        }],
+                    },
+                    RowMutations {
+                        row: b"web02".to_vec(),
+                        mutations: vec![Mutation::Delete {
+                            family: ID_FAMILY.to_vec(),
+                            qualifier: q.clone(),
+                        }],
+                    },
+                ],
+            )
+            .unwrap();
+        store
+            .increment("tsdb-uid", MAXID_ROW, ID_FAMILY, &q, -3)
+            .unwrap();
+        let again = journaled(&store, &journal);
+        assert_eq!(
+            again.get_id(UidKind::Tagv, "web02").unwrap().as_deref(),
+            Some(&[0, 0, 2][..])
+        );
+        assert_eq!(
+            &*again.get_name(UidKind::Tagv, &[0, 0, 2]).unwrap(),
+            "web02"
+        );
+        // Renamed stays renamed: the journal's older name is not put back.
+        assert!(again.get_id(UidKind::Tagv, "web03").unwrap().is_none());
+        assert_eq!(&*again.get_name(UidKind::Tagv, &[0, 0, 3]).unwrap(), "db03");
+        // The counter is past every id the journal held: the next name takes a new one.
+        assert_eq!(
+            &*again.get_or_create(UidKind::Tagv, "web04").unwrap(),
+            &[0, 0, 4]
+        );
+        assert_eq!(
+            &*again.get_id(UidKind::Metric, "cpu").unwrap().unwrap(),
+            &[0, 0, 1]
+        );
     }
 }

@@ -121,6 +121,12 @@ pub fn render(m: &Metrics, live: &Live) -> String {
         Kind::Histogram,
     );
     e.histogram("tsgate_direct_sync_duration_seconds", &[], &m.direct_sync);
+    e.family(
+        "tsgate_uid_sync_duration_seconds",
+        "Time of one sync making new UIDs durable before the points naming them are logged (shared by concurrent writers).",
+        Kind::Histogram,
+    );
+    e.histogram("tsgate_uid_sync_duration_seconds", &[], &m.uid_sync);
     e.single(
         "tsgate_wal_replayed_points_total",
         "Points replayed from the write-ahead log at startup.",

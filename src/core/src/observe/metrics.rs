@@ -163,6 +163,8 @@ pub struct Metrics {
     /// Store syncs of rollup and histogram writes (`write::direct`), and their time.
     pub direct_syncs: Counter,
     pub direct_sync: Histogram,
+    /// Syncs that made new UIDs durable before the points naming them were logged.
+    pub uid_sync: Histogram,
     pub wal_replayed_points: Counter,
     /// HTTP requests refused for want of `limits.max_body_bytes_in_flight`.
     pub body_budget_refusals: Counter,

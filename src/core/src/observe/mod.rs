@@ -65,6 +65,11 @@ pub mod write {
         m.wal_commits.inc();
     }
 
+    /// A sync that made new UIDs durable (the UID journal's, or the store's) from `start`.
+    pub fn uid_sync(start: Instant) {
+        super::metrics().uid_sync.since(start);
+    }
+
     /// A store sync for rollup and histogram points (`write::direct`) that started at `start`.
     pub fn direct_sync(start: Instant) {
         let m = super::metrics();

@@ -7,21 +7,31 @@
 //! to a second. Here a sync is an append and an `fdatasync` of a few hundred bytes, shared by
 //! every batch waiting (group commit).
 //!
+//! The file is [`CAPACITY`] bytes of zeros written when it is made, and records overwrite them
+//! in place: an fdatasync of blocks a file already has needs no filesystem journal commit (an
+//! appending log's did, and each one then waited for other files' data, as the WAL's reused
+//! segments avoid). Each record carries a CRC-32C; replay stops at the first record that is
+//! zeros, torn or damaged.
+//!
 //! Replay at start puts back what a crash took from the store, only where the id has no name
-//! at all (a rename or a later assignment is never undone). Once the log outgrows
-//! [`CHECKPOINT_BYTES`] the store is synced and the log emptied.
+//! at all (a rename or a later assignment is never undone). When the next records would not
+//! fit, the store is synced (making every record durable there) and a fresh file replaces
+//! the full one.
 
 use parking_lot::Mutex;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use tsgate_schema::uid_table::UidKind;
 
-/// Log size after which a sync also syncs the store and empties the log.
-pub const CHECKPOINT_BYTES: u64 = 1 << 20;
+/// Size of the (preallocated) log: records that would not fit sync the store instead and
+/// start a fresh log.
+pub const CAPACITY: u64 = 1 << 20;
 
-/// One assignment as logged: `[kind][id length][name length, u32 LE][id][name]`.
+/// One assignment as logged: `[kind][id length][name length, u32 LE][id][name][CRC-32C of all
+/// before it, u32 LE]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Assignment {
     pub kind: UidKind,
@@ -30,6 +40,7 @@ pub struct Assignment {
 }
 
 const HEAD: usize = 6;
+const CRC: usize = 4;
 
 fn kind_code(k: UidKind) -> u8 {
     match k {
@@ -49,15 +60,19 @@ fn kind_of(code: u8) -> Option<UidKind> {
 }
 
 fn encode(out: &mut Vec<u8>, kind: UidKind, uid: &[u8], name: &str) {
+    let start = out.len();
     out.push(kind_code(kind));
     out.push(uid.len() as u8);
     out.extend_from_slice(&(name.len() as u32).to_le_bytes());
     out.extend_from_slice(uid);
     out.extend_from_slice(name.as_bytes());
+    let crc = crc32c::crc32c(&out[start..]);
+    out.extend_from_slice(&crc.to_le_bytes());
 }
 
-/// The assignments in `bytes`, up to the first incomplete or damaged record (a write the
-/// crash cut short: nothing after it was acknowledged).
+/// The assignments in `bytes`, up to the first record that is zeros (the unused rest of the
+/// file), incomplete or damaged (a write the crash cut short: nothing after it was
+/// acknowledged).
 pub fn decode(mut bytes: &[u8]) -> Vec<Assignment> {
     let mut out = Vec::new();
     while bytes.len() >= HEAD {
@@ -67,7 +82,11 @@ pub fn decode(mut bytes: &[u8]) -> Vec<Assignment> {
         let Some(end) = HEAD.checked_add(ulen).and_then(|e| e.checked_add(nlen)) else {
             break;
         };
-        if ulen == 0 || bytes.len() < end {
+        if ulen == 0 || bytes.len() < end + CRC {
+            break;
+        }
+        let crc = u32::from_le_bytes(bytes[end..end + CRC].try_into().unwrap());
+        if crc != crc32c::crc32c(&bytes[..end]) {
             break;
         }
         let Ok(name) = std::str::from_utf8(&bytes[HEAD + ulen..end]) else {
@@ -78,9 +97,34 @@ pub fn decode(mut bytes: &[u8]) -> Vec<Assignment> {
             uid: bytes[HEAD..HEAD + ulen].to_vec(),
             name: name.to_string(),
         });
-        bytes = &bytes[end..];
+        bytes = &bytes[end + CRC..];
     }
     out
+}
+
+/// Makes an empty log at `path`: [`CAPACITY`] zero bytes, written (not just reserved, so
+/// that later writes only overwrite) and synced, then renamed over whatever was there.
+fn fresh(path: &Path) -> std::io::Result<File> {
+    let tmp = path.with_extension("new");
+    let mut f = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(&tmp)?;
+    let zeros = vec![0u8; 64 << 10];
+    let mut left = CAPACITY;
+    while left > 0 {
+        let n = left.min(zeros.len() as u64) as usize;
+        f.write_all(&zeros[..n])?;
+        left -= n as u64;
+    }
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    if let Some(dir) = path.parent() {
+        File::open(dir)?.sync_all()?;
+    }
+    Ok(f)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -93,6 +137,7 @@ pub struct JournalError {
 
 struct Log {
     file: File,
+    /// Where the next record goes.
     len: u64,
 }
 
@@ -110,17 +155,10 @@ impl UidJournal {
     /// The caller must have put the returned assignments into the store and synced it first:
     /// call [`UidJournal::read`], replay, sync the store, then this.
     pub fn open_empty(path: &Path) -> Result<UidJournal, JournalError> {
-        let err = |source| JournalError {
+        let file = fresh(path).map_err(|source| JournalError {
             path: path.display().to_string(),
             source,
-        };
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(err)?;
-        file.set_len(0).map_err(err)?;
-        file.sync_all().map_err(err)?;
+        })?;
         Ok(UidJournal {
             path: path.to_path_buf(),
             pending: Mutex::new((Vec::new(), 0)),
@@ -160,9 +198,8 @@ impl UidJournal {
         self.synced.load(Ordering::Acquire) < self.pending.lock().1
     }
 
-    /// Makes every assignment recorded so far durable. When the log has grown past
-    /// [`CHECKPOINT_BYTES`], `sync_store` makes the store durable and the log is emptied (a
-    /// failure there only leaves the log longer).
+    /// Makes every assignment recorded so far durable: in the log, or, when they would not fit
+    /// there, by `sync_store` making the store durable (then a fresh log takes the next ones).
     pub fn sync(
         &self,
         sync_store: impl FnOnce() -> Result<(), tsgate_store::StoreError>,
@@ -180,36 +217,46 @@ impl UidJournal {
             let mut p = self.pending.lock();
             (std::mem::take(&mut p.0), p.1)
         };
-        let written = log.file.write_all(&buf).and_then(|_| log.file.sync_data());
-        if let Err(source) = written {
-            // Back in front of what came meanwhile: the next sync tries them again, appending
-            // where the last good record ends (a short write is cut off first).
-            let _ = log.file.set_len(log.len);
-            let mut p = self.pending.lock();
-            let later = std::mem::take(&mut p.0);
-            p.0 = buf;
-            p.0.extend_from_slice(&later);
-            return Err(JournalError {
-                path: self.path.display().to_string(),
-                source,
-            });
-        }
-        log.len += buf.len() as u64;
-        self.synced.fetch_max(upto, Ordering::AcqRel);
-        crate::observe::write::uid_sync(start);
-        if log.len > CHECKPOINT_BYTES {
-            // Every record in the file was written to the store before this sync began.
-            match sync_store().map(|_| log.file.set_len(0)) {
-                Ok(Ok(())) => log.len = 0,
-                Ok(Err(e)) => {
-                    tracing::warn!(error = %e, path = %self.path.display(), "UID journal not emptied")
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "store sync for the UID journal failed; the journal keeps its records")
-                }
+        let at = log.len;
+        let result = if at + buf.len() as u64 <= CAPACITY {
+            // In place over zeros: no size change, so no filesystem journal commit.
+            log.file
+                .write_all_at(&buf, at)
+                .and_then(|_| log.file.sync_data())
+                .map(|_| at + buf.len() as u64)
+        } else {
+            // Full: every record so far (these included) was written to the store before this
+            // sync began, so a store sync makes them all durable and the log can start afresh.
+            match sync_store() {
+                Ok(()) => fresh(&self.path).map(|f| {
+                    log.file = f;
+                    0
+                }),
+                Err(e) => Err(std::io::Error::other(format!(
+                    "the log is full and the store could not be synced: {e}"
+                ))),
+            }
+        };
+        match result {
+            Ok(len) => {
+                log.len = len;
+                self.synced.fetch_max(upto, Ordering::AcqRel);
+                crate::observe::write::uid_sync(start);
+                Ok(())
+            }
+            Err(source) => {
+                // Back in front of what came meanwhile: the next sync writes them again at
+                // the same place (a torn write there fails its checksum until then).
+                let mut p = self.pending.lock();
+                let later = std::mem::take(&mut p.0);
+                p.0 = buf;
+                p.0.extend_from_slice(&later);
+                Err(JournalError {
+                    path: self.path.display().to_string(),
+                    source,
+                })
             }
         }
-        Ok(())
     }
 }
 
@@ -250,10 +297,12 @@ mod tests {
     }
 
     #[test]
-    fn a_sync_makes_records_durable_and_a_checkpoint_empties_the_log() {
+    fn a_sync_makes_records_durable_and_a_full_log_syncs_the_store_instead() {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("uid.journal");
         let j = UidJournal::open_empty(&path).unwrap();
+        // Written in full when made: later records only overwrite.
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), CAPACITY);
         assert!(!j.unsynced());
         j.record(UidKind::Tagk, &[0, 0, 2], "host");
         assert!(j.unsynced());
@@ -262,40 +311,65 @@ mod tests {
             "not written before a sync"
         );
         let mut store_syncs = 0;
-        j.sync(|| {
-            store_syncs += 1;
-            Ok(())
-        })
-        .unwrap();
+        let mut sync = |j: &UidJournal| {
+            j.sync(|| {
+                store_syncs += 1;
+                Ok(())
+            })
+            .unwrap()
+        };
+        sync(&j);
         assert!(!j.unsynced());
-        assert_eq!(store_syncs, 0);
-        assert_eq!(UidJournal::read(&path).unwrap().len(), 1);
-        // Past the checkpoint size, the store is synced and the log emptied.
-        let long = "x".repeat(1000);
-        for i in 0..(CHECKPOINT_BYTES / 1000 + 2) {
-            j.record(UidKind::Tagv, &(i as u32).to_be_bytes(), &long);
-        }
-        j.sync(|| {
-            store_syncs += 1;
-            Ok(())
-        })
-        .unwrap();
-        assert_eq!(store_syncs, 1);
-        assert!(UidJournal::read(&path).unwrap().is_empty());
-        // A store that cannot sync leaves the records in the log.
-        for i in 0..(CHECKPOINT_BYTES / 1000 + 2) {
-            j.record(UidKind::Tagv, &(i as u32).to_be_bytes(), &long);
-        }
-        j.sync(|| Err(tsgate_store::StoreError::NoSuchTable("tsdb-uid".into())))
-            .unwrap();
+        j.record(UidKind::Metric, &[0, 0, 7], "cpu");
+        sync(&j);
         assert_eq!(
-            UidJournal::read(&path).unwrap().len() as u64,
-            CHECKPOINT_BYTES / 1000 + 2
+            UidJournal::read(&path)
+                .unwrap()
+                .iter()
+                .map(|a| a.name.as_str())
+                .collect::<Vec<_>>(),
+            ["host", "cpu"]
         );
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), CAPACITY);
+        // Records that would not fit: the store is synced and a fresh log starts.
+        let long = "x".repeat(1000);
+        let many = CAPACITY / 1000;
+        for i in 0..many {
+            j.record(UidKind::Tagv, &(i as u32).to_be_bytes(), &long);
+        }
+        sync(&j);
+        assert!(!j.unsynced());
+        assert!(UidJournal::read(&path).unwrap().is_empty());
+        j.record(UidKind::Tagv, &[0, 0, 9], "after");
+        sync(&j);
+        assert_eq!(UidJournal::read(&path).unwrap().len(), 1);
+        assert_eq!(store_syncs, 1);
+        // A full log whose store cannot sync: an error, and the records stay pending.
+        for i in 0..many {
+            j.record(UidKind::Tagv, &(i as u32).to_be_bytes(), &long);
+        }
+        let failed = j.sync(|| Err(tsgate_store::StoreError::NoSuchTable("tsdb-uid".into())));
+        assert!(failed.is_err());
+        assert!(j.unsynced());
+        assert_eq!(UidJournal::read(&path).unwrap().len(), 1);
         // And the next open starts from an empty log.
         drop(j);
         let again = UidJournal::open_empty(&path).unwrap();
         assert!(!again.unsynced());
         assert!(UidJournal::read(&path).unwrap().is_empty());
+    }
+
+    /// A record whose bytes were damaged ends the log there.
+    #[test]
+    fn a_damaged_record_ends_the_log() {
+        let mut b = Vec::new();
+        encode(&mut b, UidKind::Metric, &[0, 0, 1], "a");
+        let first = b.len();
+        encode(&mut b, UidKind::Metric, &[0, 0, 2], "b");
+        encode(&mut b, UidKind::Metric, &[0, 0, 3], "c");
+        b[first + HEAD + 3] ^= 0x20; // "b" -> "B"
+        let got = decode(&b);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].name, "a");
     }
 }

@@ -18,6 +18,7 @@ use std::sync::Arc;
 
 pub mod cellcodec;
 mod health;
+mod writeback;
 pub use health::free_bytes;
 
 pub struct EmbeddedStore {
@@ -48,6 +49,8 @@ pub struct EmbeddedStore {
     health: health::Health,
     /// One reopening at a time.
     healing: parking_lot::Mutex<()>,
+    /// The writeback pacer runs while this lives ([`writeback`]).
+    _pacing: Arc<()>,
 }
 
 /// One opening of the engine: the database and every table's families in it.
@@ -460,6 +463,8 @@ impl EmbeddedStore {
     ) -> StoreResult<EmbeddedStore> {
         let expiry: Expiries = Default::default();
         let (engine, form) = open_engine(dir, tables, cache_bytes, new, &expiry)?;
+        let pacing = Arc::new(());
+        writeback::start(dir.to_path_buf(), Arc::downgrade(&pacing));
         Ok(EmbeddedStore {
             engine: RwLock::new(Some(Arc::new(engine))),
             rmw: RwLock::new(false),
@@ -474,6 +479,7 @@ impl EmbeddedStore {
             cache_bytes,
             health: health::Health::new(dir),
             healing: parking_lot::Mutex::new(()),
+            _pacing: pacing,
         })
     }
 

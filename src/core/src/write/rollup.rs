@@ -426,6 +426,17 @@ mod tests {
         row
     }
 
+    /// A store whose first hour holds 10 (at :10) and 20 (at :20), compacted once with
+    /// rollups on: the compactor and the hour's row, for more of the same.
+    fn compacted_hour(dir: &std::path::Path) -> (SharedStore, Compactor, Vec<u8>) {
+        let (store, b) = setup(dir);
+        let row = put(&store, HOUR, 10, 10);
+        put(&store, HOUR, 20, 20);
+        let compactor = Compactor::new(store.clone(), "tsdb").with_rollups(Some(b));
+        assert!(compactor.compact(std::slice::from_ref(&row)).is_empty());
+        (store, compactor, row)
+    }
+
     fn cells(store: &SharedStore, table: &str) -> Vec<String> {
         let mut out = Vec::new();
         for row in store.scan(table, &Scan::default()).unwrap() {
@@ -446,11 +457,7 @@ mod tests {
     #[test]
     fn compaction_builds_the_hour_and_the_day_and_a_late_point_recomputes() {
         let dir = tempfile::tempdir().unwrap();
-        let (store, b) = setup(dir.path());
-        let row = put(&store, HOUR, 10, 10);
-        put(&store, HOUR, 20, 20);
-        let compactor = Compactor::new(store.clone(), "tsdb").with_rollups(Some(b));
-        assert!(compactor.compact(std::slice::from_ref(&row)).is_empty());
+        let (store, compactor, row) = compacted_hour(dir.path());
         let day_row = "00000150e22700000001000001";
         assert_eq!(
             cells(&store, "tsdb-rollup-1h"),
@@ -516,11 +523,7 @@ mod tests {
     #[test]
     fn unchanged_cells_are_not_written_again() {
         let dir = tempfile::tempdir().unwrap();
-        let (store, b) = setup(dir.path());
-        let row = put(&store, HOUR, 10, 10);
-        put(&store, HOUR, 20, 20);
-        let compactor = Compactor::new(store.clone(), "tsdb").with_rollups(Some(b));
-        assert!(compactor.compact(std::slice::from_ref(&row)).is_empty());
+        let (store, compactor, row) = compacted_hour(dir.path());
         let (h, d) = (
             stamps(&store, "tsdb-rollup-1h"),
             stamps(&store, "tsdb-rollup-1d"),

@@ -56,7 +56,6 @@ YML
 sender good "$GOOD" "    basic_auth: {username: prom, password: prom-secret}"
 sender readonly "$RO" "    authorization: {credentials_file: $work/read.token}"
 for p in $GOOD $RO; do wait_up "http://127.0.0.1:$p/-/ready"; done
-sleep 8
 
 cat >"$work/reader.yml" <<YML
 global: {evaluation_interval: 1m}
@@ -78,13 +77,24 @@ check() { # name command…
 count_tsgate() { curl -s --cacert "$work/cert.pem" -H "Authorization: Bearer $READ_TOKEN" \
   --data-urlencode "query=$1" "https://127.0.0.1:$TS/api/v1/query" | python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else 0)'; }
 count_prom() { curl -s --data-urlencode "query=$2" "http://127.0.0.1:$1/api/v1/query" | python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else 0)'; }
-gt0() { python3 -c "import sys; sys.exit(0 if float('$1') > 0 else 1)"; }
+gt0() { python3 -c "import sys; sys.exit(0 if float('$1' or 0) > 0 else 1)" 2>/dev/null; }
+# A sender's remote write starts only once its WAL watcher has caught up (about 6 s after
+# start, and much later on a loaded machine; its first request then waits for argon2), so a
+# fixed sleep before one look raced it: each check waits up to 60 s for what it looks for.
+eventually() { # command…
+  local end=$((SECONDS + 60))
+  until "$@"; do [ $SECONDS -lt $end ] || return 1; sleep 1; done
+}
+good_landed() { gt0 "$(count_tsgate 'count(count_over_time(up{sender="good"}[1m]))' 2>/dev/null)"; }
+readonly_refused() { gt0 "$(count_prom "$RO" 'sum(prometheus_remote_storage_samples_failed_total)' 2>/dev/null)"; }
+reader_sees_good() { gt0 "$(count_prom "$READ" 'count(prometheus_build_info{sender="good"})' 2>/dev/null)"; }
 
-check basic_auth_writes_land gt0 "$(count_tsgate 'count(count_over_time(up{sender="good"}[1m]))')"
+check basic_auth_writes_land eventually good_landed
+check readonly_sender_saw_refusals eventually readonly_refused
+# Asked once readonly's writes were refused (so it has tried), and good's have landed.
 check read_token_cannot_write [ "$(count_tsgate 'count(count_over_time(up{sender="readonly"}[1m]))')" = 0 ]
-check readonly_sender_saw_refusals gt0 "$(count_prom "$RO" 'sum(prometheus_remote_storage_samples_failed_total)')"
 check good_sender_saw_no_refusals [ "$(count_prom "$GOOD" 'sum(prometheus_remote_storage_samples_failed_total)')" = 0 ]
-check remote_read_with_token gt0 "$(count_prom "$READ" 'count(prometheus_build_info{sender="good"})')"
+check remote_read_with_token eventually reader_sees_good
 
 echo "test result: $([ $failed = 0 ] && echo ok || echo FAILED). $passed passed; $failed failed"
 if [ $failed -ne 0 ]; then tail -n 20 "$work/tsgate.log" "$work/readonly.log" "$work/good.log" "$work/reader.log" >&2 || true; exit 1; fi

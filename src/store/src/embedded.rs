@@ -35,6 +35,8 @@ pub struct EmbeddedStore {
     deletes: AtomicU64,
     /// When a cell was last deleted (ms since the epoch), for `tidy`.
     last_delete_ms: AtomicU64,
+    /// How long no cell must have been deleted before `tidy` rewrites (`TIDY_QUIET_MS`).
+    tidy_quiet_ms: AtomicU64,
     /// How keys end: [`Qualifiers::Cut`] for stores made since, whole for older ones.
     form: Qualifiers,
     /// Whether compacted columns are written encoded ([`cellcodec`], `storage.encode_columns`);
@@ -472,6 +474,7 @@ impl EmbeddedStore {
             dir: dir.to_path_buf(),
             deletes: AtomicU64::new(0),
             last_delete_ms: AtomicU64::new(0),
+            tidy_quiet_ms: AtomicU64::new(TIDY_QUIET_MS),
             form,
             encode_columns: std::sync::atomic::AtomicBool::new(true),
             expiry,
@@ -661,6 +664,14 @@ impl EmbeddedStore {
         }
         target.persist(PersistMode::SyncAll).map_err(err)?;
         Ok(copied)
+    }
+
+    /// How long no cell must have been deleted before [`Store::tidy`] rewrites (1 s unless
+    /// set). Tests lengthen it: a tidy then certainly comes within it, however slowly a loaded
+    /// machine runs the test.
+    pub fn set_tidy_quiet(&self, quiet: std::time::Duration) {
+        self.tidy_quiet_ms
+            .store(quiet.as_millis() as u64, Ordering::Relaxed);
     }
 
     /// Whether this store's keys cut long qualifiers ([`Qualifiers::Cut`]).
@@ -1677,8 +1688,8 @@ impl Store for EmbeddedStore {
         // Several flushers compact at once and each asks as it catches up: the first to ask
         // would rewrite the tables while the others still delete. Only once no delete has come
         // for a while is the work over, and one rewrite then covers it all.
-        let quiet =
-            now_ms().saturating_sub(self.last_delete_ms.load(Ordering::Relaxed)) >= TIDY_QUIET_MS;
+        let quiet = now_ms().saturating_sub(self.last_delete_ms.load(Ordering::Relaxed))
+            >= self.tidy_quiet_ms.load(Ordering::Relaxed);
         if !quiet || self.deletes.load(Ordering::Relaxed) < TIDY_MIN_DELETES {
             return Ok(());
         }

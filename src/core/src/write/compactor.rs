@@ -76,6 +76,14 @@ impl Compactor {
         }
     }
 
+    /// Waits for a row's newest cell to be `settle` old instead ([`SETTLE`] on a shared store,
+    /// none otherwise). Tests lengthen it: a row is then certainly too fresh, however slowly a
+    /// loaded machine runs the test.
+    pub fn with_settle(mut self, settle: Duration) -> Self {
+        self.settle_ms = settle.as_millis() as u64;
+        self
+    }
+
     /// Also builds the rollup cells of each row it is handed (compacted or already compact).
     pub fn with_rollups(
         mut self,

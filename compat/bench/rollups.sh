@@ -45,9 +45,11 @@ now=$(date +%s)
 end=$((now / 86400 * 86400))          # today 00:00 UTC (exclusive)
 start=$((end - days * 86400))
 points=$((series * days * 86400 / step))
-# Raw reads load every point (315 M for 100 series): past the defaults query.max_points and
-# prometheus.max_samples (50 M each) from 100 series on; VictoriaMetrics allows 1e9 samples.
-printf '[rollups]\nenabled = true\n[prometheus]\nmax_samples = 1000000000\n[query]\ntimeout_ms = 600000\nmax_points = 1000000000\n' > "$tmp/rollups.toml"
+# Raw reads load every point (315 M for 100 series, 3.15 G for 1,000): past the defaults
+# query.max_points and prometheus.max_samples (50 M each) from 100 series on, so both are raised
+# to twice the points (VictoriaMetrics is started with 1e11 below).
+limit=$(( points * 2 > 1000000000 ? points * 2 : 1000000000 ))
+printf '[rollups]\nenabled = true\n[prometheus]\nmax_samples = %s\n[query]\ntimeout_ms = 3600000\nmax_points = %s\n' "$limit" "$limit" > "$tmp/rollups.toml"
 printf '[rollups]\nenabled = true\n\n[write]\ncompaction_delay_ms = 200\n' > "$tmp/rollups_on_import.toml"
 : > "$tmp/plain.toml"
 echo "data: $series series x $days days every $step s = $points points"

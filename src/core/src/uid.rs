@@ -7,7 +7,9 @@ use dashmap::DashMap;
 use parking_lot::Mutex;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use tsgate_schema::uid_table::{id_bytes, UidKind, ID_FAMILY, MAXID_ROW, NAME_FAMILY};
+use tsgate_schema::uid_table::{
+    id_bytes, id_from_bytes, UidKind, ID_FAMILY, MAXID_ROW, NAME_FAMILY,
+};
 use tsgate_store::{Mutation, RowMutations, Scan, SharedStore, StoreError};
 
 pub type Uid = Box<[u8]>;
@@ -113,7 +115,7 @@ impl UidCore {
         let mut highest = [0u64; 3];
         for a in &found {
             let q = a.kind.qualifier();
-            let id = a.uid.iter().fold(0u64, |n, b| (n << 8) | *b as u64);
+            let id = id_from_bytes(&a.uid);
             highest[idx(a.kind)] = highest[idx(a.kind)].max(id);
             let named = self.store.get(&self.table, &a.uid, &[NAME_FAMILY])?;
             if named.iter().any(|c| c.qualifier == q) {
@@ -141,7 +143,7 @@ impl UidCore {
             )?;
             restored += 1;
         }
-        for kind in [UidKind::Metric, UidKind::Tagk, UidKind::Tagv] {
+        for kind in UidKind::ALL {
             let want = highest[idx(kind)] as i64;
             if want == 0 {
                 continue;

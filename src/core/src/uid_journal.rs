@@ -43,20 +43,11 @@ const HEAD: usize = 6;
 const CRC: usize = 4;
 
 fn kind_code(k: UidKind) -> u8 {
-    match k {
-        UidKind::Metric => 0,
-        UidKind::Tagk => 1,
-        UidKind::Tagv => 2,
-    }
+    k as u8
 }
 
 fn kind_of(code: u8) -> Option<UidKind> {
-    Some(match code {
-        0 => UidKind::Metric,
-        1 => UidKind::Tagk,
-        2 => UidKind::Tagv,
-        _ => return None,
-    })
+    UidKind::ALL.get(code as usize).copied()
 }
 
 fn encode(out: &mut Vec<u8>, kind: UidKind, uid: &[u8], name: &str) {

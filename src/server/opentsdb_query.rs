@@ -158,7 +158,7 @@ pub(crate) fn metric_and_tags(s: &str) -> Result<(String, Vec<(String, String)>)
     for part in s[open + 1..close].split(',').filter(|p| !p.is_empty()) {
         let (k, v) = part
             .split_once('=')
-            .ok_or_else(|| ParseError::Tag(part.to_string()))?;
+            .ok_or_else(|| ParseError::Tag("tag", part.to_string()))?;
         tags.push((k.to_string(), v.to_string()));
     }
     Ok((s[..open].to_string(), tags))

@@ -5,31 +5,58 @@ use super::aggregate::Num;
 use super::spec::{CalUnit, Downsample, FillPolicy, RateOptions};
 use chrono::{Datelike, TimeZone};
 
-/// A downsample specifier OpenTSDB would refuse, in its words.
+/// A downsample specifier OpenTSDB would refuse, in its words (`DownsamplingSpecification`).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum DownsampleError {
-    #[error("Invalid downsample specifier '{0}' in query")]
-    Specifier(String),
+    #[error("Invalid downsampling specifier '{0}': must provide at least interval and function")]
+    TooFewParts(String),
+    #[error("Invalid downsampling specifier '{0}': must consist of interval, function, and optional fill policy")]
+    TooManyParts(String),
     #[error("No such downsampling function: {0}")]
     Function(String),
     #[error("cannot use the NONE aggregator for downsampling")]
     NoneAggregator,
     #[error("Unrecognized fill policy: {0}")]
     Fill(String),
+    /// The interval, refused by OpenTSDB's duration parser (its message).
+    #[error(transparent)]
+    Interval(#[from] super::time::TimeError),
+    /// Longer than the whole time line OpenTSDB stores (10^13 ms): the bucket arithmetic
+    /// would overflow.
     #[error("Invalid interval: {0}")]
-    Interval(String),
-    #[error("Zero or negative duration: {0}")]
-    Zero(String),
-    #[error("Invalid units in the duration: {0}")]
-    Units(String),
+    TooLong(String),
 }
 
-/// Parses `<interval><unit>[c]-<agg>[-<fill>]` (and `0all-<agg>`).
+/// Parses `<interval><unit>[c]-<agg>[-<fill>]` (and `0all-<agg>`), checking the interval,
+/// then the function, then the fill policy, as OpenTSDB does. The interval goes through
+/// OpenTSDB's duration parser, whose unit is the last character (`1xm` is a minute there too).
 pub fn parse_downsample(spec: &str) -> Result<Downsample, DownsampleError> {
-    let parts: Vec<&str> = spec.split('-').collect();
-    if !(2..=3).contains(&parts.len()) {
-        return Err(DownsampleError::Specifier(spec.to_string()));
+    let mut parts: Vec<&str> = spec.split('-').collect();
+    // Java's `String.split` drops trailing empty strings (`1m-` has one part).
+    while parts.last() == Some(&"") {
+        parts.pop();
     }
+    if parts.len() < 2 {
+        return Err(DownsampleError::TooFewParts(spec.to_string()));
+    }
+    if parts.len() > 3 {
+        return Err(DownsampleError::TooManyParts(spec.to_string()));
+    }
+    let iv = parts[0];
+    let all = iv.contains("all");
+    let (iv, cal) = match iv.strip_suffix('c') {
+        Some(x) if !all => (x, true),
+        _ => (iv, false),
+    };
+    let interval = if all {
+        None
+    } else {
+        let ms = super::time::parse_duration_ms(iv)?;
+        if ms > 10_000_000_000_000 {
+            return Err(DownsampleError::TooLong(iv.to_string()));
+        }
+        Some(ms)
+    };
     let aggregator = super::aggregate::Aggregator::parse(parts[1])
         .ok_or_else(|| DownsampleError::Function(parts[1].to_string()))?;
     if aggregator == super::aggregate::Aggregator::None {
@@ -39,8 +66,7 @@ pub fn parse_downsample(spec: &str) -> Result<Downsample, DownsampleError> {
         Some(f) => FillPolicy::parse(f).ok_or_else(|| DownsampleError::Fill(f.to_string()))?,
         None => FillPolicy::None,
     };
-    let iv = parts[0];
-    if iv.contains("all") {
+    let Some(interval_ms) = interval else {
         return Ok(Downsample {
             spec: spec.into(),
             interval_ms: 0,
@@ -50,38 +76,20 @@ pub fn parse_downsample(spec: &str) -> Result<Downsample, DownsampleError> {
             aggregator,
             fill,
         });
-    }
-    let (iv, cal) = match iv.strip_suffix('c') {
-        Some(x) => (x, true),
-        None => (iv, false),
     };
-    let split = iv
-        .find(|c: char| !c.is_ascii_digit())
-        .ok_or_else(|| DownsampleError::Interval(iv.to_string()))?;
-    let (n, unit) = iv.split_at(split);
-    let n: u64 = n
-        .parse()
-        .map_err(|_| DownsampleError::Interval(iv.to_string()))?;
-    if n == 0 {
-        return Err(DownsampleError::Zero(iv.to_string()));
-    }
-    let (unit_ms, cu) = match unit {
-        "ms" => (1, CalUnit::Ms),
-        "s" => (1000, CalUnit::Sec),
-        "m" => (60_000, CalUnit::Min),
-        "h" => (3_600_000, CalUnit::Hour),
-        "d" => (86_400_000, CalUnit::Day),
-        "w" => (7 * 86_400_000, CalUnit::Week),
-        "n" => (30 * 86_400_000, CalUnit::Month),
-        "y" => (365 * 86_400_000, CalUnit::Year),
-        _ => return Err(DownsampleError::Units(unit.to_string())),
+    // The duration parser has checked the digits and the unit.
+    let digits = iv.bytes().take_while(u8::is_ascii_digit).count();
+    let n: u64 = iv[..digits].parse().unwrap_or(1);
+    let cu = match interval_ms / n.max(1) {
+        1 => CalUnit::Ms,
+        1000 => CalUnit::Sec,
+        60_000 => CalUnit::Min,
+        3_600_000 => CalUnit::Hour,
+        86_400_000 => CalUnit::Day,
+        604_800_000 => CalUnit::Week,
+        2_592_000_000 => CalUnit::Month,
+        _ => CalUnit::Year,
     };
-    // Checked, and no longer than the whole time line OpenTSDB stores (10^13 ms): beyond, the
-    // bucket arithmetic would overflow.
-    let interval_ms = n
-        .checked_mul(unit_ms)
-        .filter(|&ms| ms <= 10_000_000_000_000)
-        .ok_or_else(|| DownsampleError::Interval(iv.to_string()))?;
     Ok(Downsample {
         spec: spec.into(),
         interval_ms,
@@ -276,27 +284,50 @@ pub fn rate(points: &[(u64, Num)], opts: &RateOptions) -> Vec<(u64, Num)> {
     let mut out = Vec::with_capacity(points.len().saturating_sub(1));
     for w in points.windows(2) {
         let ((t0, v0), (t1, v1)) = (w[0], w[1]);
-        let secs = (t1 - t0) as f64 / 1000.0;
-        if secs <= 0.0 {
-            continue;
+        if let Some(r) = one_rate((t0, v0), (t1, v1), opts) {
+            out.push((t1, Num::Float(r)));
         }
-        let mut delta = match (v0, v1) {
-            (Num::Int(a), Num::Int(b)) => (b as i128 - a as i128) as f64,
-            _ => v1.as_f64() - v0.as_f64(),
-        };
-        if opts.counter && delta < 0.0 {
-            if opts.drop_resets {
-                continue;
-            }
-            delta = opts.counter_max as f64 - v0.as_f64() + v1.as_f64();
-        }
-        let mut r = delta / secs;
-        if opts.counter && opts.reset_value > 0 && r > opts.reset_value as f64 {
-            r = 0.0;
-        }
-        out.push((t1, Num::Float(r)));
     }
     out
+}
+
+/// The rate OpenTSDB computes for a series' first point, against a value of 0 at time zero
+/// (its `RateSpan`). It is never emitted, but group-by aggregation uses it for the series at
+/// timestamps before the series' first emitted rate (see [`crate::aggregate::aggregate_rates`]).
+pub fn rate_lead(points: &[(u64, Num)], opts: &RateOptions) -> Option<Num> {
+    let &(t, v) = points.first()?;
+    one_rate((0, Num::Int(0)), (t, v), opts).map(Num::Float)
+}
+
+/// One rate step as OpenTSDB's `RateSpan` computes it: integer pairs subtract as Java longs
+/// (wrapping), a counter that went down wraps at `counter_max` (in integer arithmetic for
+/// integers: `counter_max` near `i64::MAX` would lose the delta as a double) or, with
+/// `drop_resets`, is dropped (`None`); `reset_value` only zeroes a wrapped step's rate.
+fn one_rate((t0, v0): (u64, Num), (t1, v1): (u64, Num), opts: &RateOptions) -> Option<f64> {
+    if t1 <= t0 {
+        return None;
+    }
+    let secs = (t1 - t0) as f64 / 1000.0;
+    let delta = match (v0, v1) {
+        (Num::Int(a), Num::Int(b)) => b.wrapping_sub(a) as f64,
+        _ => v1.as_f64() - v0.as_f64(),
+    };
+    if !(opts.counter && delta < 0.0) {
+        return Some(delta / secs);
+    }
+    if opts.drop_resets {
+        return None;
+    }
+    let wrapped = match (v0, v1) {
+        (Num::Int(a), Num::Int(b)) => opts.counter_max.wrapping_sub(a).wrapping_add(b) as f64,
+        _ => opts.counter_max as f64 - v0.as_f64() + v1.as_f64(),
+    };
+    let r = wrapped / secs;
+    Some(if opts.reset_value > 0 && r > opts.reset_value as f64 {
+        0.0
+    } else {
+        r
+    })
 }
 
 #[cfg(test)]
@@ -441,6 +472,113 @@ mod tests {
         assert_eq!(r.len(), 299);
         assert_eq!(r[0].0, 1356998460000);
         assert!((r[0].1.as_f64() - 1.0 / 30.0).abs() < 1e-12);
+    }
+
+    /// TestRateSpan.testNext_counterLongMax and TestTsdbQueryQueries.runRateCounterDefault:
+    /// Long.MAX_VALUE-55, Long.MAX_VALUE-25, 5 every 30 s with counterMax Long.MAX_VALUE are
+    /// rates of 1.0 and 1.0 (the wrap computed on longs; as doubles it was 5/30).
+    #[test]
+    fn counter_wrap_near_i64_max_is_exact() {
+        let pts = vec![
+            (1356998430000, Num::Int(i64::MAX - 55)),
+            (1356998460000, Num::Int(i64::MAX - 25)),
+            (1356998490000, Num::Int(5)),
+        ];
+        let o = RateOptions {
+            counter: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            rate(&pts, &o),
+            vec![
+                (1356998460000, Num::Float(1.0)),
+                (1356998490000, Num::Float(1.0))
+            ]
+        );
+        // TestRateSpan.testCalculateDelta_bigLongValues: MAX-100 -> MAX-20 over 100 s = 0.8.
+        let big = vec![
+            (1356998400000, Num::Int(i64::MAX - 100)),
+            (1356998500000, Num::Int(i64::MAX - 20)),
+        ];
+        assert_eq!(rate(&big, &RateOptions::default())[0].1, Num::Float(0.8));
+        // The first rate is against a 0 at time zero (testNext_counterLongMax's first rate).
+        assert_eq!(
+            rate_lead(&pts, &o),
+            Some(Num::Float((i64::MAX - 55) as f64 / 1356998430.0))
+        );
+    }
+
+    /// TestRateSpan.testNext_counterWithResetValue: 40, 50, 40 a second apart with counterMax
+    /// 70 and resetValue 1 give 10 (a rise above the reset value is no reset: only a wrapped
+    /// step is compared with it) and then 0 (the wrap, 60/s, is above it).
+    #[test]
+    fn reset_value_only_zeroes_wrapped_steps() {
+        let pts = vec![
+            (1356998400000, Num::Int(40)),
+            (1356998401000, Num::Int(50)),
+            (1356998402000, Num::Int(40)),
+        ];
+        let o = RateOptions {
+            counter: true,
+            counter_max: 70,
+            reset_value: 1,
+            drop_resets: false,
+        };
+        assert_eq!(floats(&rate(&pts, &o)), vec![10.0, 0.0]);
+        assert_eq!(rate_lead(&pts, &o), Some(Num::Float(40.0 / 1356998400.0)));
+        // testNext_counterDroResets: the drop skips the step, the next one is against 40.
+        let mut more = pts.clone();
+        more.push((1356998403000, Num::Int(50)));
+        let d = RateOptions {
+            drop_resets: true,
+            ..o
+        };
+        assert_eq!(
+            rate(&more, &d),
+            vec![
+                (1356998401000, Num::Float(10.0)),
+                (1356998403000, Num::Float(10.0))
+            ]
+        );
+    }
+
+    /// TestDownsamplingSpecification and TestQueryRpc.executeWithBadDSFill: what is refused,
+    /// in OpenTSDB's order (interval, function, fill) and words.
+    #[test]
+    fn opentsdb_downsampling_specification_vectors() {
+        let d = parse_downsample("15m-avg-nan").unwrap();
+        assert_eq!(
+            (d.interval_ms, d.aggregator, d.fill),
+            (900_000, crate::aggregate::Aggregator::Avg, FillPolicy::Nan)
+        );
+        for bad in [
+            "blah-avg-lerp",
+            "1m-hurp-lerp",
+            "10m-avg-max",
+            "1m-none-lerp",
+            "",
+            "0m-avg-lerp",
+            "-60m-avg-lerp",
+            "1j-avg-lerp",
+            "1-avg-lerp",
+            "1m",
+        ] {
+            assert!(parse_downsample(bad).is_err(), "{bad}");
+        }
+        let msg = |s: &str| parse_downsample(s).unwrap_err().to_string();
+        assert!(msg("10m-avg-badbadbad").starts_with("Unrecognized fill policy: badbadbad"));
+        assert_eq!(msg("1j-hurp"), "Invalid duration (suffix): 1j");
+        assert_eq!(msg("0m-avg"), "Zero or negative duration: 0m");
+        assert_eq!(msg("1m-hurp"), "No such downsampling function: hurp");
+        assert_eq!(msg("1m-none"), "cannot use the NONE aggregator for downsampling");
+        assert_eq!(
+            msg("1m"),
+            "Invalid downsampling specifier '1m': must provide at least interval and function"
+        );
+        // Calendar: the unit of `1dc` is a day.
+        let c = parse_downsample("1dc-sum").unwrap();
+        assert_eq!(c.calendar, Some((1, CalUnit::Day)));
+        assert_eq!(parse_downsample("0all-sum").unwrap().interval_ms, 0);
     }
 
     /// Fuzz finding (tests/fuzz, opentsdb_query_string): `1999999999999999999m-avg` overflowed

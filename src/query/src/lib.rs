@@ -570,14 +570,17 @@ impl QueryEngine {
                     Some(d) => d.finish(q.start_ms, q.end_ms),
                     None => s.raw,
                 };
+                let mut rate_lead = None;
                 if sq.rate {
-                    points =
-                        downsample::rate(&points, &sq.rate_options.clone().unwrap_or_default());
+                    let opts = sq.rate_options.clone().unwrap_or_default();
+                    rate_lead = downsample::rate_lead(&points, &opts);
+                    points = downsample::rate(&points, &opts);
                 }
                 Series {
                     tsuid: s.tsuid,
                     tags: s.tags,
                     points,
+                    rate_lead,
                     notes: s.notes,
                 }
             })
@@ -794,6 +797,9 @@ pub struct Series {
     pub tsuid: Vec<u8>,
     pub tags: BTreeMap<String, String>,
     pub points: Vec<(u64, Num)>,
+    /// With `rate`: the rate of the first point against time zero, never emitted but used by
+    /// the group-by aggregation before the first rate ([`aggregate::aggregate_rates`]).
+    pub rate_lead: Option<Num>,
     pub notes: Vec<tsgate_core::meta::annotation::Annotation>,
 }
 
@@ -839,8 +845,16 @@ pub fn group_and_aggregate(
                 .collect();
             tsuids.sort();
             let inputs: Vec<&[(u64, Num)]> = members.iter().map(|s| s.points.as_slice()).collect();
-            let mut dps = aggregate::aggregate(sq.aggregator, &inputs);
-            if !all && sq.downsample.is_none() {
+            let mut dps = if sq.rate {
+                let leads: Vec<Option<Num>> = members.iter().map(|s| s.rate_lead).collect();
+                aggregate::aggregate_rates(sq.aggregator, &inputs, &leads)
+            } else {
+                aggregate::aggregate(sq.aggregator, &inputs)
+            };
+            // OpenTSDB's serializer writes only points inside [start, end], downsampled ones
+            // too: the bucket holding a start that is not on a bucket boundary begins before
+            // it and is left out (`0all`'s one point sits at the start).
+            if !all {
                 dps.retain(|(t, _)| *t >= start_ms && *t <= end_ms);
             }
             let mut annotations: Vec<_> = members

@@ -203,6 +203,22 @@ fn downsampling_rate_and_output_forms(b: &Backend) {
         json!({"start": B, "end": end, "queries": [{"aggregator": "sum", "metric": "ds", "downsample": "0all-sum"}]}),
     );
     assert_eq!(dps(&all[0]), vec![(B.to_string(), json!(45150.0))]);
+    // OpenTSDB's serializer writes only points in [start, end]: with a start inside the
+    // first minute, that minute's bucket (stamped before the start) is left out, filled or not.
+    for ds in ["1m-avg", "1m-avg-zero"] {
+        let late = post(
+            &s,
+            json!({"start": B + 15, "end": B + 150, "queries": [{"aggregator": "sum", "metric": "ds", "downsample": ds}]}),
+        );
+        assert_eq!(
+            dps(&late[0]),
+            vec![
+                ((B + 60).to_string(), json!(2.5)),
+                ((B + 120).to_string(), json!(4.5))
+            ],
+            "{ds}"
+        );
+    }
     let rate = get(&s, &format!("/api/query?start={B}&end={end}&m=sum:rate:ds"));
     let rd = dps(&rate[0]);
     assert_eq!(rd.len(), 299);
@@ -277,6 +293,21 @@ fn suggest_lookup_last_and_listings(b: &Backend) {
     assert!(body.contains("Invalid 'type' parameter:bogus"));
     let (code, _) = s.http("POST", "/api/suggest", r#"{"type":"metrics","q":"m"}"#);
     assert_eq!(code, 200);
+    // TestSuggestRpc.missingType: the GET form's type is a required parameter; a max of 0,
+    // below 0 or empty is OpenTSDB's default of 25, a non-number is refused (badMaxQS).
+    let (code, body) = s.http("GET", "/api/suggest?q=h", "");
+    assert_eq!(code, 400);
+    assert!(body.contains("Missing parameter <code>type</code>"), "{body}");
+    for max in ["0", "-3", ""] {
+        assert_eq!(
+            get(&s, &format!("/api/suggest?type=metrics&q=mem&max={max}")),
+            json!(["mem.free", "mem.used"]),
+            "max={max}"
+        );
+    }
+    let (code, body) = s.http("GET", "/api/suggest?type=tagv&q=w&max=foo", "");
+    assert_eq!(code, 400);
+    assert!(body.contains("Unable to parse 'max' as a number"), "{body}");
 
     let l = get(&s, "/api/search/lookup?m=m{host=*}&limit=1000");
     assert_eq!(l["type"], "LOOKUP");

@@ -96,6 +96,17 @@ fn aggregation_grouping_and_filters(b: &Backend) {
         .map(|(_, v)| v.as_i64().unwrap())
         .collect();
     assert_eq!(zim, vec![10, 5, 20, 15, 10, 5, 20]);
+    // OpenTSDB reads whole hours and keeps [start, end] only when writing the answer: at 20
+    // a is interpolated from its point at 10 (before the start), at 40 from its point at 50
+    // (after the end), as in TestTsdbQueryQueries' interpolation over the scanned rows.
+    let inner: Vec<i64> = dps(&get(
+        &s,
+        &format!("/api/query?start={}&end={}&m=sum:m{{dc=lga}}", B + 15, B + 45),
+    )[0])
+    .iter()
+    .map(|(_, v)| v.as_i64().unwrap())
+    .collect();
+    assert_eq!(inner, vec![30, 30, 20]);
 
     let by_host = q("sum:m{host=*}");
     assert_eq!(

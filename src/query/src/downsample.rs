@@ -3,7 +3,7 @@
 
 use super::aggregate::Num;
 use super::spec::{CalUnit, Downsample, FillPolicy, RateOptions};
-use chrono::{Datelike, TimeZone};
+use chrono::{Datelike, TimeZone, Timelike};
 
 /// A downsample specifier OpenTSDB would refuse, in its words (`DownsamplingSpecification`).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -107,11 +107,23 @@ pub struct Buckets {
     ds: Downsample,
     tz: chrono_tz::Tz,
     start_ms: u64,
+    /// Calendar buckets: the first one, at or before the start (ms); the others are whole
+    /// steps of the interval from it, as OpenTSDB's downsamplers step their `Calendar`.
+    anchor: i64,
 }
 
 impl Buckets {
     pub fn new(ds: Downsample, tz: chrono_tz::Tz, start_ms: u64) -> Buckets {
-        Buckets { ds, tz, start_ms }
+        let anchor = match ds.calendar {
+            Some((n, unit)) if !ds.all => previous_interval(start_ms as i64, n.max(1), unit, tz),
+            _ => 0,
+        };
+        Buckets {
+            ds,
+            tz,
+            start_ms,
+            anchor,
+        }
     }
 
     /// The start of the bucket holding `ts`.
@@ -122,47 +134,31 @@ impl Buckets {
         let Some((n, unit)) = self.ds.calendar else {
             return ts - ts % self.ds.interval_ms;
         };
-        let dt = self
-            .tz
-            .timestamp_millis_opt(ts as i64)
-            .single()
-            .expect("valid ms timestamp");
-        let local = dt.naive_local();
-        let day0 = local.date().and_hms_opt(0, 0, 0).expect("midnight");
-        let floor_local = match unit {
+        let (a, t, n) = (self.anchor, ts as i64, n.max(1) as i64);
+        let b = match unit {
+            // Java adds these units as milliseconds.
             CalUnit::Ms | CalUnit::Sec | CalUnit::Min | CalUnit::Hour => {
-                let since = local.signed_duration_since(day0).num_milliseconds() as u64;
-                let w = self.ds.interval_ms;
-                day0 + chrono::Duration::milliseconds((since - since % w) as i64)
+                let w = self.ds.interval_ms as i64;
+                a + (t - a).div_euclid(w) * w
             }
-            CalUnit::Day => {
-                let days = local.date().num_days_from_ce() as i64;
-                day0 - chrono::Duration::days(days.rem_euclid(n as i64))
+            // Days and weeks are local days (a DST day is 23 or 25 hours).
+            CalUnit::Day | CalUnit::Week => {
+                let step = if unit == CalUnit::Week { 7 * n } else { n };
+                let (ad, td) = (local(self.tz, a).date(), local(self.tz, t).date());
+                let k = (td - ad).num_days().div_euclid(step) * step;
+                midnight(self.tz, ad + chrono::Duration::days(k))
             }
-            CalUnit::Week => {
-                // Weeks start on Sunday (Java's default calendar).
-                let back = local.weekday().num_days_from_sunday() as i64;
-                day0 - chrono::Duration::days(back)
-            }
-            CalUnit::Month => {
-                let m = (local.year() as i64 * 12 + local.month0() as i64) / n as i64 * n as i64;
-                chrono::NaiveDate::from_ymd_opt((m / 12) as i32, (m % 12) as u32 + 1, 1)
-                    .expect("valid month")
-                    .and_hms_opt(0, 0, 0)
-                    .expect("midnight")
-            }
-            CalUnit::Year => {
-                let y = local.year() as i64 / n as i64 * n as i64;
-                chrono::NaiveDate::from_ymd_opt(y as i32, 1, 1)
-                    .expect("valid year")
-                    .and_hms_opt(0, 0, 0)
-                    .expect("midnight")
+            CalUnit::Month | CalUnit::Year => {
+                let months = |ms: i64| {
+                    let d = local(self.tz, ms);
+                    d.year() as i64 * 12 + d.month0() as i64
+                };
+                let step = if unit == CalUnit::Year { 12 * n } else { n };
+                let m = months(a) + (months(t) - months(a)).div_euclid(step) * step;
+                first_of_month(self.tz, m)
             }
         };
-        match self.tz.from_local_datetime(&floor_local).earliest() {
-            Some(d) => d.timestamp_millis().max(0) as u64,
-            None => ts - ts % self.ds.interval_ms.max(1),
-        }
+        b.max(0) as u64
     }
 
     /// The bucket after `b` (for fill policies).
@@ -179,6 +175,101 @@ impl Buckets {
             }
             probe += self.ds.interval_ms / 4 + 1;
         }
+    }
+}
+
+fn local(tz: chrono_tz::Tz, ms: i64) -> chrono::NaiveDateTime {
+    tz.timestamp_millis_opt(ms)
+        .single()
+        .map(|d| d.naive_local())
+        .unwrap_or_default()
+}
+
+/// A local time as ms; in a DST gap, the first instant after it.
+fn local_ms(tz: chrono_tz::Tz, t: chrono::NaiveDateTime) -> i64 {
+    match tz.from_local_datetime(&t).earliest() {
+        Some(d) => d.timestamp_millis(),
+        None => tz
+            .from_local_datetime(&(t + chrono::Duration::hours(1)))
+            .earliest()
+            .map(|d| d.timestamp_millis() - 3_600_000)
+            .unwrap_or_else(|| t.and_utc().timestamp_millis()),
+    }
+}
+
+fn midnight(tz: chrono_tz::Tz, d: chrono::NaiveDate) -> i64 {
+    local_ms(tz, d.and_hms_opt(0, 0, 0).expect("midnight"))
+}
+
+/// Midnight of the first day of month `m` (counted as year * 12 + month0).
+fn first_of_month(tz: chrono_tz::Tz, m: i64) -> i64 {
+    chrono::NaiveDate::from_ymd_opt(m.div_euclid(12) as i32, m.rem_euclid(12) as u32 + 1, 1)
+        .map(|d| midnight(tz, d))
+        .unwrap_or(0)
+}
+
+/// OpenTSDB's `DateTime.previousInterval`: the start of the `n`-unit interval holding `ts`,
+/// counted in steps of `n` from the top of a larger unit: ms from the second (or the minute
+/// when `n` does not divide 1000), seconds from the minute (hour), minutes from the hour
+/// (day), hours from the day (month), days from the month when `n` is 1 (else from January
+/// 1st), weeks from this week's Sunday, months and years from January 1st of `ts`'s year.
+pub fn previous_interval(ts: i64, n: u64, unit: CalUnit, tz: chrono_tz::Tz) -> i64 {
+    let t = local(tz, ts);
+    let day = t.date();
+    let at = |d: chrono::NaiveDate, h: u32, m: u32, s: u32| {
+        local_ms(tz, d.and_hms_opt(h, m, s).expect("valid time"))
+    };
+    let jan1 = chrono::NaiveDate::from_ymd_opt(day.year(), 1, 1).expect("January 1st");
+    let step = |top: i64, w: i64| top + (ts - top).div_euclid(w) * w;
+    let n_i = n as i64;
+    let divides = |whole: u64| whole % n == 0;
+    match unit {
+        CalUnit::Ms => {
+            let top = if divides(1000) {
+                at(day, t.hour(), t.minute(), t.second())
+            } else {
+                at(day, t.hour(), t.minute(), 0)
+            };
+            step(top, n_i)
+        }
+        CalUnit::Sec => {
+            let top = if divides(60) {
+                at(day, t.hour(), t.minute(), 0)
+            } else {
+                at(day, t.hour(), 0, 0)
+            };
+            step(top, n_i * 1000)
+        }
+        CalUnit::Min => {
+            let top = if divides(60) {
+                at(day, t.hour(), 0, 0)
+            } else {
+                at(day, 0, 0, 0)
+            };
+            step(top, n_i * 60_000)
+        }
+        CalUnit::Hour => {
+            let top = if divides(24) {
+                at(day, 0, 0, 0)
+            } else {
+                at(day.with_day(1).expect("first of month"), 0, 0, 0)
+            };
+            step(top, n_i * 3_600_000)
+        }
+        CalUnit::Day if n == 1 => midnight(tz, day),
+        CalUnit::Day => {
+            let k = (day - jan1).num_days().div_euclid(n_i) * n_i;
+            midnight(tz, jan1 + chrono::Duration::days(k))
+        }
+        // Java's week starts on Sunday (US locale); it then steps whole weeks.
+        CalUnit::Week => midnight(
+            tz,
+            day - chrono::Duration::days(day.weekday().num_days_from_sunday() as i64),
+        ),
+        CalUnit::Month => {
+            first_of_month(tz, day.year() as i64 * 12 + (day.month0() as i64 / n_i) * n_i)
+        }
+        CalUnit::Year => midnight(tz, jan1),
     }
 }
 
@@ -269,6 +360,8 @@ impl Downsampler {
         let mut have = self.out.into_iter().peekable();
         let mut b = self.buckets.bucket(start_ms);
         while b <= end_ms {
+            // Buckets before the first one of the range (points read ahead of the start).
+            while have.next_if(|(t, _)| *t < b).is_some() {}
             match have.peek() {
                 Some((t, _)) if *t == b => full.push(have.next().expect("peeked")),
                 _ => full.push((b, Num::Float(fill))),
@@ -540,6 +633,86 @@ mod tests {
                 (1356998403000, Num::Float(10.0))
             ]
         );
+    }
+
+    /// TestDownsampler.testDownsampler_calendarDay and _calendarWeek (DST_TS =
+    /// 1450137600000): calendar buckets step from OpenTSDB's previousInterval, so `3dc`
+    /// counts days from January 1st (one bucket from 2015-12-15 in Asia/Kabul, where days from
+    /// the year 1 made two) and `2wc` two weeks from the Sunday (where it made weekly buckets).
+    #[test]
+    fn opentsdb_calendar_vectors() {
+        let run = |spec: &str, tz: &str, pts: &[(u64, i64)]| -> Vec<(u64, f64)> {
+            let tz: chrono_tz::Tz = tz.parse().unwrap();
+            let mut d = Downsampler::new(Buckets::new(parse_downsample(spec).unwrap(), tz, pts[0].0));
+            pts.iter().for_each(|&(t, v)| d.push(t, Num::Int(v)));
+            d.finish(0, u64::MAX)
+                .into_iter()
+                .map(|(t, v)| (t, v.as_f64()))
+                .collect()
+        };
+        let dst = 1450137600000u64;
+        let day_pts = [
+            (dst, 1),
+            (dst + 86399000, 2),
+            (dst + 126001000, 3),
+            (dst + 172799000, 4),
+            (dst + 172800000, 5),
+            (dst + 242999000, 6),
+        ];
+        assert_eq!(run("3dc-sum", "Asia/Kabul", &day_pts), vec![(1450121400000, 21.0)]);
+        assert_eq!(
+            run("1dc-sum", "Pacific/Funafuti", &day_pts),
+            vec![
+                (1450094400000, 1.0),
+                (1450180800000, 5.0),
+                (1450267200000, 9.0),
+                (1450353600000, 6.0)
+            ]
+        );
+        assert_eq!(
+            run("1dc-sum", "UTC", &day_pts),
+            vec![(dst, 3.0), (dst + 86400000, 7.0), (dst + 172800000, 11.0)]
+        );
+        let week_pts = [
+            (dst, 1),
+            (dst + 86400000 * 7, 2),
+            (1451129400000, 3),
+            (dst + 86400000 * 21, 4),
+            (1452367799000, 5),
+        ];
+        assert_eq!(
+            run("2wc-sum", "Asia/Kabul", &week_pts),
+            vec![(1449948600000, 6.0), (1451158200000, 9.0)]
+        );
+        assert_eq!(
+            run("1wc-sum", "Asia/Kabul", &week_pts),
+            vec![(1449948600000, 1.0), (1450553400000, 5.0), (1451763000000, 9.0)]
+        );
+    }
+
+    /// TestDateTime.previousInterval{Hours,Days,Minutes} (DST_TS there is 1450152145123,
+    /// NON_DST_TS 1431699673432).
+    #[test]
+    fn opentsdb_previous_interval_vectors() {
+        let (dst, non) = (1450152145123i64, 1431699673432i64);
+        let utc = chrono_tz::UTC;
+        let af: chrono_tz::Tz = "Asia/Kabul".parse().unwrap();
+        let nz: chrono_tz::Tz = "Pacific/Chatham".parse().unwrap();
+        assert_eq!(previous_interval(dst, 12, CalUnit::Hour, utc), 1450137600000);
+        assert_eq!(previous_interval(non, 15, CalUnit::Hour, utc), 1431680400000);
+        assert_eq!(previous_interval(dst, 15, CalUnit::Hour, utc), 1450116000000);
+        assert_eq!(previous_interval(dst, 12, CalUnit::Hour, af), 1450121400000);
+        assert_eq!(previous_interval(non, 12, CalUnit::Hour, nz), 1431688500000);
+        assert_eq!(previous_interval(dst, 36, CalUnit::Hour, utc), 1450094400000);
+        assert_eq!(previous_interval(non, 29, CalUnit::Min, utc), 1431698460000);
+        assert_eq!(previous_interval(dst, 7, CalUnit::Day, utc), 1449705600000);
+        assert_eq!(previous_interval(non, 7, CalUnit::Day, utc), 1431561600000);
+        assert_eq!(previous_interval(dst, 60, CalUnit::Day, utc), 1445990400000);
+        assert_eq!(previous_interval(1330516800000, 1, CalUnit::Day, utc), 1330473600000);
+        assert_eq!(previous_interval(dst, 1, CalUnit::Day, nz), 1450088100000);
+        assert_eq!(previous_interval(dst, 100, CalUnit::Ms, utc), 1450152145100);
+        assert_eq!(previous_interval(dst, 799, CalUnit::Ms, utc), 1450152144769);
+        assert_eq!(previous_interval(non, 29, CalUnit::Sec, utc), 1431699647000);
     }
 
     /// TestDownsamplingSpecification and TestQueryRpc.executeWithBadDSFill: what is refused,

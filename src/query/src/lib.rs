@@ -124,6 +124,19 @@ impl Budget {
     }
 }
 
+/// The last second whose row a sub-query reads: the end's, or with a downsampling interval
+/// the end of the interval holding the end (OpenTSDB's `getScanEndTimeSeconds` aligns the
+/// scan to the next interval, so the last bucket has all its points).
+fn scan_end_s(sq: &SubQuery, end_ms: u64) -> u64 {
+    match &sq.downsample {
+        Some(d) if !d.all && d.interval_ms > 0 => {
+            let next = (end_ms - end_ms % d.interval_ms).saturating_add(d.interval_ms);
+            (next / 1000).saturating_sub(1).max(end_ms / 1000)
+        }
+        _ => end_ms / 1000,
+    }
+}
+
 /// How many buckets a fill policy emits for one series over `[start_ms, end_ms]` (every
 /// bucket, data or not); 0 without a fill policy or with `0all`, whose output is bounded by
 /// the points read. Calendar buckets are counted at their nominal width.
@@ -393,8 +406,17 @@ impl QueryEngine {
             ),
             None => (
                 base_time(q.start_ms / 1000),
-                (base_time(q.end_ms / 1000) as u64 + ROW_SPAN).min(u32::MAX as u64),
+                (base_time(scan_end_s(sq, q.end_ms)) as u64 + ROW_SPAN).min(u32::MAX as u64),
             ),
+        };
+        // OpenTSDB reads whole rows (hours) around the range and only its serializer keeps
+        // [start, end] (`group_and_aggregate`): the points just outside still anchor the
+        // interpolation, the rates and the last bucket at the edges. `0all` alone takes
+        // [start, end), its downsampler's own bounds.
+        let (read_lo, read_hi) = match &sq.downsample {
+            Some(d) if d.all => (q.start_ms, q.end_ms.saturating_sub(1)),
+            _ if rollup.is_some() => (q.start_ms, q.end_ms),
+            _ => (0, u64::MAX),
         };
         let pre_aggregate = rollup_read::reads_pre_aggregates(self.rollups.as_deref(), sq);
         let table =
@@ -515,8 +537,8 @@ impl QueryEngine {
                     key,
                     row,
                     rk.base,
-                    q.start_ms,
-                    q.end_ms,
+                    read_lo,
+                    read_hi,
                     sink,
                     |ts, v| (ts, Num::from(v)),
                     // Annotations live in the same rows: read them on the way (OpenTSDB
@@ -530,6 +552,10 @@ impl QueryEngine {
                     },
                 )?;
                 let in_range = (sink.len() - mark) as u64;
+                let to_delete = q.flags.delete
+                    && sink[mark..]
+                        .iter()
+                        .any(|(t, _)| (q.start_ms..=q.end_ms).contains(t));
                 if let Some(d) = &mut st.ds {
                     for &(ts, v) in scratch.iter() {
                         d.push(ts, v);
@@ -537,7 +563,7 @@ impl QueryEngine {
                 }
                 summary.raw_datapoints += in_range;
                 budget.points.fetch_add(in_range, Ordering::Relaxed);
-                if q.flags.delete && in_range > 0 {
+                if to_delete {
                     deletes.push((key.to_vec(), rk.base));
                 }
                 Ok(())

@@ -299,6 +299,9 @@ fn suggest_lookup_last_and_listings(b: &Backend) {
         json!(["dc", "extra", "host"])
     );
     assert_eq!(get(&s, "/api/suggest?type=tagv&q=s"), json!(["sjc"]));
+    // TestHttpJsonSerializer.formatSuggestV1JSONP: `jsonp=func` wraps the answer.
+    let (code, body) = s.http("GET", "/api/suggest?type=tagv&q=s&jsonp=func", "");
+    assert_eq!((code, body.as_str()), (200, r#"func(["sjc"])"#));
     let (code, body) = s.http("GET", "/api/suggest?type=bogus", "");
     assert_eq!(code, 400);
     assert!(body.contains("Invalid 'type' parameter:bogus"));

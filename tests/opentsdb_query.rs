@@ -107,6 +107,20 @@ fn aggregation_grouping_and_filters(b: &Backend) {
     .map(|(_, v)| v.as_i64().unwrap())
     .collect();
     assert_eq!(inner, vec![30, 30, 20]);
+    // aggregateTags come in tag key UID order (OpenTSDB's SpanGroup), not by name.
+    for k in ["zzk", "aak"] {
+        let (code, body) = s.http("GET", &format!("/api/uid/assign?tagk={k}"), "");
+        assert_eq!(code, 200, "{body}");
+    }
+    put(
+        &s,
+        &[
+            ("uidorder", B, "1", &[("zzk", "1"), ("aak", "1")]),
+            ("uidorder", B, "2", &[("zzk", "2"), ("aak", "2")]),
+        ],
+    );
+    let u = get(&s, &format!("/api/query?start={B}&end={}&m=sum:uidorder", B + 10));
+    assert_eq!(u[0]["aggregateTags"], json!(["zzk", "aak"]));
 
     let by_host = q("sum:m{host=*}");
     assert_eq!(

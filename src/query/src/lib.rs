@@ -168,6 +168,7 @@ pub struct QueryEngine {
 struct SeriesState {
     tsuid: Vec<u8>,
     tags: BTreeMap<String, String>,
+    tagk_uids: BTreeMap<String, Vec<u8>>,
     raw: Vec<(u64, Num)>,
     ds: Option<Downsampler>,
     notes: Vec<tsgate_core::meta::annotation::Annotation>,
@@ -462,11 +463,11 @@ impl QueryEngine {
                     Some(i) => *i,
                     None => {
                         let mut tags: BTreeMap<String, String> = BTreeMap::new();
+                        let mut tagk_uids: BTreeMap<String, Vec<u8>> = BTreeMap::new();
                         for (k, v) in rk.tag_pairs() {
-                            tags.insert(
-                                self.uids.get_name(UidKind::Tagk, k)?.into(),
-                                self.uids.get_name(UidKind::Tagv, v)?.into(),
-                            );
+                            let name: String = self.uids.get_name(UidKind::Tagk, k)?.into();
+                            tagk_uids.insert(name.clone(), k.to_vec());
+                            tags.insert(name, self.uids.get_name(UidKind::Tagv, v)?.into());
                         }
                         let pass = sq
                             .filters
@@ -479,6 +480,7 @@ impl QueryEngine {
                             states.push(SeriesState {
                                 tsuid: tsuid.clone(),
                                 tags,
+                                tagk_uids,
                                 raw: Vec::new(),
                                 notes: Vec::new(),
                                 cells_read: 0,
@@ -605,6 +607,7 @@ impl QueryEngine {
                 Series {
                     tsuid: s.tsuid,
                     tags: s.tags,
+                    tagk_uids: s.tagk_uids,
                     points,
                     rate_lead,
                     notes: s.notes,
@@ -822,6 +825,8 @@ fn count_distinct(keys: &[&str]) -> usize {
 pub struct Series {
     pub tsuid: Vec<u8>,
     pub tags: BTreeMap<String, String>,
+    /// Each tag key's UID: OpenTSDB lists `aggregateTags` in UID order.
+    pub tagk_uids: BTreeMap<String, Vec<u8>>,
     pub points: Vec<(u64, Num)>,
     /// With `rate`: the rate of the first point against time zero, never emitted but used by
     /// the group-by aggregation before the first rate ([`aggregate::aggregate_rates`]).
@@ -924,7 +929,9 @@ fn common_tags(members: &[Series]) -> (BTreeMap<String, String>, Vec<String>) {
             }
         }
     }
-    agg.sort();
+    // In tag key UID order, as OpenTSDB's SpanGroup keeps them (a map sorted by UID bytes).
+    let uid = |k: &String| members.iter().find_map(|s| s.tagk_uids.get(k));
+    agg.sort_by(|a, b| uid(a).cmp(&uid(b)).then_with(|| a.cmp(b)));
     (tags, agg)
 }
 

@@ -179,6 +179,13 @@ struct SeriesState {
 
 impl QueryEngine {
     pub fn run(&self, q: &Query) -> Result<(Vec<ResultSeries>, Summary), QueryError> {
+        // TsdbQuery.setStartTime/setEndTime: past OpenTSDB's last millisecond timestamp.
+        if let Some(t) = [q.start_ms, q.end_ms]
+            .into_iter()
+            .find(|&t| t > 9_999_999_999_999)
+        {
+            return Err(QueryError::BadRequest(format!("Invalid timestamp: {t}")));
+        }
         if q.end_ms < q.start_ms {
             return Err(QueryError::BadRequest(format!(
                 "End time [{}] must be greater than or equal to the start time [{}]",
@@ -808,7 +815,14 @@ impl QueryEngine {
         )?;
         Ok(series
             .into_iter()
-            .filter_map(|s| s.points.last().map(|&(t, v)| (s.tsuid.clone(), t, v)))
+            // `fetch` reads whole rows: the last point of the window.
+            .filter_map(|s| {
+                s.points
+                    .iter()
+                    .rev()
+                    .find(|(t, _)| (q.start_ms..=q.end_ms).contains(t))
+                    .map(|&(t, v)| (s.tsuid.clone(), t, v))
+            })
             .collect())
     }
 }

@@ -197,10 +197,17 @@ impl QueryEngine {
                 "Deleting data is not enabled (query.allow_delete = false)".into(),
             ));
         }
-        let tz: chrono_tz::Tz = match &q.timezone {
-            Some(z) => z
-                .parse()
-                .map_err(|_| QueryError::BadRequest(format!("Invalid timezone: {z}")))?,
+        // TSQuery.validateAndSetQuery: an unknown zone is an error only for a downsample.
+        let tz: chrono_tz::Tz = match q.timezone.as_deref().filter(|z| !z.is_empty()) {
+            Some(z) => match z.parse() {
+                Ok(tz) => tz,
+                Err(_) if q.queries.iter().any(|s| s.downsample.is_some()) => {
+                    return Err(QueryError::BadRequest(
+                        "The timezone specification could not be found".into(),
+                    ))
+                }
+                Err(_) => chrono_tz::UTC,
+            },
             None => chrono_tz::UTC,
         };
         let budget = Budget::new(self.limits.timeout.map(|t| std::time::Instant::now() + t));

@@ -101,7 +101,11 @@ fn aggregation_grouping_and_filters(b: &Backend) {
     // (after the end), as in TestTsdbQueryQueries' interpolation over the scanned rows.
     let inner: Vec<i64> = dps(&get(
         &s,
-        &format!("/api/query?start={}&end={}&m=sum:m{{dc=lga}}", B + 15, B + 45),
+        &format!(
+            "/api/query?start={}&end={}&m=sum:m{{dc=lga}}",
+            B + 15,
+            B + 45
+        ),
     )[0])
     .iter()
     .map(|(_, v)| v.as_i64().unwrap())
@@ -119,7 +123,10 @@ fn aggregation_grouping_and_filters(b: &Backend) {
             ("uidorder", B, "2", &[("zzk", "2"), ("aak", "2")]),
         ],
     );
-    let u = get(&s, &format!("/api/query?start={B}&end={}&m=sum:uidorder", B + 10));
+    let u = get(
+        &s,
+        &format!("/api/query?start={B}&end={}&m=sum:uidorder", B + 10),
+    );
     assert_eq!(u[0]["aggregateTags"], json!(["zzk", "aak"]));
 
     let by_host = q("sum:m{host=*}");
@@ -325,7 +332,10 @@ fn suggest_lookup_last_and_listings(b: &Backend) {
     // below 0 or empty is OpenTSDB's default of 25, a non-number is refused (badMaxQS).
     let (code, body) = s.http("GET", "/api/suggest?q=h", "");
     assert_eq!(code, 400);
-    assert!(body.contains("Missing parameter <code>type</code>"), "{body}");
+    assert!(
+        body.contains("Missing parameter <code>type</code>"),
+        "{body}"
+    );
     for max in ["0", "-3", ""] {
         assert_eq!(
             get(&s, &format!("/api/suggest?type=metrics&q=mem&max={max}")),

@@ -266,9 +266,10 @@ pub fn previous_interval(ts: i64, n: u64, unit: CalUnit, tz: chrono_tz::Tz) -> i
             tz,
             day - chrono::Duration::days(day.weekday().num_days_from_sunday() as i64),
         ),
-        CalUnit::Month => {
-            first_of_month(tz, day.year() as i64 * 12 + (day.month0() as i64 / n_i) * n_i)
-        }
+        CalUnit::Month => first_of_month(
+            tz,
+            day.year() as i64 * 12 + (day.month0() as i64 / n_i) * n_i,
+        ),
         CalUnit::Year => midnight(tz, jan1),
     }
 }
@@ -643,7 +644,8 @@ mod tests {
     fn opentsdb_calendar_vectors() {
         let run = |spec: &str, tz: &str, pts: &[(u64, i64)]| -> Vec<(u64, f64)> {
             let tz: chrono_tz::Tz = tz.parse().unwrap();
-            let mut d = Downsampler::new(Buckets::new(parse_downsample(spec).unwrap(), tz, pts[0].0));
+            let mut d =
+                Downsampler::new(Buckets::new(parse_downsample(spec).unwrap(), tz, pts[0].0));
             pts.iter().for_each(|&(t, v)| d.push(t, Num::Int(v)));
             d.finish(0, u64::MAX)
                 .into_iter()
@@ -659,7 +661,10 @@ mod tests {
             (dst + 172800000, 5),
             (dst + 242999000, 6),
         ];
-        assert_eq!(run("3dc-sum", "Asia/Kabul", &day_pts), vec![(1450121400000, 21.0)]);
+        assert_eq!(
+            run("3dc-sum", "Asia/Kabul", &day_pts),
+            vec![(1450121400000, 21.0)]
+        );
         assert_eq!(
             run("1dc-sum", "Pacific/Funafuti", &day_pts),
             vec![
@@ -686,7 +691,11 @@ mod tests {
         );
         assert_eq!(
             run("1wc-sum", "Asia/Kabul", &week_pts),
-            vec![(1449948600000, 1.0), (1450553400000, 5.0), (1451763000000, 9.0)]
+            vec![
+                (1449948600000, 1.0),
+                (1450553400000, 5.0),
+                (1451763000000, 9.0)
+            ]
         );
     }
 
@@ -698,17 +707,32 @@ mod tests {
         let utc = chrono_tz::UTC;
         let af: chrono_tz::Tz = "Asia/Kabul".parse().unwrap();
         let nz: chrono_tz::Tz = "Pacific/Chatham".parse().unwrap();
-        assert_eq!(previous_interval(dst, 12, CalUnit::Hour, utc), 1450137600000);
-        assert_eq!(previous_interval(non, 15, CalUnit::Hour, utc), 1431680400000);
-        assert_eq!(previous_interval(dst, 15, CalUnit::Hour, utc), 1450116000000);
+        assert_eq!(
+            previous_interval(dst, 12, CalUnit::Hour, utc),
+            1450137600000
+        );
+        assert_eq!(
+            previous_interval(non, 15, CalUnit::Hour, utc),
+            1431680400000
+        );
+        assert_eq!(
+            previous_interval(dst, 15, CalUnit::Hour, utc),
+            1450116000000
+        );
         assert_eq!(previous_interval(dst, 12, CalUnit::Hour, af), 1450121400000);
         assert_eq!(previous_interval(non, 12, CalUnit::Hour, nz), 1431688500000);
-        assert_eq!(previous_interval(dst, 36, CalUnit::Hour, utc), 1450094400000);
+        assert_eq!(
+            previous_interval(dst, 36, CalUnit::Hour, utc),
+            1450094400000
+        );
         assert_eq!(previous_interval(non, 29, CalUnit::Min, utc), 1431698460000);
         assert_eq!(previous_interval(dst, 7, CalUnit::Day, utc), 1449705600000);
         assert_eq!(previous_interval(non, 7, CalUnit::Day, utc), 1431561600000);
         assert_eq!(previous_interval(dst, 60, CalUnit::Day, utc), 1445990400000);
-        assert_eq!(previous_interval(1330516800000, 1, CalUnit::Day, utc), 1330473600000);
+        assert_eq!(
+            previous_interval(1330516800000, 1, CalUnit::Day, utc),
+            1330473600000
+        );
         assert_eq!(previous_interval(dst, 1, CalUnit::Day, nz), 1450088100000);
         assert_eq!(previous_interval(dst, 100, CalUnit::Ms, utc), 1450152145100);
         assert_eq!(previous_interval(dst, 799, CalUnit::Ms, utc), 1450152144769);
@@ -743,7 +767,10 @@ mod tests {
         assert_eq!(msg("1j-hurp"), "Invalid duration (suffix): 1j");
         assert_eq!(msg("0m-avg"), "Zero or negative duration: 0m");
         assert_eq!(msg("1m-hurp"), "No such downsampling function: hurp");
-        assert_eq!(msg("1m-none"), "cannot use the NONE aggregator for downsampling");
+        assert_eq!(
+            msg("1m-none"),
+            "cannot use the NONE aggregator for downsampling"
+        );
         assert_eq!(
             msg("1m"),
             "Invalid downsampling specifier '1m': must provide at least interval and function"

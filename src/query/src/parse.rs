@@ -649,7 +649,11 @@ mod tests {
         let b = o("sum:rate{,100}:m");
         assert!(!b.counter && b.counter_max == 100 && b.reset_value == 0);
         let c = o("sum:rate{100}:m");
-        assert_eq!(c.counter_max, i64::MAX, "a lone number is the counter flag's place");
+        assert_eq!(
+            c.counter_max,
+            i64::MAX,
+            "a lone number is the counter flag's place"
+        );
         let d = o("sum:rate{dropcounter,,10}:m");
         assert!(d.counter && d.drop_resets && d.counter_max == i64::MAX && d.reset_value == 10);
         assert_eq!(

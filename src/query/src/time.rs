@@ -268,7 +268,13 @@ mod tests {
         assert_eq!(parse_duration_ms("60S"), Ok(60_000));
         assert_eq!(parse_duration_ms("1n"), Ok(30 * 86_400_000));
         assert_eq!(parse_duration_ms("4294967296ms"), Ok(1 << 32));
-        for bad in ["4611686018427387904y", "-60s", "foo60s", "60p", "6393590450230209347573980s"] {
+        for bad in [
+            "4611686018427387904y",
+            "-60s",
+            "foo60s",
+            "60p",
+            "6393590450230209347573980s",
+        ] {
             assert!(parse_duration_ms(bad).is_err(), "{bad}");
         }
         assert_eq!(
@@ -299,7 +305,10 @@ mod tests {
             Err(TimeError::Timezone("Nowhere/Special".into()))
         );
         // A zone matters to absolute dates only.
-        assert_eq!(parse_time_in("1h-ago", 7_200_000, Some("Nowhere")), Ok(3_600_000));
+        assert_eq!(
+            parse_time_in("1h-ago", 7_200_000, Some("Nowhere")),
+            Ok(3_600_000)
+        );
     }
 
     /// Fuzz finding (tests/fuzz, time_grammars and opentsdb_query_string): a 16- or 19-byte

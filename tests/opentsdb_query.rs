@@ -514,15 +514,16 @@ fn calendar_downsampling_in_a_time_zone(b: &Backend) {
             .collect::<Vec<_>>(),
         vec![24.0, 24.0]
     );
-    // New York days start at 05:00Z: 5 points on Dec 31st, then 24, then 19.
+    // New York days start at 05:00Z: 24 points on January 1st, then 19. Dec 31st's bucket
+    // (5 points) begins before the start, and OpenTSDB's serializer leaves it out.
     let ny = q(json!({"useCalendar": true, "timezone": "America/New_York"}));
     assert_eq!(
         ny.iter()
             .map(|(_, v)| v.as_f64().unwrap())
             .collect::<Vec<_>>(),
-        vec![5.0, 24.0, 19.0]
+        vec![24.0, 19.0]
     );
-    assert_eq!(ny[1].0, (B + 5 * 3600).to_string());
+    assert_eq!(ny[0].0, (B + 5 * 3600).to_string());
     let (code, body) = s.http(
         "POST",
         "/api/query",

@@ -567,19 +567,20 @@ impl QueryEngine {
                         }
                     },
                 )?;
-                let in_range = (sink.len() - mark) as u64;
-                let to_delete = q.flags.delete
-                    && sink[mark..]
-                        .iter()
-                        .any(|(t, _)| (q.start_ms..=q.end_ms).contains(t));
+                let read = (sink.len() - mark) as u64;
+                // The points of [start, end] (what a delete removes and counts).
+                let in_range = sink[mark..]
+                    .iter()
+                    .filter(|(t, _)| (q.start_ms..=q.end_ms).contains(t))
+                    .count() as u64;
                 if let Some(d) = &mut st.ds {
                     for &(ts, v) in scratch.iter() {
                         d.push(ts, v);
                     }
                 }
                 summary.raw_datapoints += in_range;
-                budget.points.fetch_add(in_range, Ordering::Relaxed);
-                if to_delete {
+                budget.points.fetch_add(read, Ordering::Relaxed);
+                if q.flags.delete && in_range > 0 {
                     deletes.push((key.to_vec(), rk.base));
                 }
                 Ok(())

@@ -222,7 +222,7 @@ pub fn previous_interval(ts: i64, n: u64, unit: CalUnit, tz: chrono_tz::Tz) -> i
     let jan1 = chrono::NaiveDate::from_ymd_opt(day.year(), 1, 1).expect("January 1st");
     let step = |top: i64, w: i64| top + (ts - top).div_euclid(w) * w;
     let n_i = n as i64;
-    let divides = |whole: u64| whole % n == 0;
+    let divides = |whole: u64| whole.is_multiple_of(n);
     match unit {
         CalUnit::Ms => {
             let top = if divides(1000) {

@@ -180,17 +180,6 @@ fn parse_date(s: &str, tz: chrono_tz::Tz) -> Result<u64, TimeError> {
         .ok_or_else(unparseable)
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m as i64 + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146097 + doe - 719468
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

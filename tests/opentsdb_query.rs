@@ -96,6 +96,38 @@ fn aggregation_grouping_and_filters(b: &Backend) {
         .map(|(_, v)| v.as_i64().unwrap())
         .collect();
     assert_eq!(zim, vec![10, 5, 20, 15, 10, 5, 20]);
+    // OpenTSDB reads whole hours and keeps [start, end] only when writing the answer: at 20
+    // a is interpolated from its point at 10 (before the start), at 40 from its point at 50
+    // (after the end), as in TestTsdbQueryQueries' interpolation over the scanned rows.
+    let inner: Vec<i64> = dps(&get(
+        &s,
+        &format!(
+            "/api/query?start={}&end={}&m=sum:m{{dc=lga}}",
+            B + 15,
+            B + 45
+        ),
+    )[0])
+    .iter()
+    .map(|(_, v)| v.as_i64().unwrap())
+    .collect();
+    assert_eq!(inner, vec![30, 30, 20]);
+    // aggregateTags come in tag key UID order (OpenTSDB's SpanGroup), not by name.
+    for k in ["zzk", "aak"] {
+        let (code, body) = s.http("GET", &format!("/api/uid/assign?tagk={k}"), "");
+        assert_eq!(code, 200, "{body}");
+    }
+    put(
+        &s,
+        &[
+            ("uidorder", B, "1", &[("zzk", "1"), ("aak", "1")]),
+            ("uidorder", B, "2", &[("zzk", "2"), ("aak", "2")]),
+        ],
+    );
+    let u = get(
+        &s,
+        &format!("/api/query?start={B}&end={}&m=sum:uidorder", B + 10),
+    );
+    assert_eq!(u[0]["aggregateTags"], json!(["zzk", "aak"]));
 
     let by_host = q("sum:m{host=*}");
     assert_eq!(
@@ -203,6 +235,22 @@ fn downsampling_rate_and_output_forms(b: &Backend) {
         json!({"start": B, "end": end, "queries": [{"aggregator": "sum", "metric": "ds", "downsample": "0all-sum"}]}),
     );
     assert_eq!(dps(&all[0]), vec![(B.to_string(), json!(45150.0))]);
+    // OpenTSDB's serializer writes only points in [start, end]: with a start inside the
+    // first minute, that minute's bucket (stamped before the start) is left out, filled or not.
+    for ds in ["1m-avg", "1m-avg-zero"] {
+        let late = post(
+            &s,
+            json!({"start": B + 15, "end": B + 150, "queries": [{"aggregator": "sum", "metric": "ds", "downsample": ds}]}),
+        );
+        assert_eq!(
+            dps(&late[0]),
+            vec![
+                ((B + 60).to_string(), json!(2.5)),
+                ((B + 120).to_string(), json!(4.5))
+            ],
+            "{ds}"
+        );
+    }
     let rate = get(&s, &format!("/api/query?start={B}&end={end}&m=sum:rate:ds"));
     let rd = dps(&rate[0]);
     assert_eq!(rd.len(), 299);
@@ -272,11 +320,32 @@ fn suggest_lookup_last_and_listings(b: &Backend) {
         json!(["dc", "extra", "host"])
     );
     assert_eq!(get(&s, "/api/suggest?type=tagv&q=s"), json!(["sjc"]));
+    // TestHttpJsonSerializer.formatSuggestV1JSONP: `jsonp=func` wraps the answer.
+    let (code, body) = s.http("GET", "/api/suggest?type=tagv&q=s&jsonp=func", "");
+    assert_eq!((code, body.as_str()), (200, r#"func(["sjc"])"#));
     let (code, body) = s.http("GET", "/api/suggest?type=bogus", "");
     assert_eq!(code, 400);
     assert!(body.contains("Invalid 'type' parameter:bogus"));
     let (code, _) = s.http("POST", "/api/suggest", r#"{"type":"metrics","q":"m"}"#);
     assert_eq!(code, 200);
+    // TestSuggestRpc.missingType: the GET form's type is a required parameter; a max of 0,
+    // below 0 or empty is OpenTSDB's default of 25, a non-number is refused (badMaxQS).
+    let (code, body) = s.http("GET", "/api/suggest?q=h", "");
+    assert_eq!(code, 400);
+    assert!(
+        body.contains("Missing parameter <code>type</code>"),
+        "{body}"
+    );
+    for max in ["0", "-3", ""] {
+        assert_eq!(
+            get(&s, &format!("/api/suggest?type=metrics&q=mem&max={max}")),
+            json!(["mem.free", "mem.used"]),
+            "max={max}"
+        );
+    }
+    let (code, body) = s.http("GET", "/api/suggest?type=tagv&q=w&max=foo", "");
+    assert_eq!(code, 400);
+    assert!(body.contains("Unable to parse 'max' as a number"), "{body}");
 
     let l = get(&s, "/api/search/lookup?m=m{host=*}&limit=1000");
     assert_eq!(l["type"], "LOOKUP");
@@ -445,15 +514,16 @@ fn calendar_downsampling_in_a_time_zone(b: &Backend) {
             .collect::<Vec<_>>(),
         vec![24.0, 24.0]
     );
-    // New York days start at 05:00Z: 5 points on Dec 31st, then 24, then 19.
+    // New York days start at 05:00Z: 24 points on January 1st, then 19. Dec 31st's bucket
+    // (5 points) begins before the start, and OpenTSDB's serializer leaves it out.
     let ny = q(json!({"useCalendar": true, "timezone": "America/New_York"}));
     assert_eq!(
         ny.iter()
             .map(|(_, v)| v.as_f64().unwrap())
             .collect::<Vec<_>>(),
-        vec![5.0, 24.0, 19.0]
+        vec![24.0, 19.0]
     );
-    assert_eq!(ny[1].0, (B + 5 * 3600).to_string());
+    assert_eq!(ny[0].0, (B + 5 * 3600).to_string());
     let (code, body) = s.http(
         "POST",
         "/api/query",

@@ -158,7 +158,7 @@ pub(crate) fn metric_and_tags(s: &str) -> Result<(String, Vec<(String, String)>)
     for part in s[open + 1..close].split(',').filter(|p| !p.is_empty()) {
         let (k, v) = part
             .split_once('=')
-            .ok_or_else(|| ParseError::Tag(part.to_string()))?;
+            .ok_or_else(|| ParseError::Tag("tag", part.to_string()))?;
         tags.push((k.to_string(), v.to_string()));
     }
     Ok((s[..open].to_string(), tags))
@@ -330,8 +330,15 @@ pub(super) async fn suggest(state: &Arc<OpenTsdb>, req: Request) -> Reply {
         }
         ref m => return method_not_allowed(m),
     };
-    let Some(ty) = ty else {
-        return error_reply(StatusCode::BAD_REQUEST, "Missing 'type' parameter", "");
+    let Some(ty) = ty.filter(|t| !t.is_empty()) else {
+        // The GET form's type is a required query string parameter (TestSuggestRpc
+        // .missingType), the POST body's its own check.
+        let msg = if req.method == Method::GET {
+            "Missing parameter <code>type</code>"
+        } else {
+            "Missing 'type' parameter"
+        };
+        return error_reply(StatusCode::BAD_REQUEST, msg, "");
     };
     let kind = match ty.as_str() {
         "metrics" => UidKind::Metric,
@@ -345,10 +352,12 @@ pub(super) async fn suggest(state: &Arc<OpenTsdb>, req: Request) -> Reply {
             )
         }
     };
-    let max = match max {
+    // OpenTSDB parses `max` as a Java int; empty, zero or negative mean its default of 25.
+    let max = match max.filter(|m| !m.is_empty()) {
         None => 25,
-        Some(m) => match m.parse::<usize>() {
-            Ok(m) => m,
+        Some(m) => match m.parse::<i32>() {
+            Ok(m) if m > 0 => m as usize,
+            Ok(_) => 25,
             Err(_) => {
                 return error_reply(
                     StatusCode::BAD_REQUEST,

@@ -512,7 +512,19 @@ pub fn family(path: &str) -> Option<Family> {
 /// Answers a request the table has looked up.
 pub async fn dispatch(state: &Arc<AppState>, found: Lookup, req: Request) -> Reply {
     match found {
-        Lookup::Route(r, path) => (r.handler)(state.clone(), req, path).await,
+        Lookup::Route(r, path) => {
+            // OpenTSDB's JSON serializer wraps every answer, errors too, in `<f>(…)` when the
+            // query string has `jsonp=<f>` (TestHttpJsonSerializer.formatSuggestV1JSONP).
+            let jsonp = matches!(r.family, Family::OpenTsdb | Family::Admin)
+                .then(|| req.param("jsonp"))
+                .flatten()
+                .filter(|f| !f.is_empty());
+            let reply = (r.handler)(state.clone(), req, path).await;
+            match jsonp {
+                Some(f) => wrap_jsonp(reply, &f),
+                None => reply,
+            }
+        }
         Lookup::MethodNotAllowed(family, m) => method_not_allowed(family, &req.path, &m),
         Lookup::BadOverride => error_reply(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -521,6 +533,26 @@ pub async fn dispatch(state: &Arc<AppState>, found: Lookup, req: Request) -> Rep
         ),
         Lookup::NotFound => error_reply(StatusCode::NOT_FOUND, "Endpoint not found", ""),
     }
+}
+
+/// A JSON answer as `<f>(<json>)` (other answers, like `/q`'s PNG, as they are).
+fn wrap_jsonp(mut reply: Reply, f: &str) -> Reply {
+    let json = reply
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if json {
+        let body = std::mem::take(reply.body_mut());
+        let mut wrapped = Vec::with_capacity(body.len() + f.len() + 2);
+        wrapped.extend_from_slice(f.as_bytes());
+        wrapped.push(b'(');
+        wrapped.extend_from_slice(&body);
+        wrapped.push(b')');
+        *reply.body_mut() = wrapped;
+        reply.headers_mut().remove(http::header::CONTENT_LENGTH);
+    }
+    reply
 }
 
 /// A 405 in the family's words.

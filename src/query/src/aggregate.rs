@@ -291,6 +291,28 @@ impl From<tsgate_schema::DataValue> for Num {
 
 /// Aggregates several series (each sorted by time) into one.
 pub fn aggregate(agg: Aggregator, inputs: &[&[(u64, Num)]]) -> Vec<(u64, Num)> {
+    aggregate_inner(agg, inputs, None)
+}
+
+/// [`aggregate`] for series of rates, as OpenTSDB's `AggregationIterator` does with `rate`:
+/// a series without a rate at a timestamp takes its previous rate (no interpolation, whatever
+/// the aggregator), and before its first emitted rate it takes `leads[i]`, the rate of its
+/// first point against time zero ([`crate::downsample::rate_lead`]), so it counts from the
+/// group's first timestamp on. It stops counting after its last rate.
+pub fn aggregate_rates(
+    agg: Aggregator,
+    inputs: &[&[(u64, Num)]],
+    leads: &[Option<Num>],
+) -> Vec<(u64, Num)> {
+    aggregate_inner(agg, inputs, Some(leads))
+}
+
+fn aggregate_inner(
+    agg: Aggregator,
+    inputs: &[&[(u64, Num)]],
+    leads: Option<&[Option<Num>]>,
+) -> Vec<(u64, Num)> {
+    // A lone series has a value at each of its own timestamps and no others (rates too).
     if inputs.len() == 1 && (agg == Aggregator::None || agg.interp() == Interp::Lerp) {
         // One series, an aggregator that is the identity on one value: skip the merge.
         let one = inputs[0];
@@ -307,17 +329,29 @@ pub fn aggregate(agg: Aggregator, inputs: &[&[(u64, Num)]]) -> Vec<(u64, Num)> {
     let interp = agg.interp();
     for &t in &times {
         vals.clear();
-        for (s, cur) in inputs.iter().zip(cursors.iter_mut()) {
+        for (i, (s, cur)) in inputs.iter().zip(cursors.iter_mut()).enumerate() {
             while *cur < s.len() && s[*cur].0 < t {
                 *cur += 1;
             }
-            if *cur == s.len() || (*cur == 0 && s[0].0 > t) {
-                continue; // not started yet, or already ended
+            if *cur == s.len() {
+                continue; // already ended
             }
             let (t1, v1) = s[*cur];
             if t1 == t {
                 vals.push(v1);
                 continue;
+            }
+            if let Some(leads) = leads {
+                // Rates: the previous rate, or the lead before the first one.
+                let prev = match *cur {
+                    0 => leads.get(i).copied().flatten(),
+                    c => Some(s[c - 1].1),
+                };
+                vals.extend(prev);
+                continue;
+            }
+            if *cur == 0 {
+                continue; // not started yet
             }
             let (t0, v0) = s[*cur - 1];
             vals.push(match interp {
@@ -453,6 +487,44 @@ mod tests {
         for (i, x) in v.iter().enumerate().take(599).skip(1) {
             assert_eq!(*x, if i % 2 == 1 { 301 } else { 302 }, "at {i}");
         }
+    }
+
+    /// OpenTSDB's AggregationIterator with `rate` (nextDoubleValue: "No LERP for the rate"):
+    /// a series missing a timestamp takes its previous rate, and before its first emitted rate
+    /// the rate of its first point against time zero, which the iterator's constructor loads
+    /// as the series' current value; after its last rate it stops.
+    #[test]
+    fn rates_take_the_previous_rate_not_an_interpolation() {
+        let f = |pts: &[(u64, f64)]| -> Vec<(u64, Num)> {
+            pts.iter().map(|&(t, v)| (t, Num::Float(v))).collect()
+        };
+        let a = f(&[(60, 1.0), (120, 2.0), (180, 3.0)]);
+        let b = f(&[(90, 10.0), (150, 20.0)]);
+        let leads = [Some(Num::Float(0.5)), Some(Num::Float(0.25))];
+        let inputs = [a.as_slice(), b.as_slice()];
+        let sum: Vec<f64> = aggregate_rates(Aggregator::Sum, &inputs, &leads)
+            .iter()
+            .map(|p| p.1.as_f64())
+            .collect();
+        // 60: A + B's lead; 90: A's previous 1.0 (a lerp would give 1.5) + 10; 180: B ended.
+        assert_eq!(sum, vec![1.25, 11.0, 12.0, 22.0, 3.0]);
+        let count: Vec<f64> = aggregate_rates(Aggregator::Count, &inputs, &leads)
+            .iter()
+            .map(|p| p.1.as_f64())
+            .collect();
+        assert_eq!(count, vec![2.0, 2.0, 2.0, 2.0, 1.0]);
+        // zimsum takes the previous rate too, not a zero.
+        let zim: Vec<f64> = aggregate_rates(Aggregator::Zimsum, &inputs, &leads)
+            .iter()
+            .map(|p| p.1.as_f64())
+            .collect();
+        assert_eq!(zim, sum);
+        // Without a lead a series counts from its first rate on.
+        let late: Vec<f64> = aggregate_rates(Aggregator::Count, &inputs, &[None, None])
+            .iter()
+            .map(|p| p.1.as_f64())
+            .collect();
+        assert_eq!(late, vec![1.0, 2.0, 2.0, 2.0, 1.0]);
     }
 
     proptest::proptest! {

@@ -3,33 +3,60 @@
 
 use super::aggregate::Num;
 use super::spec::{CalUnit, Downsample, FillPolicy, RateOptions};
-use chrono::{Datelike, TimeZone};
+use chrono::{Datelike, TimeZone, Timelike};
 
-/// A downsample specifier OpenTSDB would refuse, in its words.
+/// A downsample specifier OpenTSDB would refuse, in its words (`DownsamplingSpecification`).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum DownsampleError {
-    #[error("Invalid downsample specifier '{0}' in query")]
-    Specifier(String),
+    #[error("Invalid downsampling specifier '{0}': must provide at least interval and function")]
+    TooFewParts(String),
+    #[error("Invalid downsampling specifier '{0}': must consist of interval, function, and optional fill policy")]
+    TooManyParts(String),
     #[error("No such downsampling function: {0}")]
     Function(String),
     #[error("cannot use the NONE aggregator for downsampling")]
     NoneAggregator,
     #[error("Unrecognized fill policy: {0}")]
     Fill(String),
+    /// The interval, refused by OpenTSDB's duration parser (its message).
+    #[error(transparent)]
+    Interval(#[from] super::time::TimeError),
+    /// Longer than the whole time line OpenTSDB stores (10^13 ms): the bucket arithmetic
+    /// would overflow.
     #[error("Invalid interval: {0}")]
-    Interval(String),
-    #[error("Zero or negative duration: {0}")]
-    Zero(String),
-    #[error("Invalid units in the duration: {0}")]
-    Units(String),
+    TooLong(String),
 }
 
-/// Parses `<interval><unit>[c]-<agg>[-<fill>]` (and `0all-<agg>`).
+/// Parses `<interval><unit>[c]-<agg>[-<fill>]` (and `0all-<agg>`), checking the interval,
+/// then the function, then the fill policy, as OpenTSDB does. The interval goes through
+/// OpenTSDB's duration parser, whose unit is the last character (`1xm` is a minute there too).
 pub fn parse_downsample(spec: &str) -> Result<Downsample, DownsampleError> {
-    let parts: Vec<&str> = spec.split('-').collect();
-    if !(2..=3).contains(&parts.len()) {
-        return Err(DownsampleError::Specifier(spec.to_string()));
+    let mut parts: Vec<&str> = spec.split('-').collect();
+    // Java's `String.split` drops trailing empty strings (`1m-` has one part).
+    while parts.last() == Some(&"") {
+        parts.pop();
     }
+    if parts.len() < 2 {
+        return Err(DownsampleError::TooFewParts(spec.to_string()));
+    }
+    if parts.len() > 3 {
+        return Err(DownsampleError::TooManyParts(spec.to_string()));
+    }
+    let iv = parts[0];
+    let all = iv.contains("all");
+    let (iv, cal) = match iv.strip_suffix('c') {
+        Some(x) if !all => (x, true),
+        _ => (iv, false),
+    };
+    let interval = if all {
+        None
+    } else {
+        let ms = super::time::parse_duration_ms(iv)?;
+        if ms > 10_000_000_000_000 {
+            return Err(DownsampleError::TooLong(iv.to_string()));
+        }
+        Some(ms)
+    };
     let aggregator = super::aggregate::Aggregator::parse(parts[1])
         .ok_or_else(|| DownsampleError::Function(parts[1].to_string()))?;
     if aggregator == super::aggregate::Aggregator::None {
@@ -39,8 +66,7 @@ pub fn parse_downsample(spec: &str) -> Result<Downsample, DownsampleError> {
         Some(f) => FillPolicy::parse(f).ok_or_else(|| DownsampleError::Fill(f.to_string()))?,
         None => FillPolicy::None,
     };
-    let iv = parts[0];
-    if iv.contains("all") {
+    let Some(interval_ms) = interval else {
         return Ok(Downsample {
             spec: spec.into(),
             interval_ms: 0,
@@ -50,38 +76,20 @@ pub fn parse_downsample(spec: &str) -> Result<Downsample, DownsampleError> {
             aggregator,
             fill,
         });
-    }
-    let (iv, cal) = match iv.strip_suffix('c') {
-        Some(x) => (x, true),
-        None => (iv, false),
     };
-    let split = iv
-        .find(|c: char| !c.is_ascii_digit())
-        .ok_or_else(|| DownsampleError::Interval(iv.to_string()))?;
-    let (n, unit) = iv.split_at(split);
-    let n: u64 = n
-        .parse()
-        .map_err(|_| DownsampleError::Interval(iv.to_string()))?;
-    if n == 0 {
-        return Err(DownsampleError::Zero(iv.to_string()));
-    }
-    let (unit_ms, cu) = match unit {
-        "ms" => (1, CalUnit::Ms),
-        "s" => (1000, CalUnit::Sec),
-        "m" => (60_000, CalUnit::Min),
-        "h" => (3_600_000, CalUnit::Hour),
-        "d" => (86_400_000, CalUnit::Day),
-        "w" => (7 * 86_400_000, CalUnit::Week),
-        "n" => (30 * 86_400_000, CalUnit::Month),
-        "y" => (365 * 86_400_000, CalUnit::Year),
-        _ => return Err(DownsampleError::Units(unit.to_string())),
+    // The duration parser has checked the digits and the unit.
+    let digits = iv.bytes().take_while(u8::is_ascii_digit).count();
+    let n: u64 = iv[..digits].parse().unwrap_or(1);
+    let cu = match interval_ms / n.max(1) {
+        1 => CalUnit::Ms,
+        1000 => CalUnit::Sec,
+        60_000 => CalUnit::Min,
+        3_600_000 => CalUnit::Hour,
+        86_400_000 => CalUnit::Day,
+        604_800_000 => CalUnit::Week,
+        2_592_000_000 => CalUnit::Month,
+        _ => CalUnit::Year,
     };
-    // Checked, and no longer than the whole time line OpenTSDB stores (10^13 ms): beyond, the
-    // bucket arithmetic would overflow.
-    let interval_ms = n
-        .checked_mul(unit_ms)
-        .filter(|&ms| ms <= 10_000_000_000_000)
-        .ok_or_else(|| DownsampleError::Interval(iv.to_string()))?;
     Ok(Downsample {
         spec: spec.into(),
         interval_ms,
@@ -99,11 +107,23 @@ pub struct Buckets {
     ds: Downsample,
     tz: chrono_tz::Tz,
     start_ms: u64,
+    /// Calendar buckets: the first one, at or before the start (ms); the others are whole
+    /// steps of the interval from it, as OpenTSDB's downsamplers step their `Calendar`.
+    anchor: i64,
 }
 
 impl Buckets {
     pub fn new(ds: Downsample, tz: chrono_tz::Tz, start_ms: u64) -> Buckets {
-        Buckets { ds, tz, start_ms }
+        let anchor = match ds.calendar {
+            Some((n, unit)) if !ds.all => previous_interval(start_ms as i64, n.max(1), unit, tz),
+            _ => 0,
+        };
+        Buckets {
+            ds,
+            tz,
+            start_ms,
+            anchor,
+        }
     }
 
     /// The start of the bucket holding `ts`.
@@ -114,47 +134,31 @@ impl Buckets {
         let Some((n, unit)) = self.ds.calendar else {
             return ts - ts % self.ds.interval_ms;
         };
-        let dt = self
-            .tz
-            .timestamp_millis_opt(ts as i64)
-            .single()
-            .expect("valid ms timestamp");
-        let local = dt.naive_local();
-        let day0 = local.date().and_hms_opt(0, 0, 0).expect("midnight");
-        let floor_local = match unit {
+        let (a, t, n) = (self.anchor, ts as i64, n.max(1) as i64);
+        let b = match unit {
+            // Java adds these units as milliseconds.
             CalUnit::Ms | CalUnit::Sec | CalUnit::Min | CalUnit::Hour => {
-                let since = local.signed_duration_since(day0).num_milliseconds() as u64;
-                let w = self.ds.interval_ms;
-                day0 + chrono::Duration::milliseconds((since - since % w) as i64)
+                let w = self.ds.interval_ms as i64;
+                a + (t - a).div_euclid(w) * w
             }
-            CalUnit::Day => {
-                let days = local.date().num_days_from_ce() as i64;
-                day0 - chrono::Duration::days(days.rem_euclid(n as i64))
+            // Days and weeks are local days (a DST day is 23 or 25 hours).
+            CalUnit::Day | CalUnit::Week => {
+                let step = if unit == CalUnit::Week { 7 * n } else { n };
+                let (ad, td) = (local(self.tz, a).date(), local(self.tz, t).date());
+                let k = (td - ad).num_days().div_euclid(step) * step;
+                midnight(self.tz, ad + chrono::Duration::days(k))
             }
-            CalUnit::Week => {
-                // Weeks start on Sunday (Java's default calendar).
-                let back = local.weekday().num_days_from_sunday() as i64;
-                day0 - chrono::Duration::days(back)
-            }
-            CalUnit::Month => {
-                let m = (local.year() as i64 * 12 + local.month0() as i64) / n as i64 * n as i64;
-                chrono::NaiveDate::from_ymd_opt((m / 12) as i32, (m % 12) as u32 + 1, 1)
-                    .expect("valid month")
-                    .and_hms_opt(0, 0, 0)
-                    .expect("midnight")
-            }
-            CalUnit::Year => {
-                let y = local.year() as i64 / n as i64 * n as i64;
-                chrono::NaiveDate::from_ymd_opt(y as i32, 1, 1)
-                    .expect("valid year")
-                    .and_hms_opt(0, 0, 0)
-                    .expect("midnight")
+            CalUnit::Month | CalUnit::Year => {
+                let months = |ms: i64| {
+                    let d = local(self.tz, ms);
+                    d.year() as i64 * 12 + d.month0() as i64
+                };
+                let step = if unit == CalUnit::Year { 12 * n } else { n };
+                let m = months(a) + (months(t) - months(a)).div_euclid(step) * step;
+                first_of_month(self.tz, m)
             }
         };
-        match self.tz.from_local_datetime(&floor_local).earliest() {
-            Some(d) => d.timestamp_millis().max(0) as u64,
-            None => ts - ts % self.ds.interval_ms.max(1),
-        }
+        b.max(0) as u64
     }
 
     /// The bucket after `b` (for fill policies).
@@ -171,6 +175,102 @@ impl Buckets {
             }
             probe += self.ds.interval_ms / 4 + 1;
         }
+    }
+}
+
+fn local(tz: chrono_tz::Tz, ms: i64) -> chrono::NaiveDateTime {
+    tz.timestamp_millis_opt(ms)
+        .single()
+        .map(|d| d.naive_local())
+        .unwrap_or_default()
+}
+
+/// A local time as ms; in a DST gap, the first instant after it.
+fn local_ms(tz: chrono_tz::Tz, t: chrono::NaiveDateTime) -> i64 {
+    match tz.from_local_datetime(&t).earliest() {
+        Some(d) => d.timestamp_millis(),
+        None => tz
+            .from_local_datetime(&(t + chrono::Duration::hours(1)))
+            .earliest()
+            .map(|d| d.timestamp_millis() - 3_600_000)
+            .unwrap_or_else(|| t.and_utc().timestamp_millis()),
+    }
+}
+
+fn midnight(tz: chrono_tz::Tz, d: chrono::NaiveDate) -> i64 {
+    local_ms(tz, d.and_hms_opt(0, 0, 0).expect("midnight"))
+}
+
+/// Midnight of the first day of month `m` (counted as year * 12 + month0).
+fn first_of_month(tz: chrono_tz::Tz, m: i64) -> i64 {
+    chrono::NaiveDate::from_ymd_opt(m.div_euclid(12) as i32, m.rem_euclid(12) as u32 + 1, 1)
+        .map(|d| midnight(tz, d))
+        .unwrap_or(0)
+}
+
+/// OpenTSDB's `DateTime.previousInterval`: the start of the `n`-unit interval holding `ts`,
+/// counted in steps of `n` from the top of a larger unit: ms from the second (or the minute
+/// when `n` does not divide 1000), seconds from the minute (hour), minutes from the hour
+/// (day), hours from the day (month), days from the month when `n` is 1 (else from January
+/// 1st), weeks from this week's Sunday, months and years from January 1st of `ts`'s year.
+pub fn previous_interval(ts: i64, n: u64, unit: CalUnit, tz: chrono_tz::Tz) -> i64 {
+    let t = local(tz, ts);
+    let day = t.date();
+    let at = |d: chrono::NaiveDate, h: u32, m: u32, s: u32| {
+        local_ms(tz, d.and_hms_opt(h, m, s).expect("valid time"))
+    };
+    let jan1 = chrono::NaiveDate::from_ymd_opt(day.year(), 1, 1).expect("January 1st");
+    let step = |top: i64, w: i64| top + (ts - top).div_euclid(w) * w;
+    let n_i = n as i64;
+    let divides = |whole: u64| whole.is_multiple_of(n);
+    match unit {
+        CalUnit::Ms => {
+            let top = if divides(1000) {
+                at(day, t.hour(), t.minute(), t.second())
+            } else {
+                at(day, t.hour(), t.minute(), 0)
+            };
+            step(top, n_i)
+        }
+        CalUnit::Sec => {
+            let top = if divides(60) {
+                at(day, t.hour(), t.minute(), 0)
+            } else {
+                at(day, t.hour(), 0, 0)
+            };
+            step(top, n_i * 1000)
+        }
+        CalUnit::Min => {
+            let top = if divides(60) {
+                at(day, t.hour(), 0, 0)
+            } else {
+                at(day, 0, 0, 0)
+            };
+            step(top, n_i * 60_000)
+        }
+        CalUnit::Hour => {
+            let top = if divides(24) {
+                at(day, 0, 0, 0)
+            } else {
+                at(day.with_day(1).expect("first of month"), 0, 0, 0)
+            };
+            step(top, n_i * 3_600_000)
+        }
+        CalUnit::Day if n == 1 => midnight(tz, day),
+        CalUnit::Day => {
+            let k = (day - jan1).num_days().div_euclid(n_i) * n_i;
+            midnight(tz, jan1 + chrono::Duration::days(k))
+        }
+        // Java's week starts on Sunday (US locale); it then steps whole weeks.
+        CalUnit::Week => midnight(
+            tz,
+            day - chrono::Duration::days(day.weekday().num_days_from_sunday() as i64),
+        ),
+        CalUnit::Month => first_of_month(
+            tz,
+            day.year() as i64 * 12 + (day.month0() as i64 / n_i) * n_i,
+        ),
+        CalUnit::Year => midnight(tz, jan1),
     }
 }
 
@@ -261,6 +361,8 @@ impl Downsampler {
         let mut have = self.out.into_iter().peekable();
         let mut b = self.buckets.bucket(start_ms);
         while b <= end_ms {
+            // Buckets before the first one of the range (points read ahead of the start).
+            while have.next_if(|(t, _)| *t < b).is_some() {}
             match have.peek() {
                 Some((t, _)) if *t == b => full.push(have.next().expect("peeked")),
                 _ => full.push((b, Num::Float(fill))),
@@ -276,27 +378,50 @@ pub fn rate(points: &[(u64, Num)], opts: &RateOptions) -> Vec<(u64, Num)> {
     let mut out = Vec::with_capacity(points.len().saturating_sub(1));
     for w in points.windows(2) {
         let ((t0, v0), (t1, v1)) = (w[0], w[1]);
-        let secs = (t1 - t0) as f64 / 1000.0;
-        if secs <= 0.0 {
-            continue;
+        if let Some(r) = one_rate((t0, v0), (t1, v1), opts) {
+            out.push((t1, Num::Float(r)));
         }
-        let mut delta = match (v0, v1) {
-            (Num::Int(a), Num::Int(b)) => (b as i128 - a as i128) as f64,
-            _ => v1.as_f64() - v0.as_f64(),
-        };
-        if opts.counter && delta < 0.0 {
-            if opts.drop_resets {
-                continue;
-            }
-            delta = opts.counter_max as f64 - v0.as_f64() + v1.as_f64();
-        }
-        let mut r = delta / secs;
-        if opts.counter && opts.reset_value > 0 && r > opts.reset_value as f64 {
-            r = 0.0;
-        }
-        out.push((t1, Num::Float(r)));
     }
     out
+}
+
+/// The rate OpenTSDB computes for a series' first point, against a value of 0 at time zero
+/// (its `RateSpan`). It is never emitted, but group-by aggregation uses it for the series at
+/// timestamps before the series' first emitted rate (see [`crate::aggregate::aggregate_rates`]).
+pub fn rate_lead(points: &[(u64, Num)], opts: &RateOptions) -> Option<Num> {
+    let &(t, v) = points.first()?;
+    one_rate((0, Num::Int(0)), (t, v), opts).map(Num::Float)
+}
+
+/// One rate step as OpenTSDB's `RateSpan` computes it: integer pairs subtract as Java longs
+/// (wrapping), a counter that went down wraps at `counter_max` (in integer arithmetic for
+/// integers: `counter_max` near `i64::MAX` would lose the delta as a double) or, with
+/// `drop_resets`, is dropped (`None`); `reset_value` only zeroes a wrapped step's rate.
+fn one_rate((t0, v0): (u64, Num), (t1, v1): (u64, Num), opts: &RateOptions) -> Option<f64> {
+    if t1 <= t0 {
+        return None;
+    }
+    let secs = (t1 - t0) as f64 / 1000.0;
+    let delta = match (v0, v1) {
+        (Num::Int(a), Num::Int(b)) => b.wrapping_sub(a) as f64,
+        _ => v1.as_f64() - v0.as_f64(),
+    };
+    if !(opts.counter && delta < 0.0) {
+        return Some(delta / secs);
+    }
+    if opts.drop_resets {
+        return None;
+    }
+    let wrapped = match (v0, v1) {
+        (Num::Int(a), Num::Int(b)) => opts.counter_max.wrapping_sub(a).wrapping_add(b) as f64,
+        _ => opts.counter_max as f64 - v0.as_f64() + v1.as_f64(),
+    };
+    let r = wrapped / secs;
+    Some(if opts.reset_value > 0 && r > opts.reset_value as f64 {
+        0.0
+    } else {
+        r
+    })
 }
 
 #[cfg(test)]
@@ -441,6 +566,219 @@ mod tests {
         assert_eq!(r.len(), 299);
         assert_eq!(r[0].0, 1356998460000);
         assert!((r[0].1.as_f64() - 1.0 / 30.0).abs() < 1e-12);
+    }
+
+    /// TestRateSpan.testNext_counterLongMax and TestTsdbQueryQueries.runRateCounterDefault:
+    /// Long.MAX_VALUE-55, Long.MAX_VALUE-25, 5 every 30 s with counterMax Long.MAX_VALUE are
+    /// rates of 1.0 and 1.0 (the wrap computed on longs; as doubles it was 5/30).
+    #[test]
+    fn counter_wrap_near_i64_max_is_exact() {
+        let pts = vec![
+            (1356998430000, Num::Int(i64::MAX - 55)),
+            (1356998460000, Num::Int(i64::MAX - 25)),
+            (1356998490000, Num::Int(5)),
+        ];
+        let o = RateOptions {
+            counter: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            rate(&pts, &o),
+            vec![
+                (1356998460000, Num::Float(1.0)),
+                (1356998490000, Num::Float(1.0))
+            ]
+        );
+        // TestRateSpan.testCalculateDelta_bigLongValues: MAX-100 -> MAX-20 over 100 s = 0.8.
+        let big = vec![
+            (1356998400000, Num::Int(i64::MAX - 100)),
+            (1356998500000, Num::Int(i64::MAX - 20)),
+        ];
+        assert_eq!(rate(&big, &RateOptions::default())[0].1, Num::Float(0.8));
+        // The first rate is against a 0 at time zero (testNext_counterLongMax's first rate).
+        assert_eq!(
+            rate_lead(&pts, &o),
+            Some(Num::Float((i64::MAX - 55) as f64 / 1356998430.0))
+        );
+    }
+
+    /// TestRateSpan.testNext_counterWithResetValue: 40, 50, 40 a second apart with counterMax
+    /// 70 and resetValue 1 give 10 (a rise above the reset value is no reset: only a wrapped
+    /// step is compared with it) and then 0 (the wrap, 60/s, is above it).
+    #[test]
+    fn reset_value_only_zeroes_wrapped_steps() {
+        let pts = vec![
+            (1356998400000, Num::Int(40)),
+            (1356998401000, Num::Int(50)),
+            (1356998402000, Num::Int(40)),
+        ];
+        let o = RateOptions {
+            counter: true,
+            counter_max: 70,
+            reset_value: 1,
+            drop_resets: false,
+        };
+        assert_eq!(floats(&rate(&pts, &o)), vec![10.0, 0.0]);
+        assert_eq!(rate_lead(&pts, &o), Some(Num::Float(40.0 / 1356998400.0)));
+        // testNext_counterDroResets: the drop skips the step, the next one is against 40.
+        let mut more = pts.clone();
+        more.push((1356998403000, Num::Int(50)));
+        let d = RateOptions {
+            drop_resets: true,
+            ..o
+        };
+        assert_eq!(
+            rate(&more, &d),
+            vec![
+                (1356998401000, Num::Float(10.0)),
+                (1356998403000, Num::Float(10.0))
+            ]
+        );
+    }
+
+    /// TestDownsampler.testDownsampler_calendarDay and _calendarWeek (DST_TS =
+    /// 1450137600000): calendar buckets step from OpenTSDB's previousInterval, so `3dc`
+    /// counts days from January 1st (one bucket from 2015-12-15 in Asia/Kabul, where days from
+    /// the year 1 made two) and `2wc` two weeks from the Sunday (where it made weekly buckets).
+    #[test]
+    fn opentsdb_calendar_vectors() {
+        let run = |spec: &str, tz: &str, pts: &[(u64, i64)]| -> Vec<(u64, f64)> {
+            let tz: chrono_tz::Tz = tz.parse().unwrap();
+            let mut d =
+                Downsampler::new(Buckets::new(parse_downsample(spec).unwrap(), tz, pts[0].0));
+            pts.iter().for_each(|&(t, v)| d.push(t, Num::Int(v)));
+            d.finish(0, u64::MAX)
+                .into_iter()
+                .map(|(t, v)| (t, v.as_f64()))
+                .collect()
+        };
+        let dst = 1450137600000u64;
+        let day_pts = [
+            (dst, 1),
+            (dst + 86399000, 2),
+            (dst + 126001000, 3),
+            (dst + 172799000, 4),
+            (dst + 172800000, 5),
+            (dst + 242999000, 6),
+        ];
+        assert_eq!(
+            run("3dc-sum", "Asia/Kabul", &day_pts),
+            vec![(1450121400000, 21.0)]
+        );
+        assert_eq!(
+            run("1dc-sum", "Pacific/Funafuti", &day_pts),
+            vec![
+                (1450094400000, 1.0),
+                (1450180800000, 5.0),
+                (1450267200000, 9.0),
+                (1450353600000, 6.0)
+            ]
+        );
+        assert_eq!(
+            run("1dc-sum", "UTC", &day_pts),
+            vec![(dst, 3.0), (dst + 86400000, 7.0), (dst + 172800000, 11.0)]
+        );
+        let week_pts = [
+            (dst, 1),
+            (dst + 86400000 * 7, 2),
+            (1451129400000, 3),
+            (dst + 86400000 * 21, 4),
+            (1452367799000, 5),
+        ];
+        assert_eq!(
+            run("2wc-sum", "Asia/Kabul", &week_pts),
+            vec![(1449948600000, 6.0), (1451158200000, 9.0)]
+        );
+        assert_eq!(
+            run("1wc-sum", "Asia/Kabul", &week_pts),
+            vec![
+                (1449948600000, 1.0),
+                (1450553400000, 5.0),
+                (1451763000000, 9.0)
+            ]
+        );
+    }
+
+    /// TestDateTime.previousInterval{Hours,Days,Minutes} (DST_TS there is 1450152145123,
+    /// NON_DST_TS 1431699673432).
+    #[test]
+    fn opentsdb_previous_interval_vectors() {
+        let (dst, non) = (1450152145123i64, 1431699673432i64);
+        let utc = chrono_tz::UTC;
+        let af: chrono_tz::Tz = "Asia/Kabul".parse().unwrap();
+        let nz: chrono_tz::Tz = "Pacific/Chatham".parse().unwrap();
+        assert_eq!(
+            previous_interval(dst, 12, CalUnit::Hour, utc),
+            1450137600000
+        );
+        assert_eq!(
+            previous_interval(non, 15, CalUnit::Hour, utc),
+            1431680400000
+        );
+        assert_eq!(
+            previous_interval(dst, 15, CalUnit::Hour, utc),
+            1450116000000
+        );
+        assert_eq!(previous_interval(dst, 12, CalUnit::Hour, af), 1450121400000);
+        assert_eq!(previous_interval(non, 12, CalUnit::Hour, nz), 1431688500000);
+        assert_eq!(
+            previous_interval(dst, 36, CalUnit::Hour, utc),
+            1450094400000
+        );
+        assert_eq!(previous_interval(non, 29, CalUnit::Min, utc), 1431698460000);
+        assert_eq!(previous_interval(dst, 7, CalUnit::Day, utc), 1449705600000);
+        assert_eq!(previous_interval(non, 7, CalUnit::Day, utc), 1431561600000);
+        assert_eq!(previous_interval(dst, 60, CalUnit::Day, utc), 1445990400000);
+        assert_eq!(
+            previous_interval(1330516800000, 1, CalUnit::Day, utc),
+            1330473600000
+        );
+        assert_eq!(previous_interval(dst, 1, CalUnit::Day, nz), 1450088100000);
+        assert_eq!(previous_interval(dst, 100, CalUnit::Ms, utc), 1450152145100);
+        assert_eq!(previous_interval(dst, 799, CalUnit::Ms, utc), 1450152144769);
+        assert_eq!(previous_interval(non, 29, CalUnit::Sec, utc), 1431699647000);
+    }
+
+    /// TestDownsamplingSpecification and TestQueryRpc.executeWithBadDSFill: what is refused,
+    /// in OpenTSDB's order (interval, function, fill) and words.
+    #[test]
+    fn opentsdb_downsampling_specification_vectors() {
+        let d = parse_downsample("15m-avg-nan").unwrap();
+        assert_eq!(
+            (d.interval_ms, d.aggregator, d.fill),
+            (900_000, crate::aggregate::Aggregator::Avg, FillPolicy::Nan)
+        );
+        for bad in [
+            "blah-avg-lerp",
+            "1m-hurp-lerp",
+            "10m-avg-max",
+            "1m-none-lerp",
+            "",
+            "0m-avg-lerp",
+            "-60m-avg-lerp",
+            "1j-avg-lerp",
+            "1-avg-lerp",
+            "1m",
+        ] {
+            assert!(parse_downsample(bad).is_err(), "{bad}");
+        }
+        let msg = |s: &str| parse_downsample(s).unwrap_err().to_string();
+        assert!(msg("10m-avg-badbadbad").starts_with("Unrecognized fill policy: badbadbad"));
+        assert_eq!(msg("1j-hurp"), "Invalid duration (suffix): 1j");
+        assert_eq!(msg("0m-avg"), "Zero or negative duration: 0m");
+        assert_eq!(msg("1m-hurp"), "No such downsampling function: hurp");
+        assert_eq!(
+            msg("1m-none"),
+            "cannot use the NONE aggregator for downsampling"
+        );
+        assert_eq!(
+            msg("1m"),
+            "Invalid downsampling specifier '1m': must provide at least interval and function"
+        );
+        // Calendar: the unit of `1dc` is a day.
+        let c = parse_downsample("1dc-sum").unwrap();
+        assert_eq!(c.calendar, Some((1, CalUnit::Day)));
+        assert_eq!(parse_downsample("0all-sum").unwrap().interval_ms, 0);
     }
 
     /// Fuzz finding (tests/fuzz, opentsdb_query_string): `1999999999999999999m-avg` overflowed

@@ -109,6 +109,10 @@ pub enum FilterError {
     Regex(#[from] regex::Error),
     #[error("The filter value must be empty for not_key")]
     NotKeyValue,
+    #[error("Filter must end with a ')': {0}")]
+    NoCloseParen(String),
+    #[error("Could not find a tag value filter of the type: {0}")]
+    UnknownType(String),
 }
 
 #[derive(Debug, Clone)]
@@ -177,27 +181,37 @@ impl TagFilter {
         Ok(f)
     }
 
-    /// How OpenTSDB converts a `tags` map value (and a plain value in the first braces).
+    /// How OpenTSDB converts a `tags` map value (`TagVFilter.getFilter`): the same forms as
+    /// inside the URI's braces, grouped by (TestTSSubQuery.validateWithFilterViaTags:
+    /// `{"host":"wildcard(*nari)"}` is a wildcard filter, not a literal).
     pub fn from_tag_value(tagk: &str, v: &str) -> Result<TagFilter, FilterError> {
-        if v == "*" {
-            TagFilter::new(FilterType::Wildcard, tagk, "*", true)
-        } else if v.contains('*') {
-            TagFilter::new(FilterType::Iwildcard, tagk, v, true)
-        } else {
-            TagFilter::new(FilterType::LiteralOr, tagk, v, true)
-        }
+        TagFilter::from_uri(tagk, v, true)
     }
 
-    /// Parses `type(expr)` or a plain value (URI form inside braces).
+    /// `*` (grouping wildcard), `type(expr)` (any value holding a `(`: an unknown type or a
+    /// missing `)` is an error, as in OpenTSDB), a value with `*` (case-insensitive
+    /// wildcard), else `literal_or` (pipe-separated).
     pub fn from_uri(tagk: &str, v: &str, group_by: bool) -> Result<TagFilter, FilterError> {
-        if let (Some(open), true) = (v.find('('), v.ends_with(')')) {
-            if let Some(kind) = FilterType::parse(&v[..open]) {
-                return TagFilter::new(kind, tagk, &v[open + 1..v.len() - 1], group_by);
-            }
+        if v.is_empty() {
+            return Err(FilterError::Empty);
         }
-        let mut f = TagFilter::from_tag_value(tagk, v)?;
-        f.group_by = group_by;
-        Ok(f)
+        if v == "*" {
+            return TagFilter::new(FilterType::Wildcard, tagk, "*", group_by);
+        }
+        if let Some(open) = v.find('(') {
+            if !v.ends_with(')') {
+                return Err(FilterError::NoCloseParen(v.to_string()));
+            }
+            let prefix = v[..open].to_lowercase();
+            let kind = FilterType::parse(&prefix).ok_or(FilterError::UnknownType(prefix))?;
+            return TagFilter::new(kind, tagk, &v[open + 1..v.len() - 1], group_by);
+        }
+        let kind = if v.contains('*') {
+            FilterType::Iwildcard
+        } else {
+            FilterType::LiteralOr
+        };
+        TagFilter::new(kind, tagk, v, group_by)
     }
 
     /// The exact literals this filter needs, when it is a case-sensitive `literal_or`
@@ -298,5 +312,28 @@ mod tests {
             (u.kind, u.expr.as_str(), u.group_by),
             (FilterType::Regexp, "web.*", false)
         );
+    }
+
+    /// TestTSSubQuery.validateWithFilterViaTags: a `tags` map value `wildcard(*nari)` is a
+    /// wildcard filter (it was taken for a literal); TestQueryRpc
+    /// .parseQueryMTypeWGroupByNoSuchFilter: `host=nosuchfilter(*tsort)` is refused (it was
+    /// taken for a case-insensitive wildcard because of its `*`).
+    #[test]
+    fn tag_values_name_their_filter_type() {
+        let t = TagFilter::from_tag_value("host", "wildcard(*nari)").unwrap();
+        assert_eq!(
+            (t.kind, t.expr.as_str(), t.group_by),
+            (FilterType::Wildcard, "*nari", true)
+        );
+        assert!(t.matches(Some("web.nari")) && !t.matches(Some("web.NARI")));
+        let e = TagFilter::from_uri("host", "nosuchfilter(*tsort)", true).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Could not find a tag value filter of the type: nosuchfilter"
+        );
+        assert!(TagFilter::from_uri("host", "wildcard(*tsort", true).is_err());
+        let l = TagFilter::from_tag_value("host", "web01|web02").unwrap();
+        assert_eq!(l.kind, FilterType::LiteralOr);
+        assert!(l.matches(Some("web02")));
     }
 }

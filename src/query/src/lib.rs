@@ -124,6 +124,19 @@ impl Budget {
     }
 }
 
+/// The last second whose row a sub-query reads: the end's, or with a downsampling interval
+/// the end of the interval holding the end (OpenTSDB's `getScanEndTimeSeconds` aligns the
+/// scan to the next interval, so the last bucket has all its points).
+fn scan_end_s(sq: &SubQuery, end_ms: u64) -> u64 {
+    match &sq.downsample {
+        Some(d) if !d.all && d.interval_ms > 0 => {
+            let next = (end_ms - end_ms % d.interval_ms).saturating_add(d.interval_ms);
+            (next / 1000).saturating_sub(1).max(end_ms / 1000)
+        }
+        _ => end_ms / 1000,
+    }
+}
+
 /// How many buckets a fill policy emits for one series over `[start_ms, end_ms]` (every
 /// bucket, data or not); 0 without a fill policy or with `0all`, whose output is bounded by
 /// the points read. Calendar buckets are counted at their nominal width.
@@ -155,6 +168,7 @@ pub struct QueryEngine {
 struct SeriesState {
     tsuid: Vec<u8>,
     tags: BTreeMap<String, String>,
+    tagk_uids: BTreeMap<String, Vec<u8>>,
     raw: Vec<(u64, Num)>,
     ds: Option<Downsampler>,
     notes: Vec<tsgate_core::meta::annotation::Annotation>,
@@ -165,6 +179,13 @@ struct SeriesState {
 
 impl QueryEngine {
     pub fn run(&self, q: &Query) -> Result<(Vec<ResultSeries>, Summary), QueryError> {
+        // TsdbQuery.setStartTime/setEndTime: past OpenTSDB's last millisecond timestamp.
+        if let Some(t) = [q.start_ms, q.end_ms]
+            .into_iter()
+            .find(|&t| t > 9_999_999_999_999)
+        {
+            return Err(QueryError::BadRequest(format!("Invalid timestamp: {t}")));
+        }
         if q.end_ms < q.start_ms {
             return Err(QueryError::BadRequest(format!(
                 "End time [{}] must be greater than or equal to the start time [{}]",
@@ -176,10 +197,17 @@ impl QueryEngine {
                 "Deleting data is not enabled (query.allow_delete = false)".into(),
             ));
         }
-        let tz: chrono_tz::Tz = match &q.timezone {
-            Some(z) => z
-                .parse()
-                .map_err(|_| QueryError::BadRequest(format!("Invalid timezone: {z}")))?,
+        // TSQuery.validateAndSetQuery: an unknown zone is an error only for a downsample.
+        let tz: chrono_tz::Tz = match q.timezone.as_deref().filter(|z| !z.is_empty()) {
+            Some(z) => match z.parse() {
+                Ok(tz) => tz,
+                Err(_) if q.queries.iter().any(|s| s.downsample.is_some()) => {
+                    return Err(QueryError::BadRequest(
+                        "The timezone specification could not be found".into(),
+                    ))
+                }
+                Err(_) => chrono_tz::UTC,
+            },
             None => chrono_tz::UTC,
         };
         let budget = Budget::new(self.limits.timeout.map(|t| std::time::Instant::now() + t));
@@ -393,8 +421,17 @@ impl QueryEngine {
             ),
             None => (
                 base_time(q.start_ms / 1000),
-                (base_time(q.end_ms / 1000) as u64 + ROW_SPAN).min(u32::MAX as u64),
+                (base_time(scan_end_s(sq, q.end_ms)) as u64 + ROW_SPAN).min(u32::MAX as u64),
             ),
+        };
+        // OpenTSDB reads whole rows (hours) around the range and only its serializer keeps
+        // [start, end] (`group_and_aggregate`): the points just outside still anchor the
+        // interpolation, the rates and the last bucket at the edges. `0all` alone takes
+        // [start, end), its downsampler's own bounds.
+        let (read_lo, read_hi) = match &sq.downsample {
+            Some(d) if d.all => (q.start_ms, q.end_ms.saturating_sub(1)),
+            _ if rollup.is_some() => (q.start_ms, q.end_ms),
+            _ => (0, u64::MAX),
         };
         let pre_aggregate = rollup_read::reads_pre_aggregates(self.rollups.as_deref(), sq);
         let table =
@@ -440,11 +477,11 @@ impl QueryEngine {
                     Some(i) => *i,
                     None => {
                         let mut tags: BTreeMap<String, String> = BTreeMap::new();
+                        let mut tagk_uids: BTreeMap<String, Vec<u8>> = BTreeMap::new();
                         for (k, v) in rk.tag_pairs() {
-                            tags.insert(
-                                self.uids.get_name(UidKind::Tagk, k)?.into(),
-                                self.uids.get_name(UidKind::Tagv, v)?.into(),
-                            );
+                            let name: String = self.uids.get_name(UidKind::Tagk, k)?.into();
+                            tagk_uids.insert(name.clone(), k.to_vec());
+                            tags.insert(name, self.uids.get_name(UidKind::Tagv, v)?.into());
                         }
                         let pass = sq
                             .filters
@@ -457,6 +494,7 @@ impl QueryEngine {
                             states.push(SeriesState {
                                 tsuid: tsuid.clone(),
                                 tags,
+                                tagk_uids,
                                 raw: Vec::new(),
                                 notes: Vec::new(),
                                 cells_read: 0,
@@ -515,8 +553,8 @@ impl QueryEngine {
                     key,
                     row,
                     rk.base,
-                    q.start_ms,
-                    q.end_ms,
+                    read_lo,
+                    read_hi,
                     sink,
                     |ts, v| (ts, Num::from(v)),
                     // Annotations live in the same rows: read them on the way (OpenTSDB
@@ -529,14 +567,19 @@ impl QueryEngine {
                         }
                     },
                 )?;
-                let in_range = (sink.len() - mark) as u64;
+                let read = (sink.len() - mark) as u64;
+                // The points of [start, end] (what a delete removes and counts).
+                let in_range = sink[mark..]
+                    .iter()
+                    .filter(|(t, _)| (q.start_ms..=q.end_ms).contains(t))
+                    .count() as u64;
                 if let Some(d) = &mut st.ds {
                     for &(ts, v) in scratch.iter() {
                         d.push(ts, v);
                     }
                 }
                 summary.raw_datapoints += in_range;
-                budget.points.fetch_add(in_range, Ordering::Relaxed);
+                budget.points.fetch_add(read, Ordering::Relaxed);
                 if q.flags.delete && in_range > 0 {
                     deletes.push((key.to_vec(), rk.base));
                 }
@@ -570,14 +613,18 @@ impl QueryEngine {
                     Some(d) => d.finish(q.start_ms, q.end_ms),
                     None => s.raw,
                 };
+                let mut rate_lead = None;
                 if sq.rate {
-                    points =
-                        downsample::rate(&points, &sq.rate_options.clone().unwrap_or_default());
+                    let opts = sq.rate_options.clone().unwrap_or_default();
+                    rate_lead = downsample::rate_lead(&points, &opts);
+                    points = downsample::rate(&points, &opts);
                 }
                 Series {
                     tsuid: s.tsuid,
                     tags: s.tags,
+                    tagk_uids: s.tagk_uids,
                     points,
+                    rate_lead,
                     notes: s.notes,
                 }
             })
@@ -776,7 +823,14 @@ impl QueryEngine {
         )?;
         Ok(series
             .into_iter()
-            .filter_map(|s| s.points.last().map(|&(t, v)| (s.tsuid.clone(), t, v)))
+            // `fetch` reads whole rows: the last point of the window.
+            .filter_map(|s| {
+                s.points
+                    .iter()
+                    .rev()
+                    .find(|(t, _)| (q.start_ms..=q.end_ms).contains(t))
+                    .map(|&(t, v)| (s.tsuid.clone(), t, v))
+            })
             .collect())
     }
 }
@@ -793,7 +847,12 @@ fn count_distinct(keys: &[&str]) -> usize {
 pub struct Series {
     pub tsuid: Vec<u8>,
     pub tags: BTreeMap<String, String>,
+    /// Each tag key's UID: OpenTSDB lists `aggregateTags` in UID order.
+    pub tagk_uids: BTreeMap<String, Vec<u8>>,
     pub points: Vec<(u64, Num)>,
+    /// With `rate`: the rate of the first point against time zero, never emitted but used by
+    /// the group-by aggregation before the first rate ([`aggregate::aggregate_rates`]).
+    pub rate_lead: Option<Num>,
     pub notes: Vec<tsgate_core::meta::annotation::Annotation>,
 }
 
@@ -839,8 +898,16 @@ pub fn group_and_aggregate(
                 .collect();
             tsuids.sort();
             let inputs: Vec<&[(u64, Num)]> = members.iter().map(|s| s.points.as_slice()).collect();
-            let mut dps = aggregate::aggregate(sq.aggregator, &inputs);
-            if !all && sq.downsample.is_none() {
+            let mut dps = if sq.rate {
+                let leads: Vec<Option<Num>> = members.iter().map(|s| s.rate_lead).collect();
+                aggregate::aggregate_rates(sq.aggregator, &inputs, &leads)
+            } else {
+                aggregate::aggregate(sq.aggregator, &inputs)
+            };
+            // OpenTSDB's serializer writes only points inside [start, end], downsampled ones
+            // too: the bucket holding a start that is not on a bucket boundary begins before
+            // it and is left out (`0all`'s one point sits at the start).
+            if !all {
                 dps.retain(|(t, _)| *t >= start_ms && *t <= end_ms);
             }
             let mut annotations: Vec<_> = members
@@ -884,7 +951,9 @@ fn common_tags(members: &[Series]) -> (BTreeMap<String, String>, Vec<String>) {
             }
         }
     }
-    agg.sort();
+    // In tag key UID order, as OpenTSDB's SpanGroup keeps them (a map sorted by UID bytes).
+    let uid = |k: &String| members.iter().find_map(|s| s.tagk_uids.get(k));
+    agg.sort_by(|a, b| uid(a).cmp(&uid(b)).then_with(|| a.cmp(b)));
     (tags, agg)
 }
 

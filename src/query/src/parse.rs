@@ -4,7 +4,7 @@ use super::aggregate::Aggregator;
 use super::downsample::{parse_downsample, DownsampleError};
 use super::filter::{FilterError, FilterType, TagFilter};
 use super::spec::{Flags, Query, RateOptions, SubQuery};
-use super::time::{parse_time, TimeError};
+use super::time::{parse_time, parse_time_in, TimeError};
 use serde_json::Value as Json;
 
 /// An `/api/query` request OpenTSDB would refuse (400), in its words.
@@ -43,9 +43,9 @@ pub enum ParseError {
     FilterType(String),
     #[error("Missing tagk in filter")]
     MissingFilterTagk,
-    #[error("Invalid counter max value: {0}")]
+    #[error("Max value of counter was not a number, received '{0}'")]
     CounterMax(String),
-    #[error("Invalid reset value: {0}")]
+    #[error("Reset value of counter was not a number, received '{0}'")]
     ResetValue(String),
     #[error("Invalid parameter m={0} (not enough :-separated parts)")]
     TooFewParts(String),
@@ -53,18 +53,32 @@ pub enum ParseError {
     TooManyParts(String),
     #[error("Missing '}}' at the end of: {0}")]
     Unclosed(String),
-    #[error("invalid tag: {0}")]
-    Tag(String),
+    /// OpenTSDB's `Tags.parse` refusal of one `k=v` inside braces (`tag` for the first braces,
+    /// `filter` for the second): `When parsing tag 'k=': invalid tag: k=`.
+    #[error("When parsing {0} '{1}': invalid tag: {1}")]
+    Tag(&'static str, String),
+    #[error("Metric cannot be null or empty")]
+    EmptyMetric,
+    #[error("The query string was empty")]
+    EmptyM,
+    #[error("The tsuid query string was empty")]
+    EmptyTsuid,
+    #[error("Invalid rate options specification: {0}")]
+    RateSpec(String),
+    #[error("Incorrect number of values in rate options specification, must be counter[,counter max value,reset value], recieved: {0} parts")]
+    RateParts(usize),
     #[error("Unexpected text after the filters: {0}")]
     Trailing(String),
 }
 
-fn time_value(v: Option<&Json>, now: u64) -> Result<Option<u64>, ParseError> {
+/// A JSON `start`/`end`; absolute dates are read in the query's `timezone` (OpenTSDB's
+/// `TSQuery.validateAndSetQuery`).
+fn time_value(v: Option<&Json>, now: u64, tz: Option<&str>) -> Result<Option<u64>, ParseError> {
     match v {
         None | Some(Json::Null) => Ok(None),
         Some(Json::Number(n)) => Ok(Some(parse_time(&n.to_string(), now)?)),
         Some(Json::String(s)) if s.is_empty() => Ok(None),
-        Some(Json::String(s)) => Ok(Some(parse_time(s, now)?)),
+        Some(Json::String(s)) => Ok(Some(parse_time_in(s, now, tz)?)),
         Some(other) => Err(ParseError::TimeValue(other.to_string())),
     }
 }
@@ -104,8 +118,9 @@ pub fn from_json(body: &[u8], now: u64) -> Result<Query, ParseError> {
         return Err(ParseError::NoContent);
     }
     let j: Json = serde_json::from_slice(body)?;
-    let start_ms = time_value(j.get("start"), now)?.ok_or(ParseError::MissingStart)?;
-    let end_ms = time_value(j.get("end"), now)?.unwrap_or(now);
+    let tz = j.get("timezone").and_then(|t| t.as_str());
+    let start_ms = time_value(j.get("start"), now, tz)?.ok_or(ParseError::MissingStart)?;
+    let end_ms = time_value(j.get("end"), now, tz)?.unwrap_or(now);
     let mut queries = Vec::new();
     let subs = j
         .get("queries")
@@ -189,6 +204,7 @@ pub fn from_json(body: &[u8], now: u64) -> Result<Query, ParseError> {
             pre_aggregate: flag(q, "preAggregate"),
         });
     }
+    dedup_subqueries(&mut queries);
     let flags = Flags {
         ms_resolution: flag(&j, "msResolution"),
         show_tsuids: flag(&j, "showTSUIDs"),
@@ -220,23 +236,26 @@ pub fn from_params(params: &[(String, String)], now: u64) -> Result<Query, Parse
             .map(|(_, v)| v.as_str())
     };
     let present = |k: &str| params.iter().any(|(n, _)| n == k);
-    let start = last("start").ok_or(ParseError::MissingStartParam)?;
+    let start = last("start")
+        .filter(|s| !s.is_empty())
+        .ok_or(ParseError::MissingStartParam)?;
     let start_ms = parse_time(start, now)?;
     let end_ms = match last("end") {
         Some(e) if !e.is_empty() => parse_time(e, now)?,
         _ => now,
     };
+    // OpenTSDB's QueryRpc reads every `tsuid=` before the `m=`s.
     let mut queries = Vec::new();
-    for (k, v) in params {
-        match k.as_str() {
-            "m" => queries.push(parse_m(v, queries.len())?),
-            "tsuid" => queries.push(parse_tsuid(v, queries.len())?),
-            _ => {}
-        }
+    for (_, v) in params.iter().filter(|(k, _)| k == "tsuid") {
+        queries.push(parse_tsuid(v, queries.len())?);
+    }
+    for (_, v) in params.iter().filter(|(k, _)| k == "m") {
+        queries.push(parse_m(v, queries.len())?);
     }
     if queries.is_empty() {
         return Err(ParseError::MissingSubQueries);
     }
+    dedup_subqueries(&mut queries);
     Ok(Query {
         start_ms,
         end_ms,
@@ -263,29 +282,8 @@ fn middle(parts: &[&str], sq: &mut SubQuery) -> Result<(), ParseError> {
         let lower = p.to_ascii_lowercase();
         if lower.starts_with("rate") {
             sq.rate = true;
-            if let (Some(open), true) = (p.find('{'), p.ends_with('}')) {
-                let opts: Vec<&str> = p[open + 1..p.len() - 1].split(',').collect();
-                let mut o = RateOptions::default();
-                let mut i = 0;
-                if opts.first().is_some_and(|x| *x == "dropcounter") {
-                    o.drop_resets = true;
-                    o.counter = true;
-                    i = 1;
-                } else if opts.first().is_some_and(|x| *x == "counter") {
-                    o.counter = true;
-                    i = 1;
-                }
-                if let Some(m) = opts.get(i).filter(|s| !s.is_empty()) {
-                    o.counter_max = m
-                        .parse()
-                        .map_err(|_| ParseError::CounterMax(m.to_string()))?;
-                }
-                if let Some(r) = opts.get(i + 1).filter(|s| !s.is_empty()) {
-                    o.reset_value = r
-                        .parse()
-                        .map_err(|_| ParseError::ResetValue(r.to_string()))?;
-                }
-                sq.rate_options = Some(o);
+            if p.contains('{') {
+                sq.rate_options = Some(parse_rate_options(p)?);
             }
         } else if p.starts_with(|c: char| c.is_ascii_digit()) {
             sq.downsample = Some(parse_downsample(p)?);
@@ -319,7 +317,7 @@ fn split_m(m: &str) -> Result<Vec<&str>, ParseError> {
     if parts.len() < 2 {
         return Err(ParseError::TooFewParts(m.to_string()));
     }
-    if parts.len() > 7 {
+    if parts.len() > 5 {
         return Err(ParseError::TooManyParts(m.to_string()));
     }
     Ok(parts)
@@ -327,6 +325,9 @@ fn split_m(m: &str) -> Result<Vec<&str>, ParseError> {
 
 /// `agg:[rate[{…}]:][downsample:][explicit_tags:]metric{group-by filters}{other filters}`.
 pub fn parse_m(m: &str, index: usize) -> Result<SubQuery, ParseError> {
+    if m.is_empty() {
+        return Err(ParseError::EmptyM);
+    }
     let parts = split_m(m)?;
     let aggregator = aggregator(parts[0])?;
     let (metric, filters) = parse_metric_filters(parts[parts.len() - 1])?;
@@ -349,6 +350,9 @@ pub fn parse_m(m: &str, index: usize) -> Result<SubQuery, ParseError> {
 
 /// `agg:[…:]tsuid1,tsuid2`.
 pub fn parse_tsuid(t: &str, index: usize) -> Result<SubQuery, ParseError> {
+    if t.is_empty() {
+        return Err(ParseError::EmptyTsuid);
+    }
     let parts = split_m(t)?;
     let aggregator = aggregator(parts[0])?;
     let tsuids: Vec<String> = parts[parts.len() - 1]
@@ -376,8 +380,14 @@ pub fn parse_tsuid(t: &str, index: usize) -> Result<SubQuery, ParseError> {
     Ok(sq)
 }
 
-/// `metric{k=v,k2=type(expr)}{k3=…}`: the first braces group by, the second do not.
+/// `metric{k=v,k2=type(expr)}{k3=…}`: the first braces group by, the second do not. As
+/// OpenTSDB's `Tags.parseWithMetricAndFilters`: each part is one `k=v` with both sides set;
+/// an empty part ends its braces when a second pair follows and is an error otherwise
+/// (`m{host=a,}`).
 pub fn parse_metric_filters(s: &str) -> Result<(String, Vec<TagFilter>), ParseError> {
+    if s.is_empty() {
+        return Err(ParseError::EmptyMetric);
+    }
     let Some(open) = s.find('{') else {
         return Ok((s.to_string(), Vec::new()));
     };
@@ -387,13 +397,16 @@ pub fn parse_metric_filters(s: &str) -> Result<(String, Vec<TagFilter>), ParseEr
     let mut group_by = true;
     while let Some(r) = rest.strip_prefix('{') {
         let close = matching_close(r).ok_or_else(|| ParseError::Unclosed(s.to_string()))?;
+        let last_braces = r.len() == close + 1;
+        let what = if group_by { "tag" } else { "filter" };
         for part in split_top(&r[..close]) {
-            if part.is_empty() {
-                continue;
+            if part.is_empty() && (!group_by || !last_braces || close == 0) {
+                break;
             }
             let (k, v) = part
                 .split_once('=')
-                .ok_or_else(|| ParseError::Tag(part.to_string()))?;
+                .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+                .ok_or_else(|| ParseError::Tag(what, part.to_string()))?;
             filters.push(TagFilter::from_uri(k, v, group_by)?);
         }
         rest = &r[close + 1..];
@@ -403,6 +416,72 @@ pub fn parse_metric_filters(s: &str) -> Result<(String, Vec<TagFilter>), ParseEr
         return Err(ParseError::Trailing(rest.to_string()));
     }
     Ok((metric, filters))
+}
+
+/// OpenTSDB's `QueryRpc.parseRateOptions` of `rate{counter[,max[,reset]]}`: the text between
+/// `rate{` and the last character, split on commas; the first part is a counter when it ends
+/// in `counter` (`dropcounter` also drops resets); max and reset are the second and third
+/// parts whatever the first is, empty meaning the default.
+fn parse_rate_options(p: &str) -> Result<RateOptions, ParseError> {
+    if p.len() < 6 {
+        return Err(ParseError::RateSpec(p.to_string()));
+    }
+    let inner = p.get(5..p.len() - 1).unwrap_or_default();
+    let parts: Vec<&str> = inner.split(',').collect();
+    if parts.len() > 3 {
+        return Err(ParseError::RateParts(parts.len()));
+    }
+    let mut o = RateOptions {
+        counter: parts[0].ends_with("counter"),
+        drop_resets: parts[0] == "dropcounter",
+        ..RateOptions::default()
+    };
+    if let Some(m) = parts.get(1).filter(|s| !s.is_empty()) {
+        o.counter_max = m
+            .parse()
+            .map_err(|_| ParseError::CounterMax(m.to_string()))?;
+    }
+    if let Some(r) = parts.get(2).filter(|s| !s.is_empty()) {
+        o.reset_value = r
+            .parse()
+            .map_err(|_| ParseError::ResetValue(r.to_string()))?;
+    }
+    Ok(o)
+}
+
+/// Drops repeated identical sub-queries, keeping the first (OpenTSDB puts them in a
+/// `LinkedHashSet`, for the GET and the POST form alike), and renumbers the rest.
+fn dedup_subqueries(queries: &mut Vec<SubQuery>) {
+    let mut kept: Vec<SubQuery> = Vec::with_capacity(queries.len());
+    for q in queries.drain(..) {
+        if !kept.iter().any(|k| same_subquery(k, &q)) {
+            kept.push(q);
+        }
+    }
+    for (i, q) in kept.iter_mut().enumerate() {
+        q.index = i;
+    }
+    *queries = kept;
+}
+
+/// The fields OpenTSDB's `TSSubQuery.equals` compares (what the user sent).
+fn same_subquery(a: &SubQuery, b: &SubQuery) -> bool {
+    let filters = |q: &SubQuery| -> Vec<(FilterType, String, String, bool)> {
+        q.filters
+            .iter()
+            .map(|f| (f.kind, f.tagk.clone(), f.expr.clone(), f.group_by))
+            .collect()
+    };
+    a.aggregator == b.aggregator
+        && a.metric == b.metric
+        && a.tsuids == b.tsuids
+        && a.downsample.as_ref().map(|d| &d.spec) == b.downsample.as_ref().map(|d| &d.spec)
+        && a.rate == b.rate
+        && a.rate_options == b.rate_options
+        && a.explicit_tags == b.explicit_tags
+        && a.pre_aggregate == b.pre_aggregate
+        && a.rollup_usage == b.rollup_usage
+        && filters(a) == filters(b)
 }
 
 fn matching_close(s: &str) -> Option<usize> {
@@ -482,6 +561,106 @@ mod tests {
         assert!(d.rate_options.unwrap().drop_resets);
         let t = parse_tsuid("sum:000001000001000001,000001000001000002", 0).unwrap();
         assert_eq!(t.tsuids.len(), 2);
+    }
+
+    /// TestQueryRpc: executeURIDuplicates / executePOSTDuplicates (identical sub-queries are
+    /// one), the tsuid= sub-queries come before the m= ones, parseQueryMTypeWGroupByFilter
+    /// MissingEquals, and TestTags.parseWithMetric{TrailingComma,ForwardComma,NullTagv}.
+    #[test]
+    fn opentsdb_query_rpc_vectors() {
+        let p = |qs: &[(&str, &str)]| {
+            let v: Vec<(String, String)> = qs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            from_params(&v, 10_000_000)
+        };
+        let q = p(&[
+            ("start", "1h-ago"),
+            ("m", "sum:sys.cpu.user"),
+            ("m", "sum:sys.cpu.user"),
+            ("m", "sum:sys.cpu.user"),
+        ])
+        .unwrap();
+        assert_eq!(q.queries.len(), 1);
+        let q = p(&[
+            ("start", "1h-ago"),
+            ("m", "sum:sys.cpu.user{host=a}"),
+            ("tsuid", "sum:000001000001000001"),
+            ("m", "sum:sys.cpu.user{host=b}"),
+            ("m", "sum:sys.cpu.user{host=a}"),
+        ])
+        .unwrap();
+        let order: Vec<(usize, bool)> = q
+            .queries
+            .iter()
+            .map(|s| (s.index, s.tsuids.is_empty()))
+            .collect();
+        assert_eq!(order, vec![(0, false), (1, true), (2, true)]);
+        let j = from_json(
+            br#"{"start":"1h-ago","queries":[{"metric":"sys.cpu.user","aggregator":"sum"},
+                {"metric":"sys.cpu.user","aggregator":"sum"},
+                {"metric":"sys.cpu.user","aggregator":"sum","downsample":"1m-avg"}]}"#,
+            10_000_000,
+        )
+        .unwrap();
+        assert_eq!(j.queries.len(), 2);
+        assert_eq!(j.queries[1].index, 1);
+        for bad in [
+            "sum:sys.cpu.0{host=wildcard(*tsort)}{hostwildcard(*quirm)}",
+            "sum:sys.cpu.user{host=web01,}",
+            "sum:sys.cpu.user{,host=web01}",
+            "sum:sys.cpu.user{host=}",
+            "sum:sys.cpu.user{=web01}",
+            "sum:sys.cpu.0{host=nosuchfilter(*tsort)}",
+            "sum:",
+            "",
+        ] {
+            assert!(parse_m(bad, 0).is_err(), "{bad}");
+        }
+        assert_eq!(
+            parse_m("sum:sys.cpu.user{host=web01,}", 0)
+                .unwrap_err()
+                .to_string(),
+            "When parsing tag '': invalid tag: "
+        );
+        assert_eq!(
+            parse_m("", 0).unwrap_err().to_string(),
+            "The query string was empty"
+        );
+        // An empty part ends the first braces when filters follow.
+        let e = parse_m("sum:sys.cpu.user{}{host=web01}", 0).unwrap();
+        assert_eq!(e.filters.len(), 1);
+        assert!(!e.filters[0].group_by);
+        assert!(parse_m("sum:sys.cpu.0{}{}", 0).unwrap().filters.is_empty());
+        // More than five :-separated parts.
+        assert!(parse_m("sum:rate:1m-avg:explicit_tags:pre-agg:m", 0)
+            .unwrap_err()
+            .to_string()
+            .contains("too many"));
+    }
+
+    /// QueryRpc.parseRateOptions: max and reset are the 2nd and 3rd values whatever the 1st.
+    #[test]
+    fn rate_options_are_positional() {
+        let o = |m: &str| parse_m(m, 0).unwrap().rate_options.unwrap();
+        let a = o("sum:rate{counter,100,5}:m");
+        assert!(a.counter && !a.drop_resets && a.counter_max == 100 && a.reset_value == 5);
+        let b = o("sum:rate{,100}:m");
+        assert!(!b.counter && b.counter_max == 100 && b.reset_value == 0);
+        let c = o("sum:rate{100}:m");
+        assert_eq!(
+            c.counter_max,
+            i64::MAX,
+            "a lone number is the counter flag's place"
+        );
+        let d = o("sum:rate{dropcounter,,10}:m");
+        assert!(d.counter && d.drop_resets && d.counter_max == i64::MAX && d.reset_value == 10);
+        assert_eq!(
+            parse_m("sum:rate{counter,x}:m", 0).unwrap_err().to_string(),
+            "Max value of counter was not a number, received 'x'"
+        );
+        assert!(parse_m("sum:rate{a,1,2,3}:m", 0).is_err());
     }
 
     #[test]

@@ -20,7 +20,9 @@
 #        issue's shape; needs target/release/tsgate or $TSGATE)
 # env:   TSGATE (binary), VM (victoria-metrics binary; default Debian's `victoria-metrics`,
 #        VM=none skips it), ON_IMPORT (0 skips step 3), PORT, VM_PORT, KEEP=1 (keep the stores
-#        and answers in the temporary directory it prints, e.g. to profile a query).
+#        and answers in the temporary directory it prints, e.g. to profile a query), REUSE=DIR
+#        (a directory KEEP=1 or an interrupted run left, same arguments: step 1 is skipped, its
+#        stores are used as they are, and it is kept).
 # Everything but the timed queries runs under `nice -n 19`.
 set -euo pipefail
 series=${1:-1000}; days=${2:-365}; step=${3:-10}; reps=${4:-5}
@@ -29,7 +31,7 @@ root=$(cd "$here/../.." && pwd)
 tsgate=${TSGATE:-$root/target/release/tsgate}
 vm=${VM:-victoria-metrics}
 on_import=${ON_IMPORT:-1}
-tmp=$(mktemp -d)
+tmp=${REUSE:-$(mktemp -d)}
 H=127.0.0.1; P=${PORT:-14342}; VP=${VM_PORT:-18428}
 if [ $((86400 % step)) -ne 0 ] || [ "$step" -le 5 ]; then
   echo "STEP must divide a day and exceed 5 s" >&2; exit 2
@@ -38,7 +40,7 @@ cleanup() {
   [ -n "${srv:-}" ] && kill "$srv" 2>/dev/null
   [ -n "${vmpid:-}" ] && kill "$vmpid" 2>/dev/null
   wait 2>/dev/null
-  if [ "${KEEP:-0}" = 1 ]; then echo "kept: $tmp" >&2; else rm -rf "$tmp"; fi
+  if [ "${KEEP:-0}" = 1 ] || [ -n "${REUSE:-}" ]; then echo "kept: $tmp" >&2; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
 now=$(date +%s)
@@ -95,7 +97,9 @@ import_into() { # data-dir config
 }
 
 t0=$(date +%s.%N)
-if [ "$vm" != none ]; then
+if [ -n "${REUSE:-}" ]; then
+  echo "generate + import: skipped (REUSE=$REUSE)"
+elif [ "$vm" != none ]; then
   mkfifo "$tmp/vm.fifo"
   curl -sf -X POST -T - "http://$H:$VP/api/v1/import" <"$tmp/vm.fifo" >"$tmp/vm_import.log" &
   cpid=$!

@@ -4,7 +4,7 @@
 
 use super::error::Error;
 use super::{json_or_jsonp, now_s, Params};
-use crate::query::graphite::attime::parse_attime;
+use crate::query::graphite::attime::parse_attime_in;
 use crate::query::graphite::eval::{with_want, Ctx, StoreSource};
 use crate::query::graphite::parser::parse_bounded;
 use crate::query::graphite::series::{consolidate_with, py_float, Series};
@@ -14,17 +14,21 @@ use crate::server::state::GraphiteWeb;
 use http::{Response, StatusCode};
 
 pub fn render(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
+    // Absolute times are read, and CSV timestamps written, on this zone's clock; an unknown
+    // zone is ignored (graphite-web's default `TIME_ZONE` is UTC).
+    let tz = request_tz(p);
     let now = match p.get("now") {
-        Some(n) => parse_attime(n, now_s())?,
+        Some(n) => parse_attime_in(n, now_s(), tz)?,
         None => now_s(),
     };
     // `undefined` (what some clients send for an unset bound) is ignored.
     let time = |k: &str, d: &str| {
-        parse_attime(
+        parse_attime_in(
             p.get(k)
                 .filter(|v| !v.is_empty() && *v != "undefined")
                 .unwrap_or(d),
             now,
+            tz,
         )
     };
     let (mut from, mut until) = (time("from", "-1d")?, time("until", "now")?);
@@ -54,14 +58,21 @@ pub fn render(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
         now,
         xff,
     };
-    let mdp = match p.get("maxDataPoints").map(|m| m.parse::<usize>()) {
+    // graphite-web reads maxDataPoints only when it is all digits (anything else is ignored);
+    // 0 fails there (a division by zero), a 400 here.
+    let mdp = match p
+        .get("maxDataPoints")
+        .filter(|m| !m.is_empty() && m.bytes().all(|b| b.is_ascii_digit()))
+        .map(|m| m.parse::<usize>())
+    {
         None => None,
-        Some(Ok(m)) if m > 0 => Some(m),
-        Some(_) if format == "json" => {
+        Some(Ok(0)) if format == "json" => {
             return Err(Error::Param(
                 "maxDataPoints must be a positive integer".into(),
             ))
         }
+        Some(Ok(m)) if m > 0 => Some(m),
+        // Zero outside JSON, or more than fits: nothing to consolidate.
         Some(_) => None,
     };
     // A JSON answer consolidated to `maxDataPoints` may read a rollup of at most the window
@@ -103,7 +114,7 @@ pub fn render(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
             to_json(&out, mdp, p.has("noNullPoints")),
             p.get("jsonp"),
         ),
-        "csv" => body("text/csv", to_csv(&out).into_bytes()),
+        "csv" => body("text/csv", to_csv(&out, tz).into_bytes()),
         "raw" => body("text/plain", to_raw(&out).into_bytes()),
         "pickle" => body("application/pickle", to_pickle(&out)),
         f => {
@@ -248,12 +259,19 @@ pub fn to_json(list: &[Series], mdp: Option<usize>, no_nulls: bool) -> String {
     format!("[{}]", parts.join(","))
 }
 
-fn to_csv(list: &[Series]) -> String {
+/// The request's `tz` zone, UTC when absent or unknown.
+pub fn request_tz(p: &Params) -> chrono_tz::Tz {
+    p.get("tz")
+        .and_then(|t| t.parse::<chrono_tz::Tz>().ok())
+        .unwrap_or(chrono_tz::UTC)
+}
+
+fn to_csv(list: &[Series], tz: chrono_tz::Tz) -> String {
     let mut out = String::new();
     for s in list {
         for (t, v) in s.timestamps().zip(&s.values) {
             let ts = chrono::DateTime::from_timestamp(t, 0)
-                .map(|d| d.format("%Y-%m-%d %H:%M:%S").to_string())
+                .map(|d| d.with_timezone(&tz).format("%Y-%m-%d %H:%M:%S").to_string())
                 .unwrap_or_default();
             let name = if s.name.contains([',', '"']) {
                 format!("\"{}\"", s.name.replace('"', "\"\""))
@@ -389,5 +407,21 @@ mod tests {
             r#"[{"target":"a.b","tags":{"name":"a.b"},"datapoints":[[2.0,120]]}]"#
         );
         assert_eq!(to_raw(&[s]), "a.b,60,180,60|None,2.0\n");
+    }
+
+    /// graphite-web writes CSV timestamps on the request zone's clock.
+    #[test]
+    fn csv_timestamps_in_the_request_zone() {
+        let s = Series::new("a.b", 1795262400, 60, vec![Some(1.5), None]);
+        assert_eq!(
+            to_csv(std::slice::from_ref(&s), chrono_tz::UTC),
+            "a.b,2026-11-21 12:00:00,1.5\r\na.b,2026-11-21 12:01:00,\r\n"
+        );
+        let berlin = request_tz(&Params::from_pairs(&[("tz", "Europe/Berlin")]));
+        assert_eq!(
+            to_csv(&[s], berlin),
+            "a.b,2026-11-21 13:00:00,1.5\r\na.b,2026-11-21 13:01:00,\r\n"
+        );
+        assert_eq!(request_tz(&Params::from_pairs(&[("tz", "Nowhere/X")])), chrono_tz::UTC);
     }
 }

@@ -637,6 +637,12 @@ def compare_random(get, t, p):
             return gwrandom.diff_csv(wb.decode(), gb.decode())
         if fmt == "raw":
             return gwrandom.diff_raw(wb.decode(), gb.decode())
+        if fmt == "msgpack":
+            return gwrandom.diff_msgpack(wb, gb)
+        if fmt == "dygraph":
+            return gwrandom.diff_dygraph(wb, gb)
+        if fmt == "rickshaw":
+            return gwrandom.diff_rickshaw(wb, gb)
         return gwrandom.diff_pickle(wb, gb)
     except Exception as e:
         return "answer unreadable (%s): graphite-web %s, tsgate %s" % (e, wb[:150], gb[:150])

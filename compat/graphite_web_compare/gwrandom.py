@@ -75,7 +75,7 @@ STRINGS = {
     "intervalUnit": ["1min", "5min"],
 }
 TAGS = ["dc", "host", "name", "nosuch"]
-FORMATS = ["json"] * 7 + ["csv", "raw", "pickle"]
+FORMATS = ["json"] * 9 + ["csv", "raw", "pickle", "msgpack", "dygraph", "rickshaw"]
 ZONES = ["Europe/Berlin", "America/New_York", "Asia/Kolkata", "UTC"]
 
 
@@ -177,45 +177,50 @@ class Gen:
         return out
 
     def window(self, now):
-        """from/until parameters: absolute and relative forms, now = `now` (a parameter)."""
+        """from/until parameters: absolute and relative forms, now = `now` (a parameter). Every
+        window holds some of the data (a series' step is told by its points: a window far
+        from any is gridded on a default step, whisper's on the file's). The draws do not
+        depend on `base`, so a seed gives the same requests on every run."""
         rng, base = self.rng, self.base
         p = {"now": now}
+        tz = rng.choice(ZONES)
+        kind = rng.random()
+        fo, fd = rng.choice([-1200, -600, -10, 0, 95, 60, 300, -3600, -7200]), rng.random()
+        du = rng.choice([300, 600, 610, 900, 1800, 2400, 3600, 7200])
+        forms = [(rng.random(), rng.random()) for _ in range(2)]
+        minute = rng.random() < 0.5
 
-        def form(t):
-            k = rng.random()
+        def form(t, k, alt):
             if k < 0.3:
                 return str(t)
             if k < 0.55:
                 s = now - t
-                if s % 3600 == 0 and s:
+                if s > 0 and s % 3600 == 0:
                     return "-%dh" % (s // 3600)
-                if s % 60 == 0 and s:
-                    return rng.choice(["-%dmin" % (s // 60), "now-%dmin" % (s // 60)])
-                return "-%ds" % s
+                if s > 0 and s % 60 == 0:
+                    return ("-%dmin" if alt < 0.5 else "now-%dmin") % (s // 60)
+                return "-%ds" % s if s >= 0 else "now+%ds" % -s
             if k < 0.75:
-                # HH:MM_YYYYMMDD is minute-aligned, in the request's zone.
-                tz = rng.choice(ZONES)
+                # HH:MM_YYYYMMDD is minute-aligned, on the request zone's clock.
+                import zoneinfo
                 if tz != "UTC":
                     p["tz"] = tz
-                import zoneinfo
-                zone = zoneinfo.ZoneInfo(p.get("tz", "UTC"))
-                return datetime.datetime.fromtimestamp(t, zone).strftime("%H:%M_%Y%m%d")
+                return datetime.datetime.fromtimestamp(t, zoneinfo.ZoneInfo(tz)).strftime(
+                    "%H:%M_%Y%m%d")
             return str(t)
 
-        kind = rng.random()
         if kind < 0.1:
             p["from"] = "now-1d"
-            p["until"] = rng.choice(["now", "-2h", str(base + 1800)])
+            p["until"] = "now" if fd < 0.5 else str(base + 1800)
         elif kind < 0.2:
-            p["from"] = rng.choice(["-1h", "-90min", "-2h", "now-3h"])
+            p["from"] = ["-1h", "-90min", "-2h", "now-3h"][int(fd * 4)]
         else:
-            f = base + rng.choice([-1200, -600, -10, 0, 95, 60, 300, -3600, -7200])
-            u = f + rng.choice([300, 600, 610, 900, 1800, 2400, 3600])
-            u = min(u, now)
-            if rng.random() < 0.5:
+            f = base + fo
+            u = min(max(f + du, base + 100), now)
+            if minute:
                 f -= f % 60
                 u -= u % 60
-            p["from"], p["until"] = form(f), form(u)
+            p["from"], p["until"] = form(f, *forms[0]), form(u, *forms[1])
         return p
 
     def request(self, now):
@@ -432,9 +437,10 @@ def diff_raw(want, got):
     return diff_series_infos(parse_raw(want), parse_raw(got), "raw")
 
 
-def diff_pickle(want, got):
+def diff_pickle(want, got, w=None, g=None):
     import pickle
-    w, g = pickle.loads(want), pickle.loads(got)
+    if w is None:
+        w, g = pickle.loads(want), pickle.loads(got)
 
     def rows(v):
         return [(s["name"], s["start"], s["end"], s["step"], s["values"]) for s in v]
@@ -446,3 +452,37 @@ def diff_pickle(want, got):
             if a.get(k) != b.get(k):
                 return "pickle %s: %s graphite-web %r, tsgate %r" % (a["name"], k, a.get(k), b.get(k))
     return None
+
+
+def diff_msgpack(want, got):
+    from graphite.util import msgpack
+    w, g = msgpack.loads(want), msgpack.loads(got)
+    return diff_pickle(None, None, w, g)
+
+
+def diff_dygraph(want, got):
+    import json
+    w, g = json.loads(want), json.loads(got)
+    if w.get("labels") != g.get("labels"):
+        return "dygraph labels: graphite-web %s, tsgate %s" % (w.get("labels"), g.get("labels"))
+    wd, gd = w.get("data", []), g.get("data", [])
+    if len(wd) != len(gd):
+        return "dygraph: graphite-web %d rows, tsgate %d" % (len(wd), len(gd))
+    for a, b in zip(wd, gd):
+        if len(a) != len(b) or a[0] != b[0] or not all(map(same_value, a[1:], b[1:])):
+            return "dygraph row: graphite-web %s, tsgate %s" % (a, b)
+    return None
+
+
+def diff_rickshaw(want, got):
+    import json
+    w, g = json.loads(want), json.loads(got)
+
+    def rows(v):
+        return [(s["target"], 0, 0, 0, [p["y"] for p in s["datapoints"]],
+                 [p["x"] for p in s["datapoints"]]) for s in v]
+    rw, rg = rows(w), rows(g)
+    for a, b in zip(rw, rg):
+        if a[5] != b[5]:
+            return "rickshaw %s: timestamps differ" % a[0]
+    return diff_series_infos([r[:5] for r in rw], [r[:5] for r in rg], "rickshaw")

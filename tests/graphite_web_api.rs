@@ -48,12 +48,28 @@ fn start() -> Graphite {
     let g = Graphite { server, _dir: dir };
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        let (code, body) = get(&g, &format!("/render?target=a.*.*&format=json&from={}&until={}", T0 - 60, T0 + 300));
+        let (code, body) = get(
+            &g,
+            &format!(
+                "/render?target=a.*.*&format=json&from={}&until={}",
+                T0 - 60,
+                T0 + 300
+            ),
+        );
         let n = serde_json::from_str::<Value>(&body).ok().map_or(0, |v| {
-            v.as_array().unwrap().iter().flat_map(|s| s["datapoints"].as_array().unwrap().clone()).filter(|p| !p[0].is_null()).count()
+            v.as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|s| s["datapoints"].as_array().unwrap().clone())
+                .filter(|p| !p[0].is_null())
+                .count()
         });
         let tagged = get(&g, "/tags/findSeries?expr=name%3Dt").1;
-        if code == 200 && n == 24 && serde_json::from_str::<Value>(&tagged).is_ok_and(|v| v.as_array().is_some_and(|a| a.len() == 104)) {
+        if code == 200
+            && n == 24
+            && serde_json::from_str::<Value>(&tagged)
+                .is_ok_and(|v| v.as_array().is_some_and(|a| a.len() == 104))
+        {
             break;
         }
         assert!(Instant::now() < deadline, "points never arrived");
@@ -100,14 +116,20 @@ fn find_answers_node_paths_positions_leaves_and_wildcards() {
         json!([{"path": "a.leaf", "is_leaf": false}, {"path": "a.leaf", "is_leaf": true}])
     );
     // nodelist: element `position` (Python indexing, -1 by default) of each node's path.
-    assert_eq!(find(&g, "a.*.c1", "&format=nodelist"), json!({"nodes": ["c1"]}));
+    assert_eq!(
+        find(&g, "a.*.c1", "&format=nodelist"),
+        json!({"nodes": ["c1"]})
+    );
     for pos in ["1", "-2"] {
         assert_eq!(
             find(&g, "a.*.c1", &format!("&format=nodelist&position={pos}")),
             json!({"nodes": ["b", "x"]})
         );
     }
-    assert_eq!(get(&g, "/metrics/find?query=a.*&format=nodelist&position=5").0, 400);
+    assert_eq!(
+        get(&g, "/metrics/find?query=a.*&format=nodelist&position=5").0,
+        400
+    );
     // treejson: one entry per name, its id the query's head; `wildcards` counts nodes.
     assert_eq!(
         find(&g, "a.*.c1", "&wildcards=1"),
@@ -119,7 +141,9 @@ fn find_answers_node_paths_positions_leaves_and_wildcards() {
     let m = c["metrics"].as_array().unwrap();
     assert_eq!(m.last(), Some(&json!({"name": "*"})));
     assert_eq!(
-        m.iter().map(|x| x["path"].as_str().unwrap_or("")).collect::<Vec<_>>(),
+        m.iter()
+            .map(|x| x["path"].as_str().unwrap_or(""))
+            .collect::<Vec<_>>(),
         vec!["a.b.", "a.leaf.", "a.leaf", "a.x.", ""]
     );
     // leavesOnly drops branches.
@@ -142,7 +166,10 @@ fn find_answers_node_paths_positions_leaves_and_wildcards() {
 fn expand_without_a_query_is_empty() {
     let g = start();
     assert_eq!(json_ok(&g, "/metrics/expand"), json!({"results": []}));
-    assert_eq!(json_ok(&g, "/metrics/expand?groupByExpr=1"), json!({"results": {}}));
+    assert_eq!(
+        json_ok(&g, "/metrics/expand?groupByExpr=1"),
+        json!({"results": {}})
+    );
     assert_eq!(
         json_ok(&g, "/metrics/expand?query=a.*&leavesOnly=1"),
         json!({"results": ["a.leaf"]})
@@ -154,8 +181,17 @@ fn tags_limits_filters_and_errors() {
     let g = start();
     // `/tags` has no default limit (106 tags: host, name, k000…k103); autocomplete's is 100.
     assert_eq!(json_ok(&g, "/tags").as_array().unwrap().len(), 106);
-    assert_eq!(json_ok(&g, "/tags/autoComplete/tags").as_array().unwrap().len(), 100);
-    assert_eq!(json_ok(&g, "/tags?limit=2"), json!([{"tag": "host"}, {"tag": "k000"}]));
+    assert_eq!(
+        json_ok(&g, "/tags/autoComplete/tags")
+            .as_array()
+            .unwrap()
+            .len(),
+        100
+    );
+    assert_eq!(
+        json_ok(&g, "/tags?limit=2"),
+        json!([{"tag": "host"}, {"tag": "k000"}])
+    );
     assert_eq!(get(&g, "/tags?limit=x").0, 400);
     // A filter is anchored at the start unless it starts with `^` itself (then searched as
     // written: `^h|e` also finds the `e` in `name`).
@@ -170,9 +206,15 @@ fn tags_limits_filters_and_errors() {
             {"value": "h0", "count": 35}, {"value": "h1", "count": 35}, {"value": "h2", "count": 34}]})
     );
     // Expressions that all match the empty string are findSeries' 400, in autocomplete too.
-    let (code, body) = get(&g, &format!("/tags/autoComplete/tags?expr={}", enc("host=")));
+    let (code, body) = get(
+        &g,
+        &format!("/tags/autoComplete/tags?expr={}", enc("host=")),
+    );
     assert_eq!(code, 400, "{body}");
-    assert!(body.contains("At least one tagspec must not match the empty string"), "{body}");
+    assert!(
+        body.contains("At least one tagspec must not match the empty string"),
+        "{body}"
+    );
 }
 
 #[test]
@@ -200,7 +242,10 @@ fn render_tz_max_data_points_and_formats() {
     );
     let (code, body) = get(&g, &path("&format=dygraph"));
     assert_eq!(code, 200, "{body}");
-    assert!(body.starts_with(r#"{"labels" : ["Time", "a.b.c1"], "data" : [["#), "{body}");
+    assert!(
+        body.starts_with(r#"{"labels" : ["Time", "a.b.c1"], "data" : [["#),
+        "{body}"
+    );
     let (code, body) = get(&g, &path("&format=rickshaw"));
     assert_eq!(code, 200, "{body}");
     let v: Value = serde_json::from_str(&body).unwrap();

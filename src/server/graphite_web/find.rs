@@ -161,7 +161,11 @@ pub fn find(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
             for n in &nodes {
                 let parts: Vec<&str> = n.path.split('.').collect();
                 let len = parts.len() as i64;
-                let at = if position < 0 { len + position } else { position };
+                let at = if position < 0 {
+                    len + position
+                } else {
+                    position
+                };
                 // Python's `nodes[position]`: out of range fails the request.
                 if !(0..len).contains(&at) {
                     return Err(Error::Param(format!(
@@ -189,8 +193,18 @@ pub fn find(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
             }
             let mut names = std::collections::BTreeSet::new();
             let firsts: Vec<&Node> = nodes.iter().filter(|n| names.insert(&n.name)).collect();
-            out.extend(firsts.iter().filter(|n| !n.leaf).map(|n| node(&n.name, false)));
-            out.extend(firsts.iter().filter(|n| n.leaf).map(|n| node(&n.name, true)));
+            out.extend(
+                firsts
+                    .iter()
+                    .filter(|n| !n.leaf)
+                    .map(|n| node(&n.name, false)),
+            );
+            out.extend(
+                firsts
+                    .iter()
+                    .filter(|n| n.leaf)
+                    .map(|n| node(&n.name, true)),
+            );
             Value::Array(out)
         }
     };

@@ -649,6 +649,9 @@ mod tests {
             to_csv(&[s], berlin),
             "a.b,2026-11-21 13:00:00,1.5\r\na.b,2026-11-21 13:01:00,\r\n"
         );
-        assert_eq!(request_tz(&Params::from_pairs(&[("tz", "Nowhere/X")])), chrono_tz::UTC);
+        assert_eq!(
+            request_tz(&Params::from_pairs(&[("tz", "Nowhere/X")])),
+            chrono_tz::UTC
+        );
     }
 }

@@ -341,7 +341,10 @@ mod tests {
         // NOW is 14:30:45 UTC, 15:30:45 in Berlin: midnight is Berlin's.
         assert_eq!(in_tz("midnight", berlin), "2026-11-20 23:00:00");
         assert_eq!(in_tz("-1h", berlin), "2026-11-21 13:30:45");
-        assert_eq!(parse_attime_in("1795262400", NOW, berlin).unwrap(), 1795262400);
+        assert_eq!(
+            parse_attime_in("1795262400", NOW, berlin).unwrap(),
+            1795262400
+        );
         let ny: chrono_tz::Tz = "America/New_York".parse().unwrap();
         assert_eq!(in_tz("09:30_20260701", ny), "2026-07-01 13:30:00");
         // 01:30 on 2026-11-01 happens twice in New York: pytz's is_dst=False takes the

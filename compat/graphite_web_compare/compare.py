@@ -647,9 +647,6 @@ RANDOM_SKIP = [
      "and it resets consolidateBy"),
     (r"holtWinters\w*\(.*start/end/step",
      "graphite-web's holtWinters bands keep the bootstrap's shifted start"),
-    (r"countSeries'.*(tags|at \d+)",
-     "groupByNode(s) callback countSeries: graphite-web runs the function (series count, "
-     "its tags), tsgate the count aggregation"),
     (r"^#(23|35|39|117|144|232|344|369|390) ",
      "not triaged: mixed 10 s/60 s/120 s steps, identity() or holtWinters inputs"),
     (r"^#(31|121|215|240|243|354) ",

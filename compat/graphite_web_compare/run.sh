@@ -41,15 +41,15 @@ elif [ "${1:-}" = carbon-cache ]; then
     { echo "compat/graphite_web_compare: carbon-cache is missing (tests/run.sh installs graphite-carbon)" >&2; exit 2; }
   CP=$(port); CPP=$(port); CQ=$(port)
   mkdir -p "$work/carbon" "$work/whisper"
-  # One 10 s archive of 4 h (120 s for w.slow, written every 120 s), averaged, xFilesFactor 0:
+  # One 10 s archive of 3 d (120 s for w.slow, written every 120 s), averaged, xFilesFactor 0:
   # what compare.py's own files hold.
   cat >"$work/carbon/storage-schemas.conf" <<CONF
 [slow]
 pattern = ^w\\.slow$
-retentions = 120s:4h
+retentions = 120s:3d
 [all]
 pattern = .*
-retentions = 10s:4h
+retentions = 10s:3d
 CONF
   cat >"$work/carbon/storage-aggregation.conf" <<CONF
 [all]

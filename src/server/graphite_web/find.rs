@@ -2,8 +2,9 @@
 //! §2.6). Only the dotted tree is browsed: tagged series are reached with `seriesByTag`.
 
 use super::error::Error;
-use super::{json_or_jsonp, Params};
-use crate::query::graphite::glob::{split_elements, GlobError, PathGlob};
+use super::{json_or_jsonp, now_s, Params};
+use crate::query::graphite::attime::parse_attime;
+use crate::query::graphite::glob::{GlobError, PathGlob};
 use crate::query::graphite::index::Entry;
 use crate::server::http::Reply;
 use crate::server::state::GraphiteWeb;
@@ -11,24 +12,62 @@ use http::StatusCode;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-/// Node name → is it a leaf / a branch (a name can be both).
-fn children(entries: &[Entry], query: &str) -> Result<BTreeMap<String, (bool, bool)>, GlobError> {
+/// One node a query matches, as graphite-web's finder yields it: the full path (the matched
+/// prefix of a series' path, not the query text) and whether it is a leaf (a series ends
+/// there) or a branch (series go on below). A path that is both is two nodes.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Node {
+    name: String,
+    path: String,
+    leaf: bool,
+}
+
+/// The nodes a query matches in graphite-web's order: by name, then (where graphite-web's
+/// order is random) by path, a branch before the leaf of the same path.
+fn matches(entries: &[Entry], query: &str, leaves_only: bool) -> Result<Vec<Node>, GlobError> {
     let glob = PathGlob::new(query)?;
     let depth = glob.elements.len();
-    let mut out: BTreeMap<String, (bool, bool)> = BTreeMap::new();
+    let mut seen: BTreeMap<String, (bool, bool)> = BTreeMap::new();
     for e in entries.iter().filter(|e| !e.is_tagged()) {
         let nodes: Vec<&str> = e.path.split('.').collect();
         if !glob.matches_prefix(&nodes) {
             continue;
         }
-        let slot = out.entry(nodes[depth - 1].to_string()).or_default();
+        let slot = seen.entry(nodes[..depth].join(".")).or_default();
         if nodes.len() == depth {
             slot.0 = true;
         } else {
             slot.1 = true;
         }
     }
+    let mut out = Vec::new();
+    for (path, (leaf, branch)) in seen {
+        let name = path.rsplit('.').next().unwrap_or_default().to_string();
+        if branch && !leaves_only {
+            out.push(Node {
+                name: name.clone(),
+                path: path.clone(),
+                leaf: false,
+            });
+        }
+        if leaf {
+            out.push(Node { name, path, leaf });
+        }
+    }
+    out.sort_by(|a, b| (&a.name, &a.path, a.leaf).cmp(&(&b.name, &b.path, b.leaf)));
     Ok(out)
+}
+
+/// graphite-web's integer parameters of the find view (`int()` of the value; else a 400).
+fn int_param(p: &Params, k: &str, default: i64) -> Result<i64, Error> {
+    match p.get(k) {
+        None => Ok(default),
+        Some(v) => v.trim().parse().map_err(|_| {
+            Error::Param(format!(
+                "Invalid int value '{v}' for param {k}: invalid literal for int() with base 10"
+            ))
+        }),
+    }
 }
 
 pub fn find(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
@@ -36,101 +75,135 @@ pub fn find(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
         return Err(Error::Param("Missing required parameter 'query'".into()));
     };
     let format = p.get("format").unwrap_or("treejson");
-    if !matches!(format, "treejson" | "completer" | "json" | "nodelist") {
-        return Err(Error::Param(format!(
-            "Invalid value for 'format': {format}"
-        )));
+    let leaves_only = int_param(p, "leavesOnly", 0)? != 0;
+    let wildcards = int_param(p, "wildcards", 0)? != 0;
+    let position = int_param(p, "position", -1)?;
+    let variants = int_param(p, "automatic_variants", 0)? != 0;
+    // The window only checks its words: every series is listed whatever its points' times
+    // (graphite-web's whisper finder too); `-1` means unset.
+    let now = match p.get("now") {
+        Some(n) => parse_attime(n, now_s())?,
+        None => now_s(),
+    };
+    for k in ["from", "until"] {
+        if let Some(v) = p.get(k).filter(|v| *v != "-1") {
+            parse_attime(v, now)?;
+        }
     }
-    let entries = state_entries(state)?;
+    if query.is_empty() {
+        return Err(Error::Param("Required parameter 'query' is empty".into()));
+    }
+    if !matches!(format, "treejson" | "completer" | "json" | "nodelist") {
+        return Err(Error::Param("Invalid value for 'format' parameter".into()));
+    }
+    // treejson's ids: the query up to its last dot, whatever the globs before it.
+    let base_path = match query.rsplit_once('.') {
+        Some((head, _)) => format!("{head}."),
+        None => String::new(),
+    };
     // The completer appends `*` to what was typed; `..` means "any node".
     let query = if format == "completer" {
-        format!("{}*", query.replace("..", "*."))
+        let mut q = query.replace("..", "*.");
+        if !q.ends_with('*') {
+            q.push('*');
+        }
+        if variants {
+            // `a,b` typed in a node means `{a,b}`.
+            q = q
+                .split('.')
+                .map(|n| {
+                    if n.contains(',') && !n.contains('{') {
+                        format!("{{{n}}}")
+                    } else {
+                        n.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(".");
+        }
+        q
     } else {
         query
     };
-    let nodes = children(&entries, &query)?;
-    let elems = split_elements(&query);
-    let prefix = if elems.len() > 1 {
-        format!("{}.", elems[..elems.len() - 1].join("."))
-    } else {
-        String::new()
-    };
+    let entries = state_entries(state)?;
+    let nodes = matches(&entries, &query, leaves_only)?;
     let jsonp = p.get("jsonp");
     let body = match format {
         "completer" => {
-            let metrics: Vec<Value> = nodes
+            let mut metrics: Vec<Value> = nodes
                 .iter()
-                .flat_map(|(name, (leaf, branch))| {
-                    let mut v = Vec::new();
-                    if *branch {
-                        v.push(json!({"path": format!("{prefix}{name}."), "name": name, "is_leaf": "0"}));
-                    }
-                    if *leaf {
-                        v.push(json!({"path": format!("{prefix}{name}"), "name": name, "is_leaf": "1"}));
-                    }
-                    v
+                .map(|n| {
+                    let path = if n.leaf {
+                        n.path.clone()
+                    } else {
+                        format!("{}.", n.path)
+                    };
+                    json!({"path": path, "name": n.name, "is_leaf": if n.leaf { "1" } else { "0" }})
                 })
                 .collect();
+            if wildcards && metrics.len() > 1 {
+                metrics.push(json!({"name": "*"}));
+            }
             json!({ "metrics": metrics })
         }
         "json" => {
-            let mut v: Vec<(String, bool)> = nodes
-                .iter()
-                .flat_map(|(n, (leaf, branch))| {
-                    let mut v = Vec::new();
-                    if *branch {
-                        v.push((format!("{prefix}{n}"), false));
-                    }
-                    if *leaf {
-                        v.push((format!("{prefix}{n}"), true));
-                    }
-                    v
-                })
-                .collect();
-            v.sort();
+            let mut v: Vec<&Node> = nodes.iter().collect();
+            // By path; a path that is a branch and a leaf lists the branch first.
+            v.sort_by(|a, b| (&a.path, a.leaf).cmp(&(&b.path, b.leaf)));
             Value::Array(
                 v.into_iter()
-                    .map(|(path, leaf)| json!({"path": path, "is_leaf": leaf}))
+                    .map(|n| json!({"path": n.path, "is_leaf": n.leaf}))
                     .collect(),
             )
         }
         "nodelist" => {
-            let pos: usize = p
-                .get("position")
-                .and_then(|x| x.parse().ok())
-                .unwrap_or(elems.len() - 1);
-            let mut set: Vec<String> = nodes
-                .keys()
-                .map(|n| format!("{prefix}{n}"))
-                .filter_map(|path| path.split('.').nth(pos).map(str::to_string))
-                .collect();
+            let mut set: Vec<String> = Vec::new();
+            for n in &nodes {
+                let parts: Vec<&str> = n.path.split('.').collect();
+                let len = parts.len() as i64;
+                let at = if position < 0 {
+                    len + position
+                } else {
+                    position
+                };
+                // Python's `nodes[position]`: out of range fails the request.
+                if !(0..len).contains(&at) {
+                    return Err(Error::Param(format!(
+                        "position {position} is out of range for {}",
+                        n.path
+                    )));
+                }
+                set.push(parts[at as usize].to_string());
+            }
             set.sort();
             set.dedup();
             json!({ "nodes": set })
         }
         _ => {
-            // treejson: branches first, then leaves, each by name; a name that is both shows
-            // once, as a branch (graphite-web de-duplicates by name).
-            let mut out: Vec<Value> = Vec::new();
-            let node = |name: &str, leaf: bool| {
+            // treejson: branches, then leaves, each by name, one entry per name (the first
+            // node of that name: a branch before the leaf of one path); with `wildcards` and
+            // more than one node, a `*` entry first (a branch if any node is one).
+            let node = |text: &str, leaf: bool| {
                 let b = if leaf { 0 } else { 1 };
-                json!({"text": name, "id": format!("{prefix}{name}"), "allowChildren": b, "expandable": b, "leaf": 1 - b})
+                json!({"text": text, "id": format!("{base_path}{text}"), "allowChildren": b, "expandable": b, "leaf": 1 - b})
             };
-            if p.truthy("wildcards") && nodes.len() > 1 {
-                let any_branch = nodes.values().any(|(_, b)| *b);
-                out.push(node("*", !any_branch));
+            let mut out: Vec<Value> = Vec::new();
+            if wildcards && nodes.len() > 1 {
+                out.push(node("*", nodes.iter().all(|n| n.leaf)));
             }
+            let mut names = std::collections::BTreeSet::new();
+            let firsts: Vec<&Node> = nodes.iter().filter(|n| names.insert(&n.name)).collect();
             out.extend(
-                nodes
+                firsts
                     .iter()
-                    .filter(|(_, (_, b))| *b)
-                    .map(|(n, _)| node(n, false)),
+                    .filter(|n| !n.leaf)
+                    .map(|n| node(&n.name, false)),
             );
             out.extend(
-                nodes
+                firsts
                     .iter()
-                    .filter(|(_, (l, b))| *l && !*b)
-                    .map(|(n, _)| node(n, true)),
+                    .filter(|n| n.leaf)
+                    .map(|n| node(&n.name, true)),
             );
             Value::Array(out)
         }
@@ -144,32 +217,25 @@ fn state_entries(state: &GraphiteWeb) -> Result<std::sync::Arc<Vec<Entry>>, Erro
 
 pub fn expand(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
     let queries = p.all("query");
-    if queries.is_empty() {
-        return Err(Error::Param("Missing required parameter 'query'".into()));
-    }
-    let entries = state_entries(state)?;
-    let leaves_only = p.truthy("leavesOnly");
+    let leaves_only = int_param(p, "leavesOnly", 0)? != 0;
+    let group = int_param(p, "groupByExpr", 0)? != 0;
+    // No query is no result (graphite-web answers `{"results": []}`), not an error.
+    let entries = if queries.is_empty() {
+        Default::default()
+    } else {
+        state_entries(state)?
+    };
     let mut grouped: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for q in &queries {
-        let nodes = children(&entries, q)?;
-        let elems = split_elements(q);
-        // Full paths: the matched prefix of each series, not the query text.
-        let glob = PathGlob::new(q).expect("compiled above");
-        let mut paths: Vec<String> = entries
-            .iter()
-            .filter(|e| !e.is_tagged())
-            .filter_map(|e| {
-                let n: Vec<&str> = e.path.split('.').collect();
-                (glob.matches_prefix(&n) && (!leaves_only || n.len() == elems.len()))
-                    .then(|| n[..elems.len()].join("."))
-            })
+        let mut paths: Vec<String> = matches(&entries, q, leaves_only)?
+            .into_iter()
+            .map(|n| n.path)
             .collect();
-        let _ = nodes;
         paths.sort();
         paths.dedup();
         grouped.insert(q.to_string(), paths);
     }
-    let body = if p.truthy("groupByExpr") {
+    let body = if group {
         json!({ "results": grouped })
     } else {
         let mut all: Vec<String> = grouped.into_values().flatten().collect();
@@ -212,7 +278,7 @@ mod tests {
     }
 
     #[test]
-    fn children_mark_leaves_and_branches() {
+    fn nodes_are_full_paths_in_graphite_web_order() {
         let es = vec![
             e("demo.web01.cpu"),
             e("demo.web02.cpu"),
@@ -221,18 +287,34 @@ mod tests {
             e("demo.aleaf.x"),
             e("t;a=1"),
         ];
-        let c = children(&es, "demo.*").unwrap();
+        let m = |q: &str, leaves_only: bool| {
+            matches(&es, q, leaves_only)
+                .unwrap()
+                .into_iter()
+                .map(|n| (n.path, n.leaf))
+                .collect::<Vec<_>>()
+        };
+        // A path that is a leaf and a branch is two nodes, the branch first; by name.
         assert_eq!(
-            c.keys().collect::<Vec<_>>(),
-            vec!["aleaf", "db01", "web01", "web02"]
+            m("demo.*", false),
+            vec![
+                ("demo.aleaf".to_string(), false),
+                ("demo.aleaf".to_string(), true),
+                ("demo.db01".to_string(), false),
+                ("demo.web01".to_string(), false),
+                ("demo.web02".to_string(), false),
+            ]
         );
-        assert_eq!(c["aleaf"], (true, true));
-        assert_eq!(c["web01"], (false, true));
-        let c = children(&es, "demo.{web01,db01}.cpu").unwrap();
-        assert_eq!(c.len(), 1);
+        assert_eq!(m("demo.*", true), vec![("demo.aleaf".to_string(), true)]);
+        // A glob before the last node: each match keeps its own path (graphite-web's
+        // completer, json and nodelist answers show them), all named `cpu`.
         assert_eq!(
-            children(&es, "*").unwrap().keys().collect::<Vec<_>>(),
-            vec!["demo"]
+            m("demo.{web01,db01}.cpu", false),
+            vec![
+                ("demo.db01.cpu".to_string(), true),
+                ("demo.web01.cpu".to_string(), true),
+            ]
         );
+        assert_eq!(m("*", false), vec![("demo".to_string(), false)]);
     }
 }

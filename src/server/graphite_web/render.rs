@@ -4,7 +4,7 @@
 
 use super::error::Error;
 use super::{json_or_jsonp, now_s, Params};
-use crate::query::graphite::attime::parse_attime;
+use crate::query::graphite::attime::parse_attime_in;
 use crate::query::graphite::eval::{with_want, Ctx, StoreSource};
 use crate::query::graphite::parser::parse_bounded;
 use crate::query::graphite::series::{consolidate_with, py_float, Series};
@@ -14,17 +14,21 @@ use crate::server::state::GraphiteWeb;
 use http::{Response, StatusCode};
 
 pub fn render(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
+    // Absolute times are read, and CSV timestamps written, on this zone's clock; an unknown
+    // zone is ignored (graphite-web's default `TIME_ZONE` is UTC).
+    let tz = request_tz(p);
     let now = match p.get("now") {
-        Some(n) => parse_attime(n, now_s())?,
+        Some(n) => parse_attime_in(n, now_s(), tz)?,
         None => now_s(),
     };
     // `undefined` (what some clients send for an unset bound) is ignored.
     let time = |k: &str, d: &str| {
-        parse_attime(
+        parse_attime_in(
             p.get(k)
                 .filter(|v| !v.is_empty() && *v != "undefined")
                 .unwrap_or(d),
             now,
+            tz,
         )
     };
     let (mut from, mut until) = (time("from", "-1d")?, time("until", "now")?);
@@ -54,14 +58,21 @@ pub fn render(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
         now,
         xff,
     };
-    let mdp = match p.get("maxDataPoints").map(|m| m.parse::<usize>()) {
+    // graphite-web reads maxDataPoints only when it is all digits (anything else is ignored);
+    // 0 fails there (a division by zero), a 400 here.
+    let mdp = match p
+        .get("maxDataPoints")
+        .filter(|m| !m.is_empty() && m.bytes().all(|b| b.is_ascii_digit()))
+        .map(|m| m.parse::<usize>())
+    {
         None => None,
-        Some(Ok(m)) if m > 0 => Some(m),
-        Some(_) if format == "json" => {
+        Some(Ok(0)) if format == "json" => {
             return Err(Error::Param(
                 "maxDataPoints must be a positive integer".into(),
             ))
         }
+        Some(Ok(m)) if m > 0 => Some(m),
+        // Zero outside JSON, or more than fits: nothing to consolidate.
         Some(_) => None,
     };
     // A JSON answer consolidated to `maxDataPoints` may read a rollup of at most the window
@@ -103,12 +114,15 @@ pub fn render(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
             to_json(&out, mdp, p.has("noNullPoints")),
             p.get("jsonp"),
         ),
-        "csv" => body("text/csv", to_csv(&out).into_bytes()),
+        "csv" => body("text/csv", to_csv(&out, tz).into_bytes()),
         "raw" => body("text/plain", to_raw(&out).into_bytes()),
         "pickle" => body("application/pickle", to_pickle(&out)),
+        "msgpack" => body("application/x-msgpack", to_msgpack(&out)),
+        "dygraph" => json_or_jsonp(StatusCode::OK, to_dygraph(&out)?, p.get("jsonp")),
+        "rickshaw" => json_or_jsonp(StatusCode::OK, to_rickshaw(&out), p.get("jsonp")),
         f => {
             return Err(Error::Param(format!(
-                "unsupported format {f:?} (json, csv, raw, pickle, png and svg are served)"
+                "unsupported format {f:?} (json, csv, raw, pickle, msgpack, dygraph, rickshaw, png and svg are served)"
             )))
         }
     };
@@ -248,12 +262,19 @@ pub fn to_json(list: &[Series], mdp: Option<usize>, no_nulls: bool) -> String {
     format!("[{}]", parts.join(","))
 }
 
-fn to_csv(list: &[Series]) -> String {
+/// The request's `tz` zone, UTC when absent or unknown.
+pub fn request_tz(p: &Params) -> chrono_tz::Tz {
+    p.get("tz")
+        .and_then(|t| t.parse::<chrono_tz::Tz>().ok())
+        .unwrap_or(chrono_tz::UTC)
+}
+
+fn to_csv(list: &[Series], tz: chrono_tz::Tz) -> String {
     let mut out = String::new();
     for s in list {
         for (t, v) in s.timestamps().zip(&s.values) {
             let ts = chrono::DateTime::from_timestamp(t, 0)
-                .map(|d| d.format("%Y-%m-%d %H:%M:%S").to_string())
+                .map(|d| d.with_timezone(&tz).format("%Y-%m-%d %H:%M:%S").to_string())
                 .unwrap_or_default();
             let name = if s.name.contains([',', '"']) {
                 format!("\"{}\"", s.name.replace('"', "\"\""))
@@ -285,6 +306,185 @@ fn to_raw(list: &[Series]) -> String {
             s.step,
             vals.join(",")
         ));
+    }
+    out
+}
+
+/// A value as Python's `str()` writes it inside graphite-web's hand-made dygraph JSON.
+fn dygraph_value(v: Option<f64>) -> String {
+    match v {
+        None => "null".into(),
+        Some(x) if x.is_nan() => "null".into(),
+        Some(x) if x == f64::INFINITY => "Infinity".into(),
+        Some(x) if x == f64::NEG_INFINITY => "-Infinity".into(),
+        Some(x) => py_float(x),
+    }
+}
+
+/// graphite-web's `format=dygraph`: `{"labels" : ["Time", names…], "data" : [[t000, v…], …]}`,
+/// one row per step of the first series (its times in ms). A series of another length fails
+/// there (a Python IndexError or TypeError, a 500): an internal error here too.
+fn to_dygraph(list: &[Series]) -> Result<String, Error> {
+    let Some(first) = list.first() else {
+        return Ok("{}".into());
+    };
+    let rows = if first.step > 0 && first.end > first.start {
+        ((first.end - first.start + first.step - 1) / first.step) as usize
+    } else {
+        0
+    };
+    if let Some(s) = list.iter().find(|s| s.values.len() != rows) {
+        return Err(Error::Internal(format!(
+            "dygraph: series {} has {} values, the first series {} rows",
+            s.name,
+            s.values.len(),
+            rows
+        )));
+    }
+    let labels: Vec<String> = std::iter::once("Time")
+        .chain(list.iter().map(|s| s.name.as_str()))
+        .map(|l| serde_json::to_string(l).expect("string"))
+        .collect();
+    let lines: Vec<String> = (0..rows)
+        .map(|i| {
+            let mut line = format!("[{}000", first.start + i as i64 * first.step);
+            for s in list {
+                line.push_str(", ");
+                line.push_str(&dygraph_value(s.values[i]));
+            }
+            line.push(']');
+            line
+        })
+        .collect();
+    Ok(format!(
+        "{{\"labels\" : [{}], \"data\" : [{}]}}",
+        labels.join(", "),
+        lines.join(", ")
+    ))
+}
+
+/// graphite-web's `format=rickshaw`: `[{"target": name, "datapoints": [{"x": t, "y": v}, …]}]`
+/// (Python's `json.dumps`: NaN and infinities as `NaN`, `Infinity`).
+fn to_rickshaw(list: &[Series]) -> String {
+    let parts: Vec<String> = list
+        .iter()
+        .map(|s| {
+            let pts: Vec<String> = s
+                .timestamps()
+                .zip(&s.values)
+                .map(|(t, v)| {
+                    let y = match v {
+                        None => "null".to_string(),
+                        Some(x) if x.is_nan() => "NaN".to_string(),
+                        Some(x) if x.is_infinite() => {
+                            if *x > 0.0 { "Infinity" } else { "-Infinity" }.to_string()
+                        }
+                        Some(x) => py_float(*x),
+                    };
+                    format!("{{\"x\": {t}, \"y\": {y}}}")
+                })
+                .collect();
+            format!(
+                "{{\"target\": {}, \"datapoints\": [{}]}}",
+                serde_json::to_string(&s.name).expect("string"),
+                pts.join(", ")
+            )
+        })
+        .collect();
+    format!("[{}]", parts.join(", "))
+}
+
+/// MessagePack of graphite-web's series list (`format=msgpack`): the same dicts as pickle's,
+/// in `getInfo`'s key order, integers in their smallest form, floats as float64.
+fn to_msgpack(list: &[Series]) -> Vec<u8> {
+    fn len_head(out: &mut Vec<u8>, n: usize, fix: u8, fix_max: usize, m16: u8, m32: u8) {
+        if n <= fix_max {
+            out.push(fix | n as u8);
+        } else if n <= u16::MAX as usize {
+            out.push(m16);
+            out.extend_from_slice(&(n as u16).to_be_bytes());
+        } else {
+            out.push(m32);
+            out.extend_from_slice(&(n as u32).to_be_bytes());
+        }
+    }
+    fn s(out: &mut Vec<u8>, v: &str) {
+        let n = v.len();
+        if n < 32 {
+            out.push(0xa0 | n as u8);
+        } else if n <= u8::MAX as usize {
+            out.extend_from_slice(&[0xd9, n as u8]);
+        } else if n <= u16::MAX as usize {
+            out.push(0xda);
+            out.extend_from_slice(&(n as u16).to_be_bytes());
+        } else {
+            out.push(0xdb);
+            out.extend_from_slice(&(n as u32).to_be_bytes());
+        }
+        out.extend_from_slice(v.as_bytes());
+    }
+    fn int(out: &mut Vec<u8>, v: i64) {
+        match v {
+            0..=127 => out.push(v as u8),
+            128..=0xff => out.extend_from_slice(&[0xcc, v as u8]),
+            0x100..=0xffff => {
+                out.push(0xcd);
+                out.extend_from_slice(&(v as u16).to_be_bytes());
+            }
+            0x1_0000..=0xffff_ffff => {
+                out.push(0xce);
+                out.extend_from_slice(&(v as u32).to_be_bytes());
+            }
+            _ if v > 0 => {
+                out.push(0xcf);
+                out.extend_from_slice(&(v as u64).to_be_bytes());
+            }
+            -32..=-1 => out.push(v as i8 as u8),
+            -128..=-33 => out.extend_from_slice(&[0xd0, v as i8 as u8]),
+            -32768..=-129 => {
+                out.push(0xd1);
+                out.extend_from_slice(&(v as i16).to_be_bytes());
+            }
+            -2_147_483_648..=-32769 => {
+                out.push(0xd2);
+                out.extend_from_slice(&(v as i32).to_be_bytes());
+            }
+            _ => {
+                out.push(0xd3);
+                out.extend_from_slice(&v.to_be_bytes());
+            }
+        }
+    }
+    fn float(out: &mut Vec<u8>, v: f64) {
+        out.push(0xcb);
+        out.extend_from_slice(&v.to_be_bytes());
+    }
+    let mut out = Vec::new();
+    len_head(&mut out, list.len(), 0x90, 15, 0xdc, 0xdd);
+    for se in list {
+        out.push(0x80 | 9);
+        s(&mut out, "name");
+        s(&mut out, &se.name);
+        for (k, v) in [("start", se.start), ("end", se.end), ("step", se.step)] {
+            s(&mut out, k);
+            int(&mut out, v);
+        }
+        s(&mut out, "values");
+        len_head(&mut out, se.values.len(), 0x90, 15, 0xdc, 0xdd);
+        for v in &se.values {
+            match v {
+                Some(x) => float(&mut out, *x),
+                None => out.push(0xc0),
+            }
+        }
+        s(&mut out, "pathExpression");
+        s(&mut out, &se.path_expr);
+        s(&mut out, "valuesPerPoint");
+        int(&mut out, 1);
+        s(&mut out, "consolidationFunc");
+        s(&mut out, &se.consolidation);
+        s(&mut out, "xFilesFactor");
+        float(&mut out, se.xff);
     }
     out
 }
@@ -389,5 +589,69 @@ mod tests {
             r#"[{"target":"a.b","tags":{"name":"a.b"},"datapoints":[[2.0,120]]}]"#
         );
         assert_eq!(to_raw(&[s]), "a.b,60,180,60|None,2.0\n");
+    }
+
+    /// graphite-web 1.1.8's dygraph, rickshaw and msgpack answers (bytes from its
+    /// renderViewDygraph / renderViewRickshaw / renderViewMsgPack on the same series).
+    #[test]
+    fn dygraph_rickshaw_msgpack() {
+        let a = Series::new("a.b", 60, 60, vec![Some(1.0), None, Some(f64::INFINITY)]);
+        let b = Series::new("c", 60, 60, vec![Some(0.5), Some(f64::NAN), Some(-2.0)]);
+        assert_eq!(
+            to_dygraph(&[a.clone(), b.clone()]).unwrap(),
+            r#"{"labels" : ["Time", "a.b", "c"], "data" : [[60000, 1.0, 0.5], [120000, null, null], [180000, Infinity, -2.0]]}"#
+        );
+        assert_eq!(to_dygraph(&[]).unwrap(), "{}");
+        let short = Series::new("s", 60, 120, vec![Some(1.0)]);
+        assert!(to_dygraph(&[a.clone(), short]).is_err());
+        assert_eq!(
+            to_rickshaw(&[b]),
+            r#"[{"target": "c", "datapoints": [{"x": 60, "y": 0.5}, {"x": 120, "y": NaN}, {"x": 180, "y": -2.0}]}]"#
+        );
+        let one = Series::new("x", 300, 60, vec![Some(1.5), None]);
+        let mut want = vec![0x91, 0x89, 0xa4];
+        want.extend_from_slice(b"name");
+        want.extend_from_slice(&[0xa1, b'x', 0xa5]);
+        want.extend_from_slice(b"start");
+        want.extend_from_slice(&[0xcd, 0x01, 0x2c, 0xa3]);
+        want.extend_from_slice(b"end");
+        want.extend_from_slice(&[0xcd, 0x01, 0xa4, 0xa4]);
+        want.extend_from_slice(b"step");
+        want.extend_from_slice(&[0x3c, 0xa6]);
+        want.extend_from_slice(b"values");
+        want.extend_from_slice(&[0x92, 0xcb]);
+        want.extend_from_slice(&1.5f64.to_be_bytes());
+        want.extend_from_slice(&[0xc0, 0xae]);
+        want.extend_from_slice(b"pathExpression");
+        want.extend_from_slice(&[0xa1, b'x', 0xae]);
+        want.extend_from_slice(b"valuesPerPoint");
+        want.extend_from_slice(&[0x01, 0xb1]);
+        want.extend_from_slice(b"consolidationFunc");
+        want.extend_from_slice(&[0xa7]);
+        want.extend_from_slice(b"average");
+        want.extend_from_slice(&[0xac]);
+        want.extend_from_slice(b"xFilesFactor");
+        want.push(0xcb);
+        want.extend_from_slice(&0.0f64.to_be_bytes());
+        assert_eq!(to_msgpack(&[one]), want);
+    }
+
+    /// graphite-web writes CSV timestamps on the request zone's clock.
+    #[test]
+    fn csv_timestamps_in_the_request_zone() {
+        let s = Series::new("a.b", 1795262400, 60, vec![Some(1.5), None]);
+        assert_eq!(
+            to_csv(std::slice::from_ref(&s), chrono_tz::UTC),
+            "a.b,2026-11-21 12:00:00,1.5\r\na.b,2026-11-21 12:01:00,\r\n"
+        );
+        let berlin = request_tz(&Params::from_pairs(&[("tz", "Europe/Berlin")]));
+        assert_eq!(
+            to_csv(&[s], berlin),
+            "a.b,2026-11-21 13:00:00,1.5\r\na.b,2026-11-21 13:01:00,\r\n"
+        );
+        assert_eq!(
+            request_tz(&Params::from_pairs(&[("tz", "Nowhere/X")])),
+            chrono_tz::UTC
+        );
     }
 }

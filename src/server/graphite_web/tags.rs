@@ -6,7 +6,7 @@
 use super::error::Error;
 use super::{json_or_jsonp, Params};
 use crate::query::graphite::naming;
-use crate::query::graphite::tags::{find_series, matching, parse_all, TagExpr};
+use crate::query::graphite::tags::{find_series, matching, parse_all, TagExpr, TagExprError};
 use crate::server::http::Reply;
 use crate::server::state::GraphiteWeb;
 use http::{Method, StatusCode};
@@ -14,13 +14,24 @@ use regex::Regex;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
-fn limit(p: &Params) -> Option<usize> {
-    match p.get("limit").and_then(|l| l.parse::<usize>().ok()) {
-        Some(0) => None,
-        Some(n) => Some(n),
-        None => Some(100),
+/// The `limit` parameter: `default` when absent; 0 (or less) means no limit, as Grafana sends
+/// it for "unset"; anything but an integer is graphite-web's 400 (`int()` fails).
+fn limit(p: &Params, default: Option<usize>) -> Result<Option<usize>, Error> {
+    match p.get("limit").filter(|l| !l.is_empty()) {
+        None => Ok(default),
+        Some(l) => match l.trim().parse::<i64>() {
+            Ok(n) if n > 0 => Ok(Some(n as usize)),
+            Ok(_) => Ok(None),
+            Err(_) => Err(Error::Param(format!(
+                "invalid literal for int() with base 10: '{l}'"
+            ))),
+        },
     }
 }
+
+/// graphite-web's autocomplete default (`TAGDB_AUTOCOMPLETE_LIMIT`); `/tags` and
+/// `/tags/<tag>` have none.
+const AUTOCOMPLETE_LIMIT: Option<usize> = Some(100);
 
 pub fn route(state: &GraphiteWeb, method: &Method, path: &str, p: &Params) -> Result<Reply, Error> {
     let post_only = matches!(
@@ -99,10 +110,18 @@ fn read_only(state: &GraphiteWeb, path: &str, p: &Params) -> Result<Reply, Error
             .map(|(_, t)| t)
             .collect())
     };
+    // Anchored at the start unless it already is (graphite-web's `^(…)`); a filter that
+    // starts with `^` is searched as written, so `^a|b` also matches a `b` anywhere.
     let filter = |p: &Params| -> Result<Option<Regex>, Error> {
         Ok(p.get("filter")
             .filter(|f| !f.is_empty())
-            .map(|f| Regex::new(&format!("^(?:{f})")))
+            .map(|f| {
+                if f.starts_with('^') {
+                    Regex::new(f)
+                } else {
+                    Regex::new(&format!("^(?:{f})"))
+                }
+            })
             .transpose()?)
     };
     let reply = |v: Value| Ok(json_or_jsonp(StatusCode::OK, v.to_string(), jsonp));
@@ -116,7 +135,7 @@ fn read_only(state: &GraphiteWeb, path: &str, p: &Params) -> Result<Reply, Error
             let v: Vec<Value> = all
                 .into_iter()
                 .filter(|t| f.as_ref().is_none_or(|r| r.is_match(t)))
-                .take(limit(p).unwrap_or(usize::MAX))
+                .take(limit(p, None)?.unwrap_or(usize::MAX))
                 .map(|t| json!({"tag": t}))
                 .collect();
             reply(Value::Array(v))
@@ -132,6 +151,11 @@ fn read_only(state: &GraphiteWeb, path: &str, p: &Params) -> Result<Reply, Error
                 .map(|x| x.tag)
                 .collect();
             let prefix = p.get("tagPrefix").unwrap_or("");
+            // With expressions, graphite-web's findSeries runs first: a list that only
+            // matches the empty string is its 400.
+            if !exprs.is_empty() && parse_all(&exprs)?.iter().all(|x| x.matches("")) {
+                return Err(TagExprError::MatchesEverything.into());
+            }
             let all: BTreeSet<String> = selected(&exprs)?
                 .into_iter()
                 .flat_map(|t| t.into_keys())
@@ -139,7 +163,7 @@ fn read_only(state: &GraphiteWeb, path: &str, p: &Params) -> Result<Reply, Error
                 .collect();
             reply(json!(all
                 .into_iter()
-                .take(limit(p).unwrap_or(usize::MAX))
+                .take(limit(p, AUTOCOMPLETE_LIMIT)?.unwrap_or(usize::MAX))
                 .collect::<Vec<_>>()))
         }
         "/tags/autoComplete/values" => {
@@ -154,7 +178,7 @@ fn read_only(state: &GraphiteWeb, path: &str, p: &Params) -> Result<Reply, Error
                 .collect();
             reply(json!(all
                 .into_iter()
-                .take(limit(p).unwrap_or(usize::MAX))
+                .take(limit(p, AUTOCOMPLETE_LIMIT)?.unwrap_or(usize::MAX))
                 .collect::<Vec<_>>()))
         }
         t if t.starts_with("/tags/") => {
@@ -172,7 +196,7 @@ fn read_only(state: &GraphiteWeb, path: &str, p: &Params) -> Result<Reply, Error
             let values: Vec<Value> = counts
                 .into_iter()
                 .filter(|(v, _)| f.as_ref().is_none_or(|r| r.is_match(v)))
-                .take(limit(p).unwrap_or(usize::MAX))
+                .take(limit(p, None)?.unwrap_or(usize::MAX))
                 .map(|(v, c)| json!({"value": v, "count": c}))
                 .collect();
             reply(json!({"tag": tag, "values": values}))

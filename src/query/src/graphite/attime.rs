@@ -1,8 +1,9 @@
-//! graphite-web's time grammar (`render/attime.py`, spec §2.3.1), in UTC (the `tz` parameter is
-//! not supported: graphite-web's default `TIME_ZONE` is UTC too). Also the `number unit` offsets
-//! used inside function arguments (`'5min'`, `'-1d'`).
+//! graphite-web's time grammar (`render/attime.py`, spec §2.3.1), in UTC (graphite-web's default
+//! `TIME_ZONE`) or in a request's `tz` zone ([`parse_attime_in`]: dates, times of day and "today"
+//! are that zone's wall clock). Also the `number unit` offsets used inside function arguments
+//! (`'5min'`, `'-1d'`).
 
-use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc};
+use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, Offset, TimeZone, Utc};
 
 /// A time or offset graphite-web would refuse, in its words.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -85,8 +86,13 @@ pub fn parse_offset(s: &str) -> Result<i64, TimeError> {
     Ok(sign * total)
 }
 
-/// An at-time (`from`, `until`) in epoch seconds, relative to `now`.
+/// An at-time (`from`, `until`) in epoch seconds, relative to `now`, in UTC.
 pub fn parse_attime(s: &str, now: i64) -> Result<i64, TimeError> {
+    parse_attime_in(s, now, chrono_tz::UTC)
+}
+
+/// An at-time read on the wall clock of `tz` (graphite-web's `tz` parameter).
+pub fn parse_attime_in(s: &str, now: i64, tz: chrono_tz::Tz) -> Result<i64, TimeError> {
     let t: String = s
         .trim()
         .to_ascii_lowercase()
@@ -99,7 +105,7 @@ pub fn parse_attime(s: &str, now: i64) -> Result<i64, TimeError> {
             && (1..=12).contains(&t[4..6].parse::<u32>().unwrap_or(0))
             && (1..=31).contains(&t[6..8].parse::<u32>().unwrap_or(0))
         {
-            return parse_ref(&t, now);
+            return parse_ref(&t, now, tz);
         }
         return t.parse().map_err(|_| TimeError::Time(s.to_string()));
     }
@@ -108,7 +114,7 @@ pub fn parse_attime(s: &str, now: i64) -> Result<i64, TimeError> {
         Some(i) => (&t[..i], Some(&t[i..])),
         None => (&t[..], None),
     };
-    let base = parse_ref(r, now)?;
+    let base = parse_ref(r, now, tz)?;
     match off {
         Some(o) => base
             .checked_add(parse_offset(o)?)
@@ -117,13 +123,14 @@ pub fn parse_attime(s: &str, now: i64) -> Result<i64, TimeError> {
     }
 }
 
-fn parse_ref(r: &str, now: i64) -> Result<i64, TimeError> {
+fn parse_ref(r: &str, now: i64, tz: chrono_tz::Tz) -> Result<i64, TimeError> {
     let bad = || TimeError::Time(r.to_string());
     let now_dt = Utc
         .timestamp_opt(now, 0)
         .single()
         .ok_or_else(bad)?
-        .naive_utc();
+        .with_timezone(&tz)
+        .naive_local();
     if r.is_empty() || r == "now" {
         return Ok(now);
     }
@@ -191,9 +198,14 @@ fn parse_ref(r: &str, now: i64) -> Result<i64, TimeError> {
                 parts[0].parse().map_err(|_| bad())?,
                 parts[1].parse().map_err(|_| bad())?,
             );
+            // graphite-web's century rule: below 1900 add 1900, then below 1970 add 100
+            // (`11/20/69` is 2069, `11/20/70` 1970, `11/20/1950` 2050).
             let mut y: i32 = parts[2].parse().map_err(|_| bad())?;
-            if parts[2].len() == 2 {
-                y += 2000;
+            if y < 1900 {
+                y += 1900;
+            }
+            if y < 1970 {
+                y += 100;
             }
             NaiveDate::from_ymd_opt(y, m, dd).ok_or_else(bad)?
         }
@@ -224,7 +236,27 @@ fn parse_ref(r: &str, now: i64) -> Result<i64, TimeError> {
             NaiveTime::MIN
         }
     });
-    Ok(NaiveDateTime::new(date, time).and_utc().timestamp())
+    Ok(localize(tz, NaiveDateTime::new(date, time)))
+}
+
+/// A wall-clock time of `tz` as epoch seconds, as pytz's `localize` (`is_dst=False`) reads it:
+/// a time a clock change repeats is its later, standard-time instant; one it skips is read
+/// with the offset in force before the change.
+fn localize(tz: chrono_tz::Tz, t: NaiveDateTime) -> i64 {
+    use chrono::offset::LocalResult;
+    match tz.from_local_datetime(&t) {
+        LocalResult::Single(d) => d.timestamp(),
+        LocalResult::Ambiguous(_, later) => later.timestamp(),
+        LocalResult::None => {
+            let before = t - Duration::hours(3);
+            let off = tz
+                .from_local_datetime(&before)
+                .earliest()
+                .map(|d| d.offset().fix().local_minus_utc())
+                .unwrap_or(0);
+            t.and_utc().timestamp() - off as i64
+        }
+    }
 }
 
 #[cfg(test)]
@@ -279,6 +311,45 @@ mod tests {
         assert_eq!(parse_offset("-1d").unwrap(), -86400);
         assert_eq!(parse_offset("1h30min").unwrap(), 5400);
         assert!(parse_offset("5m").is_err());
+    }
+
+    /// graphite-web 1.1.8 reads `MM/DD/YY` years below 1900 as 19YY, then those below 1970
+    /// 100 years later.
+    #[test]
+    fn slash_dates_use_graphites_century_rule() {
+        assert_eq!(at("11/20/26"), "2026-11-20 00:00:00");
+        assert_eq!(at("11/20/69"), "2069-11-20 00:00:00");
+        assert_eq!(at("11/20/70"), "1970-11-20 00:00:00");
+        assert_eq!(at("11/20/1950"), "2050-11-20 00:00:00");
+        assert_eq!(at("11/20/2026"), "2026-11-20 00:00:00");
+    }
+
+    /// With a `tz` zone, dates, times of day and "today" are that zone's wall clock; epochs
+    /// and offsets from now are absolute (graphite-web's `tzinfo.localize`).
+    #[test]
+    fn zone_wall_clock() {
+        let berlin: chrono_tz::Tz = "Europe/Berlin".parse().unwrap();
+        let in_tz = |s: &str, tz| {
+            Utc.timestamp_opt(parse_attime_in(s, NOW, tz).unwrap(), 0)
+                .unwrap()
+                .format("%Y-%m-%d %H:%M:%S")
+                .to_string()
+        };
+        // 2026-11-20 is CET (UTC+1).
+        assert_eq!(in_tz("12:00_20261120", berlin), "2026-11-20 11:00:00");
+        assert_eq!(in_tz("20261120", berlin), "2026-11-19 23:00:00");
+        // NOW is 14:30:45 UTC, 15:30:45 in Berlin: midnight is Berlin's.
+        assert_eq!(in_tz("midnight", berlin), "2026-11-20 23:00:00");
+        assert_eq!(in_tz("-1h", berlin), "2026-11-21 13:30:45");
+        assert_eq!(
+            parse_attime_in("1795262400", NOW, berlin).unwrap(),
+            1795262400
+        );
+        let ny: chrono_tz::Tz = "America/New_York".parse().unwrap();
+        assert_eq!(in_tz("09:30_20260701", ny), "2026-07-01 13:30:00");
+        // 01:30 on 2026-11-01 happens twice in New York: pytz's is_dst=False takes the
+        // standard-time one (UTC-5).
+        assert_eq!(in_tz("01:30_20261101", ny), "2026-11-01 06:30:00");
     }
 
     /// Fuzz findings (tests/fuzz, time_grammars): offsets and dates past i64 or the calendar

@@ -237,7 +237,10 @@ fn group_folded(
     nodes: &[NodeOrTag],
     cb: &str,
 ) -> Option<R<Vec<Series>>> {
-    let func = agg_name(cb).ok().filter(|f| is_foldable(f))?;
+    // countSeries as a callback is the function (see `group_by`), not the `count` fold.
+    let func = agg_name(cb)
+        .ok()
+        .filter(|f| is_foldable(f) && cb != "countSeries")?;
     let stream = match ctx.stream(arg?).transpose()? {
         Ok(s) => s,
         Err(e) => return Some(Err(e)),
@@ -409,13 +412,18 @@ fn count_series(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
         }
         return Ok(vec![]);
     }
-    let mut s = combine(&list, "count", "countSeries", 0.0).expect("non-empty");
+    Ok(count_of(&list).into_iter().collect())
+}
+
+/// countSeries of a non-empty list: the number of series at every step (nulls included).
+fn count_of(list: &[Series]) -> Option<Series> {
+    let mut s = combine(list, "count", "countSeries", 0.0)?;
     let n = list.len() as f64;
     s.values = s.values.iter().map(|_| Some(n)).collect();
     // countSeries counts, it does not aggregate: a new series tagged with its name alone.
     let name = s.name.clone();
     s.tags = BTreeMap::from([("name".to_string(), name)]);
-    Ok(vec![s])
+    Some(s)
 }
 
 fn divide_series(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
@@ -617,6 +625,9 @@ fn group_fname(cb: &str, func: &str) -> String {
 }
 
 fn group_by(ctx: &Ctx, list: Vec<Series>, nodes: &[NodeOrTag], cb: &str) -> R<Vec<Series>> {
+    // graphite-web calls a callback that is a series function itself: countSeries counts each
+    // group's series at every step (not its values), tagged with its own name alone.
+    let count_fn = cb == "countSeries";
     let func = agg_name(cb)?;
     let mut groups: Vec<(String, Vec<Series>)> = Vec::new();
     for s in list {
@@ -634,7 +645,11 @@ fn group_by(ctx: &Ctx, list: Vec<Series>, nodes: &[NodeOrTag], cb: &str) -> R<Ve
     Ok(groups
         .into_iter()
         .filter_map(|(key, g)| {
-            let mut s = combine(&g, &func, &fname, ctx.xff)?;
+            let mut s = if count_fn {
+                count_of(&g)?
+            } else {
+                combine(&g, &func, &fname, ctx.xff)?
+            };
             s.name = key;
             Some(s)
         })
@@ -904,5 +919,32 @@ mod tests {
         );
         let r = eval(&src, "percentileOfSeries(d.*.*, 50)", 1);
         assert_eq!(r[0].values, vec![Some(2.0)]);
+    }
+
+    /// graphite-web runs countSeries as a groupByNode(s) callback: the group's series count at
+    /// every step (nulls too), tagged with countSeries' own name only (named, like any
+    /// combiner, by the inputs' path expressions).
+    #[test]
+    fn group_by_count_series_callback_is_the_function() {
+        let src = mem(&[
+            ("m.a", &[Some(1.0), Some(2.0), Some(3.0), Some(4.0)]),
+            ("m.b", &[None, Some(5.0), None, Some(6.0)]),
+        ]);
+        for t in [
+            "groupByNode(m.*,0,'countSeries')",
+            "groupByNodes(m.*,'countSeries',0)",
+        ] {
+            let r = eval(&src, t, 4);
+            assert_eq!(r.len(), 1, "{t}");
+            assert_eq!(r[0].name, "m");
+            assert_eq!(vals(&r[0]), vec![Some(2.0); 4], "{t}");
+            assert_eq!(
+                r[0].tags,
+                std::collections::BTreeMap::from([(
+                    "name".to_string(),
+                    "countSeries(m.*)".to_string()
+                )])
+            );
+        }
     }
 }

@@ -604,8 +604,9 @@ fn time_shift(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
                 s.values.truncate(keep);
             }
             s.end = s.start + s.step * s.values.len() as i64;
-            let n = format!("timeShift({}, \"{shift}\")", s.name);
-            s.rename(n);
+            // Only the name: graphite-web leaves the shifted series' pathExpression as the
+            // inner one's, so a combiner above names it by that (`sumSeries(a.b)`).
+            s.name = format!("timeShift({}, \"{shift}\")", s.name);
             s.set_tag("timeShift", shift.clone());
             s
         })
@@ -1027,5 +1028,11 @@ mod tests {
         assert_eq!(r[0].name, "timeShift(t, \"-1min\")");
         assert_eq!(r[0].start, 180);
         assert_eq!(vals(&r[0]), vec![Some(2.0), Some(3.0)]);
+        // graphite-web renames the shifted series but keeps the inner pathExpression: a
+        // combiner above is named by that.
+        let r = ctx
+            .eval(&super::super::super::parser::parse("sumSeries(timeShift(t, '1min'))").unwrap())
+            .unwrap();
+        assert_eq!(r[0].name, "sumSeries(t)");
     }
 }

@@ -97,6 +97,56 @@ NOT_242 = ["mad_over_time({m}[10s])", "sort_by_label({v}, \"job\")", "sort_by_la
            "histogram_stddev({v})", "histogram_stdvar({v})", "limitk(2, {v})", "limit_ratio(0.5, {v})",
            "info({v})", "double_exponential_smoothing({m}[10s], 0.5, 0.5)", "xrate({m}[10s])",
            "start_timestamp({v})", "integral({m}[10s])", "histogram_quantiles({v}, \"q\", 0.5)"]
+# Corners of the syntax and of the semantics, each with a random selector {s} (no modifier) or
+# vector expression {v} filled in: both servers must answer them alike, refusals included.
+PROBES = [
+    "{s} offset 0s", "{s}[0s]", "({v})[1m:0s]", "{s}[30m1h]", "{s}[1h30m]", "{s}[5m5m]", "{s}[1.5m]", "{s}[1d]",
+    "{s}[1w] offset 1y", "{s}[5]", "{s} offset 5", "{s}[5M]", "1 > 2", "1 == 1", "1 > bool 2", "{s} + on(job) 1",
+    "1 + on(job) {s}", "{s} and on(job) group_left {s}", "{s} @ 100 @ 200", "{s} offset 5s offset 1s",
+    "sum({s}) offset 5s", "sum({s}) @ 100", "time() @ 100", "vector(1) offset 1s", "({s})[5m]", "{s}[1m:10s][5m:1m]",
+    "rate({s}[1m:10s][5m:1m])", "-{s}[5m]", "+{s}", "+\"a\"", "-(\"a\")", "{s}[5m] + 1", "sum({s}) by (job) without (job)",
+    "{s} == bool {s}", "{s} @ -100", "{s} @ 1e9", "topk(2, {s}) by (job)", "count_values(\"a b\", {s})",
+    "quantile(2, {s})", "label_replace({s}, \"d\", \"$1\", \"s\")", "label_join({s}, \"d\")", "round({s}, 1, 2)",
+    "histogram_quantile({s}, {s})", "absent_over_time({s})", "absent({s}[5m])", "scalar({s}[5m])", "vector({s})",
+    "timestamp({s}[5m])", "sort_desc({s}[1m])", "year({s}, {s})", "days_in_month()", "time(1)", "pi(1)",
+    "rate({s}[5m], 1)", "predict_linear({s}[5m])", "clamp({s}, 1)", "holt_winters({s}[5m], 0.5)", "{s}{job=\"x\"}",
+    "{__name__=\"up\", __name__=\"scrape_duration_seconds\"}", "up{__name__=\"up\"}",
+    "{__name__=~\"up|scrape_duration_seconds\"}", "{job=~\".*\"}", "{job!=\"\"}", "{job=\"\"}", "{nolabel=~\".*\"}",
+    "{job=~\"node\", job=~\"no.*\"}", "up{job=\"node\",job=\"node\"}", "absent(up{job=\"a\",job!=\"b\"})",
+    "absent(up{job!=\"b\",job=\"a\"})", "absent(nonexistent{job=\"\"})", "absent(nonexistent{job=\"a\",job=\"a\"})",
+    "absent(nonexistent{job=\"a\",job=~\"b\"})", "absent(nonexistent{job!=\"b\",job=\"a\",x=\"y\"})",
+    "absent_over_time(nonexistent{job=\"a\", job=~\"b\", k=\"v\"}[5s])", "up{job=~\"\\\\w+\"}", "up{job=~\"no\\\\de\"}",
+    "up{job=~\"(?i)NODE\"}", "up{job=~\"node|\"}", "{__name__=~\"UP\"}", "Up", "sum(up) BY (job)", "SUM(up)",
+    "Sum by (job) (up)", "up AND up", "up Unless up", "up OFFSET 5s", "abs(Up)", "ABS(up)", "1e3 + 0x1f", "0X1F",
+    "010 + 0", "09", "0e3", "007", "1_000", "0x1.8", "1e", ".5e1", "5.e1", "NaN != NaN", "vector(NaN) == NaN",
+    "NaN == bool NaN", "Inf", "-Inf", "+Inf", "InF", "Infinity", "{s} / 0", "-{s} / 0", "0 / 0", "{s} % 0", "{s} ^ 0.5",
+    "(-1) ^ 0.5", "-1 ^ 0.5", "2 ^ 3 ^ 2", "-2 ^ 2", "2 - 3 - 4", "2 / 3 * 4", "1 + 2 * 3 % 2", "1 < bool 2 == bool 1",
+    "{s} > 0 < 1e12", "count({s}) by (job) > bool 1", "atan2(1, 2)", "1 atan2 2", "{s} atan2 {s}", "'single'", "`raw\\n`",
+    "\"esc\\x41\\u00e9\\n\\\"\"", "\"\\q\"", "label_replace({s}, \"x\", \"$$1$1\", \"job\", \"(.*)\")",
+    "label_replace({s}, \"x\", \"$1x\", \"job\", \"(.*)\")", "label_replace({s}, \"x\", \"${1}x\", \"job\", \"(.*)\")",
+    "label_replace({s}, \"__name__\", \"renamed\", \"__name__\", \".*\")", "label_replace({s}, \"job\", \"\", \"job\", \".*\")",
+    "label_join({s}, \"x\", \"-\", \"1bad\")", "label_join({s}, \"job\", \"\", \"nolabel\")",
+    "count_values without (job) (\"job\", {s})", "count_values by (job) (\"job\", {s})", "count_values(\"__name__\", {s})",
+    "count_values without (instance) (\"instance\", {s})", "topk(NaN, {s})", "bottomk(1e19, {s})", "topk(-Inf, {s})",
+    "topk(0.5, {s})", "topk(2.9, {s})", "stddev(vector(Inf))", "stdvar(-{s} / 0)", "stddev(vector(NaN))",
+    "stddev by (job) ({s} / 0)", "clamp_max({s}, NaN)", "clamp_min({s}, NaN)", "clamp({s}, NaN, 1)", "clamp({s}, 1, NaN)",
+    "clamp(-{s} / 0, 0, Inf)", "clamp_min(vector(NaN), Inf)", "clamp_max(vector(NaN), -Inf)", "clamp({s}, 2, 1)",
+    "sort(vector(NaN) or {s})", "sort_desc({s} / 0 or vector(1))", "sort(-{s} / 0)", "year(vector(NaN))",
+    "month(vector(Inf))", "day_of_week(vector(-Inf))", "hour(vector(-1.5))", "minute(vector(1e19))",
+    "days_in_month(vector(1e19))", "day_of_year(vector(-62135596801))", "year(vector(253402300800))", "day_of_month(vector(0.9))",
+    "timestamp({s} @ 1 offset 5s)", "timestamp({s} @ end() offset 10s)", "timestamp({s} offset -5s)", "timestamp(timestamp({s}))",
+    "timestamp(-{s})", "timestamp(vector(1))", "histogram_quantile(0.5, {__name__=~\".*_bucket\"})",
+    "histogram_quantile(0.5, label_replace(demo_api_request_duration_seconds_bucket, \"le\", \"x\", \"le\", \"0.1\"))",
+    "histogram_quantile(0.9, demo_api_request_duration_seconds_bucket{le=~\"0.1|1\"})", "histogram_quantile(NaN, {s})",
+    "rate({s}[1m:1s]) / irate({s}[10s:1s])", "max_over_time({s}[30s:7s] offset 3s @ end())", "quantile_over_time(0.5, {s}[1m:]) ",
+    "sum_over_time({s}[1m:999ms])", "last_over_time({s}[10s:3s] @ start())", "present_over_time({s}[5s] offset -5s)",
+    "avg_over_time(({s} > 0)[20s:1s])", "deriv({s}[5s]) * 0", "predict_linear({s}[30s], time())",
+    "holt_winters({s}[30s], 0, 0.5)", "holt_winters({s}[30s], NaN, 0.5)", "holt_winters(nonexistent[30s], 0, 0)",
+    "resets(-{s}[20s:1s])", "changes(({s} > bool 0)[30s:1s])", "irate({s}[1s])", "idelta({s}[2s])", "increase({s}[1m] @ 0)",
+    "{s} @ start() - {s} @ end()", "scalar({s}) * {s}", "vector(time()) - timestamp({s})", "{s} unless {s}", "{s} or {s}",
+    "{s} and ignoring(instance) {s}", "{s} or on() vector(1)", "vector(1) or vector(2)", "{s} * on(instance, job) group_left() {s}",
+    "{s} / ignoring(nolabel) group_right(job) {s}", "sum({s}) + sum({s})", "-sum(-{s})", "- -{s}", "-(-1)", "- - 1",
+]
 AGG = ["sum", "avg", "min", "max", "count", "group", "stddev", "stdvar"]
 ARITH = ["+", "-", "*", "/", "%", "^", "atan2"]
 CMP = ["==", "!=", ">", "<", ">=", "<="]
@@ -342,6 +392,8 @@ class Gen:
         return f"({self.vector(d - 1)})"
 
     def top(self):
+        if self.p(0.12):
+            return self.ch(PROBES).replace("{s}", self.selector()).replace("{v}", self.vector(1))
         r = self.r.random()
         d = self.ch([1, 2, 2, 3, 3, 4])
         if r < 0.8:

@@ -480,8 +480,12 @@ def balanced_call(e, open_at):
 def diff_values(x, y, what):
     if x[0] != y[0]:
         return f"{what}: timestamp {x[0]} vs {y[0]}"
-    if not same(float(x[1]), float(y[1])):
+    a, b = float(x[1]), float(y[1])
+    if not same(a, b):
         return f"{what}: value {x[1]} vs {y[1]}"
+    # The same float must be written the same way (Go's strconv: `1e+21`, `-0`, `+Inf`).
+    if (a == b or (math.isnan(a) and math.isnan(b))) and math.copysign(1, a) == math.copysign(1, b) and x[1] != y[1]:
+        return f"{what}: value written {x[1]!r} vs {y[1]!r}"
     return None
 
 

@@ -95,7 +95,8 @@ pub fn aggregate<'a>(
             t,
         )?;
         // 2.42 refuses a k that does not convert to an int64 (NaN too), whatever the input.
-        if !(k >= -9.223_372_036_854_775_808e18 && k <= 9.223_372_036_854_775_808e18) {
+        // ±2^63: Go's math.MinInt64 and math.MaxInt64 as the float64s they compare as.
+        if !(i64::MIN as f64..=-(i64::MIN as f64)).contains(&k) {
             return Err(PromError::Execution(format!(
                 "Scalar value {} overflows int64",
                 go_v(k)

@@ -227,7 +227,7 @@ fn go_seconds(range_ms: i64) -> f64 {
 /// Go's `int64(v)` on amd64: truncation toward zero, and the "integer indefinite"
 /// (`math.MinInt64`) for NaN, ±Inf and anything out of range.
 fn go_int64(v: f64) -> i64 {
-    if v >= -9.223_372_036_854_775_808e18 && v < 9.223_372_036_854_775_808e18 {
+    if (i64::MIN as f64..-(i64::MIN as f64)).contains(&v) {
         v as i64
     } else {
         i64::MIN

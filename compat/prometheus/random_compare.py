@@ -518,6 +518,15 @@ def diff_result(kind, a, b, order):
     return None
 
 
+def values_by_time(kind, result):
+    """Each timestamp's values, sorted (NaN as a string so that it sorts and compares)."""
+    out = {}
+    for s in result:
+        for t, v in ([s["value"]] if kind == "vector" else s["values"]):
+            out.setdefault(t, []).append(v if v == "NaN" else float(v))
+    return {t: sorted(vs, key=lambda v: (isinstance(v, str), v if not isinstance(v, str) else 0)) for t, vs in out.items()}
+
+
 def compare(ts, ref, path, params, order):
     c1, a = call(ts, path, params)
     c2, b = call(ref, path, params)
@@ -530,7 +539,15 @@ def compare(ts, ref, path, params, order):
     ka, kb = a["data"]["resultType"], b["data"]["resultType"]
     if ka != kb:
         return f"resultType {ka} vs {kb}"
-    return diff_result(ka, a["data"]["result"], b["data"]["result"], order and path.endswith("/query"))
+    d = diff_result(ka, a["data"]["result"], b["data"]["result"], order and path.endswith("/query"))
+    # Which of equal values topk/bottomk keep depends on their input's order, which 2.42 leaves
+    # to a Go map's iteration inside range evaluations (subqueries): ties are equal answers.
+    if d and ka in ("vector", "matrix") and re.search(r"\b(topk|bottomk)\b", params["query"], re.I):
+        va, vb = values_by_time(ka, a["data"]["result"]), values_by_time(ka, b["data"]["result"])
+        if va.keys() == vb.keys() and all(len(va[t]) == len(vb[t]) and all(
+                x == y if isinstance(x, str) or isinstance(y, str) else same(x, y) for x, y in zip(va[t], vb[t])) for t in va):
+            return None
+    return d
 
 
 def main():

@@ -151,6 +151,7 @@ fn parse_text(q: &str) -> Result<Expr, PromError> {
     let q = hw.replace_all(q, "double_exponential_smoothing$1");
     let q = octal_exponents(&q);
     check_number_durations(&q)?;
+    check_unary_plus_string(&q)?;
     let e = parser::parse(&q).map_err(|e| PromError::BadData(go_errors::parse_error(&q, &e)))?;
     if let Some(msg) = refused_by_2_42(&e) {
         return Err(PromError::BadData(go_errors::parse_error(&q, &msg)));
@@ -373,6 +374,27 @@ fn check_depth(q: &str, max: usize) -> Result<(), PromError> {
     }
     if depth(&open[0]) > max {
         return Err(too_deep());
+    }
+    Ok(())
+}
+
+/// Refuses a unary `+` before a string (`+"a"`, `f(x, +"a")`), as 2.42 does: the parser here
+/// drops a unary plus and so accepts the string alone.
+fn check_unary_plus_string(q: &str) -> Result<(), PromError> {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(
+            r#""(?:[^"\\]|\\.)*"?|'(?:[^'\\]|\\.)*'?|`[^`]*`?|#[^\n]*|(?:^|[(,])\s*(\+)\s*["'`]"#,
+        )
+        .unwrap()
+    });
+    for c in re.captures_iter(q) {
+        if let Some(plus) = c.get(1) {
+            let (line, col) = go_errors::line_col(q, plus.start());
+            return Err(PromError::BadData(format!(
+                "{line}:{col}: parse error: unary expression only allowed on expressions of type scalar or instant vector, got \"string\""
+            )));
+        }
     }
     Ok(())
 }

@@ -624,3 +624,21 @@ fn a_leading_zero_with_an_exponent_is_a_float() {
         ["x:0e3=1"]
     );
 }
+
+/// A unary plus before a string is 2.42's type error (the parser here drops the plus).
+#[test]
+fn unary_plus_on_a_string_is_refused() {
+    for (q, col) in [
+        ("+\"a\"", 1),
+        ("label_join(req, \"x\", +\"-\")", 22),
+        ("  + 'a'", 3),
+    ] {
+        assert_eq!(
+            parse(q).unwrap_err().to_string(),
+            format!("1:{col}: parse error: unary expression only allowed on expressions of type scalar or instant vector, got \"string\""),
+            "{q}"
+        );
+    }
+    assert!(parse("label_join(req, \"x\", \"+\", \"a\") + 1").is_ok());
+    assert!(parse("+req").is_ok());
+}

@@ -20,8 +20,12 @@ Prints each difference and `random compare: E/N expressions equal (K skipped, se
 """
 import json, math, random, re, sys, time, urllib.error, urllib.parse, urllib.request
 
-# Differences understood and accepted: (regex over the expression, reason). Keep it short.
+# Differences understood and accepted: (regex over the expression, regex every difference of
+# it must match, reason). Keep it short.
 SKIP = [
+    (r"\{__name__=~", r"status 200 None '' vs 422 execution 'vector cannot contain metrics with the same labelset'",
+     "tsgate lets an aggregation take a function's output whose series collide once their names are dropped "
+     "(sum(count_over_time({__name__=~\".+\"}[1h])), the ingest bench's point count, src/README); 2.42 refuses it"),
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -589,7 +593,7 @@ def main():
             if verbose:
                 print(f"ok   #{i} {expr}")
             continue
-        why = next((r for p, r in SKIP if re.search(p, expr)), None)
+        why = next((r for p, d, r in SKIP if re.search(p, expr) and all(re.search(d, x) for x in problems)), None)
         if why:
             skipped += 1
             if verbose:

@@ -832,7 +832,15 @@ fn range_fn<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
             )))
         }
     };
-    let r = ev.eval_range(arg(c, marg)?, t)?;
+    // 2.42 keeps predict_linear (its result depends on the step's time) out of its
+    // step-invariant evaluation, yet sets an `@` on its range argument as an offset from the
+    // query's start: in a range query that window moves on with the steps, over the data
+    // fetched for the `@` time alone (as here: the selector's span is not widened).
+    let r = if name == "predict_linear" {
+        ev.eval_range_drifting(arg(c, marg)?, t, t - ev.start)?
+    } else {
+        ev.eval_range(arg(c, marg)?, t)?
+    };
     if name == "absent_over_time" {
         let out = if r.series.is_empty() {
             vec![Sample {

@@ -642,3 +642,34 @@ fn unary_plus_on_a_string_is_refused() {
     assert!(parse("label_join(req, \"x\", \"+\", \"a\") + 1").is_ok());
     assert!(parse("+req").is_ok());
 }
+
+/// In a range query 2.42 sets predict_linear's `@` as an offset from the query's start and
+/// then moves the window on with the steps (predict_linear is kept out of its step-invariant
+/// evaluation); other functions keep the window at the `@` time.
+#[test]
+fn predict_linear_at_window_moves_with_range_steps() {
+    let steps = |q: &str| -> Vec<i64> {
+        let e = parse(q).unwrap();
+        let s = Settings::default();
+        let data = data_from(&e, &fixture(), 60_000, 360_000, s).unwrap();
+        match super::range_eval(&data, &e, 60_000, 360_000, 15_000, s).unwrap() {
+            super::QueryResult::Matrix(m) => m[0].1.iter().map(|p| p.0).collect(),
+            other => panic!("{other:?}"),
+        }
+    };
+    // Only [30 s, 60 s] is read for the `@` time: the window moved 15 s on still holds two of
+    // its points, 30 s on only one (Debian's 2.42 answers so).
+    assert_eq!(
+        steps("predict_linear(req{inst=\"a\"}[30s] @ 60, 0)"),
+        [60_000, 75_000]
+    );
+    assert_eq!(
+        steps("max_over_time(req{inst=\"a\"}[30s] @ 60)"),
+        (4..=24).map(|i| i * 15_000).collect::<Vec<i64>>()
+    );
+    // The line through req is t/15 s, predicted at each step's time.
+    assert_eq!(
+        at("predict_linear(req{inst=\"a\"}[30s] @ 60, 0)", 120_000).unwrap(),
+        ["inst:a,job:api=8"]
+    );
+}

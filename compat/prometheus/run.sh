@@ -5,7 +5,8 @@
 #   ref       a Prometheus with --web.enable-remote-write-receiver (same stream: storage check)
 #   reader    a Prometheus with no local data and remote_read from tsgate (reference PromQL)
 # Then compare.py checks tsgate's /api/v1/query_range against reader and ref for a list of
-# queries, that tsgate stored every sample ref stored, and replays Grafana's requests.
+# queries, that tsgate stored every sample ref stored, and replays Grafana's requests;
+# random_compare.py then runs seeded random expressions on tsgate and reader.
 # Last, a fourth Prometheus scrapes tsgate's own /metrics (scrape_check.py).
 # usage: bash compat/prometheus/run.sh [seconds of scraping, default 40]
 set -euo pipefail
@@ -70,6 +71,10 @@ sleep 1
 status=0
 START_C=$((t0 + 20))
 python3 "$here/compare.py" "http://127.0.0.1:$TS" "http://127.0.0.1:$READ" "http://127.0.0.1:$REF" "$t0" "$t1" || status=$?
+# Randomised differential: seeded PromQL expressions, range and instant queries, tsgate vs the
+# reader (RANDOM_COUNT, RANDOM_SEED to vary; `random_compare.py --only N` replays one).
+python3 "$here/random_compare.py" "http://127.0.0.1:$TS" "http://127.0.0.1:$READ" "$t0" "$t1" \
+  --count "${RANDOM_COUNT:-300}" --seed "${RANDOM_SEED:-1}" || status=1
 
 # A short variant of the PromQL compliance query set (every 7th of its 539 queries; the whole
 # set, against the reference receiver's own storage, is compliance.sh) against the reader (2.42's

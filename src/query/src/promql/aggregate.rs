@@ -69,6 +69,9 @@ pub fn aggregate<'a>(
     t: i64,
 ) -> Result<Value<'a>, PromError> {
     let op = a.op.to_string();
+    if op == "count_values" {
+        return count_values(ev, a, input, t);
+    }
     let mut groups: Vec<(LabelSet, Vec<Sample>)> = Vec::new();
     // Group label sets are shared per distinct group (see `Evaluator::group_of`).
     let mut index: HashMap<usize, usize, ahash::RandomState> = HashMap::default();
@@ -84,73 +87,29 @@ pub fn aggregate<'a>(
         groups[i].1.push(s);
     }
     let mut out = Vec::with_capacity(groups.len());
-    match op.as_str() {
-        "topk" | "bottomk" => {
-            let k = ev.eval_scalar(
-                a.param
-                    .as_deref()
-                    .ok_or_else(|| PromError::BadData(format!("{op} needs a parameter")))?,
-                t,
-            )?;
-            let k = if k.is_nan() || k < 1.0 {
-                0
-            } else if k > 1e18 {
-                usize::MAX
-            } else {
-                k as usize
-            };
-            if k == 0 {
-                return Ok(Value::Vector(out));
-            }
-            for (_, members) in groups {
-                out.extend(go_heap_k(members, k, op == "topk"));
-            }
+    if matches!(op.as_str(), "topk" | "bottomk") {
+        let k = ev.eval_scalar(
+            a.param
+                .as_deref()
+                .ok_or_else(|| PromError::BadData(format!("{op} needs a parameter")))?,
+            t,
+        )?;
+        // 2.42 refuses a k that does not convert to an int64 (NaN too), whatever the input.
+        // ±2^63: Go's math.MinInt64 and math.MaxInt64 as the float64s they compare as.
+        if !(i64::MIN as f64..=-(i64::MIN as f64)).contains(&k) {
+            return Err(PromError::Execution(format!(
+                "Scalar value {} overflows int64",
+                go_v(k)
+            )));
+        }
+        if k < 1.0 {
             return Ok(Value::Vector(out));
         }
-        "count_values" => {
-            let name = match ev.eval(
-                a.param
-                    .as_deref()
-                    .ok_or_else(|| PromError::BadData("count_values needs a label name".into()))?,
-                t,
-            )? {
-                Value::Str(s) => s,
-                other => {
-                    return Err(PromError::Execution(format!(
-                        "count_values: expected a string, got {}",
-                        other.type_name()
-                    )))
-                }
-            };
-            if !crate::promql::functions::valid_label_name(&name) {
-                return Err(PromError::Execution(format!("invalid label name {name:?}")));
-            }
-            let mut counts: Vec<(Vec<(String, String)>, f64)> = Vec::new();
-            let mut at: HashMap<Vec<(String, String)>, usize> = HashMap::new();
-            for (g, members) in groups {
-                for s in members {
-                    let mut l = g.to_vec();
-                    l.retain(|(k, _)| *k != name);
-                    l.push((name.clone(), fmt_float(s.v)));
-                    l.sort();
-                    let i = *at.entry(l.clone()).or_insert_with(|| {
-                        counts.push((l, 0.0));
-                        counts.len() - 1
-                    });
-                    counts[i].1 += 1.0;
-                }
-            }
-            return Ok(Value::Vector(
-                counts
-                    .into_iter()
-                    .map(|(l, v)| Sample {
-                        labels: Arc::new(l),
-                        v,
-                    })
-                    .collect(),
-            ));
+        let k = k as usize;
+        for (_, members) in groups {
+            out.extend(go_heap_k(members, k, op == "topk"));
         }
-        _ => {}
+        return Ok(Value::Vector(out));
     }
     let param = match op.as_str() {
         "quantile" => Some(
@@ -169,6 +128,88 @@ pub fn aggregate<'a>(
         out.push(Sample { labels: g, v });
     }
     Ok(Value::Vector(out))
+}
+
+/// `count_values` as 2.42 groups it: each sample's labels get the value label first (set to
+/// its value, replacing a label of that name), then are grouped by the modifier, with the
+/// value label added to `by` (or to no modifier) but not to `without`: a `without` naming the
+/// value label counts every value of a group together, under labels without it.
+fn count_values<'a>(
+    ev: &Evaluator<'a>,
+    a: &AggregateExpr,
+    input: Vec<Sample>,
+    t: i64,
+) -> Result<Value<'a>, PromError> {
+    let name = match ev.eval(
+        a.param
+            .as_deref()
+            .ok_or_else(|| PromError::BadData("count_values needs a label name".into()))?,
+        t,
+    )? {
+        Value::Str(s) => s,
+        other => {
+            return Err(PromError::Execution(format!(
+                "count_values: expected a string, got {}",
+                other.type_name()
+            )))
+        }
+    };
+    if !crate::promql::functions::valid_label_name(&name) {
+        return Err(PromError::Execution(format!("invalid label name {name:?}")));
+    }
+    let mut counts: Vec<(Vec<(String, String)>, f64)> = Vec::new();
+    let mut at: HashMap<Vec<(String, String)>, usize> = HashMap::new();
+    for s in input {
+        // The sample's labels with the value label set, then grouped.
+        let set = s
+            .labels
+            .iter()
+            .filter(|(k, _)| *k != name)
+            .cloned()
+            .chain(std::iter::once((name.clone(), fmt_float(s.v))));
+        let mut l: Vec<(String, String)> = match &a.modifier {
+            None => set.filter(|(k, _)| *k == name).collect(),
+            Some(LabelModifier::Include(ls)) => set
+                .filter(|(k, _)| *k == name || ls.labels.iter().any(|n| n == k))
+                .collect(),
+            Some(LabelModifier::Exclude(ls)) => set
+                .filter(|(k, _)| k != "__name__" && !ls.labels.iter().any(|n| n == k))
+                .collect(),
+        };
+        l.sort();
+        let i = *at.entry(l.clone()).or_insert_with(|| {
+            counts.push((l, 0.0));
+            counts.len() - 1
+        });
+        counts[i].1 += 1.0;
+    }
+    Ok(Value::Vector(
+        counts
+            .into_iter()
+            .map(|(l, v)| Sample {
+                labels: Arc::new(l),
+                v,
+            })
+            .collect(),
+    ))
+}
+
+/// Go's `%v` of a float64 (`strconv.FormatFloat(v, 'g', -1, 64)`): `NaN`, `+Inf`, `1e+19`,
+/// `123456`, `1.234567e+06`.
+fn go_v(v: f64) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "+Inf" } else { "-Inf" }.into();
+    }
+    let e = format!("{v:e}");
+    let (mant, exp) = e.split_once('e').expect("exponent form");
+    let exp: i32 = exp.parse().expect("exponent");
+    if (-4..6).contains(&exp) {
+        return format!("{v}");
+    }
+    format!("{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
 }
 
 /// One group's value for an operator without a vector result: `vals` are its members' values
@@ -202,8 +243,10 @@ pub(crate) fn combine(op: &str, vals: &[f64], param: Option<f64>) -> Result<f64,
             .iter()
             .fold(vals[0], |m, &v| if m < v || m.is_nan() { v } else { m }),
         "stddev" | "stdvar" => {
-            let (mut n, mut mean, mut acc) = (0.0, 0.0, 0.0);
-            for &v in vals {
+            // 2.42 starts a group at its first value with nothing accumulated: a lone ±Inf or
+            // NaN has a deviation of 0, not the NaN of Inf - Inf.
+            let (mut n, mut mean, mut acc) = (1.0, vals[0], 0.0);
+            for &v in &vals[1..] {
                 n += 1.0;
                 let d = v - mean;
                 mean += d / n;

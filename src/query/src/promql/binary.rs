@@ -12,6 +12,12 @@ fn is_comparison(op: &str) -> bool {
     matches!(op, "==" | "!=" | ">" | "<" | ">=" | "<=")
 }
 
+/// Whether the result loses the metric name (2.42's `shouldDropMetricName`): arithmetic
+/// does, except `atan2`, which keeps it like the comparisons.
+fn drops_name(op: &str) -> bool {
+    matches!(op, "+" | "-" | "*" | "/" | "%" | "^")
+}
+
 fn is_set(op: &str) -> bool {
     matches!(op, "and" | "or" | "unless")
 }
@@ -129,7 +135,7 @@ fn vector_scalar<'a>(
         } else if !keep {
             continue;
         }
-        let labels = if !cmp || return_bool {
+        let labels = if drops_name(op) || return_bool {
             drop_name(&smp.labels)
         } else {
             smp.labels
@@ -186,25 +192,17 @@ fn vector_vector<'a>(
         let sig = signature(&s.labels, on, names);
         if let Some(dup) = one_sigs.get(&sig) {
             let side = if one_to_many { "left" } else { "right" };
-            let matched: Vec<(String, String)> = if on {
-                sig.clone()
-            } else {
-                s.labels
-                    .iter()
-                    .filter(|(k, _)| names.iter().any(|n| n == k))
-                    .cloned()
-                    .collect()
-            };
+            // 2.42 names the match group by the signature's labels (`MatchLabels`): the
+            // `on` labels, or all but the `ignoring` ones and the metric name.
             return Err(PromError::Execution(format!(
                 "found duplicate series for the match group {} on the {side} hand-side of the operation: [{}, {}];many-to-many matching not allowed: matching labels must be unique on one side",
-                render(&matched),
+                render(&sig),
                 render(&s.labels),
                 render(&dup.labels)
             )));
         }
         one_sigs.insert(sig, s);
     }
-    let cmp = is_comparison(op);
     let one_to_one = matches!(card, VectorMatchCardinality::OneToOne);
     let mut matched: HashMap<Vec<(String, String)>, HashSet<LabelSet>> = HashMap::new();
     let mut out = Vec::new();
@@ -222,7 +220,7 @@ fn vector_vector<'a>(
         }
         // Result labels (Prometheus' resultMetric).
         let mut labels: Vec<(String, String)> = s.labels.as_ref().clone();
-        if !cmp || return_bool {
+        if drops_name(op) || return_bool {
             labels.retain(|(k, _)| k != "__name__");
         }
         if one_to_one {

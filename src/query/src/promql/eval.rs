@@ -258,9 +258,21 @@ impl<'a> Evaluator<'a> {
 
     /// Evaluates a range-vector argument: a matrix selector or a subquery.
     pub fn eval_range(&self, e: &Expr, t: i64) -> Result<Ranged<'a>, PromError> {
+        self.eval_range_drifting(e, t, 0)
+    }
+
+    /// [`Self::eval_range`] with an `@` time that moves on with the steps by `drift` ms: how
+    /// 2.42 evaluates predict_linear's range argument in a range query (see functions.rs).
+    pub fn eval_range_drifting(
+        &self,
+        e: &Expr,
+        t: i64,
+        drift: i64,
+    ) -> Result<Ranged<'a>, PromError> {
         match unwrap_parens(e) {
             Expr::MatrixSelector(ms) => {
-                let te = self.shifted(t, &ms.vs.at, &ms.vs.offset);
+                let te = self.shifted(t, &ms.vs.at, &ms.vs.offset)
+                    + if ms.vs.at.is_some() { drift } else { 0 };
                 let r = dur_ms(&ms.range);
                 let all = self.series(&ms.vs);
                 let mut cursors = self.memo.cursors.borrow_mut();
@@ -286,7 +298,8 @@ impl<'a> Evaluator<'a> {
                 })
             }
             Expr::Subquery(sq) => {
-                let te = self.shifted(t, &sq.at, &sq.offset);
+                let te =
+                    self.shifted(t, &sq.at, &sq.offset) + if sq.at.is_some() { drift } else { 0 };
                 let r = dur_ms(&sq.range);
                 let step = sq
                     .step

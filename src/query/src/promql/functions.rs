@@ -224,47 +224,112 @@ fn go_seconds(range_ms: i64) -> f64 {
     (ns / 1_000_000_000) as f64 + (ns % 1_000_000_000) as f64 / 1e9
 }
 
-fn date_part(name: &str, secs: f64) -> f64 {
-    if !secs.is_finite() {
-        return f64::NAN;
+/// Go's `int64(v)` on amd64: truncation toward zero, and the "integer indefinite"
+/// (`math.MinInt64`) for NaN, ±Inf and anything out of range.
+fn go_int64(v: f64) -> i64 {
+    if (i64::MIN as f64..-(i64::MIN as f64)).contains(&v) {
+        v as i64
+    } else {
+        i64::MIN
     }
-    let s = secs.floor() as i64;
-    let days = s.div_euclid(86_400);
-    let sod = s.rem_euclid(86_400);
-    // Civil date from days since the epoch (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy_mar = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy_mar + 2) / 153;
-    let d = doy_mar - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
-    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    let month_days = [
-        31,
-        if leap { 29 } else { 28 },
-        31,
-        30,
-        31,
-        30,
-        31,
-        31,
-        30,
-        31,
-        30,
-        31,
-    ];
+}
+
+/// Go's `time` (as 2.42 was built with it) on a Unix second, wrapping where Go wraps: the
+/// calendar fields the date functions read from `time.Unix(sec, 0).UTC()`.
+mod go_time {
+    const DAY: u64 = 86_400;
+    const ABSOLUTE_ZERO_YEAR: i64 = -292_277_022_399;
+    /// `unixToInternal + internalToAbsolute`: Unix seconds to Go's "absolute" seconds.
+    const UNIX_TO_ABSOLUTE: i64 = 9_223_372_028_715_321_600;
+    const DAYS_BEFORE: [u64; 13] = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334, 365];
+
+    pub fn abs(unix: i64) -> u64 {
+        unix.wrapping_add(UNIX_TO_ABSOLUTE) as u64
+    }
+
+    fn is_leap(y: i64) -> bool {
+        y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)
+    }
+
+    /// (year, month 1-12, day of month, day of year from 0) of an absolute time.
+    pub fn date(abs: u64) -> (i64, u64, u64, u64) {
+        let mut d = abs / DAY;
+        let mut n = d / 146_097;
+        let mut y = 400 * n;
+        d -= 146_097 * n;
+        n = d / 36_524;
+        n -= n >> 2;
+        y = y.wrapping_add(100 * n);
+        d -= 36_524 * n;
+        n = d / 1_461;
+        y = y.wrapping_add(4 * n);
+        d -= 1_461 * n;
+        n = d / 365;
+        n -= n >> 2;
+        y = y.wrapping_add(n);
+        d -= 365 * n;
+        let year = (y as i64).wrapping_add(ABSOLUTE_ZERO_YEAR);
+        let yday = d;
+        let mut day = yday;
+        if is_leap(year) {
+            if day == 31 + 29 - 1 {
+                return (year, 2, 29, yday);
+            }
+            if day > 31 + 29 - 1 {
+                day -= 1;
+            }
+        }
+        let mut month = (day / 31) as usize;
+        let end = DAYS_BEFORE[month + 1];
+        let begin = if day >= end {
+            month += 1;
+            end
+        } else {
+            DAYS_BEFORE[month]
+        };
+        (year, month as u64 + 1, day - begin + 1, yday)
+    }
+
+    /// Go's `daysSinceEpoch`: days from the absolute epoch to January 1st of `year`.
+    fn days_since_epoch(year: i64) -> u64 {
+        let mut y = year.wrapping_sub(ABSOLUTE_ZERO_YEAR) as u64;
+        let mut n = y / 400;
+        y -= 400 * n;
+        let mut d = 146_097u64.wrapping_mul(n);
+        n = y / 100;
+        y -= 100 * n;
+        d = d.wrapping_add(36_524 * n);
+        n = y / 4;
+        y -= 4 * n;
+        d = d.wrapping_add(1_461 * n);
+        d.wrapping_add(365 * y)
+    }
+
+    /// `32 - time.Date(year, month, 32, 0, 0, 0, 0, time.UTC).Day()`, as 2.42 counts days.
+    pub fn days_in_month(year: i64, month: u64) -> u64 {
+        let mut d = days_since_epoch(year).wrapping_add(DAYS_BEFORE[month as usize - 1]);
+        if is_leap(year) && month >= 3 {
+            d = d.wrapping_add(1);
+        }
+        d = d.wrapping_add(31);
+        32 - date(d.wrapping_mul(DAY)).2
+    }
+}
+
+/// A date function of Unix second `unix`, as 2.42 computes it through Go's `time`.
+fn date_part(name: &str, unix: i64) -> f64 {
+    let abs = go_time::abs(unix);
+    let (year, month, day, yday) = go_time::date(abs);
     (match name {
-        "day_of_month" => d,
-        "day_of_week" => (days + 4).rem_euclid(7),
-        "day_of_year" => month_days[..(m - 1) as usize].iter().sum::<i64>() + d,
-        "days_in_month" => month_days[(m - 1) as usize],
-        "hour" => sod / 3600,
-        "minute" => sod % 3600 / 60,
-        "month" => m,
-        "year" => y,
+        "day_of_month" => day,
+        // Go's absolute epoch starts on a Monday.
+        "day_of_week" => abs.wrapping_add(86_400) % 604_800 / 86_400,
+        "day_of_year" => yday + 1,
+        "days_in_month" => go_time::days_in_month(year, month),
+        "hour" => abs % 86_400 / 3_600,
+        "minute" => abs % 3_600 / 60,
+        "month" => month,
+        "year" => return year as f64,
         _ => 0,
     }) as f64
 }
@@ -315,7 +380,10 @@ fn map_vector(v: Vec<Sample>, f: impl Fn(f64) -> f64) -> Vec<Sample> {
         .collect()
 }
 
-/// Labels for `absent()`: the selector's equality matchers (a name matched twice is dropped).
+/// Labels for `absent()`: the selector's equality matchers, in order, as 2.42 builds them:
+/// the first `=` of a name sets it, and any later matcher of that name (another `=`, or a
+/// `!=`, `=~`, `!~`) deletes it again; a non-equality matcher before any `=` deletes nothing.
+/// An empty value sets no label.
 fn absent_labels(e: &Expr) -> LabelSet {
     let vs = match unwrap_parens(e) {
         Expr::VectorSelector(vs) => vs,
@@ -323,19 +391,20 @@ fn absent_labels(e: &Expr) -> LabelSet {
         _ => return Arc::new(Vec::new()),
     };
     let mut out: Vec<(String, String)> = Vec::new();
-    let mut dup: Vec<String> = Vec::new();
+    let mut has: Vec<&str> = Vec::new();
     for m in &vs.matchers.matchers {
         if m.name == "__name__" {
             continue;
         }
-        if matches!(m.op, promql_parser::label::MatchOp::Equal) {
-            if out.iter().any(|(k, _)| *k == m.name) {
-                dup.push(m.name.clone());
+        out.retain(|(k, _)| *k != m.name);
+        if matches!(m.op, promql_parser::label::MatchOp::Equal) && !has.contains(&m.name.as_str()) {
+            // An empty value is no label (`absent(x{job=""})` has no `job`).
+            if !m.value.is_empty() {
+                out.push((m.name.clone(), m.value.clone()));
             }
-            out.push((m.name.clone(), m.value.clone()));
+            has.push(&m.name);
         }
     }
-    out.retain(|(k, _)| !dup.contains(k));
     out.sort();
     Arc::new(out)
 }
@@ -434,30 +503,25 @@ pub fn eval<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
         }
         "clamp" | "clamp_min" | "clamp_max" => {
             let v = ev.eval_vector(arg(c, 0)?, t)?;
-            let (lo, hi) = match name {
-                "clamp" => (
-                    ev.eval_scalar(arg(c, 1)?, t)?,
-                    ev.eval_scalar(arg(c, 2)?, t)?,
-                ),
-                "clamp_min" => (ev.eval_scalar(arg(c, 1)?, t)?, f64::NAN),
-                _ => (f64::NAN, ev.eval_scalar(arg(c, 1)?, t)?),
-            };
-            if name == "clamp" && hi < lo {
-                Vec::new()
-            } else {
-                // Go's math.Max/Min propagate NaN; an absent bound is skipped.
-                map_vector(v, |x| {
-                    let x = if lo.is_nan() && name != "clamp" {
-                        x
+            // Go's math.Max/Min, which propagate a NaN bound too.
+            match name {
+                "clamp" => {
+                    let lo = ev.eval_scalar(arg(c, 1)?, t)?;
+                    let hi = ev.eval_scalar(arg(c, 2)?, t)?;
+                    if hi < lo {
+                        Vec::new()
                     } else {
-                        go_max(lo, x)
-                    };
-                    if hi.is_nan() && name != "clamp" {
-                        x
-                    } else {
-                        go_min(hi, x)
+                        map_vector(v, |x| go_max(lo, go_min(hi, x)))
                     }
-                })
+                }
+                "clamp_min" => {
+                    let lo = ev.eval_scalar(arg(c, 1)?, t)?;
+                    map_vector(v, |x| go_max(lo, x))
+                }
+                _ => {
+                    let hi = ev.eval_scalar(arg(c, 1)?, t)?;
+                    map_vector(v, |x| go_min(hi, x))
+                }
             }
         }
         "timestamp" => {
@@ -479,10 +543,12 @@ pub fn eval<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
             if c.args.args.is_empty() {
                 vec![Sample {
                     labels: Arc::new(Vec::new()),
-                    v: date_part(name, t as f64 / 1000.0),
+                    v: date_part(name, t / 1000),
                 }]
             } else {
-                map_vector(ev.eval_vector(arg(c, 0)?, t)?, |v| date_part(name, v))
+                map_vector(ev.eval_vector(arg(c, 0)?, t)?, |v| {
+                    date_part(name, go_int64(v))
+                })
             }
         }
         "absent" => {
@@ -498,14 +564,7 @@ pub fn eval<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
         }
         "sort" | "sort_desc" => {
             let mut v = ev.eval_vector(arg(c, 0)?, t)?;
-            let desc = name == "sort_desc";
-            v.sort_by(|a, b| match (a.v.is_nan(), b.v.is_nan()) {
-                (true, true) => std::cmp::Ordering::Equal,
-                (true, false) => std::cmp::Ordering::Less,
-                (false, true) => std::cmp::Ordering::Greater,
-                _ if desc => b.v.partial_cmp(&a.v).unwrap(),
-                _ => a.v.partial_cmp(&b.v).unwrap(),
-            });
+            go_sort(&mut v, name == "sort_desc");
             return Ok(Value::Vector(v));
         }
         "label_replace" => {
@@ -582,6 +641,11 @@ pub fn eval<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
                 ));
             }
             let (dst, sep, srcs) = (&strs[0], &strs[1], &strs[2..]);
+            if let Some(bad) = srcs.iter().find(|s| !valid_label_name(s)) {
+                return Err(PromError::Execution(format!(
+                    "invalid source label name in label_join(): {bad}"
+                )));
+            }
             if !valid_label_name(dst) {
                 return Err(PromError::Execution(format!(
                     "invalid destination label name in label_join(): {dst}"
@@ -636,14 +700,21 @@ pub fn eval<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
                 let Some(bound) = parse_go_float(le) else {
                     continue;
                 };
+                // Buckets group by every label but `le`, the metric name too (2.42): two
+                // histograms apart only by name stay apart, and collide once it is dropped.
                 let key: Vec<(String, String)> = s
                     .labels
                     .iter()
-                    .filter(|(k, _)| k != "le" && k != "__name__")
+                    .filter(|(k, _)| k != "le")
                     .cloned()
                     .collect();
                 let i = *at.entry(key.clone()).or_insert_with(|| {
-                    groups.push((key, Vec::new()));
+                    let out = key
+                        .iter()
+                        .filter(|(k, _)| k != "__name__")
+                        .cloned()
+                        .collect();
+                    groups.push((out, Vec::new()));
                     groups.len() - 1
                 });
                 groups[i].1.push((bound, s.v));
@@ -665,19 +736,66 @@ pub fn eval<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
     Ok(Value::Vector(out))
 }
 
+/// `sort`/`sort_desc` as 2.42 orders: NaN last in both (its "less" puts an element before a
+/// NaN). Up to 12 elements Go's `sort.Sort` is an insertion sort, whose swaps with that "less"
+/// also reverse the NaNs among themselves; longer vectors are sorted stably, NaNs last.
+fn go_sort(v: &mut [Sample], desc: bool) {
+    // Whether `a` goes before `b`: 2.42's Less(j, i) under sort.Reverse.
+    let before = |a: f64, b: f64| b.is_nan() || if desc { a > b } else { a < b };
+    if v.len() <= 12 {
+        for i in 1..v.len() {
+            let mut j = i;
+            while j > 0 && before(v[j].v, v[j - 1].v) {
+                v.swap(j, j - 1);
+                j -= 1;
+            }
+        }
+        return;
+    }
+    v.sort_by(|a, b| match (a.v.is_nan(), b.v.is_nan()) {
+        (true, true) => std::cmp::Ordering::Equal,
+        (true, false) => std::cmp::Ordering::Greater,
+        (false, true) => std::cmp::Ordering::Less,
+        _ if desc => b.v.partial_cmp(&a.v).expect("not NaN"),
+        _ => a.v.partial_cmp(&b.v).expect("not NaN"),
+    });
+}
+
+/// Go's `math.Max`: +Inf wins even over NaN, then NaN wins, and +0 over -0.
 fn go_max(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() {
+    if a == f64::INFINITY || b == f64::INFINITY {
+        f64::INFINITY
+    } else if a.is_nan() || b.is_nan() {
         f64::NAN
+    } else if a == 0.0 && b == 0.0 {
+        if a.is_sign_negative() {
+            b
+        } else {
+            a
+        }
+    } else if a > b {
+        a
     } else {
-        a.max(b)
+        b
     }
 }
 
+/// Go's `math.Min`: -Inf wins even over NaN, then NaN wins, and -0 over +0.
 fn go_min(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() {
+    if a == f64::NEG_INFINITY || b == f64::NEG_INFINITY {
+        f64::NEG_INFINITY
+    } else if a.is_nan() || b.is_nan() {
         f64::NAN
+    } else if a == 0.0 && b == 0.0 {
+        if a.is_sign_negative() {
+            a
+        } else {
+            b
+        }
+    } else if a < b {
+        a
     } else {
-        a.min(b)
+        b
     }
 }
 
@@ -714,7 +832,15 @@ fn range_fn<'a>(ev: &Evaluator<'a>, c: &Call, t: i64) -> Result<Value<'a>, PromE
             )))
         }
     };
-    let r = ev.eval_range(arg(c, marg)?, t)?;
+    // 2.42 keeps predict_linear (its result depends on the step's time) out of its
+    // step-invariant evaluation, yet sets an `@` on its range argument as an offset from the
+    // query's start: in a range query that window moves on with the steps, over the data
+    // fetched for the `@` time alone (as here: the selector's span is not widened).
+    let r = if name == "predict_linear" {
+        ev.eval_range_drifting(arg(c, marg)?, t, t - ev.start)?
+    } else {
+        ev.eval_range(arg(c, marg)?, t)?
+    };
     if name == "absent_over_time" {
         let out = if r.series.is_empty() {
             vec![Sample {
@@ -1022,7 +1148,7 @@ mod tests {
     #[test]
     fn dates() {
         // 2023-11-14T22:13:20Z is a Tuesday, day 318.
-        let t = 1_700_000_000.0;
+        let t = 1_700_000_000;
         assert_eq!(
             [
                 "year",
@@ -1037,7 +1163,7 @@ mod tests {
             .map(|n| date_part(n, t)),
             [2023.0, 11.0, 14.0, 22.0, 13.0, 2.0, 318.0, 30.0]
         );
-        assert_eq!(date_part("month", 951_782_400.0), 2.0); // 2000-02-29
-        assert_eq!(date_part("days_in_month", 951_782_400.0), 29.0);
+        assert_eq!(date_part("month", 951_782_400), 2.0); // 2000-02-29
+        assert_eq!(date_part("days_in_month", 951_782_400), 29.0);
     }
 }

@@ -5,7 +5,7 @@
 //! an error it leaves generic ("invalid promql query") keeps position 1:1.
 
 /// `line:col` of byte offset `at` in `q`, 1-based, as Prometheus' `PositionRange` prints it.
-fn line_col(q: &str, at: usize) -> (usize, usize) {
+pub(super) fn line_col(q: &str, at: usize) -> (usize, usize) {
     let at = at.min(q.len());
     let before = &q.as_bytes()[..at];
     let line = before.iter().filter(|b| **b == b'\n').count() + 1;

@@ -149,8 +149,134 @@ fn parse_text(q: &str) -> Result<Expr, PromError> {
     }
     let hw = HW.get_or_init(|| regex::Regex::new(r"\bholt_winters(\s*\()").unwrap());
     let q = hw.replace_all(q, "double_exponential_smoothing$1");
+    let q = octal_exponents(&q);
     check_number_durations(&q)?;
-    parser::parse(&q).map_err(|e| PromError::BadData(go_errors::parse_error(&q, &e)))
+    check_unary_plus_string(&q)?;
+    let e = parser::parse(&q).map_err(|e| PromError::BadData(go_errors::parse_error(&q, &e)))?;
+    if let Some(msg) = refused_by_2_42(&e) {
+        return Err(PromError::BadData(go_errors::parse_error(&q, &msg)));
+    }
+    Ok(e)
+}
+
+/// Functions Prometheus 2.42 knows (its parser's function table; `holt_winters` is the
+/// parser's `double_exponential_smoothing` here).
+const FUNCTIONS_2_42: &[&str] = &[
+    "abs",
+    "absent",
+    "absent_over_time",
+    "acos",
+    "acosh",
+    "asin",
+    "asinh",
+    "atan",
+    "atanh",
+    "avg_over_time",
+    "ceil",
+    "changes",
+    "clamp",
+    "clamp_max",
+    "clamp_min",
+    "cos",
+    "cosh",
+    "count_over_time",
+    "days_in_month",
+    "day_of_month",
+    "day_of_week",
+    "day_of_year",
+    "deg",
+    "delta",
+    "deriv",
+    "exp",
+    "floor",
+    "histogram_count",
+    "histogram_sum",
+    "histogram_fraction",
+    "histogram_quantile",
+    "double_exponential_smoothing",
+    "hour",
+    "idelta",
+    "increase",
+    "irate",
+    "label_replace",
+    "label_join",
+    "last_over_time",
+    "ln",
+    "log10",
+    "log2",
+    "max_over_time",
+    "min_over_time",
+    "minute",
+    "month",
+    "pi",
+    "predict_linear",
+    "present_over_time",
+    "quantile_over_time",
+    "rad",
+    "rate",
+    "resets",
+    "round",
+    "scalar",
+    "sgn",
+    "sin",
+    "sinh",
+    "sort",
+    "sort_desc",
+    "sqrt",
+    "stddev_over_time",
+    "stdvar_over_time",
+    "sum_over_time",
+    "tan",
+    "tanh",
+    "time",
+    "timestamp",
+    "vector",
+    "year",
+];
+
+/// What 2.42's parser refuses in a tree this parser accepts, worded as this parser words it
+/// (for `go_errors` to reword and place): a function (or aggregation: 2.42's lexer has no
+/// `limitk`, so `limitk(…)` is a call to it) 2.42 does not have, and a scalar argument to
+/// `exp`, `ln`, `log2` or `log10`, which this parser lets through when it is a NaN, an
+/// infinity or (for the logarithms) not positive.
+fn refused_by_2_42(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Call(c) => {
+            let name = c.func.name;
+            if !FUNCTIONS_2_42.contains(&name) {
+                return Some(format!("unknown function with name '{name}'"));
+            }
+            if matches!(name, "exp" | "ln" | "log2" | "log10") {
+                if let Some(t) = c.args.args.first().map(|a| a.value_type()) {
+                    if t != ValueType::Vector {
+                        return Some(format!(
+                            "expected type vector in call to function '{name}', got {t}"
+                        ));
+                    }
+                }
+            }
+            c.args.args.iter().find_map(|a| refused_by_2_42(a))
+        }
+        Expr::Aggregate(a) => {
+            let op = a.op.to_string();
+            if matches!(op.as_str(), "limitk" | "limit_ratio") {
+                return Some(format!("unknown function with name '{op}'"));
+            }
+            a.param
+                .as_deref()
+                .and_then(refused_by_2_42)
+                .or_else(|| refused_by_2_42(&a.expr))
+        }
+        Expr::Unary(u) => refused_by_2_42(&u.expr),
+        Expr::Binary(b) => refused_by_2_42(&b.lhs).or_else(|| refused_by_2_42(&b.rhs)),
+        Expr::Paren(p) => refused_by_2_42(&p.expr),
+        Expr::Subquery(s) => refused_by_2_42(&s.expr),
+        Expr::NumberLiteral(_)
+        | Expr::StringLiteral(_)
+        | Expr::VectorSelector(_)
+        | Expr::MatrixSelector(_)
+        | Expr::Extension(_) => None,
+    }
 }
 
 /// Refuses a query whose syntax tree could be deeper than `max`, from its text alone: the
@@ -252,13 +378,70 @@ fn check_depth(q: &str, max: usize) -> Result<(), PromError> {
     Ok(())
 }
 
+/// Refuses a unary `+` before a string (`+"a"`, `f(x, +"a")`), as 2.42 does: the parser here
+/// drops a unary plus and so accepts the string alone.
+fn check_unary_plus_string(q: &str) -> Result<(), PromError> {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(
+            r#""(?:[^"\\]|\\.)*"?|'(?:[^'\\]|\\.)*'?|`[^`]*`?|#[^\n]*|(?:^|[(,])\s*(\+)\s*["'`]"#,
+        )
+        .unwrap()
+    });
+    for c in re.captures_iter(q) {
+        if let Some(plus) = c.get(1) {
+            let (line, col) = go_errors::line_col(q, plus.start());
+            return Err(PromError::BadData(format!(
+                "{line}:{col}: parse error: unary expression only allowed on expressions of type scalar or instant vector, got \"string\""
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `0e3`, `07e1`: a number with a leading zero and an exponent but no point, which Go reads
+/// as a float (`ParseInt` fails, `ParseFloat` takes it) and the parser here as a malformed
+/// octal. A point before the exponent (`0.e3`) makes it the float 2.42 reads.
+fn octal_exponents(q: &str) -> std::borrow::Cow<'_, str> {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    // Strings and comments first, so that what they hold is kept as it is.
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(
+            r#""(?:[^"\\]|\\.)*"?|'(?:[^'\\]|\\.)*'?|`[^`]*`?|#[^\n]*|(^|[^0-9A-Za-z_.:])(0[0-9]*)([eE][+-]?[0-9]*)\b"#,
+        )
+        .unwrap()
+    });
+    re.replace_all(q, |c: &regex::Captures| {
+        match (c.get(1), c.get(2), c.get(3)) {
+            (Some(before), Some(m), Some(e)) => {
+                format!("{}{}.{}", before.as_str(), m.as_str(), e.as_str())
+            }
+            _ => c[0].to_string(),
+        }
+    })
+}
+
 /// Refuses a plain number where a duration goes (a range `[…]`, a subquery's `[…:…]`, after
-/// `offset`) that no duration can hold: NaN, ±Inf, or more seconds than `Duration` has. The
-/// parser converts such a number with `Duration::from_secs_f64`, which panics on them
-/// (`up[10m:1e30]`, found by the fuzzer).
+/// `offset`), as 2.42's lexer and parser do (3.x, and the parser here, take it as seconds):
+/// `missing unit character in duration` where a range starts, `unexpected number "5" in
+/// subquery selector, …` after its colon, `unexpected number "5" in offset, …` after
+/// `offset`. A NaN or an infinity there, which the parser would convert with
+/// `Duration::from_secs_f64` and panic on (`up[5m:Inf]`), is refused too.
 fn check_number_durations(q: &str) -> Result<(), PromError> {
+    static NUMBER: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    // What 2.42's `scanNumber` takes for a number: hex, or digits, a point, an exponent.
+    let number = NUMBER.get_or_init(|| {
+        regex::Regex::new(r"^(?:0[xX][0-9a-fA-F]*|[0-9.][0-9]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]*)?)$")
+            .unwrap()
+    });
+    let refuse = |at: usize, msg: String| {
+        let (line, col) = go_errors::line_col(q, at);
+        Err(PromError::BadData(format!(
+            "{line}:{col}: parse error: {msg}"
+        )))
+    };
     let b = q.as_bytes();
-    let (mut i, mut depth, mut after_offset) = (0, 0usize, false);
+    let (mut i, mut depth, mut after_offset, mut after_colon) = (0, 0usize, false, false);
     while i < b.len() {
         let c = b[i];
         match c {
@@ -278,8 +461,12 @@ fn check_number_durations(q: &str) -> Result<(), PromError> {
                 }
                 continue;
             }
-            b'[' => depth += 1,
+            b'[' => {
+                depth += 1;
+                after_colon = false;
+            }
             b']' => depth = depth.saturating_sub(1),
+            b':' if depth > 0 => after_colon = true,
             _ if c.is_ascii_alphanumeric() || c == b'.' || c == b'_' => {
                 let start = i;
                 while i < b.len()
@@ -292,12 +479,27 @@ fn check_number_durations(q: &str) -> Result<(), PromError> {
                 }
                 let word = &q[start..i];
                 if depth > 0 || after_offset {
+                    if number.is_match(word) {
+                        // Go's item description: the token quoted, cut to 10 bytes.
+                        let desc = if word.len() > 10 {
+                            format!("{:?}...", &word[..10])
+                        } else {
+                            format!("{word:?}")
+                        };
+                        return refuse(
+                            start,
+                            if after_offset {
+                                format!("unexpected number {desc} in offset, expected duration")
+                            } else if after_colon {
+                                format!("unexpected number {desc} in subquery selector, expected duration or \"]\"")
+                            } else {
+                                "missing unit character in duration".into()
+                            },
+                        );
+                    }
                     if let Ok(n) = word.parse::<f64>() {
                         if std::time::Duration::try_from_secs_f64(n).is_err() {
-                            return Err(PromError::BadData(format!(
-                                "1:{}: parse error: duration out of range: {word:?}",
-                                start + 1
-                            )));
+                            return refuse(start, format!("duration out of range: {word:?}"));
                         }
                     }
                 }

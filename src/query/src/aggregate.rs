@@ -297,7 +297,7 @@ pub fn aggregate(agg: Aggregator, inputs: &[&[(u64, Num)]]) -> Vec<(u64, Num)> {
 /// [`aggregate`] for series of rates, as OpenTSDB's `AggregationIterator` does with `rate`:
 /// a series without a rate at a timestamp takes its previous rate (no interpolation, whatever
 /// the aggregator), and before its first emitted rate it takes `leads[i]`, the rate of its
-/// first point against time zero ([`crate::downsample::rate_lead`]), so it counts from the
+/// first point against time zero (`rate_lead` in the downsampler module), so it counts from the
 /// group's first timestamp on. It stops counting after its last rate.
 pub fn aggregate_rates(
     agg: Aggregator,

@@ -6,8 +6,6 @@ mod common;
 
 use common::*;
 use serde_json::Value;
-use std::io::Write;
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 const T0: i64 = 1_700_000_000 - 1_700_000_000 % 600;
@@ -19,23 +17,12 @@ struct Graphite {
 
 /// A server holding `m.a` = 1..6 and `m.b` = 10, 20, … 60 every 60 s from T0.
 fn start() -> Graphite {
-    let dir = tempfile::tempdir().unwrap();
-    let plain = format!("127.0.0.1:{}", free_port());
-    let cfg = dir.path().join("tsgate.toml");
-    std::fs::write(
-        &cfg,
-        format!("[server]\ngraphite_listen = \"{plain}\"\npickle_listen = \"\"\n[write]\nflush_interval_ms = 100\n"),
-    )
-    .unwrap();
-    let server = Server::start_with(&dir.path().join("data"), Some(&cfg));
-    let mut c = TcpStream::connect(&plain).unwrap();
     let mut lines = String::new();
     for i in 0..6i64 {
         lines.push_str(&format!("m.a {} {}\n", i + 1, T0 + i * 60));
         lines.push_str(&format!("m.b {} {}\n", (i + 1) * 10, T0 + i * 60));
     }
-    c.write_all(lines.as_bytes()).unwrap();
-    drop(c);
+    let (server, dir) = start_carbon_with(&lines);
     let g = Graphite { server, _dir: dir };
     let deadline = Instant::now() + Duration::from_secs(15);
     while json(&g, "m.*", "")

@@ -7,8 +7,6 @@ mod common;
 
 use common::*;
 use serde_json::{json, Value};
-use std::io::Write;
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 /// 2023-11-14 22:00:00 UTC (23:00 in Berlin).
@@ -24,16 +22,6 @@ const PATHS: [&str; 5] = ["a.b.c1", "a.b.c2", "a.x.c1", "a.leaf", "a.leaf.x"];
 /// The dotted series above and 104 tagged ones (tags `k000`…`k103`), six points each, every
 /// 60 s from T0.
 fn start() -> Graphite {
-    let dir = tempfile::tempdir().unwrap();
-    let plain = format!("127.0.0.1:{}", free_port());
-    let cfg = dir.path().join("tsgate.toml");
-    std::fs::write(
-        &cfg,
-        format!("[server]\ngraphite_listen = \"{plain}\"\npickle_listen = \"\"\n[write]\nflush_interval_ms = 100\n"),
-    )
-    .unwrap();
-    let server = Server::start_with(&dir.path().join("data"), Some(&cfg));
-    let mut c = TcpStream::connect(&plain).unwrap();
     let mut lines = String::new();
     for i in 0..6i64 {
         for (n, p) in PATHS.iter().enumerate() {
@@ -43,8 +31,7 @@ fn start() -> Graphite {
             lines.push_str(&format!("t;k{k:03}=v;host=h{} 1 {}\n", k % 3, T0 + i * 60));
         }
     }
-    c.write_all(lines.as_bytes()).unwrap();
-    drop(c);
+    let (server, dir) = start_carbon_with(&lines);
     let g = Graphite { server, _dir: dir };
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {

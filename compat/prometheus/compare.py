@@ -10,6 +10,8 @@ Prints one line per check and a closing `test result:` line in cargo's format.
 """
 import json, math, sys, urllib.parse, urllib.request
 
+from promhttp import call
+
 ts, reader, ref, t0, t1 = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 imported = len(sys.argv) > 6 and sys.argv[6] == "imported"
 START, END, STEP = t0 + 20, t1 + 5, 2
@@ -105,23 +107,6 @@ def report(ok, name, detail=""):
     else:
         failed += 1
         print(f"FAIL {name}: {detail}")
-
-
-def call(base, path, params, method="POST"):
-    data = urllib.parse.urlencode(params, doseq=True)
-    if method == "POST":
-        req = urllib.request.Request(base + path, data.encode(), {"Content-Type": "application/x-www-form-urlencoded"})
-    else:
-        req = urllib.request.Request(base + path + "?" + data)
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return r.status, json.load(r)
-    except urllib.error.HTTPError as e:
-        body = e.read()
-        try:
-            return e.code, json.loads(body)
-        except Exception:
-            return e.code, {"raw": body.decode(errors="replace")}
 
 
 def qr(base, q):

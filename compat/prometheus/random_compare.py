@@ -20,6 +20,8 @@ Prints each difference and `random compare: E/N expressions equal (K skipped, se
 """
 import json, math, random, re, sys, time, urllib.error, urllib.parse, urllib.request
 
+import promhttp
+
 # Differences understood and accepted: (regex over the expression, regex every difference of
 # it must match, reason). Keep it short.
 SKIP = [
@@ -419,17 +421,8 @@ class Gen:
 
 # ---------------------------------------------------------------------------------------------
 def call(base, path, params):
-    data = urllib.parse.urlencode(params).encode()
-    req = urllib.request.Request(base + path, data, {"Content-Type": "application/x-www-form-urlencoded"})
     try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return r.status, json.load(r)
-    except urllib.error.HTTPError as e:
-        body = e.read()
-        try:
-            return e.code, json.loads(body)
-        except Exception:
-            return e.code, {"raw": body.decode(errors="replace")[:200]}
+        return promhttp.call(base, path, params, raw_max=200)
     except Exception as e:  # a connection error or a timeout: reported as a difference
         return 0, {"error": repr(e)}
 

@@ -540,3 +540,24 @@ pub fn stat(addr: &str, metric: &str, kind: &str) -> u64 {
         .map(|s| s.parse().unwrap())
         .unwrap_or_else(|| row["value"].as_u64().unwrap())
 }
+
+/// A server on the embedded store (100 ms flushes, no pickle port) taking carbon plaintext on
+/// a port of its own, and `lines` sent there once it is up; the caller waits until they are
+/// readable. The data directory lives as long as the returned guard.
+pub fn start_carbon_with(lines: &str) -> (Server, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = format!("127.0.0.1:{}", free_port());
+    let cfg = dir.path().join("tsgate.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[server]\ngraphite_listen = \"{plain}\"\npickle_listen = \"\"\n\
+             [write]\nflush_interval_ms = 100\n"
+        ),
+    )
+    .unwrap();
+    let server = Server::start_with(&dir.path().join("data"), Some(&cfg));
+    let mut c = TcpStream::connect(&plain).unwrap();
+    c.write_all(lines.as_bytes()).unwrap();
+    (server, dir)
+}

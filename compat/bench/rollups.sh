@@ -125,7 +125,7 @@ fi
 du_store() { du -sb "$1/store" | cut -f1; }
 table_bytes() { # data-dir table
   nice -n 19 "$tsgate" scan --data-dir "$1" --config "$tmp/rollups.toml" --table "$2" \
-    | awk '{q=$3; sub(/^[^:]*:/, "", q); b += (length($2) + length(q) + length($4)) / 2} END {printf "%d", b}'
+    | awk '{q=$3; sub(/^[^:]*:/, "", q); b += (length($2) + length(q) + length($4)) / 2} END {printf "%.0f", b}'
 }
 raw_b=$(table_bytes "$tmp/data" tsdb)   # also opens and closes the store once, as after the backfill
 before=$(du_store "$tmp/data")

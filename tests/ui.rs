@@ -398,17 +398,7 @@ struct Case {
 #[test]
 fn query_explore_and_status_pages_in_chromium() {
     let Some(bin) = chromium() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let carbon = format!("127.0.0.1:{}", free_port());
-    let cfg = dir.path().join("ui.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[server]\ngraphite_listen = \"{carbon}\"\npickle_listen = \"\"\n[write]\nflush_interval_ms = 100\n"
-        ),
-    )
-    .unwrap();
-    let s = Server::start_with(&dir.path().join("data"), Some(&cfg));
+    let (s, _dir, carbon) = start_carbon();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

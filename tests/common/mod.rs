@@ -542,9 +542,8 @@ pub fn stat(addr: &str, metric: &str, kind: &str) -> u64 {
 }
 
 /// A server on the embedded store (100 ms flushes, no pickle port) taking carbon plaintext on
-/// a port of its own, and `lines` sent there once it is up; the caller waits until they are
-/// readable. The data directory lives as long as the returned guard.
-pub fn start_carbon_with(lines: &str) -> (Server, tempfile::TempDir) {
+/// a port of its own (the third value). The data directory lives as long as the guard.
+pub fn start_carbon() -> (Server, tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     let plain = format!("127.0.0.1:{}", free_port());
     let cfg = dir.path().join("tsgate.toml");
@@ -557,6 +556,13 @@ pub fn start_carbon_with(lines: &str) -> (Server, tempfile::TempDir) {
     )
     .unwrap();
     let server = Server::start_with(&dir.path().join("data"), Some(&cfg));
+    (server, dir, plain)
+}
+
+/// [`start_carbon`], with `lines` sent to its carbon port once it is up; the caller waits until
+/// they are readable.
+pub fn start_carbon_with(lines: &str) -> (Server, tempfile::TempDir) {
+    let (server, dir, plain) = start_carbon();
     let mut c = TcpStream::connect(&plain).unwrap();
     c.write_all(lines.as_bytes()).unwrap();
     (server, dir)

@@ -969,7 +969,7 @@ pub struct MetricPlan {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use tsgate_schema::column::DataValue;
 
@@ -1045,7 +1045,11 @@ mod tests {
 
     /// An engine over a fresh embedded store, salted (one byte, four buckets) or not, with a
     /// row cache of `cache_bytes` (none for 0) that keeps rows as soon as they are read.
-    fn empty_engine(dir: &std::path::Path, salted: bool, cache_bytes: u64) -> QueryEngine {
+    pub(crate) fn empty_engine(
+        dir: &std::path::Path,
+        salted: bool,
+        cache_bytes: u64,
+    ) -> QueryEngine {
         use tsgate_store::{embedded::EmbeddedStore, TableNames};
         let mut layout = tsgate_schema::rowkey::KeyLayout::default();
         if salted {

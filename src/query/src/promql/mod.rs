@@ -62,6 +62,9 @@ pub struct Settings {
     pub max_source_resolution_ms: i64,
     /// How long raw data is kept (`storage.retention`), ms; 0 = for ever.
     pub raw_retention_ms: i64,
+    /// Points a range function over a selector reads at once (see [`streamed`]): its steps
+    /// are read in slices of about this many points.
+    pub slice_points: usize,
 }
 
 impl Settings {
@@ -82,6 +85,7 @@ impl Default for Settings {
             deadline: None,
             max_source_resolution_ms: 0,
             raw_retention_ms: 0,
+            slice_points: 16 << 20,
         }
     }
 }

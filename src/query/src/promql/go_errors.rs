@@ -158,6 +158,45 @@ pub fn go_regexp_error(re: &str) -> Option<String> {
 
 /// The message and the offset Prometheus reports for `msg`, the crate's text of an error in
 /// `q`.
+/// Where the unary operator of a unary type error stands (2.42 reports its position): the
+/// first `+` or `-` in an operand's place whose removal takes the error away.
+fn unary_at(q: &str, code: &[u8]) -> usize {
+    for (i, &c) in code.iter().enumerate() {
+        if c != b'-' && c != b'+' {
+            continue;
+        }
+        let before = &code[..i];
+        let p = before.iter().rposition(|b| !b.is_ascii_whitespace());
+        let unary = match p {
+            None => true,
+            Some(p) if before[p].is_ascii_alphabetic() => {
+                let w0 = before[..=p]
+                    .iter()
+                    .rposition(|b| !b.is_ascii_alphanumeric() && *b != b'_')
+                    .map_or(0, |w| w + 1);
+                matches!(
+                    &before[w0..=p],
+                    b"and" | b"or" | b"unless" | b"bool" | b"atan2"
+                )
+            }
+            Some(p) => b"(,+-*/%^=<>".contains(&before[p]),
+        };
+        if !unary {
+            continue;
+        }
+        let mut t = q.as_bytes().to_vec();
+        t[i] = b' ';
+        let Ok(t) = String::from_utf8(t) else {
+            continue;
+        };
+        match promql_parser::parser::parse(&t) {
+            Err(e) if e.contains("unary expression only allowed") => continue,
+            _ => return i,
+        }
+    }
+    0
+}
+
 fn reword(q: &str, msg: &str) -> (usize, String) {
     let code = code_only(q);
     let end = q.len();
@@ -242,11 +281,12 @@ fn reword(q: &str, msg: &str) -> (usize, String) {
     if msg == "ranges only allowed for vector selectors" {
         return (range_misplaced(&code).unwrap_or(0), msg.to_string());
     }
-    if let Some(got) = msg.strip_prefix(
-        "unary expression only allowed on expressions of type scalar or vector, got: ",
-    ) {
+    if let Some(got) = msg
+        .strip_prefix("unary expression only allowed on expressions of type scalar or vector, got")
+        .map(|g| g.trim_start_matches(':').trim_start())
+    {
         return (
-            0,
+            unary_at(q, &code),
             format!("unary expression only allowed on expressions of type scalar or instant vector, got \"{}\"", go_type(got)),
         );
     }

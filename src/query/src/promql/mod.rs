@@ -160,7 +160,43 @@ fn parse_text(q: &str) -> Result<Expr, PromError> {
     if let Some(msg) = refused_by_2_42(&e) {
         return Err(PromError::BadData(go_errors::parse_error(&q, &msg)));
     }
+    check_unary_plus_type(&q)?;
     Ok(e)
+}
+
+/// Refuses a unary `+` before a range vector (`+x[5m]`, `rate(+x[5m])`), as 2.42 does: the
+/// parser here drops a unary plus. The same text with each such `+` made a `-` (which it
+/// keeps and type-checks) is parsed again; only its unary type error is taken.
+fn check_unary_plus_type(q: &str) -> Result<(), PromError> {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(r#""(?:[^"\\]|\\.)*"?|'(?:[^'\\]|\\.)*'?|`[^`]*`?|#[^\n]*|(?:^|[(,])\s*(\+)"#)
+            .unwrap()
+    });
+    let pluses: Vec<usize> = re
+        .captures_iter(q)
+        .filter_map(|c| c.get(1).map(|m| m.start()))
+        .collect();
+    if pluses.is_empty() {
+        return Ok(());
+    }
+    // Each in turn: the error is reported at the first that is one.
+    for i in pluses {
+        let mut minus = q.as_bytes().to_vec();
+        minus[i] = b'-';
+        let minus = String::from_utf8(minus).expect("one ASCII byte replaced by another");
+        if let Err(e) = parser::parse(&minus) {
+            if e.contains("unary expression only allowed") {
+                let msg = go_errors::parse_error(&minus, &e);
+                let (line, col) = go_errors::line_col(q, i);
+                let text = msg.split_once("parse error: ").map_or(msg.as_str(), |m| m.1);
+                return Err(PromError::BadData(format!(
+                    "{line}:{col}: parse error: {text}"
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Functions Prometheus 2.42 knows (its parser's function table; `holt_winters` is the

@@ -643,6 +643,30 @@ fn unary_plus_on_a_string_is_refused() {
     assert!(parse("+req").is_ok());
 }
 
+/// So is one before a range vector, as a unary minus is, at the operator's position.
+#[test]
+fn unary_plus_on_a_range_vector_is_refused() {
+    for (q, col) in [
+        ("+req[5m]", 1),
+        ("+(req[5m])", 1),
+        ("rate(+req[5m])", 6),
+        ("sum_over_time(+req[5m:1m])", 15),
+        ("rate(-req[5m])", 6),
+        ("-(req[5m])", 1),
+        ("1 + -req[5m]", 5),
+        ("sum_over_time(-req[5m:1m])", 15),
+    ] {
+        assert_eq!(
+            parse(q).unwrap_err().to_string(),
+            format!("1:{col}: parse error: unary expression only allowed on expressions of type scalar or instant vector, got \"range vector\""),
+            "{q}"
+        );
+    }
+    for q in ["+req", "+(-req)", "rate((req[5m]))", "topk(+2, req)", "+1", "req + +1"] {
+        assert!(parse(q).is_ok(), "{q}");
+    }
+}
+
 /// In a range query 2.42 sets predict_linear's `@` as an offset from the query's start and
 /// then moves the window on with the steps (predict_linear is kept out of its step-invariant
 /// evaluation); other functions keep the window at the `@` time.

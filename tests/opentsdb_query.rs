@@ -256,6 +256,19 @@ fn downsampling_rate_and_output_forms(b: &Backend) {
     assert_eq!(rd.len(), 299);
     assert_eq!(rd[0].0, (B + 60).to_string());
     assert!((rd[0].1.as_f64().unwrap() - 1.0 / 30.0).abs() < 1e-12);
+    // A series of one point has no rate, yet OpenTSDB answers it (its span was read), with
+    // empty `dps`, alone or in a group with others.
+    put(&s, &[("lone", B + 90, "4", tags)]);
+    let lone = get(&s, &format!("/api/query?start={B}&end={end}&m=sum:rate:lone"));
+    assert_eq!(
+        lone,
+        json!([{"metric": "lone", "tags": {"host": "web01"}, "aggregateTags": [], "dps": {}}])
+    );
+    let lone = get(&s, &format!("/api/query?start={B}&end={end}&m=sum:1m-avg:rate:lone"));
+    assert_eq!(lone[0]["dps"], json!({}), "{lone}");
+    // OpenTSDB reads from the start's hour: a start in the next hour reads none of it.
+    let none = get(&s, &format!("/api/query?start={}&end={end}&m=sum:rate:lone", B + 3600));
+    assert_eq!(none, json!([]), "no point of it read");
 
     // Fill policies over an empty stretch: null (arrays form) and zero.
     let filled = get(

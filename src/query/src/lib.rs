@@ -613,22 +613,27 @@ impl QueryEngine {
                     Some(d) => d.finish(q.start_ms, q.end_ms),
                     None => s.raw,
                 };
+                // A series read keeps its place in the answer even when its rate has no
+                // point (one point in the range): OpenTSDB answers it with empty `dps`.
+                let read = !points.is_empty();
                 let mut rate_lead = None;
                 if sq.rate {
                     let opts = sq.rate_options.clone().unwrap_or_default();
                     rate_lead = downsample::rate_lead(&points, &opts);
                     points = downsample::rate(&points, &opts);
                 }
-                Series {
+                let series = Series {
                     tsuid: s.tsuid,
                     tags: s.tags,
                     tagk_uids: s.tagk_uids,
                     points,
                     rate_lead,
                     notes: s.notes,
-                }
+                };
+                (read, series)
             })
-            .filter(|s| !s.points.is_empty() || !s.notes.is_empty())
+            .filter(|(read, s)| *read || !s.notes.is_empty())
+            .map(|(_, s)| s)
             .collect())
     }
 

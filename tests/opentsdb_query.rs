@@ -259,15 +259,24 @@ fn downsampling_rate_and_output_forms(b: &Backend) {
     // A series of one point has no rate, yet OpenTSDB answers it (its span was read), with
     // empty `dps`, alone or in a group with others.
     put(&s, &[("lone", B + 90, "4", tags)]);
-    let lone = get(&s, &format!("/api/query?start={B}&end={end}&m=sum:rate:lone"));
+    let lone = get(
+        &s,
+        &format!("/api/query?start={B}&end={end}&m=sum:rate:lone"),
+    );
     assert_eq!(
         lone,
         json!([{"metric": "lone", "tags": {"host": "web01"}, "aggregateTags": [], "dps": {}}])
     );
-    let lone = get(&s, &format!("/api/query?start={B}&end={end}&m=sum:1m-avg:rate:lone"));
+    let lone = get(
+        &s,
+        &format!("/api/query?start={B}&end={end}&m=sum:1m-avg:rate:lone"),
+    );
     assert_eq!(lone[0]["dps"], json!({}), "{lone}");
     // OpenTSDB reads from the start's hour: a start in the next hour reads none of it.
-    let none = get(&s, &format!("/api/query?start={}&end={end}&m=sum:rate:lone", B + 3600));
+    let none = get(
+        &s,
+        &format!("/api/query?start={}&end={end}&m=sum:rate:lone", B + 3600),
+    );
     assert_eq!(none, json!([]), "no point of it read");
 
     // Fill policies over an empty stretch: null (arrays form) and zero.
@@ -384,6 +393,25 @@ fn suggest_lookup_last_and_listings(b: &Backend) {
     let last = get(&s, "/api/query/last?timeseries=m{host=c}");
     assert_eq!(last[0]["value"], "1.5");
     assert!(last[0].get("metric").is_none());
+    // QueryRpc's own words for a request with no sub-query and a back_scan not an int.
+    for (path, msg) in [
+        ("/api/query/last", "Missing sub queries"),
+        (
+            "/api/query/last?timeseries=m&back_scan=x",
+            "Unable to parse back_scan parameter",
+        ),
+        (
+            "/api/query/last?timeseries=m&back_scan=9999999999",
+            "Unable to parse back_scan parameter",
+        ),
+    ] {
+        let (code, body) = s.http("GET", path, "");
+        assert_eq!(code, 400, "{path}: {body}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["error"]["message"], msg, "{path}");
+    }
+    let last = get(&s, "/api/query/last?timeseries=m{host=c}&back_scan=-1");
+    assert_eq!(last[0]["value"], "1.5");
 
     let aggs = get(&s, "/api/aggregators");
     for a in [

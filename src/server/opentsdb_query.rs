@@ -193,12 +193,19 @@ pub(super) async fn last(state: &Arc<OpenTsdb>, req: Request) -> Reply {
                     }
                 }
             }
-            (
-                req.flag("resolve"),
-                req.param("back_scan")
-                    .and_then(|b| b.parse().ok())
-                    .unwrap_or(0u64),
-            )
+            // A Java int, as OpenTSDB parses it; zero or less scans no hour back.
+            let back = match req.param("back_scan").map(|b| b.parse::<i32>()) {
+                None => 0,
+                Some(Ok(b)) => b.max(0) as u64,
+                Some(Err(_)) => {
+                    return error_reply(
+                        StatusCode::BAD_REQUEST,
+                        "Unable to parse back_scan parameter",
+                        "",
+                    )
+                }
+            };
+            (req.flag("resolve"), back)
         }
         Method::POST => {
             let j: Json = match serde_json::from_slice(&req.body) {
@@ -252,11 +259,7 @@ pub(super) async fn last(state: &Arc<OpenTsdb>, req: Request) -> Reply {
         ref m => return method_not_allowed(m),
     };
     if wanted.is_empty() {
-        return error_reply(
-            StatusCode::BAD_REQUEST,
-            "Missing the timeseries or tsuids",
-            "",
-        );
+        return error_reply(StatusCode::BAD_REQUEST, "Missing sub queries", "");
     }
     let st = state.clone();
     let res = blocking(move || {

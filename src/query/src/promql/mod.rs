@@ -170,8 +170,10 @@ fn parse_text(q: &str) -> Result<Expr, PromError> {
 fn check_unary_plus_type(q: &str) -> Result<(), PromError> {
     static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let re = RE.get_or_init(|| {
-        regex::Regex::new(r#""(?:[^"\\]|\\.)*"?|'(?:[^'\\]|\\.)*'?|`[^`]*`?|#[^\n]*|(?:^|[(,])\s*(\+)"#)
-            .unwrap()
+        regex::Regex::new(
+            r#""(?:[^"\\]|\\.)*"?|'(?:[^'\\]|\\.)*'?|`[^`]*`?|#[^\n]*|(?:^|[(,])\s*(\+)"#,
+        )
+        .unwrap()
     });
     let pluses: Vec<usize> = re
         .captures_iter(q)
@@ -189,7 +191,9 @@ fn check_unary_plus_type(q: &str) -> Result<(), PromError> {
             if e.contains("unary expression only allowed") {
                 let msg = go_errors::parse_error(&minus, &e);
                 let (line, col) = go_errors::line_col(q, i);
-                let text = msg.split_once("parse error: ").map_or(msg.as_str(), |m| m.1);
+                let text = msg
+                    .split_once("parse error: ")
+                    .map_or(msg.as_str(), |m| m.1);
                 return Err(PromError::BadData(format!(
                     "{line}:{col}: parse error: {text}"
                 )));

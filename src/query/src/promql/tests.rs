@@ -662,7 +662,14 @@ fn unary_plus_on_a_range_vector_is_refused() {
             "{q}"
         );
     }
-    for q in ["+req", "+(-req)", "rate((req[5m]))", "topk(+2, req)", "+1", "req + +1"] {
+    for q in [
+        "+req",
+        "+(-req)",
+        "rate((req[5m]))",
+        "topk(+2, req)",
+        "+1",
+        "req + +1",
+    ] {
         assert!(parse(q).is_ok(), "{q}");
     }
 }

@@ -211,8 +211,10 @@ pub fn lcm(a: i64, b: i64) -> i64 {
 }
 
 /// Rows of values across series on one grid: step = LCM of the steps (each series consolidated
-/// by its own function), start = earliest start, end trimmed to whole steps. Unlike graphite-web
-/// (which zips by position) rows are aligned on absolute timestamps; equal when starts agree.
+/// by its own function), start = earliest start, end trimmed to whole steps. Row `i` holds each
+/// series' `i`-th value, whatever its start: graphite-web zips the consolidated series by
+/// position, so a 10 s series starting 10 s after a 60 s one (`identity`, `time`) still
+/// contributes to every row.
 pub struct Normalized {
     pub start: i64,
     pub end: i64,
@@ -225,16 +227,9 @@ pub fn normalize(series: &[Series]) -> Option<Normalized> {
     let n = g.len();
     let rows = (0..n)
         .map(|i| {
-            let t = g.start + i as i64 * g.step;
             g.cons
                 .iter()
-                .map(|s| {
-                    let d = t - s.start;
-                    if d < 0 || d % s.step != 0 {
-                        return None;
-                    }
-                    s.values.get((d / s.step) as usize).copied().flatten()
-                })
+                .map(|s| s.values.get(i).copied().flatten())
                 .collect()
         })
         .collect();
@@ -293,23 +288,12 @@ impl<'a> Grid<'a> {
         if s.step != self.step {
             return Aligned::No;
         }
-        let d = s.start - self.start;
-        if d % self.step != 0 {
-            return Aligned::Outside;
-        }
-        let n = self.len().min(rows.end) as i64;
-        let off = d / self.step;
-        let (a, b) = (
-            (rows.start as i64).max(off),
-            n.min(off + s.values.len() as i64),
-        );
+        // By position, as `normalize`.
+        let (a, b) = (rows.start, self.len().min(rows.end).min(s.values.len()));
         if b <= a {
             return Aligned::Outside;
         }
-        Aligned::Slice(
-            a as usize,
-            &s.values[(a - off) as usize..(b - off) as usize],
-        )
+        Aligned::Slice(a, &s.values[a..b])
     }
 
     /// Calls `f(row, value)` for every non-null value in rows `rows` of one series off the
@@ -321,13 +305,8 @@ impl<'a> Grid<'a> {
         f: &mut impl FnMut(usize, f64),
     ) {
         let n = self.len().min(rows.end);
-        for (j, v) in s.values.iter().enumerate() {
+        for (i, v) in s.values.iter().enumerate() {
             let Some(v) = *v else { continue };
-            let d = s.start + j as i64 * s.step - self.start;
-            if d < 0 || d % self.step != 0 {
-                continue;
-            }
-            let i = (d / self.step) as usize;
             if i >= rows.start && i < n {
                 f(i, v);
             }
@@ -339,7 +318,7 @@ impl<'a> Grid<'a> {
 enum Aligned<'s> {
     /// On the step: its values for rows `first..first + len`.
     Slice(usize, &'s [Option<f64>]),
-    /// On the step but off the grid's phase, or no index within the rows: nothing to visit.
+    /// On the step, with no value within the rows: nothing to visit.
     Outside,
     /// On another step (never once consolidated): visited value by value.
     No,
@@ -643,6 +622,17 @@ mod tests {
             .map(|r| aggregate("sum", r).unwrap())
             .collect();
         assert_eq!(sums, vec![101.0, 101.0]);
+        // graphite-web zips by position: a 10 s series whose first point is 10 s after the
+        // 60 s series' (whisper's first step past `from`) still adds to each row.
+        let a = Series::new("a", 10, 10, (1..=12).map(|v| Some(v as f64)).collect());
+        let b = Series::new("b", 0, 60, vec![Some(100.0); 2]);
+        let n = normalize(&[a, b]).unwrap();
+        let sums: Vec<f64> = n
+            .rows
+            .iter()
+            .map(|r| aggregate("sum", r).unwrap())
+            .collect();
+        assert_eq!((n.start, sums), (0, vec![103.5, 109.5]));
     }
 
     #[test]

@@ -49,8 +49,17 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
         }),
         "aliasSub" => (|| {
             let re = python_regex(&a.string(1, "search")?)?;
-            let rep = python_replacement(&a.string(2, "replace")?);
-            Ok(a.series(ctx, 0, "seriesList")?
+            let raw = a.string(2, "replace")?;
+            let rep = python_replacement(&raw);
+            let list = a.series(ctx, 0, "seriesList")?;
+            // Python compiles the template on its first `re.sub`: a reference past the
+            // pattern's groups fails the request once there is a series to rename.
+            if !list.is_empty() {
+                if let Some((n, at)) = missing_group(&raw, re.captures_len() - 1) {
+                    return err(format!("invalid group reference {n} at position {at}"));
+                }
+            }
+            Ok(list
                 .into_iter()
                 .map(|mut s| {
                     s.name = re.replace_all(&s.name, rep.as_str()).into_owned();
@@ -60,6 +69,44 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
         })(),
         _ => return None,
     })
+}
+
+/// The first numbered reference (`\N`, `\g<N>`) of a Python replacement past `groups`, with
+/// where Python reports it (the character after the backslash, or after `\g<`).
+fn missing_group(r: &str, groups: usize) -> Option<(usize, usize)> {
+    let c: Vec<char> = r.chars().collect();
+    let mut i = 0;
+    while i + 1 < c.len() {
+        if c[i] != '\\' {
+            i += 1;
+            continue;
+        }
+        let (start, digits) = if c[i + 1] == 'g' && c.get(i + 2) == Some(&'<') {
+            let end = c[i + 3..]
+                .iter()
+                .position(|&x| x == '>')
+                .map_or(c.len(), |e| i + 3 + e);
+            (i + 3, c[i + 3..end].to_vec())
+        } else if c[i + 1].is_ascii_digit() && c[i + 1] != '0' {
+            let n = c[i + 1..]
+                .iter()
+                .take(2)
+                .take_while(|d| d.is_ascii_digit())
+                .count();
+            (i + 1, c[i + 1..i + 1 + n].to_vec())
+        } else {
+            i += 2;
+            continue;
+        };
+        let text: String = digits.iter().collect();
+        if let Ok(n) = text.parse::<usize>() {
+            if n > groups {
+                return Some((n, start));
+            }
+        }
+        i = start + digits.len().max(1);
+    }
+    None
 }
 
 /// Python `re.sub` replacement → `regex` syntax: `\1` and `\g<1>`/`\g<name>` become `${…}`,
@@ -153,6 +200,15 @@ fn _unused(_: EvalError) {}
 mod tests {
     use super::super::testutil::*;
     use super::*;
+
+    #[test]
+    fn group_references_past_the_pattern_are_found_where_python_reports_them() {
+        assert_eq!(missing_group(r"\2", 0), Some((2, 1)));
+        assert_eq!(missing_group(r"n\1", 0), Some((1, 2)));
+        assert_eq!(missing_group(r"x\g<3>", 2), Some((3, 4)));
+        assert_eq!(missing_group(r"\1-\2", 2), None);
+        assert_eq!(missing_group(r"\\2 \0", 0), None);
+    }
 
     #[test]
     fn replacement_translation() {

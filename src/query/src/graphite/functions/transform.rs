@@ -695,9 +695,14 @@ fn smart_summarize(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     let (istr, width) = interval(a, 1)?;
     let func_s = a.opt_str(2, "func")?.unwrap_or_else(|| "sum".into());
     let func = agg_name(&func_s)?;
-    // `alignTo` rounds the request start down to that unit and re-fetches from there.
+    // `alignTo` rounds the request start down to that unit and re-fetches from there. A
+    // boolean there is the old `alignToFrom`, which graphite-web ignores.
     let mut c = ctx.clone();
-    if let Some(unit) = a.opt_str(3, "alignTo")? {
+    let align = match a.get(3, "alignTo") {
+        Some(super::super::parser::Expr::Bool(_)) => None,
+        _ => a.opt_str(3, "alignTo")?,
+    };
+    if let Some(unit) = align {
         let u = parse_offset(&format!(
             "1{}",
             unit.trim_start_matches(|c: char| c.is_ascii_digit())

@@ -284,7 +284,11 @@ for name, base in (("tsgate", ts), ("ref", ref)):
 missing = [k for k in raw["ref"] if k not in raw["tsgate"]]
 differ = [k for k in raw["ref"] if k in raw["tsgate"] and raw["ref"][k] != raw["tsgate"][k]]
 n = sum(len(v) for v in raw["ref"].values())
-detail = f"{len(missing)} series missing (e.g. {missing[:2]}), {len(differ)} differ (e.g. {differ[:1]}: ref {raw['ref'][differ[0]][-3:] if differ else ''} tsgate {raw['tsgate'][differ[0]][-3:] if differ else ''})"
+def first_difference(a, b):
+    """Where two sample lists first part: (index, ref's sample, tsgate's sample, lengths)."""
+    i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    return i, a[i] if i < len(a) else None, b[i] if i < len(b) else None, (len(a), len(b))
+detail = f"{len(missing)} series missing (e.g. {missing[:2]}), {len(differ)} differ (e.g. {differ[:1]}: first difference (index, ref, tsgate, lengths) {first_difference(raw['ref'][differ[0]], raw['tsgate'][differ[0]]) if differ else ''})"
 # Staleness markers are stored: the intermittent series must vanish between its 5 s bursts.
 c, r = call(ts, "/api/v1/query_range", {"query": "compat_intermittent", "start": t0, "end": END, "step": 1})
 gaps = 0

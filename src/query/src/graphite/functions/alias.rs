@@ -168,10 +168,46 @@ pub fn first_path_expression(name: &str) -> String {
             _ => None,
         }
     }
-    parse(name)
-        .ok()
-        .and_then(|e| walk(&e))
-        .unwrap_or_else(|| name.to_string())
+    if let Some(p) = parse(name).ok().and_then(|e| walk(&e)) {
+        return p;
+    }
+    // graphite-web's pyparsing reads the longest prefix it can: a call whose parentheses
+    // close (`sumSeries(a.b) Current:1.00`), else the path before the first symbol
+    // (`transformNull(a.b Current:1.00 ,-1)` gives `transformNull`).
+    if let Some(close) = first_call_end(name) {
+        if let Some(p) = parse(&name[..=close]).ok().and_then(|e| walk(&e)) {
+            return p;
+        }
+    }
+    let end = name
+        .find(|c: char| "(){},'\"\\|".contains(c) || c.is_whitespace())
+        .unwrap_or(name.len());
+    name[..end].trim_end_matches('.').to_string()
+}
+
+/// Where the parenthesis closing a leading `name(` stands, quotes skipped.
+fn first_call_end(s: &str) -> Option<usize> {
+    let open = s.find('(')?;
+    if open == 0 || !s[..open].chars().all(|c| c.is_alphanumeric() || c == '_') {
+        return None;
+    }
+    let (mut depth, mut quote) = (0usize, None);
+    for (i, c) in s.char_indices().skip_while(|&(i, _)| i < open) {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '(') => depth += 1,
+            (None, ')') => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 fn node_value(s: &Series, path: &str, n: &NodeOrTag) -> String {
@@ -188,9 +224,14 @@ fn node_value(s: &Series, path: &str, n: &NodeOrTag) -> String {
     }
 }
 
-/// A grouping key part: node of the name (or of `name` tag) or a tag value.
+/// A grouping key part (graphite-web's `aggKey`): node of the name, or of its first path
+/// expression when the name ends in a call (`…)`), or a tag value.
 pub fn node_or_tag_value(s: &Series, n: &NodeOrTag) -> String {
-    node_value(s, &first_path_expression(&s.name), n)
+    if s.name.ends_with(')') {
+        node_value(s, &first_path_expression(&s.name), n)
+    } else {
+        node_value(s, &s.name, n)
+    }
 }
 
 #[allow(dead_code)]
@@ -200,6 +241,24 @@ fn _unused(_: EvalError) {}
 mod tests {
     use super::super::testutil::*;
     use super::*;
+
+    #[test]
+    fn first_path_expressions_of_names_that_do_not_parse() {
+        assert_eq!(first_path_expression("sumSeries(a.b.c1,x.y)"), "a.b.c1");
+        assert_eq!(
+            first_path_expression("transformNull(a.b.c1 Current:87.50 Max:nan ,-1)"),
+            "transformNull"
+        );
+        assert_eq!(
+            first_path_expression("sumSeries(a.b.c1) Current:1.00"),
+            "a.b.c1"
+        );
+        assert_eq!(first_path_expression("a.b.c1 Current:87.50"), "a.b.c1");
+        assert_eq!(
+            first_path_expression("disk.used;dc=east"),
+            "disk.used;dc=east"
+        );
+    }
 
     #[test]
     fn group_references_past_the_pattern_are_found_where_python_reports_them() {

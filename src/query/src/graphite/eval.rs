@@ -935,12 +935,21 @@ impl Ctx<'_> {
     }
 
     /// The step of series with too few points in a short window to see their resolution,
-    /// learnt from the hour before (one more bounded scan, only in this case).
+    /// learnt from the hour before (one more bounded scan, only in this case), else from the
+    /// hour after (a window that ends as the data starts): whisper's archive step, which
+    /// graphite-web grids on, is the series' own, wherever the window falls.
     fn lookback_step(&self, entries: &[&Entry]) -> R<i64> {
+        let before = self
+            .source
+            .points(entries, self.from - STEP_LOOKBACK, self.until)?
+            .gaps;
+        if !before.is_empty() {
+            return Ok(commonest_gap(&before));
+        }
         Ok(commonest_gap(
             &self
                 .source
-                .points(entries, self.from - STEP_LOOKBACK, self.until)?
+                .points(entries, self.from, self.until + STEP_LOOKBACK)?
                 .gaps,
         ))
     }
@@ -1220,6 +1229,25 @@ mod tests {
             let parts = |c: Ctx| c.fold_stream(&stream, Vec::new, |p: &mut Vec<Series>, s| p.push(s)).unwrap();
             proptest::prop_assert_eq!(parts(ctx(&src)), parts(ctx(&together)));
         }
+    }
+
+    /// A window holding one point of 120 s data, with nothing in the hour before: the step is
+    /// learnt from the hour after, as whisper's archive step would give it.
+    #[test]
+    fn a_window_ending_as_the_data_starts_takes_the_step_of_the_hour_after() {
+        let src = MemSource(vec![(
+            "w.slow".to_string(),
+            (0..5).map(|k| (7200 + k * 120, k as f64)).collect(),
+        )]);
+        let ctx = Ctx {
+            source: &src,
+            from: 3600,
+            until: 7260,
+            now: 7260,
+            xff: 0.0,
+        };
+        let s = ctx.fetch("w.slow").unwrap();
+        assert_eq!((s[0].step, s[0].values.last()), (120, Some(&Some(0.0))));
     }
 
     #[test]

@@ -166,8 +166,25 @@ fn parse_text(q: &str) -> Result<Expr, PromError> {
 
 /// Refuses a unary `+` before a range vector (`+x[5m]`, `rate(+x[5m])`), as 2.42 does: the
 /// parser here drops a unary plus. The same text with each such `+` made a `-` (which it
-/// keeps and type-checks) is parsed again; only its unary type error is taken.
+/// keeps and type-checks) is parsed again; only its unary type error is taken, placed (by
+/// `go_errors`) at the operator.
 fn check_unary_plus_type(q: &str) -> Result<(), PromError> {
+    for i in unary_pluses(q) {
+        let mut minus = q.as_bytes().to_vec();
+        minus[i] = b'-';
+        let minus = String::from_utf8(minus).expect("one ASCII byte replaced by another");
+        if let Err(e) = parser::parse(&minus) {
+            if e.contains("unary expression only allowed") {
+                return Err(PromError::BadData(go_errors::parse_error(&minus, &e)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where a `+` stands as a unary operator at the start or after `(` or `,` (strings and
+/// comments skipped).
+fn unary_pluses(q: &str) -> Vec<usize> {
     static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
     let re = RE.get_or_init(|| {
         regex::Regex::new(
@@ -175,32 +192,9 @@ fn check_unary_plus_type(q: &str) -> Result<(), PromError> {
         )
         .unwrap()
     });
-    let pluses: Vec<usize> = re
-        .captures_iter(q)
+    re.captures_iter(q)
         .filter_map(|c| c.get(1).map(|m| m.start()))
-        .collect();
-    if pluses.is_empty() {
-        return Ok(());
-    }
-    // Each in turn: the error is reported at the first that is one.
-    for i in pluses {
-        let mut minus = q.as_bytes().to_vec();
-        minus[i] = b'-';
-        let minus = String::from_utf8(minus).expect("one ASCII byte replaced by another");
-        if let Err(e) = parser::parse(&minus) {
-            if e.contains("unary expression only allowed") {
-                let msg = go_errors::parse_error(&minus, &e);
-                let (line, col) = go_errors::line_col(q, i);
-                let text = msg
-                    .split_once("parse error: ")
-                    .map_or(msg.as_str(), |m| m.1);
-                return Err(PromError::BadData(format!(
-                    "{line}:{col}: parse error: {text}"
-                )));
-            }
-        }
-    }
-    Ok(())
+        .collect()
 }
 
 /// Functions Prometheus 2.42 knows (its parser's function table; `holt_winters` is the
@@ -425,16 +419,9 @@ fn check_depth(q: &str, max: usize) -> Result<(), PromError> {
 /// Refuses a unary `+` before a string (`+"a"`, `f(x, +"a")`), as 2.42 does: the parser here
 /// drops a unary plus and so accepts the string alone.
 fn check_unary_plus_string(q: &str) -> Result<(), PromError> {
-    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let re = RE.get_or_init(|| {
-        regex::Regex::new(
-            r#""(?:[^"\\]|\\.)*"?|'(?:[^'\\]|\\.)*'?|`[^`]*`?|#[^\n]*|(?:^|[(,])\s*(\+)\s*["'`]"#,
-        )
-        .unwrap()
-    });
-    for c in re.captures_iter(q) {
-        if let Some(plus) = c.get(1) {
-            let (line, col) = go_errors::line_col(q, plus.start());
+    for i in unary_pluses(q) {
+        if q[i + 1..].trim_start().starts_with(['"', '\'', '`']) {
+            let (line, col) = go_errors::line_col(q, i);
             return Err(PromError::BadData(format!(
                 "{line}:{col}: parse error: unary expression only allowed on expressions of type scalar or instant vector, got \"string\""
             )));

@@ -115,6 +115,7 @@ pub fn graphite_target_bounded(target: &str, max_depth: usize) -> bool {
         until,
         now: until,
         xff: 0.0,
+        tz: chrono_tz::UTC,
     };
     match ctx.eval(&expr) {
         Ok(list) => {

@@ -1,4 +1,4 @@
-//! The Debian package's sample config, `packaging/tsgate.toml`: every key of the configuration
+//! The Debian package's sample config, `src/packaging/tsgate.toml`: every key of the configuration
 //! is in it, commented out with its default, and uncommenting them all changes nothing but the
 //! one active key (`data_dir`, the package's `/var/lib/tsgate`).
 
@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use tsgate::config::Config;
 
 fn sample() -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("packaging/tsgate.toml");
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/packaging/tsgate.toml");
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
@@ -82,7 +82,7 @@ fn the_sample_config_lists_every_key_with_its_default() {
     }
     assert!(
         problems.is_empty(),
-        "packaging/tsgate.toml:\n{}",
+        "src/packaging/tsgate.toml:\n{}",
         problems.join("\n")
     );
     let want = Config {

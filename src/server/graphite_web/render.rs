@@ -57,6 +57,7 @@ pub fn render(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
         until,
         now,
         xff,
+        tz,
     };
     // graphite-web reads maxDataPoints only when it is all digits (anything else is ignored);
     // 0 fails there (a division by zero), a 400 here.
@@ -158,7 +159,7 @@ fn body(ct: &str, b: Vec<u8>) -> Reply {
 
 /// A point's value as JSON numbers strict parsers (Go's, Grafana's backend) accept, appended to
 /// `out`: ±inf become ±max f64 (graphite writes `1e9999`, which Go rejects), NaN and no value
-/// become null, anything else is written as Rust's `{:?}` writes it.
+/// become null, anything else as Python's `repr` writes it (graphite-web's `json.dumps`).
 fn push_json_num(out: &mut String, v: Option<f64>) {
     match v {
         None => out.push_str("null"),
@@ -169,10 +170,7 @@ fn push_json_num(out: &mut String, v: Option<f64>) {
             let mut buf = ryu::Buffer::new();
             match tsgate_common::numfmt::plain_shortest(x, &mut buf) {
                 Some(s) => out.push_str(s),
-                None => {
-                    use std::fmt::Write;
-                    let _ = write!(out, "{x:?}");
-                }
+                None => out.push_str(&py_float(x)),
             }
         }
     }

@@ -13,7 +13,6 @@ pub fn sample_value(v: f64) -> String {
 
 /// [`sample_value`] appended to `out`.
 fn push_sample_value(out: &mut String, v: f64) {
-    use std::fmt::Write;
     if v.is_nan() {
         out.push_str("NaN");
     } else if v.is_infinite() {
@@ -25,9 +24,7 @@ fn push_sample_value(out: &mut String, v: f64) {
         match tsgate_common::numfmt::plain_shortest(v, &mut buf) {
             // Go's 'f' leaves no `.0` on integral values.
             Some(s) => out.push_str(s.strip_suffix(".0").unwrap_or(s)),
-            None => {
-                let _ = write!(out, "{v}");
-            }
+            None => tsgate_common::numfmt::push_plain(out, v),
         }
     }
 }
@@ -37,23 +34,13 @@ pub fn scalar_value(v: f64) -> String {
     if v.is_nan() || v.is_infinite() {
         return sample_value(v);
     }
-    format!("{v}")
+    tsgate_common::numfmt::plain(v)
 }
 
 /// Go's `%e` with shortest digits: `1e-07`, `1.5e+21`.
 fn go_exp(v: f64) -> String {
-    let s = format!("{v:e}");
-    let (mant, exp) = s.split_once('e').expect("exponent form");
-    let (sign, digits) = match exp.strip_prefix('-') {
-        Some(d) => ('-', d),
-        None => ('+', exp),
-    };
-    let digits = if digits.len() < 2 {
-        format!("0{digits}")
-    } else {
-        digits.to_string()
-    };
-    format!("{mant}e{sign}{digits}")
+    let (mant, exp) = tsgate_common::numfmt::exp_parts(v);
+    format!("{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
 }
 
 /// A vector/matrix timestamp: seconds, with `.` and exactly 3 digits when ms are non-zero.

@@ -533,6 +533,8 @@ pub struct Ctx<'a> {
     pub until: i64,
     pub now: i64,
     pub xff: f64,
+    /// The request's zone (`tz`), on whose clock graphite-web's request times are read.
+    pub tz: chrono_tz::Tz,
 }
 
 /// How often each gap between consecutive points occurs over several series (those of one
@@ -973,6 +975,24 @@ impl Ctx<'_> {
             ..self.clone()
         }
     }
+
+    /// `t`'s wall-clock reading in the request's zone, read back as UTC: what graphite-web's
+    /// `time.mktime(dt.timetuple())` gives for a request time on a server whose clock is UTC
+    /// (timeFunction, sinFunction, timeSlice and linearRegression use it).
+    pub fn wall(&self, t: i64) -> i64 {
+        use chrono::Offset;
+        use chrono::TimeZone;
+        let off = self
+            .tz
+            .offset_from_utc_datetime(
+                &chrono::DateTime::from_timestamp(t, 0)
+                    .unwrap_or_default()
+                    .naive_utc(),
+            )
+            .fix()
+            .local_minus_utc();
+        t + off as i64
+    }
 }
 
 /// Typed access to a call's arguments (positional index or keyword name). Quoted numbers and
@@ -1217,7 +1237,7 @@ mod tests {
                     .collect(),
             );
             fn ctx(source: &dyn Source, from: i64, until: i64) -> Ctx<'_> {
-                Ctx { source, from, until, now: until, xff: 0.0 }
+                Ctx { source, from, until, now: until, xff: 0.0 , tz: chrono_tz::UTC }
             }
             let together = Together(&src);
             let ctx = |source| ctx(source, from, from + span);
@@ -1245,6 +1265,7 @@ mod tests {
             until: 7260,
             now: 7260,
             xff: 0.0,
+            tz: chrono_tz::UTC,
         };
         let s = ctx.fetch("w.slow").unwrap();
         assert_eq!((s[0].step, s[0].values.last()), (120, Some(&Some(0.0))));

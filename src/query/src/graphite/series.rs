@@ -522,7 +522,7 @@ pub fn fmt_g(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{}", v as i64)
     } else {
-        format!("{v}")
+        tsgate_common::numfmt::plain(v)
     }
 }
 
@@ -538,11 +538,9 @@ pub fn py_float(v: f64) -> String {
     if v == 0.0 {
         return if v.is_sign_negative() { "-0.0" } else { "0.0" }.into();
     }
-    let e = format!("{v:e}");
-    let (mant, exp) = e.split_once('e').expect("{:e} has an exponent");
-    let exp: i32 = exp.parse().expect("an integer exponent");
+    let (mant, exp) = tsgate_common::numfmt::exp_parts(v);
     if (-4..16).contains(&exp) {
-        let s = format!("{v}");
+        let s = tsgate_common::numfmt::plain(v);
         if s.contains('.') {
             s
         } else {

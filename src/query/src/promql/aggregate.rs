@@ -203,11 +203,12 @@ fn go_v(v: f64) -> String {
     if v.is_infinite() {
         return if v > 0.0 { "+Inf" } else { "-Inf" }.into();
     }
-    let e = format!("{v:e}");
-    let (mant, exp) = e.split_once('e').expect("exponent form");
-    let exp: i32 = exp.parse().expect("exponent");
+    if v == 0.0 {
+        return tsgate_common::numfmt::plain(v);
+    }
+    let (mant, exp) = tsgate_common::numfmt::exp_parts(v);
     if (-4..6).contains(&exp) {
-        return format!("{v}");
+        return tsgate_common::numfmt::plain(v);
     }
     format!("{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
 }

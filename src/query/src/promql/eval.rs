@@ -315,11 +315,7 @@ impl<'a> Evaluator<'a> {
                 }
                 // Each inner step keeps at least one sample per series: the steps alone may
                 // already be past `max_samples` (`vector(1)[1d:1ms]` is 86.4 million).
-                let too_many = || {
-                    PromError::Execution(
-                        "query processing would load too many samples into memory in subquery evaluation".into(),
-                    )
-                };
+                let too_many = || PromError::too_many_samples("subquery evaluation");
                 if ti <= te && ((te - ti) / step) as u64 >= self.settings.max_samples as u64 {
                     return Err(too_many());
                 }

@@ -16,7 +16,7 @@ pub fn fmt_float(v: f64) -> String {
             "-Inf".into()
         }
     } else {
-        format!("{v}")
+        tsgate_common::numfmt::plain(v)
     }
 }
 

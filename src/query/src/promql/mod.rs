@@ -42,6 +42,16 @@ pub enum PromError {
     Timeout(&'static str),
 }
 
+impl PromError {
+    /// Prometheus' refusal when a query would hold more than `max_samples` points; `during` is
+    /// "query execution" or "subquery evaluation", as Prometheus words the two.
+    pub(crate) fn too_many_samples(during: &str) -> Self {
+        PromError::Execution(format!(
+            "query processing would load too many samples into memory in {during}"
+        ))
+    }
+}
+
 impl From<crate::QueryError> for PromError {
     fn from(e: crate::QueryError) -> Self {
         PromError::Internal(e.to_string())

@@ -183,10 +183,7 @@ pub fn fetch(
         for f in found {
             loaded += f.points.len();
             if loaded > s.max_samples {
-                return Err(PromError::Execution(
-                    "query processing would load too many samples into memory in query execution"
-                        .into(),
-                ));
+                return Err(PromError::too_many_samples("query execution"));
             }
             let nostale = f.points.iter().any(|p| is_stale_nan(p.1)).then(|| {
                 f.points

@@ -302,12 +302,7 @@ impl Slicer<'_> {
         let fill = store.rows.as_ref().map(|c| c.fill_for(shape));
         // Set by the first worker to fail, so the others stop instead of reading on.
         let failed = AtomicBool::new(false);
-        let too_many = || {
-            PromError::Execution(
-                "query processing would load too many samples into memory in query execution"
-                    .into(),
-            )
-        };
+        let too_many = || PromError::too_many_samples("query execution");
         let work = || -> Result<Vec<Reduced>, PromError> {
             let mut mine = Vec::new();
             while !failed.load(Ordering::Relaxed) {

@@ -27,10 +27,10 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             Ok(a.series(ctx, 0, "seriesList")?
                 .into_iter()
                 .map(|mut s| {
-                    let first = first_path_expression(&s.name);
+                    // graphite-web's aggKey, as groupByNodes keys its groups.
                     s.name = nodes
                         .iter()
-                        .map(|n| node_value(&s, &first, n))
+                        .map(|n| node_or_tag_value(&s, n))
                         .collect::<Vec<_>>()
                         .join(".");
                     s
@@ -40,9 +40,10 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
         "aliasByMetric" => a.series(ctx, 0, "seriesList").map(|l| {
             l.into_iter()
                 .map(|mut s| {
-                    let first = first_path_expression(&s.name);
-                    // The last dotted node, tags and all (`used;dc=east` of `disk.used;dc=east`).
-                    s.name = first.rsplit('.').next().unwrap_or("").to_string();
+                    // graphite-web's `substr(seriesList, -1)`: the last dotted node between the
+                    // innermost brackets, tags and all (`used;dc=east` of `disk.used;dc=east`), up to
+                    // a comma (`c2` of `sumSeries(a.b.c1,a.b.c2)`).
+                    s.name = super::more_transform::substr(&s.name, -1, 0);
                     s
                 })
                 .collect()
@@ -50,12 +51,12 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
         "aliasSub" => (|| {
             let re = python_regex(&a.string(1, "search")?)?;
             let raw = a.string(2, "replace")?;
-            let rep = python_replacement(&raw);
+            let (rep, refs) = parse_replacement(&raw);
             let list = a.series(ctx, 0, "seriesList")?;
             // Python compiles the template on its first `re.sub`: a reference past the
             // pattern's groups fails the request once there is a series to rename.
             if !list.is_empty() {
-                if let Some((n, at)) = missing_group(&raw, re.captures_len() - 1) {
+                if let Some((n, at)) = missing_group(&refs, re.captures_len() - 1) {
                     return err(format!("invalid group reference {n} at position {at}"));
                 }
             }
@@ -71,48 +72,24 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
     })
 }
 
-/// The first numbered reference (`\N`, `\g<N>`) of a Python replacement past `groups`, with
-/// where Python reports it (the character after the backslash, or after `\g<`).
-fn missing_group(r: &str, groups: usize) -> Option<(usize, usize)> {
-    let c: Vec<char> = r.chars().collect();
-    let mut i = 0;
-    while i + 1 < c.len() {
-        if c[i] != '\\' {
-            i += 1;
-            continue;
-        }
-        let (start, digits) = if c[i + 1] == 'g' && c.get(i + 2) == Some(&'<') {
-            let end = c[i + 3..]
-                .iter()
-                .position(|&x| x == '>')
-                .map_or(c.len(), |e| i + 3 + e);
-            (i + 3, c[i + 3..end].to_vec())
-        } else if c[i + 1].is_ascii_digit() && c[i + 1] != '0' {
-            let n = c[i + 1..]
-                .iter()
-                .take(2)
-                .take_while(|d| d.is_ascii_digit())
-                .count();
-            (i + 1, c[i + 1..i + 1 + n].to_vec())
-        } else {
-            i += 2;
-            continue;
-        };
-        let text: String = digits.iter().collect();
-        if let Ok(n) = text.parse::<usize>() {
-            if n > groups {
-                return Some((n, start));
-            }
-        }
-        i = start + digits.len().max(1);
-    }
-    None
+/// The first numbered reference of a Python replacement past `groups`, with where Python
+/// reports it (see `parse_replacement`).
+fn missing_group(refs: &[(usize, usize)], groups: usize) -> Option<(usize, usize)> {
+    refs.iter().copied().find(|&(n, _)| n > groups)
 }
 
 /// Python `re.sub` replacement → `regex` syntax: `\1` and `\g<1>`/`\g<name>` become `${…}`,
 /// a literal `$` is doubled, `\\` is a backslash.
 pub fn python_replacement(r: &str) -> String {
+    parse_replacement(r).0
+}
+
+/// `python_replacement`'s template, with the numbered references it holds (`\N` other than
+/// `\0`, `\g<N>`): each group number and where Python reports it (the character after the
+/// backslash, or after `\g<`).
+fn parse_replacement(r: &str) -> (String, Vec<(usize, usize)>) {
     let mut out = String::new();
+    let mut refs = Vec::new();
     let c: Vec<char> = r.chars().collect();
     let mut i = 0;
     while i < c.len() {
@@ -123,16 +100,19 @@ pub fn python_replacement(r: &str) -> String {
                 while j < c.len() && j < i + 3 && c[j].is_ascii_digit() {
                     j += 1;
                 }
-                out.push_str(&format!("${{{}}}", c[i + 1..j].iter().collect::<String>()));
+                let digits: String = c[i + 1..j].iter().collect();
+                if c[i + 1] != '0' {
+                    refs.extend(digits.parse().ok().map(|n| (n, i + 1)));
+                }
+                out.push_str(&format!("${{{digits}}}"));
                 i = j;
                 continue;
             }
             '\\' if c.get(i + 1) == Some(&'g') && c.get(i + 2) == Some(&'<') => {
                 if let Some(end) = c[i + 3..].iter().position(|&x| x == '>') {
-                    out.push_str(&format!(
-                        "${{{}}}",
-                        c[i + 3..i + 3 + end].iter().collect::<String>()
-                    ));
+                    let group: String = c[i + 3..i + 3 + end].iter().collect();
+                    refs.extend(group.parse().ok().map(|n| (n, i + 3)));
+                    out.push_str(&format!("${{{group}}}"));
                     i += 4 + end;
                     continue;
                 }
@@ -152,37 +132,41 @@ pub fn python_replacement(r: &str) -> String {
         }
         i += 1;
     }
-    out
+    (out, refs)
 }
 
-/// The first path expression in a (possibly function-wrapped) series name.
-pub fn first_path_expression(name: &str) -> String {
-    fn walk(e: &Expr) -> Option<String> {
+/// The first path expression in a (possibly function-wrapped) series name, as graphite-web's
+/// `_getFirstPathExpression` finds it: down the first argument of each call only, so none when
+/// that argument is a number or a string (`invert(3.0)`, `seriesByTag('name=a')`).
+pub fn first_path_expression(name: &str) -> Option<String> {
+    fn down_first(e: &Expr) -> Option<String> {
         match e {
             Expr::Path(p) => Some(p.clone()),
-            Expr::Call(c) => c
-                .args
-                .iter()
-                .chain(c.kwargs.iter().map(|(_, v)| v))
-                .find_map(walk),
+            Expr::Call(c) => c.args.first().and_then(down_first),
             _ => None,
         }
     }
-    if let Some(p) = parse(name).ok().and_then(|e| walk(&e)) {
-        return p;
+    match parse(name) {
+        Ok(Expr::Path(p)) => return Some(p),
+        Ok(e @ Expr::Call(_)) if !matches!(&e, Expr::Call(c) if c.args.is_empty()) => {
+            return down_first(&e)
+        }
+        _ => {}
     }
     // graphite-web's pyparsing reads the longest prefix it can: a call whose parentheses
     // close (`sumSeries(a.b) Current:1.00`), else the path before the first symbol
-    // (`transformNull(a.b Current:1.00 ,-1)` gives `transformNull`).
+    // (`transformNull(a.b Current:1.00 ,-1)` gives `transformNull`, `3.0` itself).
     if let Some(close) = first_call_end(name) {
-        if let Some(p) = parse(&name[..=close]).ok().and_then(|e| walk(&e)) {
-            return p;
+        if let Ok(Expr::Call(c)) = parse(&name[..=close]) {
+            if !c.args.is_empty() {
+                return c.args.first().and_then(down_first);
+            }
         }
     }
     let end = name
         .find(|c: char| "(){},'\"\\|".contains(c) || c.is_whitespace())
         .unwrap_or(name.len());
-    name[..end].trim_end_matches('.').to_string()
+    Some(name[..end].trim_end_matches('.').to_string())
 }
 
 /// Where the parenthesis closing a leading `name(` stands, quotes skipped.
@@ -228,7 +212,8 @@ fn node_value(s: &Series, path: &str, n: &NodeOrTag) -> String {
 /// expression when the name ends in a call (`…)`), or a tag value.
 pub fn node_or_tag_value(s: &Series, n: &NodeOrTag) -> String {
     if s.name.ends_with(')') {
-        node_value(s, &first_path_expression(&s.name), n)
+        let first = first_path_expression(&s.name);
+        node_value(s, first.as_deref().unwrap_or(&s.name), n)
     } else {
         node_value(s, &s.name, n)
     }
@@ -243,30 +228,53 @@ mod tests {
     use super::*;
 
     #[test]
-    fn first_path_expressions_of_names_that_do_not_parse() {
-        assert_eq!(first_path_expression("sumSeries(a.b.c1,x.y)"), "a.b.c1");
-        assert_eq!(
-            first_path_expression("transformNull(a.b.c1 Current:87.50 Max:nan ,-1)"),
-            "transformNull"
-        );
-        assert_eq!(
-            first_path_expression("sumSeries(a.b.c1) Current:1.00"),
-            "a.b.c1"
-        );
-        assert_eq!(first_path_expression("a.b.c1 Current:87.50"), "a.b.c1");
-        assert_eq!(
-            first_path_expression("disk.used;dc=east"),
-            "disk.used;dc=east"
-        );
+    fn first_path_expressions_as_graphite_web_finds_them() {
+        // Each as graphite-web 1.1.8's `_getFirstPathExpression` answers it.
+        for (name, want) in [
+            ("sumSeries(a.b.c1,x.y)", Some("a.b.c1")),
+            (
+                "transformNull(a.b.c1 Current:87.50 Max:nan ,-1)",
+                Some("transformNull"),
+            ),
+            ("sumSeries(a.b.c1) Current:1.00", Some("a.b.c1")),
+            ("a.b.c1 Current:87.50", Some("a.b.c1")),
+            ("disk.used;dc=east", Some("disk.used;dc=east")),
+            ("invert(3.0)", None),
+            ("sumSeries(3,a.b)", None),
+            ("seriesByTag('name=a')", None),
+            ("scale(sumSeries(a.b),2)", Some("a.b")),
+            ("f(g(1),a.b)", None),
+            ("alias(a.b,'x')", Some("a.b")),
+            ("3.0", Some("3.0")),
+            ("f(x=a.b)", Some("f")),
+            ("f(a.b, x=c.d)", Some("a.b")),
+            ("f(\"str\",a.b)", None),
+            ("f(true, a.b)", None),
+        ] {
+            assert_eq!(first_path_expression(name).as_deref(), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn grouping_keys_of_names_without_a_first_path_take_the_name() {
+        // aliasByNode(invert(constantLine(3)), 0): graphite-web splits `invert(3.0)` itself.
+        let src = mem(&[("a.b", &[Some(2.0)])]);
+        let r = eval(&src, "aliasByNode(invert(constantLine(3)), 0, 'name')", 1);
+        assert_eq!(r[0].name, "invert(3.3.0");
+        let r = eval(&src, "aliasByMetric(sumSeries(a.b, a.b))", 1);
+        assert_eq!(r[0].name, "b");
     }
 
     #[test]
     fn group_references_past_the_pattern_are_found_where_python_reports_them() {
-        assert_eq!(missing_group(r"\2", 0), Some((2, 1)));
-        assert_eq!(missing_group(r"n\1", 0), Some((1, 2)));
-        assert_eq!(missing_group(r"x\g<3>", 2), Some((3, 4)));
-        assert_eq!(missing_group(r"\1-\2", 2), None);
-        assert_eq!(missing_group(r"\\2 \0", 0), None);
+        assert_eq!(missing_group(&parse_replacement(r"\2").1, 0), Some((2, 1)));
+        assert_eq!(missing_group(&parse_replacement(r"n\1").1, 0), Some((1, 2)));
+        assert_eq!(
+            missing_group(&parse_replacement(r"x\g<3>").1, 2),
+            Some((3, 4))
+        );
+        assert_eq!(missing_group(&parse_replacement(r"\1-\2").1, 2), None);
+        assert_eq!(missing_group(&parse_replacement(r"\\2 \0").1, 0), None);
     }
 
     #[test]

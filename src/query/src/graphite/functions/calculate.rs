@@ -182,6 +182,7 @@ mod tests {
             until: 1_700_000_000,
             now: 1_700_000_000,
             xff: 0.0,
+            tz: chrono_tz::UTC,
         };
         let e = ctx
             .eval(
@@ -217,6 +218,7 @@ mod tests {
             until: 360,
             now: 360,
             xff: 0.0,
+            tz: chrono_tz::UTC,
         };
         let p = |t: &str| {
             ctx.eval(&super::super::super::parser::parse(t).unwrap())

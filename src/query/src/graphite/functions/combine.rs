@@ -628,7 +628,14 @@ fn group_by(ctx: &Ctx, list: Vec<Series>, nodes: &[NodeOrTag], cb: &str) -> R<Ve
     // graphite-web calls a callback that is a series function itself: countSeries counts each
     // group's series at every step (not its values), tagged with its own name alone.
     let count_fn = cb == "countSeries";
-    let func = agg_name(cb)?;
+    // Series functions graphite-web marks as aggregators whose work is no aggregation of ours:
+    // called on each group as they are, their first series kept.
+    let series_fn = matches!(cb, "powSeries" | "asPercent");
+    let func = if series_fn {
+        String::new()
+    } else {
+        agg_name(cb)?
+    };
     let mut groups: Vec<(String, Vec<Series>)> = Vec::new();
     for s in list {
         let key = nodes
@@ -642,18 +649,39 @@ fn group_by(ctx: &Ctx, list: Vec<Series>, nodes: &[NodeOrTag], cb: &str) -> R<Ve
         }
     }
     let fname = group_fname(cb, &func);
-    Ok(groups
-        .into_iter()
-        .filter_map(|(key, g)| {
-            let mut s = if count_fn {
-                count_of(&g)?
-            } else {
-                combine(&g, &func, &fname, ctx.xff)?
-            };
+    let mut out = Vec::with_capacity(groups.len());
+    for (key, g) in groups {
+        let s = if count_fn {
+            count_of(&g)
+        } else if series_fn {
+            first_of_call(ctx, cb, g)?
+        } else if cb == "multiplySeries" && g.len() == 1 {
+            // multiplySeries hands a lone series back as it is (untagged by the call).
+            g.into_iter().next()
+        } else {
+            combine(&g, &func, &fname, ctx.xff)
+        };
+        if let Some(mut s) = s {
             s.name = key;
-            Some(s)
-        })
-        .collect())
+            out.push(s);
+        }
+    }
+    Ok(out)
+}
+
+/// `func(list)`'s first series, `list` given as one series list (as graphite-web calls a
+/// callback: `SeriesFunctions[callback](requestContext, group)[0]`).
+fn first_of_call(ctx: &Ctx, func: &str, list: Vec<Series>) -> R<Option<Series>> {
+    let src = super::more_spec::Fixed::new(list);
+    let glob = super::more_spec::Fixed::path(0).replace("s000000", "*");
+    let call = super::super::parser::Call {
+        name: func.to_string(),
+        args: vec![Expr::Path(glob.clone())],
+        kwargs: vec![],
+        text: format!("{func}({glob})"),
+    };
+    let got = super::more_spec::fixed_ctx(ctx, &src).call(&call)?;
+    Ok(got.into_iter().next().map(|s| src.restore(s)))
 }
 
 fn group_by_tags(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
@@ -757,6 +785,7 @@ mod tests {
             until: 60 * n,
             now: 60 * n,
             xff,
+            tz: chrono_tz::UTC,
         };
         ctx.eval(&parse(target).unwrap()).unwrap()
     }
@@ -802,6 +831,34 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn callbacks_that_are_series_functions() {
+        // groupByNode(s) calls a series function marked as an aggregator on each group and
+        // keeps its first series: powSeries raises row by row, multiplySeries hands a lone
+        // series back untagged.
+        let src = mem(&[
+            ("g.a.x", &[Some(2.0), Some(3.0), None]),
+            ("g.a.y", &[Some(3.0), Some(2.0), Some(1.0)]),
+            ("g.b.x", &[Some(5.0), None, Some(1.0)]),
+        ]);
+        let r = eval(&src, "groupByNode(g.*.*, 1, 'powSeries')", 3);
+        assert_eq!(
+            r.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+            vec!["a", "b"]
+        );
+        assert_eq!(vals(&r[0]), vec![Some(8.0), Some(9.0), None]);
+        assert_eq!(vals(&r[1]), vec![Some(5.0), None, Some(1.0)]);
+        let r = eval(&src, "groupByNodes(g.*.*, 'multiplySeries', 1)", 3);
+        assert_eq!(vals(&r[0]), vec![Some(6.0), Some(6.0), None]);
+        assert_eq!(r[0].tags.get("aggregatedBy").unwrap(), "multiply");
+        assert_eq!(r[1].name, "b");
+        assert_eq!(vals(&r[1]), vec![Some(5.0), None, Some(1.0)]);
+        assert_eq!(r[1].tags.get("aggregatedBy"), None);
+        // asPercent of the group: its first series as a share of the group's sum.
+        let r = eval(&src, "groupByNode(g.*.*, 1, 'asPercent')", 3);
+        assert_eq!(vals(&r[0]), vec![Some(40.0), Some(60.0), None]);
     }
 
     #[test]

@@ -129,6 +129,7 @@ pub mod testutil {
             until: 60 * n,
             now: 60 * n,
             xff: 0.0,
+            tz: chrono_tz::UTC,
         };
         ctx.eval(&parse(target).unwrap()).unwrap()
     }

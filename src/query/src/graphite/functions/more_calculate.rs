@@ -429,15 +429,22 @@ fn linear_regression(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
             .map(Some)
             .map_err(EvalError::from)
     };
-    let from = at(1, "startSourceAt")?.unwrap_or(ctx.from);
-    let until = at(2, "endSourceAt")?.unwrap_or(ctx.until);
+    let (start_at, end_at) = (at(1, "startSourceAt")?, at(2, "endSourceAt")?);
+    let from = start_at.unwrap_or(ctx.from);
+    let until = end_at.unwrap_or(ctx.until);
+    // Named by the window's wall-clock times (`Ctx::wall`): the request's own bounds are on its
+    // zone's clock, the arguments on UTC's.
+    let (from_name, until_name) = (
+        start_at.unwrap_or_else(|| ctx.wall(ctx.from)),
+        end_at.unwrap_or_else(|| ctx.wall(ctx.until)),
+    );
     let sources = ctx.shifted(from, until).eval(inner(a)?)?;
     Ok(sources
         .iter()
         .zip(list)
         .filter_map(|(src, mut s)| {
-            s.set_tag("linearRegressions", format!("{from}, {until}"));
-            let name = format!("linearRegression({}, {from}, {until})", s.name);
+            s.set_tag("linearRegressions", format!("{from_name}, {until_name}"));
+            let name = format!("linearRegression({}, {from_name}, {until_name})", s.name);
             let (factor, offset) = regression(src)?;
             s.values = (0..s.values.len())
                 .map(|i| Some(offset + (s.start + i as i64 * s.step) as f64 * factor))
@@ -521,6 +528,7 @@ mod tests {
             until: 180,
             now: 180,
             xff: 0.0,
+            tz: chrono_tz::UTC,
         };
         for t in [
             "holtWintersForecast(m.a,'1min','1min')",
@@ -538,6 +546,7 @@ mod tests {
             until: 1 << 40,
             now: 1 << 40,
             xff: 0.0,
+            tz: chrono_tz::UTC,
         };
         for t in [
             "sin('s',1,1)",

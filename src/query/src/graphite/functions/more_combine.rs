@@ -479,6 +479,7 @@ mod tests {
             until: 240,
             now: 240,
             xff: 0.0,
+            tz: chrono_tz::UTC,
         };
         assert!(ctx
             .eval(&e)

@@ -536,6 +536,7 @@ pub fn fixed_ctx<'a>(ctx: &Ctx, src: &'a Fixed) -> Ctx<'a> {
         until: ctx.until,
         now: ctx.now,
         xff: ctx.xff,
+        tz: ctx.tz,
     }
 }
 
@@ -602,6 +603,7 @@ mod tests {
             until: 600,
             now: 600,
             xff: 0.0,
+            tz: chrono_tz::UTC,
         };
         for name in GRAPHITE_WEB_NAMES {
             let c = crate::graphite::parser::Call {

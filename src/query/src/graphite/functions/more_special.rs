@@ -137,6 +137,7 @@ mod tests {
             until: 10,
             now: 10,
             xff: 0.0,
+            tz: chrono_tz::UTC,
         };
         let e = |q: &str| {
             ctx.eval(&crate::graphite::parser::parse(q).unwrap())

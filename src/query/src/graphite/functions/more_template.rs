@@ -230,6 +230,7 @@ mod tests {
             until: 120,
             now: 120,
             xff: 0.0,
+            tz: chrono_tz::UTC,
         };
         for t in [
             "template(h.$1.cpu, h.web1.cpu)",

@@ -73,14 +73,22 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
                 let n = a.string(0, "name")?;
                 let amp = a.num_or(1, "amplitude", 1.0)?;
                 let step = step_arg(ctx, a, 2)?;
+                // The sine of each step's wall-clock time (the start's offset throughout, as
+                // Python's `when += delta` keeps it).
+                let off = ctx.wall(ctx.from) - ctx.from;
                 Ok(vec![generated(ctx, &n, step, |t, _| {
-                    Some((t as f64).sin() * amp)
+                    Some(((t + off) as f64).sin() * amp)
                 })])
             }
             "time" | "timeFunction" => {
                 let n = a.string(0, "name")?;
                 let step = step_arg(ctx, a, 1)?;
-                Ok(vec![generated(ctx, &n, step, |t, _| Some(t as f64))])
+                // Each step's wall-clock time, and the series starts there too (graphite-web
+                // times both with `Ctx::wall`'s reading).
+                let off = ctx.wall(ctx.from) - ctx.from;
+                let mut s = generated(ctx, &n, step, |t, _| Some((t + off) as f64));
+                s.start += off;
+                Ok(vec![s])
             }
             "randomWalk" | "randomWalkFunction" => {
                 let n = a.string(0, "name")?;
@@ -309,8 +317,9 @@ fn time_slice(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
             s.set_tag("timeSliceStart", start.to_string());
             s.set_tag("timeSliceEnd", end.to_string());
             s.name = format!("timeSlice({}, {start}, {end})", s.name);
-            // graphite-web walks from the request's start, not the series' first step.
-            let mut cur = ctx.from;
+            // graphite-web walks from the request's start (on its zone's clock, see
+            // `Ctx::wall`), not the series' first step.
+            let mut cur = ctx.wall(ctx.from);
             for v in s.values.iter_mut() {
                 if cur < start || cur > end {
                     *v = None;
@@ -401,7 +410,7 @@ fn change_case(name: &str, pos: &[i64], up: bool) -> String {
 }
 
 /// Python's `list[start:stop]` (or `list[start:]` when `stop` is 0) on dotted nodes.
-fn substr(name: &str, start: i64, stop: i64) -> String {
+pub(crate) fn substr(name: &str, start: i64, stop: i64) -> String {
     let left = name.rfind('(').map(|i| i + 1).unwrap_or(0);
     let right = name.find(')').unwrap_or(name.len());
     let clean = if left <= right {
@@ -539,6 +548,44 @@ pub fn py_percent(fmt: &str, v: f64) -> R<String> {
 mod tests {
     use super::super::testutil::*;
     use super::*;
+
+    /// graphite-web times these on the request zone's wall clock read back as UTC
+    /// (`time.mktime(dt.timetuple())` on a UTC server): with `tz=Asia/Kolkata` (+05:30)
+    /// `time()` is 19,800 s ahead, starting there, and `timeSlice` walks from there.
+    #[test]
+    fn wall_clock_times_in_the_request_zone() {
+        let src = mem(&[("m.a", &[Some(1.0), Some(2.0), Some(3.0), Some(4.0)])]);
+        let at = |tz: chrono_tz::Tz, target: &str| {
+            let ctx = Ctx {
+                source: &src,
+                from: 0,
+                until: 240,
+                now: 240,
+                xff: 0.0,
+                tz,
+            };
+            ctx.eval(&crate::graphite::parser::parse(target).unwrap())
+                .unwrap()
+        };
+        let kolkata: chrono_tz::Tz = "Asia/Kolkata".parse().unwrap();
+        let r = at(kolkata, "time('t', 60)");
+        assert_eq!(r[0].start, 19_800);
+        assert_eq!(vals(&r[0])[..2], [Some(19_800.0), Some(19_860.0)]);
+        let r = at(chrono_tz::UTC, "time('t', 60)");
+        assert_eq!((r[0].start, vals(&r[0])[1]), (0, Some(60.0)));
+        let r = at(kolkata, "sin('s', 2, 60)");
+        assert_eq!(r[0].start, 0);
+        assert_eq!(vals(&r[0])[1], Some(19_860f64.sin() * 2.0));
+        // The walk starts at 19,800, past the slice's end: every value goes.
+        let r = at(kolkata, "timeSlice(m.a, '60', '180')");
+        assert!(vals(&r[0]).iter().all(Option::is_none));
+        let r = at(chrono_tz::UTC, "timeSlice(m.a, '60', '180')");
+        assert_eq!(vals(&r[0]), vec![None, Some(2.0), Some(3.0), Some(4.0)]);
+        let r = at(kolkata, "linearRegression(m.a)");
+        assert_eq!(r[0].name, "linearRegression(m.a, 19800, 20040)");
+        let r = at(kolkata, "linearRegression(m.a, '60')");
+        assert_eq!(r[0].name, "linearRegression(m.a, 60, 20040)");
+    }
 
     #[test]
     fn logit_and_sigmoid() {

@@ -1026,6 +1026,7 @@ mod tests {
             until: 240,
             now: 240,
             xff: 0.0,
+            tz: chrono_tz::UTC,
         };
         let r = ctx
             .eval(&super::super::super::parser::parse("timeShift(t, '1min')").unwrap())

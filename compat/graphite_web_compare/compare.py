@@ -621,8 +621,6 @@ RANDOM_SKIP = [
     (r"Invalid interval start=", "a source window ending before it starts: graphite-web fails"),
     (r"tuple index out of range", "timeSlice ending before it starts: graphite-web fails"),
     (r"may not be empty", "graphite-web refuses an empty tag value in groupByTags"),
-    (r"^(?=.*\b(?:time|timeFunction|sin|sinFunction)\()(?=.*tz=(?!UTC))",
-     "graphite-web's time/sin read the tz wall clock as the server's local time (mktime)"),
     (r"(timeShift|timeStack)\(.*'(1h|1d)'.*timestamps",
      "a shifted window with no points: tsgate grids it at 60 s (no storage schema)"),
     (r"smartSummarize\(.*'(weeks|months|years)'.*timestamps",
@@ -631,7 +629,7 @@ RANDOM_SKIP = [
      "graphite-web reads an unbalanced template as a bare path (documented parser difference)"),
     (r"Unsupported aggregation function: \w*(WithWildcards|Lists)",
      "series-function callbacks of groupByNode(s) (…WithWildcards, …Lists) are not served"),
-    (r"(constantLine|identity|time|sinFunction|threshold|countSeries)\(.*"
+    (r"(constantLine|identity|threshold|countSeries)\(.*"
      r"(start/end/step|rickshaw .*timestamps differ)",
      "series made from nothing end at until in graphite-web, after their last step here"),
     (r"exponentialMovingAverage\(.*start/end/step",

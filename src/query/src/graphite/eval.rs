@@ -526,6 +526,19 @@ pub struct Stream<'e> {
     pub each: Box<dyn Fn(Series) -> Series + Send + Sync + 'e>,
 }
 
+/// The calendar units graphite-web aligns a request's start to (see [`Ctx::aligned_start`]);
+/// `Week` carries the ISO weekday to go back to (Monday is 1).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Align {
+    Year,
+    Month,
+    Week(i64),
+    Day,
+    Hour,
+    Minute,
+    Second,
+}
+
 #[derive(Clone)]
 pub struct Ctx<'a> {
     pub source: &'a dyn Source,
@@ -993,6 +1006,37 @@ impl Ctx<'_> {
             .local_minus_utc();
         t + off as i64
     }
+
+    /// graphite-web's `datetime(s.year, …, tzinfo=s.tzinfo)` of the request's start `s`:
+    /// its wall-clock fields in the request's zone, cut down to `unit`, read back with the
+    /// offset in force at `s` (pytz's localized zone is a fixed offset), even where the cut
+    /// falls on the other side of a daylight-saving change. hitcount and smartSummarize
+    /// align with it.
+    pub fn aligned_start(&self, unit: Align) -> i64 {
+        use chrono::{Datelike, NaiveDate, Timelike};
+        let wall = chrono::DateTime::from_timestamp(self.from, 0)
+            .unwrap_or_default()
+            .with_timezone(&self.tz)
+            .naive_local();
+        let (d, t) = (wall.date(), wall.time());
+        let day = |date: NaiveDate| date.and_hms_opt(0, 0, 0).unwrap_or(wall);
+        let cut = match unit {
+            Align::Year => day(NaiveDate::from_ymd_opt(d.year(), 1, 1).unwrap_or(d)),
+            Align::Month => day(NaiveDate::from_ymd_opt(d.year(), d.month(), 1).unwrap_or(d)),
+            Align::Week(iso) => {
+                let mut back = d.weekday().number_from_monday() as i64 - iso;
+                if back < 0 {
+                    back += 7;
+                }
+                day(d) - chrono::Duration::days(back)
+            }
+            Align::Day => day(d),
+            Align::Hour => d.and_hms_opt(t.hour(), 0, 0).unwrap_or(wall),
+            Align::Minute => d.and_hms_opt(t.hour(), t.minute(), 0).unwrap_or(wall),
+            Align::Second => wall,
+        };
+        cut.and_utc().timestamp() - (self.wall(self.from) - self.from)
+    }
 }
 
 /// Typed access to a call's arguments (positional index or keyword name). Quoted numbers and
@@ -1174,6 +1218,62 @@ impl Source for MemSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Starts aligned as graphite-web 1.1.8 aligns 1795856650 (Python's answers, pytz 2024).
+    #[test]
+    fn aligned_starts_as_graphite_web_cuts_them() {
+        let src = MemSource(vec![]);
+        for (zone, want) in [
+            (
+                "Europe/Berlin",
+                [
+                    1767222000, 1793487600, 1795647600, 1795820400, 1795856400, 1795856640,
+                    1795856650,
+                ],
+            ),
+            (
+                "Asia/Kolkata",
+                [
+                    1767205800, 1793471400, 1795631400, 1795804200, 1795854600, 1795856640,
+                    1795856650,
+                ],
+            ),
+            (
+                "America/New_York",
+                [
+                    1767243600, 1793509200, 1795669200, 1795842000, 1795856400, 1795856640,
+                    1795856650,
+                ],
+            ),
+            (
+                "UTC",
+                [
+                    1767225600, 1793491200, 1795651200, 1795824000, 1795856400, 1795856640,
+                    1795856650,
+                ],
+            ),
+        ] {
+            let ctx = Ctx {
+                source: &src,
+                from: 1_795_856_650,
+                until: 1_795_860_000,
+                now: 1_795_860_000,
+                xff: 0.0,
+                tz: zone.parse().unwrap(),
+            };
+            let units = [
+                Align::Year,
+                Align::Month,
+                Align::Week(4),
+                Align::Day,
+                Align::Hour,
+                Align::Minute,
+                Align::Second,
+            ];
+            let got: Vec<i64> = units.iter().map(|u| ctx.aligned_start(*u)).collect();
+            assert_eq!(got, want, "{zone}");
+        }
+    }
 
     proptest::proptest! {
         /// Each point lands in the bucket its timestamp rounds down to (whisper's rule), the

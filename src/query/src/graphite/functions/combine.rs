@@ -97,6 +97,10 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             let list = a.series(ctx, 0, "seriesList")?;
             let n = a.num(1, "n")?;
             let interp = a.boolean(2, "interpolate", false)?;
+            // graphite-web's InputParameterError, whatever the list (its answer: 400).
+            if n <= 0.0 {
+                return err("The requested percent is required to be greater than 0");
+            }
             let Some(first) = list.first() else {
                 return Ok(vec![]);
             };

@@ -76,9 +76,9 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
                 // The sine of each step's wall-clock time (the start's offset throughout, as
                 // Python's `when += delta` keeps it).
                 let off = ctx.wall(ctx.from) - ctx.from;
-                Ok(vec![generated(ctx, &n, step, |t, _| {
-                    Some(((t + off) as f64).sin() * amp)
-                })])
+                let mut s = generated(ctx, &n, step, |t, _| Some(((t + off) as f64).sin() * amp));
+                s.end = ctx.until;
+                Ok(vec![s])
             }
             "time" | "timeFunction" => {
                 let n = a.string(0, "name")?;
@@ -88,6 +88,7 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
                 let off = ctx.wall(ctx.from) - ctx.from;
                 let mut s = generated(ctx, &n, step, |t, _| Some((t + off) as f64));
                 s.start += off;
+                s.end = ctx.wall(ctx.until);
                 Ok(vec![s])
             }
             "randomWalk" | "randomWalkFunction" => {
@@ -569,7 +570,7 @@ mod tests {
         };
         let kolkata: chrono_tz::Tz = "Asia/Kolkata".parse().unwrap();
         let r = at(kolkata, "time('t', 60)");
-        assert_eq!(r[0].start, 19_800);
+        assert_eq!((r[0].start, r[0].end), (19_800, 20_040));
         assert_eq!(vals(&r[0])[..2], [Some(19_800.0), Some(19_860.0)]);
         let r = at(chrono_tz::UTC, "time('t', 60)");
         assert_eq!((r[0].start, vals(&r[0])[1]), (0, Some(60.0)));

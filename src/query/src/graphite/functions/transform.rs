@@ -2,7 +2,7 @@
 //! (summarize, smartSummarize, hitcount). Filter Data's removeBelow/AboveValue live here too.
 
 use super::super::attime::parse_offset;
-use super::super::eval::{err, Args, Ctx, EvalError, PerSeries, R};
+use super::super::eval::{err, Align, Args, Ctx, EvalError, PerSeries, R};
 use super::super::series::{aggregate, py_d, py_float, py_g, Series};
 use super::combine::agg_name;
 use super::{finite, map_values, round_half_away};
@@ -703,13 +703,27 @@ fn smart_summarize(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
         _ => a.opt_str(3, "alignTo")?,
     };
     if let Some(unit) = align {
-        let u = parse_offset(&format!(
-            "1{}",
-            unit.trim_start_matches(|c: char| c.is_ascii_digit())
-        ))
-        .map_err(EvalError::from)?
-        .abs();
-        c = ctx.shifted(ctx.from - ctx.from.rem_euclid(u.max(1)), ctx.until);
+        // graphite-web's getUnitString: the unit is named by the string's start (`days`,
+        // `hours`, `weeks4` for Thursdays); anything else fails there.
+        let to = if unit.starts_with('s') {
+            Align::Second
+        } else if unit.starts_with("min") {
+            Align::Minute
+        } else if unit.starts_with('h') {
+            Align::Hour
+        } else if unit.starts_with('d') {
+            Align::Day
+        } else if unit.starts_with('w') {
+            let last = unit.chars().last().unwrap_or('w');
+            Align::Week(last.to_digit(10).map_or(1, i64::from))
+        } else if unit.starts_with("mon") {
+            Align::Month
+        } else if unit.starts_with('y') {
+            Align::Year
+        } else {
+            return err(format!("Invalid offset unit '{unit}'"));
+        };
+        c = ctx.shifted(ctx.aligned_start(to), ctx.until);
     }
     let list = c.eval(
         a.get(0, "seriesList")
@@ -737,11 +751,15 @@ fn hitcount(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     let (istr, width) = interval(a, 1)?;
     let align = a.boolean(2, "alignToInterval", false)?;
     let list = if align {
-        // The window's start rounded down to the day, hour or minute (by the interval's
-        // size; UTC) and the argument fetched again from there; each series then ends one
-        // interval after its last whole interval.
-        let unit = [86_400, 3_600, 60].into_iter().find(|u| width >= *u);
-        let from = unit.map_or(ctx.from, |u| ctx.from - ctx.from.rem_euclid(u));
+        // The window's start cut down to the day, hour or minute (by the interval's size;
+        // as graphite-web cuts it, see `Ctx::aligned_start`) and the argument fetched again
+        // from there; each series then ends one interval after its last whole interval.
+        let from = match width {
+            w if w >= 86_400 => ctx.aligned_start(Align::Day),
+            w if w >= 3_600 => ctx.aligned_start(Align::Hour),
+            w if w >= 60 => ctx.aligned_start(Align::Minute),
+            _ => ctx.from,
+        };
         let inner = a
             .get(0, "seriesList")
             .ok_or_else(|| EvalError::Invalid("hitcount: missing seriesList".into()))?;
@@ -753,8 +771,7 @@ fn hitcount(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     } else {
         a.series(ctx, 0, "seriesList")?
     };
-    Ok(list
-        .into_iter()
+    list.into_iter()
         .map(|s| {
             let count = ((s.end - s.start) as f64 / width as f64).ceil() as i64;
             let new_start = s.end - count * width;
@@ -775,19 +792,30 @@ fn hitcount(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
                     eb = count - 1;
                     em = width;
                 }
+                // Python's list indexing: from the end when negative; out of range (a value
+                // past the series' end, whose `end` stops short of its values as constantLine's
+                // does) is graphite-web's IndexError.
+                let at = |b: i64| -> R<usize> {
+                    let k = if b < 0 { count + b } else { b };
+                    if (0..count).contains(&k) {
+                        Ok(k as usize)
+                    } else {
+                        err("hitcount: list index out of range (a value past the series end)")
+                    }
+                };
                 if sb == eb {
                     if sb >= 0 {
-                        buckets[sb as usize].push(v * (em - sm) as f64);
+                        buckets[at(sb)?].push(v * (em - sm) as f64);
                     }
                 } else {
                     if sb >= 0 {
-                        buckets[sb as usize].push(v * (width - sm) as f64);
+                        buckets[at(sb)?].push(v * (width - sm) as f64);
                     }
-                    for j in (sb + 1).max(0)..eb {
-                        buckets[j as usize].push(v * width as f64);
+                    for j in sb + 1..eb {
+                        buckets[at(j)?].push(v * width as f64);
                     }
                     if em > 0 {
-                        buckets[eb as usize].push(v * em as f64);
+                        buckets[at(eb)?].push(v * em as f64);
                     }
                 }
             }
@@ -803,9 +831,9 @@ fn hitcount(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
             let mut out = Series::new(name, new_start, width, values);
             out.tags = s.tags.clone();
             out.tags.insert("hitcount".into(), istr.clone());
-            out
+            Ok(out)
         })
-        .collect())
+        .collect()
 }
 
 #[cfg(test)]

@@ -313,6 +313,13 @@ fn api_put_answers_like_opentsdb(b: &Backend) {
 
     let (code, body) = s.http("POST", "/api/put?summary", one);
     assert_eq!((code, body.as_str()), (200, r#"{"success":1,"failed":0}"#));
+    // TestPutRpc.syncOKTimeoutSummary: with a sync_timeout, a `timeouts` count (in the
+    // order OpenTSDB's HashMap writes the keys).
+    let (code, body) = s.http("POST", "/api/put?summary&sync&sync_timeout=30000", one);
+    assert_eq!(
+        (code, body.as_str()),
+        (200, r#"{"success":1,"timeouts":0,"failed":0}"#)
+    );
     let (code, body) = s.http("POST", "/api/put", batch);
     assert_eq!(code, 400);
     assert!(

@@ -629,7 +629,7 @@ RANDOM_SKIP = [
      "graphite-web reads an unbalanced template as a bare path (documented parser difference)"),
     (r"Unsupported aggregation function: \w*(WithWildcards|Lists)",
      "series-function callbacks of groupByNode(s) (…WithWildcards, …Lists) are not served"),
-    (r"(constantLine|identity|threshold|countSeries)\(.*"
+    (r"(constantLine|identity|time|sinFunction|threshold|countSeries)\(.*"
      r"(start/end/step|rickshaw .*timestamps differ)",
      "series made from nothing end at until in graphite-web, after their last step here"),
     (r"exponentialMovingAverage\(.*start/end/step",

@@ -196,11 +196,12 @@ pub(super) async fn put(state: &Arc<OpenTsdb>, req: Request) -> Reply {
             errors.push((i, msg));
         }
     }
+    let timeout = req
+        .param("sync_timeout")
+        .and_then(|t| t.parse::<u64>().ok())
+        .unwrap_or(0);
+    let mut timed_out = false;
     if req.flag("sync") {
-        let timeout = req
-            .param("sync_timeout")
-            .and_then(|t| t.parse::<u64>().ok())
-            .unwrap_or(0);
         let flushed = state.ingest.writer.flush();
         let res = if timeout > 0 {
             tokio::time::timeout(std::time::Duration::from_millis(timeout), flushed)
@@ -210,7 +211,8 @@ pub(super) async fn put(state: &Arc<OpenTsdb>, req: Request) -> Reply {
             Some(flushed.await)
         };
         match res {
-            None => return error_reply(StatusCode::BAD_REQUEST, "The put call has timed out", ""),
+            // Not known durable in time: every accepted point counts as timed out.
+            None => timed_out = true,
             Some(Err(e)) => {
                 return error_reply(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -223,6 +225,29 @@ pub(super) async fn put(state: &Arc<OpenTsdb>, req: Request) -> Reply {
     }
     let failed = errors.len();
     let success = jps.len() - failed;
+    if timed_out {
+        // OpenTSDB's PutDataPointRpc answer to a sync_timeout that ran out.
+        if !summary {
+            return error_reply(
+                StatusCode::BAD_REQUEST,
+                &format!(
+                    "The put call has timedout with 0 successful writes, {failed} failed writes and {success} timed out writes."
+                ),
+                "Please see the TSD logs or append \"details\" to the put request",
+            );
+        }
+        let mut body = format!("{{\"success\":0,\"timeouts\":{success},\"failed\":{failed}");
+        if details {
+            errors.sort_by_key(|e| e.0);
+            let list: Vec<String> = errors
+                .iter()
+                .map(|(i, e)| serde_json::to_string(&jps[*i].error_detail(e)).unwrap_or_default())
+                .collect();
+            body.push_str(&format!(",\"errors\":[{}]", list.join(",")));
+        }
+        body.push('}');
+        return json_reply(StatusCode::BAD_REQUEST, body);
+    }
     let status = if failed == 0 {
         StatusCode::NO_CONTENT
     } else {
@@ -241,8 +266,13 @@ pub(super) async fn put(state: &Arc<OpenTsdb>, req: Request) -> Reply {
             "Please see the TSD logs or append \"details\" to the put request",
         );
     }
-    // Field order as OpenTSDB writes it: success, failed, errors.
-    let mut body = format!("{{\"success\":{success},\"failed\":{failed}");
+    // Field order as OpenTSDB's HashMap writes it: success, timeouts (with a sync_timeout),
+    // failed, errors.
+    let mut body = format!("{{\"success\":{success}");
+    if timeout > 0 {
+        body.push_str(",\"timeouts\":0");
+    }
+    body.push_str(&format!(",\"failed\":{failed}"));
     if details {
         errors.sort_by_key(|e| e.0);
         let list: Vec<String> = errors

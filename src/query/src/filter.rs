@@ -124,6 +124,9 @@ pub struct TagFilter {
     /// Literals (lower-cased for the case-insensitive types), or glob parts.
     literals: Vec<String>,
     regex: Option<regex::Regex>,
+    /// A `wildcard` that ignores case: OpenTSDB's implicit one (`host=*` or `host=web*` in
+    /// braces or `tags`) is its case-insensitive TagVWildcardFilter, shown as `wildcard`.
+    fold_case: bool,
 }
 
 impl TagFilter {
@@ -152,6 +155,7 @@ impl TagFilter {
             group_by,
             literals: Vec::new(),
             regex: None,
+            fold_case: false,
         };
         match kind {
             FilterType::LiteralOr
@@ -196,7 +200,7 @@ impl TagFilter {
             return Err(FilterError::Empty);
         }
         if v == "*" {
-            return TagFilter::new(FilterType::Wildcard, tagk, "*", group_by);
+            return TagFilter::implicit_wildcard(tagk, "*", group_by);
         }
         if let Some(open) = v.find('(') {
             if !v.ends_with(')') {
@@ -206,12 +210,24 @@ impl TagFilter {
             let kind = FilterType::parse(&prefix).ok_or(FilterError::UnknownType(prefix))?;
             return TagFilter::new(kind, tagk, &v[open + 1..v.len() - 1], group_by);
         }
-        let kind = if v.contains('*') {
-            FilterType::Iwildcard
-        } else {
-            FilterType::LiteralOr
-        };
-        TagFilter::new(kind, tagk, v, group_by)
+        if v.contains('*') {
+            return TagFilter::implicit_wildcard(tagk, v, group_by);
+        }
+        TagFilter::new(FilterType::LiteralOr, tagk, v, group_by)
+    }
+
+    /// A `wildcard` that ignores case (see `fold_case`).
+    fn implicit_wildcard(tagk: &str, v: &str, group_by: bool) -> Result<TagFilter, FilterError> {
+        let mut f = TagFilter::new(FilterType::Iwildcard, tagk, v, group_by)?;
+        f.kind = FilterType::Wildcard;
+        f.fold_case = true;
+        Ok(f)
+    }
+
+    /// The same filter whatever its grouping: type, key and expression.
+    pub fn same_as(&self, other: &TagFilter) -> bool {
+        (self.kind, &self.tagk, &self.expr, self.fold_case)
+            == (other.kind, &other.tagk, &other.expr, other.fold_case)
     }
 
     /// The exact literals this filter needs, when it is a case-sensitive `literal_or`
@@ -237,6 +253,7 @@ impl TagFilter {
                 let v = v.to_lowercase();
                 !self.literals.contains(&v)
             }
+            FilterType::Wildcard if self.fold_case => glob(&self.literals[0], &v.to_lowercase()),
             FilterType::Wildcard => glob(&self.literals[0], v),
             FilterType::Iwildcard => glob(&self.literals[0], &v.to_lowercase()),
             FilterType::Regexp => self.regex.as_ref().is_some_and(|r| r.is_match(v)),
@@ -305,8 +322,14 @@ mod tests {
         assert!(f("not_key", "").matches(None));
         assert!(!f("not_key", "").matches(Some("x")));
         assert!(TagFilter::new(FilterType::Wildcard, "host", "web", false).is_err());
+        // TestQueryRpc.parseQueryMTypeWGroupByWildcardImplicit: an implicit wildcard is shown as
+        // `wildcard` and ignores case (OpenTSDB's TagVWildcardFilter with case_insensitive).
         let t = TagFilter::from_tag_value("host", "web*").unwrap();
-        assert_eq!((t.kind, t.group_by), (FilterType::Iwildcard, true));
+        assert_eq!((t.kind, t.group_by), (FilterType::Wildcard, true));
+        assert!(t.matches(Some("WEB01")) && t.matches(Some("web01")));
+        assert_eq!(t.to_json()["type"], "wildcard");
+        let t = TagFilter::from_uri("host", "*", false).unwrap();
+        assert!(t.matches(Some("Anything")));
         let u = TagFilter::from_uri("host", "regexp(web.*)", false).unwrap();
         assert_eq!(
             (u.kind, u.expr.as_str(), u.group_by),

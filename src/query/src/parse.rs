@@ -57,6 +57,10 @@ pub enum ParseError {
     /// `filter` for the second): `When parsing tag 'k=': invalid tag: k=`.
     #[error("When parsing {0} '{1}': invalid tag: {1}")]
     Tag(&'static str, String),
+    /// A filter OpenTSDB could not build from one `k=v` inside braces, prefixed as its
+    /// Tags.parseWithMetricAndFilters prefixes it.
+    #[error("When parsing {0} '{1}': {2}")]
+    InTag(&'static str, String, FilterError),
     #[error("Metric cannot be null or empty")]
     EmptyMetric,
     #[error("The query string was empty")]
@@ -131,6 +135,7 @@ pub fn from_json(body: &[u8], now: u64) -> Result<Query, ParseError> {
         let agg = q
             .get("aggregator")
             .and_then(|a| a.as_str())
+            .filter(|a| !a.is_empty())
             .ok_or(ParseError::MissingAggregator)?;
         let aggregator = aggregator(agg)?;
         let metric = q
@@ -392,28 +397,46 @@ pub fn parse_metric_filters(s: &str) -> Result<(String, Vec<TagFilter>), ParseEr
         return Ok((s.to_string(), Vec::new()));
     };
     let metric = s[..open].to_string();
-    let mut filters = Vec::new();
+    // Each pair of braces: its text, whether it groups, whether it ends the string.
+    let mut braces = Vec::new();
     let mut rest = &s[open..];
     let mut group_by = true;
     while let Some(r) = rest.strip_prefix('{') {
         let close = matching_close(r).ok_or_else(|| ParseError::Unclosed(s.to_string()))?;
-        let last_braces = r.len() == close + 1;
-        let what = if group_by { "tag" } else { "filter" };
-        for part in split_top(&r[..close]) {
-            if part.is_empty() && (!group_by || !last_braces || close == 0) {
-                break;
-            }
-            let (k, v) = part
-                .split_once('=')
-                .filter(|(k, v)| !k.is_empty() && !v.is_empty())
-                .ok_or_else(|| ParseError::Tag(what, part.to_string()))?;
-            filters.push(TagFilter::from_uri(k, v, group_by)?);
-        }
+        braces.push((&r[..close], group_by, r.len() == close + 1));
         rest = &r[close + 1..];
         group_by = false;
     }
     if !rest.is_empty() {
         return Err(ParseError::Trailing(rest.to_string()));
+    }
+    // OpenTSDB's Tags.parseWithMetricAndFilters reads the filter braces before the grouping
+    // ones: their errors come first, and so do their filters.
+    braces.sort_by_key(|&(_, group_by, _)| group_by);
+    let mut filters = Vec::new();
+    for (text, group_by, last_braces) in braces {
+        let what = if group_by { "tag" } else { "filter" };
+        for part in split_top(text) {
+            if part.is_empty() && (!group_by || !last_braces || text.is_empty()) {
+                break;
+            }
+            // Tags.parse: exactly one `=`, with text on both sides.
+            let kv: Vec<&str> = part.split('=').collect();
+            let [k, v] = kv[..] else {
+                return Err(ParseError::Tag(what, part.to_string()));
+            };
+            if k.is_empty() || v.is_empty() {
+                return Err(ParseError::Tag(what, part.to_string()));
+            }
+            let f = TagFilter::from_uri(k, v, group_by)
+                .map_err(|e| ParseError::InTag(what, part.to_string(), e))?;
+            // A grouping filter equal to one already there is not added again; that one
+            // groups instead (TagVFilter.mapToFilters: `host=web02,host=web02` is one filter).
+            match filters.iter_mut().find(|g: &&mut TagFilter| g.same_as(&f)) {
+                Some(g) if group_by => g.group_by = true,
+                _ => filters.push(f),
+            }
+        }
     }
     Ok((metric, filters))
 }
@@ -533,18 +556,33 @@ mod tests {
         assert!(o.counter && o.counter_max == 100 && o.reset_value == 5);
         assert_eq!(q.downsample.unwrap().interval_ms, 60_000);
         assert_eq!(q.filters.len(), 3);
+        // The filter braces first, as OpenTSDB reads them.
         assert_eq!(
             (q.filters[0].kind, q.filters[0].group_by),
-            (FilterType::Iwildcard, true)
+            (FilterType::Regexp, false)
         );
         assert_eq!(
             (q.filters[1].kind, q.filters[1].group_by),
-            (FilterType::LiteralOr, true)
+            (FilterType::Wildcard, true)
         );
         assert_eq!(
             (q.filters[2].kind, q.filters[2].group_by),
-            (FilterType::Regexp, false)
+            (FilterType::LiteralOr, true)
         );
+        // Tags.parseSameValues; TestTags.parseWithMetricMissingComma and
+        // parseTooManyEqualSigns; a filter error is prefixed with the pair it came from.
+        let q = parse_m("sum:m{host=web02,host=web02}", 0).unwrap();
+        assert_eq!(q.filters.len(), 1);
+        let q = parse_m("sum:m{host=web02}{host=web02}", 0).unwrap();
+        assert_eq!((q.filters.len(), q.filters[0].group_by), (1, true));
+        for (m, e) in [
+            ("sum:m{host=web01 dc=lga}", "When parsing tag 'host=web01 dc=lga': invalid tag: host=web01 dc=lga"),
+            ("sum:m{foo=bar=qux}", "When parsing tag 'foo=bar=qux': invalid tag: foo=bar=qux"),
+            ("sum:m{host=nosuchfilter(*tsort)}{host=dummyfilter(*quirm)}",
+             "When parsing filter 'host=dummyfilter(*quirm)': Could not find a tag value filter of the type: dummyfilter"),
+        ] {
+            assert_eq!(parse_m(m, 0).unwrap_err().to_string(), e);
+        }
         assert!(parse_m("sum", 0)
             .unwrap_err()
             .to_string()

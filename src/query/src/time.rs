@@ -7,6 +7,9 @@
 pub enum TimeError {
     #[error("Invalid time: {0}")]
     Invalid(String),
+    /// A number OpenTSDB's `Tags.parseLong` refuses, with its reason.
+    #[error("Invalid time: {0}. {1}")]
+    Number(String, String),
     #[error("Invalid time: {0}. Negative timestamps are not supported.")]
     Negative(String),
     #[error("Invalid time: {0}. Millisecond timestamps must be in the format <seconds>.<ms> where the milliseconds are limited to 3 digits")]
@@ -72,9 +75,10 @@ pub fn parse_time_in(s: &str, now: u64, tz: Option<&str>) -> Result<u64, TimeErr
     if s.is_empty() {
         return Err(bad());
     }
+    let long = |t: &str| java_parse_long(t).map_err(|why| TimeError::Number(s.to_string(), why));
     if let Some(ms) = s.strip_suffix("ms") {
         if !ms.is_empty() && ms.bytes().all(|b| b.is_ascii_digit()) {
-            return ms.parse().map_err(|_| bad());
+            return long(ms).map(|v| v as u64);
         }
     }
     if s.eq_ignore_ascii_case("now") {
@@ -105,16 +109,38 @@ pub fn parse_time_in(s: &str, now: u64, tz: Option<&str>) -> Result<u64, TimeErr
             return Err(TimeError::Millis(s.to_string()));
         }
         // OpenTSDB removes the dot (so `.41` is read as 41 ms: its quirk).
-        return s.replace('.', "").parse().map_err(|_| bad());
+        return long(&s.replace('.', "")).map(|v| v as u64);
     }
-    if s.starts_with('-') {
+    let n = long(s)?;
+    if n < 0 {
         return Err(TimeError::Negative(s.to_string()));
     }
-    let n: u64 = s.parse().map_err(|_| bad())?;
-    if n > i64::MAX as u64 {
-        return Err(bad()); // not a Java long
-    }
+    let n = n as u64;
     Ok(if s.len() <= 10 { n * 1000 } else { n })
+}
+
+/// OpenTSDB's `Tags.parseLong`: an optional sign and decimal digits fitting a Java long, or
+/// the reason it gives (`Value too long: …` is judged on the length first).
+fn java_parse_long(s: &str) -> Result<i64, String> {
+    let b = s.as_bytes();
+    if b.is_empty() {
+        return Err("Empty string".into());
+    }
+    let signed = b[0] == b'+' || b[0] == b'-';
+    if signed && b.len() == 1 {
+        return Err(format!("Just a sign, no value: {s}"));
+    }
+    if b.len() > if signed { 20 } else { 19 } {
+        return Err(format!("Value too long: {s}"));
+    }
+    if let Some(c) = s
+        .chars()
+        .skip(usize::from(signed))
+        .find(|c| !c.is_ascii_digit())
+    {
+        return Err(format!("Invalid character '{c}' in {s}"));
+    }
+    s.parse::<i64>().map_err(|_| format!("Overflow in {s}"))
 }
 
 /// OpenTSDB's absolute dates, by length: `yyyy/MM/dd` (10), `yyyy/MM/dd-HH:mm` or
@@ -183,6 +209,41 @@ fn parse_date(s: &str, tz: chrono_tz::Tz) -> Result<u64, TimeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// TestDateTime / TestTSQuery / Tags.parseLong: the reason OpenTSDB appends.
+    #[test]
+    fn numbers_are_refused_with_parse_longs_reason() {
+        for (t, why) in [
+            (
+                "Not a timestamp at all",
+                "Value too long: Not a timestamp at all",
+            ),
+            (
+                "1355961603587168438418",
+                "Value too long: 1355961603587168438418",
+            ),
+            ("1s", "Invalid character 's' in 1s"),
+            ("+", "Just a sign, no value: +"),
+            ("42a51", "Invalid character 'a' in 42a51"),
+            ("9223372036854775808", "Overflow in 9223372036854775808"),
+            (
+                "18446744073709551616",
+                "Value too long: 18446744073709551616",
+            ),
+        ] {
+            assert_eq!(
+                parse_time(t, 0).unwrap_err().to_string(),
+                format!("Invalid time: {t}. {why}")
+            );
+        }
+        assert_eq!(parse_time("-0", 0), Ok(0));
+        assert_eq!(
+            parse_time("-5", 0).unwrap_err().to_string(),
+            "Invalid time: -5. Negative timestamps are not supported."
+        );
+        // Eleven characters: milliseconds, as OpenTSDB judges by length.
+        assert_eq!(parse_time("+1356998400", 0), Ok(1_356_998_400));
+    }
 
     #[test]
     fn grammar() {

@@ -203,6 +203,8 @@ pub fn combine(list: &[Series], func: &str, fname: &str, xff: f64) -> Option<Ser
     let mut s = Series::new(name.clone(), start, step, values);
     s.tags = common_tags(list, &name, fname);
     s.consolidation = list[0].consolidation.clone();
+    // The factor it was combined with (graphite-web's `TimeSeries(…, xFilesFactor=…)`).
+    s.xff = xff;
     Some(s)
 }
 
@@ -249,7 +251,7 @@ fn group_folded(
         Ok(s) => s,
         Err(e) => return Some(Err(e)),
     };
-    let fname = group_fname(cb, &func);
+    let fname = group_fname(cb);
     Some((|| {
         let key = |s: &Series| {
             nodes
@@ -396,6 +398,7 @@ impl Combined {
         tags.entry("name".into()).or_insert(name);
         tags.insert("aggregatedBy".into(), aggregated_by(fname).to_string());
         s.tags = tags;
+        s.xff = xff;
         s.consolidation = self.consolidation.unwrap_or_default();
         Ok(Some(s))
     }
@@ -620,11 +623,13 @@ fn as_percent(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
 /// Groups by the key the nodes/tags form (first-seen order), and applies the callback (an
 /// aggregation or a combining function's name) to each group, named by its key.
 /// The combiner name a grouping's callback gives its groups (`average` → `averageSeries`).
-fn group_fname(cb: &str, func: &str) -> String {
+/// What a grouping names (and tags) its series by: a series function by itself, an
+/// aggregation as written (`current` gives `currentSeries`, as graphite-web's `aggregate` names it).
+fn group_fname(cb: &str) -> String {
     if cb.ends_with("Series") {
         cb.to_string()
     } else {
-        format!("{func}Series")
+        format!("{cb}Series")
     }
 }
 
@@ -652,7 +657,7 @@ fn group_by(ctx: &Ctx, list: Vec<Series>, nodes: &[NodeOrTag], cb: &str) -> R<Ve
             None => groups.push((key, vec![s])),
         }
     }
-    let fname = group_fname(cb, &func);
+    let fname = group_fname(cb);
     let mut out = Vec::with_capacity(groups.len());
     for (key, g) in groups {
         let s = if count_fn {
@@ -733,7 +738,7 @@ fn group_by_tags(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
             None => groups.push((key, vec![s.clone()])),
         }
     }
-    let fname = group_fname(&cb, &func);
+    let fname = group_fname(&cb);
     Ok(groups
         .into_iter()
         .filter_map(|(key, g)| {

@@ -128,6 +128,8 @@ fn stacked(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
                 s.set_tag("stacked", DEFAULT_STACK);
                 s.name = format!("stacked({})", s.name);
             }
+            // graphite-web's `series.copy(name=…)` makes the name the path expression too.
+            s.path_expr = s.name.clone();
             s.style.stacked = true;
             out.push(s);
         }

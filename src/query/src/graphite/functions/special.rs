@@ -68,8 +68,6 @@ pub fn constant_line(ctx: &Ctx, v: f64) -> Series {
     let name = super::super::series::py_float(v);
     let mut s = Series::new(name.clone(), ctx.from, step, vec![Some(v); 3]);
     s.path_expr = format!("constantLine({name})");
-    // graphite-web ends it at `until`, not after its third step.
-    s.end = ctx.until;
     s
 }
 

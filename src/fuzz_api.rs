@@ -116,6 +116,7 @@ pub fn graphite_target_bounded(target: &str, max_depth: usize) -> bool {
         now: until,
         xff: 0.0,
         tz: chrono_tz::UTC,
+        xff_set: Default::default(),
     };
     match ctx.eval(&expr) {
         Ok(list) => {

@@ -58,6 +58,7 @@ pub fn render(state: &GraphiteWeb, p: &Params) -> Result<Reply, Error> {
         now,
         xff,
         tz,
+        xff_set: Default::default(),
     };
     // graphite-web reads maxDataPoints only when it is all digits (anything else is ignored);
     // 0 fails there (a division by zero), a 400 here.

@@ -135,7 +135,7 @@ fn want_of(ctx: &Ctx, c: &Call, outer: Option<&GraphiteWant>) -> Option<Graphite
         (n > 0).then_some(n)
     };
     match c.name.as_str() {
-        "summarize" if ctx.xff == 0.0 => {
+        "summarize" if ctx.xff() == 0.0 => {
             if a.boolean(3, "alignToFrom", false).ok()? {
                 return None;
             }
@@ -147,7 +147,7 @@ fn want_of(ctx: &Ctx, c: &Call, outer: Option<&GraphiteWant>) -> Option<Graphite
             };
             Some(GraphiteWant { func, fit })
         }
-        "hitcount" if ctx.xff == 0.0 => Some(GraphiteWant {
+        "hitcount" if ctx.xff() == 0.0 => Some(GraphiteWant {
             func: "average".into(),
             fit: Fit::Equals(secs(1)?),
         }),
@@ -548,6 +548,35 @@ pub struct Ctx<'a> {
     pub xff: f64,
     /// The request's zone (`tz`), on whose clock graphite-web's request times are read.
     pub tz: chrono_tz::Tz,
+    /// The factor `setXFilesFactor` set for the rest of the request (see [`Ctx::xff`]).
+    pub xff_set: XffCell,
+}
+
+/// An xFilesFactor set while a request is evaluated, shared by its contexts.
+#[derive(Clone, Debug)]
+pub struct XffCell(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl Default for XffCell {
+    fn default() -> Self {
+        XffCell(std::sync::Arc::new(std::sync::atomic::AtomicU64::new(
+            XFF_UNSET,
+        )))
+    }
+}
+
+/// No factor set: a NaN no `f64` arithmetic produces.
+const XFF_UNSET: u64 = 0x7ff8_dead_beef_0001;
+
+impl XffCell {
+    pub fn get(&self) -> Option<f64> {
+        let bits = self.0.load(std::sync::atomic::Ordering::Relaxed);
+        (bits != XFF_UNSET).then(|| f64::from_bits(bits))
+    }
+
+    pub fn set(&self, x: f64) {
+        self.0
+            .store(x.to_bits(), std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// How often each gap between consecutive points occurs over several series (those of one
@@ -976,11 +1005,17 @@ impl Ctx<'_> {
         drop(points);
         s.tags = e.graphite_tags();
         s.path_expr = path_expr.to_string();
-        s.xff = self.xff;
+        s.xff = self.xff();
         s
     }
 
     /// The same context over another window.
+    /// The request's xFilesFactor, or the one `setXFilesFactor` set since: graphite-web's
+    /// function stores it in the request context, for every aggregation after it.
+    pub fn xff(&self) -> f64 {
+        self.xff_set.get().unwrap_or(self.xff)
+    }
+
     pub fn shifted(&self, from: i64, until: i64) -> Self {
         Ctx {
             from,
@@ -1260,6 +1295,7 @@ mod tests {
                 now: 1_795_860_000,
                 xff: 0.0,
                 tz: zone.parse().unwrap(),
+                xff_set: Default::default(),
             };
             let units = [
                 Align::Year,
@@ -1337,7 +1373,7 @@ mod tests {
                     .collect(),
             );
             fn ctx(source: &dyn Source, from: i64, until: i64) -> Ctx<'_> {
-                Ctx { source, from, until, now: until, xff: 0.0 , tz: chrono_tz::UTC }
+                Ctx { source, from, until, now: until, xff: 0.0, tz: chrono_tz::UTC, xff_set: Default::default() }
             }
             let together = Together(&src);
             let ctx = |source| ctx(source, from, from + span);
@@ -1366,6 +1402,7 @@ mod tests {
             now: 7260,
             xff: 0.0,
             tz: chrono_tz::UTC,
+            xff_set: Default::default(),
         };
         let s = ctx.fetch("w.slow").unwrap();
         assert_eq!((s[0].step, s[0].values.last()), (120, Some(&Some(0.0))));

@@ -62,7 +62,7 @@ fn moving(ctx: &Ctx, a: &Args, func: &str, func_arg: &str, xff_pos: usize) -> R<
     let window = a
         .get(1, "windowSize")
         .ok_or_else(|| EvalError::Invalid(format!("{fname}: missing windowSize")))?;
-    let xff = a.opt_num(xff_pos, "xFilesFactor")?.unwrap_or(ctx.xff);
+    let xff = a.opt_num(xff_pos, "xFilesFactor")?.unwrap_or(ctx.xff());
     // An integer (possibly quoted by Grafana) counts points; other text is a time interval.
     let (label, seconds, points) = match window {
         Expr::Num(n) => (fmt_g(*n), None, Some(*n as i64)),
@@ -183,6 +183,7 @@ mod tests {
             now: 1_700_000_000,
             xff: 0.0,
             tz: chrono_tz::UTC,
+            xff_set: Default::default(),
         };
         let e = ctx
             .eval(
@@ -219,6 +220,7 @@ mod tests {
             now: 360,
             xff: 0.0,
             tz: chrono_tz::UTC,
+            xff_set: Default::default(),
         };
         let p = |t: &str| {
             ctx.eval(&super::super::super::parser::parse(t).unwrap())

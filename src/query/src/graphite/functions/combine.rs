@@ -17,7 +17,7 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             return r;
         }
         let list = a.series_rest(ctx, 0)?;
-        Ok(combine(&list, func, fname, ctx.xff).into_iter().collect())
+        Ok(combine(&list, func, fname, ctx.xff()).into_iter().collect())
     };
     Some(match name {
         "sumSeries" | "sum" => simple("sum", "sumSeries"),
@@ -42,7 +42,7 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             let list = a.series(ctx, 0, "seriesList")?;
             let raw = a.string(1, "func")?;
             let func = agg_name(&raw)?;
-            let xff = a.opt_num(2, "xFilesFactor")?.unwrap_or(ctx.xff);
+            let xff = a.opt_num(2, "xFilesFactor")?.unwrap_or(ctx.xff());
             // Named (and tagged) by the function as the caller wrote it: `avgSeries`,
             // `currentSeries`, `totalSeries`.
             let raw = raw.strip_suffix("Series").unwrap_or(&raw);
@@ -229,7 +229,7 @@ fn folded(ctx: &Ctx, a: &Args, func: &str, fname: &str) -> Option<R<Vec<Series>>
             all.merge(p);
             all
         });
-        Ok(all.finish(func, fname, ctx.xff)?.into_iter().collect())
+        Ok(all.finish(func, fname, ctx.xff())?.into_iter().collect())
     })())
 }
 
@@ -267,7 +267,7 @@ fn group_folded(
         });
         let mut out = Vec::with_capacity(all.groups.len());
         for (key, c) in all.groups {
-            if let Some(mut s) = c.finish(&func, &fname, ctx.xff)? {
+            if let Some(mut s) = c.finish(&func, &fname, ctx.xff())? {
                 s.name = key;
                 out.push(s);
             }
@@ -668,7 +668,7 @@ fn group_by(ctx: &Ctx, list: Vec<Series>, nodes: &[NodeOrTag], cb: &str) -> R<Ve
             // multiplySeries hands a lone series back as it is (untagged by the call).
             g.into_iter().next()
         } else {
-            combine(&g, &func, &fname, ctx.xff)
+            combine(&g, &func, &fname, ctx.xff())
         };
         if let Some(mut s) = s {
             s.name = key;
@@ -742,7 +742,7 @@ fn group_by_tags(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     Ok(groups
         .into_iter()
         .filter_map(|(key, g)| {
-            let mut s = combine(&g, &func, &fname, ctx.xff)?;
+            let mut s = combine(&g, &func, &fname, ctx.xff())?;
             let (n, t) = super::super::naming::parse_tagged(&key).unwrap_or((key.clone(), vec![]));
             s.tags = t.into_iter().collect();
             s.tags.insert("name".into(), n);
@@ -795,6 +795,7 @@ mod tests {
             now: 60 * n,
             xff,
             tz: chrono_tz::UTC,
+            xff_set: Default::default(),
         };
         ctx.eval(&parse(target).unwrap()).unwrap()
     }
@@ -840,6 +841,23 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// setXFilesFactor stores its factor in the request context (graphite-web's
+    /// `requestContext['xFilesFactor']`): the aggregations after it use it, and their series
+    /// carry it.
+    #[test]
+    fn set_xfiles_factor_holds_for_the_aggregations_after_it() {
+        let src = mem(&[
+            ("g.a", &[Some(1.0), None]),
+            ("g.b", &[Some(2.0), Some(3.0)]),
+        ]);
+        let r = eval(&src, "sumSeries(g.*)", 2);
+        assert_eq!((vals(&r[0]), r[0].xff), (vec![Some(3.0), Some(3.0)], 0.0));
+        let r = eval(&src, "sumSeries(setXFilesFactor(g.*, 1))", 2);
+        assert_eq!((vals(&r[0]), r[0].xff), (vec![Some(3.0), None], 1.0));
+        let r = eval(&src, "aggregate(g.*, 'sum', 0.5)", 2);
+        assert_eq!((vals(&r[0]), r[0].xff), (vec![Some(3.0), Some(3.0)], 0.5));
     }
 
     #[test]

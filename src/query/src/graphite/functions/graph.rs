@@ -154,7 +154,7 @@ fn vertical_line(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     // A start and end both at `ts` with two values, as graphite-web makes it.
     let mut s = Series::new(label, t, 1, vec![Some(1.0), Some(1.0)]);
     s.end = t;
-    s.xff = ctx.xff;
+    s.xff = ctx.xff();
     s.style = Style {
         draw_as_infinite: true,
         color: a.opt_str(2, "color")?.filter(|c| !c.is_empty()),

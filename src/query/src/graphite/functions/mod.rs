@@ -130,6 +130,7 @@ pub mod testutil {
             now: 60 * n,
             xff: 0.0,
             tz: chrono_tz::UTC,
+            xff_set: Default::default(),
         };
         ctx.eval(&parse(target).unwrap()).unwrap()
     }

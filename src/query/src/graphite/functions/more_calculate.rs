@@ -98,7 +98,7 @@ fn aggregate_line(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
                 };
                 let mut out = Series::new(shown, ctx.from, step, vec![v; 3]);
                 out.rename(name);
-                out.xff = ctx.xff;
+                out.xff = ctx.xff();
                 out
             }
         })
@@ -529,6 +529,7 @@ mod tests {
             now: 180,
             xff: 0.0,
             tz: chrono_tz::UTC,
+            xff_set: Default::default(),
         };
         for t in [
             "holtWintersForecast(m.a,'1min','1min')",
@@ -547,6 +548,7 @@ mod tests {
             now: 1 << 40,
             xff: 0.0,
             tz: chrono_tz::UTC,
+            xff_set: Default::default(),
         };
         for t in [
             "sin('s',1,1)",

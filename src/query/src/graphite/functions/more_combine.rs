@@ -90,7 +90,7 @@ fn series_lists(ctx: &Ctx, a: &Args, func: &str, xff: Option<f64>) -> R<Vec<Seri
     }
     let mut out = Vec::new();
     for (x, y) in first.iter().zip(&second) {
-        let Some(mut s) = aggregate_as(&[x.clone(), y.clone()], func, xff.unwrap_or(ctx.xff))?
+        let Some(mut s) = aggregate_as(&[x.clone(), y.clone()], func, xff.unwrap_or(ctx.xff()))?
         else {
             continue;
         };
@@ -124,7 +124,7 @@ fn divide_series_lists(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
                 .collect();
             // A new TimeSeries: its only tag is its name.
             let mut s = Series::new(name, norm.start, norm.step, values);
-            s.xff = ctx.xff;
+            s.xff = ctx.xff();
             Some(s)
         })
         .collect())
@@ -169,7 +169,7 @@ fn with_wildcards(ctx: &Ctx, a: &Args, func: &str, from: usize) -> R<Vec<Series>
     }
     let mut out = Vec::new();
     for (key, g) in groups {
-        if let Some(mut s) = aggregate_as(&g, func, ctx.xff)? {
+        if let Some(mut s) = aggregate_as(&g, func, ctx.xff())? {
             s.name = key;
             out.push(s);
         }
@@ -262,7 +262,7 @@ fn reduce_series(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
         // A combiner names its result by its inputs' path expressions (graphite-web passes
         // it the series themselves): combined here, on the series as they are.
         if let Some((func_agg, fname)) = simple_combiner(&func) {
-            if let Some(mut s) = combine(&members, func_agg, fname, ctx.xff) {
+            if let Some(mut s) = combine(&members, func_agg, fname, ctx.xff()) {
                 s.name = key;
                 out.push(s);
             }
@@ -331,7 +331,7 @@ fn pow_series(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
         })
         .collect();
     let mut s = Series::new(name, norm.start, norm.step, values);
-    s.xff = ctx.xff;
+    s.xff = ctx.xff();
     Ok(vec![s])
 }
 
@@ -384,7 +384,7 @@ fn weighted_average(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
                 av.step,
                 values,
             );
-            p.xff = ctx.xff;
+            p.xff = ctx.xff();
             Some(p)
         })
         .collect();
@@ -392,8 +392,8 @@ fn weighted_average(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
         return Ok(vec![]);
     }
     let (Some(sum_p), Some(sum_w)) = (
-        combine(&products, "sum", "sumSeries", ctx.xff),
-        combine(&weights, "sum", "sumSeries", ctx.xff),
+        combine(&products, "sum", "sumSeries", ctx.xff()),
+        combine(&weights, "sum", "sumSeries", ctx.xff()),
     ) else {
         return Ok(vec![]);
     };
@@ -429,7 +429,7 @@ fn weighted_average(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
         node_text.join(",")
     );
     let mut s = Series::new(name, sum_p.start, sum_p.step, values);
-    s.xff = ctx.xff;
+    s.xff = ctx.xff();
     Ok(vec![s])
 }
 
@@ -480,6 +480,7 @@ mod tests {
             now: 240,
             xff: 0.0,
             tz: chrono_tz::UTC,
+            xff_set: Default::default(),
         };
         assert!(ctx
             .eval(&e)

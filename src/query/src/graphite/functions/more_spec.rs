@@ -535,8 +535,9 @@ pub fn fixed_ctx<'a>(ctx: &Ctx, src: &'a Fixed) -> Ctx<'a> {
         from: ctx.from,
         until: ctx.until,
         now: ctx.now,
-        xff: ctx.xff,
+        xff: ctx.xff(),
         tz: ctx.tz,
+        xff_set: ctx.xff_set.clone(),
     }
 }
 
@@ -604,6 +605,7 @@ mod tests {
             now: 600,
             xff: 0.0,
             tz: chrono_tz::UTC,
+            xff_set: Default::default(),
         };
         for name in GRAPHITE_WEB_NAMES {
             let c = crate::graphite::parser::Call {

@@ -42,7 +42,7 @@ fn events(ctx: &Ctx, tags: &[String]) -> R<Series> {
     }
     let mut s = Series::new(name, start, 1, values);
     s.consolidation = "sum".into();
-    s.xff = ctx.xff;
+    s.xff = ctx.xff();
     Ok(s)
 }
 
@@ -138,6 +138,7 @@ mod tests {
             now: 10,
             xff: 0.0,
             tz: chrono_tz::UTC,
+            xff_set: Default::default(),
         };
         let e = |q: &str| {
             ctx.eval(&crate::graphite::parser::parse(q).unwrap())

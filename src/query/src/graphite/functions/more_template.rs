@@ -231,6 +231,7 @@ mod tests {
             now: 120,
             xff: 0.0,
             tz: chrono_tz::UTC,
+            xff_set: Default::default(),
         };
         for t in [
             "template(h.$1.cpu, h.web1.cpu)",

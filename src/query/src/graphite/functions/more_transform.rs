@@ -194,7 +194,7 @@ fn generated(
         t += step;
     }
     let mut s = Series::new(name, ctx.from, step, values);
-    s.xff = ctx.xff;
+    s.xff = ctx.xff();
     s
 }
 
@@ -564,6 +564,7 @@ mod tests {
                 now: 240,
                 xff: 0.0,
                 tz,
+                xff_set: Default::default(),
             };
             ctx.eval(&crate::graphite::parser::parse(target).unwrap())
                 .unwrap()

@@ -48,7 +48,11 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
             if !(0.0..=1.0).contains(&x) {
                 return err("xFilesFactor must be between 0 and 1");
             }
-            Ok(a.series(ctx, 0, "seriesList")?
+            let list = a.series(ctx, 0, "seriesList")?;
+            // graphite-web also stores it in the request context: every aggregation after
+            // this call uses it.
+            ctx.xff_set.set(x);
+            Ok(list
                 .into_iter()
                 .map(|mut s| {
                     s.xff = x;

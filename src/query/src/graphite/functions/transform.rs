@@ -1055,6 +1055,7 @@ mod tests {
             now: 240,
             xff: 0.0,
             tz: chrono_tz::UTC,
+            xff_set: Default::default(),
         };
         let r = ctx
             .eval(&super::super::super::parser::parse("timeShift(t, '1min')").unwrap())

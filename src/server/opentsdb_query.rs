@@ -95,7 +95,21 @@ pub(super) async fn query(state: &Arc<OpenTsdb>, req: Request) -> Reply {
     let parsed = match req.method {
         Method::GET => parse::from_params(&req.params(), now),
         Method::POST => parse::from_json(&req.body, now),
-        Method::DELETE => parse::from_json(&req.body, now).map(|mut q| {
+        // QueryRpc: a DELETE is refused before anything is read unless deletes are allowed;
+        // its query comes from the URI as a GET's does (or from a JSON body, as a POST's).
+        Method::DELETE if !state.query.allow_delete => {
+            return error_reply(
+                StatusCode::BAD_REQUEST,
+                "Bad request",
+                "Deleting data is not enabled (query.allow_delete=false)",
+            )
+        }
+        Method::DELETE => if req.body.is_empty() {
+            parse::from_params(&req.params(), now)
+        } else {
+            parse::from_json(&req.body, now)
+        }
+        .map(|mut q| {
             q.flags.delete = true;
             q
         }),

@@ -625,11 +625,14 @@ fn as_percent(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
 /// The combiner name a grouping's callback gives its groups (`average` → `averageSeries`).
 /// What a grouping names (and tags) its series by: a series function by itself, an
 /// aggregation as written (`current` gives `currentSeries`, as graphite-web's `aggregate` names it).
+/// `avg` and `sum` are series functions too (averageSeries', sumSeries' other names), and
+/// graphite-web calls those.
 fn group_fname(cb: &str) -> String {
-    if cb.ends_with("Series") {
-        cb.to_string()
-    } else {
-        format!("{cb}Series")
+    match cb {
+        "avg" => "averageSeries".into(),
+        "sum" => "sumSeries".into(),
+        cb if cb.ends_with("Series") => cb.to_string(),
+        cb => format!("{cb}Series"),
     }
 }
 

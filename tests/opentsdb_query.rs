@@ -478,7 +478,11 @@ fn delete_only_when_allowed(b: &Backend) {
     // A DELETE reads its query from the URI, as OpenTSDB's QueryRpc does.
     let (code, resp) = s.http(
         "DELETE",
-        &format!("/api/query?start={}&end={}&m=sum:m{{host=b}}", B + 30, B + 45),
+        &format!(
+            "/api/query?start={}&end={}&m=sum:m{{host=b}}",
+            B + 30,
+            B + 45
+        ),
         "",
     );
     assert_eq!(code, 200, "{resp}");

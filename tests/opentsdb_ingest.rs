@@ -502,6 +502,16 @@ fn uid_assign_endpoint(b: &Backend) {
         "Invalid metric (\"illegal!character\"): illegal character: !"
     );
     assert_eq!(s.http("GET", "/api/uid/assign", "").0, 400);
+    // TestUniqueIdRpc.assignPostNoContent and TestSuggestRpc.missingContent.
+    for path in ["/api/uid/assign", "/api/suggest"] {
+        let (code, body) = s.http("POST", path, "");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            (code, v["error"]["message"].as_str()),
+            (400, Some("Missing message content")),
+            "{path}"
+        );
+    }
 }
 
 fn telnet_commands_and_small_endpoints(b: &Backend) {

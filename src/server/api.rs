@@ -305,6 +305,14 @@ pub(super) fn version() -> Reply {
 }
 
 pub(super) async fn uid_assign(state: &Arc<OpenTsdb>, req: Request) -> Reply {
+    // HttpJsonSerializer.parseUidAssignV1 (TestUniqueIdRpc.assignPostNoContent).
+    if req.method == Method::POST && req.body.is_empty() {
+        return error_reply(
+            StatusCode::BAD_REQUEST,
+            "Missing message content",
+            "Supply valid JSON formatted data in the body of your request",
+        );
+    }
     let mut wanted: Vec<(UidKind, &'static str, Vec<String>)> = Vec::new();
     let json_body: Option<Json> = if req.method == Method::POST && !req.body.is_empty() {
         match serde_json::from_slice(&req.body) {

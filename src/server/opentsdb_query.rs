@@ -221,6 +221,14 @@ pub(super) async fn last(state: &Arc<OpenTsdb>, req: Request) -> Reply {
             };
             (req.flag("resolve"), back)
         }
+        // TestSuggestRpc.missingContent.
+        Method::POST if req.body.is_empty() => {
+            return error_reply(
+                StatusCode::BAD_REQUEST,
+                "Missing message content",
+                "Supply valid JSON formatted data in the body of your request",
+            )
+        }
         Method::POST => {
             let j: Json = match serde_json::from_slice(&req.body) {
                 Ok(j) => j,
@@ -324,6 +332,14 @@ pub(super) async fn suggest(state: &Arc<OpenTsdb>, req: Request) -> Reply {
             req.param("q").unwrap_or_default(),
             req.param("max"),
         ),
+        // TestSuggestRpc.missingContent.
+        Method::POST if req.body.is_empty() => {
+            return error_reply(
+                StatusCode::BAD_REQUEST,
+                "Missing message content",
+                "Supply valid JSON formatted data in the body of your request",
+            )
+        }
         Method::POST => {
             let j: Json = match serde_json::from_slice(&req.body) {
                 Ok(j) => j,
@@ -411,6 +427,14 @@ pub(super) async fn lookup(state: &Arc<OpenTsdb>, req: Request) -> Reply {
                 ),
                 Err(e) => return query_error(e.into()),
             }
+        }
+        // TestSuggestRpc.missingContent.
+        Method::POST if req.body.is_empty() => {
+            return error_reply(
+                StatusCode::BAD_REQUEST,
+                "Missing message content",
+                "Supply valid JSON formatted data in the body of your request",
+            )
         }
         Method::POST => {
             let j: Json = match serde_json::from_slice(&req.body) {

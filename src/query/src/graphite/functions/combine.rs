@@ -757,19 +757,20 @@ fn group_by_tags(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
 
 fn apply_by_node(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
     let list = a.series(ctx, 0, "seriesList")?;
-    let node = a.num(1, "nodeNum")? as usize;
+    let node = a.num(1, "nodeNum")? as i64;
     let template = a.string(2, "templateFunction")?;
     let new_name = a.opt_str(3, "newName")?;
-    let mut prefixes: Vec<String> = Vec::new();
-    for s in &list {
-        let nodes: Vec<&str> = s.name.split('.').collect();
-        if nodes.len() > node {
-            let p = nodes[..=node].join(".");
-            if !prefixes.contains(&p) {
-                prefixes.push(p);
-            }
-        }
-    }
+    // graphite-web: `'.'.join(name.split('.')[:nodeNum + 1])` (a Python slice: a name with
+    // fewer nodes gives all of them), each prefix once, in sorted order.
+    let prefixes: std::collections::BTreeSet<String> = list
+        .iter()
+        .map(|s| {
+            let nodes: Vec<&str> = s.name.split('.').collect();
+            let n = nodes.len() as i64;
+            let end = if node + 1 < 0 { n + node + 1 } else { node + 1 };
+            nodes[..end.clamp(0, n) as usize].join(".")
+        })
+        .collect();
     let mut out = Vec::new();
     for p in prefixes {
         let expr = parse(&template.replace('%', &p)).map_err(EvalError::from)?;
@@ -861,6 +862,21 @@ mod tests {
         assert_eq!((vals(&r[0]), r[0].xff), (vec![Some(3.0), None], 1.0));
         let r = eval(&src, "aggregate(g.*, 'sum', 0.5)", 2);
         assert_eq!((vals(&r[0]), r[0].xff), (vec![Some(3.0), Some(3.0)], 0.5));
+    }
+
+    /// applyByNode's prefixes are Python slices (a short name is its own prefix), each once,
+    /// sorted.
+    #[test]
+    fn apply_by_node_prefixes_are_python_slices() {
+        let src = mem(&[
+            ("s.z", &[Some(1.0)]),
+            ("s.a", &[Some(2.0)]),
+            ("s.a.x", &[Some(5.0)]),
+        ]);
+        let r = eval(&src, "applyByNode(s.*, 2, 'maxSeries(%)', 'n.%')", 1);
+        let names: Vec<&str> = r.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, vec!["n.s.a", "n.s.z"]);
+        assert_eq!(vals(&r[0]), vec![Some(2.0)]);
     }
 
     #[test]

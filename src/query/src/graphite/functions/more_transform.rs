@@ -76,9 +76,9 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
                 // The sine of each step's wall-clock time (the start's offset throughout, as
                 // Python's `when += delta` keeps it).
                 let off = ctx.wall(ctx.from) - ctx.from;
-                let mut s = generated(ctx, &n, step, |t, _| Some(((t + off) as f64).sin() * amp));
-                s.end = ctx.until;
-                Ok(vec![s])
+                Ok(vec![generated(ctx, &n, step, |t, _| {
+                    Some(((t + off) as f64).sin() * amp)
+                })])
             }
             "time" | "timeFunction" => {
                 let n = a.string(0, "name")?;
@@ -88,7 +88,7 @@ pub fn call(ctx: &Ctx, name: &str, a: &Args) -> Option<R<Vec<Series>>> {
                 let off = ctx.wall(ctx.from) - ctx.from;
                 let mut s = generated(ctx, &n, step, |t, _| Some((t + off) as f64));
                 s.start += off;
-                s.end = ctx.wall(ctx.until);
+                s.end += off;
                 Ok(vec![s])
             }
             "randomWalk" | "randomWalkFunction" => {

@@ -621,6 +621,9 @@ RANDOM_SKIP = [
     (r"Invalid interval start=", "a source window ending before it starts: graphite-web fails"),
     (r"tuple index out of range", "timeSlice ending before it starts: graphite-web fails"),
     (r"may not be empty", "graphite-web refuses an empty tag value in groupByTags"),
+    (r"^(?=.*\b(?:time|timeFunction|sin|sinFunction)\()(?=.*tz=(?!UTC))",
+     "time() on a zone's wall clock starts off the other series: graphite-web combines series by "
+     "position (izip_longest), tsgate by time"),
     (r"(timeShift|timeStack)\(.*'(1h|1d)'.*timestamps",
      "a shifted window with no points: tsgate grids it at 60 s (no storage schema)"),
     (r"smartSummarize\(.*'(weeks|months|years)'.*timestamps",

@@ -225,6 +225,15 @@ pub(super) async fn put(state: &Arc<OpenTsdb>, req: Request) -> Reply {
     }
     let failed = errors.len();
     let success = jps.len() - failed;
+    // The `errors` field of an answer with `details`, in request order.
+    let errors_field = details.then(|| {
+        errors.sort_by_key(|e| e.0);
+        let list: Vec<String> = errors
+            .iter()
+            .map(|(i, e)| serde_json::to_string(&jps[*i].error_detail(e)).unwrap_or_default())
+            .collect();
+        format!(",\"errors\":[{}]", list.join(","))
+    });
     if timed_out {
         // OpenTSDB's PutDataPointRpc answer to a sync_timeout that ran out.
         if !summary {
@@ -237,14 +246,7 @@ pub(super) async fn put(state: &Arc<OpenTsdb>, req: Request) -> Reply {
             );
         }
         let mut body = format!("{{\"success\":0,\"timeouts\":{success},\"failed\":{failed}");
-        if details {
-            errors.sort_by_key(|e| e.0);
-            let list: Vec<String> = errors
-                .iter()
-                .map(|(i, e)| serde_json::to_string(&jps[*i].error_detail(e)).unwrap_or_default())
-                .collect();
-            body.push_str(&format!(",\"errors\":[{}]", list.join(",")));
-        }
+        body.push_str(errors_field.as_deref().unwrap_or_default());
         body.push('}');
         return json_reply(StatusCode::BAD_REQUEST, body);
     }
@@ -273,14 +275,7 @@ pub(super) async fn put(state: &Arc<OpenTsdb>, req: Request) -> Reply {
         body.push_str(",\"timeouts\":0");
     }
     body.push_str(&format!(",\"failed\":{failed}"));
-    if details {
-        errors.sort_by_key(|e| e.0);
-        let list: Vec<String> = errors
-            .iter()
-            .map(|(i, e)| serde_json::to_string(&jps[*i].error_detail(e)).unwrap_or_default())
-            .collect();
-        body.push_str(&format!(",\"errors\":[{}]", list.join(",")));
-    }
+    body.push_str(errors_field.as_deref().unwrap_or_default());
     body.push('}');
     let status = if status == StatusCode::NO_CONTENT {
         StatusCode::OK

@@ -284,6 +284,8 @@ pub struct Downsampler {
     /// Counts beside sums, when an `avg` is read from rollup cells (see `push_weighted`).
     weights: Vec<f64>,
     out: Vec<(u64, Num)>,
+    /// Calendar buckets are anchored at the series' first point (see `push`).
+    anchored: bool,
 }
 
 impl Downsampler {
@@ -297,6 +299,7 @@ impl Downsampler {
             vals: Vec::new(),
             weights: Vec::new(),
             out: Vec::new(),
+            anchored: false,
         }
     }
 
@@ -308,6 +311,15 @@ impl Downsampler {
     }
 
     pub fn push(&mut self, ts: u64, v: Num) {
+        // OpenTSDB's Downsampler starts its calendar at `previousInterval` of the series' first
+        // point and steps the interval from there: an interval that does not divide its
+        // parent unit (29s, 15h, 7d, 24n) lines up with that point, not with the query's start.
+        if !self.anchored {
+            self.anchored = true;
+            if let (Some((n, unit)), false) = (self.buckets.ds.calendar, self.buckets.ds.all) {
+                self.buckets.anchor = previous_interval(ts as i64, n.max(1), unit, self.buckets.tz);
+            }
+        }
         // Points come in time order: one still inside the current fixed-width bucket needs no
         // bucket arithmetic (calendar buckets always take it: their widths vary).
         let same = self
@@ -634,6 +646,39 @@ mod tests {
                 (1356998403000, Num::Float(10.0))
             ]
         );
+    }
+
+    /// TestDateTime.previousInterval through a query starting long before the point: the
+    /// calendar starts at the series' first point, as OpenTSDB's Downsampler starts it, not at
+    /// the query's start (intervals that do not divide their parent unit, or pass it).
+    #[test]
+    fn calendar_buckets_start_at_the_first_point() {
+        const NON_DST_TS: u64 = 1431699673432;
+        const DST_TS: u64 = 1450152145123;
+        for (spec, tz, ts, want) in [
+            ("29sc-sum", "UTC", NON_DST_TS, 1431699647000),
+            ("799msc-sum", "UTC", DST_TS, 1450152144769),
+            ("60000sc-sum", "UTC", DST_TS, 1450152000000),
+            ("15hc-sum", "UTC", NON_DST_TS, 1431680400000),
+            ("7dc-sum", "UTC", DST_TS, 1449705600000),
+            ("104wc-sum", "UTC", DST_TS, 1449964800000),
+            ("24nc-sum", "UTC", DST_TS, 1420070400000),
+            ("12hc-sum", "Pacific/Chatham", NON_DST_TS, 1431688500000),
+        ] {
+            let tz: chrono_tz::Tz = tz.parse().unwrap();
+            let mut d = Downsampler::new(Buckets::new(
+                parse_downsample(spec).unwrap(),
+                tz,
+                1_262_304_000_000,
+            ));
+            d.push(ts, Num::Int(1));
+            let out = d.finish(1_262_304_000_000, 1_460_000_000_000);
+            assert_eq!(
+                out.iter().map(|p| p.0).collect::<Vec<_>>(),
+                vec![want],
+                "{spec}"
+            );
+        }
     }
 
     /// TestDownsampler.testDownsampler_calendarDay and _calendarWeek (DST_TS =

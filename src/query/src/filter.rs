@@ -103,8 +103,10 @@ pub enum FilterError {
     MissingTagKey,
     #[error("Filter cannot be null or empty")]
     Empty,
-    #[error("Filter must contain a wildcard: {0}")]
+    #[error("Filter must contain an asterisk")]
     NoWildcard(String),
+    #[error("Filter must contain more than just a pipe")]
+    JustAPipe,
     #[error("Invalid regular expression: {0}")]
     Regex(#[from] regex::Error),
     #[error("The filter value must be empty for not_key")]
@@ -164,6 +166,9 @@ impl TagFilter {
             | FilterType::NotIliteralOr => {
                 if expr.is_empty() {
                     return Err(FilterError::Empty);
+                }
+                if expr == "|" {
+                    return Err(FilterError::JustAPipe);
                 }
                 f.literals = e.split('|').map(String::from).collect();
             }

@@ -578,6 +578,8 @@ mod tests {
         for (m, e) in [
             ("sum:m{host=web01 dc=lga}", "When parsing tag 'host=web01 dc=lga': invalid tag: host=web01 dc=lga"),
             ("sum:m{foo=bar=qux}", "When parsing tag 'foo=bar=qux': invalid tag: foo=bar=qux"),
+            ("sum:m{host=wildcard(web)}", "When parsing tag 'host=wildcard(web)': Filter must contain an asterisk"),
+            ("sum:m{host=literal_or(|)}", "When parsing tag 'host=literal_or(|)': Filter must contain more than just a pipe"),
             ("sum:m{host=nosuchfilter(*tsort)}{host=dummyfilter(*quirm)}",
              "When parsing filter 'host=dummyfilter(*quirm)': Could not find a tag value filter of the type: dummyfilter"),
         ] {

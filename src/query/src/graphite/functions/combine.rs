@@ -776,8 +776,10 @@ fn apply_by_node(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
         let expr = parse(&template.replace('%', &p)).map_err(EvalError::from)?;
         for mut s in ctx.eval(&expr)? {
             if let Some(n) = &new_name {
-                s.rename(n.replace('%', &p));
+                s.name = n.replace('%', &p);
             }
+            // graphite-web names the result's path expression by the prefix.
+            s.path_expr = p.clone();
             out.push(s);
         }
     }

@@ -234,28 +234,23 @@ pub(super) async fn put(state: &Arc<OpenTsdb>, req: Request) -> Reply {
             .collect();
         format!(",\"errors\":[{}]", list.join(","))
     });
-    if timed_out {
-        // OpenTSDB's PutDataPointRpc answer to a sync_timeout that ran out.
-        if !summary {
+    // A sync_timeout that ran out: every accepted point counts as timed out, none as written
+    // (OpenTSDB's PutDataPointRpc).
+    let (written, timeouts) = if timed_out {
+        (0, success)
+    } else {
+        (success, 0)
+    };
+    if !summary {
+        if timed_out {
             return error_reply(
                 StatusCode::BAD_REQUEST,
                 &format!(
-                    "The put call has timedout with 0 successful writes, {failed} failed writes and {success} timed out writes."
+                    "The put call has timedout with 0 successful writes, {failed} failed writes and {timeouts} timed out writes."
                 ),
                 "Please see the TSD logs or append \"details\" to the put request",
             );
         }
-        let mut body = format!("{{\"success\":0,\"timeouts\":{success},\"failed\":{failed}");
-        body.push_str(errors_field.as_deref().unwrap_or_default());
-        body.push('}');
-        return json_reply(StatusCode::BAD_REQUEST, body);
-    }
-    let status = if failed == 0 {
-        StatusCode::NO_CONTENT
-    } else {
-        StatusCode::BAD_REQUEST
-    };
-    if !summary {
         if failed == 0 {
             return http::Response::builder()
                 .status(StatusCode::NO_CONTENT)
@@ -270,17 +265,17 @@ pub(super) async fn put(state: &Arc<OpenTsdb>, req: Request) -> Reply {
     }
     // Field order as OpenTSDB's HashMap writes it: success, timeouts (with a sync_timeout),
     // failed, errors.
-    let mut body = format!("{{\"success\":{success}");
+    let mut body = format!("{{\"success\":{written}");
     if timeout > 0 {
-        body.push_str(",\"timeouts\":0");
+        body.push_str(&format!(",\"timeouts\":{timeouts}"));
     }
     body.push_str(&format!(",\"failed\":{failed}"));
     body.push_str(errors_field.as_deref().unwrap_or_default());
     body.push('}');
-    let status = if status == StatusCode::NO_CONTENT {
+    let status = if failed == 0 && !timed_out {
         StatusCode::OK
     } else {
-        status
+        StatusCode::BAD_REQUEST
     };
     json_reply(status, body)
 }

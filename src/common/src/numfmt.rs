@@ -20,46 +20,92 @@ pub fn plain_shortest(v: f64, buf: &mut ryu::Buffer) -> Option<&str> {
     Some(buf.format_finite(v))
 }
 
-/// The shortest digits of a finite, non-zero `v` (sign left out), without leading or trailing
-/// zeros, and the decimal exponent of the first: 120.5 is ("1205", 2).
-pub fn shortest_digits(v: f64) -> (String, i32) {
-    debug_assert!(v.is_finite() && v != 0.0);
-    let mut buf = ryu::Buffer::new();
-    let s = buf.format_finite(v.abs());
-    let (mant, exp) = match s.split_once('e') {
-        Some((m, e)) => (m, e.parse::<i32>().expect("Ryū's exponent")),
-        None => (s, 0),
-    };
-    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
-    let all = format!("{int}{frac}");
-    let lead = all.bytes().take_while(|&b| b == b'0').count();
-    let digits = all[lead..].trim_end_matches('0').to_string();
-    (digits, int.len() as i32 + exp - lead as i32 - 1)
+/// The shortest digits of a finite, non-zero double (Ryū's), laid out the ways the peers lay
+/// them out.
+pub struct Shortest {
+    negative: bool,
+    /// Without leading or trailing zeros.
+    digits: String,
+    /// The decimal exponent of the first digit: 120.5 is ("1205", 2).
+    exp: i32,
 }
 
-/// `v` in plain decimal with the shortest digits, as Go's `'f'` with precision -1 and Rust's
-/// `{}` lay it out (`0.00012`, `120`, `-0`), ties to even. `v` is finite.
+impl Shortest {
+    pub fn of(v: f64) -> Shortest {
+        debug_assert!(v.is_finite() && v != 0.0);
+        let mut buf = ryu::Buffer::new();
+        let s = buf.format_finite(v.abs());
+        let (mant, exp) = match s.split_once('e') {
+            Some((m, e)) => (m, e.parse::<i32>().expect("Ryū's exponent")),
+            None => (s, 0),
+        };
+        let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+        let all = format!("{int}{frac}");
+        let lead = all.bytes().take_while(|&b| b == b'0').count();
+        Shortest {
+            negative: v < 0.0,
+            digits: all[lead..].trim_end_matches('0').to_string(),
+            exp: int.len() as i32 + exp - lead as i32 - 1,
+        }
+    }
+
+    /// The decimal exponent of the first digit.
+    pub fn exp(&self) -> i32 {
+        self.exp
+    }
+
+    /// Plain decimal, as Go's `'f'` with precision -1 and Rust's `{}` lay it out (`0.00012`,
+    /// `120`, `-1.5`).
+    pub fn push_plain(&self, out: &mut String) {
+        let (d, e) = (&self.digits, self.exp);
+        if self.negative {
+            out.push('-');
+        }
+        if e < 0 {
+            out.push_str("0.");
+            out.extend(std::iter::repeat_n('0', (-e - 1) as usize));
+            out.push_str(d);
+        } else if d.len() as i32 <= e + 1 {
+            out.push_str(d);
+            out.extend(std::iter::repeat_n('0', (e + 1) as usize - d.len()));
+        } else {
+            let (int, frac) = d.split_at(e as usize + 1);
+            out.push_str(int);
+            out.push('.');
+            out.push_str(frac);
+        }
+    }
+
+    pub fn plain(&self) -> String {
+        let mut out = String::new();
+        self.push_plain(&mut out);
+        out
+    }
+
+    /// The mantissa as Rust's `{:e}` writes it (`-1.5`, `2`).
+    pub fn mantissa(&self) -> String {
+        let sign = if self.negative { "-" } else { "" };
+        match self.digits.split_at(1) {
+            (first, "") => format!("{sign}{first}"),
+            (first, rest) => format!("{sign}{first}.{rest}"),
+        }
+    }
+
+    /// Go's `%e` and Python's `repr` exponent form: a signed exponent of at least two digits
+    /// (`1e-07`, `1.5e+21`).
+    pub fn exp_form(&self) -> String {
+        let sign = if self.exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", self.mantissa(), self.exp.abs())
+    }
+}
+
+/// `v` in plain decimal with the shortest digits (see [`Shortest::push_plain`]), `0` and `-0`
+/// included; ties to even. `v` is finite.
 pub fn push_plain(out: &mut String, v: f64) {
-    if v.is_sign_negative() {
-        out.push('-');
-    }
     if v == 0.0 {
-        out.push('0');
-        return;
-    }
-    let (d, e) = shortest_digits(v);
-    if e < 0 {
-        out.push_str("0.");
-        out.extend(std::iter::repeat_n('0', (-e - 1) as usize));
-        out.push_str(&d);
-    } else if d.len() as i32 <= e + 1 {
-        out.push_str(&d);
-        out.extend(std::iter::repeat_n('0', (e + 1) as usize - d.len()));
+        out.push_str(if v.is_sign_negative() { "-0" } else { "0" });
     } else {
-        let (int, frac) = d.split_at(e as usize + 1);
-        out.push_str(int);
-        out.push('.');
-        out.push_str(frac);
+        Shortest::of(v).push_plain(out);
     }
 }
 
@@ -68,18 +114,6 @@ pub fn plain(v: f64) -> String {
     let mut out = String::new();
     push_plain(&mut out, v);
     out
-}
-
-/// `v`'s shortest digits as a mantissa (`-1.5`, `2`) and a decimal exponent, as Rust's `{:e}`
-/// splits them, ties to even. `v` is finite and not zero.
-pub fn exp_parts(v: f64) -> (String, i32) {
-    let (d, e) = shortest_digits(v);
-    let sign = if v < 0.0 { "-" } else { "" };
-    let mant = match d.split_at(1) {
-        (first, "") => format!("{sign}{first}"),
-        (first, rest) => format!("{sign}{first}.{rest}"),
-    };
-    (mant, e)
 }
 
 pub fn java_double(d: f64) -> String {
@@ -124,7 +158,8 @@ fn java_double_slow(d: f64) -> String {
         return if s.contains('.') { s } else { format!("{s}.0") };
     }
     // Scientific: shortest digits, mantissa with at least one decimal.
-    let (mant, exp) = exp_parts(d);
+    let short = Shortest::of(d);
+    let (mant, exp) = (short.mantissa(), short.exp());
     let mant = if mant.contains('.') {
         mant.to_string()
     } else {
@@ -189,11 +224,11 @@ mod tests {
         assert_eq!(plain(-0.0), "-0");
         assert_eq!(plain(1e21), "1000000000000000000000");
         assert_eq!(plain(1.5e-7), "0.00000015");
-        assert_eq!(exp_parts(-1.5e-7), ("-1.5".to_string(), -7));
-        assert_eq!(exp_parts(1e23), ("1".to_string(), 23));
+        assert_eq!(Shortest::of(-1.5e-7).exp_form(), "-1.5e-07");
+        assert_eq!(Shortest::of(1e23).exp_form(), "1e+23");
     }
 
-    /// The slow twin of `shortest_digits`, from `v`'s exact decimal expansion (Rust's
+    /// The slow twin of `Shortest::of`'s digits, from `v`'s exact decimal expansion (Rust's
     /// fixed-precision formatting is exact): for each length, the candidates just below and
     /// above `v`; those that read back; the nearer, ties to an even last digit.
     fn digits_slow(v: f64) -> (String, i32) {
@@ -278,7 +313,8 @@ mod tests {
                 if !v.is_finite() || v == 0.0 {
                     continue;
                 }
-                proptest::prop_assert_eq!(shortest_digits(v), digits_slow(v), "{:e}", v);
+                let short = Shortest::of(v);
+                proptest::prop_assert_eq!((short.digits, short.exp), digits_slow(v), "{:e}", v);
                 proptest::prop_assert_eq!(plain(v).parse::<f64>().unwrap(), v);
                 let mut buf = ryu::Buffer::new();
                 if let Some(s) = plain_shortest(v, &mut buf) {

@@ -75,7 +75,11 @@ pub fn parse_time_in(s: &str, now: u64, tz: Option<&str>) -> Result<u64, TimeErr
     if s.is_empty() {
         return Err(bad());
     }
-    let long = |t: &str| java_parse_long(t).map_err(|why| TimeError::Number(s.to_string(), why));
+    // OpenTSDB's `Tags.parseLong`, with its reason for a refusal.
+    let long = |t: &str| {
+        tsgate_opentsdb::value::parse_long(t)
+            .map_err(|why| TimeError::Number(s.to_string(), why.to_string()))
+    };
     if let Some(ms) = s.strip_suffix("ms") {
         if !ms.is_empty() && ms.bytes().all(|b| b.is_ascii_digit()) {
             return long(ms).map(|v| v as u64);
@@ -117,30 +121,6 @@ pub fn parse_time_in(s: &str, now: u64, tz: Option<&str>) -> Result<u64, TimeErr
     }
     let n = n as u64;
     Ok(if s.len() <= 10 { n * 1000 } else { n })
-}
-
-/// OpenTSDB's `Tags.parseLong`: an optional sign and decimal digits fitting a Java long, or
-/// the reason it gives (`Value too long: …` is judged on the length first).
-fn java_parse_long(s: &str) -> Result<i64, String> {
-    let b = s.as_bytes();
-    if b.is_empty() {
-        return Err("Empty string".into());
-    }
-    let signed = b[0] == b'+' || b[0] == b'-';
-    if signed && b.len() == 1 {
-        return Err(format!("Just a sign, no value: {s}"));
-    }
-    if b.len() > if signed { 20 } else { 19 } {
-        return Err(format!("Value too long: {s}"));
-    }
-    if let Some(c) = s
-        .chars()
-        .skip(usize::from(signed))
-        .find(|c| !c.is_ascii_digit())
-    {
-        return Err(format!("Invalid character '{c}' in {s}"));
-    }
-    s.parse::<i64>().map_err(|_| format!("Overflow in {s}"))
 }
 
 /// OpenTSDB's absolute dates, by length: `yyyy/MM/dd` (10), `yyyy/MM/dd-HH:mm` or

@@ -39,8 +39,7 @@ pub fn scalar_value(v: f64) -> String {
 
 /// Go's `%e` with shortest digits: `1e-07`, `1.5e+21`.
 fn go_exp(v: f64) -> String {
-    let (mant, exp) = tsgate_common::numfmt::exp_parts(v);
-    format!("{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
+    tsgate_common::numfmt::Shortest::of(v).exp_form()
 }
 
 /// A vector/matrix timestamp: seconds, with `.` and exactly 3 digits when ms are non-zero.

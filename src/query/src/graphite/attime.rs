@@ -18,27 +18,52 @@ pub enum TimeError {
     Time(String),
 }
 
-/// Seconds of one offset unit, by graphite's prefix rules (`s…`, `min…`, `h…`, `d…`, `w…`,
-/// `mon…`, `y…`; a bare `m` is an error, which is why Grafana sends `min`).
-fn unit_seconds(u: &str) -> Result<i64, TimeError> {
-    let s = if u.starts_with('s') {
-        1
+/// An offset unit as graphite-web's `getUnitString` names it, by the string's start: `s…`,
+/// `min…`, `h…`, `d…`, `w…`, `mon…`, `y…` (a bare `m` names none, which is why Grafana sends
+/// `min`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum TimeUnit {
+    Second,
+    Minute,
+    Hour,
+    Day,
+    Week,
+    Month,
+    Year,
+}
+
+/// The unit `u` names, or graphite's refusal.
+pub fn time_unit(u: &str) -> Result<TimeUnit, TimeError> {
+    Ok(if u.starts_with('s') {
+        TimeUnit::Second
     } else if u.starts_with("min") {
-        60
+        TimeUnit::Minute
     } else if u.starts_with('h') {
-        3600
+        TimeUnit::Hour
     } else if u.starts_with('d') {
-        86400
+        TimeUnit::Day
     } else if u.starts_with('w') {
-        7 * 86400
+        TimeUnit::Week
     } else if u.starts_with("mon") {
-        30 * 86400
+        TimeUnit::Month
     } else if u.starts_with('y') {
-        365 * 86400
+        TimeUnit::Year
     } else {
         return Err(TimeError::Unit(u.to_string()));
-    };
-    Ok(s)
+    })
+}
+
+/// Seconds of one offset unit (a month is 30 days, a year 365).
+fn unit_seconds(u: &str) -> Result<i64, TimeError> {
+    Ok(match time_unit(u)? {
+        TimeUnit::Second => 1,
+        TimeUnit::Minute => 60,
+        TimeUnit::Hour => 3600,
+        TimeUnit::Day => 86400,
+        TimeUnit::Week => 7 * 86400,
+        TimeUnit::Month => 30 * 86400,
+        TimeUnit::Year => 365 * 86400,
+    })
 }
 
 /// `[+-]` then one or more `number unit`; unsigned means positive. Returns seconds.

@@ -2,7 +2,7 @@
 //! grid, calls are dispatched to `functions`. The context keeps the request window so functions
 //! that need other windows (timeShift, moving*, smartSummarize) re-evaluate their argument.
 
-use super::attime::TimeError;
+use super::attime::{TimeError, TimeUnit};
 use super::index::{self, Entry, ResolveError};
 use super::parallel;
 use super::parser::{Call, Expr, ParseError};
@@ -526,19 +526,6 @@ pub struct Stream<'e> {
     pub each: Box<dyn Fn(Series) -> Series + Send + Sync + 'e>,
 }
 
-/// The calendar units graphite-web aligns a request's start to (see [`Ctx::aligned_start`]);
-/// `Week` carries the ISO weekday to go back to (Monday is 1).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Align {
-    Year,
-    Month,
-    Week(i64),
-    Day,
-    Hour,
-    Minute,
-    Second,
-}
-
 #[derive(Clone)]
 pub struct Ctx<'a> {
     pub source: &'a dyn Source,
@@ -1045,9 +1032,9 @@ impl Ctx<'_> {
     /// graphite-web's `datetime(s.year, …, tzinfo=s.tzinfo)` of the request's start `s`:
     /// its wall-clock fields in the request's zone, cut down to `unit`, read back with the
     /// offset in force at `s` (pytz's localized zone is a fixed offset), even where the cut
-    /// falls on the other side of a daylight-saving change. hitcount and smartSummarize
-    /// align with it.
-    pub fn aligned_start(&self, unit: Align) -> i64 {
+    /// falls on the other side of a daylight-saving change; weeks go back to ISO weekday
+    /// `week_day` (Monday is 1). hitcount and smartSummarize align with it.
+    pub fn aligned_start(&self, unit: TimeUnit, week_day: i64) -> i64 {
         use chrono::{Datelike, NaiveDate, Timelike};
         let wall = chrono::DateTime::from_timestamp(self.from, 0)
             .unwrap_or_default()
@@ -1056,19 +1043,19 @@ impl Ctx<'_> {
         let (d, t) = (wall.date(), wall.time());
         let day = |date: NaiveDate| date.and_hms_opt(0, 0, 0).unwrap_or(wall);
         let cut = match unit {
-            Align::Year => day(NaiveDate::from_ymd_opt(d.year(), 1, 1).unwrap_or(d)),
-            Align::Month => day(NaiveDate::from_ymd_opt(d.year(), d.month(), 1).unwrap_or(d)),
-            Align::Week(iso) => {
-                let mut back = d.weekday().number_from_monday() as i64 - iso;
+            TimeUnit::Year => day(NaiveDate::from_ymd_opt(d.year(), 1, 1).unwrap_or(d)),
+            TimeUnit::Month => day(NaiveDate::from_ymd_opt(d.year(), d.month(), 1).unwrap_or(d)),
+            TimeUnit::Week => {
+                let mut back = d.weekday().number_from_monday() as i64 - week_day;
                 if back < 0 {
                     back += 7;
                 }
                 day(d) - chrono::Duration::days(back)
             }
-            Align::Day => day(d),
-            Align::Hour => d.and_hms_opt(t.hour(), 0, 0).unwrap_or(wall),
-            Align::Minute => d.and_hms_opt(t.hour(), t.minute(), 0).unwrap_or(wall),
-            Align::Second => wall,
+            TimeUnit::Day => day(d),
+            TimeUnit::Hour => d.and_hms_opt(t.hour(), 0, 0).unwrap_or(wall),
+            TimeUnit::Minute => d.and_hms_opt(t.hour(), t.minute(), 0).unwrap_or(wall),
+            TimeUnit::Second => wall,
         };
         cut.and_utc().timestamp() - (self.wall(self.from) - self.from)
     }
@@ -1298,15 +1285,16 @@ mod tests {
                 xff_set: Default::default(),
             };
             let units = [
-                Align::Year,
-                Align::Month,
-                Align::Week(4),
-                Align::Day,
-                Align::Hour,
-                Align::Minute,
-                Align::Second,
+                TimeUnit::Year,
+                TimeUnit::Month,
+                TimeUnit::Week,
+                TimeUnit::Day,
+                TimeUnit::Hour,
+                TimeUnit::Minute,
+                TimeUnit::Second,
             ];
-            let got: Vec<i64> = units.iter().map(|u| ctx.aligned_start(*u)).collect();
+            // Weeks back to Thursday.
+            let got: Vec<i64> = units.iter().map(|u| ctx.aligned_start(*u, 4)).collect();
             assert_eq!(got, want, "{zone}");
         }
     }

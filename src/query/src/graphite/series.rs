@@ -538,16 +538,16 @@ pub fn py_float(v: f64) -> String {
     if v == 0.0 {
         return if v.is_sign_negative() { "-0.0" } else { "0.0" }.into();
     }
-    let (mant, exp) = tsgate_common::numfmt::exp_parts(v);
-    if (-4..16).contains(&exp) {
-        let s = tsgate_common::numfmt::plain(v);
+    let short = tsgate_common::numfmt::Shortest::of(v);
+    if (-4..16).contains(&short.exp()) {
+        let s = short.plain();
         if s.contains('.') {
             s
         } else {
             s + ".0"
         }
     } else {
-        format!("{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
+        short.exp_form()
     }
 }
 

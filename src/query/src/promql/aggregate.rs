@@ -206,11 +206,12 @@ fn go_v(v: f64) -> String {
     if v == 0.0 {
         return tsgate_common::numfmt::plain(v);
     }
-    let (mant, exp) = tsgate_common::numfmt::exp_parts(v);
-    if (-4..6).contains(&exp) {
-        return tsgate_common::numfmt::plain(v);
+    let s = tsgate_common::numfmt::Shortest::of(v);
+    if (-4..6).contains(&s.exp()) {
+        s.plain()
+    } else {
+        s.exp_form()
     }
-    format!("{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
 }
 
 /// One group's value for an operator without a vector result: `vals` are its members' values

@@ -146,22 +146,24 @@ pub fn first_path_expression(name: &str) -> Option<String> {
             _ => None,
         }
     }
-    match parse(name) {
-        Ok(Expr::Path(p)) => return Some(p),
-        Ok(e @ Expr::Call(_)) if !matches!(&e, Expr::Call(c) if c.args.is_empty()) => {
-            return down_first(&e)
-        }
-        _ => {}
+    // A call with positional arguments goes down its first one; anything else (a call with
+    // none, which graphite-web's grammar does not read as a call) is left to the prefix rules.
+    let call_first = |e: Result<Expr, _>| match e {
+        Ok(Expr::Call(c)) if !c.args.is_empty() => Some(down_first(&c.args[0])),
+        _ => None,
+    };
+    let whole = parse(name);
+    if let Ok(Expr::Path(p)) = whole {
+        return Some(p);
+    }
+    if let Some(first) = call_first(whole) {
+        return first;
     }
     // graphite-web's pyparsing reads the longest prefix it can: a call whose parentheses
     // close (`sumSeries(a.b) Current:1.00`), else the path before the first symbol
     // (`transformNull(a.b Current:1.00 ,-1)` gives `transformNull`, `3.0` itself).
-    if let Some(close) = first_call_end(name) {
-        if let Ok(Expr::Call(c)) = parse(&name[..=close]) {
-            if !c.args.is_empty() {
-                return c.args.first().and_then(down_first);
-            }
-        }
+    if let Some(first) = first_call_end(name).and_then(|close| call_first(parse(&name[..=close]))) {
+        return first;
     }
     let end = name
         .find(|c: char| "(){},'\"\\|".contains(c) || c.is_whitespace())

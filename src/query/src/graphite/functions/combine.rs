@@ -685,10 +685,10 @@ fn group_by(ctx: &Ctx, list: Vec<Series>, nodes: &[NodeOrTag], cb: &str) -> R<Ve
 /// callback: `SeriesFunctions[callback](requestContext, group)[0]`).
 fn first_of_call(ctx: &Ctx, func: &str, list: Vec<Series>) -> R<Option<Series>> {
     let src = super::more_spec::Fixed::new(list);
-    let glob = super::more_spec::Fixed::path(0).replace("s000000", "*");
+    let glob = super::more_spec::Fixed::glob();
     let call = super::super::parser::Call {
         name: func.to_string(),
-        args: vec![Expr::Path(glob.clone())],
+        args: vec![Expr::Path(glob.to_string())],
         kwargs: vec![],
         text: format!("{func}({glob})"),
     };
@@ -766,9 +766,7 @@ fn apply_by_node(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
         .iter()
         .map(|s| {
             let nodes: Vec<&str> = s.name.split('.').collect();
-            let n = nodes.len() as i64;
-            let end = if node + 1 < 0 { n + node + 1 } else { node + 1 };
-            nodes[..end.clamp(0, n) as usize].join(".")
+            nodes[..super::py_slice_bound(node + 1, nodes.len())].join(".")
         })
         .collect();
     let mut out = Vec::new();
@@ -898,6 +896,12 @@ mod tests {
         );
         assert_eq!(vals(&r[0]), vec![Some(8.0), Some(9.0), None]);
         assert_eq!(vals(&r[1]), vec![Some(5.0), None, Some(1.0)]);
+        // Their path expressions are the calls' own names, as in graphite-web.
+        let r = eval(&src, "sumSeries(groupByNode(g.*.*, 1, 'powSeries'))", 3);
+        assert_eq!(
+            r[0].name,
+            "sumSeries(powSeries(g.a.x,g.a.y),powSeries(g.b.x))"
+        );
         let r = eval(&src, "groupByNodes(g.*.*, 'multiplySeries', 1)", 3);
         assert_eq!(vals(&r[0]), vec![Some(6.0), Some(6.0), None]);
         assert_eq!(r[0].tags.get("aggregatedBy").unwrap(), "multiply");

@@ -73,6 +73,12 @@ pub fn map_values(
         .collect()
 }
 
+/// Python's slice bound `i` over `len` items: from the end when negative, clamped to the list.
+pub fn py_slice_bound(i: i64, len: usize) -> usize {
+    let n = len as i64;
+    (if i < 0 { n + i } else { i }).clamp(0, n) as usize
+}
+
 /// `x.round()` (half away from zero, the sign of a zero kept) without the call into libm that
 /// `f64::round` is on baseline x86-64: `perSecond` rounds every point of thousands of series.
 pub fn round_half_away(x: f64) -> f64 {

@@ -468,6 +468,11 @@ impl Fixed {
         format!("_tsgate_fixed_.s{i:06}")
     }
 
+    /// A path expression naming every series, in order.
+    pub fn glob() -> &'static str {
+        "_tsgate_fixed_.*"
+    }
+
     /// Puts the real names back where the placeholders show (names, path expressions, tags).
     pub fn restore(&self, mut s: Series) -> Series {
         let fix = |t: &str| -> String {

@@ -420,14 +420,10 @@ pub(crate) fn substr(name: &str, start: i64, stop: i64) -> String {
         ""
     };
     let nodes: Vec<&str> = clean.split('.').collect();
-    let n = nodes.len() as i64;
-    let clamp = |i: i64| -> usize {
-        let j = if i < 0 { n + i } else { i };
-        j.clamp(0, n) as usize
-    };
+    let bound = |i: i64| super::py_slice_bound(i, nodes.len());
     let (lo, hi) = (
-        clamp(start),
-        if stop == 0 { n as usize } else { clamp(stop) },
+        bound(start),
+        if stop == 0 { nodes.len() } else { bound(stop) },
     );
     let joined = if lo < hi {
         nodes[lo..hi].join(".")

@@ -1,8 +1,8 @@
 //! Transform: point-wise math, derivatives, null handling, time shifting and re-bucketing
 //! (summarize, smartSummarize, hitcount). Filter Data's removeBelow/AboveValue live here too.
 
-use super::super::attime::parse_offset;
-use super::super::eval::{err, Align, Args, Ctx, EvalError, PerSeries, R};
+use super::super::attime::{parse_offset, time_unit, TimeUnit};
+use super::super::eval::{err, Args, Ctx, EvalError, PerSeries, R};
 use super::super::series::{aggregate, py_d, py_float, py_g, Series};
 use super::combine::agg_name;
 use super::{finite, map_values, round_half_away};
@@ -703,27 +703,15 @@ fn smart_summarize(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
         _ => a.opt_str(3, "alignTo")?,
     };
     if let Some(unit) = align {
-        // graphite-web's getUnitString: the unit is named by the string's start (`days`,
-        // `hours`, `weeks4` for Thursdays); anything else fails there.
-        let to = if unit.starts_with('s') {
-            Align::Second
-        } else if unit.starts_with("min") {
-            Align::Minute
-        } else if unit.starts_with('h') {
-            Align::Hour
-        } else if unit.starts_with('d') {
-            Align::Day
-        } else if unit.starts_with('w') {
-            let last = unit.chars().last().unwrap_or('w');
-            Align::Week(last.to_digit(10).map_or(1, i64::from))
-        } else if unit.starts_with("mon") {
-            Align::Month
-        } else if unit.starts_with('y') {
-            Align::Year
-        } else {
-            return err(format!("Invalid offset unit '{unit}'"));
-        };
-        c = ctx.shifted(ctx.aligned_start(to), ctx.until);
+        // graphite-web's getUnitString names the unit (`days`, `hours`, `weeks4` for
+        // Thursdays, weeks otherwise from Monday); anything else fails there.
+        let to = time_unit(&unit).map_err(EvalError::from)?;
+        let week_day = unit
+            .chars()
+            .last()
+            .and_then(|c| c.to_digit(10))
+            .map_or(1, i64::from);
+        c = ctx.shifted(ctx.aligned_start(to, week_day), ctx.until);
     }
     let list = c.eval(
         a.get(0, "seriesList")
@@ -755,9 +743,9 @@ fn hitcount(ctx: &Ctx, a: &Args) -> R<Vec<Series>> {
         // as graphite-web cuts it, see `Ctx::aligned_start`) and the argument fetched again
         // from there; each series then ends one interval after its last whole interval.
         let from = match width {
-            w if w >= 86_400 => ctx.aligned_start(Align::Day),
-            w if w >= 3_600 => ctx.aligned_start(Align::Hour),
-            w if w >= 60 => ctx.aligned_start(Align::Minute),
+            w if w >= 86_400 => ctx.aligned_start(TimeUnit::Day, 1),
+            w if w >= 3_600 => ctx.aligned_start(TimeUnit::Hour, 1),
+            w if w >= 60 => ctx.aligned_start(TimeUnit::Minute, 1),
             _ => ctx.from,
         };
         let inner = a

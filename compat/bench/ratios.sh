@@ -8,8 +8,13 @@
 #    /render is also timed on a tsgate without its row cache (storage.row_cache_mb = 0), shown
 #    beside the targets.
 #
+#  - Grafana's variable queries (label values, a series look-up) on the same set, and 24 h of
+#    sum by (dc) (rate(...[5m])) over a day set of the same fleet at 60 s steps (DAYDIR);
+#  - with SCALE=1, scale.sh's 1,000,000 series (points/s, peak RSS, bytes per active series).
+#
 # usage: compat/bench/ratios.sh [DATADIR] [REPS]
-#   DATADIR defaults to /tmp/bench/data and is made with gen.py when it has no meta.json.
+#   DATADIR defaults to /tmp/bench/data and is made with gen.py when it has no meta.json;
+#   DAYDIR (default DATADIR/../day, 14.4 M points) and SCALEDIR (DATADIR/../scale) likewise.
 #   Env: SHARED_BENCH (default ../shared/bench beside the checkout), PROTOS (default
 #   "graphite telnet http rw"), SKIP_INGEST=1 / SKIP_QUERY=1 to run one half, TSGATE_BIN=PATH
 #   to time that binary instead of building this checkout's (a before/after in one sitting).
@@ -198,6 +203,8 @@ try:
     j = json.load(open(f))
     if kind == "prom":
         r = j["data"]["result"]; n = [len(s["values"]) for s in r]
+    elif kind == "values":   # label values or series: how many
+        print(len(j["data"])); sys.exit()
     elif kind == "otsdb":
         n = [len(s["dps"]) for s in j]
     else:
@@ -244,6 +251,111 @@ PY
     printf 'query\t%s: /render (%s)\t%s\t%s\n' "${q_name[$i]}" "$tr_shape" "$tr_ms" "$vm_ms" >>"$results"
     printf 'info\t%s: /render, row cache off (%s)\t%s\t%s\n' "${q_name[$i]}" "$t0_shape" "$t0_ms" "$vm_ms" >>"$results"
   done
+
+  # Grafana's variable queries: label values and a series look-up over the hour, on the same
+  # two servers (dc0..dc2 exist: gen.py gives host h the dc h % 3)
+  pairs() {  # NAME KIND PATH ARGS…: VictoriaMetrics and tsgate take turns on one GET
+    local name=$1 kind=$2 path=$3; shift 3
+    : >"$work/t.0"; : >"$work/t.1"
+    for r in $(seq 0 "$reps"); do
+      for n in 0 1; do
+        local base=http://$H:$vm_http; [ $n = 1 ] && base=http://$H:$ts_http
+        t=$(timed "$work/q.$n.json" -G "$@" "$base$path")
+        [ "$r" = 0 ] || [ -z "$t" ] || echo "$t" >>"$work/t.$n"   # the first round warms
+      done
+    done
+    read -r vm_ms vm_shape < <(result 0 "$kind")
+    read -r tp_ms tp_shape < <(result 1 "$kind")
+    printf 'query\t%s (%s vs %s)\t%s\t%s\n' "$name" "$tp_shape" "$vm_shape" "$tp_ms" "$vm_ms" >>"$results"
+  }
+  log "query: label values, series look-up"
+  pairs "label values of host, 1h" values /api/v1/label/host/values \
+    --data-urlencode "start=$start" --data-urlencode "end=$end"
+  pairs 'series of cpu.usage_user{dc="dc2"}, 1h' values /api/v1/series \
+    --data-urlencode 'match[]={__name__="cpu.usage_user",dc="dc2"}' --data-urlencode "start=$start" \
+    --data-urlencode "end=$end"
+
+  # A day of the same fleet at 60 s steps (gen.py DAYDIR 1000 86400 60: 14.4 M points), on a
+  # VictoriaMetrics and a tsgate of their own: 24 h of sum by (dc) (rate(...[5m])) at 60 s
+  dd=${DAYDIR:-$(dirname "$d")/day}
+  if [ ! -f "$dd/meta.json" ]; then
+    log "generating the day set in $dd (about five minutes)"
+    python3 "$bench/gen.py" "$dd" 1000 86400 60
+  fi
+  kill "$gr_pid" "$g0_pid" 2>/dev/null || true   # the Graphite servers are done: room for these
+  vd_http=$(port); vd_tel=$(port); td_http=$(port)
+  victoria-metrics -storageDataPath="$work/vmd" -retentionPeriod=100y -httpListenAddr=$H:$vd_http \
+    -opentsdbListenAddr=$H:$vd_tel -search.latencyOffset=0s -loggerLevel=ERROR >"$work/vmd.log" 2>&1 &
+  pids+=($!); vd_pid=$!
+  "$TSGATE" serve --data-dir "$work/tsd" --listen $H:$td_http --graphite-listen "" --pickle-listen "" \
+    --log-level warn >"$work/tsd.log" 2>&1 &
+  pids+=($!); td_pid=$!
+  for _ in $(seq 150); do
+    curl -sf http://$H:$vd_http/health >/dev/null && curl -sf http://$H:$td_http/api/version >/dev/null && break
+    sleep 0.2
+  done
+  log "loading the day set into a third VictoriaMetrics and tsgate pair"
+  timeout 900 socat -u FILE:"$dd/telnet.txt" TCP:$H:$vd_tel
+  timeout 900 socat -u FILE:"$dd/telnet.txt" TCP:$H:$td_http
+  dstart=$(python3 -c "import json;print(json.load(open('$dd/meta.json'))['start'])")
+  dend=$(python3 -c "import json;print(json.load(open('$dd/meta.json'))['end'])")
+  dwant=$(python3 -c "import json;m=json.load(open('$dd/meta.json'));print(m['points']//len(m['metrics']))")
+  count_day() {  # BASE: points of cpu.$last over the day
+    curl -s --max-time 120 --data-urlencode "query=sum(count_over_time({__name__=\"cpu.$last\"}[2d]))" \
+      --data-urlencode "time=$((dend + 1))" "$1/api/v1/query" |
+      python3 -c "import json,sys
+try: print(int(float(json.load(sys.stdin)['data']['result'][0]['value'][1])))
+except Exception: print(0)"
+  }
+  for _ in $(seq 300); do
+    curl -s http://$H:$vd_http/internal/force_flush >/dev/null
+    [ "$(count_day http://$H:$vd_http)" -ge "$dwant" ] && [ "$(count_day http://$H:$td_http)" -ge "$dwant" ] && break
+    sleep 1
+  done
+  for _ in $(seq 240); do [ "$(settled http://$H:$td_http)" = 0 ] && break; sleep 0.5; done
+  sleep 3
+  for waited in $(seq 30); do
+    c0=$(cat /proc/$vd_pid/stat /proc/$td_pid/stat | awk '{t += $14 + $15} END {print t}'); sleep 1
+    c1=$(cat /proc/$vd_pid/stat /proc/$td_pid/stat | awk '{t += $14 + $15} END {print t}')
+    [ $((c1 - c0)) -lt 2 ] && break
+  done
+  log "query: 24h sum by (dc) (rate[5m]) (servers idle after ${waited} s)"
+  day_args=(--data-urlencode 'query=sum by (dc) (rate({__name__=~"cpu\\.usage_.*"}[5m]))'
+            --data-urlencode "start=$dstart" --data-urlencode "end=$dend" --data-urlencode step=60)
+  : >"$work/t.0"; : >"$work/t.1"
+  for r in $(seq 0 "$reps"); do
+    a=$(timed "$work/q.0.json" "${day_args[@]}" --data-urlencode nocache=1 http://$H:$vd_http/api/v1/query_range)
+    b=$(timed "$work/q.1.json" "${day_args[@]}" http://$H:$td_http/api/v1/query_range)
+    [ "$r" = 0 ] && continue   # the first round warms
+    [ -z "$a" ] || echo "$a" >>"$work/t.0"
+    [ -z "$b" ] || echo "$b" >>"$work/t.1"
+  done
+  read -r vm_ms vm_shape < <(result 0 prom)
+  read -r tp_ms tp_shape < <(result 1 prom)
+  printf 'query\t%s\t%s\t%s\n' "sum by (dc) (rate[5m]) all $series series, 24h, 60s: PromQL ($tp_shape vs $vm_shape)" "$tp_ms" "$vm_ms" >>"$results"
+fi
+
+# --- scale: compat/bench/scale.sh's 1,000,000 series (SCALE=1; about 10 minutes) ------------
+if [ "${SCALE:-0}" = 1 ]; then
+  log "scale: 1,000,000 series (scale.sh)"
+  TSGATE="$TSGATE" bash "$here/scale.sh" "${SCALEDIR:-$(dirname "$d")/scale}" | tee "$work/scale.log" >&2
+  python3 - "$work/scale.log" >>"$results" <<'PY'
+import sys
+rows = {}
+for line in open(sys.argv[1]):
+    f = [c.strip() for c in line.strip().strip("|").split("|")]
+    if len(f) == 12 and f[0] in ("tsgate", "vm"):
+        num = lambda x: x.replace(",", "")
+        ok = f[11] == "ok"
+        rows[(f[0], f[1])] = (num(f[5]) if ok else "nan", num(f[6]), num(f[9]))
+for proto in sorted({p for _, p in rows}):
+    t, v = rows.get(("tsgate", proto)), rows.get(("vm", proto))
+    if not (t and v):
+        continue
+    print(f"scale_ingest\t1M series {proto} points/s\t{t[0]}\t{v[0]}")
+    print(f"rss\t1M series {proto} peak RSS MiB\t{t[1]}\t{v[1]}")
+    print(f"scale_mem\t1M series {proto} bytes/active series\t{t[2]}\t{v[2]}")
+PY
 fi
 
 # --- the table -------------------------------------------------------------------------------
@@ -259,7 +371,8 @@ python3 - "$results" <<'PY'
 import math, sys
 # issue 36's targets, as bounds on tsgate / VictoriaMetrics (issue 7's were >= 1.5x ingest,
 # <= 2.0x disk, <= 1.0x queries)
-target = {"ingest": (">=", 2.5), "rss": ("<=", 1.0), "disk": ("<=", 1.0), "query": ("<=", 0.5)}
+target = {"ingest": (">=", 2.5), "rss": ("<=", 1.0), "disk": ("<=", 1.0), "query": ("<=", 0.5),
+          "scale_ingest": (">=", 1.5), "scale_mem": ("<=", 0.75)}
 print("| measure | tsgate | VictoriaMetrics | ratio | target | |")
 print("|---|---|---|---|---|---|")
 met = total = 0
@@ -276,7 +389,8 @@ for line in open(sys.argv[1]):
     ratio = t / v if ok else float("nan")
     ok = ok and (ratio >= bound if op == ">=" else ratio <= bound)
     met += ok; total += 1
-    fmt = {"ingest": lambda x: f"{x/1000:,.0f} k", "query": lambda x: f"{x:,.2f}"}.get(kind, lambda x: f"{x:,.1f}")
+    fmt = {"ingest": lambda x: f"{x/1000:,.0f} k", "scale_ingest": lambda x: f"{x/1000:,.0f} k",
+           "query": lambda x: f"{x:,.2f}", "scale_mem": lambda x: f"{x:,.0f}"}.get(kind, lambda x: f"{x:,.1f}")
     show = lambda x: "failed" if math.isnan(x) else fmt(x)
     print(f"| {name} | {show(t)} | {show(v)} | {ratio:.2f}x | {op} {bound}x | {'met' if ok else 'not met'} |")
 print(f"\n{met} of {total} targets met")

@@ -104,15 +104,20 @@ impl Lane {
     /// (a row written since keeps its later time).
     pub fn take_back(
         &self,
-        pending: &mut HashMap<Vec<u8>, (u32, Instant)>,
+        pending: &mut super::flusher::Pending,
         compaction_delay: Duration,
+        layout: &tsgate_schema::KeyLayout,
     ) {
         for rows in self.back.try_iter() {
             let retry_at = Instant::now()
                 .checked_sub(compaction_delay.saturating_sub(SETTLE))
                 .unwrap_or_else(Instant::now);
             for (row, base) in rows {
-                pending.entry(row).or_insert((base, retry_at));
+                let Ok(key) = layout.parse(&row) else {
+                    continue; // not a row this flusher wrote
+                };
+                let series = crate::series::SeriesKey::new(&key.tsuid());
+                pending.entry((series, base)).or_insert(retry_at);
             }
         }
     }

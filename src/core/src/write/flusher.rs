@@ -17,7 +17,6 @@ use super::shard::Buffer;
 use super::WriteError;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::rc::Rc;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -92,8 +91,6 @@ pub fn hour_closed(base: u32, now: u64) -> bool {
 }
 
 /// Points received per series in a buffer (before duplicates are settled: every write counts).
-// `SeriesKey`'s hash and equality read its `hash` and `tsuid`, never the atomic `slot` hint.
-#[allow(clippy::mutable_key_type)]
 fn series_counts(buffer: &Buffer) -> Vec<(crate::series::Series, u64)> {
     let mut m: HashMap<crate::series::Series, u64, ahash::RandomState> = HashMap::default();
     for row in &buffer.rows {
@@ -102,14 +99,19 @@ fn series_counts(buffer: &Buffer) -> Vec<(crate::series::Series, u64)> {
     m.into_iter().collect()
 }
 
+/// A row as the flusher keeps it: its series (interned) and base time, 16 bytes where its
+/// key was a 20–40 byte allocation; the key is made again when a row is written or handed to
+/// compaction. A million series' rows waiting for compaction held ~130 MiB as keys.
+pub type RowId = (crate::series::Series, u32);
+
 /// The partial columns each row got since its last roll, with their points.
 #[derive(Default)]
 pub struct Rolls {
-    rows: HashMap<Rc<[u8]>, Held, ahash::RandomState>,
+    rows: HashMap<RowId, Held, ahash::RandomState>,
     /// The rows by the end of their window, earliest first: due rows are found without
     /// walking every held row (a million series' rows, walked each second, were a fifth of
     /// the flusher's time in a bulk load).
-    by_end: BTreeMap<(Instant, u64), Rc<[u8]>>,
+    by_end: BTreeMap<(Instant, u64), RowId>,
     next: u64,
     /// Points held over all rows.
     points: usize,
@@ -129,20 +131,19 @@ struct Held {
 }
 
 impl Rolls {
-    fn due(&self, row: &[u8]) -> bool {
+    fn due(&self, row: &RowId) -> bool {
         self.rows.get(row).is_some_and(|h| h.ends <= Instant::now())
     }
 
-    fn hold(&mut self, row: &[u8], interval: Duration, points: Vec<RawPoint>, column: Vec<u8>) {
+    fn hold(&mut self, row: RowId, interval: Duration, points: Vec<RawPoint>, column: Vec<u8>) {
         let n = points.len();
-        let held = match self.rows.get_mut(row) {
+        let held = match self.rows.get_mut(&row) {
             Some(h) => h,
             None => {
-                let key: Rc<[u8]> = row.into();
                 let ends = Instant::now() + interval.mul_f64(0.5 + spread(row));
                 self.next += 1;
-                self.by_end.insert((ends, self.next), key.clone());
-                self.rows.entry(key).or_insert(Held {
+                self.by_end.insert((ends, self.next), row);
+                self.rows.entry(row).or_insert(Held {
                     ends,
                     seq: self.next,
                     points: Vec::new(),
@@ -162,7 +163,7 @@ impl Rolls {
     }
 
     /// Forgets a row (rolled, or handed to compaction, which merges its columns anyway).
-    pub fn forget(&mut self, row: &[u8]) {
+    pub fn forget(&mut self, row: &RowId) {
         if let Some(h) = self.rows.remove(row) {
             self.by_end.remove(&(h.ends, h.seq));
             self.points -= h.points.len();
@@ -179,6 +180,9 @@ impl Rolls {
     }
 }
 
+/// Rows that may need compacting, with their last write.
+pub type Pending = HashMap<RowId, Instant, ahash::RandomState>;
+
 /// What a flush did with a row, when rolls are on.
 enum Wrote {
     /// Put this partial column; the row's points are held for its roll.
@@ -189,9 +193,9 @@ enum Wrote {
     Unheld,
 }
 
-/// A fraction in [0, 1) taken from a row key.
-fn spread(row: &[u8]) -> f64 {
-    let h = ahash::RandomState::with_seeds(1, 2, 3, 4).hash_one(row);
+/// A fraction in [0, 1) taken from a row.
+fn spread((series, base): RowId) -> f64 {
+    let h = ahash::RandomState::with_seeds(1, 2, 3, 4).hash_one((series.tsuid, base));
     (h >> 11) as f64 / (1u64 << 53) as f64
 }
 
@@ -240,10 +244,13 @@ impl Flusher {
     pub fn write(&self, mut buffer: Buffer) -> Result<Vec<(Vec<u8>, u32)>, WriteError> {
         let mut touched = Vec::with_capacity(buffer.rows.len());
         self.write_from(&mut buffer, &mut 0, &mut touched, &mut Rolls::default())?;
-        Ok(touched)
+        Ok(touched
+            .into_iter()
+            .map(|(s, base)| (self.layout.row_key(s.tsuid, base), base))
+            .collect())
     }
 
-    /// Writes `buffer.rows[*done..]` in chunks, adding each row's key and base to `touched`.
+    /// Writes `buffer.rows[*done..]` in chunks, adding each row to `touched`.
     /// A chunk's points are dropped (or held for the row's roll) as soon as the store has its
     /// columns: a flush's buffer is the write path's largest allocation, and a burst has one in
     /// the flusher while the shard fills the next. On failure `*done` is where a retry resumes
@@ -253,7 +260,7 @@ impl Flusher {
         &self,
         buffer: &mut Buffer,
         done: &mut usize,
-        touched: &mut Vec<(Vec<u8>, u32)>,
+        touched: &mut Vec<RowId>,
         rolls: &mut Rolls,
     ) -> Result<(), WriteError> {
         let rolling = self.rolls_on();
@@ -266,13 +273,14 @@ impl Flusher {
             let mut written = Vec::with_capacity(chunk.len());
             for r in &mut buffer.rows[chunk.clone()] {
                 settle(&mut r.points);
+                let id = (r.series, r.base);
                 let row = self.layout.row_key(r.series.tsuid, r.base);
-                if rolling && rolls.due(&row) {
-                    let held = &rolls.rows[row.as_slice()];
+                if rolling && rolls.due(&id) {
+                    let held = &rolls.rows[&id];
                     let mut points = Vec::with_capacity(held.points.len() + r.points.len());
                     points.extend_from_slice(&held.points);
                     points.extend_from_slice(&r.points);
-                    batch.push(roll_mutations(row.clone(), points, &held.columns));
+                    batch.push(roll_mutations(row, points, &held.columns));
                     written.push(Wrote::Rolled);
                 } else {
                     let (q, v) = build_column(&r.points);
@@ -281,15 +289,15 @@ impl Flusher {
                         // its partial columns: holding its points for a roll as well (a bulk
                         // load of past hours is nothing but such rows) cost memory, and rolls
                         // written just before the compaction rewrote the row.
-                        if hour_closed(r.base, now) && !rolls.rows.contains_key(row.as_slice()) {
+                        if hour_closed(r.base, now) && !rolls.rows.contains_key(&id) {
                             written.push(Wrote::Unheld);
                         } else {
                             written.push(Wrote::Partial(q.clone()));
                         }
                     }
-                    batch.push(RowMutations::put(row.clone(), DATA_FAMILY, q, v));
+                    batch.push(RowMutations::put(row, DATA_FAMILY, q, v));
                 }
-                keys.push((row, r.base));
+                keys.push(id);
             }
             self.store.mutate(&self.table, batch)?;
             let rolled = written
@@ -302,8 +310,8 @@ impl Flusher {
                     continue;
                 }
                 match std::mem::replace(&mut written[i], Wrote::Unheld) {
-                    Wrote::Partial(q) => rolls.hold(&keys[i].0, self.roll_interval, points, q),
-                    Wrote::Rolled => rolls.forget(&keys[i].0),
+                    Wrote::Partial(q) => rolls.hold(keys[i], self.roll_interval, points, q),
+                    Wrote::Rolled => rolls.forget(&keys[i]),
                     Wrote::Unheld => {}
                 }
             }
@@ -322,7 +330,7 @@ impl Flusher {
             return;
         }
         let now = Instant::now();
-        let mut due: Vec<Rc<[u8]>> = Vec::new();
+        let mut due: Vec<RowId> = Vec::new();
         let (mut left, mut early) = (rolls.points, false);
         for ((ends, _), k) in &rolls.by_end {
             if *ends > now {
@@ -337,7 +345,7 @@ impl Flusher {
                 }
             }
             left -= rolls.rows[k].points.len();
-            due.push(k.clone());
+            due.push(*k);
         }
         // A row with one partial column has nothing to merge: it is only let go.
         due.retain(|k| {
@@ -352,7 +360,8 @@ impl Flusher {
                 .iter()
                 .map(|k| {
                     let h = &rolls.rows[k];
-                    roll_mutations(k.to_vec(), h.points.clone(), &h.columns)
+                    let row = self.layout.row_key(k.0.tsuid, k.1);
+                    roll_mutations(row, h.points.clone(), &h.columns)
                 })
                 .collect();
             if let Err(e) = self.store.mutate(&self.table, batch) {
@@ -367,8 +376,8 @@ impl Flusher {
     }
 
     pub fn run(self, jobs: Receiver<FlushJob>) {
-        // Rows that may need compacting: key -> (base, last write).
-        let mut pending: HashMap<Vec<u8>, (u32, Instant)> = HashMap::new();
+        // Rows that may need compacting, with their last write.
+        let mut pending: Pending = HashMap::default();
         let mut rolls = Rolls::default();
         let mut due = DueRows::default();
         // When idle rows were last looked for (see `roll_idle`).
@@ -423,7 +432,7 @@ impl Flusher {
                 continue;
             }
             if let Some(lane) = &lane {
-                lane.take_back(&mut pending, self.compaction_delay);
+                lane.take_back(&mut pending, self.compaction_delay, &self.layout);
                 let (ready, oldest) =
                     self.hand_over(lane, &mut pending, &mut rolls, &mut due, last);
                 if oldest >= BEHIND && behind.ready() {
@@ -470,7 +479,7 @@ impl Flusher {
         &self,
         mut buffer: Buffer,
         wal_upto: Option<u64>,
-        pending: &mut HashMap<Vec<u8>, (u32, Instant)>,
+        pending: &mut Pending,
         rolls: &mut Rolls,
         readers: Vec<oneshot::Sender<Result<(), WriteError>>>,
     ) -> Result<(), WriteError> {
@@ -517,8 +526,8 @@ impl Flusher {
         for r in readers {
             let _ = r.send(Ok(()));
         }
-        for (row, base) in touched {
-            pending.insert(row, (base, now));
+        for row in touched {
+            pending.insert(row, now);
         }
         if let (Some(c), Some(counts)) = (&self.ts_counter, counts) {
             let counts: Vec<(&[u8], u64)> = counts.iter().map(|(s, n)| (s.tsuid, *n)).collect();
@@ -570,7 +579,7 @@ impl Flusher {
     fn hand_over(
         &self,
         lane: &Lane,
-        pending: &mut HashMap<Vec<u8>, (u32, Instant)>,
+        pending: &mut Pending,
         rolls: &mut Rolls,
         due: &mut DueRows,
         all: bool,
@@ -579,45 +588,49 @@ impl Flusher {
             let at = Instant::now();
             due.scanned = Some(at);
             let now = now_s();
-            let mut ready: Vec<(Instant, Vec<u8>, u32)> = pending
+            let mut ready: Vec<(Instant, RowId)> = pending
                 .iter()
-                .filter(|(_, (base, touched))| {
+                .filter(|((_, base), touched)| {
                     hour_closed(*base, now)
-                        && (all || at.saturating_duration_since(*touched) >= self.compaction_delay)
+                        && (all || at.saturating_duration_since(**touched) >= self.compaction_delay)
                 })
-                .map(|(k, (base, t))| (*t, k.clone(), *base))
+                .map(|(k, t)| (*t, *k))
                 .collect();
             if ready.is_empty() {
                 // Flush ticks keep coming while ingest is quiet: a store waiting for the
                 // deletes to stop hears again that compaction is caught up (see `Store::tidy`).
-                let closed_left = pending.values().any(|(base, _)| hour_closed(*base, now));
+                let closed_left = pending.keys().any(|(_, base)| hour_closed(*base, now));
                 if !all && !closed_left {
                     lane.tidy();
                 }
                 due.rows.clear();
                 return (0, Duration::ZERO);
             }
-            ready.sort_unstable_by_key(|(t, _, _)| *t);
+            ready.sort_unstable_by_key(|(t, _)| *t);
             due.rows = ready.into();
         }
         while !due.rows.is_empty() {
-            let mut rows = Vec::with_capacity(super::compaction::HAND_OVER_ROWS);
+            let mut ids = Vec::with_capacity(super::compaction::HAND_OVER_ROWS);
             let mut taken = 0;
-            for (t, k, b) in due.rows.iter() {
-                if rows.len() == super::compaction::HAND_OVER_ROWS {
+            for (t, k) in due.rows.iter() {
+                if ids.len() == super::compaction::HAND_OVER_ROWS {
                     break;
                 }
                 taken += 1;
                 // Written since the scan (no longer quiet) or handed over already: skipped,
                 // left to a later scan.
-                if pending.get(k) == Some(&(*b, *t)) {
-                    rows.push((k.clone(), *b));
+                if pending.get(k) == Some(t) {
+                    ids.push(*k);
                 }
             }
-            if !rows.is_empty() && !lane.offer(rows.clone(), all) {
+            let rows = ids
+                .iter()
+                .map(|(s, b)| (self.layout.row_key(s.tsuid, *b), *b))
+                .collect();
+            if !ids.is_empty() && !lane.offer(rows, all) {
                 break;
             }
-            for (k, _) in &rows {
+            for k in &ids {
                 pending.remove(k);
                 rolls.forget(k);
             }
@@ -626,7 +639,7 @@ impl Flusher {
         let oldest = due
             .rows
             .front()
-            .map(|(t, _, _)| t.elapsed().saturating_sub(self.compaction_delay))
+            .map(|(t, _)| t.elapsed().saturating_sub(self.compaction_delay))
             .unwrap_or_default();
         (due.rows.len(), oldest)
     }
@@ -636,7 +649,7 @@ impl Flusher {
 /// compaction thread makes room.
 #[derive(Default)]
 pub struct DueRows {
-    rows: std::collections::VecDeque<(Instant, Vec<u8>, u32)>,
+    rows: std::collections::VecDeque<(Instant, RowId)>,
     scanned: Option<Instant>,
 }
 
@@ -887,10 +900,7 @@ mod tests {
             .unwrap();
         assert_eq!((done, touched.len()), (ROWS, ROWS));
         for (i, s) in series.iter().enumerate() {
-            assert_eq!(
-                touched[i],
-                (KeyLayout::default().row_key(s.tsuid, BASE), BASE)
-            );
+            assert_eq!(touched[i], (*s, BASE));
         }
         // One call per chunk, plus the one that failed: nothing was written twice.
         assert_eq!(flaky.calls.load(std::sync::atomic::Ordering::SeqCst), 3 + 1);
@@ -902,7 +912,7 @@ mod tests {
     #[test]
     fn a_flush_retries_a_failed_store_write_to_the_end() {
         let (_dir, flusher, flaky, buffer, series) = flaky_flush();
-        let mut pending = HashMap::new();
+        let mut pending = Pending::default();
         flusher
             .flush_durably(
                 buffer,
@@ -917,9 +927,7 @@ mod tests {
             "available again"
         );
         assert_eq!(pending.len(), ROWS);
-        assert!(series.iter().all(|s| pending
-            .get(&KeyLayout::default().row_key(s.tsuid, BASE))
-            .is_some_and(|(b, _)| *b == BASE)));
+        assert!(series.iter().all(|s| pending.contains_key(&(*s, BASE))));
         assert_eq!(flaky.calls.load(std::sync::atomic::Ordering::SeqCst), 3 + 1);
         assert_stored(&flaky.inner, &series);
     }
@@ -1104,16 +1112,16 @@ mod tests {
             std::thread::sleep(Duration::from_millis(2));
         }
         assert_eq!(rolls.points, 6);
-        let key = |s: crate::series::Series| KeyLayout::default().row_key(s.tsuid, open_base());
-        let ends = |s| rolls.rows[key(s).as_slice()].ends;
+        let key = |s: crate::series::Series| (s, open_base());
+        let ends = |s| rolls.rows[&key(s)].ends;
         let (first, other) = if ends(c) <= ends(d) { (c, d) } else { (d, c) };
         f.roll_idle(&mut rolls);
         assert_eq!(
             rolls.points, 3,
             "the row due first went: down to 3/4 of the bound"
         );
-        assert!(!rolls.rows.contains_key(key(first).as_slice()));
-        assert!(rolls.rows.contains_key(key(other).as_slice()));
+        assert!(!rolls.rows.contains_key(&key(first)));
+        assert!(rolls.rows.contains_key(&key(other)));
         if first == c {
             // Two partial columns merged into one.
             assert_eq!(row_of(&store, c), (1, vec![(0, 1), (1, 2), (2, 3)]));

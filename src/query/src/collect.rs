@@ -116,6 +116,11 @@ impl<'a> Collector<'a> {
         Ok(s)
     }
 
+    /// A row's key alone (a selection of series without points): its series is gathered.
+    pub(super) fn series_of(&mut self, name: &str, rk: &RowKey) -> Result<(), QueryError> {
+        self.slot(name, rk.metric, rk.tags).map(|_| ())
+    }
+
     /// A row read from the store: its points in the window decoded from its cells.
     pub(super) fn cells(
         &mut self,

@@ -822,6 +822,29 @@ impl QueryEngine {
     ) -> Result<(), QueryError> {
         // What went wrong inside the visitor, which can only stop the scan.
         let mut failed: Option<QueryError> = None;
+        if c.stamps() == Stamps::None {
+            // Which series have rows, not their points: the keys alone.
+            for scan in scans {
+                let mut key_body = |key: &[u8]| -> Result<(), QueryError> {
+                    let Ok(rk) = self.layout.parse(key) else {
+                        return Ok(());
+                    };
+                    c.series_of(name, &rk)
+                };
+                self.store
+                    .scan_keys(&self.table, scan, &mut |key| match key_body(key) {
+                        Ok(()) => Ok(true),
+                        Err(e) => {
+                            failed = Some(e);
+                            Ok(false)
+                        }
+                    })?;
+                if let Some(e) = failed.take() {
+                    return Err(e);
+                }
+            }
+            return Ok(());
+        }
         for scan in scans {
             let mut row_body = |key: &[u8], row: LentRow| -> Result<(), QueryError> {
                 let Ok(rk) = self.layout.parse(key) else {

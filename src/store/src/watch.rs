@@ -86,6 +86,15 @@ impl Store for WatchedStore {
         self.inner.scan_points(table, scan, visit)
     }
 
+    fn scan_keys(
+        &self,
+        table: &str,
+        scan: &Scan,
+        visit: &mut crate::KeyVisitor<'_>,
+    ) -> StoreResult<()> {
+        self.inner.scan_keys(table, scan, visit)
+    }
+
     fn increment(
         &self,
         table: &str,

@@ -46,6 +46,18 @@ fn keys(store: &SharedStore, scan: &Scan) -> Vec<Vec<u8>> {
             rows(&s),
             "scan_rows lends what scan returns ({family:?})"
         );
+        let mut keys = Vec::new();
+        store
+            .scan_keys(TABLE, &s, &mut |key| {
+                keys.push(key.to_vec());
+                Ok(true)
+            })
+            .expect("scan_keys");
+        assert_eq!(
+            keys,
+            lent.iter().map(|r| r.key.clone()).collect::<Vec<_>>(),
+            "scan_keys gives the keys of the rows scan_rows lends ({family:?})"
+        );
     }
     rows(scan).into_iter().map(|r| r.key).collect()
 }

@@ -97,6 +97,15 @@ impl Store for InstrumentedStore {
         timed(StoreOp::Scan, || self.inner.scan_points(table, scan, visit))
     }
 
+    fn scan_keys(
+        &self,
+        table: &str,
+        scan: &Scan,
+        visit: &mut tsgate_store::KeyVisitor<'_>,
+    ) -> StoreResult<()> {
+        timed(StoreOp::Scan, || self.inner.scan_keys(table, scan, visit))
+    }
+
     fn increment(
         &self,
         table: &str,

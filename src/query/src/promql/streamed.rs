@@ -466,36 +466,84 @@ fn aggregate_steps(
             })
         })
         .collect();
-    let mut members: Vec<Vec<f64>> = vec![Vec::new(); groups.len()];
-    let mut order: Vec<usize> = Vec::with_capacity(groups.len());
-    let mut next = vec![0usize; reduced.len()];
-    let mut out = Vec::with_capacity(steps.len());
-    for (i, &t) in steps.iter().enumerate() {
-        settings.check_deadline("expression evaluation")?;
-        order.clear();
-        for ((r, n), &g) in reduced.iter().zip(next.iter_mut()).zip(&gid) {
-            if let Some(&(at, v)) = r.values.get(*n) {
-                if at == i as u32 {
+    // The steps in blocks: a block's values are bucketed by step, each series' in turn (read in
+    // memory order, where taking one value of every series at every step missed the cache at
+    // each), then each step combines its bucket, which holds its values in series order as
+    // before. Contiguous runs of blocks go to the workers (this ran on one core after the
+    // reads: a quarter of a 24-hour `sum by (dc) (rate(x[5m]))` over 10,000 series).
+    let cells = reduced.len().saturating_mul(steps.len());
+    let parts = if cells < PARALLEL_CELLS {
+        1
+    } else {
+        tsgate_common::cores().min(steps.len().div_ceil(STEP_BLOCK))
+    };
+    let per = steps.len().div_ceil(parts.max(1));
+    let run = |part: usize| -> Result<StepVectors, PromError> {
+        let (lo, hi) = (
+            (part * per).min(steps.len()),
+            ((part + 1) * per).min(steps.len()),
+        );
+        let mut next: Vec<usize> = reduced
+            .iter()
+            .map(|r| r.values.partition_point(|&(at, _)| (at as usize) < lo))
+            .collect();
+        let mut members: Vec<Vec<f64>> = vec![Vec::new(); groups.len()];
+        let mut order: Vec<usize> = Vec::with_capacity(groups.len());
+        let mut buckets: Vec<Vec<(u32, f64)>> = vec![Vec::new(); STEP_BLOCK];
+        let mut out = Vec::with_capacity(hi - lo);
+        let mut b0 = lo;
+        while b0 < hi {
+            settings.check_deadline("expression evaluation")?;
+            let b1 = (b0 + STEP_BLOCK).min(hi);
+            for b in &mut buckets {
+                b.clear();
+            }
+            for ((r, n), &g) in reduced.iter().zip(next.iter_mut()).zip(&gid) {
+                while let Some(&(at, v)) = r.values.get(*n) {
+                    if at as usize >= b1 {
+                        break;
+                    }
                     *n += 1;
+                    // (A series' values rise, one per step: none is before the block.)
+                    if let Some(b) = (at as usize).checked_sub(b0) {
+                        buckets[b].push((g as u32, v));
+                    }
+                }
+            }
+            for (k, bucket) in buckets[..b1 - b0].iter().enumerate() {
+                order.clear();
+                for &(g, v) in bucket {
+                    let g = g as usize;
                     if members[g].is_empty() {
                         order.push(g);
                     }
                     members[g].push(v);
                 }
+                let mut samples = Vec::with_capacity(order.len());
+                for &g in &order {
+                    samples.push(Sample {
+                        labels: groups[g].clone(),
+                        v: aggregate::combine(&op, &members[g], None)?,
+                    });
+                    members[g].clear();
+                }
+                out.push((steps[b0 + k], samples));
             }
+            b0 = b1;
         }
-        let mut samples = Vec::with_capacity(order.len());
-        for &g in &order {
-            samples.push(Sample {
-                labels: groups[g].clone(),
-                v: aggregate::combine(&op, &members[g], None)?,
-            });
-            members[g].clear();
-        }
-        out.push((t, samples));
+        Ok(out)
+    };
+    let mut out = Vec::with_capacity(steps.len());
+    for part in tsgate_common::pool::on_workers(parts, run) {
+        out.extend(part?);
     }
     Ok(out)
 }
+
+/// Steps combined per block (see `aggregate_steps`); small in tests, whose data is.
+const STEP_BLOCK: usize = if cfg!(test) { 3 } else { 64 };
+/// Series × steps past which an aggregation's steps are combined on every core.
+const PARALLEL_CELLS: usize = if cfg!(test) { 16 } else { 1 << 20 };
 
 #[cfg(test)]
 mod tests {

@@ -189,8 +189,6 @@ enum Wrote {
     Partial(Vec<u8>),
     /// Put the row's roll.
     Rolled,
-    /// Put a partial column of a closed hour's row, left to compaction.
-    Unheld,
 }
 
 /// A fraction in [0, 1) taken from a row.
@@ -264,7 +262,6 @@ impl Flusher {
         rolls: &mut Rolls,
     ) -> Result<(), WriteError> {
         let rolling = self.rolls_on();
-        let now = now_s();
         while *done < buffer.rows.len() {
             let chunk = *done..(*done + MUTATE_CHUNK).min(buffer.rows.len());
             let mut batch = Vec::with_capacity(chunk.len());
@@ -285,15 +282,7 @@ impl Flusher {
                 } else {
                     let (q, v) = build_column(&r.points);
                     if rolling {
-                        // A row of a closed hour is compacted once it goes quiet, which merges
-                        // its partial columns: holding its points for a roll as well (a bulk
-                        // load of past hours is nothing but such rows) cost memory, and rolls
-                        // written just before the compaction rewrote the row.
-                        if hour_closed(r.base, now) && !rolls.rows.contains_key(&id) {
-                            written.push(Wrote::Unheld);
-                        } else {
-                            written.push(Wrote::Partial(q.clone()));
-                        }
+                        written.push(Wrote::Partial(q.clone()));
                     }
                     batch.push(RowMutations::put(row, DATA_FAMILY, q, v));
                 }
@@ -309,10 +298,9 @@ impl Flusher {
                 if !rolling {
                     continue;
                 }
-                match std::mem::replace(&mut written[i], Wrote::Unheld) {
+                match std::mem::replace(&mut written[i], Wrote::Rolled) {
                     Wrote::Partial(q) => rolls.hold(keys[i], self.roll_interval, points, q),
                     Wrote::Rolled => rolls.forget(&keys[i]),
-                    Wrote::Unheld => {}
                 }
             }
             crate::observe::write::rolled(rolled);
@@ -331,11 +319,17 @@ impl Flusher {
         }
         let now = Instant::now();
         let mut due: Vec<RowId> = Vec::new();
+        // Rows of closed hours let go early: their compaction merges their partial columns.
+        let mut let_go: Vec<RowId> = Vec::new();
         let (mut left, mut early) = (rolls.points, false);
+        let wall = now_s();
         for ((ends, _), k) in &rolls.by_end {
             if *ends > now {
                 // Past the bound once the due rows are out, windows close early, down to
-                // three quarters of it.
+                // three quarters of it: an open hour's row rolls, a closed hour's is let go
+                // (a bulk load of past hours is all such rows; rolling them early was a
+                // quarter of the flusher's time in one of a million series, and each roll
+                // was written just before the compaction that rewrote the row anyway).
                 if !early && left <= self.roll_max_points {
                     break;
                 }
@@ -343,9 +337,17 @@ impl Flusher {
                 if left <= self.roll_max_points / 4 * 3 {
                     break;
                 }
+                if hour_closed(k.1, wall) {
+                    left -= rolls.rows[k].points.len();
+                    let_go.push(*k);
+                    continue;
+                }
             }
             left -= rolls.rows[k].points.len();
             due.push(*k);
+        }
+        for k in &let_go {
+            rolls.forget(k);
         }
         // A row with one partial column has nothing to merge: it is only let go.
         due.retain(|k| {
@@ -1045,35 +1047,35 @@ mod tests {
         assert_eq!(rolls.len(), 1);
     }
 
-    /// A closed hour's row is not held for a roll (its compaction merges the partial
-    /// columns): its points are let go with the flush, as without rolls.
+    /// Past `roll_max_points`, a closed hour's row is let go early without a write (its
+    /// compaction merges its partial columns), where an open hour's rolls.
     #[test]
-    fn a_closed_hours_row_is_left_to_compaction() {
+    fn past_the_bound_a_closed_hours_row_is_let_go_and_an_open_hours_rolls() {
         let (dir, store) = embedded();
-        let f = flusher_over(store.clone(), dir.path(), Duration::from_millis(40));
-        let a = series_no(1);
-        let closed = BASE;
+        let mut f = flusher_over(store.clone(), dir.path(), Duration::from_secs(3600));
+        f.roll_max_points = 2;
+        let (a, b) = (series_no(1), series_no(2));
         let mut rolls = Rolls::default();
-        for (at, v) in [(0u64, 1i64), (10, 2)] {
-            let mut b = Buffer::default();
-            let p = RawPoint::encode(closed as u64 + at, closed, DataValue::Int(v)).unwrap();
-            b.insert(a, closed, p);
-            f.write_from(&mut b, &mut 0, &mut Vec::new(), &mut rolls)
+        for k in 0..2u64 {
+            let mut buf = buffer_at(BASE, &[(a, &[(k, k as i64)])]);
+            let open = buffer_of(&[(b, &[(k, k as i64)])]);
+            for (s, r) in open.rows.iter().map(|r| (r.series, r)) {
+                for p in &r.points {
+                    buf.insert(s, r.base, *p);
+                }
+            }
+            f.write_from(&mut buf, &mut 0, &mut Vec::new(), &mut rolls)
                 .unwrap();
         }
-        assert!(rolls.is_empty() && rolls.points == 0);
-        let row = KeyLayout::default().row_key(a.tsuid, closed);
-        let cells = store.get("tsdb", &row, &[DATA_FAMILY]).unwrap();
-        assert_eq!(cells.len(), 2, "two partial columns, for the compaction");
-        // The open hour's row of the same series is held.
-        f.write_from(
-            &mut buffer_of(&[(a, &[(0, 1)])]),
-            &mut 0,
-            &mut Vec::new(),
-            &mut rolls,
-        )
-        .unwrap();
-        assert_eq!((rolls.len(), rolls.points), (1, 1));
+        assert_eq!((rolls.len(), rolls.points), (2, 4), "both rows held");
+        f.roll_idle(&mut rolls);
+        assert!(rolls.is_empty(), "down to 3/4 of the bound: both went");
+        assert_eq!(
+            row_at(&store, a, BASE).0,
+            2,
+            "closed: two partial columns left"
+        );
+        assert_eq!(row_of(&store, b), (1, vec![(0, 0), (1, 1)]), "open: rolled");
     }
 
     /// Rows that got nothing in a flush roll once due; a row of one column is let go without

@@ -95,13 +95,28 @@ fi
 # doubling the series the PromQL selectors see.
 H=127.0.0.1
 if [ "${SKIP_QUERY:-0}" != 1 ]; then
+  start_vm() {  # NAME HTTP TELNET: a VictoriaMetrics on $work/NAME; its pid in $!
+    victoria-metrics -storageDataPath="$work/$1" -retentionPeriod=100y -httpListenAddr=$H:$2 \
+      -opentsdbListenAddr=$H:$3 -search.latencyOffset=0s -loggerLevel=ERROR >"$work/$1.log" 2>&1 &
+    pids+=($!)
+  }
+  start_ts() {  # NAME HTTP: a tsgate on $work/NAME taking telnet on its HTTP port; its pid in $!
+    "$TSGATE" serve --data-dir "$work/$1" --listen $H:$2 --graphite-listen "" --pickle-listen "" \
+      --log-level warn >"$work/$1.log" 2>&1 &
+    pids+=($!)
+  }
+  # until the servers PID... are idle: under 20 ms of CPU between them over a second, for at
+  # most 30 s (sets waited, and c0 c1 the ticks of the last second)
+  wait_idle() {
+    for waited in $(seq 30); do
+      c0=$(for p in "$@"; do cat /proc/$p/stat; done | awk '{t += $14 + $15} END {print t}'); sleep 1
+      c1=$(for p in "$@"; do cat /proc/$p/stat; done | awk '{t += $14 + $15} END {print t}')
+      [ $((c1 - c0)) -lt 2 ] && break
+    done
+  }
   vm_http=$(port); vm_tel=$(port); ts_http=$(port); gr_http=$(port); gr_carbon=$(port); g0_http=$(port); g0_carbon=$(port)
-  victoria-metrics -storageDataPath="$work/vm" -retentionPeriod=100y -httpListenAddr=$H:$vm_http \
-    -opentsdbListenAddr=$H:$vm_tel -search.latencyOffset=0s -loggerLevel=ERROR >"$work/vm.log" 2>&1 &
-  pids+=($!); vm_pid=$!
-  "$TSGATE" serve --data-dir "$work/ts" --listen $H:$ts_http --graphite-listen "" --pickle-listen "" \
-    --log-level warn >"$work/ts.log" 2>&1 &
-  pids+=($!); ts_pid=$!
+  start_vm vm $vm_http $vm_tel; vm_pid=$!
+  start_ts ts $ts_http; ts_pid=$!
   "$TSGATE" serve --data-dir "$work/gr" --listen $H:$gr_http --graphite-listen $H:$gr_carbon \
     --pickle-listen "" --log-level warn >"$work/gr.log" 2>&1 &
   pids+=($!); gr_pid=$!
@@ -160,12 +175,8 @@ print(sum(int(m['value']) for m in json.load(sys.stdin) if m['metric'] == 'tsd.c
   sleep 3
   # ... and until all four servers are idle (VictoriaMetrics merges its fresh parts in the
   # background for a while after a load; a query timed meanwhile, any server's, shares the
-  # two cores with that work): under 20 ms of CPU between them over a second, for at most 30 s
-  cpu_ticks() { cat /proc/$vm_pid/stat /proc/$ts_pid/stat /proc/$gr_pid/stat /proc/$g0_pid/stat | awk '{t += $14 + $15} END {print t}'; }
-  for waited in $(seq 30); do
-    c0=$(cpu_ticks); sleep 1; c1=$(cpu_ticks)
-    [ $((c1 - c0)) -lt 2 ] && break
-  done
+  # two cores with that work)
+  wait_idle $vm_pid $ts_pid $gr_pid $g0_pid
   log "servers idle (waited ${waited} s; $(( (c1 - c0) * 10 )) ms of CPU in the last one)"
   end1h=$((start + 3600)); last_step=$((start + 3540))
 
@@ -286,12 +297,8 @@ PY
   fi
   kill "$gr_pid" "$g0_pid" 2>/dev/null || true   # the Graphite servers are done: room for these
   vd_http=$(port); vd_tel=$(port); td_http=$(port)
-  victoria-metrics -storageDataPath="$work/vmd" -retentionPeriod=100y -httpListenAddr=$H:$vd_http \
-    -opentsdbListenAddr=$H:$vd_tel -search.latencyOffset=0s -loggerLevel=ERROR >"$work/vmd.log" 2>&1 &
-  pids+=($!); vd_pid=$!
-  "$TSGATE" serve --data-dir "$work/tsd" --listen $H:$td_http --graphite-listen "" --pickle-listen "" \
-    --log-level warn >"$work/tsd.log" 2>&1 &
-  pids+=($!); td_pid=$!
+  start_vm vmd $vd_http $vd_tel; vd_pid=$!
+  start_ts tsd $td_http; td_pid=$!
   for _ in $(seq 150); do
     curl -sf http://$H:$vd_http/health >/dev/null && curl -sf http://$H:$td_http/api/version >/dev/null && break
     sleep 0.2
@@ -316,11 +323,7 @@ except Exception: print(0)"
   done
   for _ in $(seq 240); do [ "$(settled http://$H:$td_http)" = 0 ] && break; sleep 0.5; done
   sleep 3
-  for waited in $(seq 30); do
-    c0=$(cat /proc/$vd_pid/stat /proc/$td_pid/stat | awk '{t += $14 + $15} END {print t}'); sleep 1
-    c1=$(cat /proc/$vd_pid/stat /proc/$td_pid/stat | awk '{t += $14 + $15} END {print t}')
-    [ $((c1 - c0)) -lt 2 ] && break
-  done
+  wait_idle $vd_pid $td_pid
   log "query: 24h sum by (dc) (rate[5m]) (servers idle after ${waited} s)"
   day_args=(--data-urlencode 'query=sum by (dc) (rate({__name__=~"cpu\\.usage_.*"}[5m]))'
             --data-urlencode "start=$dstart" --data-urlencode "end=$dend" --data-urlencode step=60)

@@ -831,14 +831,9 @@ impl QueryEngine {
                     };
                     c.series_of(name, &rk)
                 };
-                self.store
-                    .scan_keys(&self.table, scan, &mut |key| match key_body(key) {
-                        Ok(()) => Ok(true),
-                        Err(e) => {
-                            failed = Some(e);
-                            Ok(false)
-                        }
-                    })?;
+                self.store.scan_keys(&self.table, scan, &mut |key| {
+                    Ok(go_on(key_body(key), &mut failed))
+                })?;
                 if let Some(e) = failed.take() {
                     return Err(e);
                 }
@@ -911,19 +906,24 @@ fn position(uids: &[Vec<u8>], metric: &[u8]) -> Result<usize, usize> {
     uids.binary_search_by(|u| u.as_slice().cmp(metric))
 }
 
-/// A store visitor running `body` on each row until it fails; the failure goes to `failed` (a
-/// visitor can only stop the scan) for the caller to return once the scan is over.
+/// Whether a store visitor goes on after `step`: a failure goes to `failed` (a visitor can only
+/// stop the scan) for the caller to return once the scan is over.
+pub(crate) fn go_on(step: Result<(), QueryError>, failed: &mut Option<QueryError>) -> bool {
+    match step {
+        Ok(()) => true,
+        Err(e) => {
+            *failed = Some(e);
+            false
+        }
+    }
+}
+
+/// A store visitor running `body` on each row until it fails (see [`go_on`]).
 pub(crate) fn stop_on_error<'a>(
     body: &'a mut impl FnMut(&[u8], &[CellRef]) -> Result<(), QueryError>,
     failed: &'a mut Option<QueryError>,
 ) -> impl FnMut(&[u8], &[CellRef]) -> StoreResult<bool> + 'a {
-    move |key, cells| match body(key, cells) {
-        Ok(()) => Ok(true),
-        Err(e) => {
-            *failed = Some(e);
-            Ok(false)
-        }
-    }
+    move |key, cells| Ok(go_on(body(key, cells), failed))
 }
 
 /// [`stop_on_error`] for a points scan ([`tsgate_store::Store::scan_points`]).
@@ -931,13 +931,7 @@ pub(crate) fn stop_on_error_lent<'a>(
     body: &'a mut impl FnMut(&[u8], LentRow) -> Result<(), QueryError>,
     failed: &'a mut Option<QueryError>,
 ) -> impl FnMut(&[u8], LentRow) -> StoreResult<bool> + 'a {
-    move |key, row| match body(key, row) {
-        Ok(()) => Ok(true),
-        Err(e) => {
-            *failed = Some(e);
-            Ok(false)
-        }
-    }
+    move |key, row| Ok(go_on(body(key, row), failed))
 }
 
 /// A read's time window: points in `[start, end]` ms, rows from hour `first` to before `last`.

@@ -382,8 +382,9 @@ impl Flusher {
         let mut pending: Pending = HashMap::default();
         let mut rolls = Rolls::default();
         let mut due = DueRows::default();
-        // When idle rows were last looked for (see `roll_idle`).
-        let mut roll_scan: Option<Instant> = None;
+        // Idle rows are looked for (see `roll_idle`) every quarter window: windows last 15 s
+        // or more by default, and one look per flush walked every held row each time.
+        let mut roll_scan = Quarterly::default();
         let name = self
             .wal_dir
             .file_name()
@@ -448,11 +449,7 @@ impl Flusher {
                 backlog_seen =
                     crate::observe::write::compaction_backlog(backlog_seen, ready + lane.queued());
             }
-            // Windows last 15 s or more by default: a look every quarter window (a second at
-            // most) is soon enough, where one per flush walked every held row each time.
-            let roll_every = (self.roll_interval / 4).min(Duration::from_secs(1));
-            if self.rolls_on() && roll_scan.is_none_or(|t| t.elapsed() >= roll_every) {
-                roll_scan = Some(Instant::now());
+            if self.rolls_on() && roll_scan.due(self.roll_interval) {
                 self.roll_idle(&mut rolls);
             }
             queue_seen = crate::observe::write::compaction_queue(queue_seen, pending.len());
@@ -586,9 +583,10 @@ impl Flusher {
         due: &mut DueRows,
         all: bool,
     ) -> (usize, Duration) {
-        if all || (due.rows.is_empty() && due.scan_allowed(self.compaction_delay)) {
+        // Scans run at most every quarter of the compaction delay: a row is handed over that
+        // much after it became due at worst.
+        if all || (due.rows.is_empty() && due.scans.due(self.compaction_delay)) {
             let at = Instant::now();
-            due.scanned = Some(at);
             let now = now_s();
             let mut ready: Vec<(Instant, RowId)> = pending
                 .iter()
@@ -652,15 +650,26 @@ impl Flusher {
 #[derive(Default)]
 pub struct DueRows {
     rows: std::collections::VecDeque<(Instant, RowId)>,
-    scanned: Option<Instant>,
+    scans: Quarterly,
 }
 
-impl DueRows {
-    /// Scans run at most every quarter of the compaction delay (a second at most): a row is
-    /// handed over that much after it became due at worst.
-    fn scan_allowed(&self, compaction_delay: Duration) -> bool {
-        let every = (compaction_delay / 4).min(Duration::from_secs(1));
-        self.scanned.is_none_or(|t| t.elapsed() >= every)
+/// A walk of the flusher's rows done at most every quarter of an interval (a second at most):
+/// what it looks for is found that much late at worst, where a walk per flush cost a walk of
+/// every row each time.
+#[derive(Default)]
+pub struct Quarterly {
+    last: Option<Instant>,
+}
+
+impl Quarterly {
+    /// Whether a walk is due now for `interval`; if so, it counts as done.
+    fn due(&mut self, interval: Duration) -> bool {
+        let every = (interval / 4).min(Duration::from_secs(1));
+        if self.last.is_some_and(|t| t.elapsed() < every) {
+            return false;
+        }
+        self.last = Some(Instant::now());
+        true
     }
 }
 

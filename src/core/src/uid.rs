@@ -8,7 +8,7 @@ use parking_lot::Mutex;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use tsgate_schema::uid_table::{
-    id_bytes, id_from_bytes, UidKind, ID_FAMILY, MAXID_ROW, NAME_FAMILY,
+    decode_counter, id_bytes, id_from_bytes, UidKind, ID_FAMILY, MAXID_ROW, NAME_FAMILY,
 };
 use tsgate_store::{Mutation, RowMutations, Scan, SharedStore, StoreError};
 
@@ -76,7 +76,31 @@ pub struct UidCore {
     dirty: AtomicBool,
     /// Where new mappings are made durable instead of syncing the whole store (embedded).
     journal: Option<UidJournal>,
+    /// Each kind's names as last listed (see [`UidCore::list`]).
+    listed: [Mutex<Listed>; 3],
 }
+
+/// A kind's names as last listed, with its counter then: every PromQL selector without a
+/// metric name lists the metrics, and a scan of every name of every kind (a million tag values
+/// at high cardinality) was half of a label look-up's time.
+#[derive(Default)]
+struct Listed {
+    /// Moved by every change to the kind's names here: a listing that began before one is
+    /// not kept.
+    changes: u64,
+    kept: Option<Kept>,
+}
+
+/// A listing kept: the kind's counter when it was read, when, and the names.
+struct Kept {
+    counter: i64,
+    at: std::time::Instant,
+    names: std::sync::Arc<[(String, Uid)]>,
+}
+
+/// How long a kind's listing is used while its counter stands still: names another process
+/// renames or removes (no counter moves) are seen this late at worst.
+const LISTED_FOR: std::time::Duration = std::time::Duration::from_secs(30);
 
 fn idx(k: UidKind) -> usize {
     k as usize
@@ -101,6 +125,7 @@ impl UidCore {
             assigning: Default::default(),
             dirty: AtomicBool::new(false),
             journal: None,
+            listed: Default::default(),
         }
     }
 
@@ -171,6 +196,7 @@ impl UidCore {
 
     /// Notes a new mapping (already in the store) as needing to be made durable.
     fn assigned(&self, kind: UidKind, name: &str, uid: &[u8]) {
+        self.unlist(kind);
         match &self.journal {
             Some(j) => j.record(kind, uid, name),
             None => self.dirty.store(true, Ordering::Release),
@@ -463,12 +489,56 @@ impl UidCore {
         )?;
         self.forward[idx(kind)].remove(old);
         self.remember(kind, new, &uid);
+        self.unlist(kind);
         self.dirty.store(true, Ordering::Release);
         Ok(uid)
     }
 
-    /// Every (name, uid) of a kind, in name byte order (forward rows).
+    /// Every (name, uid) of a kind, in name byte order (forward rows). Metrics and tag keys
+    /// are listed again only once the kind's counter has moved (a name assigned here or by
+    /// another process), a name was renamed here, or [`LISTED_FOR`] has passed; tag values
+    /// (as many as the series, and listed only by maintenance) are scanned each time.
     pub fn list(&self, kind: UidKind) -> Result<Vec<(String, Uid)>, UidError> {
+        if kind == UidKind::Tagv {
+            return self.scan_names(kind);
+        }
+        let counter = self
+            .store
+            .get(&self.table, MAXID_ROW, &[ID_FAMILY])?
+            .iter()
+            .find(|c| c.qualifier == kind.qualifier())
+            .and_then(|c| decode_counter(&c.value))
+            .unwrap_or(0);
+        let changes = {
+            let listed = self.listed[idx(kind)].lock();
+            if let Some(k) = &listed.kept {
+                if k.counter == counter && k.at.elapsed() < LISTED_FOR {
+                    return Ok(k.names.to_vec());
+                }
+            }
+            listed.changes
+        };
+        let names = self.scan_names(kind)?;
+        let mut listed = self.listed[idx(kind)].lock();
+        if listed.changes == changes {
+            listed.kept = Some(Kept {
+                counter,
+                at: std::time::Instant::now(),
+                names: names.as_slice().into(),
+            });
+        }
+        Ok(names)
+    }
+
+    /// Forgets the kind's listing (its names changed here).
+    fn unlist(&self, kind: UidKind) {
+        let mut listed = self.listed[idx(kind)].lock();
+        listed.changes += 1;
+        listed.kept = None;
+    }
+
+    /// Every (name, uid) of a kind, read from the forward rows.
+    fn scan_names(&self, kind: UidKind) -> Result<Vec<(String, Uid)>, UidError> {
         let scan = Scan {
             families: vec![ID_FAMILY.to_vec()],
             ..Default::default()
@@ -526,6 +596,9 @@ impl UidCore {
     }
 
     pub fn drop_caches(&self) {
+        for kind in UidKind::ALL {
+            self.unlist(kind);
+        }
         for m in &self.forward {
             m.clear();
         }
@@ -542,6 +615,44 @@ impl UidCore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A kept listing answers as a scan of the forward rows does: after names assigned here,
+    /// by another process sharing the store (its counter moves), renamed here, and without
+    /// any change.
+    #[test]
+    fn a_kept_listing_follows_every_change_to_the_names() {
+        let d = tempfile::tempdir().unwrap();
+        let store: SharedStore = std::sync::Arc::new(
+            tsgate_store::embedded::EmbeddedStore::open(
+                d.path(),
+                &tsgate_store::TableNames::default().specs(),
+            )
+            .unwrap(),
+        );
+        let here = UidCore::new(store.clone(), "tsdb-uid".into(), [3, 3, 3], [true; 3]);
+        let there = UidCore::new(store, "tsdb-uid".into(), [3, 3, 3], [true; 3]);
+        let names = |u: &UidCore, kind| -> Vec<String> {
+            u.list(kind).unwrap().into_iter().map(|(n, _)| n).collect()
+        };
+        let check = |kind, want: &[&str]| {
+            assert_eq!(names(&here, kind), want);
+            assert_eq!(here.list(kind).unwrap(), here.scan_names(kind).unwrap());
+        };
+        check(UidKind::Metric, &[]);
+        here.get_or_create(UidKind::Metric, "b").unwrap();
+        here.get_or_create(UidKind::Tagv, "v").unwrap();
+        check(UidKind::Metric, &["b"]);
+        check(UidKind::Metric, &["b"]);
+        there.get_or_create(UidKind::Metric, "a").unwrap();
+        check(UidKind::Metric, &["a", "b"]);
+        there.create_many(UidKind::Tagk, &["k1", "k2"]).unwrap();
+        check(UidKind::Tagk, &["k1", "k2"]);
+        here.rename(UidKind::Metric, "b", "c").unwrap();
+        check(UidKind::Metric, &["a", "c"]);
+        here.assign(UidKind::Metric, "d").unwrap();
+        check(UidKind::Metric, &["a", "c", "d"]);
+        check(UidKind::Tagv, &["v"]);
+    }
 
     /// New names in one batch take consecutive ids in first-seen order, with the counter
     /// moved once by their number; names already cached or repeated take none.

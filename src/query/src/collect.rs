@@ -6,6 +6,7 @@ use super::decode::append_row;
 use super::row_cache::RowPoints;
 use super::{QueryEngine, QueryError};
 use std::collections::HashMap;
+use tsgate_core::prometheus::labels::{unescape, PLACEHOLDER_TAGK};
 use tsgate_schema::rowkey::RowKey;
 use tsgate_schema::uid_table::UidKind;
 use tsgate_store::LentRow;
@@ -27,6 +28,60 @@ pub(super) struct Collector<'a> {
     lent: Vec<Option<(RowPoints, usize, usize)>>,
     lending: bool,
     tsuid: Vec<u8>,
+    /// For a look-up of one label's values: series are not gathered, their values are.
+    values: Option<LabelValues<'a>>,
+}
+
+/// The values one label has among the series read, gathered from their tag bytes alone: no
+/// series is named, only each tag key seen once and each value found once.
+pub(super) struct LabelValues<'a> {
+    label: &'a str,
+    /// Tag key UIDs seen (see [`uid_bits`]), with whether their name is the label's
+    /// (unescaped, as a series' labels are made).
+    tagks: Vec<(u64, bool)>,
+    /// The label's value UIDs found (see [`uid_bits`]).
+    pub(super) found: std::collections::HashSet<u64, ahash::RandomState>,
+}
+
+/// A UID (1 to 8 bytes, as OpenTSDB's widths are) as a number: compared and hashed as one
+/// word, where the byte slices cost a call to `memcmp` per tag of every row.
+pub(super) fn uid_bits(uid: &[u8]) -> u64 {
+    uid.iter().fold(0, |n, b| n << 8 | *b as u64)
+}
+
+/// The UID `width` bytes wide that [`uid_bits`] made `bits` of.
+pub(super) fn uid_bytes(bits: u64, width: usize) -> Vec<u8> {
+    bits.to_be_bytes()[8 - width.min(8)..].to_vec()
+}
+
+impl<'a> LabelValues<'a> {
+    pub(super) fn new(label: &'a str) -> LabelValues<'a> {
+        LabelValues {
+            label,
+            tagks: Vec::new(),
+            found: Default::default(),
+        }
+    }
+
+    fn add(&mut self, q: &QueryEngine, tags: &[u8]) -> Result<(), QueryError> {
+        for pair in tags.chunks_exact(q.layout.tag_width()) {
+            let (k, v) = pair.split_at(q.layout.tagk_width);
+            let kb = uid_bits(k);
+            let names = match self.tagks.iter().find(|(t, _)| *t == kb) {
+                Some((_, names)) => *names,
+                None => {
+                    let name = q.uids.get_name(UidKind::Tagk, k)?;
+                    let names = *name != *PLACEHOLDER_TAGK && unescape(&name) == self.label;
+                    self.tagks.push((kb, names));
+                    names
+                }
+            };
+            if names {
+                self.found.insert(uid_bits(v));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl<'a> Collector<'a> {
@@ -49,7 +104,27 @@ impl<'a> Collector<'a> {
             lent: Vec::new(),
             lending: false,
             tsuid: Vec::new(),
+            values: None,
         }
+    }
+
+    /// A collector gathering `values` of series' tags rather than series (see [`LabelValues`]).
+    pub(super) fn for_values(
+        q: &'a QueryEngine,
+        start: u64,
+        end: u64,
+        keep: &'a KeepSeries<'a>,
+        values: LabelValues<'a>,
+    ) -> Collector<'a> {
+        Collector {
+            values: Some(values),
+            ..Collector::new(q, start, end, Stamps::None, keep)
+        }
+    }
+
+    /// What a collector made by [`Collector::for_values`] gathered.
+    pub(super) fn into_values(self) -> Option<LabelValues<'a>> {
+        self.values
     }
 
     /// A collector whose series' points may stay in the cached rows they come from, for
@@ -85,6 +160,10 @@ impl<'a> Collector<'a> {
         metric: &[u8],
         tags: &[u8],
     ) -> Result<Option<usize>, QueryError> {
+        if let Some(values) = &mut self.values {
+            values.add(self.q, tags)?;
+            return Ok(None);
+        }
         self.tsuid.clear();
         self.tsuid.extend_from_slice(metric);
         self.tsuid.extend_from_slice(tags);
@@ -114,6 +193,16 @@ impl<'a> Collector<'a> {
         };
         self.seen.insert(self.tsuid.clone(), s);
         Ok(s)
+    }
+
+    /// A kept row's tags alone (a selection of series without points): its series is gathered.
+    pub(super) fn series_tags(
+        &mut self,
+        name: &str,
+        metric: &[u8],
+        tags: &[u8],
+    ) -> Result<(), QueryError> {
+        self.slot(name, metric, tags).map(|_| ())
     }
 
     /// A row's key alone (a selection of series without points): its series is gathered.

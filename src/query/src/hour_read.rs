@@ -14,10 +14,11 @@ use super::collect::Collector;
 use super::collect::Stamps;
 use super::decode::append_row;
 use super::row_cache::{
-    hour_key, hour_key_weight, hour_row_weight, Fill, HourRows, RowCache, RowPoints,
+    hour_key, hour_key_weight, hour_row_weight, Fill, HourRows, HourTagsBuilder, RowCache,
+    RowPoints,
 };
 use super::seek::{tags_share, RowFilter};
-use super::select::{stop_on_error_lent, Window, KEPT_HOURS_MAX};
+use super::select::{go_on, stop_on_error_lent, Window, KEPT_HOURS_MAX};
 use super::{QueryEngine, QueryError};
 use std::sync::Arc;
 use tsgate_schema::rowkey::{base_time, ROW_SPAN};
@@ -64,6 +65,22 @@ impl QueryEngine {
     ) -> Result<(), QueryError> {
         let shared = filter.share(&self.layout, part, parts);
         let hours = (w.last as u64 - w.first as u64) / ROW_SPAN;
+        if c.stamps() == Stamps::None {
+            // Series alone: a narrow filter's hours are served from kept entries too (a few
+            // thousand tags in memory cost less than a seek), and filled.
+            let cache = self.rows.as_deref().filter(|_| hours <= KEPT_HOURS_MAX);
+            if let (Some(cache), Some(wanted)) = (cache, in_memory(filter, part, parts)) {
+                let at = SeriesRead {
+                    uid,
+                    name,
+                    shared: &shared,
+                    wanted: &wanted,
+                    keyed: filter.seek.is_some() || filter.regex.is_some(),
+                    share: (part, parts),
+                };
+                return self.collect_series(at, w, fill, cache, c);
+            }
+        }
         // A narrow filter seeks to a few series' rows, which costs less than looking through
         // every row of an hour (and reading the hour whole to keep it would cost more still).
         // Long windows would look up an entry per hour for little.
@@ -71,23 +88,10 @@ impl QueryEngine {
             .rows
             .as_deref()
             .filter(|_| !filter.narrow && hours <= KEPT_HOURS_MAX);
-        // The store applies the regex only to scans without a seeker: so does this.
-        let regex = filter
-            .regex
-            .as_deref()
-            .filter(|_| filter.seek.is_none())
-            .map(tsgate_store::embedded::compile_row_regex)
-            .transpose();
-        let (Some(cache), Ok(regex)) = (cache, regex) else {
+        let (Some(cache), Some(wanted)) = (cache, in_memory(filter, part, parts)) else {
             let scans = self.metric_scans(uid, w.first, w.last, &shared);
             return self.scan_into(&scans, name, c);
         };
-        let passes = |key: &[u8]| match &filter.seek {
-            Some(s) => (s.0)(key) == RowSeek::Take,
-            None => regex.as_ref().is_none_or(|r| r.is_match(key)),
-        };
-        let mine = |tags: &[u8]| parts <= 1 || tags_share(tags, parts) == part;
-        let wanted = |key: &[u8], tags: &[u8]| mine(tags) && passes(key);
         // Only the open hour's rows change at every flush; no points, nothing worth keeping.
         let open = base_time(tsgate_common::clock::now_ms() / 1000);
         let fill = fill.filter(|_| c.stamps() != Stamps::None);
@@ -245,5 +249,152 @@ impl QueryEngine {
             return Err(e);
         }
         Ok(whole.then(|| (Arc::from(rows), taken)))
+    }
+}
+
+/// `filter`, and share `part` of `parts`, applied in memory to a row (its key, and its tag
+/// bytes) as the store would have applied them to a scan; None when the filter's regex does
+/// not compile here (the store is then left to apply it).
+fn in_memory(
+    filter: &RowFilter,
+    part: usize,
+    parts: usize,
+) -> Option<impl Fn(&[u8], &[u8]) -> bool + '_> {
+    // The store applies the regex only to scans without a seeker: so does this.
+    let regex = filter
+        .regex
+        .as_deref()
+        .filter(|_| filter.seek.is_none())
+        .map(tsgate_store::embedded::compile_row_regex)
+        .transpose()
+        .ok()?;
+    let passes = move |key: &[u8]| match &filter.seek {
+        Some(s) => (s.0)(key) == RowSeek::Take,
+        None => regex.as_ref().is_none_or(|r| r.is_match(key)),
+    };
+    let mine = move |tags: &[u8]| parts <= 1 || tags_share(tags, parts) == part;
+    Some(move |key: &[u8], tags: &[u8]| mine(tags) && passes(key))
+}
+
+/// One metric's series as [`QueryEngine::collect_series`] reads them.
+struct SeriesRead<'a> {
+    uid: &'a [u8],
+    name: &'a str,
+    /// The caller's filter for the store, narrowed to its share.
+    shared: &'a RowFilter,
+    /// The same, in memory.
+    wanted: &'a dyn Fn(&[u8], &[u8]) -> bool,
+    /// Whether `wanted` looks at a row's key (a filter by tag pairs), or only at its tags.
+    keyed: bool,
+    share: (usize, usize),
+}
+
+impl QueryEngine {
+    /// [`QueryEngine::collect_metric`] for series alone (no points): each closed hour's row
+    /// keys from its kept entry, whether kept with points or alone; otherwise read from the
+    /// store and kept alone while the allowance lasts, once the hour has gone quiet. The open
+    /// hour, and hours not kept, are read through the filter as before.
+    fn collect_series(
+        &self,
+        at: SeriesRead,
+        w: &Window,
+        fill: Option<&Fill>,
+        cache: &RowCache,
+        c: &mut Collector,
+    ) -> Result<(), QueryError> {
+        let (part, parts) = at.share;
+        let open = base_time(tsgate_common::clock::now_ms() / 1000);
+        let mut key = Vec::new();
+        for salt in self.layout.salt_prefixes() {
+            // Hours to read through the filter, in one scan: from, to.
+            let mut run: Option<(u32, u32)> = None;
+            let read_run = |run: &mut Option<(u32, u32)>, c: &mut Collector| match run.take() {
+                Some((from, to)) => {
+                    let scan = self.metric_scan(&salt, at.uid, from, to, at.shared);
+                    self.scan_into(std::slice::from_ref(&scan), at.name, c)
+                }
+                None => Ok(()),
+            };
+            for (i, h) in (w.first..w.last).step_by(ROW_SPAN as usize).enumerate() {
+                let k = hour_key(&self.layout.metric_start(&salt, at.uid, h));
+                if h < open {
+                    if let Some(series) = cache.get_hour_series(&k) {
+                        read_run(&mut run, c)?;
+                        let head = self.layout.metric_start(&salt, at.uid, h);
+                        series.each_tags(|tags| {
+                            key.clear();
+                            if at.keyed {
+                                key.extend_from_slice(&head);
+                                key.extend_from_slice(tags);
+                            }
+                            match (at.wanted)(&key, tags) {
+                                true => c.series_tags(at.name, at.uid, tags),
+                                false => Ok(()),
+                            }
+                        })?;
+                        continue;
+                    }
+                    // Readers of other shares read the same hours: each fills its own of them.
+                    let fill = fill.filter(|f| f.left() > 0 && i % parts.max(1) == part);
+                    if let Some(fill) = fill.filter(|_| cache.keeps(&k)) {
+                        read_run(&mut run, c)?;
+                        self.read_hour_tags(&at, &salt, h, k, (cache, fill), c)?;
+                        continue;
+                    }
+                }
+                let from = run.map_or(h, |(from, _)| from);
+                run = Some((from, next(h)));
+            }
+            read_run(&mut run, c)?;
+        }
+        Ok(())
+    }
+
+    /// Every row key of hour `h` of `at`'s metric under `salt`; those wanted onto `c`, and all
+    /// kept under `k` as the hour's series when the allowance in `fill` covers them.
+    fn read_hour_tags(
+        &self,
+        at: &SeriesRead,
+        salt: &[u8],
+        h: u32,
+        k: Vec<u8>,
+        (cache, fill): (&RowCache, &Fill),
+        c: &mut Collector,
+    ) -> Result<(), QueryError> {
+        // Taken just before the read: a write to the hour after it keeps nothing.
+        let ticket = cache.ticket(&k);
+        let scan = self.metric_scan(salt, at.uid, h, next(h), &RowFilter::default());
+        let mut tags = HourTagsBuilder::default();
+        let mut whole = true;
+        let mut failed = None;
+        let mut body = |key: &[u8]| -> Result<(), QueryError> {
+            let Ok(rk) = self.layout.parse(key) else {
+                whole = false;
+                return Ok(());
+            };
+            // A row not based at `h` would not name this hour when written.
+            whole = whole && rk.base == h && tags.push(rk.tags);
+            match (at.wanted)(key, rk.tags) {
+                true => c.series_of(at.name, &rk),
+                false => Ok(()),
+            }
+        };
+        self.store.scan_keys(&self.table, &scan, &mut |key| {
+            Ok(go_on(body(key), &mut failed))
+        })?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if !whole {
+            return Ok(());
+        }
+        let tags = tags.finish();
+        let weight = tags.weight(k.len());
+        if weight > cache.max_entry() {
+            fill.ran_out();
+        } else if fill.take(weight) && !cache.put_hour_tags(k, ticket, tags) {
+            fill.give(weight);
+        }
+        Ok(())
     }
 }

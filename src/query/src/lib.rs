@@ -12,6 +12,7 @@ pub mod export;
 pub mod filter;
 pub mod graphite;
 mod hour_read;
+mod label_values;
 pub mod parse;
 pub mod promql;
 pub mod render;

@@ -26,12 +26,83 @@ pub type RowPoints = Arc<[(i64, f64)]>;
 /// The rows of one metric's hour under one salt, in key order: each row's tag bytes and points.
 pub type HourRows = Arc<[(Box<[u8]>, RowPoints)]>;
 
+/// The series of one metric's hour under one salt, in key order: each row's tag bytes, without
+/// points. What a look-up of series or label values reads of an hour (Grafana's variable
+/// queries, repeated at every dashboard load).
+#[derive(Clone, Default)]
+pub struct HourTags {
+    bytes: Arc<[u8]>,
+    /// Where each row's tags end in `bytes`.
+    ends: Arc<[u32]>,
+}
+
+impl HourTags {
+    /// Each row's tag bytes, in key order.
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(self.ends.iter().copied())
+            .map(|(a, b)| &self.bytes[a as usize..b as usize])
+    }
+
+    /// The entry's weight in the cache's budget, under a key `key_len` bytes long.
+    pub fn weight(&self, key_len: usize) -> u64 {
+        hour_key_weight(key_len) + (self.bytes.len() + self.ends.len() * 4) as u64
+    }
+}
+
+/// [`HourTags`] in the making.
+#[derive(Default)]
+pub struct HourTagsBuilder {
+    bytes: Vec<u8>,
+    ends: Vec<u32>,
+}
+
+impl HourTagsBuilder {
+    /// Adds a row's tags; false (nothing added) past what an entry can hold.
+    pub fn push(&mut self, tags: &[u8]) -> bool {
+        let Ok(end) = u32::try_from(self.bytes.len() + tags.len()) else {
+            return false;
+        };
+        self.bytes.extend_from_slice(tags);
+        self.ends.push(end);
+        true
+    }
+
+    pub fn finish(self) -> HourTags {
+        HourTags {
+            bytes: Arc::from(self.bytes),
+            ends: Arc::from(self.ends),
+        }
+    }
+}
+
+/// What an hour entry holds, for a reader of series alone: its rows with their points, or the
+/// rows' tags alone.
+pub enum HourSeries {
+    Rows(HourRows),
+    Tags(HourTags),
+}
+
+impl HourSeries {
+    /// `f` on each row's tag bytes, in key order, until it fails.
+    pub fn each_tags<E>(&self, mut f: impl FnMut(&[u8]) -> Result<(), E>) -> Result<(), E> {
+        match self {
+            HourSeries::Rows(rows) => rows.iter().try_for_each(|(tags, _)| f(tags)),
+            HourSeries::Tags(tags) => tags.iter().try_for_each(f),
+        }
+    }
+}
+
 /// What an entry holds.
 #[derive(Clone)]
 enum Kept {
     Row(RowPoints),
     /// With its weight: the cache weighs an entry again whenever it moves one.
     Hour(HourRows, u64),
+    /// An hour's tags alone, under the hour's key (a write to the hour drops it as it drops
+    /// the rows), with its weight.
+    Tags(HourTags, u64),
 }
 
 /// Appended to a row key's head (salt, metric, hour) to name the hour's entry. A row key with
@@ -85,7 +156,7 @@ impl quick_cache::Weighter<Vec<u8>, Kept> for Weight {
     fn weight(&self, key: &Vec<u8>, kept: &Kept) -> u64 {
         match kept {
             Kept::Row(points) => row_weight(key.len(), points.len()),
-            Kept::Hour(_, weight) => *weight,
+            Kept::Hour(_, weight) | Kept::Tags(_, weight) => *weight,
         }
     }
 }
@@ -248,6 +319,18 @@ impl RowCache {
         got
     }
 
+    /// The series of the hour entry `key` ([`hour_key`]) as last read, whether kept with
+    /// their points or alone, unless one was written since.
+    pub fn get_hour_series(&self, key: &[u8]) -> Option<HourSeries> {
+        let got = match self.cache.get(key) {
+            Some(Kept::Hour(rows, _)) => Some(HourSeries::Rows(rows)),
+            Some(Kept::Tags(tags, _)) => Some(HourSeries::Tags(tags)),
+            _ => None,
+        };
+        self.count(got.is_some());
+        got
+    }
+
     fn count(&self, hit: bool) {
         let n = if hit { &self.hits } else { &self.misses };
         n.fetch_add(1, Ordering::Relaxed);
@@ -303,9 +386,20 @@ impl RowCache {
         self.put_kept(key, ticket, Kept::Hour(rows, weight))
     }
 
+    /// [`RowCache::put`] for an hour's series alone: `tags` as read after `ticket` was taken on
+    /// `key`, unless the hour is kept with its points already (which serve series readers
+    /// too). Whether they were put.
+    pub fn put_hour_tags(&self, key: Vec<u8>, ticket: u64, tags: HourTags) -> bool {
+        let weight = tags.weight(key.len());
+        self.put_kept(key, ticket, Kept::Tags(tags, weight))
+    }
+
     fn put_kept(&self, key: Vec<u8>, ticket: u64, kept: Kept) -> bool {
         let writes = self.stripe(&key).lock();
         if *writes != ticket {
+            return false;
+        }
+        if matches!(kept, Kept::Tags(..)) && matches!(self.cache.peek(&key), Some(Kept::Hour(..))) {
             return false;
         }
         self.used.store(true, Ordering::Relaxed);

@@ -446,7 +446,7 @@ impl QueryEngine {
     }
 
     /// The metrics of `metrics` that exist, with their UIDs, in that order.
-    fn ids_of(&self, metrics: &[String]) -> Result<Vec<MetricId>, QueryError> {
+    pub(super) fn ids_of(&self, metrics: &[String]) -> Result<Vec<MetricId>, QueryError> {
         let mut ids = Vec::with_capacity(metrics.len());
         for metric in metrics {
             if let Some(uid) = self.uids.get_id(UidKind::Metric, metric)? {
@@ -1452,8 +1452,10 @@ pub(crate) mod tests {
         /// Tagged series read through the row cache's hour entries answer as the store does
         /// without a cache: for any window, salting, cache size (hours kept whole, in part or
         /// not at all), share count, filter (none; a tag required, filtered in memory; a value
-        /// required, read past the cache) and unit; with hours cached before by another window;
+        /// required, read past the cache) and unit (or series alone, through entries of their
+        /// tags); with hours cached before by another window, of points or of series alone;
         /// and after writes to cached hours (a point in a cached row, a series new to an hour).
+        /// Label values gathered from the same entries answer as the series' labels do.
         #[test]
         fn tagged_reads_through_hour_entries_answer_as_the_store(
             from in 0i64..(4 * 3600 + 600),
@@ -1462,7 +1464,8 @@ pub(crate) mod tests {
             cache in proptest::prop_oneof![proptest::strategy::Just(0u64), 1_000u64..400_000, proptest::strategy::Just(4u64 << 20)],
             parts in 1usize..4,
             filter_kind in 0u8..3,
-            seconds: bool,
+            unit in 0u8..3,
+            warm_unit in 0u8..3,
             warm_from in 0i64..(4 * 3600),
             warm_len in 1i64..(4 * 3600),
             write_hour in 0i64..4,
@@ -1477,15 +1480,25 @@ pub(crate) mod tests {
                 1 => RowFilter::for_pairs(&q.layout, [(id(UidKind::Tagk, "rack"), None)].into_iter().collect()),
                 _ => RowFilter::for_pairs(&q.layout, [(id(UidKind::Tagk, "dc"), Some(vec![id(UidKind::Tagv, "d1")]))].into_iter().collect()),
             };
-            let stamps = if seconds { Stamps::Seconds } else { Stamps::Ms };
+            let stamps_of = |u: u8| [Stamps::Seconds, Stamps::Ms, Stamps::None][u as usize];
+            let stamps = stamps_of(unit);
             let ms = |s: i64| (3600 * 1000 + s) * 1000;
             let (start, end) = (ms(from), ms(from) + len * 1000);
             let metrics = ["cpu", "mem"];
-            select_shares(&q, &metrics, ms(warm_from), ms(warm_from) + warm_len * 1000, stamps, &RowFilter::default(), parts);
+            select_shares(&q, &metrics, ms(warm_from), ms(warm_from) + warm_len * 1000, stamps_of(warm_unit), &RowFilter::default(), parts);
             let want = select_shares(&plain, &metrics, start, end, stamps, &filter, 1);
             proptest::prop_assert_eq!(&select_shares(&q, &metrics, start, end, stamps, &filter, parts), &want);
             proptest::prop_assert_eq!(&select_shares(&q, &metrics, start, end, stamps, &filter, parts), &want, "again, from what the first kept");
-            if !seconds {
+            let label_values = |q: &QueryEngine, label: &str| q.label_values(label, start, end).unwrap();
+            let labelled = |label: &str| {
+                let all = select_shares(&plain, &metrics, start, end, Stamps::None, &RowFilter::default(), 1);
+                let vals: std::collections::BTreeSet<String> = all.iter().flat_map(|s| s.tags.iter().filter(|(k, _)| k == label).map(|(_, v)| v.clone())).collect();
+                vals.into_iter().collect::<Vec<_>>()
+            };
+            for label in ["host", "dc", "rack", "none"] {
+                proptest::prop_assert_eq!(label_values(&q, label), labelled(label), "values of {}", label);
+            }
+            if stamps == Stamps::Ms {
                 // Lent from the cache where one kept row holds a series' points.
                 let plan = MetricPlan { metrics: metrics.iter().map(|m| m.to_string()).collect(), label_ms: Vec::new(), row_filter: filter.clone() };
                 let mut lent: Vec<Selected> = Vec::new();
@@ -1509,6 +1522,7 @@ pub(crate) mod tests {
             q.store.mutate("tsdb", vec![tsgate_store::RowMutations::put(key, tsgate_schema::DATA_FAMILY, p.qualifier().to_vec(), p.value_bytes().to_vec())]).unwrap();
             let want = select_shares(&plain, &metrics, start, end, stamps, &filter, 1);
             proptest::prop_assert_eq!(select_shares(&q, &metrics, start, end, stamps, &filter, parts), want, "after a write");
+            proptest::prop_assert_eq!(label_values(&q, "host"), labelled("host"), "values of host after a write");
         }
     }
 

@@ -195,11 +195,16 @@ pub async fn label_values(state: &Arc<Prometheus>, req: Request, name: String) -
             Err(e) => error(ErrorType::Internal, &e.to_string()),
         };
     }
-    let mut w = w;
     if w.matchers.is_empty() {
-        // Every series that has the label.
-        w.matchers
-            .push(vec![Matcher::new(1, &name, "").expect("NEQ matcher")]);
+        // Every series that has the label: its values from the rows' tags alone.
+        let (st, start, end) = (state.clone(), w.start, w.end);
+        let vals =
+            tokio::task::spawn_blocking(move || st.query.label_values(&name, start, end)).await;
+        return match vals {
+            Ok(Ok(v)) => list_reply(v, w.limit),
+            Ok(Err(e)) => error(ErrorType::Internal, &e.to_string()),
+            Err(e) => error(ErrorType::Internal, &e.to_string()),
+        };
     }
     let found = match select_union(state, &w).await {
         Ok(f) => f,

@@ -77,7 +77,7 @@ fn window(p: &Params, need_match: bool) -> Result<Window, Box<Reply>> {
 async fn select_union(state: &Arc<Prometheus>, w: &Window) -> Result<Vec<Selected>, Reply> {
     let st = state.clone();
     let (ms, start, end) = (w.matchers.clone(), w.start, w.end);
-    let res = tokio::task::spawn_blocking(move || {
+    let res = crate::server::blocking::run(move || {
         let mut out: Vec<Selected> = Vec::new();
         for m in &ms {
             out.extend(st.query.select(m, start, end, false)?);
@@ -160,7 +160,7 @@ pub async fn labels(state: &Arc<Prometheus>, req: Request) -> Reply {
         // Without a selector: every tag key ever stored (the UID table; time range ignored).
         let st = state.clone();
         let names =
-            tokio::task::spawn_blocking(move || st.resolver.uids().list(UidKind::Tagk)).await;
+            crate::server::blocking::run(move || st.resolver.uids().list(UidKind::Tagk)).await;
         return match names {
             Ok(Ok(n)) => {
                 let mut v: Vec<String> = n
@@ -196,7 +196,7 @@ pub async fn label_values(state: &Arc<Prometheus>, req: Request, name: String) -
     if name == "__name__" && w.matchers.is_empty() {
         let st = state.clone();
         let names =
-            tokio::task::spawn_blocking(move || st.resolver.uids().list(UidKind::Metric)).await;
+            crate::server::blocking::run(move || st.resolver.uids().list(UidKind::Metric)).await;
         return match names {
             Ok(Ok(n)) => list_reply(
                 n.into_iter()
@@ -212,7 +212,7 @@ pub async fn label_values(state: &Arc<Prometheus>, req: Request, name: String) -
         // Every series that has the label: its values from the rows' tags alone.
         let (st, start, end) = (state.clone(), w.start, w.end);
         let vals =
-            tokio::task::spawn_blocking(move || st.query.label_values(&name, start, end)).await;
+            crate::server::blocking::run(move || st.query.label_values(&name, start, end)).await;
         return match vals {
             Ok(Ok(v)) => list_reply(v, w.limit),
             Ok(Err(e)) => error(ErrorType::Internal, &e.to_string()),

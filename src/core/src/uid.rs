@@ -616,19 +616,24 @@ impl UidCore {
 mod tests {
     use super::*;
 
+    /// An embedded store with the default tables under `dir`.
+    fn embedded(dir: &Path) -> SharedStore {
+        std::sync::Arc::new(
+            tsgate_store::embedded::EmbeddedStore::open(
+                dir,
+                &tsgate_store::TableNames::default().specs(),
+            )
+            .unwrap(),
+        )
+    }
+
     /// A kept listing answers as a scan of the forward rows does: after names assigned here,
     /// by another process sharing the store (its counter moves), renamed here, and without
     /// any change.
     #[test]
     fn a_kept_listing_follows_every_change_to_the_names() {
         let d = tempfile::tempdir().unwrap();
-        let store: SharedStore = std::sync::Arc::new(
-            tsgate_store::embedded::EmbeddedStore::open(
-                d.path(),
-                &tsgate_store::TableNames::default().specs(),
-            )
-            .unwrap(),
-        );
+        let store = embedded(d.path());
         let here = UidCore::new(store.clone(), "tsdb-uid".into(), [3, 3, 3], [true; 3]);
         let there = UidCore::new(store, "tsdb-uid".into(), [3, 3, 3], [true; 3]);
         let names = |u: &UidCore, kind| -> Vec<String> {
@@ -659,13 +664,7 @@ mod tests {
     #[test]
     fn bulk_assignment_takes_one_run_of_ids() {
         let d = tempfile::tempdir().unwrap();
-        let store: SharedStore = std::sync::Arc::new(
-            tsgate_store::embedded::EmbeddedStore::open(
-                d.path(),
-                &tsgate_store::TableNames::default().specs(),
-            )
-            .unwrap(),
-        );
+        let store = embedded(d.path());
         let uids = UidCore::new(store, "tsdb-uid".into(), [3, 3, 3], [true, false, true]);
         assert_eq!(
             &*uids.get_or_create(UidKind::Metric, "known").unwrap(),
@@ -705,13 +704,7 @@ mod tests {
     #[test]
     fn the_journal_puts_back_assignments_a_crash_took_from_the_store() {
         let d = tempfile::tempdir().unwrap();
-        let store: SharedStore = std::sync::Arc::new(
-            tsgate_store::embedded::EmbeddedStore::open(
-                &d.path().join("store"),
-                &tsgate_store::TableNames::default().specs(),
-            )
-            .unwrap(),
-        );
+        let store = embedded(&d.path().join("store"));
         let journal = d.path().join("uid.journal");
         let uids = journaled(&store, &journal);
         uids.get_or_create(UidKind::Metric, "cpu").unwrap();

@@ -427,6 +427,37 @@ pub fn decode_append(v: &[u8], out: &mut Vec<RawPoint>) -> Result<(), SchemaErro
     Ok(())
 }
 
+/// The points of a column [`build_column`] made, in its order, onto `out`; how many. No checks
+/// beyond the lengths: for columns this process built and holds (a stored column is read with
+/// [`decode_compacted`]).
+pub fn split_built(q: &[u8], v: &[u8], out: &mut Vec<RawPoint>) -> usize {
+    let (mut qi, mut vi, mut n) = (0, 0, 0);
+    while qi < q.len() {
+        let ql = qualifier_len_at(q[qi]);
+        let Some(qq) = q.get(qi..qi + ql) else { break };
+        let vl = (qq[ql - 1] & LENGTH_MASK) as usize + 1;
+        let Some(p) = v
+            .get(vi..vi + vl)
+            .and_then(|vv| RawPoint::from_parts(qq, vv))
+        else {
+            break;
+        };
+        out.push(p);
+        (qi, vi, n) = (qi + ql, vi + vl, n + 1);
+    }
+    n
+}
+
+/// How many points a column [`build_column`] made holds: one per qualifier.
+pub fn built_len(q: &[u8]) -> usize {
+    let (mut qi, mut n) = (0, 0);
+    while qi < q.len() {
+        qi += qualifier_len_at(q[qi]);
+        n += 1;
+    }
+    n
+}
+
 /// Builds one column from points already sorted by offset and free of duplicates:
 /// a plain cell for one point, else a compacted column with its meta byte.
 pub fn build_column(points: &[RawPoint]) -> (Vec<u8>, Vec<u8>) {
@@ -452,6 +483,35 @@ pub fn build_column(points: &[RawPoint]) -> (Vec<u8>, Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A built column splits back into its points, one or many, seconds and milliseconds,
+    /// every value length.
+    #[test]
+    fn a_built_column_splits_back_into_its_points() {
+        let base = 1356998400u32;
+        let values = [
+            DataValue::Int(5),
+            DataValue::Int(300),
+            DataValue::Int(70_000),
+            DataValue::Int(1 << 40),
+            DataValue::F32(1.5),
+            DataValue::F64(0.1),
+        ];
+        let mut points: Vec<RawPoint> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| RawPoint::encode(base as u64 + i as u64 * 7, base, *v).unwrap())
+            .collect();
+        points
+            .push(RawPoint::encode(base as u64 * 1000 + 50_001, base, DataValue::Int(-2)).unwrap());
+        for n in 1..=points.len() {
+            let (q, v) = build_column(&points[..n]);
+            let mut back = Vec::new();
+            assert_eq!(split_built(&q, &v, &mut back), n);
+            assert_eq!(built_len(&q), n);
+            assert_eq!(format!("{back:?}"), format!("{:?}", &points[..n]));
+        }
+    }
 
     #[test]
     fn non_finite_floats_only_through_the_lenient_encoder() {

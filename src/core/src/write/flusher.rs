@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
-use tsgate_schema::column::build_column;
+use tsgate_schema::column::{build_column, built_len, split_built};
 use tsgate_schema::rowkey::ROW_SPAN;
 use tsgate_schema::{KeyLayout, RawPoint};
 use tsgate_store::{Mutation, RowMutations, SharedStore};
@@ -124,10 +124,72 @@ struct Held {
     ends: Instant,
     /// Its entry in `Rolls::by_end`.
     seq: u64,
-    /// In write order (a roll settles them: the last write of an offset wins).
-    points: Vec<RawPoint>,
-    /// The partial columns in the store, each once.
-    columns: Vec<Vec<u8>>,
+    /// The partial columns in the store, each qualifier once, in write order: a roll takes
+    /// their points in that order and settles them (the last write of an offset wins).
+    columns: HeldColumns,
+    /// Points over `columns`.
+    points: usize,
+}
+
+/// A held row's partial columns (qualifiers, values) in one buffer, each as the two lengths
+/// (u32, big-endian) then the bytes: 2 + 1–8 bytes per point and 8 per column, where the
+/// points themselves took 14 and each column's qualifiers an allocation more (a bulk load of
+/// the bench's hour held ~58 MiB of points until compaction took the rows).
+#[derive(Default)]
+struct HeldColumns {
+    bytes: Vec<u8>,
+    count: usize,
+}
+
+impl HeldColumns {
+    /// Each column's (qualifiers, values), in write order, with where it starts.
+    fn iter(&self) -> impl Iterator<Item = (usize, &[u8], &[u8])> {
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            let head = self.bytes.get(at..at + 8)?;
+            let ql = u32::from_be_bytes(head[..4].try_into().expect("4 bytes")) as usize;
+            let vl = u32::from_be_bytes(head[4..].try_into().expect("4 bytes")) as usize;
+            let (start, q_at) = (at, at + 8);
+            at = q_at + ql + vl;
+            Some((
+                start,
+                &self.bytes[q_at..q_at + ql],
+                &self.bytes[q_at + ql..at],
+            ))
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Adds a column; one of the same qualifiers held before is removed first (the new one
+    /// holds every offset it did, and comes after what was written between). Returns how many
+    /// points that removed.
+    fn push(&mut self, q: &[u8], v: &[u8]) -> usize {
+        let same = self
+            .iter()
+            .find(|(_, held, _)| *held == q)
+            .map(|(start, held, vals)| (start, 8 + held.len() + vals.len(), built_len(held)));
+        let gone = match same {
+            Some((start, len, points)) => {
+                self.bytes.drain(start..start + len);
+                self.count -= 1;
+                points
+            }
+            None => 0,
+        };
+        // Lengths of one column fit: a buffer row holds far fewer than 2^30 points. (Exact
+        // growth, a move per column, and growth by half both held more than doubling.)
+        self.bytes
+            .extend_from_slice(&(q.len() as u32).to_be_bytes());
+        self.bytes
+            .extend_from_slice(&(v.len() as u32).to_be_bytes());
+        self.bytes.extend_from_slice(q);
+        self.bytes.extend_from_slice(v);
+        self.count += 1;
+        gone
+    }
 }
 
 impl Rolls {
@@ -135,8 +197,8 @@ impl Rolls {
         self.rows.get(row).is_some_and(|h| h.ends <= Instant::now())
     }
 
-    fn hold(&mut self, row: RowId, interval: Duration, points: Vec<RawPoint>, column: Vec<u8>) {
-        let n = points.len();
+    fn hold(&mut self, row: RowId, interval: Duration, (q, v): (&[u8], &[u8])) {
+        let n = built_len(q);
         let held = match self.rows.get_mut(&row) {
             Some(h) => h,
             None => {
@@ -146,19 +208,15 @@ impl Rolls {
                 self.rows.entry(row).or_insert(Held {
                     ends,
                     seq: self.next,
-                    points: Vec::new(),
-                    columns: Vec::new(),
+                    columns: HeldColumns::default(),
+                    points: 0,
                 })
             }
         };
-        if held.points.is_empty() {
-            held.points = points;
-        } else {
-            held.points.extend_from_slice(&points);
-        }
-        if !held.columns.contains(&column) {
-            held.columns.push(column);
-        }
+        let gone = held.columns.push(q, v);
+        held.points -= gone;
+        self.points -= gone;
+        held.points += n;
         self.points += n;
     }
 
@@ -166,7 +224,7 @@ impl Rolls {
     pub fn forget(&mut self, row: &RowId) {
         if let Some(h) = self.rows.remove(row) {
             self.by_end.remove(&(h.ends, h.seq));
-            self.points -= h.points.len();
+            self.points -= h.points;
         }
     }
 
@@ -185,8 +243,8 @@ pub type Pending = HashMap<RowId, Instant, ahash::RandomState>;
 
 /// What a flush did with a row, when rolls are on.
 enum Wrote {
-    /// Put this partial column; the row's points are held for its roll.
-    Partial(Vec<u8>),
+    /// Put this partial column (qualifiers, values), held for the row's roll.
+    Partial((Vec<u8>, Vec<u8>)),
     /// Put the row's roll.
     Rolled,
 }
@@ -207,19 +265,21 @@ fn spread((series, base): RowId) -> f64 {
 /// column is put once; should the same one have been put twice (the same points sent again),
 /// an older copy may come back, and it loses to this newer cell as duplicates always do
 /// (readers and the compactor prefer the newest cell), until the hour's compaction deletes it.
-fn roll_mutations(row: Vec<u8>, mut points: Vec<RawPoint>, columns: &[Vec<u8>]) -> RowMutations {
+fn roll_mutations(row: Vec<u8>, columns: &HeldColumns, more: &[RawPoint]) -> RowMutations {
+    let mut points = Vec::with_capacity(columns.bytes.len() / 4 + more.len());
+    for (_, q, v) in columns.iter() {
+        split_built(q, v, &mut points);
+    }
+    points.extend_from_slice(more);
     settle(&mut points);
     let (q, v) = build_column(&points);
     let mut mutations = Vec::with_capacity(columns.len() + 1);
-    mutations.extend(
-        columns
-            .iter()
-            .filter(|c| **c != q)
-            .map(|c| Mutation::DeleteOnce {
-                family: DATA_FAMILY.to_vec(),
-                qualifier: c.clone(),
-            }),
-    );
+    mutations.extend(columns.iter().filter(|(_, c, _)| *c != q).map(|(_, c, _)| {
+        Mutation::DeleteOnce {
+            family: DATA_FAMILY.to_vec(),
+            qualifier: c.to_vec(),
+        }
+    }));
     mutations.insert(
         0,
         Mutation::Put {
@@ -274,15 +334,12 @@ impl Flusher {
                 let row = self.layout.row_key(r.series.tsuid, r.base);
                 if rolling && rolls.due(&id) {
                     let held = &rolls.rows[&id];
-                    let mut points = Vec::with_capacity(held.points.len() + r.points.len());
-                    points.extend_from_slice(&held.points);
-                    points.extend_from_slice(&r.points);
-                    batch.push(roll_mutations(row, points, &held.columns));
+                    batch.push(roll_mutations(row, &held.columns, &r.points));
                     written.push(Wrote::Rolled);
                 } else {
                     let (q, v) = build_column(&r.points);
                     if rolling {
-                        written.push(Wrote::Partial(q.clone()));
+                        written.push(Wrote::Partial((q.clone(), v.clone())));
                     }
                     batch.push(RowMutations::put(row, DATA_FAMILY, q, v));
                 }
@@ -294,12 +351,12 @@ impl Flusher {
                 .filter(|w| matches!(w, Wrote::Rolled))
                 .count();
             for (i, r) in buffer.rows[chunk.clone()].iter_mut().enumerate() {
-                let points = std::mem::take(&mut r.points);
+                r.points = Vec::new();
                 if !rolling {
                     continue;
                 }
                 match std::mem::replace(&mut written[i], Wrote::Rolled) {
-                    Wrote::Partial(q) => rolls.hold(keys[i], self.roll_interval, points, q),
+                    Wrote::Partial((q, v)) => rolls.hold(keys[i], self.roll_interval, (&q, &v)),
                     Wrote::Rolled => rolls.forget(&keys[i]),
                 }
             }
@@ -338,12 +395,12 @@ impl Flusher {
                     break;
                 }
                 if hour_closed(k.1, wall) {
-                    left -= rolls.rows[k].points.len();
+                    left -= rolls.rows[k].points;
                     let_go.push(*k);
                     continue;
                 }
             }
-            left -= rolls.rows[k].points.len();
+            left -= rolls.rows[k].points;
             due.push(*k);
         }
         for k in &let_go {
@@ -363,7 +420,7 @@ impl Flusher {
                 .map(|k| {
                     let h = &rolls.rows[k];
                     let row = self.layout.row_key(k.0.tsuid, k.1);
-                    roll_mutations(row, h.points.clone(), &h.columns)
+                    roll_mutations(row, &h.columns, &[])
                 })
                 .collect();
             if let Err(e) = self.store.mutate(&self.table, batch) {
@@ -1054,6 +1111,34 @@ mod tests {
         write(&[(40, 5)], &mut rolls);
         assert_eq!(row_of(&store, a).0, 2);
         assert_eq!(rolls.len(), 1);
+    }
+
+    /// The same offsets written again (a partial column of the same qualifiers, new values)
+    /// after a column that overlaps them: the row holds the newer column once, its points
+    /// counted once, and the roll keeps its values over the overlapping column's.
+    #[test]
+    fn a_column_of_the_same_offsets_again_replaces_the_held_one() {
+        let (dir, store) = embedded();
+        let f = flusher_over(store.clone(), dir.path(), Duration::from_millis(40));
+        let (a, mut rolls) = (series_no(1), Rolls::default());
+        let write = |points: &[(u64, i64)], rolls: &mut Rolls| {
+            let mut touched = Vec::new();
+            f.write_from(&mut buffer_of(&[(a, points)]), &mut 0, &mut touched, rolls)
+                .unwrap();
+        };
+        write(&[(0, 1), (10, 2)], &mut rolls);
+        write(&[(10, 20), (20, 3)], &mut rolls);
+        write(&[(0, 7), (10, 8)], &mut rolls);
+        assert_eq!((rolls.len(), rolls.points), (1, 4));
+        assert_eq!(row_of(&store, a).0, 2, "the same qualifiers are one cell");
+        std::thread::sleep(Duration::from_millis(80)); // past any row's window (20–60 ms)
+        write(&[(30, 4)], &mut rolls);
+        assert_eq!(
+            row_of(&store, a),
+            (1, vec![(0, 7), (10, 8), (20, 3), (30, 4)]),
+            "one column, the last writes of offsets 0 and 10 in it"
+        );
+        assert!(rolls.is_empty() && rolls.points == 0);
     }
 
     /// Past `roll_max_points`, a closed hour's row is let go early without a write (its

@@ -1111,34 +1111,19 @@ mod tests {
         write(&[(40, 5)], &mut rolls);
         assert_eq!(row_of(&store, a).0, 2);
         assert_eq!(rolls.len(), 1);
-    }
-
-    /// The same offsets written again (a partial column of the same qualifiers, new values)
-    /// after a column that overlaps them: the row holds the newer column once, its points
-    /// counted once, and the roll keeps its values over the overlapping column's.
-    #[test]
-    fn a_column_of_the_same_offsets_again_replaces_the_held_one() {
-        let (dir, store) = embedded();
-        let f = flusher_over(store.clone(), dir.path(), Duration::from_millis(40));
-        let (a, mut rolls) = (series_no(1), Rolls::default());
-        let write = |points: &[(u64, i64)], rolls: &mut Rolls| {
-            let mut touched = Vec::new();
-            f.write_from(&mut buffer_of(&[(a, points)]), &mut 0, &mut touched, rolls)
-                .unwrap();
-        };
-        write(&[(0, 1), (10, 2)], &mut rolls);
-        write(&[(10, 20), (20, 3)], &mut rolls);
-        write(&[(0, 7), (10, 8)], &mut rolls);
-        assert_eq!((rolls.len(), rolls.points), (1, 4));
-        assert_eq!(row_of(&store, a).0, 2, "the same qualifiers are one cell");
-        std::thread::sleep(Duration::from_millis(80)); // past any row's window (20–60 ms)
-        write(&[(30, 4)], &mut rolls);
-        assert_eq!(
-            row_of(&store, a),
-            (1, vec![(0, 7), (10, 8), (20, 3), (30, 4)]),
-            "one column, the last writes of offsets 0 and 10 in it"
-        );
-        assert!(rolls.is_empty() && rolls.points == 0);
+        // The same offsets written again (a column of the same qualifiers, new values) after
+        // a column overlapping them: held once, its points counted once, and its values win
+        // over the overlapping column's in the roll.
+        write(&[(50, 1), (60, 2)], &mut rolls);
+        write(&[(60, 20), (70, 3)], &mut rolls);
+        write(&[(50, 7), (60, 8)], &mut rolls);
+        assert_eq!((rolls.len(), rolls.points), (1, 5));
+        assert_eq!(row_of(&store, a).0, 4, "the same qualifiers are one cell");
+        std::thread::sleep(Duration::from_millis(80));
+        write(&[(80, 6)], &mut rolls);
+        let (cells, points) = row_of(&store, a);
+        assert_eq!(cells, 2, "the first roll's column and this one");
+        assert_eq!(&points[4..], &[(40, 5), (50, 7), (60, 8), (70, 3), (80, 6)]);
     }
 
     /// Past `roll_max_points`, a closed hour's row is let go early without a write (its

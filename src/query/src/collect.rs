@@ -8,7 +8,7 @@ use super::{QueryEngine, QueryError};
 use std::collections::HashMap;
 use tsgate_core::prometheus::labels::{unescape, PLACEHOLDER_TAGK};
 use tsgate_schema::rowkey::RowKey;
-use tsgate_schema::uid_table::UidKind;
+use tsgate_schema::uid_table::{id_from_bytes, UidKind};
 use tsgate_store::LentRow;
 
 pub(super) struct Collector<'a> {
@@ -36,22 +36,12 @@ pub(super) struct Collector<'a> {
 /// series is named, only each tag key seen once and each value found once.
 pub(super) struct LabelValues<'a> {
     label: &'a str,
-    /// Tag key UIDs seen (see [`uid_bits`]), with whether their name is the label's
-    /// (unescaped, as a series' labels are made).
+    /// Tag key UIDs seen (as numbers, [`id_from_bytes`]: compared and hashed as one word,
+    /// where the byte slices cost a call to `memcmp` per tag of every row), with whether their
+    /// name is the label's (unescaped, as a series' labels are made).
     tagks: Vec<(u64, bool)>,
-    /// The label's value UIDs found (see [`uid_bits`]).
+    /// The label's value UIDs found, as numbers.
     pub(super) found: std::collections::HashSet<u64, ahash::RandomState>,
-}
-
-/// A UID (1 to 8 bytes, as OpenTSDB's widths are) as a number: compared and hashed as one
-/// word, where the byte slices cost a call to `memcmp` per tag of every row.
-pub(super) fn uid_bits(uid: &[u8]) -> u64 {
-    uid.iter().fold(0, |n, b| n << 8 | *b as u64)
-}
-
-/// The UID `width` bytes wide that [`uid_bits`] made `bits` of.
-pub(super) fn uid_bytes(bits: u64, width: usize) -> Vec<u8> {
-    bits.to_be_bytes()[8 - width.min(8)..].to_vec()
 }
 
 impl<'a> LabelValues<'a> {
@@ -66,7 +56,7 @@ impl<'a> LabelValues<'a> {
     fn add(&mut self, q: &QueryEngine, tags: &[u8]) -> Result<(), QueryError> {
         for pair in tags.chunks_exact(q.layout.tag_width()) {
             let (k, v) = pair.split_at(q.layout.tagk_width);
-            let kb = uid_bits(k);
+            let kb = id_from_bytes(k);
             let names = match self.tagks.iter().find(|(t, _)| *t == kb) {
                 Some((_, names)) => *names,
                 None => {
@@ -77,7 +67,7 @@ impl<'a> LabelValues<'a> {
                 }
             };
             if names {
-                self.found.insert(uid_bits(v));
+                self.found.insert(id_from_bytes(v));
             }
         }
         Ok(())
@@ -207,7 +197,7 @@ impl<'a> Collector<'a> {
 
     /// A row's key alone (a selection of series without points): its series is gathered.
     pub(super) fn series_of(&mut self, name: &str, rk: &RowKey) -> Result<(), QueryError> {
-        self.slot(name, rk.metric, rk.tags).map(|_| ())
+        self.series_tags(name, rk.metric, rk.tags)
     }
 
     /// A row read from the store: its points in the window decoded from its cells.
